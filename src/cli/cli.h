@@ -1,0 +1,24 @@
+/* cli.h: what the subcommands of the memscope command share. Only the CLI prints and exits. */
+#ifndef MS_CLI_H
+#define MS_CLI_H
+
+/* Each subcommand gets argv with argv[0] = the subcommand name and returns the process exit
+ * status: 0 ok, 1 failure, 2 usage error (bad option or value). */
+int cmd_run(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+#ifdef MEMSCOPE_HAVE_SNAPSHOT
+int cmd_snapshot(int argc, char **argv);
+#endif
+
+/* Prints "memscope: <fmt>\n" to stderr. Returns -1 so callers can `return error(...)`. */
+int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Prints a usage error ("memscope: <fmt>\n" plus a hint) and returns 2. */
+int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Logging: 0 debug, 1 info, 2 warning, 3 error. Set by --log-level, -q, -v. */
+extern int cli_log_level;
+void cli_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

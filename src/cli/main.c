@@ -1,0 +1,93 @@
+/* main.c: the memscope command. Dispatches to one cmd_<name>() per subcommand through the
+ * commands[] table; a first argument that is an option or a program (msMemScope's form,
+ * `memscope [options] prog args`) means `run`. */
+#include "cli.h"
+
+#include "version.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int cli_log_level = 1;
+
+int error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("memscope: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return -1;
+}
+
+int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("memscope: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs(" (see memscope --help)\n", stderr);
+    va_end(ap);
+    return 2;
+}
+
+void cli_log(int level, const char *fmt, ...)
+{
+    static const char *const names[] = {"debug", "info", "warning", "error"};
+    if (level < cli_log_level)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "memscope [%s]: ", names[level < 0 ? 0 : level > 3 ? 3 : level]);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static const char usage[] =
+    "usage: memscope run [options] [--] program [args...]\n"
+    "       memscope [options] program [args...]        (msMemScope form; same as run)\n"
+    "       memscope import TRACE_DIR -o run.db         (raw traces -> database)\n"
+    "       memscope export run.db --format=csv [-o file.csv]\n"
+#ifdef MEMSCOPE_HAVE_SNAPSHOT
+    "       memscope snapshot FILE [--json] [-o run.db] [--state-at N]\n"
+#endif
+    "       memscope --help | --version\n"
+    "\n"
+    "Run `memscope run --help` for the recording options.\n";
+
+static const struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+} commands[] = {
+    {"run", cmd_run},
+    {"import", cmd_import},
+    {"export", cmd_export},
+#ifdef MEMSCOPE_HAVE_SNAPSHOT
+    {"snapshot", cmd_snapshot},
+#endif
+};
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+        printf("memscope version %s\n", MEMSCOPE_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].fn(argc - 1, argv + 1);
+    /* msMemScope form: options then the program. */
+    argv[0] = "run";
+    return cmd_run(argc, argv);
+}

@@ -1,0 +1,26 @@
+/* error.h: the project's one error convention.
+ *
+ * Every library function returns 0 on success or a negative MS_E* code (or a negative errno
+ * value, which ms_strerror() also explains). Only the CLI prints and exits. */
+#ifndef MS_ERROR_H
+#define MS_ERROR_H
+
+enum {
+    MS_OK = 0,
+    MS_EBASE = -1000,
+    MS_ENOMEM = -1001,    /* an allocation failed or a cap was reached */
+    MS_EFORMAT = -1002,   /* input bytes are not what the format says */
+    MS_ETRUNC = -1003,    /* input ends before the structure does */
+    MS_EVERSION = -1004,  /* input was written by a newer, unknown format version */
+    MS_ELIMIT = -1005,    /* input exceeds a hard cap (depth, size, count) */
+    MS_EINVAL = -1006,    /* bad argument or option value */
+    MS_EIO = -1007,       /* read, write or open failed (see errno-based codes too) */
+    MS_EDB = -1008,       /* SQLite reported an error */
+    MS_ENOTFOUND = -1009, /* a named thing does not exist */
+    MS_EREFUSED = -1010,  /* input asks for something we never do (e.g. a pickle that imports) */
+};
+
+/* Returns a static English message for code (an MS_E* value or a negative errno). */
+const char *ms_strerror(int code);
+
+#endif

@@ -1,0 +1,140 @@
+/* encode.h: allocation-free encoders for trace records (see format.h for the layout).
+ *
+ * Used by the agent on its hot path: every function writes into a caller-provided buffer that
+ * the caller has checked has room for MS_REC_MAX_EVENT (or ms_stack_record_max()) bytes, and
+ * returns the new end. Also used by tests to build traces. */
+#ifndef MS_TRACE_ENCODE_H
+#define MS_TRACE_ENCODE_H
+
+#include "format.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MS_VARINT_MAX 10
+/* Largest event record (type + 4 varints). */
+#define MS_REC_MAX_EVENT (1 + 4 * MS_VARINT_MAX)
+
+static inline uint8_t *ms_put_varint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+static inline uint64_t ms_zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t ms_unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Delta state of one chunk; reset at each chunk start. */
+struct ms_enc_state {
+    uint64_t prev_ns;
+    uint64_t prev_addr;
+};
+
+static inline uint8_t *ms_put_ts(uint8_t *p, struct ms_enc_state *s, uint64_t ns)
+{
+    uint64_t d = ns > s->prev_ns ? ns - s->prev_ns : 0;
+    if (ns > s->prev_ns)
+        s->prev_ns = ns;
+    return ms_put_varint(p, d);
+}
+
+static inline uint8_t *ms_put_addr(uint8_t *p, struct ms_enc_state *s, uint64_t addr)
+{
+    p = ms_put_varint(p, ms_zigzag((int64_t)(addr - s->prev_addr)));
+    s->prev_addr = addr;
+    return p;
+}
+
+/* HEAP_ALLOC / MMAP_ALLOC: type is MS_REC_HEAP_ALLOC + fn or MS_REC_MMAP_ALLOC + fn. */
+static inline uint8_t *ms_enc_alloc(uint8_t *p, struct ms_enc_state *s, int type, uint64_t ns,
+                                    uint64_t addr, uint64_t size, uint32_t stack)
+{
+    *p++ = (uint8_t)type;
+    p = ms_put_ts(p, s, ns);
+    p = ms_put_addr(p, s, addr);
+    p = ms_put_varint(p, size);
+    return ms_put_varint(p, stack);
+}
+
+static inline uint8_t *ms_enc_free(uint8_t *p, struct ms_enc_state *s, uint64_t ns, uint64_t addr)
+{
+    *p++ = MS_REC_HEAP_FREE;
+    p = ms_put_ts(p, s, ns);
+    return ms_put_addr(p, s, addr);
+}
+
+static inline uint8_t *ms_enc_munmap(uint8_t *p, struct ms_enc_state *s, uint64_t ns,
+                                     uint64_t addr, uint64_t size)
+{
+    *p++ = MS_REC_MUNMAP;
+    p = ms_put_ts(p, s, ns);
+    p = ms_put_addr(p, s, addr);
+    return ms_put_varint(p, size);
+}
+
+static inline uint8_t *ms_enc_lost(uint8_t *p, struct ms_enc_state *s, uint64_t ns, uint64_t n)
+{
+    *p++ = MS_REC_LOST;
+    p = ms_put_ts(p, s, ns);
+    return ms_put_varint(p, n);
+}
+
+static inline size_t ms_stack_record_max(unsigned depth)
+{
+    return 1 + 2 * MS_VARINT_MAX + (size_t)depth * MS_VARINT_MAX;
+}
+
+static inline uint8_t *ms_enc_stack(uint8_t *p, uint32_t id, const uint64_t *pcs, unsigned depth)
+{
+    *p++ = MS_REC_STACK;
+    p = ms_put_varint(p, id);
+    p = ms_put_varint(p, depth);
+    for (unsigned i = 0; i < depth; i++)
+        p = i ? ms_put_varint(p, ms_zigzag((int64_t)(pcs[i] - pcs[i - 1])))
+              : ms_put_varint(p, pcs[0]);
+    return p;
+}
+
+static inline size_t ms_module_record_max(size_t pathlen)
+{
+    return 1 + 4 * MS_VARINT_MAX + pathlen;
+}
+
+static inline uint8_t *ms_enc_module(uint8_t *p, uint64_t bias, uint64_t lo, uint64_t hi,
+                                     const char *path, size_t pathlen)
+{
+    *p++ = MS_REC_MODULE;
+    p = ms_put_varint(p, bias);
+    p = ms_put_varint(p, lo);
+    p = ms_put_varint(p, hi);
+    p = ms_put_varint(p, pathlen);
+    memcpy(p, path, pathlen);
+    return p + pathlen;
+}
+
+static inline uint8_t *ms_enc_process(uint8_t *p, uint64_t ppid, const char *exe, size_t exelen,
+                                      const char *cmd, size_t cmdlen)
+{
+    *p++ = MS_REC_PROCESS;
+    p = ms_put_varint(p, ppid);
+    p = ms_put_varint(p, exelen);
+    memcpy(p, exe, exelen);
+    p += exelen;
+    p = ms_put_varint(p, cmdlen);
+    memcpy(p, cmd, cmdlen);
+    return p + cmdlen;
+}
+
+#endif

@@ -1,0 +1,132 @@
+/* format.h: the memscope trace format, version 1: constants and the byte layout.
+ *
+ * Written by the agent (src/agent, through encode.h, without malloc) and read by reader.c.
+ * docs/trace-format.md is the long description; this comment is the normative summary, and a
+ * change to either changes both. All integers are little-endian.
+ *
+ * One file per traced process image: <trace dir>/<pid>.<n>.mst (n = 0, 1, ... so that an exec'd
+ * image with the same pid gets its own file).
+ *
+ * File header, at offset 0, MS_TRACE_HEADER_SIZE bytes:
+ *   off  size  field
+ *   0    8     magic "MSTRACE\0"
+ *   8    4     version (MS_TRACE_VERSION)
+ *   12   4     header_size (4096)
+ *   16   4     chunk_align (4096): every chunk starts at a multiple of it
+ *   20   4     flags (MS_TRACE_F_*)
+ *   24   8     pid
+ *   28..       (see struct ms_trace_file_header for the rest)
+ *
+ * After the header come chunks. A chunk belongs to one thread; its 32-byte header is
+ *   0 magic "MSCK" | 4 size (bytes incl. header, multiple of chunk_align) | 8 tid |
+ *   12 thread_serial (process-unique, never reused) | 16 seq (0, 1, ... per thread) |
+ *   20 used (bytes of committed records after the header) | 24 base_ns (CLOCK_MONOTONIC)
+ * The writer stores a record, then publishes it by a release-store of `used`, so a reader of a
+ * file whose writer died sees only whole records. Chunks of one thread appear in the file in
+ * seq order but interleaved with other threads' chunks; zero-filled pages may sit between
+ * chunks when a writer died after reserving space.
+ *
+ * Records: a type byte, then fields. Delta state restarts at each chunk: prev_ns = base_ns,
+ * prev_addr = 0. "dts" is varint(ns - prev_ns); "addr" is varint(zigzag(addr - prev_addr));
+ * other integers are unsigned LEB128 varints.
+ *   0x10+f  HEAP_ALLOC   dts addr size stack      f = MS_FN_* (malloc, calloc, realloc, ...)
+ *   0x20    HEAP_FREE    dts addr
+ *   0x30+f  MMAP_ALLOC   dts addr size stack      f = 0 mmap, 1 mremap
+ *   0x38    MUNMAP       dts addr size
+ *   0x40    STACK        id depth pc0 (varint) then depth-1 zigzag deltas pc[i]-pc[i-1]
+ *   0x41    MODULE       bias lo hi pathlen path  (an ELF object: load bias, [lo,hi) mapped)
+ *   0x42    PROCESS      ppid exelen exe cmdlen cmd (cmd: NUL-separated argv)
+ *   0x43    LOST         dts count               (events this thread could not record)
+ *   0x80-0xff EXTENSION  len payload             (skippable by readers that do not know it)
+ * Stack id 0 means "no stack". Stack ids are unique within a file. */
+#ifndef MS_TRACE_FORMAT_H
+#define MS_TRACE_FORMAT_H
+
+#include <stdint.h>
+
+#define MS_TRACE_MAGIC "MSTRACE"     /* 8 bytes with the NUL */
+#define MS_TRACE_VERSION 1u
+#define MS_TRACE_HEADER_SIZE 4096u
+#define MS_TRACE_CHUNK_ALIGN 4096u
+#define MS_TRACE_CHUNK_MAGIC 0x4b43534du /* "MSCK" little-endian */
+#define MS_TRACE_CHUNK_HEADER_SIZE 32u
+#define MS_TRACE_MAX_CHUNK (64u << 20)   /* readers refuse bigger chunks */
+#define MS_TRACE_MAX_DEPTH 1000u
+#define MS_TRACE_MAX_PATH 4096u
+#define MS_TRACE_MAX_CMDLINE 65536u
+
+#define MS_TRACE_F_STACKS 1u     /* native stacks were collected */
+#define MS_TRACE_F_DEFERRED 2u   /* collect-mode=deferred: recording starts at memscope_start() */
+
+/* Record types. */
+enum {
+    MS_REC_HEAP_ALLOC = 0x10, /* + MS_FN_* */
+    MS_REC_HEAP_FREE = 0x20,
+    MS_REC_MMAP_ALLOC = 0x30, /* + 0 mmap, 1 mremap */
+    MS_REC_MUNMAP = 0x38,
+    MS_REC_STACK = 0x40,
+    MS_REC_MODULE = 0x41,
+    MS_REC_PROCESS = 0x42,
+    MS_REC_LOST = 0x43,
+    MS_REC_EXTENSION = 0x80,
+};
+
+/* Allocation functions (low nibble of HEAP_ALLOC). */
+enum {
+    MS_FN_MALLOC = 0,
+    MS_FN_CALLOC = 1,
+    MS_FN_REALLOC = 2,
+    MS_FN_REALLOCARRAY = 3,
+    MS_FN_POSIX_MEMALIGN = 4,
+    MS_FN_ALIGNED_ALLOC = 5,
+    MS_FN_MEMALIGN = 6,
+    MS_FN_VALLOC = 7,
+    MS_FN_PVALLOC = 8,
+    MS_FN_HEAP_COUNT = 9,
+    MS_FN_MMAP = 0,
+    MS_FN_MREMAP = 1,
+};
+
+/* The file header as laid out on disk (x86-64 little-endian; offsets in the comment above). */
+struct ms_trace_file_header {
+    char magic[8];
+    uint32_t version;
+    uint32_t header_size;
+    uint32_t chunk_align;
+    uint32_t flags;
+    uint64_t pid;
+    uint64_t ppid;
+    uint64_t start_mono_ns; /* CLOCK_MONOTONIC when the agent started in this image */
+    uint64_t start_real_ns; /* CLOCK_REALTIME at the same moment: epoch = mono - start_mono + start_real */
+    uint32_t max_depth;     /* --call-stack=c:N */
+    uint32_t image_seq;     /* n in <pid>.<n>.mst */
+    uint64_t file_end;      /* bytes reserved so far, header included (writer's atomic cursor) */
+    uint64_t lost_events;   /* events not recorded after recording stopped (atomic) */
+    uint64_t stopped_errno; /* nonzero when the agent stopped recording: the errno it hit */
+};
+/* Offsets are fixed by the documentation; keep the struct in step with it. */
+_Static_assert(sizeof(struct ms_trace_file_header) == 88, "trace header layout");
+
+struct ms_trace_chunk_header {
+    uint32_t magic;
+    uint32_t size;
+    uint32_t tid;
+    uint32_t thread_serial;
+    uint32_t seq;
+    uint32_t used;
+    uint64_t base_ns;
+};
+_Static_assert(sizeof(struct ms_trace_chunk_header) == MS_TRACE_CHUNK_HEADER_SIZE, "chunk layout");
+
+/* Returns the name of allocation function fn of record type base (HEAP_ALLOC or MMAP_ALLOC). */
+static inline const char *ms_fn_name(int base, int fn)
+{
+    static const char *const heap[] = {"malloc", "calloc", "realloc", "reallocarray",
+                                       "posix_memalign", "aligned_alloc", "memalign", "valloc",
+                                       "pvalloc"};
+    if (base == MS_REC_MMAP_ALLOC)
+        return fn == MS_FN_MREMAP ? "mremap" : "mmap";
+    return fn >= 0 && fn < MS_FN_HEAP_COUNT ? heap[fn] : "?";
+}
+
+#endif

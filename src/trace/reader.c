@@ -1,0 +1,340 @@
+/* reader.c: bounded reader for memscope traces (see format.h and reader.h).
+ *
+ * Called by the store (trace -> database), the CLI and the fuzz target. Workload: files of up
+ * to many GiB read sequentially once or twice; the file is mapped read-only and never copied. */
+#include "reader.h"
+
+#include "encode.h"
+#include "error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void warn_once(struct ms_trace *t, const char *msg, uint64_t off)
+{
+    if (!t->warning[0])
+        snprintf(t->warning, sizeof t->warning, "%s at byte %llu", msg, (unsigned long long)off);
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static int cmp_chunk(const void *a, const void *b)
+{
+    const struct ms_trace_chunk_info *x = a, *y = b;
+    if (x->thread_serial != y->thread_serial)
+        return x->thread_serial < y->thread_serial ? -1 : 1;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static int all_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i])
+            return 0;
+    return 1;
+}
+
+/* Validates the header and indexes the chunks. */
+static int index_trace(struct ms_trace *t)
+{
+    const uint8_t *d = t->data;
+    struct ms_trace_file_header *h = &t->hdr;
+
+    if (t->size < sizeof *h)
+        return MS_ETRUNC;
+    if (memcmp(d, MS_TRACE_MAGIC, 8) != 0)
+        return MS_EFORMAT;
+    memcpy(h, d, sizeof *h);
+    if (h->version > MS_TRACE_VERSION)
+        return MS_EVERSION;
+    if (h->version == 0 || h->header_size != MS_TRACE_HEADER_SIZE ||
+        h->chunk_align != MS_TRACE_CHUNK_ALIGN)
+        return MS_EFORMAT;
+    if (h->max_depth > MS_TRACE_MAX_DEPTH)
+        h->max_depth = MS_TRACE_MAX_DEPTH;
+
+    size_t cap = t->size / MS_TRACE_CHUNK_ALIGN + 1, n = 0;
+    t->chunks = calloc(cap, sizeof *t->chunks);
+    if (!t->chunks)
+        return MS_ENOMEM;
+    uint64_t off = MS_TRACE_HEADER_SIZE;
+    while (off + MS_TRACE_CHUNK_HEADER_SIZE <= t->size) {
+        const uint8_t *c = d + off;
+        uint32_t size = rd32(c + 4);
+        if (rd32(c) != MS_TRACE_CHUNK_MAGIC || size < MS_TRACE_CHUNK_ALIGN ||
+            size % MS_TRACE_CHUNK_ALIGN || size > MS_TRACE_MAX_CHUNK) {
+            size_t span = t->size - off < MS_TRACE_CHUNK_ALIGN ? t->size - off : MS_TRACE_CHUNK_ALIGN;
+            if (!all_zero(c, span)) {
+                warn_once(t, "damaged chunk header", off);
+                t->skipped_bytes += span;
+            }
+            off += MS_TRACE_CHUNK_ALIGN;
+            continue;
+        }
+        struct ms_trace_chunk_info *ci = &t->chunks[n++];
+        ci->offset = off;
+        ci->size = size;
+        if (off + size > t->size) {
+            warn_once(t, "trace truncated inside a chunk", off);
+            ci->size = (uint32_t)(t->size - off);
+        }
+        ci->tid = rd32(c + 8);
+        ci->thread_serial = rd32(c + 12);
+        ci->seq = rd32(c + 16);
+        ci->used = rd32(c + 20);
+        ci->base_ns = rd64(c + 24);
+        if (ci->used > ci->size - MS_TRACE_CHUNK_HEADER_SIZE) {
+            warn_once(t, "chunk claims more bytes than it holds", off);
+            ci->used = ci->size - MS_TRACE_CHUNK_HEADER_SIZE;
+        }
+        off += size;
+    }
+    t->nchunks = n;
+    qsort(t->chunks, n, sizeof *t->chunks, cmp_chunk);
+    return 0;
+}
+
+int ms_trace_open_mem(struct ms_trace *t, const uint8_t *data, size_t len)
+{
+    memset(t, 0, sizeof *t);
+    t->data = data;
+    t->size = len;
+    int rc = index_trace(t);
+    if (rc < 0)
+        ms_trace_release(t);
+    return rc;
+}
+
+int ms_trace_open(struct ms_trace *t, const char *path)
+{
+    memset(t, 0, sizeof *t);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return MS_EFORMAT;
+    }
+    if ((size_t)st.st_size < sizeof(struct ms_trace_file_header)) {
+        close(fd);
+        return MS_ETRUNC;
+    }
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED)
+        return -e;
+    t->data = p;
+    t->size = (size_t)st.st_size;
+    t->mapped = 1;
+    int rc = index_trace(t);
+    if (rc < 0)
+        ms_trace_release(t);
+    return rc;
+}
+
+void ms_trace_release(struct ms_trace *t)
+{
+    if (!t)
+        return;
+    if (t->mapped && t->data)
+        munmap((void *)t->data, t->size);
+    free(t->chunks);
+    memset(t, 0, sizeof *t);
+}
+
+void ms_trace_cursor_init(struct ms_trace_cursor *c, const struct ms_trace *t, size_t chunk)
+{
+    const struct ms_trace_chunk_info *ci = &t->chunks[chunk];
+    c->p = t->data + ci->offset + MS_TRACE_CHUNK_HEADER_SIZE;
+    c->end = c->p + ci->used;
+    c->prev_ns = ci->base_ns;
+    c->prev_addr = 0;
+    c->tid = ci->tid;
+    c->thread_serial = ci->thread_serial;
+    c->failed = 0;
+}
+
+/* Reads a varint; returns 0 on success, -1 when it runs past end or over 10 bytes. */
+static int get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+{
+    const uint8_t *p = *pp;
+    uint64_t x = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (p >= end)
+            return -1;
+        uint8_t b = *p++;
+        if (shift == 63 && b > 1)
+            return -1;
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *pp = p;
+            *v = x;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int get_ts(struct ms_trace_cursor *c, uint64_t *ns)
+{
+    uint64_t d;
+    if (get_varint(&c->p, c->end, &d))
+        return -1;
+    c->prev_ns += d;
+    *ns = c->prev_ns;
+    return 0;
+}
+
+static int get_addr(struct ms_trace_cursor *c, uint64_t *addr)
+{
+    uint64_t z;
+    if (get_varint(&c->p, c->end, &z))
+        return -1;
+    c->prev_addr += (uint64_t)ms_unzigzag(z);
+    *addr = c->prev_addr;
+    return 0;
+}
+
+/* Reads a length-prefixed byte string of at most cap bytes. */
+static int get_bytes(struct ms_trace_cursor *c, size_t cap, const char **s, size_t *len)
+{
+    uint64_t n;
+    if (get_varint(&c->p, c->end, &n) || n > cap || n > (uint64_t)(c->end - c->p))
+        return -1;
+    *s = (const char *)c->p;
+    *len = (size_t)n;
+    c->p += n;
+    return 0;
+}
+
+static int decode(struct ms_trace_cursor *c, struct ms_record *r)
+{
+    uint64_t v;
+    int type = *c->p++;
+    memset(r, 0, sizeof *r);
+    if (type >= MS_REC_EXTENSION) {
+        r->type = MS_REC_EXTENSION;
+        r->fn = type;
+        return get_bytes(c, MS_TRACE_MAX_CHUNK, &r->str1, &r->len1);
+    }
+    if ((type & 0xf0) == MS_REC_HEAP_ALLOC || (type & 0xf8) == MS_REC_MMAP_ALLOC) {
+        r->type = type & ((type & 0xf0) == MS_REC_HEAP_ALLOC ? 0xf0 : 0xf8);
+        r->fn = type - r->type;
+        if (r->type == MS_REC_HEAP_ALLOC && r->fn >= MS_FN_HEAP_COUNT)
+            return -1;
+        if (r->type == MS_REC_MMAP_ALLOC && r->fn > MS_FN_MREMAP)
+            return -1;
+        if (get_ts(c, &r->ns) || get_addr(c, &r->addr) || get_varint(&c->p, c->end, &r->size) ||
+            get_varint(&c->p, c->end, &v) || v > UINT32_MAX)
+            return -1;
+        r->stack_id = (uint32_t)v;
+        return 0;
+    }
+    r->type = type;
+    switch (type) {
+    case MS_REC_HEAP_FREE:
+        return get_ts(c, &r->ns) || get_addr(c, &r->addr) ? -1 : 0;
+    case MS_REC_MUNMAP:
+        return get_ts(c, &r->ns) || get_addr(c, &r->addr) || get_varint(&c->p, c->end, &r->size)
+                   ? -1 : 0;
+    case MS_REC_LOST:
+        return get_ts(c, &r->ns) || get_varint(&c->p, c->end, &r->size) ? -1 : 0;
+    case MS_REC_STACK: {
+        uint64_t id, depth, pc;
+        if (get_varint(&c->p, c->end, &id) || id == 0 || id > UINT32_MAX ||
+            get_varint(&c->p, c->end, &depth) || depth > MS_TRACE_MAX_DEPTH)
+            return -1;
+        for (uint64_t i = 0; i < depth; i++) {
+            if (get_varint(&c->p, c->end, &v))
+                return -1;
+            pc = i ? c->pcs[i - 1] + (uint64_t)ms_unzigzag(v) : v;
+            c->pcs[i] = pc;
+        }
+        r->stack_id = (uint32_t)id;
+        r->depth = (uint32_t)depth;
+        r->pcs = c->pcs;
+        return 0;
+    }
+    case MS_REC_MODULE:
+        if (get_varint(&c->p, c->end, &r->bias) || get_varint(&c->p, c->end, &r->lo) ||
+            get_varint(&c->p, c->end, &r->hi) || r->hi < r->lo)
+            return -1;
+        return get_bytes(c, MS_TRACE_MAX_PATH, &r->str1, &r->len1);
+    case MS_REC_PROCESS:
+        if (get_varint(&c->p, c->end, &r->ppid) ||
+            get_bytes(c, MS_TRACE_MAX_PATH, &r->str1, &r->len1))
+            return -1;
+        return get_bytes(c, MS_TRACE_MAX_CMDLINE, &r->str2, &r->len2);
+    default:
+        return -1;
+    }
+}
+
+int ms_trace_cursor_next(struct ms_trace_cursor *c, struct ms_record *r)
+{
+    if (c->failed || c->p >= c->end)
+        return 0;
+    if (decode(c, r) < 0) {
+        c->failed = 1;
+        c->p = c->end;
+        return MS_EFORMAT;
+    }
+    return 1;
+}
+
+size_t ms_trace_stream_init(struct ms_trace_stream *s, struct ms_trace *t, size_t first)
+{
+    size_t end = first;
+    while (end < t->nchunks && t->chunks[end].thread_serial == t->chunks[first].thread_serial)
+        end++;
+    s->t = t;
+    s->chunk = first;
+    s->end = end;
+    if (first < end)
+        ms_trace_cursor_init(&s->cur, t, first);
+    return end;
+}
+
+int ms_trace_stream_next(struct ms_trace_stream *s, struct ms_record *r)
+{
+    while (s->chunk < s->end) {
+        int rc = ms_trace_cursor_next(&s->cur, r);
+        if (rc == 1)
+            return 1;
+        if (rc < 0) {
+            struct ms_trace *t = (struct ms_trace *)s->t;
+            t->damaged_chunks++;
+            warn_once(t, "malformed record in chunk", t->chunks[s->chunk].offset);
+        }
+        if (++s->chunk < s->end)
+            ms_trace_cursor_init(&s->cur, s->t, s->chunk);
+    }
+    return 0;
+}

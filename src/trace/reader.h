@@ -1,0 +1,98 @@
+/* reader.h: a bounded reader for memscope trace files (format.h).
+ *
+ * The reader treats the file as hostile: every length is checked against the bytes present,
+ * chunk and record sizes are capped, and damage stops the damaged chunk only. A file whose
+ * writer died is read up to the last committed record of each chunk. */
+#ifndef MS_TRACE_READER_H
+#define MS_TRACE_READER_H
+
+#include "format.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ms_trace_chunk_info {
+    uint64_t offset;
+    uint32_t size;
+    uint32_t tid;
+    uint32_t thread_serial;
+    uint32_t seq;
+    uint32_t used;
+    uint64_t base_ns;
+};
+
+/* One opened trace file. The caller owns the struct; ms_trace_release() frees its contents. */
+struct ms_trace {
+    const uint8_t *data;
+    size_t size;
+    int mapped;                        /* data came from mmap (release unmaps it) */
+    struct ms_trace_file_header hdr;   /* copied and validated */
+    struct ms_trace_chunk_info *chunks; /* sorted by (thread_serial, seq) */
+    size_t nchunks;
+    uint64_t skipped_bytes;   /* non-chunk bytes that were not zero (damage) */
+    uint64_t damaged_chunks;  /* chunks whose records stopped early (see ms_trace_cursor_next) */
+    char warning[256];        /* the first damage message, "" when none */
+};
+
+/* Opens and indexes the trace at path. Returns 0, MS_EIO (errno in *os_errno if non-NULL),
+ * MS_EFORMAT (not a trace), MS_EVERSION (newer format) or MS_ETRUNC (shorter than a header).
+ * Damage after the header is not an error: it is counted and described in t->warning. */
+int ms_trace_open(struct ms_trace *t, const char *path);
+
+/* Same, over len bytes at data, which must outlive t (used by tests and the fuzz target). */
+int ms_trace_open_mem(struct ms_trace *t, const uint8_t *data, size_t len);
+
+/* Frees what ms_trace_open* allocated. Accepts a zeroed or already released struct. */
+void ms_trace_release(struct ms_trace *t);
+
+/* One decoded record. Pointers point into the file or into the cursor and are valid until the
+ * next call on the same cursor. */
+struct ms_record {
+    int type;           /* base type: MS_REC_HEAP_ALLOC, MS_REC_HEAP_FREE, ... MS_REC_EXTENSION */
+    int fn;             /* MS_FN_* for the ALLOC types; the extension type byte for EXTENSION */
+    uint64_t ns;        /* CLOCK_MONOTONIC time (events only) */
+    uint64_t addr;
+    uint64_t size;      /* bytes; LOST: the count */
+    uint32_t stack_id;  /* ALLOC types, STACK */
+    uint32_t depth;     /* STACK */
+    const uint64_t *pcs;
+    uint64_t bias, lo, hi; /* MODULE */
+    uint64_t ppid;         /* PROCESS */
+    const char *str1;      /* MODULE path, PROCESS exe, EXTENSION payload */
+    size_t len1;
+    const char *str2;      /* PROCESS cmd (NUL-separated argv) */
+    size_t len2;
+};
+
+/* Reads the records of one chunk in order. */
+struct ms_trace_cursor {
+    const uint8_t *p, *end;
+    uint64_t prev_ns, prev_addr;
+    uint32_t tid, thread_serial;
+    int failed;
+    uint64_t pcs[MS_TRACE_MAX_DEPTH];
+};
+
+void ms_trace_cursor_init(struct ms_trace_cursor *c, const struct ms_trace *t, size_t chunk);
+
+/* Returns 1 with *r filled, 0 at the end of the chunk, or MS_EFORMAT when the next record is
+ * malformed (the cursor then stays at its end; the rest of the chunk is lost). */
+int ms_trace_cursor_next(struct ms_trace_cursor *c, struct ms_record *r);
+
+/* Reads one thread's records across its chunks, in order. */
+struct ms_trace_stream {
+    const struct ms_trace *t;
+    size_t chunk;      /* current chunk index */
+    size_t end;        /* one past this thread's last chunk */
+    struct ms_trace_cursor cur;
+};
+
+/* Starts a stream at chunk index first; returns the index one past the thread's last chunk,
+ * where the next thread's stream starts. */
+size_t ms_trace_stream_init(struct ms_trace_stream *s, struct ms_trace *t, size_t first);
+
+/* Returns 1 with *r filled, 0 at the end of the thread. A damaged chunk is counted in
+ * t->damaged_chunks and skipped; the stream goes on with the next chunk. */
+int ms_trace_stream_next(struct ms_trace_stream *s, struct ms_record *r);
+
+#endif

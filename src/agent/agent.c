@@ -1,0 +1,454 @@
+/* agent.c: the interposers of libmemscope.so and its life cycle (init, fork, thread exit).
+ *
+ * Loaded with LD_PRELOAD by `memscope run`; configured by the environment the CLI sets:
+ *   MEMSCOPE_TRACE_DIR  directory for <pid>.<n>.mst (required; without it the agent is idle)
+ *   MEMSCOPE_DEPTH      native stack depth, 0..1000 (0 = no stacks)
+ *   MEMSCOPE_DEFERRED   1: record nothing until memscope_start()
+ *   MEMSCOPE_NO_FOLLOW  1: do not trace programs this image execs
+ * Every interposer calls the real function and records the event afterwards (a free before),
+ * unless this thread is already inside the agent (guard) or recording is off. The real
+ * functions are found with dlsym(RTLD_NEXT); allocations dlsym itself makes while we look them
+ * up are served from a static pool and never freed. */
+#include "agent.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+__thread struct tstate agent_tls __attribute__((tls_model("initial-exec")));
+struct agent_global agent = {.fd = -1};
+
+static struct {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    void *(*reallocarray)(void *, size_t, size_t);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*memalign)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+    void *(*mmap)(void *, size_t, int, int, int, off_t);
+    void *(*mmap64)(void *, size_t, int, int, int, off_t);
+    int (*munmap)(void *, size_t);
+    void *(*mremap)(void *, size_t, size_t, int, ...);
+} real;
+
+/* Bootstrap pool for allocations made while dlsym runs. */
+static char boot_pool[64 << 10] __attribute__((aligned(64)));
+static size_t boot_used;
+static int resolving;
+
+static int in_boot_pool(const void *p)
+{
+    return (const char *)p >= boot_pool && (const char *)p < boot_pool + sizeof boot_pool;
+}
+
+static void *boot_alloc(size_t n)
+{
+    size_t off = __atomic_fetch_add(&boot_used, (n + 63) & ~(size_t)63, __ATOMIC_RELAXED);
+    if (off + n > sizeof boot_pool)
+        return NULL;
+    return boot_pool + off;
+}
+
+static void resolve(void)
+{
+    if (real.free)
+        return;
+    resolving = 1;
+#define R(name) real.name = (__typeof__(real.name))dlsym(RTLD_NEXT, #name)
+    R(calloc);
+    R(malloc);
+    R(realloc);
+    R(reallocarray);
+    R(posix_memalign);
+    R(aligned_alloc);
+    R(memalign);
+    R(valloc);
+    R(pvalloc);
+    R(mmap);
+    R(mmap64);
+    R(munmap);
+    R(mremap);
+    R(free);
+#undef R
+    resolving = 0;
+}
+
+/* Enters the agent on this thread; returns the thread's state, or NULL when the event must
+ * not be recorded (recording off, or the agent is already running on this thread). */
+static inline struct tstate *enter(void)
+{
+    if (!__atomic_load_n(&agent.recording, __ATOMIC_RELAXED))
+        return NULL;
+    struct tstate *t = &agent_tls;
+    if (t->guard)
+        return NULL;
+    t->guard = 1;
+    return t;
+}
+
+static inline void leave(struct tstate *t)
+{
+    t->guard = 0;
+}
+
+static __attribute__((noinline)) void record_alloc(int type, const void *p, size_t n, void *fp,
+                                                  uint64_t ns)
+{
+    struct tstate *t = enter();
+    if (!t)
+        return;
+    uint32_t sid = agent.depth ? stacks_capture(t, fp) : 0;
+    uint8_t *w = writer_reserve(t, MS_REC_MAX_EVENT);
+    if (w)
+        writer_commit(t, ms_enc_alloc(w, &t->enc, type, ns ? ns : agent_now(), (uintptr_t)p, n,
+                                      sid));
+    leave(t);
+}
+
+static __attribute__((noinline)) void record_free(int type, const void *p, size_t n, uint64_t ns)
+{
+    struct tstate *t = enter();
+    if (!t)
+        return;
+    uint8_t *w = writer_reserve(t, MS_REC_MAX_EVENT);
+    if (w) {
+        uint8_t *e = type == MS_REC_MUNMAP ? ms_enc_munmap(w, &t->enc, ns, (uintptr_t)p, n)
+                                           : ms_enc_free(w, &t->enc, ns, (uintptr_t)p);
+        writer_commit(t, e);
+    }
+    leave(t);
+}
+
+#define REC_ALLOC(fn, p, n) \
+    record_alloc(MS_REC_HEAP_ALLOC + (fn), (p), (n), __builtin_frame_address(0), 0)
+
+AGENT_API void *malloc(size_t n)
+{
+    if (unlikely(!real.malloc)) {
+        if (resolving)
+            return boot_alloc(n);
+        resolve();
+    }
+    void *p = real.malloc(n);
+    if (likely(p != NULL) && agent.recording)
+        REC_ALLOC(MS_FN_MALLOC, p, n);
+    return p;
+}
+
+AGENT_API void free(void *p)
+{
+    if (unlikely(!p || in_boot_pool(p)))
+        return;
+    if (unlikely(!real.free)) {
+        if (resolving)
+            return; /* cannot happen with glibc; leaking is the safe answer */
+        resolve();
+    }
+    if (agent.recording)
+        record_free(MS_REC_HEAP_FREE, p, 0, agent_now());
+    real.free(p);
+}
+
+AGENT_API void *calloc(size_t n, size_t m)
+{
+    if (unlikely(!real.calloc)) {
+        if (resolving) {
+            if (m && n > SIZE_MAX / m)
+                return NULL;
+            return boot_alloc(n * m); /* static pool: already zero */
+        }
+        resolve();
+    }
+    void *p = real.calloc(n, m);
+    if (likely(p != NULL) && agent.recording)
+        REC_ALLOC(MS_FN_CALLOC, p, n * m);
+    return p;
+}
+
+/* Records what a realloc-like call did: old block freed (at ns0, before the call) and new
+ * block allocated, or nothing when it failed. */
+static inline void realloc_done(int fn, void *old, void *p, size_t n, uint64_t ns0, void *fp)
+{
+    if (old && (p || n == 0))
+        record_free(MS_REC_HEAP_FREE, old, 0, ns0);
+    if (p)
+        record_alloc(MS_REC_HEAP_ALLOC + fn, p, n, fp, 0);
+}
+
+AGENT_API void *realloc(void *old, size_t n)
+{
+    if (unlikely(in_boot_pool(old))) {
+        void *p = malloc(n);
+        if (p)
+            memcpy(p, old, n < (size_t)(boot_pool + sizeof boot_pool - (char *)old)
+                               ? n : (size_t)(boot_pool + sizeof boot_pool - (char *)old));
+        return p;
+    }
+    if (unlikely(!real.realloc))
+        resolve();
+    uint64_t ns0 = agent.recording ? agent_now() : 0;
+    void *p = real.realloc(old, n);
+    if (agent.recording && ns0)
+        realloc_done(MS_FN_REALLOC, old, p, n, ns0, __builtin_frame_address(0));
+    return p;
+}
+
+AGENT_API void *reallocarray(void *old, size_t n, size_t m)
+{
+    if (unlikely(!real.reallocarray))
+        resolve();
+    uint64_t ns0 = agent.recording ? agent_now() : 0;
+    void *p = real.reallocarray(old, n, m);
+    if (agent.recording && ns0)
+        realloc_done(MS_FN_REALLOCARRAY, old, p, n * m, ns0, __builtin_frame_address(0));
+    return p;
+}
+
+AGENT_API int posix_memalign(void **out, size_t align, size_t n)
+{
+    if (unlikely(!real.posix_memalign))
+        resolve();
+    int rc = real.posix_memalign(out, align, n);
+    if (rc == 0 && agent.recording)
+        REC_ALLOC(MS_FN_POSIX_MEMALIGN, *out, n);
+    return rc;
+}
+
+AGENT_API void *aligned_alloc(size_t align, size_t n)
+{
+    if (unlikely(!real.aligned_alloc))
+        resolve();
+    void *p = real.aligned_alloc(align, n);
+    if (p && agent.recording)
+        REC_ALLOC(MS_FN_ALIGNED_ALLOC, p, n);
+    return p;
+}
+
+AGENT_API void *memalign(size_t align, size_t n)
+{
+    if (unlikely(!real.memalign))
+        resolve();
+    void *p = real.memalign(align, n);
+    if (p && agent.recording)
+        REC_ALLOC(MS_FN_MEMALIGN, p, n);
+    return p;
+}
+
+AGENT_API void *valloc(size_t n)
+{
+    if (unlikely(!real.valloc))
+        resolve();
+    void *p = real.valloc(n);
+    if (p && agent.recording)
+        REC_ALLOC(MS_FN_VALLOC, p, n);
+    return p;
+}
+
+AGENT_API void *pvalloc(size_t n)
+{
+    if (unlikely(!real.pvalloc))
+        resolve();
+    void *p = real.pvalloc(n);
+    if (p && agent.recording)
+        REC_ALLOC(MS_FN_PVALLOC, p, n);
+    return p;
+}
+
+/* Anonymous mappings are their own layer. File mappings are not memory the program asked the
+ * allocator for, so they are not recorded. */
+static inline void *mmap_common(void *(*fn)(void *, size_t, int, int, int, off_t), void *addr,
+                                size_t len, int prot, int flags, int fd, off_t off, void *fp)
+{
+    void *p = fn(addr, len, prot, flags, fd, off);
+    if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && agent.recording)
+        record_alloc(MS_REC_MMAP_ALLOC + MS_FN_MMAP, p, len, fp, 0);
+    return p;
+}
+
+AGENT_API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    if (unlikely(!real.mmap))
+        resolve();
+    return mmap_common(real.mmap, addr, len, prot, flags, fd, off, __builtin_frame_address(0));
+}
+
+AGENT_API void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    if (unlikely(!real.mmap64))
+        resolve();
+    return mmap_common(real.mmap64, addr, len, prot, flags, fd, off, __builtin_frame_address(0));
+}
+
+AGENT_API int munmap(void *addr, size_t len)
+{
+    if (unlikely(!real.munmap))
+        resolve();
+    if (agent.recording)
+        record_free(MS_REC_MUNMAP, addr, len, agent_now());
+    return real.munmap(addr, len);
+}
+
+AGENT_API void *mremap(void *old, size_t oldlen, size_t len, int flags, ...)
+{
+    void *want = NULL;
+    if (flags & MREMAP_FIXED) {
+        va_list ap;
+        va_start(ap, flags);
+        want = va_arg(ap, void *);
+        va_end(ap);
+    }
+    if (unlikely(!real.mremap))
+        resolve();
+    uint64_t ns0 = agent.recording ? agent_now() : 0;
+    void *p = real.mremap(old, oldlen, len, flags, want);
+    if (p != MAP_FAILED && agent.recording && ns0) {
+        /* NEEDSWORK: file-backed mappings moved by mremap show up as anonymous blocks. */
+        record_free(MS_REC_MUNMAP, old, oldlen, ns0);
+        record_alloc(MS_REC_MMAP_ALLOC + MS_FN_MREMAP, p, len, __builtin_frame_address(0), 0);
+    }
+    return p;
+}
+
+/* ---- life cycle ---- */
+
+static pthread_key_t exit_key;
+static int have_exit_key;
+
+void agent_thread_register(void)
+{
+    if (have_exit_key)
+        pthread_setspecific(exit_key, &agent);
+}
+
+static void on_thread_exit(void *arg)
+{
+    (void)arg;
+    struct tstate *t = &agent_tls;
+    t->guard = 1;
+    writer_thread_exit(t);
+    t->guard = 0;
+}
+
+static void on_fork_child(void)
+{
+    struct tstate *t = &agent_tls;
+    int g = t->guard;
+    t->guard = 1;
+    stacks_reset_after_fork();
+    writer_after_fork_child();
+    if (!agent.broken && agent.hdr)
+        modules_scan(t);
+    t->guard = g;
+}
+
+/* Parses a small unsigned decimal; returns def when absent or malformed. */
+static unsigned env_uint(const char *name, unsigned def, unsigned max)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return def;
+    unsigned long v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return def;
+        v = v * 10 + (unsigned long)(*s - '0');
+        if (v > max)
+            return max;
+    }
+    return (unsigned)v;
+}
+
+/* Removes this library from LD_PRELOAD so that exec'd programs are not traced. */
+static void stop_following(void)
+{
+    unsetenv("MEMSCOPE_TRACE_DIR");
+    const char *pre = getenv("LD_PRELOAD");
+    if (!pre)
+        return;
+    char buf[4096];
+    size_t n = 0;
+    const char *s = pre;
+    while (*s) {
+        while (*s == ' ' || *s == ':')
+            s++;
+        const char *e = s;
+        while (*e && *e != ' ' && *e != ':')
+            e++;
+        size_t len = (size_t)(e - s);
+        int ours = len >= 14 && !memcmp(e - 14, "libmemscope.so", 14);
+        if (len && !ours && n + len + 1 < sizeof buf) {
+            if (n)
+                buf[n++] = ':';
+            memcpy(buf + n, s, len);
+            n += len;
+        }
+        s = e;
+    }
+    buf[n] = 0;
+    if (n)
+        setenv("LD_PRELOAD", buf, 1);
+    else
+        unsetenv("LD_PRELOAD");
+}
+
+__attribute__((constructor)) static void agent_init(void)
+{
+    struct tstate *t = &agent_tls;
+    resolve();
+    t->guard = 1;
+    const char *dir = getenv("MEMSCOPE_TRACE_DIR");
+    if (!dir || !*dir || strlen(dir) >= sizeof agent.dir) {
+        t->guard = 0;
+        return;
+    }
+    strcpy(agent.dir, dir);
+    agent.depth = env_uint("MEMSCOPE_DEPTH", 0, MS_TRACE_MAX_DEPTH);
+    agent.flags = agent.depth ? MS_TRACE_F_STACKS : 0;
+    int deferred = env_uint("MEMSCOPE_DEFERRED", 0, 1);
+    if (deferred)
+        agent.flags |= MS_TRACE_F_DEFERRED;
+    if (env_uint("MEMSCOPE_NO_FOLLOW", 0, 1))
+        stop_following();
+    int rc = stacks_init();
+    if (rc == 0)
+        rc = writer_open();
+    if (rc < 0) {
+        agent.broken = 1;
+        agent_say("cannot record: cannot create the trace file in", agent.dir);
+        t->guard = 0;
+        return;
+    }
+    have_exit_key = pthread_key_create(&exit_key, on_thread_exit) == 0;
+    pthread_atfork(NULL, NULL, on_fork_child);
+    agent.initialized = 1;
+    writer_process_record();
+    modules_scan(t);
+    if (!deferred && !agent.broken)
+        __atomic_store_n(&agent.recording, 1, __ATOMIC_RELEASE);
+    t->guard = 0;
+}
+
+/* ---- the annotation API's control calls (include/memscope.h) ---- */
+
+AGENT_API int memscope_start(void)
+{
+    if (!agent.initialized || agent.broken)
+        return -1;
+    __atomic_store_n(&agent.recording, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+AGENT_API int memscope_stop(void)
+{
+    if (!agent.initialized)
+        return -1;
+    __atomic_store_n(&agent.recording, 0, __ATOMIC_RELEASE);
+    return 0;
+}

@@ -1,0 +1,290 @@
+/* writer.c: the agent's trace file: one per process image, written through per-thread chunks
+ * of a file-backed shared mapping.
+ *
+ * Why a shared file mapping: a store into it is in the page cache at once, so everything a
+ * thread has committed survives SIGKILL, abort or the OOM killer without any flush, and the
+ * hot path needs no syscall. Each thread owns one chunk at a time (16 KiB at first, doubling up
+ * to 1 MiB); only taking a new chunk touches shared state (a spinlock, fallocate, mmap). Space
+ * is reserved with fallocate so that a full disk shows up as an error here, never as SIGBUS in
+ * the host. Called from the interposers in agent.c; workload: millions of records per second. */
+#include "agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHUNK_MIN (16u << 10)
+#define CHUNK_MAX (1u << 20)
+
+uint64_t agent_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t real_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+
+void agent_say(const char *msg, const char *detail)
+{
+    char buf[512];
+    size_t n = 0;
+    const char *parts[] = {"memscope agent: ", msg, detail ? ": " : "", detail ? detail : "", "\n"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        for (const char *s = parts[i]; *s && n < sizeof buf - 1; s++)
+            buf[n++] = *s;
+    ssize_t w = write(2, buf, n);
+    (void)w;
+}
+
+static void lock(int *l)
+{
+    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(l, __ATOMIC_RELAXED))
+            __builtin_ia32_pause();
+}
+
+static void unlock(int *l)
+{
+    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+void writer_fail(const char *what, int err)
+{
+    if (__atomic_exchange_n(&agent.broken, 1, __ATOMIC_ACQ_REL))
+        return;
+    __atomic_store_n(&agent.recording, 0, __ATOMIC_RELEASE);
+    if (agent.hdr)
+        __atomic_store_n(&agent.hdr->stopped_errno, (uint64_t)err, __ATOMIC_RELAXED);
+    char detail[256];
+    snprintf(detail, sizeof detail, "%s (%s); recording stopped, the program runs on", what,
+             strerror(err));
+    agent_say("cannot record", detail);
+}
+
+/* Appends decimal v to p; returns the end. */
+static char *put_dec(char *p, unsigned long v)
+{
+    char tmp[24];
+    int n = 0;
+    do
+        tmp[n++] = (char)('0' + v % 10);
+    while (v /= 10);
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+int writer_open(void)
+{
+    char path[4200];
+    size_t dl = strlen(agent.dir);
+    if (dl == 0 || dl > 4000)
+        return -ENAMETOOLONG;
+    pid_t pid = getpid();
+    int fd = -1;
+    unsigned seq;
+    for (seq = 0; seq < 10000; seq++) {
+        char *p = path;
+        memcpy(p, agent.dir, dl);
+        p += dl;
+        *p++ = '/';
+        p = put_dec(p, (unsigned long)pid);
+        *p++ = '.';
+        p = put_dec(p, seq);
+        memcpy(p, ".mst", 5);
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0 || errno != EEXIST)
+            break;
+    }
+    if (fd < 0)
+        return -errno;
+    int rc = fallocate(fd, 0, 0, MS_TRACE_HEADER_SIZE);
+    if (rc < 0 && (errno == EOPNOTSUPP || errno == ENOSYS))
+        rc = ftruncate(fd, MS_TRACE_HEADER_SIZE);
+    if (rc < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    void *h = sys_mmap(NULL, MS_TRACE_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (h == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    struct ms_trace_file_header *hdr = h;
+    hdr->version = MS_TRACE_VERSION;
+    hdr->header_size = MS_TRACE_HEADER_SIZE;
+    hdr->chunk_align = MS_TRACE_CHUNK_ALIGN;
+    hdr->flags = agent.flags;
+    hdr->pid = (uint64_t)pid;
+    hdr->ppid = (uint64_t)getppid();
+    hdr->start_mono_ns = agent_now();
+    hdr->start_real_ns = real_now();
+    hdr->max_depth = agent.depth;
+    hdr->image_seq = seq;
+    hdr->file_end = MS_TRACE_HEADER_SIZE;
+    memcpy(hdr->magic, MS_TRACE_MAGIC, 8); /* last: a reader never sees a half header as valid */
+    agent.fd = fd;
+    agent.hdr = hdr;
+    return 0;
+}
+
+void writer_after_fork_child(void)
+{
+    /* The parent's mappings are shared with the parent: drop them without writing. */
+    struct tstate *t = &agent_tls;
+    if (t->chunk)
+        sys_munmap(t->chunk, t->chunk_size);
+    t->chunk = t->pos = t->end = NULL;
+    t->serial = 0;
+    t->seq = 0;
+    t->tid = 0;
+    if (agent.hdr)
+        sys_munmap(agent.hdr, MS_TRACE_HEADER_SIZE);
+    agent.hdr = NULL;
+    if (agent.fd >= 0)
+        close(agent.fd);
+    agent.fd = -1;
+    agent.file_lock = 0;
+    agent.next_serial = 0;
+    agent.generation++;
+    if (agent.broken)
+        return;
+    int rc = writer_open();
+    if (rc < 0) {
+        writer_fail("cannot create the trace file of a forked child", -rc);
+        return;
+    }
+    writer_process_record();
+}
+
+void writer_thread_exit(struct tstate *t)
+{
+    if (t->chunk && t->generation == agent.generation)
+        sys_munmap(t->chunk, t->chunk_size);
+    t->chunk = t->pos = t->end = NULL;
+}
+
+/* Maps a new chunk of at least need bytes of records for thread t. */
+static int new_chunk(struct tstate *t, size_t need)
+{
+    if (t->generation != agent.generation || !t->serial) {
+        t->generation = agent.generation;
+        t->serial = __atomic_add_fetch(&agent.next_serial, 1, __ATOMIC_RELAXED);
+        t->tid = (uint32_t)syscall(SYS_gettid);
+        t->seq = 0;
+        t->chunk = NULL;
+        t->chunk_size = 0;
+        agent_thread_register();
+    }
+    uint32_t size = t->chunk_size ? t->chunk_size * 2 : CHUNK_MIN;
+    if (size > CHUNK_MAX)
+        size = CHUNK_MAX;
+    size_t want = (need + MS_TRACE_CHUNK_HEADER_SIZE + MS_TRACE_CHUNK_ALIGN - 1) &
+                  ~(size_t)(MS_TRACE_CHUNK_ALIGN - 1);
+    if (want > size)
+        size = (uint32_t)want;
+
+    lock(&agent.file_lock);
+    uint64_t off = agent.hdr->file_end;
+    int rc = fallocate(agent.fd, 0, (off_t)off, size);
+    if (rc < 0 && (errno == EOPNOTSUPP || errno == ENOSYS))
+        rc = ftruncate(agent.fd, (off_t)(off + size));
+    int err = errno;
+    if (rc == 0)
+        __atomic_store_n(&agent.hdr->file_end, off + size, __ATOMIC_RELEASE);
+    unlock(&agent.file_lock);
+    if (rc < 0) {
+        writer_fail("cannot extend the trace file", err);
+        return -1;
+    }
+    void *m = sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, agent.fd, (off_t)off);
+    if (m == MAP_FAILED) {
+        writer_fail("cannot map the trace file", errno);
+        return -1;
+    }
+    if (t->chunk)
+        sys_munmap(t->chunk, t->chunk_size);
+    struct ms_trace_chunk_header *ch = m;
+    ch->size = size;
+    ch->tid = t->tid;
+    ch->thread_serial = t->serial;
+    ch->seq = t->seq++;
+    ch->used = 0;
+    ch->base_ns = t->last_ns;
+    __atomic_store_n(&ch->magic, MS_TRACE_CHUNK_MAGIC, __ATOMIC_RELEASE);
+    t->chunk = m;
+    t->chunk_size = size;
+    t->pos = (uint8_t *)m + MS_TRACE_CHUNK_HEADER_SIZE;
+    t->end = (uint8_t *)m + size;
+    t->enc.prev_ns = t->last_ns;
+    t->enc.prev_addr = 0;
+    return 0;
+}
+
+uint8_t *writer_reserve(struct tstate *t, size_t n)
+{
+    if (likely(t->chunk && t->generation == agent.generation && (size_t)(t->end - t->pos) >= n))
+        return t->pos;
+    if (agent.broken || !agent.hdr)
+        return NULL;
+    if (new_chunk(t, n) < 0)
+        return NULL;
+    return t->pos;
+}
+
+void writer_commit(struct tstate *t, uint8_t *end)
+{
+    struct ms_trace_chunk_header *ch = (struct ms_trace_chunk_header *)t->chunk;
+    t->pos = end;
+    t->last_ns = t->enc.prev_ns;
+    __atomic_store_n(&ch->used, (uint32_t)(end - t->chunk - MS_TRACE_CHUNK_HEADER_SIZE),
+                     __ATOMIC_RELEASE);
+}
+
+/* Reads a small /proc file into buf without stdio or malloc; returns the byte count. */
+static size_t read_small(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    size_t n = 0;
+    while (n < cap) {
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    return n;
+}
+
+/* The PROCESS record: exe path and argv, written once per image (and per forked child). */
+void writer_process_record(void)
+{
+    static char exe[MS_TRACE_MAX_PATH];
+    static char cmd[MS_TRACE_MAX_CMDLINE];
+    struct tstate *t = &agent_tls;
+    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe);
+    if (el < 0)
+        el = 0;
+    size_t cl = read_small("/proc/self/cmdline", cmd, sizeof cmd);
+    uint8_t *w = writer_reserve(t, 1 + 3 * MS_VARINT_MAX + (size_t)el + cl);
+    if (!w)
+        return;
+    writer_commit(t, ms_enc_process(w, (uint64_t)getppid(), exe, (size_t)el, cmd, cl));
+}

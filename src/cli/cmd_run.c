@@ -1,0 +1,659 @@
+/* cmd_run.c: `memscope run [options] [--] program [args]`: runs a program under the agent and
+ * turns its traces into a database (or CSV, or keeps the raw traces).
+ *
+ * The program runs as a child with LD_PRELOAD=libmemscope.so and the agent's settings in its
+ * environment; memscope waits for it (ignoring SIGINT/SIGQUIT, which the terminal delivers to
+ * the program too, and forwarding SIGTERM/SIGHUP), then converts whatever the agents wrote,
+ * even when the program died of a signal, prints a short summary on stderr, and exits with the
+ * program's status (128+N for signal N). */
+#include "cli.h"
+
+#include "error.h"
+#include "store.h"
+#include "version.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum format { FMT_DB, FMT_CSV, FMT_TRACE };
+
+struct run_options {
+    unsigned c_depth;        /* 0 = no native stacks */
+    unsigned py_depth;       /* accepted for later waves */
+    int events_none;
+    char events[128];
+    enum format format;
+    const char *output;
+    int deferred;
+    int no_follow;
+    int keep_trace;
+    int symbolize;
+};
+
+static const char run_usage[] =
+    "usage: memscope run [options] [--] program [args...]\n"
+    "   or: memscope [options] program [args...]\n"
+    "\n"
+    "Runs program with the memscope agent, then writes what it recorded.\n"
+    "\n"
+    "  -o, --output-path=PATH   a .db (or .csv) file, or a directory that receives\n"
+    "                           memscope_<pid>_<YYYYmmddHHMMSS>.db (default: memscopeDumpResults/)\n"
+    "      --format=db|csv|trace  db: SQLite (default); csv: msMemScope's CSV;\n"
+    "                           trace: keep the raw traces in PATH (memscope import converts them)\n"
+    "      --call-stack=c[:N][,python[:N]]\n"
+    "                           native stack depth N in 0..1000 (default when given: 50);\n"
+    "                           without this option: c:32\n"
+    "      --events=LIST        alloc,free (default); none records nothing\n"
+    "      --collect-mode=immediate|deferred\n"
+    "                           deferred: record only after memscope_start() is called\n"
+    "      --no-follow          do not trace programs that the program executes\n"
+    "      --keep-trace         keep the raw traces next to the database\n"
+    "      --no-symbols         do not resolve function names and source lines\n"
+    "      --log-level=debug|info|warning|error\n"
+    "  -q, --quiet              same as --log-level=error (no summary)\n"
+    "  -v, --verbose            same as --log-level=debug\n"
+    "  -V, --version            print the version\n"
+    "  -h, --help               print this help\n"
+    "\n"
+    "Exit status: the program's own, 128+N when it died of signal N; 2 for a usage error;\n"
+    "127 when the program cannot be started; 1 when recording or conversion failed.\n";
+
+/* Parses an unsigned decimal in [0, max]; returns 0 or -1. */
+static int parse_uint(const char *s, unsigned max, unsigned *out)
+{
+    if (!*s)
+        return -1;
+    unsigned long v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return -1;
+        v = v * 10 + (unsigned long)(*s - '0');
+        if (v > max)
+            return -1;
+    }
+    *out = (unsigned)v;
+    return 0;
+}
+
+/* Splits a list on ',' or the full-width comma U+FF0C, as msMemScope does. Calls fn on each
+ * item; stops at the first nonzero return and returns it. */
+static int for_each_item(const char *list, int (*fn)(const char *item, void *arg), void *arg)
+{
+    char buf[512];
+    if (strlen(list) >= sizeof buf)
+        return -1;
+    size_t n = 0;
+    for (const char *s = list;; s++) {
+        int sep = *s == ',' || !*s;
+        int wide = !memcmp(s, "\xef\xbc\x8c", 3);
+        if (sep || wide) {
+            buf[n] = 0;
+            int rc = fn(buf, arg);
+            if (rc)
+                return rc;
+            n = 0;
+            if (!*s)
+                return 0;
+            if (wide)
+                s += 2;
+            continue;
+        }
+        buf[n++] = *s;
+    }
+}
+
+static int stack_item(const char *item, void *arg)
+{
+    struct run_options *o = arg;
+    const char *colon = strchr(item, ':');
+    size_t kl = colon ? (size_t)(colon - item) : strlen(item);
+    unsigned n = 50;
+    if (colon && parse_uint(colon + 1, 1000, &n) < 0)
+        return -1;
+    if (kl == 1 && item[0] == 'c')
+        o->c_depth = n;
+    else if (kl == 6 && !strncmp(item, "python", 6))
+        o->py_depth = n;
+    else
+        return -1;
+    return 0;
+}
+
+static int event_item(const char *item, void *arg)
+{
+    struct run_options *o = arg;
+    static const char *const known[] = {"alloc", "free", "launch", "access", "traceback"};
+    if (!strcmp(item, "none")) {
+        o->events_none = 1;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(item, known[i])) {
+            if (i >= 2)
+                cli_log(2, "--events=%s is not collected by this version; ignored", item);
+            return 0;
+        }
+    return -1;
+}
+
+/* Returns the directory of the running memscope binary in buf. */
+static int exe_dir(char *buf, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    char *slash = strrchr(buf, '/');
+    if (!slash)
+        return -1;
+    *slash = 0;
+    return 0;
+}
+
+/* Finds libmemscope.so: $MEMSCOPE_AGENT, next to the binary (build tree), or in the install
+ * tree relative to the binary (<prefix>/bin -> <prefix>/lib/memscope). */
+static int find_agent(char *out, size_t len)
+{
+    const char *env = getenv("MEMSCOPE_AGENT");
+    char dir[PATH_MAX];
+    if (env && *env) {
+        if (access(env, R_OK) != 0)
+            return -1;
+        return realpath(env, out) ? 0 : -1;
+    }
+    if (exe_dir(dir, sizeof dir) < 0)
+        return -1;
+    const char *cands[] = {"/libmemscope.so", "/" MEMSCOPE_AGENT_RELDIR "/libmemscope.so"};
+    for (size_t i = 0; i < 2; i++) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s%s", dir, cands[i]);
+        if (access(path, R_OK) == 0 && realpath(path, out))
+            return 0;
+    }
+    (void)len;
+    return -1;
+}
+
+static int mkdir_p(const char *path)
+{
+    char buf[PATH_MAX];
+    if (strlen(path) >= sizeof buf)
+        return -ENAMETOOLONG;
+    strcpy(buf, path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    struct stat st;
+    if (stat(buf, &st) < 0)
+        return -errno;
+    return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+static int remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -errno;
+    struct dirent *e;
+    char path[PATH_MAX];
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    return rmdir(dir) < 0 ? -errno : 0;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* ---- child management ---- */
+
+static volatile pid_t child_pid;
+
+static void forward_signal(int sig)
+{
+    if (child_pid > 0)
+        kill(child_pid, sig);
+}
+
+/* Starts argv[0] with the agent. Returns the child's pid, or -1 (message printed) when the
+ * program cannot be started; *exec_errno gets the reason. */
+static pid_t spawn(char **argv, char *const *env_add, int *exec_errno)
+{
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) < 0)
+        return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        *exec_errno = errno;
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(pfd[0]);
+        for (size_t i = 0; env_add[i]; i++)
+            putenv(env_add[i]);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGQUIT, SIG_DFL);
+        execvp(argv[0], argv);
+        int e = errno;
+        ssize_t w = write(pfd[1], &e, sizeof e);
+        (void)w;
+        _exit(127);
+    }
+    close(pfd[1]);
+    int e = 0;
+    ssize_t r;
+    do
+        r = read(pfd[0], &e, sizeof e);
+    while (r < 0 && errno == EINTR);
+    close(pfd[0]);
+    if (r == (ssize_t)sizeof e) {
+        waitpid(pid, NULL, 0);
+        *exec_errno = e;
+        return -1;
+    }
+    return pid;
+}
+
+static int wait_child(pid_t pid)
+{
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return 1;
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return 1;
+}
+
+/* ---- summary ---- */
+
+static void human_bytes(char *buf, size_t len, long long b)
+{
+    if (b < 10 * 1024)
+        snprintf(buf, len, "%lld B", b);
+    else if (b < 10ll * 1024 * 1024)
+        snprintf(buf, len, "%.1f KiB", b / 1024.0);
+    else if (b < 10ll * 1024 * 1024 * 1024)
+        snprintf(buf, len, "%.1f MiB", b / 1048576.0);
+    else
+        snprintf(buf, len, "%.1f GiB", b / 1073741824.0);
+}
+
+/* The first line of a symbolized stack that is not inside memscope or the C library's
+ * allocator entry points: the call site a reader wants to see. */
+static void call_site(const char *text, char *out, size_t len)
+{
+    snprintf(out, len, "(no stack)");
+    if (!text || !*text)
+        return;
+    const char *s = text;
+    while (*s) {
+        const char *e = strchr(s, '\n');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (n) {
+            snprintf(out, len, "%.*s", (int)(n < len - 1 ? n : len - 1), s);
+            return;
+        }
+        if (!e)
+            break;
+        s = e + 1;
+    }
+}
+
+static int print_summary(const char *db_path, FILE *out)
+{
+    sqlite3 *db;
+    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        sqlite3_close(db);
+        return -1;
+    }
+    sqlite3_stmt *st;
+    char a[32], b[32];
+    const char *q1 =
+        "SELECT l.name, count(DISTINCT s.process_id), sum(s.allocs), sum(s.frees), "
+        "sum(s.alloc_bytes), max(s.peak_bytes), sum(s.live_bytes), sum(s.live_blocks), "
+        "sum(s.unmatched_frees) FROM process_stats s JOIN layers l ON l.id = s.layer "
+        "GROUP BY s.layer ORDER BY s.layer";
+    long long nproc = 0, nev = 0;
+    if (sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM processes), "
+                               "(SELECT max(id) FROM events)", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        nproc = sqlite3_column_int64(st, 0);
+        nev = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    fprintf(out, "memscope: %lld event%s from %lld process%s\n", nev, nev == 1 ? "" : "s", nproc,
+            nproc == 1 ? "" : "es");
+    if (sqlite3_prepare_v2(db, q1, -1, &st, NULL) == SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            human_bytes(a, sizeof a, sqlite3_column_int64(st, 4));
+            human_bytes(b, sizeof b, sqlite3_column_int64(st, 5));
+            fprintf(out, "  %-5s %lld allocations (%s), %lld frees, peak %s live", 
+                    (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 2), a,
+                    sqlite3_column_int64(st, 3), b);
+            if (sqlite3_column_int64(st, 1) > 1)
+                fputs(" (largest process)", out);
+            fputc('\n', out);
+            human_bytes(a, sizeof a, sqlite3_column_int64(st, 6));
+            fprintf(out, "        still live at exit: %s in %lld block%s\n", a,
+                    sqlite3_column_int64(st, 7), sqlite3_column_int64(st, 7) == 1 ? "" : "s");
+        }
+    }
+    sqlite3_finalize(st);
+    const char *q2 =
+        "SELECT sum(b.size), count(*), s.c_text FROM blocks b LEFT JOIN stacks s ON "
+        "s.id = b.stack_id WHERE b.free_ns IS NULL GROUP BY b.stack_id "
+        "ORDER BY sum(b.size) DESC LIMIT 5";
+    if (sqlite3_prepare_v2(db, q2, -1, &st, NULL) == SQLITE_OK) {
+        int first = 1;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            char site[160];
+            if (first)
+                fputs("  top call sites of memory still live at exit:\n", out);
+            first = 0;
+            human_bytes(a, sizeof a, sqlite3_column_int64(st, 0));
+            call_site((const char *)sqlite3_column_text(st, 2), site, sizeof site);
+            fprintf(out, "    %10s in %5lld block%s  %s\n", a, sqlite3_column_int64(st, 1),
+                    sqlite3_column_int64(st, 1) == 1 ? " " : "s", site);
+        }
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return 0;
+}
+
+/* ---- the command ---- */
+
+int cmd_run(int argc, char **argv)
+{
+    struct run_options o = {.c_depth = 32, .format = FMT_DB, .symbolize = 1};
+    int log_explicit = 0, quiet = 0, verbose = 0;
+    enum { O_EVENTS = 256, O_STACK, O_FORMAT, O_LOG, O_COLLECT, O_NOFOLLOW, O_KEEP, O_NOSYM };
+    static const struct option longopts[] = {
+        {"output-path", required_argument, NULL, 'o'},
+        {"format", required_argument, NULL, O_FORMAT},
+        {"call-stack", required_argument, NULL, O_STACK},
+        {"events", required_argument, NULL, O_EVENTS},
+        {"collect-mode", required_argument, NULL, O_COLLECT},
+        {"no-follow", no_argument, NULL, O_NOFOLLOW},
+        {"keep-trace", no_argument, NULL, O_KEEP},
+        {"no-symbols", no_argument, NULL, O_NOSYM},
+        {"log-level", required_argument, NULL, O_LOG},
+        {"quiet", no_argument, NULL, 'q'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"debug", no_argument, NULL, 'v'},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    snprintf(o.events, sizeof o.events, "alloc,free");
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "+:o:qvVh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            o.output = optarg;
+            break;
+        case O_FORMAT:
+            if (!strcmp(optarg, "db"))
+                o.format = FMT_DB;
+            else if (!strcmp(optarg, "csv"))
+                o.format = FMT_CSV;
+            else if (!strcmp(optarg, "trace"))
+                o.format = FMT_TRACE;
+            else
+                return usage_error("--format: expected db, csv or trace, not '%s'", optarg);
+            break;
+        case O_STACK:
+            o.c_depth = 0;
+            o.py_depth = 0;
+            if (for_each_item(optarg, stack_item, &o))
+                return usage_error("--call-stack: expected c[:N],python[:N] with N in 0..1000, "
+                                   "not '%s'", optarg);
+            break;
+        case O_EVENTS:
+            if (for_each_item(optarg, event_item, &o))
+                return usage_error("--events: expected a list of alloc, free, launch, access, "
+                                   "traceback or none, not '%s'", optarg);
+            snprintf(o.events, sizeof o.events, "%s", optarg);
+            break;
+        case O_COLLECT:
+            if (!strcmp(optarg, "immediate"))
+                o.deferred = 0;
+            else if (!strcmp(optarg, "deferred"))
+                o.deferred = 1;
+            else
+                return usage_error("--collect-mode: expected immediate or deferred, not '%s'",
+                                   optarg);
+            break;
+        case O_NOFOLLOW:
+            o.no_follow = 1;
+            break;
+        case O_KEEP:
+            o.keep_trace = 1;
+            break;
+        case O_NOSYM:
+            o.symbolize = 0;
+            break;
+        case O_LOG:
+            log_explicit = 1;
+            if (!strcmp(optarg, "debug"))
+                cli_log_level = 0;
+            else if (!strcmp(optarg, "info"))
+                cli_log_level = 1;
+            else if (!strcmp(optarg, "warning") || !strcmp(optarg, "warn")) {
+                cli_log_level = 2;
+                if (!strcmp(optarg, "warn"))
+                    fputs("memscope: --log-level=warn is deprecated; use warning\n", stderr);
+            } else if (!strcmp(optarg, "error"))
+                cli_log_level = 3;
+            else
+                return usage_error("--log-level: expected debug, info, warning or error, "
+                                   "not '%s'", optarg);
+            break;
+        case 'q':
+            quiet = 1;
+            break;
+        case 'v':
+            verbose = 1;
+            break;
+        case 'V':
+            printf("memscope version %s\n", MEMSCOPE_VERSION);
+            return 0;
+        case 'h':
+            fputs(run_usage, stdout);
+            return 0;
+        case ':':
+            return usage_error("option '%s' needs a value", argv[optind - 1]);
+        default:
+            return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (!log_explicit)
+        cli_log_level = verbose ? 0 : quiet ? 3 : 1;
+    if (optind >= argc)
+        return usage_error("no program to run");
+    char **prog = argv + optind;
+
+    char agent_path[PATH_MAX];
+    if (find_agent(agent_path, sizeof agent_path) < 0) {
+        error("cannot find the agent libmemscope.so next to the memscope binary or in "
+              "../%s (set MEMSCOPE_AGENT to its path)", "lib/memscope");
+        return 1;
+    }
+
+    /* Decide the output paths and make sure they can be written before running anything. */
+    time_t now = time(NULL);
+    char stamp[32];
+    strftime(stamp, sizeof stamp, "%Y%m%d%H%M%S", localtime(&now));
+    const char *suffix = o.format == FMT_CSV ? ".csv" : ".db";
+    const char *output = o.output ? o.output : "memscopeDumpResults";
+    char out_dir[PATH_MAX], out_file[PATH_MAX] = "", trace_dir[PATH_MAX];
+    int out_is_file = o.format != FMT_TRACE && ends_with(output, suffix);
+    if (strlen(output) >= PATH_MAX - 128)
+        return usage_error("--output-path: path too long");
+    if (out_is_file) {
+        snprintf(out_file, sizeof out_file, "%s", output);
+        snprintf(out_dir, sizeof out_dir, "%s", output);
+        char *slash = strrchr(out_dir, '/');
+        if (!slash)
+            strcpy(out_dir, ".");
+        else if (slash == out_dir)
+            out_dir[1] = 0; /* a file in / */
+        else
+            *slash = 0;
+    } else {
+        snprintf(out_dir, sizeof out_dir, "%s", output);
+    }
+    int rc = mkdir_p(out_dir);
+    if (rc < 0) {
+        error("cannot create output directory '%s': %s", out_dir, ms_strerror(rc));
+        return 1;
+    }
+    if (access(out_dir, W_OK) != 0) {
+        error("cannot write to output directory '%s': %s", out_dir, strerror(errno));
+        return 1;
+    }
+    if (o.format == FMT_TRACE)
+        snprintf(trace_dir, sizeof trace_dir, "%s", out_dir);
+    else {
+        snprintf(trace_dir, sizeof trace_dir, "%s/.memscope-trace-%ld-%s", out_dir,
+                 (long)getpid(), stamp);
+        if (mkdir(trace_dir, 0755) < 0) {
+            error("cannot create trace directory '%s': %s", trace_dir, strerror(errno));
+            return 1;
+        }
+    }
+    char abs_trace[PATH_MAX];
+    if (!realpath(trace_dir, abs_trace)) {
+        error("cannot resolve '%s': %s", trace_dir, strerror(errno));
+        return 1;
+    }
+
+    /* The child's environment additions (putenv keeps the pointers: static storage). */
+    static char env_preload[PATH_MAX * 2 + 32], env_dir[PATH_MAX + 32], env_depth[48],
+        env_deferred[32], env_nofollow[32];
+    const char *old_pre = getenv("LD_PRELOAD");
+    snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s%s%s", agent_path,
+             old_pre && *old_pre ? ":" : "", old_pre ? old_pre : "");
+    snprintf(env_dir, sizeof env_dir, "MEMSCOPE_TRACE_DIR=%s", abs_trace);
+    snprintf(env_depth, sizeof env_depth, "MEMSCOPE_DEPTH=%u", o.c_depth);
+    snprintf(env_deferred, sizeof env_deferred, "MEMSCOPE_DEFERRED=%d",
+             o.deferred || o.events_none);
+    snprintf(env_nofollow, sizeof env_nofollow, "MEMSCOPE_NO_FOLLOW=%d", o.no_follow);
+    char *env_add[] = {env_preload, env_dir, env_depth, env_deferred, env_nofollow, NULL};
+
+    struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward_signal},
+                     old_int, old_quit;
+    sigaction(SIGINT, &ign, &old_int);
+    sigaction(SIGQUIT, &ign, &old_quit);
+    sigaction(SIGTERM, &fwd, NULL);
+    sigaction(SIGHUP, &fwd, NULL);
+    int exec_errno = 0;
+    pid_t pid = spawn(prog, env_add, &exec_errno);
+    if (pid < 0) {
+        error("cannot run '%s': %s", prog[0], strerror(exec_errno));
+        if (o.format != FMT_TRACE)
+            remove_tree(trace_dir);
+        return 127;
+    }
+    child_pid = pid;
+    int status = wait_child(pid);
+    child_pid = 0;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+
+    if (o.format == FMT_TRACE) {
+        if (cli_log_level <= 1)
+            fprintf(stderr, "memscope: raw traces kept in %s (convert with memscope import %s "
+                            "-o run.db)\n", trace_dir, trace_dir);
+        return status;
+    }
+    if (!out_is_file)
+        snprintf(out_file, sizeof out_file, "%s/memscope_%ld_%s%s", out_dir, (long)pid, stamp,
+                 suffix);
+    char db_path[PATH_MAX + 16];
+    if (o.format == FMT_CSV)
+        snprintf(db_path, sizeof db_path, "%s.tmp.db", out_file);
+    else
+        snprintf(db_path, sizeof db_path, "%s", out_file);
+
+    struct ms_store_options so = {
+        .trace_dir = abs_trace,
+        .db_path = db_path,
+        .argv = (const char *const *)prog,
+        .exit_status = status,
+        .call_stack_c = o.c_depth,
+        .events = o.events,
+        .symbolize = o.symbolize,
+    };
+    struct ms_store_result res;
+    char err[512] = "";
+    rc = ms_store_convert(&so, &res, err, sizeof err);
+    if (rc < 0) {
+        error("cannot write the database: %s; the raw traces are kept in %s", err, trace_dir);
+        return status ? status : 1;
+    }
+    if (res.warning[0])
+        cli_log(2, "some trace data was damaged and skipped: %s", res.warning);
+    if (res.lost_events)
+        cli_log(2, "the agent could not record %llu events (see its message above)",
+                (unsigned long long)res.lost_events);
+    if (o.format == FMT_CSV) {
+        FILE *f = fopen(out_file, "w");
+        if (!f) {
+            error("cannot write '%s': %s", out_file, strerror(errno));
+            return status ? status : 1;
+        }
+        rc = ms_store_export_csv(db_path, f, err, sizeof err);
+        if (fclose(f) != 0 && rc == 0)
+            rc = -errno;
+        if (rc < 0) {
+            error("cannot write '%s': %s", out_file, err[0] ? err : ms_strerror(rc));
+            return status ? status : 1;
+        }
+    }
+    if (cli_log_level <= 1)
+        print_summary(db_path, stderr);
+    if (o.format == FMT_CSV)
+        unlink(db_path);
+    if (!o.keep_trace)
+        remove_tree(trace_dir);
+    if (cli_log_level <= 1)
+        fprintf(stderr, "memscope: %s written to %s%s%s\n",
+                o.format == FMT_CSV ? "CSV" : "database", out_file,
+                o.keep_trace ? "; raw traces kept in " : "", o.keep_trace ? trace_dir : "");
+    return status;
+}

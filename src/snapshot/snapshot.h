@@ -1,0 +1,210 @@
+/* snapshot.h: the PyTorch CUDA memory snapshot model over every format generation.
+ *
+ * A snapshot is what torch.cuda.memory._dump_snapshot() pickles (or its JSON form): segments
+ * (cudaMalloc'ed ranges) tiled by blocks, and per-device traces of allocator actions. This
+ * module reads one file (pickle protocols 2-5 through unpickle.h, JSON through json.h) into
+ * flat arrays: segments, blocks, per-device events, and deduplicated frames and stacks.
+ * Generations handled: a bare list of segments (torch 1.13 and memory_snapshot()); dicts with
+ * segments and device_traces; legacy blocks with `history` and no `address`; frames,
+ * time_us, compile_context, user_metadata, allocator_settings, external_annotations; several
+ * devices; empty traces. See docs/snapshot.md.
+ *
+ * Callers: cmd_snapshot.c (summary, --state-at, -o db), tests. Workload: files of up to
+ * several GB; the model costs about 48 bytes per event and block, and frames and stacks are
+ * kept once per distinct content, so shared frame lists stay shared. */
+#ifndef MS_SNAPSHOT_H
+#define MS_SNAPSHOT_H
+
+#include "unpickle.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+enum ms_snap_action {
+    MS_SA_ALLOC,
+    MS_SA_FREE_REQUESTED,
+    MS_SA_FREE_COMPLETED,
+    MS_SA_SEGMENT_ALLOC,
+    MS_SA_SEGMENT_FREE,
+    MS_SA_SEGMENT_MAP,
+    MS_SA_SEGMENT_UNMAP,
+    MS_SA_SNAPSHOT,
+    MS_SA_OOM,
+    MS_SA_ANNOTATE,
+    MS_SA_OTHER, /* an action name we do not know; kept and counted */
+    MS_SA_COUNT,
+};
+extern const char *const ms_snap_action_names[MS_SA_COUNT];
+
+enum ms_snap_state {
+    MS_SB_ACTIVE_ALLOCATED,
+    MS_SB_ACTIVE_PENDING_FREE,
+    MS_SB_INACTIVE,
+    MS_SB_OTHER,
+    MS_SB_COUNT,
+};
+extern const char *const ms_snap_state_names[MS_SB_COUNT];
+
+/* A string inside the snapshot's input or its reader's arena (not NUL-terminated). */
+struct ms_str {
+    const char *p;
+    size_t n;
+};
+
+struct ms_snap_frame {
+    struct ms_str file, func;
+    int64_t line;
+};
+
+/* Stack ids are 1-based; 0 means "no frames". */
+struct ms_snap_stack {
+    uint64_t first; /* index into stack_frames */
+    uint32_t depth;
+    uint32_t site;  /* frame id (1-based) of the allocation site (see docs), 0 if none */
+};
+
+struct ms_snap_block {
+    uint64_t addr, size, requested;
+    uint32_t stack;
+    uint8_t state;        /* enum ms_snap_state */
+    uint8_t addr_derived; /* legacy block: addr = segment address + sizes of earlier blocks */
+};
+
+struct ms_snap_segment {
+    int64_t device;
+    uint64_t addr, total, allocated, active, requested;
+    int64_t stream;
+    int64_t pool[2];
+    uint32_t stack;
+    uint8_t large, expandable;
+    uint64_t first_block, nblocks; /* into blocks */
+};
+
+#define MS_SNAP_NO_TIME INT64_MIN
+
+struct ms_snap_event {
+    uint64_t addr; /* `device_free` for oom */
+    uint64_t size;
+    int64_t stream;
+    int64_t time_us; /* MS_SNAP_NO_TIME when absent */
+    uint32_t stack;
+    uint8_t action;  /* enum ms_snap_action */
+};
+
+struct ms_snap_trace {
+    int64_t device; /* index in device_traces */
+    struct ms_snap_event *events;
+    uint64_t nevents;
+};
+
+struct ms_snap_annotation {
+    struct ms_str name, stage;
+    int64_t device, time_us;
+};
+
+enum { MS_SNAP_PICKLE = 0, MS_SNAP_JSON = 1 };
+
+/* One loaded snapshot. The caller owns the struct; ms_snapshot_release() frees its contents.
+ * Strings point into the mapped file or the reader's arena and live as long as the struct. */
+struct ms_snapshot {
+    int format;       /* MS_SNAP_PICKLE or MS_SNAP_JSON */
+    int protocol;     /* pickle protocol (0 if no PROTO), -1 for JSON */
+    int bare_list;    /* the top level was a list of segments */
+    uint64_t file_size;
+    struct ms_unpickle u;
+    ms_pv root;
+    ms_pv allocator_settings; /* ABSENT when missing */
+
+    struct ms_snap_segment *segs;
+    uint64_t nsegs;
+    struct ms_snap_block *blocks;
+    uint64_t nblocks;
+    struct ms_snap_trace *traces;
+    uint64_t ntraces;
+    struct ms_snap_annotation *annotations;
+    uint64_t nannotations;
+
+    struct ms_snap_frame *frames; /* frames[0] unused; ids are 1-based */
+    uint32_t nframes;             /* including the unused slot */
+    struct ms_snap_stack *stacks; /* stacks[0] is the empty stack */
+    uint32_t nstacks;
+    uint32_t *stack_frames;       /* frame ids, innermost first */
+    uint64_t nstack_frames, cap_stack_frames;
+
+    /* internals */
+    void *map;
+    size_t map_len;
+    void *frame_map, *stack_map; /* content hash maps */
+    uint32_t cap_frames, cap_stacks;
+    char err[320];
+};
+
+/* Prepares s (caps: NULL for the unpickler's defaults). Never fails. */
+void ms_snapshot_init(struct ms_snapshot *s, const struct ms_unpickle_caps *caps);
+
+/* Reads the snapshot at path (pickle or JSON, detected from the first byte). Returns 0, or a
+ * negative MS_E* / -errno code with s->err saying why (MS_EREFUSED for a pickle that would
+ * import or call code; MS_EFORMAT when the data is not a snapshot). */
+int ms_snapshot_load_file(struct ms_snapshot *s, const char *path);
+
+/* Same over len bytes at data, which must outlive s. */
+int ms_snapshot_load_mem(struct ms_snapshot *s, const void *data, size_t len);
+
+/* Frees everything s holds. Accepts a zeroed or released struct. */
+void ms_snapshot_release(struct ms_snapshot *s);
+
+/* Writes the summary (docs/snapshot.md) to out: JSON when json is nonzero, else text.
+ * top is the number of allocation sites listed per device. Returns 0 or MS_EIO. */
+int ms_snapshot_write_summary(const struct ms_snapshot *s, FILE *out, int json, int top);
+
+/* --- allocator state at an event (state.c) --- */
+
+struct ms_snap_state_block {
+    uint64_t addr, size, requested;
+    uint32_t stack;
+    uint8_t state;
+};
+struct ms_snap_state_segment {
+    uint64_t addr, size;
+    int64_t stream;
+    uint64_t first_block, nblocks; /* into blocks, sorted by address */
+};
+/* The allocator state just after one event. The caller owns it; release with
+ * ms_snap_state_release(). */
+struct ms_snap_state {
+    int64_t device;
+    int64_t event;                         /* -1: before the first event */
+    struct ms_snap_state_segment *segs;    /* sorted by address */
+    uint64_t nsegs;
+    struct ms_snap_state_block *blocks;    /* active blocks only, grouped by segment */
+    uint64_t nblocks;
+    struct ms_snap_state_block *orphans;   /* active blocks inside no segment */
+    uint64_t norphans;
+};
+
+/* Reconstructs the state of device's allocator just after trace event `event` (-1: before
+ * the first) by undoing later events from the final segments, as PyTorch's viewer does.
+ * Cost: O(events after `event` + blocks log blocks). Returns 0, MS_EINVAL (no such device or
+ * event) or MS_ENOMEM. */
+int ms_snapshot_state_at(const struct ms_snapshot *s, int64_t device, int64_t event,
+                         struct ms_snap_state *st);
+void ms_snap_state_release(struct ms_snap_state *st);
+
+/* Writes st as JSON (docs/snapshot.md); inactive gaps inside each segment are listed as
+ * blocks with state "inactive" so the segments are tiled as in the final `segments`. */
+int ms_snap_state_write_json(const struct ms_snapshot *s, const struct ms_snap_state *st,
+                             FILE *out);
+
+/* --- database import (import.c) --- */
+
+/* Writes the snapshot as a memscope database (docs/database.md, "Snapshot import") at
+ * db_path, replacing it. source_path is recorded as the process's exe. Returns 0 or a negative
+ * code with a reason in err. */
+int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path,
+                         const char *db_path, char *err, size_t errlen);
+
+/* Internal: helpers shared by the snapshot's .c files. */
+const struct ms_snap_trace *ms__snap_trace(const struct ms_snapshot *s, int64_t device);
+void ms__json_str(FILE *out, const char *p, size_t n);
+
+#endif

@@ -1,0 +1,1335 @@
+/* convert.c: the traces of a run -> the SQLite database of docs/database.md (ms_store_convert).
+ *
+ * Called by `memscope run` after the traced program exits and by `memscope import`. Workload:
+ * one to a few hundred trace files, millions to hundreds of millions of events; must stream.
+ *
+ * Design:
+ *   - Pass 1 reads every chunk of every file for the records that describe rather than happen:
+ *     STACK, MODULE, PROCESS. Stacks get database-unique ids (trace ids are per file) and are
+ *     symbolized per process, each distinct pc once.
+ *   - Pass 2 merges the per-thread streams of all files by wall-clock time with a binary heap
+ *     (ties: file, then thread serial, then the thread's own order), numbers the events in that
+ *     order and matches blocks per (process, layer) with a hash map of live addresses.
+ *     Memory is proportional to live blocks + stacks + threads, never to the event count.
+ *   - Everything is written in one transaction with prepared statements into db_path + ".tmp",
+ *     indexes are built after loading, and the file is renamed over db_path on success only.
+ * Caps (MAX_*) bound what a hostile or corrupt trace can make us allocate. */
+#include "store.h"
+
+#include "addrmap.h"
+#include "error.h"
+#include "reader.h"
+#include "schema.h"
+#include "strtab.h"
+#include "symbolize.h"
+#include "version.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_FILES 65536u
+#define MAX_THREADS (1u << 20)        /* over all files */
+#define MAX_STACKS (1u << 26)         /* over all files */
+#define MAX_STACK_PCS (1ull << 30)    /* pcs held over all stacks */
+#define MAX_MODULES 65536u            /* per process */
+#define MAX_LIVE (1u << 28)           /* live blocks over all processes */
+#define MAX_PCS_PER_PROCESS (1u << 26)
+#define MAX_STRINGS (1u << 26)
+#define MAX_STRING_BYTES (1ull << 32)
+#define MAX_CTEXT (1u << 24)          /* bytes of one stack's c_text */
+#define NLAYERS 2
+
+/* A growable byte buffer (for c_text, JSON and cmdlines); NUL-terminated after each add. */
+struct sbuf {
+    char *p;
+    size_t len, cap;
+};
+
+static int sbuf_add(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p)
+            return MS_ENOMEM;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+    return 0;
+}
+
+static int sbuf_str(struct sbuf *b, const char *s)
+{
+    return sbuf_add(b, s, strlen(s));
+}
+
+static int sbuf_fmt(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int sbuf_fmt(struct sbuf *b, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return MS_EINVAL;
+    return sbuf_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+/* Appends s as a JSON string literal. */
+static int sbuf_json(struct sbuf *b, const char *s, size_t n)
+{
+    int rc = sbuf_add(b, "\"", 1);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            rc = sbuf_add(b, e, 2);
+        } else if (c < 0x20) {
+            rc = sbuf_fmt(b, "\\u%04x", c);
+        } else {
+            rc = sbuf_add(b, (const char *)&s[i], 1);
+        }
+    }
+    return rc ? rc : sbuf_add(b, "\"", 1);
+}
+
+struct layer_stats {
+    int64_t allocs, frees, alloc_bytes, peak_bytes, peak_ns, live_bytes, live_blocks, unmatched;
+};
+
+struct module {
+    uint64_t bias, lo, hi;
+    char *path;
+};
+
+/* One trace file = one traced process image. */
+struct proc {
+    char *path;
+    const char *name;          /* file name within the trace dir */
+    struct ms_trace tr;
+    int64_t id;                /* processes.id */
+    int have_process;
+    uint64_t ppid;
+    char *exe, *cmdline;       /* from the PROCESS record; cmdline NUL-separated, cmdlen bytes */
+    size_t cmdlen;
+    struct module *mods;
+    size_t nmods, amods;
+    struct ms_addrmap stack_ids; /* trace stack id -> database stack id */
+    uint32_t stack_first, stack_end; /* this file's range in conv.stacks */
+    int64_t first_ns, last_ns;
+    int have_events;
+    uint64_t lost;
+    struct ms_addrmap live[NLAYERS];  /* address -> conv.blocks slot */
+    struct layer_stats st[NLAYERS];
+};
+
+struct stack_def {
+    uint64_t *pcs;
+    uint32_t depth;
+};
+
+struct thread {
+    uint32_t proc, serial, tid;
+    int64_t first_ns, last_ns;
+    uint64_t events;
+};
+
+/* A block that is live now. */
+struct block {
+    int64_t alloc_id, addr, size, alloc_ns, alloc_event_id, stack_id; /* stack_id 0: none */
+    uint32_t thread_id;   /* threads.id */
+    uint32_t next_free;   /* free-list link when the slot is unused */
+    const char *func;
+};
+
+/* One thread's records, positioned at its next event. */
+struct stream {
+    struct ms_trace_stream s;
+    struct ms_record r;
+    int64_t ts;           /* r.ns as epoch ns */
+    uint32_t proc, serial, thread;
+};
+
+struct conv {
+    const struct ms_store_options *o;
+    struct ms_store_result *res;
+    char *err;
+    size_t errlen;
+    sqlite3 *db;
+    char *tmp_path;
+
+    struct proc *procs;
+    size_t nprocs;
+    struct stack_def *stacks;
+    size_t nstacks, astacks;
+    uint64_t stack_pcs;
+    struct thread *threads;
+    size_t nthreads;
+    struct block *blocks;
+    size_t nblocks, ablocks;
+    uint32_t free_block;
+    size_t live_total;
+
+    int64_t next_event, next_alloc, next_frame, next_module;
+    struct ms_strtab strings;
+
+    sqlite3_stmt *ins_event, *ins_block, *ins_string, *ins_frame, *ins_stack, *ins_stack_frame;
+};
+
+static int fail(struct conv *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct conv *c, int rc, const char *fmt, ...)
+{
+    if (c->err && c->errlen && !c->err[0]) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->err, c->errlen, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+static int db_fail(struct conv *c, const char *what)
+{
+    return fail(c, MS_EDB, "database %s: %s: %s", c->tmp_path, what, sqlite3_errmsg(c->db));
+}
+
+static int oom(struct conv *c, const char *what)
+{
+    return fail(c, MS_ENOMEM, "out of memory or over a size cap (%s)", what);
+}
+
+/* Runs one prepared insert that has its parameters bound. */
+static int step_reset(struct conv *c, sqlite3_stmt *st, const char *what)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : db_fail(c, what);
+}
+
+static int exec_sql(struct conv *c, const char *sql, const char *what)
+{
+    return sqlite3_exec(c->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : db_fail(c, what);
+}
+
+static int prepare(struct conv *c, sqlite3_stmt **st, const char *sql)
+{
+    return sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) == SQLITE_OK
+               ? 0 : db_fail(c, "prepare");
+}
+
+static void bind_opt(sqlite3_stmt *st, int i, int64_t v, int present)
+{
+    if (present)
+        sqlite3_bind_int64(st, i, v);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* ---- Finding the trace files --------------------------------------------------------------- */
+
+/* Parses "<pid>.<n>.mst"; returns 0 when the name does not have that form. */
+static int parse_name(const char *name, unsigned long long *pid, unsigned long long *n)
+{
+    char *end;
+    errno = 0;
+    *pid = strtoull(name, &end, 10);
+    if (end == name || *end != '.' || errno)
+        return 0;
+    const char *s = end + 1;
+    *n = strtoull(s, &end, 10);
+    return end != s && !errno && !strcmp(end, ".mst");
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+    const struct proc *x = a, *y = b;
+    unsigned long long px, nx, py, ny;
+    int okx = parse_name(x->name, &px, &nx), oky = parse_name(y->name, &py, &ny);
+    if (okx != oky)
+        return okx ? -1 : 1;
+    if (okx && (px != py || nx != ny))
+        return px != py ? (px < py ? -1 : 1) : (nx < ny ? -1 : 1);
+    return strcmp(x->name, y->name);
+}
+
+static int list_traces(struct conv *c)
+{
+    const char *dir = c->o->trace_dir;
+    DIR *d = opendir(dir);
+    if (!d)
+        return fail(c, -errno, "cannot open trace directory %s: %s", dir, strerror(errno));
+    size_t cap = 0;
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 4, ".mst") != 0)
+            continue;
+        if (c->nprocs >= MAX_FILES) {
+            rc = fail(c, MS_ELIMIT, "more than %u trace files in %s", MAX_FILES, dir);
+            break;
+        }
+        if (c->nprocs == cap) {
+            cap = cap ? cap * 2 : 16;
+            struct proc *p = realloc(c->procs, cap * sizeof *p);
+            if (!p) {
+                rc = oom(c, "trace list");
+                break;
+            }
+            c->procs = p;
+        }
+        struct proc *p = &c->procs[c->nprocs];
+        memset(p, 0, sizeof *p);
+        size_t dl = strlen(dir);
+        p->path = malloc(dl + len + 2);
+        if (!p->path) {
+            rc = oom(c, "trace list");
+            break;
+        }
+        memcpy(p->path, dir, dl);
+        p->path[dl] = '/';
+        memcpy(p->path + dl + 1, e->d_name, len + 1);
+        p->name = p->path + dl + 1;
+        c->nprocs++;
+    }
+    closedir(d);
+    if (rc < 0)
+        return rc;
+    if (!c->nprocs)
+        return fail(c, MS_ENOTFOUND, "no trace files (*.mst) in %s", dir);
+    qsort(c->procs, c->nprocs, sizeof *c->procs, cmp_proc);
+    return 0;
+}
+
+/* Reads the version field of a trace the reader refused as newer, for the message. */
+static unsigned trace_version(const char *path)
+{
+    uint32_t v = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (pread(fd, &v, 4, 8) != 4)
+            v = 0;
+        close(fd);
+    }
+    return v;
+}
+
+static int open_traces(struct conv *c)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < c->nprocs; i++) {
+        struct proc *p = &c->procs[i];
+        int rc = ms_trace_open(&p->tr, p->path);
+        if (rc == MS_ETRUNC) {
+            /* A process killed while creating its trace: nothing to convert, not an error. */
+            if (!c->res->warning[0])
+                snprintf(c->res->warning, sizeof c->res->warning,
+                         "%s: shorter than a trace header; skipped", p->name);
+            free(p->path);
+            continue;
+        }
+        if (rc == MS_EFORMAT)
+            return fail(c, rc, "%s: not a memscope trace", p->path);
+        if (rc == MS_EVERSION)
+            return fail(c, rc, "%s: written by trace format version %u; this memscope reads "
+                        "version %u or older", p->path, trace_version(p->path), MS_TRACE_VERSION);
+        if (rc < 0)
+            return fail(c, rc, "cannot read %s: %s", p->path, ms_strerror(rc));
+        c->procs[kept++] = *p;
+    }
+    c->nprocs = kept;
+    if (!kept)
+        return fail(c, MS_ENOTFOUND, "no readable trace in %s", c->o->trace_dir);
+    for (size_t i = 0; i < c->nprocs; i++) {
+        struct proc *p = &c->procs[i];
+        p->id = (int64_t)i + 1;
+        ms_addrmap_init(&p->stack_ids, MAX_STACKS);
+        for (int l = 0; l < NLAYERS; l++)
+            ms_addrmap_init(&p->live[l], MAX_LIVE);
+    }
+    return 0;
+}
+
+/* ---- Pass 1: stacks, modules, process info -------------------------------------------------- */
+
+static int add_stack(struct conv *c, struct proc *p, const struct ms_record *r)
+{
+    uint32_t have;
+    if (ms_addrmap_get(&p->stack_ids, r->stack_id, &have))
+        return 0; /* first definition wins */
+    if (c->nstacks >= MAX_STACKS || c->stack_pcs + r->depth > MAX_STACK_PCS)
+        return oom(c, "stacks");
+    if (c->nstacks == c->astacks) {
+        size_t n = c->astacks ? c->astacks * 2 : 1024;
+        struct stack_def *s = realloc(c->stacks, n * sizeof *s);
+        if (!s)
+            return oom(c, "stacks");
+        c->stacks = s;
+        c->astacks = n;
+    }
+    struct stack_def *s = &c->stacks[c->nstacks];
+    s->depth = r->depth;
+    s->pcs = NULL;
+    if (r->depth) {
+        s->pcs = malloc(r->depth * sizeof *s->pcs);
+        if (!s->pcs)
+            return oom(c, "stacks");
+        memcpy(s->pcs, r->pcs, r->depth * sizeof *s->pcs);
+    }
+    c->stack_pcs += r->depth;
+    c->nstacks++;
+    if (ms_addrmap_put(&p->stack_ids, r->stack_id, (uint32_t)c->nstacks) < 0)
+        return oom(c, "stack ids");
+    return 0;
+}
+
+static int add_module(struct conv *c, struct proc *p, const struct ms_record *r)
+{
+    for (size_t i = 0; i < p->nmods; i++) /* the agent may report an object again */
+        if (p->mods[i].lo == r->lo && p->mods[i].hi == r->hi && p->mods[i].bias == r->bias &&
+            strlen(p->mods[i].path) == r->len1 && !memcmp(p->mods[i].path, r->str1, r->len1))
+            return 0;
+    if (p->nmods >= MAX_MODULES)
+        return oom(c, "modules");
+    if (p->nmods == p->amods) {
+        size_t n = p->amods ? p->amods * 2 : 32;
+        struct module *m = realloc(p->mods, n * sizeof *m);
+        if (!m)
+            return oom(c, "modules");
+        p->mods = m;
+        p->amods = n;
+    }
+    struct module *m = &p->mods[p->nmods];
+    m->path = strndup(r->str1, r->len1);
+    if (!m->path)
+        return oom(c, "modules");
+    m->bias = r->bias;
+    m->lo = r->lo;
+    m->hi = r->hi;
+    p->nmods++;
+    return 0;
+}
+
+static int add_process(struct conv *c, struct proc *p, const struct ms_record *r)
+{
+    if (p->have_process)
+        return 0;
+    p->exe = strndup(r->str1, r->len1);
+    p->cmdline = malloc(r->len2 + 1);
+    if (!p->exe || !p->cmdline)
+        return oom(c, "process record");
+    memcpy(p->cmdline, r->str2, r->len2);
+    p->cmdline[r->len2] = 0;
+    p->cmdlen = r->len2;
+    p->ppid = r->ppid;
+    p->have_process = 1;
+    return 0;
+}
+
+static int pass1(struct conv *c)
+{
+    struct ms_trace_cursor *cur = malloc(sizeof *cur);
+    if (!cur)
+        return oom(c, "cursor");
+    int rc = 0;
+    for (size_t i = 0; i < c->nprocs && rc == 0; i++) {
+        struct proc *p = &c->procs[i];
+        p->stack_first = (uint32_t)c->nstacks;
+        for (size_t k = 0; k < p->tr.nchunks && rc == 0; k++) {
+            struct ms_record r;
+            ms_trace_cursor_init(cur, &p->tr, k);
+            /* Damage is counted in pass 2, by the streams; here it just ends the chunk. */
+            while (rc == 0 && ms_trace_cursor_next(cur, &r) == 1) {
+                if (r.type == MS_REC_STACK)
+                    rc = add_stack(c, p, &r);
+                else if (r.type == MS_REC_MODULE)
+                    rc = add_module(c, p, &r);
+                else if (r.type == MS_REC_PROCESS)
+                    rc = add_process(c, p, &r);
+            }
+        }
+        p->stack_end = (uint32_t)c->nstacks;
+    }
+    free(cur);
+    return rc;
+}
+
+/* ---- Symbolization: modules, strings, frames, stacks ---------------------------------------- */
+
+struct pcinfo {
+    int64_t first_frame;  /* frames.id of its innermost line */
+    uint32_t nframes;
+    char *text;           /* its c_text lines, "\n"-separated, owned */
+};
+
+static int intern(struct conv *c, const char *s, int64_t *id)
+{
+    int is_new;
+    if (!s) {
+        *id = 0;
+        return 0;
+    }
+    if (ms_strtab_intern(&c->strings, s, strlen(s), id, &is_new) < 0)
+        return oom(c, "strings");
+    if (!is_new)
+        return 0;
+    sqlite3_bind_int64(c->ins_string, 1, *id);
+    sqlite3_bind_text(c->ins_string, 2, s, -1, SQLITE_STATIC);
+    return step_reset(c, c->ins_string, "insert string");
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* Formats one c_text line (docs/database.md, "Symbolized frames"). */
+static int format_line(struct sbuf *b, const struct ms_sym_frame *f,
+                       const struct ms_sym_module *m, uint64_t pc)
+{
+    int rc = sbuf_str(b, f->func ? f->func : "??");
+    if (rc == 0 && f->file)
+        rc = sbuf_fmt(b, " (%s:%d)", f->file, f->line);
+    else if (rc == 0 && m)
+        rc = sbuf_fmt(b, " (%s+0x%llx)", base_name(m->path), (unsigned long long)(pc - m->bias));
+    else if (rc == 0)
+        rc = sbuf_fmt(b, " (0x%llx)", (unsigned long long)pc);
+    return rc;
+}
+
+/* Symbolizes pc and writes its frames rows. */
+static int symbolize_pc(struct conv *c, struct ms_symbolizer *sym, uint64_t pc,
+                        struct pcinfo *pi)
+{
+    struct ms_sym_frame fr[MS_SYM_MAX_INLINE];
+    int n = ms_symbolizer_lookup(sym, pc, fr);
+    const struct ms_sym_module *m = ms_symbolizer_module(sym, pc);
+    struct sbuf b = {0};
+    pi->first_frame = c->next_frame + 1;
+    pi->nframes = (uint32_t)n;
+    for (int i = 0; i < n; i++) {
+        int64_t fid, sid;
+        int rc = intern(c, fr[i].func, &fid);
+        if (rc == 0)
+            rc = intern(c, fr[i].file, &sid);
+        if (rc == 0 && i)
+            rc = sbuf_add(&b, "\n", 1);
+        if (rc == 0)
+            rc = format_line(&b, &fr[i], m, pc);
+        if (rc == MS_ENOMEM)
+            rc = oom(c, "c_text");
+        if (rc < 0) {
+            free(b.p);
+            return rc;
+        }
+        sqlite3_stmt *st = c->ins_frame;
+        sqlite3_bind_int64(st, 1, ++c->next_frame);
+        bind_opt(st, 2, m ? m->db_id : 0, m != NULL);
+        sqlite3_bind_int64(st, 3, (int64_t)pc);
+        sqlite3_bind_int64(st, 4, i == n - 1 ? 0 : i + 1);
+        bind_opt(st, 5, fid, fid != 0);
+        bind_opt(st, 6, sid, sid != 0);
+        bind_opt(st, 7, fr[i].line, fr[i].file && fr[i].line > 0);
+        if ((rc = step_reset(c, st, "insert frame")) < 0) {
+            free(b.p);
+            return rc;
+        }
+    }
+    pi->text = b.p;
+    return 0;
+}
+
+static int write_modules(struct conv *c, struct proc *p, struct ms_sym_module *out)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(c, &st, "INSERT INTO modules VALUES (?,?,?,?,?,?)");
+    for (size_t i = 0; i < p->nmods && rc == 0; i++) {
+        struct module *m = &p->mods[i];
+        /* The main program may be reported without a path (dl_iterate_phdr's ""). */
+        const char *path = !m->path[0] && p->exe ? p->exe : m->path;
+        out[i] = (struct ms_sym_module){m->bias, m->lo, m->hi, path, ++c->next_module};
+        sqlite3_bind_int64(st, 1, out[i].db_id);
+        sqlite3_bind_int64(st, 2, p->id);
+        sqlite3_bind_text(st, 3, path, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, (int64_t)m->bias);
+        sqlite3_bind_int64(st, 5, (int64_t)m->lo);
+        sqlite3_bind_int64(st, 6, (int64_t)m->hi);
+        rc = step_reset(c, st, "insert module");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int symbolize_process(struct conv *c, struct proc *p)
+{
+    struct ms_sym_module *mods = calloc(p->nmods + 1, sizeof *mods);
+    if (!mods)
+        return oom(c, "modules");
+    int rc = write_modules(c, p, mods);
+    struct ms_symbolizer sym;
+    if (rc == 0 && ms_symbolizer_init(&sym, mods, p->nmods, c->o->symbolize) < 0)
+        rc = oom(c, "symbolizer");
+    free(mods);
+    if (rc < 0)
+        return rc;
+
+    struct ms_addrmap pcs;       /* pc -> index in info */
+    struct pcinfo *info = NULL;
+    size_t ninfo = 0, ainfo = 0;
+    struct sbuf text = {0};
+    ms_addrmap_init(&pcs, MAX_PCS_PER_PROCESS);
+    for (uint32_t s = p->stack_first; s < p->stack_end && rc == 0; s++) {
+        struct stack_def *sd = &c->stacks[s];
+        int64_t pos = 0;
+        text.len = 0;
+        if (text.p)
+            text.p[0] = 0;
+        for (uint32_t k = 0; k < sd->depth && rc == 0; k++) {
+            uint64_t pc = sd->pcs[k];
+            uint32_t idx;
+            if (!ms_addrmap_get(&pcs, pc, &idx)) {
+                if (ninfo == ainfo) {
+                    size_t n = ainfo ? ainfo * 2 : 1024;
+                    struct pcinfo *ni = realloc(info, n * sizeof *ni);
+                    if (!ni) {
+                        rc = oom(c, "pcs");
+                        break;
+                    }
+                    info = ni;
+                    ainfo = n;
+                }
+                idx = (uint32_t)ninfo;
+                if (ms_addrmap_put(&pcs, pc, idx) < 0) {
+                    rc = oom(c, "pcs");
+                    break;
+                }
+                info[ninfo].text = NULL;
+                ninfo++;
+                if ((rc = symbolize_pc(c, &sym, pc, &info[idx])) < 0)
+                    break;
+            }
+            const struct pcinfo *pi = &info[idx];
+            if (text.len + strlen(pi->text) + 1 > MAX_CTEXT) {
+                rc = oom(c, "c_text");
+                break;
+            }
+            if ((k && sbuf_add(&text, "\n", 1) < 0) || sbuf_str(&text, pi->text) < 0) {
+                rc = oom(c, "c_text");
+                break;
+            }
+            for (uint32_t f = 0; f < pi->nframes && rc == 0; f++) {
+                sqlite3_bind_int64(c->ins_stack_frame, 1, (int64_t)s + 1);
+                sqlite3_bind_int64(c->ins_stack_frame, 2, pos++);
+                sqlite3_bind_int64(c->ins_stack_frame, 3, pi->first_frame + f);
+                rc = step_reset(c, c->ins_stack_frame, "insert stack frame");
+            }
+        }
+        if (rc < 0)
+            break;
+        sqlite3_bind_int64(c->ins_stack, 1, (int64_t)s + 1);
+        sqlite3_bind_int64(c->ins_stack, 2, p->id);
+        sqlite3_bind_int64(c->ins_stack, 3, sd->depth);
+        sqlite3_bind_text(c->ins_stack, 4, text.p ? text.p : "", (int)text.len, SQLITE_STATIC);
+        rc = step_reset(c, c->ins_stack, "insert stack");
+        free(sd->pcs); /* no longer needed: events refer to the stack by id */
+        sd->pcs = NULL;
+    }
+    for (size_t i = 0; i < ninfo; i++)
+        free(info[i].text);
+    free(info);
+    free(text.p);
+    ms_addrmap_release(&pcs);
+    ms_symbolizer_release(&sym);
+    return rc;
+}
+
+/* ---- Pass 2: the merged event stream -------------------------------------------------------- */
+
+static int stream_less(const struct stream *a, const struct stream *b)
+{
+    if (a->ts != b->ts)
+        return a->ts < b->ts;
+    if (a->proc != b->proc)
+        return a->proc < b->proc;
+    return a->serial < b->serial;
+}
+
+static void heap_down(struct stream **h, size_t n, size_t i)
+{
+    struct stream *x = h[i];
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        struct stream *best = x;
+        if (l < n && stream_less(h[l], best))
+            m = l, best = h[l];
+        if (l + 1 < n && stream_less(h[l + 1], best))
+            m = l + 1, best = h[l + 1];
+        if (m == i)
+            break;
+        h[i] = h[m];
+        i = m;
+    }
+    h[i] = x;
+}
+
+/* Advances s to its next event record; returns 1, or 0 at the end of the thread. */
+static int stream_fill(struct conv *c, struct stream *s)
+{
+    struct proc *p = &c->procs[s->proc];
+    while (ms_trace_stream_next(&s->s, &s->r) == 1) {
+        switch (s->r.type) {
+        case MS_REC_HEAP_ALLOC:
+        case MS_REC_HEAP_FREE:
+        case MS_REC_MMAP_ALLOC:
+        case MS_REC_MUNMAP:
+            /* Monotonic -> epoch; modular arithmetic gives the right answer either way. */
+            s->ts = (int64_t)(s->r.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
+            return 1;
+        case MS_REC_LOST:
+            p->lost += s->r.size;
+            break;
+        default:
+            break; /* descriptions (pass 1) and extensions */
+        }
+    }
+    return 0;
+}
+
+static int block_alloc(struct conv *c, uint32_t *slot)
+{
+    if (c->free_block != MS_ADDRMAP_EMPTY) {
+        *slot = c->free_block;
+        c->free_block = c->blocks[*slot].next_free;
+        return 0;
+    }
+    if (c->nblocks >= MAX_LIVE)
+        return oom(c, "live blocks");
+    if (c->nblocks == c->ablocks) {
+        size_t n = c->ablocks ? c->ablocks * 2 : 4096;
+        struct block *b = realloc(c->blocks, n * sizeof *b);
+        if (!b)
+            return oom(c, "live blocks");
+        c->blocks = b;
+        c->ablocks = n;
+    }
+    *slot = (uint32_t)c->nblocks++;
+    return 0;
+}
+
+/* Writes the blocks row of the block in slot and frees the slot. free_event 0: no free event
+ * (replaced by an allocation at the same address); have_free 0: still live at the end. */
+static int block_close(struct conv *c, struct proc *p, int layer, uint32_t slot, int have_free,
+                       int64_t free_ns, int64_t free_event)
+{
+    struct block *b = &c->blocks[slot];
+    sqlite3_stmt *st = c->ins_block;
+    sqlite3_bind_int64(st, 1, b->alloc_id);
+    sqlite3_bind_int64(st, 2, layer);
+    sqlite3_bind_int64(st, 3, p->id);
+    sqlite3_bind_int64(st, 4, b->thread_id);
+    sqlite3_bind_int64(st, 5, b->addr);
+    sqlite3_bind_int64(st, 6, b->size);
+    sqlite3_bind_text(st, 7, b->func, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 8, b->alloc_ns);
+    bind_opt(st, 9, free_ns, have_free);
+    sqlite3_bind_int64(st, 10, b->alloc_event_id);
+    bind_opt(st, 11, free_event, have_free && free_event);
+    bind_opt(st, 12, b->stack_id, b->stack_id != 0);
+    int rc = step_reset(c, st, "insert block");
+    if (have_free) {
+        struct layer_stats *ls = &p->st[layer - 1];
+        ls->live_bytes -= b->size;
+        ls->live_blocks--;
+        b->next_free = c->free_block;
+        c->free_block = slot;
+        c->live_total--;
+    }
+    return rc;
+}
+
+static int write_event(struct conv *c, const struct stream *s, int kind, int layer,
+                       int64_t addr, int64_t size, int have_size, const char *func,
+                       int64_t stack, int64_t alloc_id)
+{
+    sqlite3_stmt *st = c->ins_event;
+    sqlite3_bind_int64(st, 1, ++c->next_event);
+    sqlite3_bind_int64(st, 2, s->ts);
+    sqlite3_bind_int64(st, 3, kind);
+    sqlite3_bind_int64(st, 4, layer);
+    sqlite3_bind_int64(st, 5, c->procs[s->proc].id);
+    sqlite3_bind_int64(st, 6, s->thread);
+    sqlite3_bind_int64(st, 7, addr);
+    bind_opt(st, 8, size, have_size);
+    sqlite3_bind_text(st, 9, func, -1, SQLITE_STATIC);
+    bind_opt(st, 10, stack, stack != 0);
+    bind_opt(st, 11, alloc_id, alloc_id != 0);
+    return step_reset(c, st, "insert event");
+}
+
+/* Ends the live block in slot with a FREE event by s. */
+static int free_block(struct conv *c, const struct stream *s, int layer, uint32_t slot,
+                      const char *func)
+{
+    struct proc *p = &c->procs[s->proc];
+    struct block *b = &c->blocks[slot];
+    int rc = write_event(c, s, MS_KIND_FREE, layer, b->addr, b->size, 1, func, 0, b->alloc_id);
+    if (rc == 0) {
+        p->st[layer - 1].frees++;
+        rc = block_close(c, p, layer, slot, 1, s->ts, c->next_event);
+    }
+    return rc;
+}
+
+static int on_alloc(struct conv *c, const struct stream *s, int layer)
+{
+    struct proc *p = &c->procs[s->proc];
+    const struct ms_record *r = &s->r;
+    struct ms_addrmap *live = &p->live[layer - 1];
+    uint32_t slot;
+    int rc;
+    if (ms_addrmap_del(live, r->addr, &slot)) {
+        /* The free was not recorded (or happened before recording resumed): close the old
+         * block at this moment, without a free event. */
+        if ((rc = block_close(c, p, layer, slot, 1, s->ts, 0)) < 0)
+            return rc;
+    }
+    uint32_t stack = 0;
+    if (r->stack_id && !ms_addrmap_get(&p->stack_ids, r->stack_id, &stack))
+        stack = 0; /* its STACK record was lost to damage */
+    const char *func = ms_fn_name(r->type, r->fn);
+    if ((rc = block_alloc(c, &slot)) < 0)
+        return rc;
+    if (ms_addrmap_put(live, r->addr, slot) < 0)
+        return oom(c, "live blocks");
+    c->live_total++;
+    int64_t alloc_id = ++c->next_alloc;
+    if ((rc = write_event(c, s, MS_KIND_MALLOC, layer, (int64_t)r->addr, (int64_t)r->size, 1,
+                          func, stack, alloc_id)) < 0)
+        return rc;
+    struct block *b = &c->blocks[slot];
+    b->alloc_id = alloc_id;
+    b->addr = (int64_t)r->addr;
+    b->size = (int64_t)r->size;
+    b->alloc_ns = s->ts;
+    b->alloc_event_id = c->next_event;
+    b->stack_id = stack;
+    b->thread_id = s->thread;
+    b->func = func;
+    struct layer_stats *ls = &p->st[layer - 1];
+    ls->allocs++;
+    ls->alloc_bytes += (int64_t)r->size;
+    ls->live_bytes += (int64_t)r->size;
+    ls->live_blocks++;
+    if (ls->live_bytes > ls->peak_bytes) {
+        ls->peak_bytes = ls->live_bytes;
+        ls->peak_ns = s->ts;
+    }
+    return 0;
+}
+
+static int on_free(struct conv *c, const struct stream *s)
+{
+    struct proc *p = &c->procs[s->proc];
+    uint32_t slot;
+    if (ms_addrmap_del(&p->live[0], s->r.addr, &slot))
+        return free_block(c, s, MS_LAYER_HEAP, slot, "free");
+    p->st[0].unmatched++;
+    return write_event(c, s, MS_KIND_FREE, MS_LAYER_HEAP, (int64_t)s->r.addr, 0, 0, "free", 0, 0);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* munmap(addr, len) ends every live mmap block that starts in [addr, addr + len).
+ * NEEDSWORK: an unmap of a block's head ends the whole block, and an unmap of its tail or middle
+ * (no block starts in the range) is recorded as an unmatched free while the block stays live
+ * with its old size; splitting blocks would need a range structure instead of the hash map. */
+static int on_munmap(struct conv *c, const struct stream *s)
+{
+    struct proc *p = &c->procs[s->proc];
+    struct ms_addrmap *live = &p->live[1];
+    uint64_t addr = s->r.addr, len = s->r.size;
+    uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
+    uint64_t *hits = NULL;
+    size_t nhits = 0;
+    int rc = 0;
+    if (live->count && len) {
+        hits = malloc(live->count * sizeof *hits);
+        if (!hits)
+            return oom(c, "munmap");
+        uint64_t key;
+        uint32_t val;
+        if (len / 4096 <= 4 * live->count) {
+            /* mmap blocks start on page boundaries: probe each page of the range. */
+            for (uint64_t a = addr; a < end && nhits < live->count; a += 4096) {
+                if (ms_addrmap_get(live, a, &val))
+                    hits[nhits++] = a;
+                if (a + 4096 < a)
+                    break;
+            }
+        } else {
+            for (size_t pos = 0; ms_addrmap_next(live, &pos, &key, &val);)
+                if (key >= addr && key < end)
+                    hits[nhits++] = key;
+            qsort(hits, nhits, sizeof *hits, cmp_u64);
+        }
+    }
+    for (size_t i = 0; i < nhits && rc == 0; i++) {
+        uint32_t slot;
+        ms_addrmap_del(live, hits[i], &slot);
+        rc = free_block(c, s, MS_LAYER_MMAP, slot, "munmap");
+    }
+    free(hits);
+    if (rc == 0 && nhits == 0) {
+        p->st[1].unmatched++;
+        rc = write_event(c, s, MS_KIND_FREE, MS_LAYER_MMAP, (int64_t)addr, (int64_t)len, 1,
+                         "munmap", 0, 0);
+    }
+    return rc;
+}
+
+static int on_event(struct conv *c, struct stream *s)
+{
+    struct proc *p = &c->procs[s->proc];
+    struct thread *t = &c->threads[s->thread - 1];
+    if (!p->have_events) {
+        p->first_ns = s->ts;
+        p->have_events = 1;
+    }
+    p->last_ns = s->ts;
+    if (!t->events)
+        t->first_ns = s->ts;
+    t->last_ns = s->ts;
+    t->events++;
+    c->res->events++;
+    switch (s->r.type) {
+    case MS_REC_HEAP_ALLOC:
+        return on_alloc(c, s, MS_LAYER_HEAP);
+    case MS_REC_MMAP_ALLOC:
+        return on_alloc(c, s, MS_LAYER_MMAP);
+    case MS_REC_HEAP_FREE:
+        return on_free(c, s);
+    default:
+        return on_munmap(c, s);
+    }
+}
+
+static int pass2(struct conv *c)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->nprocs; i++) {
+        struct ms_trace *t = &c->procs[i].tr;
+        for (size_t k = 0; k < t->nchunks; n++) {
+            if (n >= MAX_THREADS)
+                return fail(c, MS_ELIMIT, "more than %u threads in the traces", MAX_THREADS);
+            size_t e = k + 1;
+            while (e < t->nchunks && t->chunks[e].thread_serial == t->chunks[k].thread_serial)
+                e++;
+            k = e;
+        }
+    }
+    c->threads = calloc(n + 1, sizeof *c->threads);
+    struct stream *streams = calloc(n + 1, sizeof *streams);
+    struct stream **heap = calloc(n + 1, sizeof *heap);
+    int rc = 0;
+    if (!c->threads || !streams || !heap)
+        rc = oom(c, "threads");
+    size_t nheap = 0;
+    for (size_t i = 0, ti = 0; i < c->nprocs && rc == 0; i++) {
+        struct ms_trace *t = &c->procs[i].tr;
+        for (size_t k = 0; k < t->nchunks; ti++) {
+            struct stream *s = &streams[ti];
+            struct thread *th = &c->threads[ti];
+            th->proc = (uint32_t)i;
+            th->serial = t->chunks[k].thread_serial;
+            th->tid = t->chunks[k].tid;
+            s->proc = (uint32_t)i;
+            s->serial = th->serial;
+            s->thread = (uint32_t)ti + 1;
+            k = ms_trace_stream_init(&s->s, t, k);
+            if (stream_fill(c, s))
+                heap[nheap++] = s;
+        }
+    }
+    c->nthreads = n;
+    for (size_t i = nheap / 2; i-- > 0;)
+        heap_down(heap, nheap, i);
+    while (nheap && rc == 0) {
+        struct stream *s = heap[0];
+        rc = on_event(c, s);
+        if (!stream_fill(c, s))
+            heap[0] = heap[--nheap];
+        if (nheap)
+            heap_down(heap, nheap, 0);
+    }
+    free(heap);
+    free(streams);
+    return rc;
+}
+
+/* ---- Final rows ------------------------------------------------------------------------------ */
+
+static int write_threads(struct conv *c)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(c, &st, "INSERT INTO threads VALUES (?,?,?,?,?,?)");
+    for (size_t i = 0; i < c->nthreads && rc == 0; i++) {
+        struct thread *t = &c->threads[i];
+        sqlite3_bind_int64(st, 1, (int64_t)i + 1);
+        sqlite3_bind_int64(st, 2, c->procs[t->proc].id);
+        sqlite3_bind_int64(st, 3, t->tid);
+        bind_opt(st, 4, t->first_ns, t->events != 0);
+        bind_opt(st, 5, t->last_ns, t->events != 0);
+        sqlite3_bind_int64(st, 6, (int64_t)t->events);
+        rc = step_reset(c, st, "insert thread");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int cmp_slot(const void *x, const void *y, void *ctx)
+{
+    const struct block *b = ctx;
+    int64_t u = b[*(const uint32_t *)x].alloc_id, v = b[*(const uint32_t *)y].alloc_id;
+    return u < v ? -1 : u > v;
+}
+
+/* processes rows, process_stats rows and the blocks still live; fills res. */
+static int write_processes(struct conv *c)
+{
+    sqlite3_stmt *st = NULL, *ps = NULL;
+    int rc = prepare(c, &st, "INSERT INTO processes VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+    if (rc == 0)
+        rc = prepare(c, &ps, "INSERT INTO process_stats VALUES (?,?,?,?,?,?,?,?,?,?)");
+    for (size_t i = 0; i < c->nprocs && rc == 0; i++) {
+        struct proc *p = &c->procs[i];
+        const struct ms_trace_file_header *h = &p->tr.hdr;
+        for (size_t k = 0; p->cmdline && k < p->cmdlen; k++) /* argv joined by spaces */
+            if (!p->cmdline[k])
+                p->cmdline[k] = ' ';
+        size_t cl = p->cmdlen;
+        while (p->cmdline && cl && p->cmdline[cl - 1] == ' ')
+            cl--;
+        uint64_t lost = h->lost_events + p->lost;
+        sqlite3_bind_int64(st, 1, p->id);
+        sqlite3_bind_int64(st, 2, (int64_t)h->pid);
+        sqlite3_bind_int64(st, 3, (int64_t)(p->have_process ? p->ppid : h->ppid));
+        sqlite3_bind_int64(st, 4, h->image_seq);
+        if (p->exe)
+            sqlite3_bind_text(st, 5, p->exe, -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(st, 5);
+        if (p->cmdline)
+            sqlite3_bind_text(st, 6, p->cmdline, (int)cl, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(st, 6);
+        bind_opt(st, 7, p->first_ns, p->have_events);
+        bind_opt(st, 8, p->last_ns, p->have_events);
+        sqlite3_bind_text(st, 9, p->path, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 10, (int64_t)lost);
+        sqlite3_bind_int64(st, 11, (int64_t)h->stopped_errno);
+        if (p->tr.warning[0])
+            sqlite3_bind_text(st, 12, p->tr.warning, -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(st, 12);
+        rc = step_reset(c, st, "insert process");
+
+        /* Blocks live at the end, in allocation order. */
+        for (int l = 0; l < NLAYERS && rc == 0; l++) {
+            struct ms_addrmap *live = &p->live[l];
+            uint32_t *slots = malloc((live->count + 1) * sizeof *slots);
+            size_t ns = 0, pos = 0;
+            uint64_t key;
+            uint32_t val;
+            if (!slots) {
+                rc = oom(c, "live blocks");
+                break;
+            }
+            while (ms_addrmap_next(live, &pos, &key, &val))
+                slots[ns++] = val;
+            qsort_r(slots, ns, sizeof *slots, cmp_slot, c->blocks);
+            for (size_t k = 0; k < ns && rc == 0; k++)
+                rc = block_close(c, p, l + 1, slots[k], 0, 0, 0);
+            free(slots);
+        }
+        for (int l = 0; l < NLAYERS && rc == 0; l++) {
+            struct layer_stats *ls = &p->st[l];
+            sqlite3_bind_int64(ps, 1, p->id);
+            sqlite3_bind_int64(ps, 2, l + 1);
+            sqlite3_bind_int64(ps, 3, ls->allocs);
+            sqlite3_bind_int64(ps, 4, ls->frees);
+            sqlite3_bind_int64(ps, 5, ls->alloc_bytes);
+            sqlite3_bind_int64(ps, 6, ls->peak_bytes);
+            bind_opt(ps, 7, ls->peak_ns, ls->peak_bytes > 0);
+            sqlite3_bind_int64(ps, 8, ls->live_bytes);
+            sqlite3_bind_int64(ps, 9, ls->live_blocks);
+            sqlite3_bind_int64(ps, 10, ls->unmatched);
+            rc = step_reset(c, ps, "insert process stats");
+        }
+        c->res->damaged_chunks += p->tr.damaged_chunks;
+        c->res->lost_events += lost;
+        if (p->tr.warning[0] && !c->res->warning[0])
+            snprintf(c->res->warning, sizeof c->res->warning, "%s: %s", p->name, p->tr.warning);
+    }
+    c->res->processes = c->nprocs;
+    sqlite3_finalize(st);
+    sqlite3_finalize(ps);
+    return rc;
+}
+
+static int put_meta(struct conv *c, sqlite3_stmt *st, const char *key, const char *value)
+{
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (value)
+        sqlite3_bind_text(st, 2, value, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, 2);
+    return step_reset(c, st, "insert meta");
+}
+
+static int put_meta_int(struct conv *c, sqlite3_stmt *st, const char *key, long long v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", v);
+    return put_meta(c, st, key, buf);
+}
+
+/* The traced command line as a JSON array: from the options, else from the PROCESS record of
+ * the first process whose parent was not traced (the root of the run). */
+static int command_json(struct conv *c, struct sbuf *b)
+{
+    int rc = sbuf_add(b, "[", 1);
+    if (c->o->argv) {
+        for (size_t i = 0; c->o->argv[i] && rc == 0; i++) {
+            if (i)
+                rc = sbuf_add(b, ",", 1);
+            if (rc == 0)
+                rc = sbuf_json(b, c->o->argv[i], strlen(c->o->argv[i]));
+        }
+    } else {
+        const struct proc *root = NULL;
+        for (size_t i = 0; i < c->nprocs && !root; i++) {
+            const struct proc *p = &c->procs[i];
+            int traced_parent = 0;
+            for (size_t k = 0; k < c->nprocs && p->have_process; k++)
+                traced_parent |= c->procs[k].tr.hdr.pid == p->ppid;
+            if (p->have_process && !traced_parent)
+                root = p;
+        }
+        if (!root && c->procs[0].have_process)
+            root = &c->procs[0];
+        size_t k = 0, n = root ? root->cmdlen : 0;
+        for (int first = 1; k < n && rc == 0; first = 0) {
+            size_t e = k;
+            while (e < n && root->cmdline[e])
+                e++;
+            if (!first)
+                rc = sbuf_add(b, ",", 1);
+            if (rc == 0)
+                rc = sbuf_json(b, root->cmdline + k, e - k);
+            k = e + 1;
+        }
+    }
+    return rc ? rc : sbuf_add(b, "]", 1);
+}
+
+static int write_meta(struct conv *c)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(c, &st, "INSERT INTO meta VALUES (?,?)");
+    if (rc < 0)
+        return rc;
+    struct sbuf cmd = {0};
+    char cwd[PATH_MAX], host[256], dir[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        cwd[0] = 0;
+    if (gethostname(host, sizeof host) < 0)
+        host[0] = 0;
+    host[sizeof host - 1] = 0;
+    if (!realpath(c->o->trace_dir, dir))
+        snprintf(dir, sizeof dir, "%s", c->o->trace_dir);
+    int64_t start = 0, end = 0;
+    unsigned depth = c->o->call_stack_c;
+    for (size_t i = 0; i < c->nprocs; i++) {
+        const struct proc *p = &c->procs[i];
+        int64_t s = (int64_t)p->tr.hdr.start_real_ns;
+        if (i == 0 || s < start)
+            start = s;
+        if (p->have_events && p->last_ns > end)
+            end = p->last_ns;
+        if (!depth && (p->tr.hdr.flags & MS_TRACE_F_STACKS) && p->tr.hdr.max_depth > depth)
+            depth = p->tr.hdr.max_depth;
+    }
+    if (end < start)
+        end = start;
+    if (command_json(c, &cmd) < 0)
+        rc = oom(c, "command line");
+    if (rc == 0)
+        rc = put_meta_int(c, st, "format_version", MS_DB_FORMAT_VERSION);
+    if (rc == 0)
+        rc = put_meta(c, st, "memscope_version", MEMSCOPE_VERSION);
+    if (rc == 0)
+        rc = put_meta(c, st, "command_line", cmd.p);
+    if (rc == 0)
+        rc = put_meta(c, st, "cwd", cwd);
+    if (rc == 0)
+        rc = put_meta(c, st, "hostname", host);
+    if (rc == 0)
+        rc = put_meta_int(c, st, "start_time_ns", start);
+    if (rc == 0)
+        rc = put_meta_int(c, st, "end_time_ns", end);
+    if (rc == 0 && c->o->exit_status >= 0)
+        rc = put_meta_int(c, st, "exit_status", c->o->exit_status);
+    else if (rc == 0)
+        rc = put_meta(c, st, "exit_status", NULL);
+    if (rc == 0)
+        rc = put_meta_int(c, st, "call_stack_c", depth);
+    if (rc == 0)
+        rc = put_meta(c, st, "events", c->o->events);
+    if (rc == 0)
+        rc = put_meta(c, st, "trace_dir", dir);
+    free(cmd.p);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* ---- Driver ---------------------------------------------------------------------------------- */
+
+static int open_db(struct conv *c)
+{
+    size_t n = strlen(c->o->db_path);
+    c->tmp_path = malloc(n + 5);
+    if (!c->tmp_path)
+        return oom(c, "path");
+    memcpy(c->tmp_path, c->o->db_path, n);
+    memcpy(c->tmp_path + n, ".tmp", 5);
+    if (unlink(c->tmp_path) < 0 && errno != ENOENT)
+        return fail(c, -errno, "cannot replace %s: %s", c->tmp_path, strerror(errno));
+    if (sqlite3_open_v2(c->tmp_path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK)
+        return db_fail(c, "open");
+    int rc = exec_sql(c,
+                      "PRAGMA page_size=65536; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+                      "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;"
+                      "PRAGMA cache_size=-131072; BEGIN;",
+                      "setup");
+    if (rc == 0)
+        rc = exec_sql(c, ms_schema_sql, "create schema");
+    if (rc == 0)
+        rc = prepare(c, &c->ins_event, "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+    if (rc == 0)
+        rc = prepare(c, &c->ins_block, "INSERT INTO blocks VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+    if (rc == 0)
+        rc = prepare(c, &c->ins_string, "INSERT INTO strings VALUES (?,?)");
+    if (rc == 0)
+        rc = prepare(c, &c->ins_frame, "INSERT INTO frames VALUES (?,?,?,?,?,?,?)");
+    if (rc == 0)
+        rc = prepare(c, &c->ins_stack, "INSERT INTO stacks VALUES (?,?,?,?)");
+    if (rc == 0)
+        rc = prepare(c, &c->ins_stack_frame, "INSERT INTO stack_frames VALUES (?,?,?)");
+    return rc;
+}
+
+static void conv_release(struct conv *c)
+{
+    sqlite3_stmt *sts[] = {c->ins_event, c->ins_block, c->ins_string,
+                           c->ins_frame, c->ins_stack, c->ins_stack_frame};
+    for (size_t i = 0; i < sizeof sts / sizeof sts[0]; i++)
+        sqlite3_finalize(sts[i]);
+    if (c->db)
+        sqlite3_close(c->db);
+    for (size_t i = 0; i < c->nprocs; i++) {
+        struct proc *p = &c->procs[i];
+        ms_trace_release(&p->tr);
+        free(p->path);
+        free(p->exe);
+        free(p->cmdline);
+        for (size_t k = 0; k < p->nmods; k++)
+            free(p->mods[k].path);
+        free(p->mods);
+        ms_addrmap_release(&p->stack_ids);
+        for (int l = 0; l < NLAYERS; l++)
+            ms_addrmap_release(&p->live[l]);
+    }
+    free(c->procs);
+    for (size_t i = 0; i < c->nstacks; i++)
+        free(c->stacks[i].pcs);
+    free(c->stacks);
+    free(c->threads);
+    free(c->blocks);
+    ms_strtab_release(&c->strings);
+    free(c->tmp_path);
+}
+
+int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *res, char *err,
+                     size_t errlen)
+{
+    struct conv c;
+    struct ms_store_result dummy;
+    memset(&c, 0, sizeof c);
+    if (!res)
+        res = &dummy;
+    memset(res, 0, sizeof *res);
+    if (err && errlen)
+        err[0] = 0;
+    c.o = o;
+    c.res = res;
+    c.err = err;
+    c.errlen = errlen;
+    c.free_block = MS_ADDRMAP_EMPTY;
+    ms_strtab_init(&c.strings, MAX_STRINGS, MAX_STRING_BYTES);
+    if (!o || !o->trace_dir || !o->db_path)
+        return fail(&c, MS_EINVAL, "ms_store_convert: trace_dir and db_path are required");
+
+    int rc = list_traces(&c);
+    if (rc == 0)
+        rc = open_traces(&c);
+    if (rc == 0)
+        rc = pass1(&c);
+    if (rc == 0)
+        rc = open_db(&c);
+    for (size_t i = 0; i < c.nprocs && rc == 0; i++)
+        rc = symbolize_process(&c, &c.procs[i]);
+    if (rc == 0)
+        rc = pass2(&c);
+    if (rc == 0)
+        rc = write_meta(&c); /* before write_processes turns cmdline NULs into spaces */
+    if (rc == 0)
+        rc = write_threads(&c);
+    if (rc == 0)
+        rc = write_processes(&c);
+    if (rc == 0)
+        rc = exec_sql(&c, ms_schema_index_sql, "create indexes");
+    if (rc == 0)
+        rc = exec_sql(&c, "COMMIT", "commit");
+    int have_db = c.db != NULL;
+    const char *tmp = c.tmp_path;
+    c.tmp_path = NULL;
+    conv_release(&c); /* closes the database */
+    if (rc == 0 && rename(tmp, o->db_path) < 0)
+        rc = fail(&c, -errno, "cannot rename %s to %s: %s", tmp, o->db_path, strerror(errno));
+    if (rc < 0 && have_db)
+        unlink(tmp);
+    free((char *)tmp);
+    if (rc < 0)
+        memset(res, 0, sizeof *res);
+    return rc;
+}

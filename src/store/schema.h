@@ -1,0 +1,18 @@
+/* schema.h: the SQL of the memscope database (docs/database.md), shared by the converter
+ * (convert.c) and the CSV export (export.c). */
+#ifndef MS_STORE_SCHEMA_H
+#define MS_STORE_SCHEMA_H
+
+/* The database format version this code writes and the highest it reads (meta.format_version). */
+#define MS_DB_FORMAT_VERSION 1
+
+/* Layer and event-kind ids (tables layers and event_kinds). */
+enum { MS_LAYER_HEAP = 1, MS_LAYER_MMAP = 2 };
+enum { MS_KIND_MALLOC = 1, MS_KIND_FREE = 2 };
+
+/* Tables, fixed rows and the memscope_dump view; run before loading. */
+extern const char ms_schema_sql[];
+/* Indexes; run after loading (cheaper than maintaining them row by row). */
+extern const char ms_schema_index_sql[];
+
+#endif

@@ -1,0 +1,161 @@
+/* symbolize.c: libdw-based symbolization of return addresses (see symbolize.h).
+ *
+ * Follows what heaptrack and perf do: dwfl_report_elf() for each module with its load bias,
+ * dwfl_module_addrname() for the ELF symbol, dwfl_module_getsrc() for file:line, and
+ * dwarf_getscopes() on the CU DIE to expand inlined subroutines (each inlined scope's
+ * DW_AT_call_file/DW_AT_call_line is the location in its caller). Workload: one lookup per
+ * distinct pc per process, typically thousands to a few hundred thousand. */
+#include "symbolize.h"
+
+#include "error.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *debuginfo_path;
+
+static const Dwfl_Callbacks callbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = &debuginfo_path,
+};
+
+static int cmp_mod(const void *a, const void *b)
+{
+    const struct ms_sym_module *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+int ms_symbolizer_init(struct ms_symbolizer *s, const struct ms_sym_module *mods, size_t n,
+                       int use_debuginfo)
+{
+    memset(s, 0, sizeof *s);
+    if (n) {
+        s->mods = malloc(n * sizeof *s->mods);
+        if (!s->mods)
+            return MS_ENOMEM;
+        memcpy(s->mods, mods, n * sizeof *mods);
+        qsort(s->mods, n, sizeof *s->mods, cmp_mod);
+    }
+    s->nmods = n;
+    if (!use_debuginfo || !n)
+        return 0;
+    Dwfl *dwfl = dwfl_begin(&callbacks);
+    if (!dwfl)
+        return 0; /* symbolization degrades to module offsets */
+    dwfl_report_begin(dwfl);
+    for (size_t i = 0; i < n; i++) {
+        const struct ms_sym_module *m = &s->mods[i];
+        if (!m->path[0] || m->path[0] != '/')
+            continue; /* [vdso] and the like: no file to read */
+        /* The same object can appear more than once (one record per load); libdw refuses an
+         * overlapping report, which is what we want. */
+        dwfl_report_elf(dwfl, base_name(m->path), m->path, -1, m->bias, false);
+    }
+    dwfl_report_end(dwfl, NULL, NULL);
+    s->dwfl = dwfl;
+    return 0;
+}
+
+void ms_symbolizer_release(struct ms_symbolizer *s)
+{
+    if (!s)
+        return;
+    if (s->dwfl)
+        dwfl_end(s->dwfl);
+    free(s->mods);
+    memset(s, 0, sizeof *s);
+}
+
+const struct ms_sym_module *ms_symbolizer_module(const struct ms_symbolizer *s, uint64_t pc)
+{
+    size_t lo = 0, hi = s->nmods;
+    while (lo < hi) { /* first module with lo > pc */
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->mods[mid].lo <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* Modules may overlap in a damaged trace; take the nearest one that holds pc. */
+    for (size_t i = lo; i-- > 0;) {
+        if (pc < s->mods[i].hi)
+            return &s->mods[i];
+        if (lo - i > 8)
+            break;
+    }
+    return NULL;
+}
+
+/* Returns the name of a file index of the CU, or NULL. */
+static const char *cu_file(Dwarf_Die *cudie, Dwarf_Word idx)
+{
+    Dwarf_Files *files;
+    size_t nfiles;
+    if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0 || idx >= nfiles)
+        return NULL;
+    return dwarf_filesrc(files, idx, NULL, NULL);
+}
+
+int ms_symbolizer_lookup(struct ms_symbolizer *s, uint64_t pc, struct ms_sym_frame *out)
+{
+    out[0].func = NULL;
+    out[0].file = NULL;
+    out[0].line = 0;
+    if (!s->dwfl || pc == 0)
+        return 1;
+    Dwarf_Addr addr = pc - 1;
+    Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, addr);
+    if (!mod)
+        return 1;
+    const char *sym = dwfl_module_addrname(mod, addr);
+    const char *file = NULL;
+    int line = 0;
+    Dwfl_Line *l = dwfl_module_getsrc(mod, addr);
+    if (l)
+        file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
+
+    int n = 0;
+    Dwarf_Addr bias;
+    Dwarf_Die *cudie = dwfl_module_addrdie(mod, addr, &bias);
+    Dwarf_Die *scopes = NULL;
+    int nscopes = cudie ? dwarf_getscopes(cudie, addr - bias, &scopes) : 0;
+    for (int i = 0; i < nscopes && n < MS_SYM_MAX_INLINE - 1; i++) {
+        int tag = dwarf_tag(&scopes[i]);
+        if (tag == DW_TAG_subprogram) {
+            if (!sym)
+                sym = dwarf_diename(&scopes[i]);
+            break;
+        }
+        if (tag != DW_TAG_inlined_subroutine)
+            continue;
+        out[n].func = dwarf_diename(&scopes[i]);
+        out[n].file = file;
+        out[n].line = line;
+        n++;
+        /* The caller's location is where this subroutine was inlined. */
+        Dwarf_Attribute attr;
+        Dwarf_Word v;
+        file = NULL;
+        line = 0;
+        if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attr), &v) == 0)
+            file = cu_file(cudie, v);
+        if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &v) == 0)
+            line = (int)v;
+    }
+    free(scopes);
+    out[n].func = sym;
+    out[n].file = file;
+    out[n].line = line;
+    return n + 1;
+}

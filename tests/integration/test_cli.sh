@@ -1,0 +1,88 @@
+#!/bin/bash
+# test_cli.sh: memscope run's command line: both forms (subcommand and msMemScope's), output
+# path logic, options recorded in meta, program output and status passed through, --help and
+# --version.
+. "$(dirname "$0")/lib.sh"
+
+ms version -V
+assert_eq "-V: exit status" 0 "$RC"
+assert_match "-V: prints the version" "^memscope version [0-9]+\.[0-9]+" "$(cat "$TMP/version.out")"
+ms version2 --version
+assert_eq "--version = -V" "$(cat "$TMP/version.out")" "$(cat "$TMP/version2.out")"
+ms help --help
+assert_eq "--help: exit status" 0 "$RC"
+assert_match "--help: shows usage" "memscope run" "$(cat "$TMP/help.out")"
+ms runhelp run --help
+assert_eq "run --help: exit status" 0 "$RC"
+for opt in --call-stack --format --output-path --events --collect-mode --no-follow --log-level; do
+    assert_match "run --help mentions $opt" "$opt" "$(cat "$TMP/runhelp.out" "$TMP/runhelp.err")"
+done
+
+# Subcommand form, -o FILE.db; program stdout and stderr untouched, stdin passed.
+printf 'some input\n' >"$TMP/in.txt"
+"$MEMSCOPE" run -o "$TMP/a.db" -- /bin/sh -c 'cat; echo to-stderr >&2; exit 42' \
+    <"$TMP/in.txt" >"$TMP/sh.out" 2>"$TMP/sh.err"
+assert_eq "exit status passed through" 42 "$?"
+assert_eq "stdin reaches the program, stdout untouched" "some input" "$(cat "$TMP/sh.out")"
+assert_match "program stderr kept" "^to-stderr$" "$(cat "$TMP/sh.err")"
+require_db "sh" "$TMP/a.db"
+assert_eq "meta.exit_status" 42 "$(q "$TMP/a.db" "SELECT value FROM meta WHERE key = 'exit_status'")"
+assert_eq "meta.command_line (JSON argv)" '["/bin/sh","-c","cat; echo to-stderr >&2; exit 42"]' \
+    "$(q "$TMP/a.db" "SELECT json(value) FROM meta WHERE key = 'command_line'")"
+assert_eq "meta.events" "alloc,free" "$(q "$TMP/a.db" "SELECT value FROM meta WHERE key = 'events'")"
+assert_eq "meta.memscope_version = --version" "$(sed 's/^memscope version //' "$TMP/version.out")" \
+    "$(q "$TMP/a.db" "SELECT value FROM meta WHERE key = 'memscope_version'")"
+assert_eq "meta.cwd" "$PWD" "$(q "$TMP/a.db" "SELECT value FROM meta WHERE key = 'cwd'")"
+# /bin/sh forks cat: two processes, both traced.
+assert_ge "processes traced (sh and cat)" 2 "$(q "$TMP/a.db" "SELECT count(*) FROM processes")"
+
+# msMemScope form: options, then the program (no "run", no "--").
+ms msform --call-stack=c:7 -o "$TMP/b.db" "$PROGS/live_at_exit"
+assert_eq "msMemScope form: exit status" 0 "$RC"
+assert_eq "msMemScope form: program stdout" "live_at_exit ok" "$(cat "$TMP/msform.out")"
+require_db "msMemScope form" "$TMP/b.db"
+assert_eq "msMemScope form: meta.call_stack_c" 7 \
+    "$(q "$TMP/b.db" "SELECT value FROM meta WHERE key = 'call_stack_c'")"
+assert_eq "msMemScope form: leaked blocks" 8 \
+    "$(q "$TMP/b.db" "SELECT count(*) FROM blocks WHERE size IN (20011, 20021) AND free_ns IS NULL")"
+# Program arguments that look like options belong to the program.
+ms progopts -o "$TMP/c.db" "$PROGS/threads" 2 10
+assert_eq "program args after the program are not memscope's" "threads ok 2 10" "$(cat "$TMP/progopts.out")"
+
+# -o DIR: created if needed, receives memscope_<pid>_<YYYYmmddHHMMSS>.db.
+ms dir run -o "$TMP/new/sub" -- "$PROGS/live_at_exit"
+assert_eq "-o DIR: exit status" 0 "$RC"
+files=$(cd "$TMP/new/sub" 2>/dev/null && ls)
+assert_match "-o DIR: one file named memscope_<pid>_<timestamp>.db" \
+    "^memscope_[0-9]+_20[0-9]{12}\.db$" "$files"
+if [ -f "$TMP/new/sub/$files" ]; then
+    assert_eq "-o DIR: the database has the run" 8 \
+        "$(q "$TMP/new/sub/$files" "SELECT count(*) FROM blocks WHERE size IN (20011, 20021) AND free_ns IS NULL")"
+fi
+
+# -q: nothing from memscope on stderr; the program's stderr still there.
+ms quiet run -q -o "$TMP/q.db" -- /bin/sh -c 'echo only-this >&2'
+assert_eq "-q: exit status" 0 "$RC"
+assert_eq "-q: stderr holds only the program's" "only-this" "$(cat "$TMP/quiet.err")"
+for lvl in debug info warning error; do
+    ms "log$lvl" run --log-level=$lvl -o "$TMP/log$lvl.db" -- "$PROGS/live_at_exit"
+    assert_eq "--log-level=$lvl: exit status" 0 "$RC"
+done
+ms verbose run -v -o "$TMP/v.db" -- "$PROGS/live_at_exit"
+assert_eq "-v: exit status" 0 "$RC"
+
+# Options given explicitly with their default values change nothing.
+ms explicit run --events=alloc,free --collect-mode=immediate --format=db --call-stack=c:32 \
+    --output-path="$TMP/x.db" -- "$PROGS/live_at_exit"
+assert_eq "explicit defaults: exit status" 0 "$RC"
+require_db "explicit defaults" "$TMP/x.db"
+assert_eq "explicit defaults: leaked blocks" 8 \
+    "$(q "$TMP/x.db" "SELECT count(*) FROM blocks WHERE size IN (20011, 20021) AND free_ns IS NULL")"
+
+# Deferred collection: nothing is recorded until the program calls memscope_start().
+ms deferred run --collect-mode=deferred -o "$TMP/d.db" -- "$PROGS/live_at_exit"
+assert_eq "--collect-mode=deferred: exit status" 0 "$RC"
+require_db "deferred" "$TMP/d.db"
+assert_eq "--collect-mode=deferred: no event before memscope_start()" 0 \
+    "$(q "$TMP/d.db" "SELECT count(*) FROM events WHERE size IN (20011, 20021)")"
+done_testing

@@ -1,0 +1,78 @@
+#!/bin/bash
+# test_stacks.sh: native stacks are symbolized after the run: the innermost frame names the
+# allocating function with its source file:line (computed here from the source), the caller
+# comes next, and --call-stack=c:N caps the depth (tests/progs/alloc_funcs.c, deep_stack.c).
+. "$(dirname "$0")/lib.sh"
+
+SRC=$(cd "$(dirname "$0")/../progs" && pwd)
+
+DB=$TMP/a.db
+ms run run -o "$DB" -- "$PROGS/alloc_funcs"
+assert_eq "exit status" 0 "$RC"
+require_db "alloc_funcs" "$DB"
+assert_eq "meta.call_stack_c (default)" 32 "$(q "$DB" "SELECT value FROM meta WHERE key = 'call_stack_c'")"
+
+# first_frames FUNC SIZE: the first two lines of the C stack of the first MALLOC of that func
+# and size, as memscope_dump shows it.
+first_frames() {
+    q "$DB" "SELECT \"Call Stack(C)\" FROM memscope_dump d JOIN events e ON e.id = d.ID
+             WHERE d.Event = 'MALLOC' AND e.func = '$1' AND e.size = $2 ORDER BY d.ID LIMIT 1" | head -2
+}
+
+# Innermost frame: exact function and file:line; the file may carry a directory.
+for site in malloc:10001 calloc:10017 realloc:10032 reallocarray:10043 posix_memalign:10051 \
+    aligned_alloc:10112 memalign:10061 valloc:10071 pvalloc:10081; do
+    fn=${site%%:*} size=${site#*:}
+    line=$(grep_line "$SRC/alloc_funcs.c" "/* SITE:$fn */")
+    frames=$(first_frames "$fn" "$size")
+    assert_match "$fn: innermost frame is ms_progs_${fn}_site (alloc_funcs.c:$line)" \
+        "^ms_progs_${fn}_site \((.*/)?alloc_funcs\.c:$line\)$" "$(head -1 <<<"$frames")"
+done
+caller=$(grep_line "$SRC/alloc_funcs.c" "v[i] = ms_progs_malloc_site(10001);")
+assert_match "malloc: second frame is main (alloc_funcs.c:$caller)" \
+    "^main \((.*/)?alloc_funcs\.c:$caller\)$" "$(first_frames malloc 10001 | sed -n 2p)"
+assert_eq "stacks.c_text = memscope_dump's Call Stack(C)" 0 \
+    "$(q "$DB" "SELECT count(*) FROM memscope_dump d JOIN events e ON e.id = d.ID
+                JOIN stacks s ON s.id = e.stack_id WHERE d.\"Call Stack(C)\" != s.c_text")"
+assert_eq "frames table agrees: function|line of the innermost frame of the 10001 stack" \
+    "ms_progs_malloc_site|$(grep_line "$SRC/alloc_funcs.c" "/* SITE:malloc */")" \
+    "$(q "$DB" "SELECT fs.text, f.line FROM events e JOIN stack_frames sf ON sf.stack_id = e.stack_id
+                JOIN frames f ON f.id = sf.frame_id JOIN strings fs ON fs.id = f.function_id
+                WHERE e.size = 10001 AND e.func = 'malloc' ORDER BY e.id, sf.position LIMIT 1")"
+# The ten malloc(10001) calls share one call site: one deduplicated stack.
+assert_eq "identical stacks deduplicated (10 calls, one stack id)" 1 \
+    "$(q "$DB" "SELECT count(DISTINCT stack_id) FROM events WHERE size = 10001 AND func = 'malloc'")"
+assert_eq "FREE events carry no stack" 0 \
+    "$(q "$DB" "SELECT count(*) FROM $EV WHERE k.name = 'FREE' AND e.stack_id IS NOT NULL")"
+
+# Depth limits on a 60-deep recursion.
+leaf=$(grep_line "$SRC/deep_stack.c" "/* SITE:deep_leaf */")
+for n in 0 1 5 32 1000; do
+    DB=$TMP/d$n.db
+    ms "deep$n" run --call-stack=c:$n -o "$DB" -- "$PROGS/deep_stack" 60
+    assert_eq "c:$n: exit status" 0 "$RC"
+    require_db "c:$n" "$DB"
+    assert_eq "c:$n: meta.call_stack_c" $n "$(q "$DB" "SELECT value FROM meta WHERE key = 'call_stack_c'")"
+    depth=$(q "$DB" "SELECT coalesce(s.depth, 0) FROM events e LEFT JOIN stacks s ON s.id = e.stack_id
+                     WHERE e.size = 15013 AND e.func = 'malloc'")
+    text=$(q "$DB" "SELECT \"Call Stack(C)\" FROM memscope_dump WHERE Event = 'MALLOC'
+                    AND json_extract(Attr, '$.size') = '15013'")
+    case $n in
+    0)
+        assert_eq "c:0: no stack" "0|" "$depth|$text"
+        assert_eq "c:0: no stacks at all" 0 "$(q "$DB" "SELECT count(*) FROM events WHERE stack_id IS NOT NULL")"
+        ;;
+    1000)
+        # leaf + 61 recursive frames + main (+ libc start frames).
+        assert_ge "c:1000: depth" 63 "$depth"
+        assert_eq "c:1000: recursive frames" 61 "$(grep -c '^ms_progs_deep_recurse ' <<<"$text")"
+        assert_match "c:1000: main is there" "^main \(" "$text"
+        ;;
+    *)
+        assert_eq "c:$n: depth" "$n" "$depth"
+        assert_eq "c:$n: lines in Call Stack(C)" "$n" "$(grep -c . <<<"$text")"
+        assert_match "c:$n: innermost frame" "^ms_progs_deep_leaf \((.*/)?deep_stack\.c:$leaf\)" "$text"
+        ;;
+    esac
+done
+done_testing

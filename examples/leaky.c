@@ -11,6 +11,7 @@ struct cache_entry {
 };
 
 static struct cache_entry cache[16];
+static size_t served;
 
 static char *format_reply(int id)
 {
@@ -23,6 +24,8 @@ static void handle_request(int id)
 {
     char *scratch = calloc(64, 1024);  /* freed: a temporary */
     char *reply = format_reply(id);    /* never freed: the leak */
+    snprintf(scratch, 64 * 1024, "%s", reply);
+    served += strlen(scratch);
     if (id % 10 == 0) {                /* kept on purpose: a cache */
         struct cache_entry *e = &cache[(id / 10) % 16];
         free(e->key);
@@ -35,8 +38,8 @@ static void handle_request(int id)
 
 int main(void)
 {
-    for (int i = 0; i < 100; i++)
+    for (int i = 0; i < 200; i++)
         handle_request(i);
-    puts("leaky: handled 100 requests");
+    printf("leaky: handled 200 requests, %zu bytes served\n", served);
     return 0;
 }

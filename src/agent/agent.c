@@ -3,6 +3,7 @@
  * Loaded with LD_PRELOAD by `memscope run`; configured by the environment the CLI sets:
  *   MEMSCOPE_TRACE_DIR  directory for <pid>.<n>.mst (required; without it the agent is idle)
  *   MEMSCOPE_DEPTH      native stack depth, 0..1000 (0 = no stacks)
+ *   MEMSCOPE_UNWIND     fp (default) or dwarf
  *   MEMSCOPE_DEFERRED   1: record nothing until memscope_start()
  *   MEMSCOPE_NO_FOLLOW  1: do not trace programs this image execs
  * Every interposer calls the real function and records the event afterwards (a free before),
@@ -411,6 +412,8 @@ __attribute__((constructor)) static void agent_init(void)
     strcpy(agent.dir, dir);
     agent.depth = env_uint("MEMSCOPE_DEPTH", 0, MS_TRACE_MAX_DEPTH);
     agent.flags = agent.depth ? MS_TRACE_F_STACKS : 0;
+    const char *unw = getenv("MEMSCOPE_UNWIND");
+    agent.unwind_dwarf = unw && !strcmp(unw, "dwarf");
     int deferred = env_uint("MEMSCOPE_DEFERRED", 0, 1);
     if (deferred)
         agent.flags |= MS_TRACE_F_DEFERRED;
@@ -430,6 +433,7 @@ __attribute__((constructor)) static void agent_init(void)
     agent.initialized = 1;
     writer_process_record();
     modules_scan(t);
+    stacks_warm_up();
     if (!deferred && !agent.broken)
         __atomic_store_n(&agent.recording, 1, __ATOMIC_RELEASE);
     t->guard = 0;

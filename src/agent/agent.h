@@ -48,6 +48,7 @@ struct agent_global {
     struct ms_trace_file_header *hdr; /* shared mapping of the file header */
     uint32_t generation;
     unsigned depth;           /* native stack depth, 0 = no stacks */
+    int unwind_dwarf;         /* 1: unwind with .eh_frame (backtrace()), 0: frame pointers */
     unsigned flags;           /* MS_TRACE_F_* */
     uint32_t next_serial;     /* atomic */
     int file_lock;            /* spinlock for chunk reservation (rare) */
@@ -77,6 +78,7 @@ void stacks_reset_after_fork(void);
  * writing STACK and MODULE records for what is new. */
 uint32_t stacks_capture(struct tstate *t, void *fp);
 void modules_scan(struct tstate *t);
+void stacks_warm_up(void);
 
 /* Raw syscalls: the agent's own mappings must not show up as traced mmap events (the
  * agent's mmap symbol is its own interposer). They set errno like libc does. */

@@ -15,6 +15,7 @@
 #include "agent.h"
 
 #include <errno.h>
+#include <execinfo.h>
 #include <link.h>
 #include <pthread.h>
 #include <string.h>
@@ -41,6 +42,9 @@ static unsigned nmods;
 static int mod_lock;
 static unsigned long long mod_adds = ~0ull;
 static char exe_path[MS_TRACE_MAX_PATH];
+/* The C library's code range: it is built without frame pointers, so a walk that starts in it
+ * (strdup, fopen, getline ... calling malloc) would lose the caller; those events use DWARF. */
+static uintptr_t libc_lo, libc_hi;
 
 int stacks_init(void)
 {
@@ -116,6 +120,34 @@ static unsigned unwind(struct tstate *t, void *fp0, uint64_t *pcs, unsigned max)
     return n;
 }
 
+/* DWARF unwinding through glibc's backtrace() (libgcc's unwinder, which reads .eh_frame):
+ * exact through code built without frame pointers, such as libc itself, at about a microsecond
+ * per event. Our own frames are dropped by finding the interposer's return address. */
+static unsigned unwind_dwarf(void *fp0, uint64_t *pcs, unsigned max)
+{
+    void *buf[MS_TRACE_MAX_DEPTH + 8];
+    uintptr_t ret0 = ((uintptr_t *)fp0)[1];
+    int n = backtrace(buf, (int)(max + 8 < sizeof buf / sizeof buf[0] ? max + 8 : sizeof buf / sizeof buf[0]));
+    int i = 0;
+    while (i < n && (uintptr_t)buf[i] != ret0)
+        i++;
+    if (i == n) { /* not found (should not happen): keep the caller's frame at least */
+        pcs[0] = ret0;
+        return 1;
+    }
+    unsigned k = 0;
+    for (; i < n && k < max; i++)
+        pcs[k++] = (uintptr_t)buf[i];
+    return k;
+}
+
+void stacks_warm_up(void)
+{
+    void *buf[4];
+    if (agent.depth)
+        backtrace(buf, 4); /* loads libgcc_s now, not inside a signal handler later */
+}
+
 static uint64_t hash_stack(const uint64_t *pcs, unsigned n)
 {
     uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
@@ -176,6 +208,10 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
     if (!name || !*name)
         name = exe_path;
     size_t len = strnlen(name, MS_TRACE_MAX_PATH);
+    if (len >= 10 && !memcmp(name + len - 10, "/libc.so.6", 10)) {
+        libc_lo = lo;
+        libc_hi = hi;
+    }
     uint8_t *w = writer_reserve(t, ms_module_record_max(len));
     if (!w)
         return 1;
@@ -226,7 +262,12 @@ static void check_modules(struct tstate *t, const uint64_t *pcs, unsigned n)
 uint32_t stacks_capture(struct tstate *t, void *fp)
 {
     uint64_t pcs[agent.depth ? agent.depth : 1]; /* small threads have small stacks */
-    unsigned n = unwind(t, fp, pcs, agent.depth);
+    unsigned n;
+    uintptr_t ret0 = ((uintptr_t *)fp)[1];
+    if (agent.unwind_dwarf || (ret0 >= libc_lo && ret0 < libc_hi))
+        n = unwind_dwarf(fp, pcs, agent.depth);
+    else
+        n = unwind(t, fp, pcs, agent.depth);
     uint64_t h = hash_stack(pcs, n);
     uint32_t i = (uint32_t)h & (STAB_SIZE - 1);
     for (unsigned probe = 0; probe < STAB_PROBES; probe++, i = (i + 1) & (STAB_SIZE - 1)) {

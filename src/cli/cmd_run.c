@@ -39,6 +39,7 @@ struct run_options {
     int deferred;
     int no_follow;
     int keep_trace;
+    int unwind_dwarf;
     int symbolize;
 };
 
@@ -58,6 +59,8 @@ static const char run_usage[] =
     "      --events=LIST        alloc,free (default); none records nothing\n"
     "      --collect-mode=immediate|deferred\n"
     "                           deferred: record only after memscope_start() is called\n"
+    "      --unwind=fp|dwarf    native unwinder: frame pointers (default, fastest) or\n"
+    "                           .eh_frame (exact through code without frame pointers, slower)\n"
     "      --no-follow          do not trace programs that the program executes\n"
     "      --keep-trace         keep the raw traces next to the database\n"
     "      --no-symbols         do not resolve function names and source lines\n"
@@ -399,17 +402,18 @@ int cmd_run(int argc, char **argv)
 {
     struct run_options o = {.c_depth = 32, .format = FMT_DB, .symbolize = 1};
     int log_explicit = 0, quiet = 0, verbose = 0;
-    enum { O_EVENTS = 256, O_STACK, O_FORMAT, O_LOG, O_COLLECT, O_NOFOLLOW, O_KEEP, O_NOSYM };
+    enum { OPT_EVENTS = 256, OPT_STACK, OPT_FORMAT, OPT_LOG, OPT_COLLECT, OPT_NOFOLLOW, OPT_KEEP, OPT_NOSYM, OPT_UNWIND };
     static const struct option longopts[] = {
         {"output-path", required_argument, NULL, 'o'},
-        {"format", required_argument, NULL, O_FORMAT},
-        {"call-stack", required_argument, NULL, O_STACK},
-        {"events", required_argument, NULL, O_EVENTS},
-        {"collect-mode", required_argument, NULL, O_COLLECT},
-        {"no-follow", no_argument, NULL, O_NOFOLLOW},
-        {"keep-trace", no_argument, NULL, O_KEEP},
-        {"no-symbols", no_argument, NULL, O_NOSYM},
-        {"log-level", required_argument, NULL, O_LOG},
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"call-stack", required_argument, NULL, OPT_STACK},
+        {"events", required_argument, NULL, OPT_EVENTS},
+        {"collect-mode", required_argument, NULL, OPT_COLLECT},
+        {"no-follow", no_argument, NULL, OPT_NOFOLLOW},
+        {"keep-trace", no_argument, NULL, OPT_KEEP},
+        {"unwind", required_argument, NULL, OPT_UNWIND},
+        {"no-symbols", no_argument, NULL, OPT_NOSYM},
+        {"log-level", required_argument, NULL, OPT_LOG},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {"debug", no_argument, NULL, 'v'},
@@ -426,7 +430,7 @@ int cmd_run(int argc, char **argv)
         case 'o':
             o.output = optarg;
             break;
-        case O_FORMAT:
+        case OPT_FORMAT:
             if (!strcmp(optarg, "db"))
                 o.format = FMT_DB;
             else if (!strcmp(optarg, "csv"))
@@ -436,20 +440,20 @@ int cmd_run(int argc, char **argv)
             else
                 return usage_error("--format: expected db, csv or trace, not '%s'", optarg);
             break;
-        case O_STACK:
+        case OPT_STACK:
             o.c_depth = 0;
             o.py_depth = 0;
             if (for_each_item(optarg, stack_item, &o))
                 return usage_error("--call-stack: expected c[:N],python[:N] with N in 0..1000, "
                                    "not '%s'", optarg);
             break;
-        case O_EVENTS:
+        case OPT_EVENTS:
             if (for_each_item(optarg, event_item, &o))
                 return usage_error("--events: expected a list of alloc, free, launch, access, "
                                    "traceback or none, not '%s'", optarg);
             snprintf(o.events, sizeof o.events, "%s", optarg);
             break;
-        case O_COLLECT:
+        case OPT_COLLECT:
             if (!strcmp(optarg, "immediate"))
                 o.deferred = 0;
             else if (!strcmp(optarg, "deferred"))
@@ -458,16 +462,22 @@ int cmd_run(int argc, char **argv)
                 return usage_error("--collect-mode: expected immediate or deferred, not '%s'",
                                    optarg);
             break;
-        case O_NOFOLLOW:
+        case OPT_NOFOLLOW:
             o.no_follow = 1;
             break;
-        case O_KEEP:
+        case OPT_KEEP:
             o.keep_trace = 1;
             break;
-        case O_NOSYM:
+        case OPT_UNWIND:
+            if (!strcmp(optarg, "fp") || !strcmp(optarg, "dwarf"))
+                o.unwind_dwarf = optarg[0] == 'd';
+            else
+                return usage_error("--unwind: expected fp or dwarf, not '%s'", optarg);
+            break;
+        case OPT_NOSYM:
             o.symbolize = 0;
             break;
-        case O_LOG:
+        case OPT_LOG:
             log_explicit = 1;
             if (!strcmp(optarg, "debug"))
                 cli_log_level = 0;
@@ -564,7 +574,7 @@ int cmd_run(int argc, char **argv)
 
     /* The child's environment additions (putenv keeps the pointers: static storage). */
     static char env_preload[PATH_MAX * 2 + 32], env_dir[PATH_MAX + 32], env_depth[48],
-        env_deferred[32], env_nofollow[32];
+        env_deferred[32], env_nofollow[32], env_unwind[32];
     const char *old_pre = getenv("LD_PRELOAD");
     snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s%s%s", agent_path,
              old_pre && *old_pre ? ":" : "", old_pre ? old_pre : "");
@@ -573,7 +583,9 @@ int cmd_run(int argc, char **argv)
     snprintf(env_deferred, sizeof env_deferred, "MEMSCOPE_DEFERRED=%d",
              o.deferred || o.events_none);
     snprintf(env_nofollow, sizeof env_nofollow, "MEMSCOPE_NO_FOLLOW=%d", o.no_follow);
-    char *env_add[] = {env_preload, env_dir, env_depth, env_deferred, env_nofollow, NULL};
+    snprintf(env_unwind, sizeof env_unwind, "MEMSCOPE_UNWIND=%s", o.unwind_dwarf ? "dwarf" : "fp");
+    char *env_add[] = {env_preload, env_dir,      env_depth, env_deferred,
+                       env_nofollow, env_unwind, NULL};
 
     struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward_signal},
                      old_int, old_quit;

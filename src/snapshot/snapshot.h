@@ -36,7 +36,7 @@ enum ms_snap_action {
 };
 extern const char *const ms_snap_action_names[MS_SA_COUNT];
 
-enum ms_snap_state {
+enum ms_snap_block_state {
     MS_SB_ACTIVE_ALLOCATED,
     MS_SB_ACTIVE_PENDING_FREE,
     MS_SB_INACTIVE,
@@ -66,7 +66,7 @@ struct ms_snap_stack {
 struct ms_snap_block {
     uint64_t addr, size, requested;
     uint32_t stack;
-    uint8_t state;        /* enum ms_snap_state */
+    uint8_t state;        /* enum ms_snap_block_state */
     uint8_t addr_derived; /* legacy block: addr = segment address + sizes of earlier blocks */
 };
 

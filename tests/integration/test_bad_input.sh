@@ -31,7 +31,7 @@ usage_case format format run --format=xml -o "$TMP/u.db" -- $(witness)
 usage_case events events run --events=alloc,bogus -o "$TMP/u.db" -- $(witness)
 usage_case collect-mode collect-mode run --collect-mode=later -o "$TMP/u.db" -- $(witness)
 usage_case log-level log-level run --log-level=loud -o "$TMP/u.db" -- $(witness)
-usage_case output-no-value "output" run --output-path
+usage_case output-no-value "output|-o|'o'" run --output-path
 usage_case no-program "program" run -o "$TMP/u.db"
 
 # A program that does not exist: a clear error naming it, non-zero exit.

@@ -1,0 +1,111 @@
+#!/bin/bash
+# churn.sh: memscope against heaptrack on ../shared/bench/churn.c (issue 2, "Performance").
+#
+#   bench/churn.sh [-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-k]
+#
+# Builds churn with frame pointers, then runs, alternating within each round (default 5 rounds):
+#   plain      ./churn OPS THREADS
+#   heaptrack  heaptrack -o OUT ./churn OPS THREADS
+#   ms-trace   memscope run --call-stack=c:32 --format=trace -o DIR -- ./churn ...  (recording only)
+#   ms-db      memscope run --call-stack=c:32 -o X.db -- ./churn ...                (recording + database)
+# and, after each ms-trace run, `memscope import DIR -o X.db` (trace -> database).
+# Prints a Markdown table of medians and ratios, and bytes per event: memscope's raw *.mst bytes,
+# the same zstd -3 compressed, and heaptrack's .zst file; heaptrack's events = its allocations +
+# its frees (allocations - leaked, from its own stats). MEMSCOPE picks the binary (default: the
+# first of build/, build-tests/ under the repository root). -k keeps the work directory.
+set -euo pipefail
+
+rounds=5 ops=2000000 threads=2 keep=0
+while getopts "r:n:t:k" o; do
+    case $o in
+    r) rounds=$OPTARG ;;
+    n) ops=$OPTARG ;;
+    t) threads=$OPTARG ;;
+    k) keep=1 ;;
+    *) echo "usage: $0 [-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-k]" >&2; exit 2 ;;
+    esac
+done
+
+root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
+src=$root/../shared/bench/churn.c
+if [ -z "${MEMSCOPE:-}" ]; then
+    for b in "$root/build/memscope" "$root/build-tests/memscope"; do
+        [ -x "$b" ] && MEMSCOPE=$b && break
+    done
+fi
+[ -x "${MEMSCOPE:-}" ] || { echo "churn.sh: no memscope binary; build it or set MEMSCOPE" >&2; exit 1; }
+command -v heaptrack >/dev/null || { echo "churn.sh: heaptrack is not installed" >&2; exit 1; }
+command -v zstd >/dev/null || { echo "churn.sh: zstd is not installed" >&2; exit 1; }
+command -v sqlite3 >/dev/null || { echo "churn.sh: sqlite3 is not installed" >&2; exit 1; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/memscope-bench.XXXXXX")
+[ "$keep" = 1 ] && echo "work directory: $work" >&2 || trap 'rm -rf "$work"' EXIT
+cc -O2 -g -fno-omit-frame-pointer -pthread "$src" -o "$work/churn"
+cd "$work"
+
+# timed NAME CMD...: runs CMD (stdout and stderr to NAME.log), appends its wall seconds to
+# NAME.times; fails the benchmark when CMD fails.
+timed() {
+    local name=$1 t0 t1
+    shift
+    t0=$EPOCHREALTIME
+    if ! "$@" >"$name.log" 2>&1; then
+        echo "churn.sh: $name failed: $*" >&2
+        tail -5 "$name.log" >&2
+        exit 1
+    fi
+    t1=$EPOCHREALTIME
+    echo "$t0 $t1" | awk '{printf "%.4f\n", $2 - $1}' >>"$name.times"
+}
+median() { sort -g "$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+# Apparent bytes of the files given.
+bytes() { cat "$@" | wc -c; }
+
+ms_args=(run -q --call-stack=c:32)
+for r in $(seq "$rounds"); do
+    echo "round $r/$rounds" >&2
+    rm -rf ht.zst ht trace x.db i.db
+    timed plain ./churn "$ops" "$threads"
+    timed heaptrack heaptrack -o "$work/ht" ./churn "$ops" "$threads"
+    timed ms_trace "$MEMSCOPE" "${ms_args[@]}" --format=trace -o "$work/trace" -- ./churn "$ops" "$threads"
+    timed ms_db "$MEMSCOPE" "${ms_args[@]}" -o "$work/x.db" -- ./churn "$ops" "$threads"
+    timed import "$MEMSCOPE" import "$work/trace" -o "$work/i.db"
+done
+
+events=$(sqlite3 i.db 'SELECT count(*) FROM events')
+events_db=$(sqlite3 x.db 'SELECT count(*) FROM events')
+mst_bytes=$(bytes trace/*.mst)
+mst_zst=$(cat trace/*.mst | zstd -3 -q -c | wc -c)
+ht_bytes=$(bytes ht.zst)
+ht_allocs=$(sed -n 's/^[[:space:]]*allocations:[[:space:]]*\([0-9]*\).*/\1/p' heaptrack.log | tail -1)
+ht_leaked=$(sed -n 's/^[[:space:]]*leaked allocations:[[:space:]]*\([0-9]*\).*/\1/p' heaptrack.log | tail -1)
+ht_events=$((2 * ht_allocs - ht_leaked))
+
+p=$(median plain.times) h=$(median heaptrack.times) t=$(median ms_trace.times)
+d=$(median ms_db.times) i=$(median import.times)
+r() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+f() { awk -v a="$1" 'BEGIN {printf "%.3f", a}'; }
+per() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+
+cat <<EOT
+Workload: \`churn $ops $threads\` ($(nproc) CPUs, $(uname -m), $rounds rounds, medians of wall time).
+memscope: \`$("$MEMSCOPE" --version)\`; heaptrack: \`$(heaptrack --version 2>&1 | head -1)\`.
+
+| run | median s | x plain | x heaptrack |
+|---|---:|---:|---:|
+| plain | $(f "$p") | 1.00 | $(r "$p" "$h") |
+| heaptrack | $(f "$h") | $(r "$h" "$p") | 1.00 |
+| memscope, recording only (\`--format=trace\`) | $(f "$t") | $(r "$t" "$p") | $(r "$t" "$h") |
+| memscope, recording + database | $(f "$d") | $(r "$d" "$p") | $(r "$d" "$h") |
+| \`memscope import\` (trace -> database) | $(f "$i") | | |
+
+| output | bytes | events | bytes / event |
+|---|---:|---:|---:|
+| memscope raw trace (\`*.mst\`) | $mst_bytes | $events | $(per "$mst_bytes" "$events") |
+| memscope trace, \`zstd -3\` | $mst_zst | $events | $(per "$mst_zst" "$events") |
+| heaptrack \`.zst\` | $ht_bytes | $ht_events | $(per "$ht_bytes" "$ht_events") |
+
+Trace to database: $(awk -v s="$i" -v e="$events" 'BEGIN {printf "%.2f", s / (e / 1e6)}') s per million events ($events events; the database run recorded $events_db).
+heaptrack's events: $ht_allocs allocations + $((ht_allocs - ht_leaked)) frees.
+All raw times (s): plain $(tr '\n' ' ' <plain.times)/ heaptrack $(tr '\n' ' ' <heaptrack.times)/ trace $(tr '\n' ' ' <ms_trace.times)/ db $(tr '\n' ' ' <ms_db.times)/ import $(tr '\n' ' ' <import.times)
+EOT

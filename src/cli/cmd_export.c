@@ -1,0 +1,82 @@
+/* cmd_export.c: `memscope export run.db --format=csv [-o out.csv]`: writes the database's
+ * events as msMemScope's memscope_dump CSV (ms_store_export_csv), to stdout by default. */
+#include "cli.h"
+
+#include "error.h"
+#include "store.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char export_usage[] =
+    "usage: memscope export run.db --format=csv [-o out.csv]\n"
+    "\n"
+    "Writes every event of run.db in msMemScope's CSV form (stdout by default).\n"
+    "  --format=csv        the output format (csv is the only one)\n"
+    "  -o, --output=FILE   write to FILE instead of stdout\n";
+
+int cmd_export(int argc, char **argv)
+{
+    const char *db = NULL, *out = NULL, *format = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(export_usage, stdout);
+            return 0;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (++i >= argc)
+                return usage_error("export: %s needs a file name", a);
+            out = argv[i];
+        } else if (!strncmp(a, "--output=", 9)) {
+            out = a + 9;
+        } else if (!strncmp(a, "-o", 2) && a[2]) {
+            out = a + 2;
+        } else if (!strcmp(a, "--format")) {
+            if (++i >= argc)
+                return usage_error("export: --format needs a value");
+            format = argv[i];
+        } else if (!strncmp(a, "--format=", 9)) {
+            format = a + 9;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_error("export: unknown option '%s'", a);
+        } else if (!db) {
+            db = a;
+        } else {
+            return usage_error("export: unexpected argument '%s'", a);
+        }
+    }
+    if (!db)
+        return usage_error("export: no database given");
+    if (format && strcmp(format, "csv") != 0)
+        return usage_error("export: unknown format '%s' (supported: csv)", format);
+    if (out && !out[0])
+        return usage_error("export: empty output file name");
+
+    FILE *f = stdout;
+    if (out && strcmp(out, "-") != 0) {
+        f = fopen(out, "w");
+        if (!f) {
+            error("export: cannot create %s: %m", out);
+            return 1;
+        }
+    }
+    char err[512];
+    int rc = ms_store_export_csv(db, f, err, sizeof err);
+    if (f != stdout) {
+        if (fclose(f) != 0 && rc == 0) {
+            snprintf(err, sizeof err, "cannot write %s: %m", out);
+            rc = MS_EIO;
+        }
+        if (rc < 0)
+            unlink(out);
+    } else if (fflush(stdout) != 0 && rc == 0) {
+        snprintf(err, sizeof err, "cannot write to stdout: %m");
+        rc = MS_EIO;
+    }
+    if (rc < 0) {
+        error("export: %s", err[0] ? err : ms_strerror(rc));
+        return 1;
+    }
+    return 0;
+}

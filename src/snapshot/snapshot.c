@@ -1,0 +1,646 @@
+/* snapshot.c: loads a PyTorch memory snapshot (pickle or JSON) into the flat model of
+ * snapshot.h. Called by the CLI and the tests. Workload: one pass over the loaded values;
+ * frame dicts and frame lists are interned once per distinct object (their reader objects
+ * cache the id) and once per distinct content (hash maps), so a frame list shared by 700,000
+ * events costs one lookup per event. */
+#include "snapshot.h"
+
+#include "error.h"
+#include "json.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *const ms_snap_action_names[MS_SA_COUNT] = {
+    "alloc",        "free_requested", "free_completed", "segment_alloc",
+    "segment_free", "segment_map",    "segment_unmap",  "snapshot",
+    "oom",          "annotate",       "other",
+};
+
+const char *const ms_snap_state_names[MS_SB_COUNT] = {
+    "active_allocated", "active_pending_free", "inactive", "other"};
+
+/* An open-addressing set of 1-based ids; each slot holds (32-bit hash << 32) | id. */
+struct idmap {
+    uint64_t *slots;
+    uint64_t cap, n;
+};
+
+static int serr(struct ms_snapshot *s, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int serr(struct ms_snapshot *s, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void ms_snapshot_init(struct ms_snapshot *s, const struct ms_unpickle_caps *caps)
+{
+    memset(s, 0, sizeof *s);
+    ms_unpickle_init(&s->u, caps);
+    s->root = MS_PV_ABSENT_VALUE;
+    s->allocator_settings = MS_PV_ABSENT_VALUE;
+}
+
+static void idmap_free(void *p)
+{
+    struct idmap *m = p;
+    if (m) {
+        free(m->slots);
+        free(m);
+    }
+}
+
+void ms_snapshot_release(struct ms_snapshot *s)
+{
+    if (!s)
+        return;
+    ms_unpickle_release(&s->u);
+    free(s->segs);
+    free(s->blocks);
+    for (uint64_t i = 0; i < s->ntraces; i++)
+        free(s->traces[i].events);
+    free(s->traces);
+    free(s->annotations);
+    free(s->frames);
+    free(s->stacks);
+    free(s->stack_frames);
+    idmap_free(s->frame_map);
+    idmap_free(s->stack_map);
+    if (s->map)
+        munmap(s->map, s->map_len);
+    memset(s, 0, sizeof *s);
+}
+
+/* --- hashing and interning --- */
+
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static uint32_t fold(uint64_t h)
+{
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return (uint32_t)h | 1; /* never 0, so a slot is never all zero */
+}
+
+static int idmap_grow(struct idmap *m)
+{
+    uint64_t cap = m->cap ? m->cap * 2 : 1024;
+    uint64_t *slots = calloc((size_t)cap, sizeof *slots);
+    if (!slots)
+        return MS_ENOMEM;
+    for (uint64_t i = 0; i < m->cap; i++) {
+        uint64_t v = m->slots[i];
+        if (!v)
+            continue;
+        uint64_t j = (v >> 32) & (cap - 1);
+        while (slots[j])
+            j = (j + 1) & (cap - 1);
+        slots[j] = v;
+    }
+    free(m->slots);
+    m->slots = slots;
+    m->cap = cap;
+    return 0;
+}
+
+static int str_same(struct ms_str a, struct ms_str b)
+{
+    return a.n == b.n && (a.n == 0 || memcmp(a.p, b.p, a.n) == 0);
+}
+
+static struct ms_str get_str(const struct ms_unpickle *u, ms_pv v)
+{
+    struct ms_str r = {"", 0};
+    if (ms_pv_type(u, v) == MS_PV_STR)
+        r.p = ms_pv_str(u, v, &r.n);
+    return r;
+}
+
+/* Returns the 1-based id of the frame dict fd (interning it), or 0 with s->err set. */
+static uint32_t intern_frame(struct ms_snapshot *s, ms_pv fd)
+{
+    const struct ms_unpickle *u = &s->u;
+    uint32_t *cache = ms_pv_user(u, fd);
+    if (cache && *cache)
+        return *cache;
+    struct ms_snap_frame f = {{"", 0}, {"", 0}, 0};
+    uint64_t n = ms_pv_len(u, fd);
+    if (ms_pv_type(u, fd) == MS_PV_DICT) {
+        for (uint64_t i = 0; i < n; i++) {
+            ms_pv k = ms_pv_dict_key(u, fd, i), v = ms_pv_dict_value(u, fd, i);
+            struct ms_str ks = get_str(u, k);
+            if (ks.n == 8 && !memcmp(ks.p, "filename", 8))
+                f.file = get_str(u, v);
+            else if (ks.n == 4 && !memcmp(ks.p, "name", 4))
+                f.func = get_str(u, v);
+            else if (ks.n == 4 && !memcmp(ks.p, "line", 4) && ms_pv_int(u, v, &f.line))
+                f.line = 0;
+        }
+    }
+    uint64_t h = hash_bytes(0xcbf29ce484222325ull, f.file.p, f.file.n);
+    h = hash_bytes(h ^ 0xff, f.func.p, f.func.n);
+    h = hash_bytes(h, &f.line, sizeof f.line);
+    uint32_t hh = fold(h);
+    struct idmap *m = s->frame_map;
+    if (m->n * 2 >= m->cap && idmap_grow(m))
+        return serr(s, MS_ENOMEM, "out of memory interning frames"), 0;
+    uint64_t j = hh & (m->cap - 1);
+    uint32_t id = 0;
+    for (; m->slots[j]; j = (j + 1) & (m->cap - 1)) {
+        uint64_t v = m->slots[j];
+        if ((uint32_t)(v >> 32) != hh)
+            continue;
+        const struct ms_snap_frame *g = &s->frames[(uint32_t)v];
+        if (g->line == f.line && str_same(g->file, f.file) && str_same(g->func, f.func)) {
+            id = (uint32_t)v;
+            break;
+        }
+    }
+    if (!id) {
+        if (s->nframes == s->cap_frames) {
+            if (s->cap_frames >= UINT32_MAX / 2)
+                return serr(s, MS_ELIMIT, "too many distinct frames"), 0;
+            uint32_t cap = s->cap_frames ? s->cap_frames * 2 : 1024;
+            struct ms_snap_frame *fr = realloc(s->frames, cap * sizeof *fr);
+            if (!fr)
+                return serr(s, MS_ENOMEM, "out of memory"), 0;
+            s->frames = fr;
+            s->cap_frames = cap;
+        }
+        id = s->nframes++;
+        s->frames[id] = f;
+        m->slots[j] = ((uint64_t)hh << 32) | id;
+        m->n++;
+    }
+    if (cache)
+        *cache = id;
+    return id;
+}
+
+static int ends_with(struct ms_str s, const char *suf)
+{
+    size_t n = strlen(suf);
+    return s.n >= n && !memcmp(s.p + s.n - n, suf, n);
+}
+
+/* The allocation site of a stack: its innermost Python frame (file ending in .py), else its
+ * innermost frame with a known file, else its innermost frame. */
+static uint32_t pick_site(const struct ms_snapshot *s, const uint32_t *ids, uint32_t depth)
+{
+    for (uint32_t i = 0; i < depth; i++)
+        if (ends_with(s->frames[ids[i]].file, ".py"))
+            return ids[i];
+    for (uint32_t i = 0; i < depth; i++) {
+        struct ms_str f = s->frames[ids[i]].file;
+        if (f.n && !(f.n == 2 && !memcmp(f.p, "??", 2)))
+            return ids[i];
+    }
+    return depth ? ids[0] : 0;
+}
+
+/* Returns the stack id (0: no frames) of the frame list fl, or UINT32_MAX with s->err set. */
+static uint32_t intern_stack(struct ms_snapshot *s, ms_pv fl)
+{
+    const struct ms_unpickle *u = &s->u;
+    enum ms_pv_type t = ms_pv_type(u, fl);
+    if (t != MS_PV_LIST && t != MS_PV_TUPLE)
+        return 0;
+    uint32_t *cache = ms_pv_user(u, fl);
+    if (cache && *cache)
+        return *cache;
+    uint64_t n = ms_pv_len(u, fl);
+    if (n == 0)
+        return 0;
+    if (n > UINT32_MAX)
+        return serr(s, MS_ELIMIT, "frame list too long"), UINT32_MAX;
+    /* Collect the frame ids at the tail of stack_frames; keep them only if new. */
+    if (s->nstack_frames + n > s->cap_stack_frames) {
+        uint64_t cap = s->cap_stack_frames ? s->cap_stack_frames * 2 : 4096;
+        while (cap < s->nstack_frames + n)
+            cap *= 2;
+        uint32_t *sf = realloc(s->stack_frames, (size_t)cap * sizeof *sf);
+        if (!sf)
+            return serr(s, MS_ENOMEM, "out of memory"), UINT32_MAX;
+        s->stack_frames = sf;
+        s->cap_stack_frames = cap;
+    }
+    uint32_t *ids = s->stack_frames + s->nstack_frames;
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t id = intern_frame(s, ms_pv_item(u, fl, i));
+        if (!id)
+            return UINT32_MAX;
+        ids[i] = id;
+    }
+    uint32_t hh = fold(hash_bytes(0xcbf29ce484222325ull, ids, (size_t)n * sizeof *ids));
+    struct idmap *m = s->stack_map;
+    if (m->n * 2 >= m->cap && idmap_grow(m))
+        return serr(s, MS_ENOMEM, "out of memory"), UINT32_MAX;
+    uint64_t j = hh & (m->cap - 1);
+    uint32_t id = 0;
+    for (; m->slots[j]; j = (j + 1) & (m->cap - 1)) {
+        uint64_t v = m->slots[j];
+        if ((uint32_t)(v >> 32) != hh)
+            continue;
+        const struct ms_snap_stack *g = &s->stacks[(uint32_t)v];
+        if (g->depth == n && !memcmp(s->stack_frames + g->first, ids, (size_t)n * sizeof *ids)) {
+            id = (uint32_t)v;
+            break;
+        }
+    }
+    if (!id) {
+        if (s->nstacks == s->cap_stacks) {
+            if (s->cap_stacks >= UINT32_MAX / 4)
+                return serr(s, MS_ELIMIT, "too many distinct stacks"), UINT32_MAX;
+            uint32_t cap = s->cap_stacks ? s->cap_stacks * 2 : 1024;
+            struct ms_snap_stack *st = realloc(s->stacks, cap * sizeof *st);
+            if (!st)
+                return serr(s, MS_ENOMEM, "out of memory"), UINT32_MAX;
+            s->stacks = st;
+            s->cap_stacks = cap;
+        }
+        id = s->nstacks++;
+        s->stacks[id].first = s->nstack_frames;
+        s->stacks[id].depth = (uint32_t)n;
+        s->stacks[id].site = pick_site(s, ids, (uint32_t)n);
+        s->nstack_frames += n;
+        m->slots[j] = ((uint64_t)hh << 32) | id;
+        m->n++;
+    }
+    if (cache)
+        *cache = id;
+    return id;
+}
+
+/* --- field access --- */
+
+/* Looks up the keys names[0..n) of dict d in one pass over its pairs; out[i] is ABSENT for a
+ * missing key. Later duplicates win, as in a Python dict. */
+static void get_fields(const struct ms_unpickle *u, ms_pv d, const char *const *names,
+                       const uint8_t *lens, int n, ms_pv *out)
+{
+    for (int i = 0; i < n; i++)
+        out[i] = MS_PV_ABSENT_VALUE;
+    uint64_t np = ms_pv_len(u, d);
+    for (uint64_t i = 0; i < np; i++) {
+        size_t kl;
+        ms_pv k = ms_pv_dict_key(u, d, i);
+        const char *kp = ms_pv_type(u, k) == MS_PV_STR ? ms_pv_str(u, k, &kl) : NULL;
+        if (!kp)
+            continue;
+        for (int f = 0; f < n; f++)
+            if (lens[f] == kl && !memcmp(names[f], kp, kl)) {
+                out[f] = ms_pv_dict_value(u, d, i);
+                break;
+            }
+    }
+}
+
+static void field_lens(const char *const *names, uint8_t *lens, int n)
+{
+    for (int i = 0; i < n; i++)
+        lens[i] = (uint8_t)strlen(names[i]);
+}
+
+/* Reads an optional integer field. Returns 0 (default kept when absent or None) or
+ * MS_EFORMAT with s->err naming the field. */
+static int opt_int(struct ms_snapshot *s, ms_pv v, int64_t *out, const char *what, uint64_t i,
+                   const char *field)
+{
+    enum ms_pv_type t = ms_pv_type(&s->u, v);
+    if (t == MS_PV_ABSENT || t == MS_PV_NONE)
+        return 0;
+    if (ms_pv_int(&s->u, v, out))
+        return serr(s, MS_EFORMAT, "%s[%llu].%s is not a 64-bit integer", what,
+                    (unsigned long long)i, field);
+    return 0;
+}
+
+static int is_seq(const struct ms_unpickle *u, ms_pv v)
+{
+    enum ms_pv_type t = ms_pv_type(u, v);
+    return t == MS_PV_LIST || t == MS_PV_TUPLE;
+}
+
+static enum ms_snap_block_state parse_state(const struct ms_unpickle *u, ms_pv v)
+{
+    struct ms_str st = get_str(u, v);
+    for (int i = 0; i < MS_SB_OTHER; i++)
+        if (st.n == strlen(ms_snap_state_names[i]) && !memcmp(st.p, ms_snap_state_names[i], st.n))
+            return (enum ms_snap_block_state)i;
+    return MS_SB_OTHER;
+}
+
+static enum ms_snap_action parse_action(const struct ms_unpickle *u, ms_pv v)
+{
+    struct ms_str a = get_str(u, v);
+    for (int i = 0; i < MS_SA_OTHER; i++)
+        if (a.n == strlen(ms_snap_action_names[i]) && !memcmp(a.p, ms_snap_action_names[i], a.n))
+            return (enum ms_snap_action)i;
+    return MS_SA_OTHER;
+}
+
+/* --- segments and blocks --- */
+
+enum { SG_DEVICE, SG_ADDRESS, SG_TOTAL, SG_ALLOCATED, SG_ACTIVE, SG_REQUESTED, SG_STREAM,
+       SG_TYPE, SG_POOL, SG_EXPANDABLE, SG_FRAMES, SG_BLOCKS, SG_N };
+static const char *const seg_names[SG_N] = {
+    "device", "address", "total_size", "allocated_size", "active_size", "requested_size",
+    "stream", "segment_type", "segment_pool_id", "is_expandable", "frames", "blocks"};
+enum { BK_ADDRESS, BK_SIZE, BK_REQUESTED, BK_STATE, BK_FRAMES, BK_HISTORY, BK_N };
+static const char *const block_names[BK_N] = {"address", "size", "requested_size", "state",
+                                               "frames", "history"};
+
+static int load_segments(struct ms_snapshot *s, ms_pv segs)
+{
+    const struct ms_unpickle *u = &s->u;
+    if (!is_seq(u, segs))
+        return serr(s, MS_EFORMAT, "`segments` is not a list");
+    uint64_t n = ms_pv_len(u, segs), nb = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        ms_pv b = ms_pv_dict_get(u, ms_pv_item(u, segs, i), "blocks");
+        nb += ms_pv_len(u, b);
+    }
+    s->segs = calloc(n ? (size_t)n : 1, sizeof *s->segs);
+    s->blocks = calloc(nb ? (size_t)nb : 1, sizeof *s->blocks);
+    if (!s->segs || !s->blocks)
+        return serr(s, MS_ENOMEM, "out of memory for %llu segments",
+                    (unsigned long long)n);
+    uint8_t sl[SG_N], bl[BK_N];
+    field_lens(seg_names, sl, SG_N);
+    field_lens(block_names, bl, BK_N);
+    int rc;
+    for (uint64_t i = 0; i < n; i++) {
+        ms_pv d = ms_pv_item(u, segs, i), f[SG_N];
+        if (ms_pv_type(u, d) != MS_PV_DICT)
+            return serr(s, MS_EFORMAT, "segments[%llu] is not a dict", (unsigned long long)i);
+        get_fields(u, d, seg_names, sl, SG_N, f);
+        struct ms_snap_segment *g = &s->segs[s->nsegs];
+        int64_t v[6] = {0, 0, 0, -1, -1, -1}, stream = 0;
+        for (int k = SG_DEVICE; k <= SG_REQUESTED; k++)
+            if ((rc = opt_int(s, f[k], &v[k], "segments", i, seg_names[k])))
+                return rc;
+        if ((rc = opt_int(s, f[SG_STREAM], &stream, "segments", i, "stream")))
+            return rc;
+        if (ms_pv_type(u, f[SG_ADDRESS]) != MS_PV_INT || ms_pv_type(u, f[SG_TOTAL]) != MS_PV_INT)
+            return serr(s, MS_EFORMAT, "segments[%llu] lacks an integer address or total_size",
+                        (unsigned long long)i);
+        g->device = v[SG_DEVICE];
+        g->addr = (uint64_t)v[SG_ADDRESS];
+        g->total = (uint64_t)v[SG_TOTAL];
+        g->stream = stream;
+        g->large = !ms_pv_str_eq(u, f[SG_TYPE], "small");
+        g->expandable = ms_pv_bool(u, f[SG_EXPANDABLE]) == 1;
+        ms_pv pool = f[SG_POOL];
+        if (is_seq(u, pool) && ms_pv_len(u, pool) == 2) {
+            ms_pv_int(u, ms_pv_item(u, pool, 0), &g->pool[0]);
+            ms_pv_int(u, ms_pv_item(u, pool, 1), &g->pool[1]);
+        }
+        if ((g->stack = intern_stack(s, f[SG_FRAMES])) == UINT32_MAX)
+            return MS_ENOMEM;
+        /* Blocks tile the segment: a legacy block without `address` starts where the
+         * previous one ended. */
+        ms_pv bls = f[SG_BLOCKS];
+        if (ms_pv_type(u, bls) != MS_PV_ABSENT && !is_seq(u, bls))
+            return serr(s, MS_EFORMAT, "segments[%llu].blocks is not a list",
+                        (unsigned long long)i);
+        uint64_t m = ms_pv_len(u, bls), cursor = g->addr;
+        uint64_t sum_alloc = 0, sum_active = 0, sum_req = 0;
+        g->first_block = s->nblocks;
+        for (uint64_t j = 0; j < m; j++) {
+            ms_pv bd = ms_pv_item(u, bls, j), bf[BK_N];
+            if (ms_pv_type(u, bd) != MS_PV_DICT)
+                return serr(s, MS_EFORMAT, "segments[%llu].blocks[%llu] is not a dict",
+                            (unsigned long long)i, (unsigned long long)j);
+            get_fields(u, bd, block_names, bl, BK_N, bf);
+            struct ms_snap_block *b = &s->blocks[s->nblocks];
+            int64_t addr = (int64_t)cursor, size = 0, req = -1;
+            if ((rc = opt_int(s, bf[BK_SIZE], &size, "blocks", j, "size")) ||
+                (rc = opt_int(s, bf[BK_REQUESTED], &req, "blocks", j, "requested_size")))
+                return rc;
+            b->addr_derived = ms_pv_type(u, bf[BK_ADDRESS]) != MS_PV_INT;
+            if (!b->addr_derived)
+                ms_pv_int(u, bf[BK_ADDRESS], &addr);
+            ms_pv frames = bf[BK_FRAMES];
+            ms_pv h0 = ms_pv_item(u, bf[BK_HISTORY], 0);
+            if (ms_pv_type(u, frames) == MS_PV_ABSENT)
+                frames = ms_pv_dict_get(u, h0, "frames");
+            if (req < 0) {
+                int64_t real;
+                if (!ms_pv_int(u, ms_pv_dict_get(u, h0, "real_size"), &real))
+                    req = real;
+                else
+                    req = size;
+            }
+            b->addr = (uint64_t)addr;
+            b->size = (uint64_t)size;
+            b->requested = (uint64_t)req;
+            b->state = (uint8_t)parse_state(u, bf[BK_STATE]);
+            if ((b->stack = intern_stack(s, frames)) == UINT32_MAX)
+                return MS_ENOMEM;
+            cursor = b->addr + b->size;
+            if (b->state == MS_SB_ACTIVE_ALLOCATED) {
+                sum_alloc += b->size;
+                sum_req += b->requested;
+            }
+            if (b->state == MS_SB_ACTIVE_ALLOCATED || b->state == MS_SB_ACTIVE_PENDING_FREE)
+                sum_active += b->size;
+            s->nblocks++;
+        }
+        g->nblocks = s->nblocks - g->first_block;
+        /* Sizes the segment does not state are summed from its blocks. */
+        g->allocated = v[SG_ALLOCATED] >= 0 ? (uint64_t)v[SG_ALLOCATED] : sum_alloc;
+        g->active = v[SG_ACTIVE] >= 0 ? (uint64_t)v[SG_ACTIVE] : sum_active;
+        g->requested = v[SG_REQUESTED] >= 0 ? (uint64_t)v[SG_REQUESTED] : sum_req;
+        s->nsegs++;
+    }
+    return 0;
+}
+
+/* --- traces --- */
+
+enum { EV_ACTION, EV_ADDR, EV_SIZE, EV_STREAM, EV_TIME, EV_FRAMES, EV_DEVFREE, EV_N };
+static const char *const ev_names[EV_N] = {"action", "addr", "size", "stream",
+                                           "time_us", "frames", "device_free"};
+
+static int load_traces(struct ms_snapshot *s, ms_pv traces)
+{
+    const struct ms_unpickle *u = &s->u;
+    if (ms_pv_type(u, traces) == MS_PV_ABSENT || ms_pv_type(u, traces) == MS_PV_NONE)
+        return 0;
+    if (!is_seq(u, traces))
+        return serr(s, MS_EFORMAT, "`device_traces` is not a list");
+    uint64_t nd = ms_pv_len(u, traces);
+    s->traces = calloc(nd ? (size_t)nd : 1, sizeof *s->traces);
+    if (!s->traces)
+        return serr(s, MS_ENOMEM, "out of memory");
+    uint8_t el[EV_N];
+    field_lens(ev_names, el, EV_N);
+    int rc;
+    for (uint64_t d = 0; d < nd; d++) {
+        struct ms_snap_trace *t = &s->traces[s->ntraces++];
+        t->device = (int64_t)d;
+        ms_pv list = ms_pv_item(u, traces, d);
+        enum ms_pv_type lt = ms_pv_type(u, list);
+        if (lt == MS_PV_NONE)
+            continue;
+        if (!is_seq(u, list))
+            return serr(s, MS_EFORMAT, "device_traces[%llu] is not a list",
+                        (unsigned long long)d);
+        uint64_t n = ms_pv_len(u, list);
+        t->events = malloc((n ? (size_t)n : 1) * sizeof *t->events);
+        if (!t->events)
+            return serr(s, MS_ENOMEM, "out of memory for %llu events", (unsigned long long)n);
+        for (uint64_t i = 0; i < n; i++) {
+            ms_pv e = ms_pv_item(u, list, i), f[EV_N];
+            if (ms_pv_type(u, e) != MS_PV_DICT)
+                return serr(s, MS_EFORMAT, "device_traces[%llu][%llu] is not a dict",
+                            (unsigned long long)d, (unsigned long long)i);
+            get_fields(u, e, ev_names, el, EV_N, f);
+            struct ms_snap_event *ev = &t->events[i];
+            int64_t addr = 0, size = 0, stream = 0, time = MS_SNAP_NO_TIME;
+            if ((rc = opt_int(s, f[EV_ADDR], &addr, "trace", i, "addr")) ||
+                (rc = opt_int(s, f[EV_SIZE], &size, "trace", i, "size")) ||
+                (rc = opt_int(s, f[EV_STREAM], &stream, "trace", i, "stream")) ||
+                (rc = opt_int(s, f[EV_TIME], &time, "trace", i, "time_us")))
+                return rc;
+            ev->action = (uint8_t)parse_action(u, f[EV_ACTION]);
+            if (ev->action == MS_SA_OOM && ms_pv_type(u, f[EV_ADDR]) == MS_PV_ABSENT &&
+                (rc = opt_int(s, f[EV_DEVFREE], &addr, "trace", i, "device_free")))
+                return rc;
+            ev->addr = (uint64_t)addr;
+            ev->size = (uint64_t)size;
+            ev->stream = stream;
+            ev->time_us = time;
+            if ((ev->stack = intern_stack(s, f[EV_FRAMES])) == UINT32_MAX)
+                return MS_ENOMEM;
+        }
+        t->nevents = n;
+    }
+    return 0;
+}
+
+static int load_annotations(struct ms_snapshot *s, ms_pv list)
+{
+    const struct ms_unpickle *u = &s->u;
+    if (!is_seq(u, list))
+        return 0;
+    uint64_t n = ms_pv_len(u, list);
+    s->annotations = calloc(n ? (size_t)n : 1, sizeof *s->annotations);
+    if (!s->annotations)
+        return serr(s, MS_ENOMEM, "out of memory");
+    for (uint64_t i = 0; i < n; i++) {
+        ms_pv a = ms_pv_item(u, list, i);
+        struct ms_snap_annotation *x = &s->annotations[s->nannotations++];
+        x->name = get_str(u, ms_pv_dict_get(u, a, "name"));
+        x->stage = get_str(u, ms_pv_dict_get(u, a, "stage"));
+        x->time_us = MS_SNAP_NO_TIME;
+        ms_pv_int(u, ms_pv_dict_get(u, a, "device"), &x->device);
+        ms_pv_int(u, ms_pv_dict_get(u, a, "time_us"), &x->time_us);
+    }
+    return 0;
+}
+
+static int build(struct ms_snapshot *s)
+{
+    const struct ms_unpickle *u = &s->u;
+    s->frame_map = calloc(1, sizeof(struct idmap));
+    s->stack_map = calloc(1, sizeof(struct idmap));
+    s->frames = calloc(1024, sizeof *s->frames);
+    s->stacks = calloc(1024, sizeof *s->stacks);
+    if (!s->frame_map || !s->stack_map || !s->frames || !s->stacks)
+        return serr(s, MS_ENOMEM, "out of memory");
+    s->cap_frames = s->cap_stacks = 1024;
+    s->nframes = 1; /* id 0: none */
+    s->nstacks = 1; /* id 0: the empty stack */
+    ms_pv root = s->root = s->u.root;
+    int rc;
+    if (is_seq(u, root)) {
+        s->bare_list = 1;
+        return load_segments(s, root);
+    }
+    if (ms_pv_type(u, root) != MS_PV_DICT)
+        return serr(s, MS_EFORMAT, "not a memory snapshot: the top level is neither a dict "
+                                   "nor a list of segments");
+    ms_pv segs = ms_pv_dict_get(u, root, "segments");
+    if (ms_pv_type(u, segs) == MS_PV_ABSENT)
+        return serr(s, MS_EFORMAT, "not a memory snapshot: no `segments` key");
+    if ((rc = load_segments(s, segs)) || (rc = load_traces(s, ms_pv_dict_get(u, root, "device_traces"))) ||
+        (rc = load_annotations(s, ms_pv_dict_get(u, root, "external_annotations"))))
+        return rc;
+    s->allocator_settings = ms_pv_dict_get(u, root, "allocator_settings");
+    return 0;
+}
+
+int ms_snapshot_load_mem(struct ms_snapshot *s, const void *data, size_t len)
+{
+    const unsigned char *b = data;
+    size_t i = 0;
+    while (i < len && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t'))
+        i++;
+    if (i == len)
+        return serr(s, MS_ETRUNC, "empty input");
+    s->file_size = len;
+    int rc;
+    if (b[i] == '{' || b[i] == '[') {
+        s->format = MS_SNAP_JSON;
+        rc = ms_json_load(&s->u, data, len);
+    } else {
+        s->format = MS_SNAP_PICKLE;
+        rc = ms_unpickle_load(&s->u, data, len);
+    }
+    s->protocol = s->u.protocol;
+    if (rc)
+        return serr(s, rc, "%s", s->u.err);
+    return build(s);
+}
+
+int ms_snapshot_load_file(struct ms_snapshot *s, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return serr(s, -errno, "cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        close(fd);
+        return serr(s, -e, "cannot stat %s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode) || st.st_size == 0) {
+        close(fd);
+        return serr(s, MS_EFORMAT, "%s is not a regular, non-empty file", path);
+    }
+    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    close(fd);
+    if (map == MAP_FAILED)
+        return serr(s, -e, "cannot map %s: %s", path, strerror(e));
+    madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
+    s->map = map;
+    s->map_len = (size_t)st.st_size;
+    return ms_snapshot_load_mem(s, map, (size_t)st.st_size);
+}
+
+const struct ms_snap_trace *ms__snap_trace(const struct ms_snapshot *s, int64_t device)
+{
+    for (uint64_t i = 0; i < s->ntraces; i++)
+        if (s->traces[i].device == device)
+            return &s->traces[i];
+    return NULL;
+}

@@ -1,0 +1,125 @@
+/* fuzz_trace_reader.c: fuzz target for the trace reader (src/trace/reader.c).
+ *
+ * Opens the input with ms_trace_open_mem(), then reads every thread's stream to its end and every
+ * chunk with a plain cursor, touching each decoded string and pc so the sanitizers see any read
+ * outside the input. Built two ways (tests/fuzz/CMakeLists.txt): with MEMSCOPE_FUZZ as a
+ * libFuzzer target, otherwise as a plain program that replays the files and directories given
+ * on its command line (the seed corpus in the normal test run). */
+#include "error.h"
+#include "reader.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static volatile uint64_t sink;
+
+static void touch(const struct ms_record *r)
+{
+    uint64_t h = (uint64_t)r->type ^ r->ns ^ r->addr ^ r->size ^ r->stack_id;
+    for (uint32_t i = 0; i < r->depth; i++)
+        h += r->pcs[i];
+    for (size_t i = 0; i < r->len1; i++)
+        h += (unsigned char)r->str1[i];
+    for (size_t i = 0; i < r->len2; i++)
+        h += (unsigned char)r->str2[i];
+    sink += h;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct ms_trace t;
+    if (ms_trace_open_mem(&t, data, size) < 0)
+        return 0;
+    struct ms_trace_stream *s = malloc(sizeof *s);
+    struct ms_record r;
+    if (!s)
+        abort();
+    for (size_t first = 0; first < t.nchunks;) {
+        size_t next = ms_trace_stream_init(s, &t, first);
+        if (next <= first)
+            abort(); /* the stream must advance */
+        first = next;
+        while (ms_trace_stream_next(s, &r) == 1)
+            touch(&r);
+    }
+    for (size_t k = 0; k < t.nchunks; k++) {
+        ms_trace_cursor_init(&s->cur, &t, k);
+        while (ms_trace_cursor_next(&s->cur, &r) == 1)
+            touch(&r);
+    }
+    if (strlen(t.warning) >= sizeof t.warning)
+        abort();
+    free(s);
+    ms_trace_release(&t);
+    return 0;
+}
+
+#ifdef MS_FUZZ_REPLAY_MAIN
+#include <dirent.h>
+#include <sys/stat.h>
+
+/* Replays one file; returns 0 or -1 when it cannot be read. */
+static int replay_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    size_t cap = 1 << 16, len = 0, n;
+    uint8_t *buf = malloc(cap);
+    while (buf && (n = fread(buf + len, 1, cap - len, f)) > 0) {
+        len += n;
+        if (len == cap) {
+            uint8_t *b = cap < (256u << 20) ? realloc(buf, cap * 2) : NULL;
+            if (!b) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = b;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (!buf) {
+        fprintf(stderr, "%s: too big or out of memory\n", path);
+        return -1;
+    }
+    LLVMFuzzerTestOneInput(buf, len);
+    free(buf);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int files = 0, bad = 0;
+    for (int i = 1; i < argc; i++) {
+        struct stat st;
+        if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+            DIR *d = opendir(argv[i]);
+            struct dirent *e;
+            while (d && (e = readdir(d))) {
+                char path[4096];
+                if (e->d_name[0] == '.')
+                    continue;
+                snprintf(path, sizeof path, "%s/%s", argv[i], e->d_name);
+                bad |= replay_file(path);
+                files++;
+            }
+            if (d)
+                closedir(d);
+        } else {
+            bad |= replay_file(argv[i]);
+            files++;
+        }
+    }
+    printf("replayed %d inputs\n", files);
+    return bad || files == 0;
+}
+#endif

@@ -1,0 +1,280 @@
+/* test_trace.c: the trace format module: encode.h writes, reader.c reads back every record
+ * type; extension records are skippable; zero pages between chunks are ignored; a truncated file
+ * reads up to the damage; a corrupt record stops only its chunk; newer versions are refused. */
+#include "tracegen.h"
+#include "test.h"
+
+#include "error.h"
+#include "reader.h"
+
+#include <unistd.h>
+
+#define MONO0 1000000000ull
+#define REAL0 1700000000000000000ull
+
+static const uint64_t pcs[3] = {0x401234, 0x401100, 0x7f0000001000};
+
+/* Writes an extension record by hand: type byte, varint length, payload. */
+static uint8_t *put_extension(uint8_t *p, int type, const char *payload)
+{
+    size_t n = strlen(payload);
+    *p++ = (uint8_t)type;
+    p = ms_put_varint(p, n);
+    memcpy(p, payload, n);
+    return p + n;
+}
+
+/* Builds: header | T1 chunk 0 | T2 chunk 0 | 2 zero pages | T1 chunk 1. Returns in g; sets
+ * *corrupt_at to the offset of the type byte of T1 chunk 0's third record. */
+static void build(struct tg *g, size_t *corrupt_at)
+{
+    struct tg_chunk c;
+    tg_init(g, 4242, 1, MONO0, REAL0);
+    tg_chunk_begin(g, &c, 4242, 1, 0, MONO0, 4096);
+    c.p = ms_enc_process(c.p, 1, "/bin/prog", 9, "prog\0-x\0", 8);
+    c.p = ms_enc_module(c.p, 0x400000 - 0x400000, 0x400000, 0x402000, "/bin/prog", 9);
+    *corrupt_at = (size_t)(c.p - g->buf);
+    c.p = ms_enc_stack(c.p, 7, pcs, 3);
+    for (int fn = 0; fn < MS_FN_HEAP_COUNT; fn++)
+        c.p = ms_enc_alloc(c.p, &c.st, MS_REC_HEAP_ALLOC + fn, MONO0 + 10 + (uint64_t)fn,
+                           0x10000 + 0x100 * (uint64_t)fn, 16 + (uint64_t)fn, 7);
+    c.p = put_extension(c.p, 0x85, "future stuff");
+    c.p = ms_enc_free(c.p, &c.st, MONO0 + 30, 0x10000);
+    tg_chunk_end(g, &c);
+
+    tg_chunk_begin(g, &c, 4243, 2, 0, MONO0 + 5, 4096);
+    c.p = ms_enc_alloc(c.p, &c.st, MS_REC_MMAP_ALLOC + MS_FN_MMAP, MONO0 + 6, 0x7f0000000000,
+                       8192, 0);
+    c.p = ms_enc_alloc(c.p, &c.st, MS_REC_MMAP_ALLOC + MS_FN_MREMAP, MONO0 + 7, 0x7f0000010000,
+                       16384, 0);
+    c.p = ms_enc_munmap(c.p, &c.st, MONO0 + 8, 0x7f0000010000, 16384);
+    tg_chunk_end(g, &c);
+
+    tg_zero_pages(g, 2 * 4096);
+
+    tg_chunk_begin(g, &c, 4242, 1, 1, MONO0 + 40, 8192);
+    c.p = ms_enc_lost(c.p, &c.st, MONO0 + 41, 3);
+    c.p = ms_enc_free(c.p, &c.st, MONO0 + 42, 0x10100);
+    tg_chunk_end(g, &c);
+}
+
+struct rec_summary {
+    int type, fn;
+    uint64_t ns, addr, size;
+};
+
+/* Reads all streams; returns the count of records, filling out (max n). */
+static size_t read_all(struct ms_trace *t, struct rec_summary *out, size_t n)
+{
+    size_t k = 0;
+    struct ms_trace_stream s;
+    for (size_t first = 0; first < t->nchunks;) {
+        first = ms_trace_stream_init(&s, t, first);
+        struct ms_record r;
+        while (ms_trace_stream_next(&s, &r) == 1) {
+            if (k < n)
+                out[k] = (struct rec_summary){r.type, r.fn, r.ns, r.addr, r.size};
+            k++;
+        }
+    }
+    return k;
+}
+
+static void test_round_trip(void)
+{
+    struct tg g;
+    size_t corrupt_at;
+    build(&g, &corrupt_at);
+    struct ms_trace t;
+    CHECK_EQ(ms_trace_open_mem(&t, g.buf, g.len), 0);
+    CHECK_EQ(t.hdr.pid, 4242);
+    CHECK_EQ(t.hdr.start_real_ns, REAL0);
+    CHECK_EQ(t.nchunks, 3);
+    CHECK_STREQ(t.warning, "");
+    CHECK_EQ(t.skipped_bytes, 0);
+    /* Sorted by (thread_serial, seq). */
+    CHECK_EQ(t.chunks[0].thread_serial, 1);
+    CHECK_EQ(t.chunks[1].thread_serial, 1);
+    CHECK_EQ(t.chunks[1].seq, 1);
+    CHECK_EQ(t.chunks[2].thread_serial, 2);
+    CHECK_EQ(t.chunks[2].tid, 4243);
+
+    struct ms_trace_stream s;
+    struct ms_record r;
+    size_t next = ms_trace_stream_init(&s, &t, 0);
+    CHECK_EQ(next, 2);
+    CHECK_EQ(ms_trace_stream_next(&s, &r), 1);
+    CHECK_EQ(r.type, MS_REC_PROCESS);
+    CHECK_EQ(r.ppid, 1);
+    CHECK(r.len1 == 9 && !memcmp(r.str1, "/bin/prog", 9));
+    CHECK(r.len2 == 8 && !memcmp(r.str2, "prog\0-x\0", 8));
+    CHECK_EQ(ms_trace_stream_next(&s, &r), 1);
+    CHECK_EQ(r.type, MS_REC_MODULE);
+    CHECK_EQ(r.lo, 0x400000);
+    CHECK_EQ(r.hi, 0x402000);
+    CHECK(r.len1 == 9 && !memcmp(r.str1, "/bin/prog", 9));
+    CHECK_EQ(ms_trace_stream_next(&s, &r), 1);
+    CHECK_EQ(r.type, MS_REC_STACK);
+    CHECK_EQ(r.stack_id, 7);
+    CHECK_EQ(r.depth, 3);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(r.pcs[i], pcs[i]);
+    for (int fn = 0; fn < MS_FN_HEAP_COUNT; fn++) {
+        CHECK_EQ(ms_trace_stream_next(&s, &r), 1);
+        CHECK_EQ(r.type, MS_REC_HEAP_ALLOC);
+        CHECK_EQ(r.fn, fn);
+        CHECK_EQ(r.ns, MONO0 + 10 + (uint64_t)fn);
+        CHECK_EQ(r.addr, 0x10000 + 0x100 * (uint64_t)fn);
+        CHECK_EQ(r.size, 16 + fn);
+        CHECK_EQ(r.stack_id, 7);
+    }
+    CHECK_EQ(ms_trace_stream_next(&s, &r), 1);
+    CHECK_EQ(r.type, MS_REC_EXTENSION);
+    CHECK_EQ(r.fn, 0x85);
+    CHECK(r.len1 == 12 && !memcmp(r.str1, "future stuff", 12));
+    CHECK_EQ(ms_trace_stream_next(&s, &r), 1); /* the record after the extension decodes */
+    CHECK_EQ(r.type, MS_REC_HEAP_FREE);
+    CHECK_EQ(r.addr, 0x10000);
+    CHECK_EQ(r.ns, MONO0 + 30);
+    /* Chunk 1 of thread 1: delta state restarts. */
+    CHECK_EQ(ms_trace_stream_next(&s, &r), 1);
+    CHECK_EQ(r.type, MS_REC_LOST);
+    CHECK_EQ(r.size, 3);
+    CHECK_EQ(r.ns, MONO0 + 41);
+    CHECK_EQ(ms_trace_stream_next(&s, &r), 1);
+    CHECK_EQ(r.type, MS_REC_HEAP_FREE);
+    CHECK_EQ(r.addr, 0x10100);
+    CHECK_EQ(ms_trace_stream_next(&s, &r), 0);
+
+    next = ms_trace_stream_init(&s, &t, next);
+    CHECK_EQ(next, 3);
+    CHECK_EQ(ms_trace_stream_next(&s, &r), 1);
+    CHECK_EQ(r.type, MS_REC_MMAP_ALLOC);
+    CHECK_EQ(r.fn, MS_FN_MMAP);
+    CHECK_EQ(r.addr, 0x7f0000000000);
+    CHECK_EQ(r.size, 8192);
+    CHECK_EQ(r.stack_id, 0);
+    CHECK_EQ(ms_trace_stream_next(&s, &r), 1);
+    CHECK_EQ(r.type, MS_REC_MMAP_ALLOC);
+    CHECK_EQ(r.fn, MS_FN_MREMAP);
+    CHECK_EQ(ms_trace_stream_next(&s, &r), 1);
+    CHECK_EQ(r.type, MS_REC_MUNMAP);
+    CHECK_EQ(r.addr, 0x7f0000010000);
+    CHECK_EQ(r.size, 16384);
+    CHECK_EQ(ms_trace_stream_next(&s, &r), 0);
+    CHECK_EQ(t.damaged_chunks, 0);
+    ms_trace_release(&t);
+
+    /* The same through a file. */
+    char path[] = "/tmp/memscope-test-trace-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    CHECK_EQ(tg_write(&g, path), 0);
+    CHECK_EQ(ms_trace_open(&t, path), 0);
+    struct rec_summary sum[32];
+    CHECK_EQ(read_all(&t, sum, 32), 19);
+    CHECK(t.mapped);
+    ms_trace_release(&t);
+    unlink(path);
+    tg_release(&g);
+}
+
+static void test_truncated(void)
+{
+    struct tg g;
+    size_t corrupt_at;
+    build(&g, &corrupt_at);
+    struct rec_summary full[32], part[32];
+    struct ms_trace t;
+    CHECK_EQ(ms_trace_open_mem(&t, g.buf, g.len), 0);
+    size_t nfull = read_all(&t, full, 32);
+    ms_trace_release(&t);
+
+    /* Cut inside thread 1's first chunk, in the middle of its records: what was before the cut
+     * is read, the rest of that chunk is damage, the other chunks are gone (beyond the end). */
+    size_t cut = corrupt_at + 30;
+    CHECK_EQ(ms_trace_open_mem(&t, g.buf, cut), 0);
+    CHECK(strstr(t.warning, "truncated") != NULL);
+    CHECK_EQ(t.nchunks, 1);
+    size_t n = read_all(&t, part, 32);
+    CHECK(n >= 3 && n < 3 + MS_FN_HEAP_COUNT);
+    for (size_t i = 0; i < n; i++)
+        CHECK(part[i].type == full[i].type && part[i].addr == full[i].addr);
+    CHECK_EQ(t.damaged_chunks, 1);
+    ms_trace_release(&t);
+
+    /* Cut inside the trailing zero pages: everything before is intact. */
+    CHECK_EQ(ms_trace_open_mem(&t, g.buf, 3 * 4096 + 100), 0);
+    CHECK_EQ(t.nchunks, 2);
+    CHECK_EQ(read_all(&t, part, 32), nfull - 2);
+    CHECK_EQ(t.damaged_chunks, 0);
+    ms_trace_release(&t);
+
+    /* A header alone. */
+    CHECK_EQ(ms_trace_open_mem(&t, g.buf, 4096), 0);
+    CHECK_EQ(t.nchunks, 0);
+    ms_trace_release(&t);
+    CHECK_EQ(ms_trace_open_mem(&t, g.buf, 50), MS_ETRUNC);
+    tg_release(&g);
+}
+
+static void test_corrupt_record(void)
+{
+    struct tg g;
+    size_t corrupt_at;
+    build(&g, &corrupt_at);
+    g.buf[corrupt_at] = 0x05; /* no such record type: the STACK record and the rest are lost */
+    struct ms_trace t;
+    CHECK_EQ(ms_trace_open_mem(&t, g.buf, g.len), 0);
+    struct rec_summary sum[32];
+    size_t n = read_all(&t, sum, 32);
+    /* Thread 1: PROCESS, MODULE, then chunk 1 (LOST, FREE); thread 2: 3 records. */
+    CHECK_EQ(n, 7);
+    CHECK_EQ(sum[0].type, MS_REC_PROCESS);
+    CHECK_EQ(sum[1].type, MS_REC_MODULE);
+    CHECK_EQ(sum[2].type, MS_REC_LOST);
+    CHECK_EQ(sum[3].type, MS_REC_HEAP_FREE);
+    CHECK_EQ(sum[4].type, MS_REC_MMAP_ALLOC);
+    CHECK_EQ(t.damaged_chunks, 1);
+    CHECK(strstr(t.warning, "malformed record") != NULL);
+    ms_trace_release(&t);
+
+    /* A damaged chunk header: the chunk is skipped with a warning, the others read. */
+    build(&g, &corrupt_at);
+    g.buf[4096 + 4096] ^= 0xff; /* thread 2's chunk magic */
+    CHECK_EQ(ms_trace_open_mem(&t, g.buf, g.len), 0);
+    CHECK_EQ(t.nchunks, 2);
+    CHECK(strstr(t.warning, "damaged chunk header") != NULL);
+    CHECK_EQ(read_all(&t, sum, 32), 16);
+    ms_trace_release(&t);
+    tg_release(&g);
+}
+
+static void test_refused(void)
+{
+    struct tg g;
+    size_t corrupt_at;
+    struct ms_trace t;
+    build(&g, &corrupt_at);
+    tg_header(&g)->version = MS_TRACE_VERSION + 1;
+    CHECK_EQ(ms_trace_open_mem(&t, g.buf, g.len), MS_EVERSION);
+    tg_header(&g)->version = MS_TRACE_VERSION;
+    g.buf[0] = 'X';
+    CHECK_EQ(ms_trace_open_mem(&t, g.buf, g.len), MS_EFORMAT);
+    g.buf[0] = 'M';
+    tg_header(&g)->header_size = 512;
+    CHECK_EQ(ms_trace_open_mem(&t, g.buf, g.len), MS_EFORMAT);
+    tg_release(&g);
+    CHECK(ms_trace_open(&t, "/nonexistent/memscope/1.0.mst") < 0);
+}
+
+int main(void)
+{
+    test_round_trip();
+    test_truncated();
+    test_corrupt_record();
+    test_refused();
+    puts("test_trace: ok");
+    return 0;
+}

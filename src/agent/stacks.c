@@ -8,10 +8,11 @@
  * frame-pointer walk costs a few ns per frame, where libunwind costs hundreds of ns per event
  * and glibc backtrace() microseconds (bench/RESULTS.md).
  *
- * The stack table is open addressing over 2^20 64-bit hashes in an anonymous mapping; a stack's
- * id is its slot number + 1. The thread that claims a slot writes the STACK record; others use
- * the id at once (the converter reads all STACK records before resolving ids). Hash collisions
- * of two different stacks (probability about n^2 / 2^65) would merge them. */
+ * The stack table is open addressing over 2^20 64-bit hashes in an anonymous mapping, with a
+ * dense id (1, 2, 3 ... : short varints) beside each hash. The thread that claims a slot takes
+ * the next id, publishes it and writes the STACK record; others use the id as soon as it is
+ * published (the converter reads all STACK records before resolving ids). Hash collisions of
+ * two different stacks (probability about n^2 / 2^65) would merge them. */
 #include "agent.h"
 
 #include <errno.h>
@@ -31,7 +32,9 @@
 
 extern void *__libc_stack_end;
 
-static uint64_t *stab;
+static uint64_t *stab;      /* hashes, 0 = empty slot */
+static uint32_t *stab_id;   /* the id of each slot's stack, 0 until published */
+static uint32_t next_id;
 
 /* Known modules, for deciding when a new stack points into code we have not described yet.
  * Guarded by mod_lock; touched only when a new stack appears. */
@@ -53,6 +56,11 @@ int stacks_init(void)
     if (m == MAP_FAILED)
         return -errno;
     stab = m;
+    m = sys_mmap(NULL, (size_t)STAB_SIZE * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED)
+        return -errno;
+    stab_id = m;
     ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
     exe_path[n > 0 ? n : 0] = 0;
     return 0;
@@ -63,6 +71,9 @@ void stacks_reset_after_fork(void)
     /* The child writes a new file, so every stack and module must be described again. */
     if (stab)
         madvise(stab, (size_t)STAB_SIZE * sizeof(uint64_t), MADV_DONTNEED);
+    if (stab_id)
+        madvise(stab_id, (size_t)STAB_SIZE * sizeof(uint32_t), MADV_DONTNEED);
+    next_id = 0;
     nmods = 0;
     mod_lock = 0;
     mod_adds = ~0ull;
@@ -259,6 +270,19 @@ static void check_modules(struct tstate *t, const uint64_t *pcs, unsigned n)
     unlock(&mod_lock);
 }
 
+/* The id of slot i, waiting briefly for the thread that claimed the slot to publish it;
+ * 0 (no stack) if that thread is held up. */
+static uint32_t published_id(uint32_t i)
+{
+    for (int spin = 0; spin < 1000; spin++) {
+        uint32_t id = __atomic_load_n(&stab_id[i], __ATOMIC_ACQUIRE);
+        if (id)
+            return id;
+        __builtin_ia32_pause();
+    }
+    return 0;
+}
+
 uint32_t stacks_capture(struct tstate *t, void *fp)
 {
     uint64_t pcs[agent.depth ? agent.depth : 1]; /* small threads have small stacks */
@@ -273,23 +297,25 @@ uint32_t stacks_capture(struct tstate *t, void *fp)
     for (unsigned probe = 0; probe < STAB_PROBES; probe++, i = (i + 1) & (STAB_SIZE - 1)) {
         uint64_t v = __atomic_load_n(&stab[i], __ATOMIC_ACQUIRE);
         if (v == h)
-            return i + 1;
+            return published_id(i);
         if (v != 0)
             continue;
         uint64_t zero = 0;
         if (!__atomic_compare_exchange_n(&stab[i], &zero, h, 0, __ATOMIC_ACQ_REL,
                                          __ATOMIC_ACQUIRE)) {
             if (zero == h)
-                return i + 1;
+                return published_id(i);
             continue;
         }
         /* New stack: describe it (and any module it needs) before the event that uses it. */
+        uint32_t id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&stab_id[i], id, __ATOMIC_RELEASE);
         check_modules(t, pcs, n);
         uint8_t *w = writer_reserve(t, ms_stack_record_max(n));
         if (!w)
             return 0;
-        writer_commit(t, ms_enc_stack(w, i + 1, pcs, n));
-        return i + 1;
+        writer_commit(t, ms_enc_stack(w, id, pcs, n));
+        return id;
     }
     return 0; /* table crowded here: the event goes without a stack */
 }

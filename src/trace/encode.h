@@ -57,22 +57,41 @@ static inline uint8_t *ms_put_addr(uint8_t *p, struct ms_enc_state *s, uint64_t 
     return p;
 }
 
+/* Heap addresses are 16-byte aligned almost always: then the delta is stored in 16-byte units
+ * and the record type says so (the ALIGNED bit); otherwise in bytes. */
+static inline uint8_t *ms_put_heap_addr(uint8_t *p, uint8_t *type, struct ms_enc_state *s,
+                                        uint64_t addr)
+{
+    if (((addr | s->prev_addr) & 15) == 0) {
+        *type |= MS_REC_F_ALIGNED16;
+        p = ms_put_varint(p, ms_zigzag((int64_t)(addr - s->prev_addr) / 16));
+        s->prev_addr = addr;
+        return p;
+    }
+    return ms_put_addr(p, s, addr);
+}
+
 /* HEAP_ALLOC / MMAP_ALLOC: type is MS_REC_HEAP_ALLOC + fn or MS_REC_MMAP_ALLOC + fn. */
 static inline uint8_t *ms_enc_alloc(uint8_t *p, struct ms_enc_state *s, int type, uint64_t ns,
                                     uint64_t addr, uint64_t size, uint32_t stack)
 {
+    uint8_t *t = p;
     *p++ = (uint8_t)type;
     p = ms_put_ts(p, s, ns);
-    p = ms_put_addr(p, s, addr);
+    if ((type & 0xf0) == MS_REC_HEAP_ALLOC)
+        p = ms_put_heap_addr(p, t, s, addr);
+    else
+        p = ms_put_addr(p, s, addr);
     p = ms_put_varint(p, size);
     return ms_put_varint(p, stack);
 }
 
 static inline uint8_t *ms_enc_free(uint8_t *p, struct ms_enc_state *s, uint64_t ns, uint64_t addr)
 {
+    uint8_t *t = p;
     *p++ = MS_REC_HEAP_FREE;
     p = ms_put_ts(p, s, ns);
-    return ms_put_addr(p, s, addr);
+    return ms_put_heap_addr(p, t, s, addr);
 }
 
 static inline uint8_t *ms_enc_munmap(uint8_t *p, struct ms_enc_state *s, uint64_t ns,

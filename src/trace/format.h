@@ -31,6 +31,8 @@
  * other integers are unsigned LEB128 varints.
  *   0x10+f  HEAP_ALLOC   dts addr size stack      f = MS_FN_* (malloc, calloc, realloc, ...)
  *   0x20    HEAP_FREE    dts addr
+ *   HEAP_ALLOC and HEAP_FREE with bit 0x40 set (0x50+f, 0x60) store the address delta in units
+ *   of 16 bytes: zigzag((addr - prev_addr) / 16), used when both addresses are 16-aligned.
  *   0x30+f  MMAP_ALLOC   dts addr size stack      f = 0 mmap, 1 mremap
  *   0x38    MUNMAP       dts addr size
  *   0x40    STACK        id depth pc0 (varint) then depth-1 zigzag deltas pc[i]-pc[i-1]
@@ -69,6 +71,7 @@ enum {
     MS_REC_PROCESS = 0x42,
     MS_REC_LOST = 0x43,
     MS_REC_EXTENSION = 0x80,
+    MS_REC_F_ALIGNED16 = 0x40, /* flag on HEAP_ALLOC / HEAP_FREE: address delta / 16 */
 };
 
 /* Allocation functions (low nibble of HEAP_ALLOC). */

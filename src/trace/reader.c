@@ -212,14 +212,20 @@ static int get_ts(struct ms_trace_cursor *c, uint64_t *ns)
     return 0;
 }
 
-static int get_addr(struct ms_trace_cursor *c, uint64_t *addr)
+/* Reads an address delta; unit is 1, or 16 for records with MS_REC_F_ALIGNED16. */
+static int get_addr_unit(struct ms_trace_cursor *c, uint64_t *addr, uint64_t unit)
 {
     uint64_t z;
     if (get_varint(&c->p, c->end, &z))
         return -1;
-    c->prev_addr += (uint64_t)ms_unzigzag(z);
+    c->prev_addr += (uint64_t)ms_unzigzag(z) * unit;
     *addr = c->prev_addr;
     return 0;
+}
+
+static int get_addr(struct ms_trace_cursor *c, uint64_t *addr)
+{
+    return get_addr_unit(c, addr, 1);
 }
 
 /* Reads a length-prefixed byte string of at most cap bytes. */
@@ -238,11 +244,17 @@ static int decode(struct ms_trace_cursor *c, struct ms_record *r)
 {
     uint64_t v;
     int type = *c->p++;
+    uint64_t unit = 1;
     memset(r, 0, sizeof *r);
     if (type >= MS_REC_EXTENSION) {
         r->type = MS_REC_EXTENSION;
         r->fn = type;
         return get_bytes(c, MS_TRACE_MAX_CHUNK, &r->str1, &r->len1);
+    }
+    if ((type & 0xf0) == (MS_REC_HEAP_ALLOC | MS_REC_F_ALIGNED16) ||
+        type == (MS_REC_HEAP_FREE | MS_REC_F_ALIGNED16)) {
+        type &= ~MS_REC_F_ALIGNED16;
+        unit = 16;
     }
     if ((type & 0xf0) == MS_REC_HEAP_ALLOC || (type & 0xf8) == MS_REC_MMAP_ALLOC) {
         r->type = type & ((type & 0xf0) == MS_REC_HEAP_ALLOC ? 0xf0 : 0xf8);
@@ -251,8 +263,9 @@ static int decode(struct ms_trace_cursor *c, struct ms_record *r)
             return -1;
         if (r->type == MS_REC_MMAP_ALLOC && r->fn > MS_FN_MREMAP)
             return -1;
-        if (get_ts(c, &r->ns) || get_addr(c, &r->addr) || get_varint(&c->p, c->end, &r->size) ||
-            get_varint(&c->p, c->end, &v) || v > UINT32_MAX)
+        if (get_ts(c, &r->ns) || get_addr_unit(c, &r->addr, unit) ||
+            get_varint(&c->p, c->end, &r->size) || get_varint(&c->p, c->end, &v) ||
+            v > UINT32_MAX)
             return -1;
         r->stack_id = (uint32_t)v;
         return 0;
@@ -260,7 +273,7 @@ static int decode(struct ms_trace_cursor *c, struct ms_record *r)
     r->type = type;
     switch (type) {
     case MS_REC_HEAP_FREE:
-        return get_ts(c, &r->ns) || get_addr(c, &r->addr) ? -1 : 0;
+        return get_ts(c, &r->ns) || get_addr_unit(c, &r->addr, unit) ? -1 : 0;
     case MS_REC_MUNMAP:
         return get_ts(c, &r->ns) || get_addr(c, &r->addr) || get_varint(&c->p, c->end, &r->size)
                    ? -1 : 0;

@@ -239,6 +239,7 @@ static void test_corrupt_record(void)
     CHECK_EQ(t.damaged_chunks, 1);
     CHECK(strstr(t.warning, "malformed record") != NULL);
     ms_trace_release(&t);
+    tg_release(&g);
 
     /* A damaged chunk header: the chunk is skipped with a warning, the others read. */
     build(&g, &corrupt_at);

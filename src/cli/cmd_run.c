@@ -313,25 +313,55 @@ static void human_bytes(char *buf, size_t len, long long b)
         snprintf(buf, len, "%.1f GiB", b / 1073741824.0);
 }
 
-/* The first line of a symbolized stack that is not inside memscope or the C library's
- * allocator entry points: the call site a reader wants to see. */
-static void call_site(const char *text, char *out, size_t len)
+/* Runtime libraries whose frames are not the call site a reader wants: the allocation
+ * happened in them on behalf of their caller (strdup, operator new, the loader). */
+static int runtime_module(const char *path)
+{
+    static const char *const names[] = {"libc.so", "ld-linux", "libstdc++.so", "libgcc_s.so",
+                                        "libmemscope.so"};
+    const char *base = path ? strrchr(path, '/') : NULL;
+    base = base ? base + 1 : path;
+    if (!base)
+        return 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strncmp(base, names[i], strlen(names[i])))
+            return 1;
+    return 0;
+}
+
+/* Describes a stack by its first frame outside the runtime libraries, "function (file:line)",
+ * or its first frame when all are inside them. */
+static void call_site(sqlite3 *db, sqlite3_int64 stack_id, int has_stack, char *out, size_t len)
 {
     snprintf(out, len, "(no stack)");
-    if (!text || !*text)
+    if (!has_stack)
         return;
-    const char *s = text;
-    while (*s) {
-        const char *e = strchr(s, '\n');
-        size_t n = e ? (size_t)(e - s) : strlen(s);
-        if (n) {
-            snprintf(out, len, "%.*s", (int)(n < len - 1 ? n : len - 1), s);
-            return;
-        }
-        if (!e)
+    sqlite3_stmt *st;
+    const char *q = "SELECT fn.text, fl.text, f.line, m.path, f.pc - COALESCE(m.bias, 0) FROM stack_frames sf "
+                    "JOIN frames f ON f.id = sf.frame_id LEFT JOIN modules m ON m.id = f.module_id "
+                    "LEFT JOIN strings fn ON fn.id = f.function_id "
+                    "LEFT JOIN strings fl ON fl.id = f.file_id "
+                    "WHERE sf.stack_id = ? ORDER BY sf.position";
+    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_int64(st, 1, stack_id);
+    int first = 1;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *fn = (const char *)sqlite3_column_text(st, 0);
+        const char *file = (const char *)sqlite3_column_text(st, 1);
+        const char *mod = (const char *)sqlite3_column_text(st, 3);
+        if (!first && runtime_module(mod))
+            continue;
+        if (file)
+            snprintf(out, len, "%s (%s:%d)", fn ? fn : "??", file, sqlite3_column_int(st, 2));
+        else
+            snprintf(out, len, "%s (%s+0x%llx)", fn ? fn : "??", mod ? mod : "?",
+                     (unsigned long long)sqlite3_column_int64(st, 4));
+        if (!runtime_module(mod))
             break;
-        s = e + 1;
+        first = 0;
     }
+    sqlite3_finalize(st);
 }
 
 static int print_summary(const char *db_path, FILE *out)
@@ -360,6 +390,8 @@ static int print_summary(const char *db_path, FILE *out)
             nproc == 1 ? "" : "es");
     if (sqlite3_prepare_v2(db, q1, -1, &st, NULL) == SQLITE_OK) {
         while (sqlite3_step(st) == SQLITE_ROW) {
+            if (sqlite3_column_int64(st, 2) == 0 && sqlite3_column_int64(st, 3) == 0)
+                continue; /* a layer the program did not use */
             human_bytes(a, sizeof a, sqlite3_column_int64(st, 4));
             human_bytes(b, sizeof b, sqlite3_column_int64(st, 5));
             fprintf(out, "  %-5s %lld allocations (%s), %lld frees, peak %s live", 
@@ -374,10 +406,8 @@ static int print_summary(const char *db_path, FILE *out)
         }
     }
     sqlite3_finalize(st);
-    const char *q2 =
-        "SELECT sum(b.size), count(*), s.c_text FROM blocks b LEFT JOIN stacks s ON "
-        "s.id = b.stack_id WHERE b.free_ns IS NULL GROUP BY b.stack_id "
-        "ORDER BY sum(b.size) DESC LIMIT 5";
+    const char *q2 = "SELECT sum(size), count(*), stack_id FROM blocks WHERE free_ns IS NULL "
+                     "GROUP BY stack_id ORDER BY sum(size) DESC LIMIT 5";
     if (sqlite3_prepare_v2(db, q2, -1, &st, NULL) == SQLITE_OK) {
         int first = 1;
         while (sqlite3_step(st) == SQLITE_ROW) {
@@ -386,7 +416,8 @@ static int print_summary(const char *db_path, FILE *out)
                 fputs("  top call sites of memory still live at exit:\n", out);
             first = 0;
             human_bytes(a, sizeof a, sqlite3_column_int64(st, 0));
-            call_site((const char *)sqlite3_column_text(st, 2), site, sizeof site);
+            call_site(db, sqlite3_column_int64(st, 2),
+                      sqlite3_column_type(st, 2) != SQLITE_NULL, site, sizeof site);
             fprintf(out, "    %10s in %5lld block%s  %s\n", a, sqlite3_column_int64(st, 1),
                     sqlite3_column_int64(st, 1) == 1 ? " " : "s", site);
         }

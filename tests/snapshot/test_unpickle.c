@@ -260,10 +260,12 @@ static void test_model(void)
     ms_snapshot_release(&s);
 
     ms_snapshot_init(&s, NULL);
-    CHECK(ms_snapshot_load_mem(&s, "{\"x\": 1}", 8) == MS_EFORMAT);
+    const char *bad1 = "{\"x\": 1}";
+    CHECK(ms_snapshot_load_mem(&s, bad1, strlen(bad1)) == MS_EFORMAT);
     ms_snapshot_release(&s);
     ms_snapshot_init(&s, NULL);
-    CHECK(ms_snapshot_load_mem(&s, "{\"segments\": [{\"address\": \"x\"}]}", 33) == MS_EFORMAT);
+    const char *bad2 = "{\"segments\": [{\"address\": \"x\"}]}";
+    CHECK(ms_snapshot_load_mem(&s, bad2, strlen(bad2)) == MS_EFORMAT);
     ms_snapshot_release(&s);
 }
 

@@ -39,7 +39,11 @@ command -v zstd >/dev/null || { echo "churn.sh: zstd is not installed" >&2; exit
 command -v sqlite3 >/dev/null || { echo "churn.sh: sqlite3 is not installed" >&2; exit 1; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/memscope-bench.XXXXXX")
-[ "$keep" = 1 ] && echo "work directory: $work" >&2 || trap 'rm -rf "$work"' EXIT
+if [ "$keep" = 1 ]; then
+    echo "work directory: $work" >&2
+else
+    trap 'rm -rf "$work"' EXIT
+fi
 cc -O2 -g -fno-omit-frame-pointer -pthread "$src" -o "$work/churn"
 cd "$work"
 

@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include "error.h"
+#include "schema.h" /* the store's DDL: a snapshot database has the schema of a run's */
 #include "snapshot.h"
 
 #include <errno.h>
@@ -123,7 +124,8 @@ int cmd_snapshot(int argc, char **argv)
         }
     } else if (db) {
         char err[512] = "";
-        rc = ms_snapshot_write_db(&s, file, db, err, sizeof err);
+        rc = ms_snapshot_write_db(&s, file, db, ms_schema_sql, ms_schema_index_sql, err,
+                                  sizeof err);
         if (rc) {
             error("snapshot: %s: %s", db, err[0] ? err : ms_strerror(rc));
             status = 1;

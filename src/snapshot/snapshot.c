@@ -634,6 +634,7 @@ int ms_snapshot_load_file(struct ms_snapshot *s, const char *path)
     madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
     s->map = map;
     s->map_len = (size_t)st.st_size;
+    s->u.drop_behind = 1; /* base is page aligned: mmap returned it */
     return ms_snapshot_load_mem(s, map, (size_t)st.st_size);
 }
 

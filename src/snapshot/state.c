@@ -9,7 +9,7 @@
  * a million-event trace costs milliseconds per step once the snapshot is loaded. */
 #include "snapshot.h"
 
-#include "addrmap.h"
+#include "snap_addrmap.h"
 #include "error.h"
 
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * shared stacks cost one lookup each. */
 #include "snapshot.h"
 
-#include "addrmap.h"
+#include "snap_addrmap.h"
 #include "error.h"
 
 #include <math.h>
@@ -154,8 +154,10 @@ static int summarize(const struct ms_snapshot *s, int64_t dev, struct devsum *d,
     }
     for (uint32_t i = 0; i < d->nlive; i++)
         scratch[d->live[i].frame] = 0;
-    qsort(d->live, d->nlive, sizeof *d->live, cmp_site);
-    qsort(d->allocs, d->nallocs, sizeof *d->allocs, cmp_site);
+    if (d->nlive)
+        qsort(d->live, d->nlive, sizeof *d->live, cmp_site);
+    if (d->nallocs)
+        qsort(d->allocs, d->nallocs, sizeof *d->allocs, cmp_site);
 out:
     addrmap_release(&live);
     return rc;

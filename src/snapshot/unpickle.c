@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* Word layout: the low 3 bits are a tag. */
 enum {
@@ -673,7 +675,20 @@ int ms_unpickle_load(struct ms_unpickle *u, const void *data, size_t len)
             return fail(u, rc, OFF, "%s: %s", what, ms_strerror(rc));                        \
     } while (0)
 
+    /* Drop-behind: every DROP_STEP bytes, release the pages more than DROP_STEP behind. */
+#define DROP_STEP ((size_t)64 << 20)
+    const unsigned char *drop_at = u->drop_behind && len > 2 * DROP_STEP ? base + 2 * DROP_STEP : end;
+    const unsigned char *dropped = base;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
     while (p < end) {
+        if (p >= drop_at) {
+            uintptr_t upto = ((uintptr_t)(p - DROP_STEP)) & ~(uintptr_t)(page - 1);
+            if ((const unsigned char *)upto > dropped) {
+                madvise((void *)dropped, (size_t)((const unsigned char *)upto - dropped), MADV_DONTNEED);
+                dropped = (const unsigned char *)upto;
+            }
+            drop_at = p + DROP_STEP < end ? p + DROP_STEP : end;
+        }
         const unsigned char *op_at = p;
         unsigned op = *p++;
         switch (op) {
@@ -975,4 +990,5 @@ int ms_unpickle_load(struct ms_unpickle *u, const void *data, size_t len)
 #undef AVAIL
 #undef POPMARK
 #undef CHECK
+#undef DROP_STEP
 }

@@ -68,6 +68,10 @@ struct ms_unpickle {
     size_t len;
     int protocol;             /* from PROTO; 0 when the stream had none; -1 for JSON */
     ms_pv root;               /* the loaded value after a successful load */
+    int drop_behind;          /* set by the caller when buf is a private read-only file
+                               * mapping: parsed pages are dropped (MADV_DONTNEED) as the
+                               * reader moves on, so the file does not stay resident; pages
+                               * touched again later are re-read from the file */
 
     /* internals */
     ms_pv *memo;

@@ -1229,7 +1229,7 @@ static int open_db(struct conv *c)
     int rc = exec_sql(c,
                       "PRAGMA page_size=65536; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
                       "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;"
-                      "PRAGMA cache_size=-131072; BEGIN;",
+                      "PRAGMA cache_size=-262144; PRAGMA threads=2; BEGIN;",
                       "setup");
     if (rc == 0)
         rc = exec_sql(c, ms_schema_sql, "create schema");

@@ -1,7 +1,7 @@
 /* symbolize.c: libdw-based symbolization of return addresses (see symbolize.h).
  *
  * Follows what heaptrack and perf do: dwfl_report_elf() for each module with its load bias,
- * dwfl_module_addrname() for the ELF symbol, dwfl_module_getsrc() for file:line, and
+ * dwfl_module_addrname() for the ELF symbol, dwarf_getsrc_die() on the CU for file:line, and
  * dwarf_getscopes() on the CU DIE to expand inlined subroutines (each inlined scope's
  * DW_AT_call_file/DW_AT_call_line is the location in its caller). Workload: one lookup per
  * distinct pc per process, typically thousands to a few hundred thousand. */
@@ -107,6 +107,18 @@ static const char *cu_file(Dwarf_Die *cudie, Dwarf_Word idx)
     return dwarf_filesrc(files, idx, NULL, NULL);
 }
 
+/* The CU holding addr when libdw's own lookup found none: elfutils before 0.189 finds CUs
+ * through .debug_aranges only, which clang does not emit. NEEDSWORK: a linear scan over the
+ * module's CUs per pc; cache a sorted range table per module if this shows up in profiles. */
+static Dwarf_Die *find_cu(Dwfl_Module *mod, Dwarf_Addr addr, Dwarf_Addr *bias)
+{
+    Dwarf_Die *cu = NULL;
+    while ((cu = dwfl_module_nextcu(mod, cu, bias)))
+        if (dwarf_haspc(cu, addr - *bias) == 1)
+            return cu;
+    return NULL;
+}
+
 int ms_symbolizer_lookup(struct ms_symbolizer *s, uint64_t pc, struct ms_sym_frame *out)
 {
     out[0].func = NULL;
@@ -121,13 +133,19 @@ int ms_symbolizer_lookup(struct ms_symbolizer *s, uint64_t pc, struct ms_sym_fra
     const char *sym = dwfl_module_addrname(mod, addr);
     const char *file = NULL;
     int line = 0;
-    Dwfl_Line *l = dwfl_module_getsrc(mod, addr);
-    if (l)
-        file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
-
-    int n = 0;
     Dwarf_Addr bias;
     Dwarf_Die *cudie = dwfl_module_addrdie(mod, addr, &bias);
+    if (!cudie)
+        cudie = find_cu(mod, addr, &bias);
+    if (cudie) {
+        Dwarf_Line *l = dwarf_getsrc_die(cudie, addr - bias);
+        if (l) {
+            file = dwarf_linesrc(l, NULL, NULL);
+            dwarf_lineno(l, &line);
+        }
+    }
+
+    int n = 0;
     Dwarf_Die *scopes = NULL;
     int nscopes = cudie ? dwarf_getscopes(cudie, addr - bias, &scopes) : 0;
     for (int i = 0; i < nscopes && n < MS_SYM_MAX_INLINE - 1; i++) {

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # lib.sh: shared helpers for the integration tests (sourced, not run).
 #
 # Each test_<feature>.sh sources this file, runs programs under memscope and asserts exact

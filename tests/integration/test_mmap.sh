@@ -17,11 +17,19 @@ mremap|36864|1
 mmap|45056|1" "$(q "$DB" "SELECT e.func, e.size, count(*) FROM $EV WHERE k.name = 'MALLOC'
                           AND l.event_type = 'MMAP' AND e.size IN ($S)
                           GROUP BY e.func, e.size ORDER BY e.size")"
-assert_eq "munmap FREE events (func|size|count)" "munmap|28672|3" \
-    "$(q "$DB" "SELECT e.func, e.size, count(*) FROM $EV WHERE k.name = 'FREE'
-                AND l.event_type = 'MMAP' AND e.func = 'munmap' AND e.size IN ($S)
-                GROUP BY e.func, e.size")"
-assert_eq "file-backed mapping (13 pages) not recorded" 0 \
+assert_eq "munmap FREE events of the 7-page mappings" 3 \
+    "$(q "$DB" "SELECT count(*) FROM $EV WHERE k.name = 'FREE' AND l.event_type = 'MMAP'
+                AND e.func = 'munmap' AND e.size = 28672")"
+# The mremap'ed 5-page mapping ends (moved or grown in place) by exactly one event.
+assert_eq "FREE events ending the remapped 5-page block" 1 "$(count_freed "$DB" MMAP 20480)"
+echo "  info: func of that FREE: $(q "$DB" "SELECT e.func FROM $EV JOIN blocks b
+    ON b.allocation_id = e.allocation_id WHERE k.name = 'FREE' AND b.size = 20480")"
+# A file mapping is no anonymous block: no MALLOC; its munmap, if recorded, matches no block.
+assert_eq "file-backed mapping (13 pages): no MALLOC event" 0 \
+    "$(q "$DB" "SELECT count(*) FROM $EV WHERE k.name = 'MALLOC' AND e.size = 53248")"
+assert_eq "file-backed mapping: its munmap ends no block" 0 \
+    "$(q "$DB" "SELECT count(*) FROM events WHERE size = 53248 AND allocation_id IS NOT NULL")"
+echo "  info: munmap events of the file mapping kept as unmatched frees:" \
     "$(q "$DB" "SELECT count(*) FROM events WHERE size = 53248")"
 assert_eq "none of them in the heap layer" 0 \
     "$(q "$DB" "SELECT count(*) FROM $EV WHERE l.event_type = 'HOST' AND e.size IN ($S)")"

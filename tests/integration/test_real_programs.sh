@@ -24,15 +24,20 @@ PYTHON=/usr/bin/python3
 [ -x $PYTHON ] || PYTHON=$(command -v python3)
 same python "$TMP" $PYTHON -c '
 import json, sys
+# Objects over 512 bytes bypass pymalloc: each bytes() below is one malloc and one free.
+blobs = [bytes(1000 + i % 50) for i in range(20000)]
 d = [{"k": i, "s": "x" * (i % 100)} for i in range(20000)]
 s = json.dumps(d)
-print(len(s), sum(x["k"] for x in json.loads(s)))
+print(len(s), sum(x["k"] for x in json.loads(s)), sum(map(len, blobs)))
+del blobs
 sys.exit(5)'
 require_db python "$DB"
 sanity "$DB"
-assert_ge "python: MALLOC events" 10000 "$(q "$DB" "SELECT count(*) FROM $EV WHERE k.name = 'MALLOC'")"
-assert_ge "python: FREE events" 5000 "$(q "$DB" "SELECT count(*) FROM $EV WHERE k.name = 'FREE'")"
+assert_ge "python: MALLOC events" 20000 "$(q "$DB" "SELECT count(*) FROM $EV WHERE k.name = 'MALLOC'")"
+assert_ge "python: FREE events" 20000 "$(q "$DB" "SELECT count(*) FROM $EV WHERE k.name = 'FREE'")"
 assert_eq "python: meta.exit_status" 5 "$(q "$DB" "SELECT value FROM meta WHERE key = 'exit_status'")"
+assert_ge "python: MALLOCs of the 20000 bytes objects (sizes 1033..1082 with the object header)" 20000 \
+    "$(q "$DB" "SELECT count(*) FROM $EV WHERE k.name = 'MALLOC' AND e.size BETWEEN 1033 AND 1082")"
 assert_match "python: stacks name CPython functions" "Py|_Py" \
     "$(q "$DB" "SELECT c_text FROM stacks ORDER BY id LIMIT 200")"
 

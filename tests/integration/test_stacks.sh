@@ -75,4 +75,19 @@ for n in 0 1 5 32 1000; do
         ;;
     esac
 done
+
+# A library loaded with dlopen after start and unloaded before the end: its frames are
+# symbolized from the module map the agent recorded.
+DB=$TMP/dl.db
+ms dl run -o "$DB" -- "$PROGS/dl_main" "$PROGS/libms_progs_dl.so"
+assert_eq "dlopen: exit status" 0 "$RC"
+require_db "dlopen" "$DB"
+assert_eq "dlopen: MALLOC events through the plugin" 3 "$(count_ev "$DB" MALLOC HOST 17011)"
+line=$(grep_line "$SRC/dl_lib.c" "/* SITE:dl_alloc */")
+assert_match "dlopen: innermost frame is ms_progs_dl_alloc (dl_lib.c:$line)" \
+    "^ms_progs_dl_alloc \((.*/)?dl_lib\.c:$line\)$" \
+    "$(q "$DB" "SELECT s.c_text FROM events e JOIN stacks s ON s.id = e.stack_id
+                WHERE e.size = 17011 LIMIT 1" | head -1)"
+assert_match "dlopen: the plugin is in the module map" "libms_progs_dl\.so" \
+    "$(q "$DB" "SELECT path FROM modules")"
 done_testing

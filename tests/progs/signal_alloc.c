@@ -4,12 +4,14 @@
  *
  * Run by tests/integration/test_signal.sh. The main thread loops on malloc(901)/free until a
  * helper thread has delivered SIGNALS SIGUSR1s to it, one at a time (it waits for each to be
- * handled before sending the next). The handler does malloc(1013)/free once per signal. Both
+ * handled before sending the next; after 1000000 rounds it stops allocating and only waits, which
+ * bounds the trace). The handler does malloc(1013)/free once per signal. Both
  * sizes are warmed up first so that, in glibc, both paths stay in their own tcache bins and take
  * no lock: calling malloc from a handler is not async-signal-safe in general, but is safe here,
  * and the point is to interrupt the tracer's own hot path. Prints
  * "signal_alloc LOOPS HANDLED" and exits 0; the test compares those numbers with the database. */
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +67,7 @@ int main(int argc, char **argv)
     main_thread = pthread_self();
     if (pthread_create(&t, NULL, sender, NULL) != 0)
         return 1;
-    while (!done) {
+    while (!done && loops < 1000000) {
         volatile char *p = malloc(901);
         if (!p)
             return 1;
@@ -73,6 +75,8 @@ int main(int argc, char **argv)
         free((void *)p);
         loops++;
     }
+    while (!done)
+        sched_yield();
     pthread_join(t, NULL);
     printf("signal_alloc %ld %ld\n", loops, (long)handled);
     return handled == nsignals ? 0 : 1;

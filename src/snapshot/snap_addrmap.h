@@ -1,8 +1,8 @@
-/* addrmap.h: a small open-addressing map from 64-bit addresses to 64-bit values, internal to
+/* snap_addrmap.h: a small open-addressing map from 64-bit addresses to 64-bit values, internal to
  * the snapshot module (summary.c, state.c, import.c). Linear probing with backward-shift
  * deletion, so no tombstones pile up while a replay inserts and deletes millions of times. */
-#ifndef MS_SNAPSHOT_ADDRMAP_H
-#define MS_SNAPSHOT_ADDRMAP_H
+#ifndef MS_SNAPSHOT_SNAP_ADDRMAP_H
+#define MS_SNAPSHOT_SNAP_ADDRMAP_H
 
 #include "error.h"
 

@@ -439,9 +439,96 @@ __attribute__((constructor)) static void agent_init(void)
     t->guard = 0;
 }
 
-/* ---- the annotation API's control calls (include/memscope.h) ---- */
+/* ---- the annotation API (include/memscope.h calls these through weak references) ---- */
 
-AGENT_API int memscope_start(void)
+/* Writes one extension record for the calling thread. Returns 0, or -1 when not recording. */
+static int record_ext(int ext, const uint64_t *v, int n, const char *str, void *fp, int want_stack)
+{
+    struct tstate *t = enter();
+    if (!t)
+        return -1;
+    uint64_t vv[3];
+    for (int i = 0; i < n; i++)
+        vv[i] = v[i];
+    if (want_stack)
+        vv[n - 1] = agent.depth ? stacks_capture(t, fp) : 0;
+    size_t slen = str ? strnlen(str, MS_TRACE_MAX_LABEL) : 0;
+    uint8_t *w = writer_reserve(t, MS_EXT_MAX);
+    if (w)
+        writer_commit(t, ms_enc_ext(w, &t->enc, ext, agent_now(), vv, n, str ? str : NULL, slen));
+    leave(t);
+    return w ? 0 : -1;
+}
+
+AGENT_API int memscope__step(void)
+{
+    return record_ext(MS_EXT_STEP, NULL, 0, NULL, NULL, 0);
+}
+
+AGENT_API int memscope__owner_push(const char *label)
+{
+    return label ? record_ext(MS_EXT_OWNER_PUSH, NULL, 0, label, NULL, 0) : -1;
+}
+
+AGENT_API int memscope__owner_pop(void)
+{
+    return record_ext(MS_EXT_OWNER_POP, NULL, 0, NULL, NULL, 0);
+}
+
+AGENT_API int memscope__mark(const char *msg)
+{
+    return msg ? record_ext(MS_EXT_MARK, NULL, 0, msg, NULL, 0) : -1;
+}
+
+AGENT_API int memscope__range_push(const char *name)
+{
+    return name ? record_ext(MS_EXT_RANGE_PUSH, NULL, 0, name, NULL, 0) : -1;
+}
+
+AGENT_API int memscope__range_pop(void)
+{
+    return record_ext(MS_EXT_RANGE_POP, NULL, 0, NULL, NULL, 0);
+}
+
+AGENT_API int memscope__access(const void *p, size_t n, int flags, const char *op)
+{
+    uint64_t v[3] = {(uintptr_t)p, n, (uint64_t)flags & 3};
+    return record_ext(MS_EXT_ACCESS, v, 3, op ? op : "", NULL, 0);
+}
+
+AGENT_API int memscope__pool_alloc(const char *pool, const void *p, size_t n)
+{
+    uint64_t v[3] = {(uintptr_t)p, n, 0};
+    if (!pool || !p)
+        return -1;
+    return record_ext(MS_EXT_POOL_ALLOC, v, 3, pool, __builtin_frame_address(0), 1);
+}
+
+AGENT_API int memscope__pool_free(const char *pool, const void *p)
+{
+    uint64_t v[1] = {(uintptr_t)p};
+    if (!pool || !p)
+        return -1;
+    return record_ext(MS_EXT_POOL_FREE, v, 1, pool, NULL, 0);
+}
+
+AGENT_API int memscope__pool_reserve(const char *pool, const void *p, size_t n)
+{
+    uint64_t v[3] = {(uintptr_t)p, n, 0};
+    if (!pool || !p)
+        return -1;
+    return record_ext(MS_EXT_POOL_RESERVE, v, 3, pool, __builtin_frame_address(0), 1);
+}
+
+AGENT_API int memscope__pool_release(const char *pool, const void *p)
+{
+    uint64_t v[1] = {(uintptr_t)p};
+    if (!pool || !p)
+        return -1;
+    return record_ext(MS_EXT_POOL_RELEASE, v, 1, pool, NULL, 0);
+}
+
+AGENT_API int memscope__start(void)
 {
     if (!agent.initialized || agent.broken)
         return -1;
@@ -449,7 +536,7 @@ AGENT_API int memscope_start(void)
     return 0;
 }
 
-AGENT_API int memscope_stop(void)
+AGENT_API int memscope__stop(void)
 {
     if (!agent.initialized)
         return -1;

@@ -30,15 +30,19 @@ enum {
 #define INT61_MIN (-((int64_t)1 << 60))
 #define INT61_MAX (((int64_t)1 << 60) - 1)
 
-/* A heap value. Sequences keep items as ms_pv words, or (ref32) as 32-bit memo slots when
- * every item is a memo reference; a DICT keeps 2*n words (key, value). */
+/* A heap value, 24 bytes. Sequences keep items as ms_pv words, or (ref32) as 32-bit memo
+ * slots when every item is a memo reference. A DICT keeps 2*n words (key, value), or (shaped)
+ * only its n values, its keys being those of a shared shape (see "Dict shapes" below): the
+ * event dicts of a snapshot all have the same keys, so that halves them. n and cap fit 32 bits
+ * because init clamps caps.max_items and caps.max_bytes to UINT32_MAX. */
 struct obj {
     uint8_t type;  /* enum ms_pv_type */
     uint8_t ref32;
-    uint16_t pad;
+    uint8_t shaped;
+    uint8_t pad;
     uint32_t user;
-    uint64_t n;    /* items, pairs, or bytes */
-    uint64_t cap;
+    uint32_t n;    /* items, pairs, or bytes */
+    uint32_t cap;  /* items or pairs allocated; for a shaped DICT, its shape's index */
     union {
         ms_pv *v;
         uint32_t *r;
@@ -48,13 +52,33 @@ struct obj {
     } u;
 };
 
+/* Dict shapes: the key words (memo references only) of a dict built by one SETITEMS or DICT
+ * opcode, interned in an open-addressing table. Keys are memo references, and a memo slot is
+ * written once, so equal words mean the same keys. At most SHAPE_MAX shapes of at most
+ * SHAPE_MAX_KEYS keys; other dicts keep their keys inline. */
+struct ms_pv_shape {
+    uint32_t n;
+    uint32_t hash;
+    ms_pv keys[];
+};
+#define SHAPE_MAX ((uint32_t)1 << 16)
+#define SHAPE_MAX_KEYS 64
+
 struct ms_pv_arena_chunk {
     struct ms_pv_arena_chunk *next;
-    size_t size;
+    size_t size;   /* bytes of data */
+    size_t mapped; /* 0: from malloc; else the length of its own mapping (huge pages) */
     unsigned char data[];
 };
 
 #define CHUNK_SIZE ((size_t)4 << 20)
+/* Once the arena holds HUGE_AFTER bytes, new chunks are HUGE_CHUNK-byte mappings aligned to
+ * 2 MiB and advised as huge pages: one page fault per 2 MiB instead of per 4 KiB, which is
+ * most of the system time on a large snapshot. Small inputs (tests, the fuzzer) stay on
+ * malloc, so the sanitizers still see every arena byte. */
+#define HUGE_AFTER ((uint64_t)32 << 20)
+#define HUGE_ALIGN ((size_t)2 << 20)
+#define HUGE_CHUNK ((size_t)8 << 20)
 
 static const struct ms_unpickle_caps default_caps = {
     .max_depth = 1000,
@@ -77,6 +101,11 @@ void ms_unpickle_init(struct ms_unpickle *u, const struct ms_unpickle_caps *caps
         if (caps->max_memo) u->caps.max_memo = caps->max_memo;
         if (caps->max_memory) u->caps.max_memory = caps->max_memory;
     }
+    /* Object lengths are 32-bit (struct obj). */
+    if (u->caps.max_items > UINT32_MAX)
+        u->caps.max_items = UINT32_MAX;
+    if (u->caps.max_bytes > UINT32_MAX)
+        u->caps.max_bytes = UINT32_MAX;
     u->root = MS_PV_ABSENT_VALUE;
 }
 
@@ -87,14 +116,41 @@ void ms_unpickle_release(struct ms_unpickle *u)
     struct ms_pv_arena_chunk *c = u->chunks;
     while (c) {
         struct ms_pv_arena_chunk *next = c->next;
-        free(c);
+        if (c->mapped)
+            munmap(c, c->mapped);
+        else
+            free(c);
         c = next;
     }
+    free(u->shapes);
+    free(u->shape_slots);
     free(u->memo);
     free(u->stack);
     free(u->marks);
     memset(u, 0, sizeof *u);
     u->root = MS_PV_ABSENT_VALUE;
+}
+
+/* A HUGE_CHUNK mapping aligned to HUGE_ALIGN, advised as huge pages; NULL on failure. */
+static struct ms_pv_arena_chunk *huge_chunk(void)
+{
+    size_t len = HUGE_CHUNK + HUGE_ALIGN;
+    unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    uintptr_t a = ((uintptr_t)m + HUGE_ALIGN - 1) & ~(uintptr_t)(HUGE_ALIGN - 1);
+    unsigned char *p = (unsigned char *)a;
+    if (p > m)
+        munmap(m, (size_t)(p - m));
+    if (p + HUGE_CHUNK < m + len)
+        munmap(p + HUGE_CHUNK, (size_t)(m + len - (p + HUGE_CHUNK)));
+#ifdef MADV_HUGEPAGE
+    madvise(p, HUGE_CHUNK, MADV_HUGEPAGE);
+#endif
+    struct ms_pv_arena_chunk *c = (struct ms_pv_arena_chunk *)p;
+    c->size = HUGE_CHUNK - sizeof *c;
+    c->mapped = HUGE_CHUNK;
+    return c;
 }
 
 void *ms_pv_alloc(struct ms_unpickle *u, size_t n)
@@ -111,11 +167,21 @@ void *ms_pv_alloc(struct ms_unpickle *u, size_t n)
     size_t size = n > CHUNK_SIZE / 4 ? n : CHUNK_SIZE;
     if (size > u->caps.max_memory || u->mem_used > u->caps.max_memory - size)
         return NULL;
-    struct ms_pv_arena_chunk *c = malloc(sizeof *c + size);
-    if (!c)
-        return NULL;
+    struct ms_pv_arena_chunk *c = NULL;
+    if (n <= CHUNK_SIZE / 4 && u->mem_used >= HUGE_AFTER &&
+        u->caps.max_memory >= HUGE_CHUNK && u->mem_used <= u->caps.max_memory - HUGE_CHUNK) {
+        c = huge_chunk();
+        if (c)
+            size = c->size;
+    }
+    if (!c) {
+        c = malloc(sizeof *c + size);
+        if (!c)
+            return NULL;
+        c->size = size;
+        c->mapped = 0;
+    }
     u->mem_used += size;
-    c->size = size;
     c->next = u->chunks;
     u->chunks = c;
     if (size == n)
@@ -188,10 +254,12 @@ static ms_pv make_slice(struct ms_unpickle *u, enum ms_pv_type t, const char *p,
         if (off < SLICE_MAX_OFF && n < SLICE_MAX_LEN)
             return (off << 3) | ((uint64_t)n << 44) | (t == MS_PV_STR ? TAG_SSTR : TAG_SBYTES);
     }
+    if (n > UINT32_MAX)
+        return MS_PV_ABSENT_VALUE;
     struct obj *o = new_obj(u, t);
     if (!o)
         return MS_PV_ABSENT_VALUE;
-    o->n = n;
+    o->n = (uint32_t)n;
     o->u.s = p;
     return (ms_pv)(uintptr_t)o;
 }
@@ -204,6 +272,7 @@ ms_pv ms_pv_make_str(struct ms_unpickle *u, const char *p, size_t n)
 /* Grows the item array of sequence o to hold at least want items (or pairs). */
 static int seq_reserve(struct ms_unpickle *u, struct obj *o, uint64_t want)
 {
+    assert(!o->shaped);
     if (want <= o->cap)
         return 0;
     if (want > u->caps.max_items)
@@ -222,7 +291,7 @@ static int seq_reserve(struct ms_unpickle *u, struct obj *o, uint64_t want)
     if (o->n)
         memcpy(p, o->u.v, (size_t)(o->n * per));
     o->u.v = p;
-    o->cap = cap;
+    o->cap = (uint32_t)cap;
     return 0;
 }
 
@@ -251,7 +320,7 @@ static int seq_append(struct ms_unpickle *u, struct obj *o, const ms_pv *items, 
         for (uint64_t i = 0; i < o->n; i++)
             v[i] = ((uint64_t)o->u.r[i] << 3) | TAG_REF;
         o->u.v = v;
-        o->cap = cap;
+        o->cap = (uint32_t)cap;
         o->ref32 = 0;
     }
     int rc = seq_reserve(u, o, o->n + k);
@@ -263,7 +332,96 @@ static int seq_append(struct ms_unpickle *u, struct obj *o, const ms_pv *items, 
     } else {
         memcpy(o->u.v + o->n, items, (size_t)(k * sizeof *items));
     }
-    o->n += k;
+    o->n += (uint32_t)k;
+    return 0;
+}
+
+static uint32_t shape_hash(const ms_pv *kv, uint64_t pairs)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ pairs;
+    for (uint64_t i = 0; i < pairs; i++)
+        h = (h ^ kv[2 * i]) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+    return (uint32_t)h;
+}
+
+/* Finds or adds the shape of the keys of pairs (key, value) at kv. Returns its index, or -1
+ * when the keys do not qualify (not all memo references, too many) or the table is full or
+ * out of memory: the caller then keeps the keys inline. */
+static int64_t shape_of(struct ms_unpickle *u, const ms_pv *kv, uint64_t pairs)
+{
+    if (pairs > SHAPE_MAX_KEYS)
+        return -1;
+    for (uint64_t i = 0; i < pairs; i++)
+        if (tag_of(kv[2 * i]) != TAG_REF)
+            return -1;
+    uint32_t h = shape_hash(kv, pairs);
+    if (u->nshapes * 2 >= u->shape_slots_cap) {
+        if (u->nshapes >= SHAPE_MAX)
+            goto lookup_only;
+        uint32_t cap = u->shape_slots_cap ? u->shape_slots_cap * 2 : 256;
+        uint32_t *slots = calloc(cap, sizeof *slots);
+        struct ms_pv_shape **shapes = realloc(u->shapes, (cap / 2) * sizeof *shapes);
+        if (!slots || !shapes) {
+            free(slots);
+            if (shapes)
+                u->shapes = shapes;
+            return -1;
+        }
+        u->shapes = shapes;
+        for (uint32_t i = 0; i < u->nshapes; i++) {
+            uint32_t j = u->shapes[i]->hash & (cap - 1);
+            while (slots[j])
+                j = (j + 1) & (cap - 1);
+            slots[j] = i + 1;
+        }
+        free(u->shape_slots);
+        u->shape_slots = slots;
+        u->shape_slots_cap = cap;
+    }
+lookup_only:;
+    uint32_t mask = u->shape_slots_cap - 1, j = h & mask;
+    for (; u->shape_slots[j]; j = (j + 1) & mask) {
+        const struct ms_pv_shape *sh = u->shapes[u->shape_slots[j] - 1];
+        if (sh->hash != h || sh->n != pairs)
+            continue;
+        uint64_t i = 0;
+        while (i < pairs && sh->keys[i] == kv[2 * i])
+            i++;
+        if (i == pairs)
+            return (int64_t)u->shape_slots[j] - 1;
+    }
+    if (u->nshapes * 2 >= u->shape_slots_cap) /* full: SHAPE_MAX reached */
+        return -1;
+    struct ms_pv_shape *sh = ms_pv_alloc(u, sizeof *sh + (size_t)pairs * sizeof(ms_pv));
+    if (!sh)
+        return -1;
+    sh->n = (uint32_t)pairs;
+    sh->hash = h;
+    for (uint64_t i = 0; i < pairs; i++)
+        sh->keys[i] = kv[2 * i];
+    u->shapes[u->nshapes] = sh;
+    u->shape_slots[j] = ++u->nshapes;
+    return (int64_t)u->nshapes - 1;
+}
+
+/* Turns shaped dict o back into inline (key, value) pairs with room for want pairs. */
+static int unshape(struct ms_unpickle *u, struct obj *o, uint64_t want)
+{
+    const struct ms_pv_shape *sh = u->shapes[o->cap];
+    uint64_t cap = want > 2 * (uint64_t)o->n ? want : 2 * (uint64_t)o->n;
+    if (cap > u->caps.max_items)
+        cap = u->caps.max_items;
+    ms_pv *v = ms_pv_alloc(u, (size_t)(cap * 2 * sizeof *v));
+    if (!v)
+        return MS_ENOMEM;
+    for (uint32_t i = 0; i < o->n; i++) {
+        v[2 * i] = sh->keys[i];
+        v[2 * i + 1] = o->u.v[i];
+    }
+    o->u.v = v;
+    o->cap = (uint32_t)cap;
+    o->shaped = 0;
     return 0;
 }
 
@@ -273,11 +431,29 @@ static int dict_append(struct ms_unpickle *u, struct obj *o, const ms_pv *kv, ui
         return 0;
     if (o->n + pairs > u->caps.max_items)
         return MS_ELIMIT;
-    int rc = seq_reserve(u, o, o->n + pairs);
-    if (rc)
+    int rc;
+    if (o->n == 0 && o->cap == 0 && !o->shaped) {
+        /* A fresh dict filled at once (SETITEMS, DICT): share its keys if it can. */
+        int64_t sh = shape_of(u, kv, pairs);
+        if (sh >= 0) {
+            ms_pv *v = ms_pv_alloc(u, (size_t)(pairs * sizeof *v));
+            if (!v)
+                return MS_ENOMEM;
+            for (uint64_t i = 0; i < pairs; i++)
+                v[i] = kv[2 * i + 1];
+            o->u.v = v;
+            o->n = (uint32_t)pairs;
+            o->cap = (uint32_t)sh;
+            o->shaped = 1;
+            return 0;
+        }
+    }
+    if (o->shaped && (rc = unshape(u, o, o->n + pairs)))
+        return rc;
+    if ((rc = seq_reserve(u, o, o->n + pairs)))
         return rc;
     memcpy(o->u.v + 2 * o->n, kv, (size_t)(2 * pairs * sizeof *kv));
-    o->n += pairs;
+    o->n += (uint32_t)pairs;
     return 0;
 }
 
@@ -407,12 +583,22 @@ ms_pv ms_pv_item(const struct ms_unpickle *u, ms_pv v, uint64_t i)
     return resolve(u, o->u.v[i]);
 }
 
+static inline ms_pv key_word(const struct ms_unpickle *u, const struct obj *o, uint64_t i)
+{
+    return o->shaped ? u->shapes[o->cap]->keys[i] : o->u.v[2 * i];
+}
+
+static inline ms_pv value_word(const struct obj *o, uint64_t i)
+{
+    return o->shaped ? o->u.v[i] : o->u.v[2 * i + 1];
+}
+
 ms_pv ms_pv_dict_key(const struct ms_unpickle *u, ms_pv v, uint64_t i)
 {
     struct obj *o = container(u, v);
     if (!o || o->type != MS_PV_DICT || i >= o->n)
         return MS_PV_ABSENT_VALUE;
-    return resolve(u, o->u.v[2 * i]);
+    return resolve(u, key_word(u, o, i));
 }
 
 ms_pv ms_pv_dict_value(const struct ms_unpickle *u, ms_pv v, uint64_t i)
@@ -420,7 +606,7 @@ ms_pv ms_pv_dict_value(const struct ms_unpickle *u, ms_pv v, uint64_t i)
     struct obj *o = container(u, v);
     if (!o || o->type != MS_PV_DICT || i >= o->n)
         return MS_PV_ABSENT_VALUE;
-    return resolve(u, o->u.v[2 * i + 1]);
+    return resolve(u, value_word(o, i));
 }
 
 ms_pv ms_pv_dict_get(const struct ms_unpickle *u, ms_pv v, const char *key)
@@ -431,12 +617,12 @@ ms_pv ms_pv_dict_get(const struct ms_unpickle *u, ms_pv v, const char *key)
     size_t kl = strlen(key);
     for (uint64_t i = o->n; i-- > 0;) {
         size_t n;
-        ms_pv k = resolve(u, o->u.v[2 * i]);
+        ms_pv k = resolve(u, key_word(u, o, i));
         if (ms_pv_type(u, k) != MS_PV_STR)
             continue;
         const char *p = ms_pv_str(u, k, &n);
         if (n == kl && memcmp(p, key, n) == 0)
-            return resolve(u, o->u.v[2 * i + 1]);
+            return resolve(u, value_word(o, i));
     }
     return MS_PV_ABSENT_VALUE;
 }
@@ -676,7 +862,7 @@ int ms_unpickle_load(struct ms_unpickle *u, const void *data, size_t len)
     } while (0)
 
     /* Drop-behind: every DROP_STEP bytes, release the pages more than DROP_STEP behind. */
-#define DROP_STEP ((size_t)64 << 20)
+#define DROP_STEP ((size_t)16 << 20)
     const unsigned char *drop_at = u->drop_behind && len > 2 * DROP_STEP ? base + 2 * DROP_STEP : end;
     const unsigned char *dropped = base;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -796,7 +982,7 @@ int ms_unpickle_load(struct ms_unpickle *u, const void *data, size_t len)
                 struct obj *o = new_obj(u, MS_PV_BIGINT);
                 if (!o)
                     return fail(u, MS_ENOMEM, OFF, "out of memory");
-                o->n = n;
+                o->n = (uint32_t)n;
                 o->u.s = (const char *)p;
                 PUSH((ms_pv)(uintptr_t)o);
             }

@@ -59,6 +59,7 @@ struct ms_unpickle_caps {
 };
 
 struct ms_pv_arena_chunk;
+struct ms_pv_shape;
 
 /* One reader and the values it built. The caller owns the struct; values stay valid until
  * ms_unpickle_release(). The input bytes are not copied: they must outlive the values. */
@@ -80,6 +81,9 @@ struct ms_unpickle {
     uint64_t stack_len, stack_cap;
     uint64_t *marks;
     uint32_t marks_len, marks_cap;
+    struct ms_pv_shape **shapes; /* dict key shapes (unpickle.c) */
+    uint32_t nshapes, shape_slots_cap;
+    uint32_t *shape_slots;
     struct ms_pv_arena_chunk *chunks;
     unsigned char *cur, *end; /* free space in the current chunk */
     uint64_t mem_used;

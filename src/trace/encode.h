@@ -110,6 +110,35 @@ static inline uint8_t *ms_enc_lost(uint8_t *p, struct ms_enc_state *s, uint64_t 
     return ms_put_varint(p, n);
 }
 
+/* Largest extension record: type, length, dts, three integers, a string. */
+#define MS_EXT_MAX (1 + 6 * MS_VARINT_MAX + MS_TRACE_MAX_LABEL)
+
+/* Writes an extension record of type ext: dts, then the n integers in v, then the string s of
+ * slen bytes (slen is capped at MS_TRACE_MAX_LABEL; pass s = NULL for none). The payload length
+ * is written as a two-byte varint so it can be filled in after the payload. */
+static inline uint8_t *ms_enc_ext(uint8_t *p, struct ms_enc_state *st, int ext, uint64_t ns,
+                                  const uint64_t *v, int n, const char *s, size_t slen)
+{
+    *p++ = (uint8_t)ext;
+    uint8_t *len = p;
+    p += 2;
+    uint8_t *start = p;
+    p = ms_put_ts(p, st, ns);
+    for (int i = 0; i < n; i++)
+        p = ms_put_varint(p, v[i]);
+    if (s) {
+        if (slen > MS_TRACE_MAX_LABEL)
+            slen = MS_TRACE_MAX_LABEL;
+        p = ms_put_varint(p, slen);
+        memcpy(p, s, slen);
+        p += slen;
+    }
+    size_t plen = (size_t)(p - start); /* < 2^14 by the caps above */
+    len[0] = (uint8_t)((plen & 0x7f) | 0x80);
+    len[1] = (uint8_t)(plen >> 7);
+    return p;
+}
+
 static inline size_t ms_stack_record_max(unsigned depth)
 {
     return 1 + 2 * MS_VARINT_MAX + (size_t)depth * MS_VARINT_MAX;

@@ -40,7 +40,22 @@
  *   0x42    PROCESS      ppid exelen exe cmdlen cmd (cmd: NUL-separated argv)
  *   0x43    LOST         dts count               (events this thread could not record)
  *   0x80-0xff EXTENSION  len payload             (skippable by readers that do not know it)
- * Stack id 0 means "no stack". Stack ids are unique within a file. */
+ * Stack id 0 means "no stack". Stack ids are unique within a file.
+ *
+ * Extension payloads always begin with dts (applied to prev_ns by every reader, known type or
+ * not); their addresses are absolute varints (prev_addr is not touched); "str" is a varint
+ * length then bytes (at most MS_TRACE_MAX_LABEL). Version 1 defines (annotation API):
+ *   0x81 STEP          dts                      memscope_step(): ends the current step
+ *   0x82 OWNER_PUSH    dts str                  memscope_owner_push(label)
+ *   0x83 OWNER_POP     dts
+ *   0x84 MARK          dts str                  memscope_mark(msg)
+ *   0x85 RANGE_PUSH    dts str                  memscope_range_push(name)
+ *   0x86 RANGE_POP     dts
+ *   0x87 ACCESS        dts addr size flags str  memscope_access(p, n, flags, op)
+ *   0x88 POOL_ALLOC    dts addr size stack str  memscope_pool_alloc(pool, p, n); str = pool
+ *   0x89 POOL_FREE     dts addr str
+ *   0x8a POOL_RESERVE  dts addr size stack str  memscope_pool_reserve(pool, p, n)
+ *   0x8b POOL_RELEASE  dts addr str */
 #ifndef MS_TRACE_FORMAT_H
 #define MS_TRACE_FORMAT_H
 
@@ -56,6 +71,7 @@
 #define MS_TRACE_MAX_DEPTH 1000u
 #define MS_TRACE_MAX_PATH 4096u
 #define MS_TRACE_MAX_CMDLINE 65536u
+#define MS_TRACE_MAX_LABEL 1024u
 
 #define MS_TRACE_F_STACKS 1u     /* native stacks were collected */
 #define MS_TRACE_F_DEFERRED 2u   /* collect-mode=deferred: recording starts at memscope_start() */
@@ -73,6 +89,25 @@ enum {
     MS_REC_EXTENSION = 0x80,
     MS_REC_F_ALIGNED16 = 0x40, /* flag on HEAP_ALLOC / HEAP_FREE: address delta / 16 */
 };
+
+/* Extension record types (the type byte of an EXTENSION record). */
+enum {
+    MS_EXT_STEP = 0x81,
+    MS_EXT_OWNER_PUSH = 0x82,
+    MS_EXT_OWNER_POP = 0x83,
+    MS_EXT_MARK = 0x84,
+    MS_EXT_RANGE_PUSH = 0x85,
+    MS_EXT_RANGE_POP = 0x86,
+    MS_EXT_ACCESS = 0x87,
+    MS_EXT_POOL_ALLOC = 0x88,
+    MS_EXT_POOL_FREE = 0x89,
+    MS_EXT_POOL_RESERVE = 0x8a,
+    MS_EXT_POOL_RELEASE = 0x8b,
+};
+
+/* memscope_access() flags (also include/memscope.h). */
+#define MS_ACCESS_READ 1u
+#define MS_ACCESS_WRITE 2u
 
 /* Allocation functions (low nibble of HEAP_ALLOC). */
 enum {

@@ -240,17 +240,66 @@ static int get_bytes(struct ms_trace_cursor *c, size_t cap, const char **s, size
     return 0;
 }
 
+/* An extension record: every reader applies its leading dts; known types are decoded, unknown
+ * ones are returned with the rest of their payload in str1. */
+static int decode_ext(struct ms_trace_cursor *c, struct ms_record *r, int type)
+{
+    const char *payload;
+    size_t plen;
+    r->type = MS_REC_EXTENSION;
+    r->fn = type;
+    if (get_bytes(c, MS_TRACE_MAX_CHUNK, &payload, &plen))
+        return -1;
+    struct ms_trace_cursor sub = *c; /* decode the payload with the same delta state */
+    const uint8_t *after = c->p;
+    sub.p = (const uint8_t *)payload;
+    sub.end = sub.p + plen;
+    uint64_t v[3] = {0, 0, 0};
+    int nint = 0, str = 0;
+    switch (type) {
+    case MS_EXT_STEP: case MS_EXT_OWNER_POP: case MS_EXT_RANGE_POP: break;
+    case MS_EXT_OWNER_PUSH: case MS_EXT_MARK: case MS_EXT_RANGE_PUSH: str = 1; break;
+    case MS_EXT_ACCESS: case MS_EXT_POOL_ALLOC: case MS_EXT_POOL_RESERVE: nint = 3; str = 1; break;
+    case MS_EXT_POOL_FREE: case MS_EXT_POOL_RELEASE: nint = 1; str = 1; break;
+    default: nint = -1; break;
+    }
+    if (get_ts(&sub, &r->ns))
+        return -1;
+    c->prev_ns = sub.prev_ns;
+    if (nint < 0) { /* unknown: the caller may skip it */
+        r->str1 = (const char *)sub.p;
+        r->len1 = (size_t)(sub.end - sub.p);
+        c->p = after;
+        return 0;
+    }
+    for (int i = 0; i < nint; i++)
+        if (get_varint(&sub.p, sub.end, &v[i]))
+            return -1;
+    r->addr = v[0];
+    r->size = v[1];
+    if (type == MS_EXT_ACCESS) {
+        if (v[2] > 3)
+            return -1;
+        r->flags = (uint32_t)v[2];
+    } else if (nint == 3) {
+        if (v[2] > UINT32_MAX)
+            return -1;
+        r->stack_id = (uint32_t)v[2];
+    }
+    if (str && get_bytes(&sub, MS_TRACE_MAX_LABEL, &r->str1, &r->len1))
+        return -1;
+    c->p = after;
+    return 0;
+}
+
 static int decode(struct ms_trace_cursor *c, struct ms_record *r)
 {
     uint64_t v;
     int type = *c->p++;
     uint64_t unit = 1;
     memset(r, 0, sizeof *r);
-    if (type >= MS_REC_EXTENSION) {
-        r->type = MS_REC_EXTENSION;
-        r->fn = type;
-        return get_bytes(c, MS_TRACE_MAX_CHUNK, &r->str1, &r->len1);
-    }
+    if (type >= MS_REC_EXTENSION)
+        return decode_ext(c, r, type);
     if ((type & 0xf0) == (MS_REC_HEAP_ALLOC | MS_REC_F_ALIGNED16) ||
         type == (MS_REC_HEAP_FREE | MS_REC_F_ALIGNED16)) {
         type &= ~MS_REC_F_ALIGNED16;

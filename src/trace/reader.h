@@ -49,7 +49,9 @@ void ms_trace_release(struct ms_trace *t);
  * next call on the same cursor. */
 struct ms_record {
     int type;           /* base type: MS_REC_HEAP_ALLOC, MS_REC_HEAP_FREE, ... MS_REC_EXTENSION */
-    int fn;             /* MS_FN_* for the ALLOC types; the extension type byte for EXTENSION */
+    int fn;             /* MS_FN_* for the ALLOC types; the extension type byte (MS_EXT_*) for
+                           EXTENSION */
+    uint32_t flags;     /* ACCESS: MS_ACCESS_* */
     uint64_t ns;        /* CLOCK_MONOTONIC time (events only) */
     uint64_t addr;
     uint64_t size;      /* bytes; LOST: the count */
@@ -58,7 +60,8 @@ struct ms_record {
     const uint64_t *pcs;
     uint64_t bias, lo, hi; /* MODULE */
     uint64_t ppid;         /* PROCESS */
-    const char *str1;      /* MODULE path, PROCESS exe, EXTENSION payload */
+    const char *str1;      /* MODULE path, PROCESS exe; EXTENSION: the label / message / op /
+                              pool name of known types, the payload after dts of unknown ones */
     size_t len1;
     const char *str2;      /* PROCESS cmd (NUL-separated argv) */
     size_t len2;

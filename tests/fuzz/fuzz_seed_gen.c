@@ -47,10 +47,10 @@ static void build(struct tg *g, int threads, int events)
                                8192, 0);
             c.p = ms_enc_munmap(c.p, &c.st, 1201, 0x7f0000000000, 4096);
             c.p = ms_enc_lost(c.p, &c.st, 1202, 1);
-            *c.p++ = 0x90; /* an extension record */
-            c.p = ms_put_varint(c.p, 3);
-            memcpy(c.p, "ext", 3);
-            c.p += 3;
+            *c.p++ = 0xf0; /* an extension record of an unknown type: dts, then bytes */
+            c.p = ms_put_varint(c.p, 4);
+            memcpy(c.p, "\0ext", 4);
+            c.p += 4;
             tg_chunk_end(g, &c);
         }
         if (t == 0)

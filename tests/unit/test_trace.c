@@ -14,12 +14,14 @@
 
 static const uint64_t pcs[3] = {0x401234, 0x401100, 0x7f0000001000};
 
-/* Writes an extension record by hand: type byte, varint length, payload. */
+/* Writes an extension record of a type no reader knows, by hand: type byte, varint length,
+ * then the payload, which starts with dts (0 here) as every extension's does. */
 static uint8_t *put_extension(uint8_t *p, int type, const char *payload)
 {
     size_t n = strlen(payload);
     *p++ = (uint8_t)type;
-    p = ms_put_varint(p, n);
+    p = ms_put_varint(p, n + 1);
+    *p++ = 0;
     memcpy(p, payload, n);
     return p + n;
 }
@@ -38,7 +40,7 @@ static void build(struct tg *g, size_t *corrupt_at)
     for (int fn = 0; fn < MS_FN_HEAP_COUNT; fn++)
         c.p = ms_enc_alloc(c.p, &c.st, MS_REC_HEAP_ALLOC + fn, MONO0 + 10 + (uint64_t)fn,
                            0x10000 + 0x100 * (uint64_t)fn, 16 + (uint64_t)fn, 7);
-    c.p = put_extension(c.p, 0x85, "future stuff");
+    c.p = put_extension(c.p, 0xf5, "future stuff");
     c.p = ms_enc_free(c.p, &c.st, MONO0 + 30, 0x10000);
     tg_chunk_end(g, &c);
 
@@ -130,7 +132,7 @@ static void test_round_trip(void)
     }
     CHECK_EQ(ms_trace_stream_next(&s, &r), 1);
     CHECK_EQ(r.type, MS_REC_EXTENSION);
-    CHECK_EQ(r.fn, 0x85);
+    CHECK_EQ(r.fn, 0xf5);
     CHECK(r.len1 == 12 && !memcmp(r.str1, "future stuff", 12));
     CHECK_EQ(ms_trace_stream_next(&s, &r), 1); /* the record after the extension decodes */
     CHECK_EQ(r.type, MS_REC_HEAP_FREE);

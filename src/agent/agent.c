@@ -27,7 +27,6 @@ static struct {
     void (*free)(void *);
     void *(*calloc)(size_t, size_t);
     void *(*realloc)(void *, size_t);
-    void *(*reallocarray)(void *, size_t, size_t);
     int (*posix_memalign)(void **, size_t, size_t);
     void *(*aligned_alloc)(size_t, size_t);
     void *(*memalign)(size_t, size_t);
@@ -66,7 +65,6 @@ static void resolve(void)
     R(calloc);
     R(malloc);
     R(realloc);
-    R(reallocarray);
     R(posix_memalign);
     R(aligned_alloc);
     R(memalign);
@@ -81,48 +79,59 @@ static void resolve(void)
     resolving = 0;
 }
 
-/* Enters the agent on this thread; returns the thread's state, or NULL when the event must
- * not be recorded (recording off, or the agent is already running on this thread). */
-static inline struct tstate *enter(void)
+/* Enters the agent on this thread and returns the stream to record into, or NULL when the
+ * event must not be recorded (recording off). A signal handler that interrupts the agent on
+ * its own thread gets the thread's second stream; deeper nesting is counted as lost. */
+static inline struct stream *enter(struct tstate **tp)
 {
     if (!__atomic_load_n(&agent.recording, __ATOMIC_RELAXED))
         return NULL;
     struct tstate *t = &agent_tls;
-    if (t->guard)
+    int g = t->guard;
+    if (unlikely(t->internal))
+        return NULL; /* the agent's own allocation */
+    if (unlikely(g >= 2)) {
+        writer_lost();
         return NULL;
-    t->guard = 1;
-    return t;
+    }
+    t->guard = g + 1;
+    *tp = t;
+    struct stream *s = &t->s[g];
+    s->nested = g;
+    return s;
 }
 
 static inline void leave(struct tstate *t)
 {
-    t->guard = 0;
+    t->guard--;
 }
 
 static __attribute__((noinline)) void record_alloc(int type, const void *p, size_t n, void *fp,
                                                   uint64_t ns)
 {
-    struct tstate *t = enter();
-    if (!t)
+    struct tstate *t;
+    struct stream *s = enter(&t);
+    if (!s)
         return;
-    uint32_t sid = agent.depth ? stacks_capture(t, fp) : 0;
-    uint8_t *w = writer_reserve(t, MS_REC_MAX_EVENT);
+    uint32_t sid = agent.depth ? stacks_capture(t, s, fp) : 0;
+    uint8_t *w = writer_reserve(t, s, MS_REC_MAX_EVENT);
     if (w)
-        writer_commit(t, ms_enc_alloc(w, &t->enc, type, ns ? ns : agent_now(), (uintptr_t)p, n,
+        writer_commit(s, ms_enc_alloc(w, &s->enc, type, ns ? ns : agent_now(), (uintptr_t)p, n,
                                       sid));
     leave(t);
 }
 
 static __attribute__((noinline)) void record_free(int type, const void *p, size_t n, uint64_t ns)
 {
-    struct tstate *t = enter();
-    if (!t)
+    struct tstate *t;
+    struct stream *s = enter(&t);
+    if (!s)
         return;
-    uint8_t *w = writer_reserve(t, MS_REC_MAX_EVENT);
+    uint8_t *w = writer_reserve(t, s, MS_REC_MAX_EVENT);
     if (w) {
-        uint8_t *e = type == MS_REC_MUNMAP ? ms_enc_munmap(w, &t->enc, ns, (uintptr_t)p, n)
-                                           : ms_enc_free(w, &t->enc, ns, (uintptr_t)p);
-        writer_commit(t, e);
+        uint8_t *e = type == MS_REC_MUNMAP ? ms_enc_munmap(w, &s->enc, ns, (uintptr_t)p, n)
+                                           : ms_enc_free(w, &s->enc, ns, (uintptr_t)p);
+        writer_commit(s, e);
     }
     leave(t);
 }
@@ -201,12 +210,18 @@ AGENT_API void *realloc(void *old, size_t n)
     return p;
 }
 
+/* glibc's reallocarray calls realloc through the PLT, which would record the call twice, so
+ * this one does the overflow check itself and calls the real realloc. */
 AGENT_API void *reallocarray(void *old, size_t n, size_t m)
 {
-    if (unlikely(!real.reallocarray))
+    if (unlikely(!real.realloc))
         resolve();
+    if (m && n > SIZE_MAX / m) {
+        errno = ENOMEM;
+        return NULL;
+    }
     uint64_t ns0 = agent.recording ? agent_now() : 0;
-    void *p = real.reallocarray(old, n, m);
+    void *p = real.realloc(old, n * m);
     if (agent.recording && ns0)
         realloc_done(MS_FN_REALLOCARRAY, old, p, n * m, ns0, __builtin_frame_address(0));
     return p;
@@ -332,21 +347,20 @@ static void on_thread_exit(void *arg)
 {
     (void)arg;
     struct tstate *t = &agent_tls;
-    t->guard = 1;
+    t->internal++;
     writer_thread_exit(t);
-    t->guard = 0;
+    t->internal--;
 }
 
 static void on_fork_child(void)
 {
     struct tstate *t = &agent_tls;
-    int g = t->guard;
-    t->guard = 1;
+    t->internal++;
     stacks_reset_after_fork();
     writer_after_fork_child();
     if (!agent.broken && agent.hdr)
-        modules_scan(t);
-    t->guard = g;
+        modules_scan(t, &t->s[0]);
+    t->internal--;
 }
 
 /* Parses a small unsigned decimal; returns def when absent or malformed. */
@@ -403,10 +417,10 @@ __attribute__((constructor)) static void agent_init(void)
 {
     struct tstate *t = &agent_tls;
     resolve();
-    t->guard = 1;
+    t->internal = 1;
     const char *dir = getenv("MEMSCOPE_TRACE_DIR");
     if (!dir || !*dir || strlen(dir) >= sizeof agent.dir) {
-        t->guard = 0;
+        t->internal = 0;
         return;
     }
     strcpy(agent.dir, dir);
@@ -425,18 +439,18 @@ __attribute__((constructor)) static void agent_init(void)
     if (rc < 0) {
         agent.broken = 1;
         agent_say("cannot record: cannot create the trace file in", agent.dir);
-        t->guard = 0;
+        t->internal = 0;
         return;
     }
     have_exit_key = pthread_key_create(&exit_key, on_thread_exit) == 0;
     pthread_atfork(NULL, NULL, on_fork_child);
     agent.initialized = 1;
     writer_process_record();
-    modules_scan(t);
+    modules_scan(t, &t->s[0]);
     stacks_warm_up();
     if (!deferred && !agent.broken)
         __atomic_store_n(&agent.recording, 1, __ATOMIC_RELEASE);
-    t->guard = 0;
+    t->internal = 0;
 }
 
 /* ---- the annotation API (include/memscope.h calls these through weak references) ---- */
@@ -444,18 +458,19 @@ __attribute__((constructor)) static void agent_init(void)
 /* Writes one extension record for the calling thread. Returns 0, or -1 when not recording. */
 static int record_ext(int ext, const uint64_t *v, int n, const char *str, void *fp, int want_stack)
 {
-    struct tstate *t = enter();
-    if (!t)
+    struct tstate *t;
+    struct stream *s = enter(&t);
+    if (!s)
         return -1;
     uint64_t vv[3];
     for (int i = 0; i < n; i++)
         vv[i] = v[i];
     if (want_stack)
-        vv[n - 1] = agent.depth ? stacks_capture(t, fp) : 0;
+        vv[n - 1] = agent.depth ? stacks_capture(t, s, fp) : 0;
     size_t slen = str ? strnlen(str, MS_TRACE_MAX_LABEL) : 0;
-    uint8_t *w = writer_reserve(t, MS_EXT_MAX);
+    uint8_t *w = writer_reserve(t, s, MS_EXT_MAX);
     if (w)
-        writer_commit(t, ms_enc_ext(w, &t->enc, ext, agent_now(), vv, n, str ? str : NULL, slen));
+        writer_commit(s, ms_enc_ext(w, &s->enc, ext, agent_now(), vv, n, str ? str : NULL, slen));
     leave(t);
     return w ? 0 : -1;
 }

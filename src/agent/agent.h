@@ -22,18 +22,28 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define AGENT_API __attribute__((visibility("default")))
 
-/* Per-thread state. Lives in static TLS (initial-exec), so reading it never allocates. */
-struct tstate {
-    int guard;              /* nonzero while the agent itself runs on this thread */
-    uint32_t generation;    /* agent generation (bumped in a forked child) this state is for */
-    uint32_t tid;
-    uint32_t serial;        /* process-unique thread number, never reused */
+/* One stream of records: a thread's own, or the one its signal handlers use while the thread
+ * is inside the agent. Each stream has its own chunks and thread serial in the file. */
+struct stream {
+    uint32_t serial;        /* process-unique stream number, never reused (0: none yet) */
     uint32_t seq;           /* next chunk sequence number */
     uint32_t chunk_size;    /* size of the current chunk */
     uint8_t *chunk;         /* current chunk mapping, NULL when none */
     uint8_t *pos, *end;     /* free space of the current chunk */
-    uint64_t last_ns;       /* last timestamp encoded by this thread */
+    uint64_t last_ns;       /* last timestamp encoded in this stream */
     struct ms_enc_state enc;
+    int nested;             /* 1: the signal-handler stream (takes locks with trylock only) */
+};
+
+/* Per-thread state. Lives in static TLS (initial-exec), so reading it never allocates. */
+struct tstate {
+    int guard;              /* depth of agent code running on this thread: 0 none, 1 the
+                               thread's own, 2 a signal handler that interrupted it */
+    int internal;           /* nonzero while the agent calls libc code that may allocate for
+                               itself (pthread_getattr_np, backtrace ...): not recorded */
+    uint32_t generation;    /* agent generation (bumped in a forked child) this state is for */
+    uint32_t tid;
+    struct stream s[2];     /* s[guard - 1] is the stream of the current agent call */
     uintptr_t stack_lo, stack_hi; /* this thread's stack, for safe frame-pointer walks */
 };
 
@@ -64,10 +74,13 @@ void agent_thread_register(void);
 int writer_open(void);               /* opens this image's trace file; 0 or -errno */
 void writer_after_fork_child(void);  /* drops the parent's file and mappings, opens a new one */
 void writer_thread_exit(struct tstate *t);
-/* Returns room for n bytes in the thread's chunk, or NULL (recording is then stopped). */
-uint8_t *writer_reserve(struct tstate *t, size_t n);
+/* Returns room for n bytes in stream s of thread t, or NULL (recording stopped, or a nested
+ * stream could not take a lock its thread holds: the event is then counted as lost). */
+uint8_t *writer_reserve(struct tstate *t, struct stream *s, size_t n);
 /* Publishes the bytes written up to end. */
-void writer_commit(struct tstate *t, uint8_t *end);
+void writer_commit(struct stream *s, uint8_t *end);
+/* Counts an event that could not be recorded. */
+void writer_lost(void);
 void writer_fail(const char *what, int err);
 void writer_process_record(void);
 
@@ -76,8 +89,8 @@ int stacks_init(void);             /* 0 or -errno */
 void stacks_reset_after_fork(void);
 /* Captures the caller's stack starting at frame pointer fp and returns its id (0: none),
  * writing STACK and MODULE records for what is new. */
-uint32_t stacks_capture(struct tstate *t, void *fp);
-void modules_scan(struct tstate *t);
+uint32_t stacks_capture(struct tstate *t, struct stream *s, void *fp);
+void modules_scan(struct tstate *t, struct stream *s);
 void stacks_warm_up(void);
 
 /* Raw syscalls: the agent's own mappings must not show up as traced mmap events (the

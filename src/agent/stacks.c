@@ -45,9 +45,31 @@ static unsigned nmods;
 static int mod_lock;
 static unsigned long long mod_adds = ~0ull;
 static char exe_path[MS_TRACE_MAX_PATH];
-/* The C library's code range: it is built without frame pointers, so a walk that starts in it
- * (strdup, fopen, getline ... calling malloc) would lose the caller; those events use DWARF. */
-static uintptr_t libc_lo, libc_hi;
+/* Code ranges of runtime libraries built without frame pointers (the C library: strdup,
+ * fopen, getline ...; libstdc++: operator new). A walk that starts in one of them would lose
+ * the caller, so those events are unwound with DWARF. */
+#define MAX_NOFP 4
+static struct module_range nofp[MAX_NOFP];
+static unsigned nnofp;
+
+static int nofp_library(const char *name, size_t len)
+{
+    static const char *const libs[] = {"/libc.so.6", "/libstdc++.so.6"};
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+        size_t l = strlen(libs[i]);
+        if (len >= l && !memcmp(name + len - l, libs[i], l))
+            return 1;
+    }
+    return 0;
+}
+
+static int in_nofp(uintptr_t pc)
+{
+    for (unsigned i = 0; i < nnofp; i++)
+        if (pc >= nofp[i].lo && pc < nofp[i].hi)
+            return 1;
+    return 0;
+}
 
 int stacks_init(void)
 {
@@ -75,6 +97,7 @@ void stacks_reset_after_fork(void)
         madvise(stab_id, (size_t)STAB_SIZE * sizeof(uint32_t), MADV_DONTNEED);
     next_id = 0;
     nmods = 0;
+    nnofp = 0;
     mod_lock = 0;
     mod_adds = ~0ull;
 }
@@ -93,14 +116,18 @@ static void stack_bounds(struct tstate *t)
             size = rl.rlim_cur;
         t->stack_hi = top + 64; /* main's frame sits just below __libc_stack_end */
         t->stack_lo = top > size ? top - size : 0;
-    } else if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-        void *addr;
-        size_t size;
-        if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-            t->stack_lo = (uintptr_t)addr;
-            t->stack_hi = (uintptr_t)addr + size;
+    } else {
+        t->internal++; /* pthread_getattr_np allocates */
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            void *addr;
+            size_t size;
+            if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+                t->stack_lo = (uintptr_t)addr;
+                t->stack_hi = (uintptr_t)addr + size;
+            }
+            pthread_attr_destroy(&attr);
         }
-        pthread_attr_destroy(&attr);
+        t->internal--;
     }
     if (!t->stack_hi || sp < t->stack_lo || sp >= t->stack_hi)
         t->stack_lo = t->stack_hi = 1; /* unknown: record only the first frame */
@@ -120,7 +147,7 @@ static unsigned unwind(struct tstate *t, void *fp0, uint64_t *pcs, unsigned max)
         return n;
     for (;;) {
         uintptr_t next = ((uintptr_t *)fp)[0];
-        if (n >= max || next <= fp || next < sp || next + 16 > t->stack_hi || (next & 7))
+        if (n >= max || next <= fp || next < sp || next > t->stack_hi - 16 || (next & 7))
             break;
         fp = next;
         uintptr_t ret = ((uintptr_t *)fp)[1];
@@ -134,11 +161,14 @@ static unsigned unwind(struct tstate *t, void *fp0, uint64_t *pcs, unsigned max)
 /* DWARF unwinding through glibc's backtrace() (libgcc's unwinder, which reads .eh_frame):
  * exact through code built without frame pointers, such as libc itself, at about a microsecond
  * per event. Our own frames are dropped by finding the interposer's return address. */
-static unsigned unwind_dwarf(void *fp0, uint64_t *pcs, unsigned max)
+static unsigned unwind_dwarf(struct tstate *t, void *fp0, uint64_t *pcs, unsigned max)
 {
     void *buf[MS_TRACE_MAX_DEPTH + 8];
     uintptr_t ret0 = ((uintptr_t *)fp0)[1];
-    int n = backtrace(buf, (int)(max + 8 < sizeof buf / sizeof buf[0] ? max + 8 : sizeof buf / sizeof buf[0]));
+    size_t cap = sizeof buf / sizeof buf[0];
+    t->internal++; /* libgcc's unwinder may allocate */
+    int n = backtrace(buf, (int)(max + 8 < cap ? max + 8 : cap));
+    t->internal--;
     int i = 0;
     while (i < n && (uintptr_t)buf[i] != ret0)
         i++;
@@ -155,8 +185,11 @@ static unsigned unwind_dwarf(void *fp0, uint64_t *pcs, unsigned max)
 void stacks_warm_up(void)
 {
     void *buf[4];
-    if (agent.depth)
+    if (agent.depth) {
+        agent_tls.internal++;
         backtrace(buf, 4); /* loads libgcc_s now, not inside a signal handler later */
+        agent_tls.internal--;
+    }
 }
 
 static uint64_t hash_stack(const uint64_t *pcs, unsigned n)
@@ -198,9 +231,14 @@ static int covered(uintptr_t pc)
     return 0;
 }
 
+struct scan_ctx {
+    struct tstate *t;
+    struct stream *s;
+};
+
 static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    struct tstate *t = arg;
+    struct scan_ctx *ctx = arg;
     (void)size;
     uintptr_t lo = UINTPTR_MAX, hi = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -219,14 +257,15 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
     if (!name || !*name)
         name = exe_path;
     size_t len = strnlen(name, MS_TRACE_MAX_PATH);
-    if (len >= 10 && !memcmp(name + len - 10, "/libc.so.6", 10)) {
-        libc_lo = lo;
-        libc_hi = hi;
+    if (nofp_library(name, len) && nnofp < MAX_NOFP) {
+        nofp[nnofp].lo = lo;
+        nofp[nnofp].hi = hi;
+        __atomic_store_n(&nnofp, nnofp + 1, __ATOMIC_RELEASE);
     }
-    uint8_t *w = writer_reserve(t, ms_module_record_max(len));
+    uint8_t *w = writer_reserve(ctx->t, ctx->s, ms_module_record_max(len));
     if (!w)
         return 1;
-    writer_commit(t, ms_enc_module(w, info->dlpi_addr, lo, hi, name, len));
+    writer_commit(ctx->s, ms_enc_module(w, info->dlpi_addr, lo, hi, name, len));
     mods[nmods].lo = lo;
     mods[nmods].hi = hi;
     nmods++;
@@ -241,10 +280,11 @@ static int read_adds(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 /* Emits MODULE records for every loaded object not described yet. */
-void modules_scan(struct tstate *t)
+void modules_scan(struct tstate *t, struct stream *s)
 {
+    struct scan_ctx ctx = {t, s};
     lock(&mod_lock);
-    dl_iterate_phdr(scan_one, t);
+    dl_iterate_phdr(scan_one, &ctx);
     unsigned long long adds = 0;
     dl_iterate_phdr(read_adds, &adds);
     mod_adds = adds;
@@ -252,10 +292,17 @@ void modules_scan(struct tstate *t)
 }
 
 /* Rescans the module list when a new stack has a pc outside every known module and objects
- * were loaded since the last scan (dlopen). */
-static void check_modules(struct tstate *t, const uint64_t *pcs, unsigned n)
+ * were loaded since the last scan (dlopen). A nested (signal-handler) stream skips the check
+ * when its thread holds the lock. */
+static void check_modules(struct tstate *t, struct stream *s, const uint64_t *pcs, unsigned n)
 {
-    lock(&mod_lock);
+    struct scan_ctx ctx = {t, s};
+    if (s->nested) {
+        if (__atomic_exchange_n(&mod_lock, 1, __ATOMIC_ACQUIRE))
+            return;
+    } else {
+        lock(&mod_lock);
+    }
     int missing = 0;
     for (unsigned i = 0; i < n && !missing; i++)
         missing = !covered(pcs[i]);
@@ -263,7 +310,7 @@ static void check_modules(struct tstate *t, const uint64_t *pcs, unsigned n)
         unsigned long long adds = 0;
         dl_iterate_phdr(read_adds, &adds);
         if (adds != mod_adds) {
-            dl_iterate_phdr(scan_one, t);
+            dl_iterate_phdr(scan_one, &ctx);
             mod_adds = adds;
         }
     }
@@ -283,13 +330,13 @@ static uint32_t published_id(uint32_t i)
     return 0;
 }
 
-uint32_t stacks_capture(struct tstate *t, void *fp)
+uint32_t stacks_capture(struct tstate *t, struct stream *s, void *fp)
 {
     uint64_t pcs[agent.depth ? agent.depth : 1]; /* small threads have small stacks */
     unsigned n;
     uintptr_t ret0 = ((uintptr_t *)fp)[1];
-    if (agent.unwind_dwarf || (ret0 >= libc_lo && ret0 < libc_hi))
-        n = unwind_dwarf(fp, pcs, agent.depth);
+    if (agent.unwind_dwarf || in_nofp(ret0))
+        n = unwind_dwarf(t, fp, pcs, agent.depth);
     else
         n = unwind(t, fp, pcs, agent.depth);
     uint64_t h = hash_stack(pcs, n);
@@ -310,11 +357,11 @@ uint32_t stacks_capture(struct tstate *t, void *fp)
         /* New stack: describe it (and any module it needs) before the event that uses it. */
         uint32_t id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
         __atomic_store_n(&stab_id[i], id, __ATOMIC_RELEASE);
-        check_modules(t, pcs, n);
-        uint8_t *w = writer_reserve(t, ms_stack_record_max(n));
+        check_modules(t, s, pcs, n);
+        uint8_t *w = writer_reserve(t, s, ms_stack_record_max(n));
         if (!w)
             return 0;
-        writer_commit(t, ms_enc_stack(w, id, pcs, n));
+        writer_commit(s, ms_enc_stack(w, id, pcs, n));
         return id;
     }
     return 0; /* table crowded here: the event goes without a stack */

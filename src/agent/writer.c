@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,6 +50,11 @@ void agent_say(const char *msg, const char *detail)
     (void)w;
 }
 
+static int trylock(int *l)
+{
+    return !__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE);
+}
+
 static void lock(int *l)
 {
     while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
@@ -69,9 +75,11 @@ void writer_fail(const char *what, int err)
     if (agent.hdr)
         __atomic_store_n(&agent.hdr->stopped_errno, (uint64_t)err, __ATOMIC_RELAXED);
     char detail[256];
+    agent_tls.internal++;
     snprintf(detail, sizeof detail, "%s (%s); recording stopped, the program runs on", what,
              strerror(err));
     agent_say("cannot record", detail);
+    agent_tls.internal--;
 }
 
 /* Appends decimal v to p; returns the end. */
@@ -85,6 +93,22 @@ static char *put_dec(char *p, unsigned long v)
     while (n)
         *p++ = tmp[--n];
     return p;
+}
+
+/* Extends the trace file to end bytes without ever raising SIGXFSZ in the host: a file-size
+ * limit (ulimit -f) is checked first and reported as EFBIG. Returns 0 or -1 with errno set. */
+static int grow_file(int fd, uint64_t off, uint64_t size)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        off + size > rl.rlim_cur) {
+        errno = EFBIG;
+        return -1;
+    }
+    int rc = fallocate(fd, 0, (off_t)off, (off_t)size);
+    if (rc < 0 && (errno == EOPNOTSUPP || errno == ENOSYS))
+        rc = ftruncate(fd, (off_t)(off + size));
+    return rc;
 }
 
 int writer_open(void)
@@ -111,9 +135,7 @@ int writer_open(void)
     }
     if (fd < 0)
         return -errno;
-    int rc = fallocate(fd, 0, 0, MS_TRACE_HEADER_SIZE);
-    if (rc < 0 && (errno == EOPNOTSUPP || errno == ENOSYS))
-        rc = ftruncate(fd, MS_TRACE_HEADER_SIZE);
+    int rc = grow_file(fd, 0, MS_TRACE_HEADER_SIZE);
     if (rc < 0) {
         int e = errno;
         close(fd);
@@ -143,15 +165,28 @@ int writer_open(void)
     return 0;
 }
 
+void writer_lost(void)
+{
+    if (agent.hdr)
+        __atomic_add_fetch(&agent.hdr->lost_events, 1, __ATOMIC_RELAXED);
+}
+
+static void stream_drop(struct stream *s)
+{
+    if (s->chunk)
+        sys_munmap(s->chunk, s->chunk_size);
+    s->chunk = s->pos = s->end = NULL;
+    s->chunk_size = 0;
+    s->serial = 0;
+    s->seq = 0;
+}
+
 void writer_after_fork_child(void)
 {
     /* The parent's mappings are shared with the parent: drop them without writing. */
     struct tstate *t = &agent_tls;
-    if (t->chunk)
-        sys_munmap(t->chunk, t->chunk_size);
-    t->chunk = t->pos = t->end = NULL;
-    t->serial = 0;
-    t->seq = 0;
+    stream_drop(&t->s[0]);
+    stream_drop(&t->s[1]);
     t->tid = 0;
     if (agent.hdr)
         sys_munmap(agent.hdr, MS_TRACE_HEADER_SIZE);
@@ -174,24 +209,35 @@ void writer_after_fork_child(void)
 
 void writer_thread_exit(struct tstate *t)
 {
-    if (t->chunk && t->generation == agent.generation)
-        sys_munmap(t->chunk, t->chunk_size);
-    t->chunk = t->pos = t->end = NULL;
+    for (int i = 0; i < 2; i++) {
+        struct stream *s = &t->s[i];
+        if (s->chunk && t->generation == agent.generation)
+            sys_munmap(s->chunk, s->chunk_size);
+        s->chunk = s->pos = s->end = NULL;
+    }
 }
 
-/* Maps a new chunk of at least need bytes of records for thread t. */
-static int new_chunk(struct tstate *t, size_t need)
+/* Maps a new chunk of at least need bytes of records for stream s of thread t. */
+static int new_chunk(struct tstate *t, struct stream *s, size_t need)
 {
-    if (t->generation != agent.generation || !t->serial) {
+    if (t->generation != agent.generation) {
         t->generation = agent.generation;
-        t->serial = __atomic_add_fetch(&agent.next_serial, 1, __ATOMIC_RELAXED);
-        t->tid = (uint32_t)syscall(SYS_gettid);
-        t->seq = 0;
-        t->chunk = NULL;
-        t->chunk_size = 0;
-        agent_thread_register();
+        t->tid = 0;
+        for (int i = 0; i < 2; i++)
+            t->s[i].serial = 0, t->s[i].chunk = NULL, t->s[i].chunk_size = 0;
     }
-    uint32_t size = t->chunk_size ? t->chunk_size * 2 : CHUNK_MIN;
+    if (!t->tid) {
+        t->tid = (uint32_t)syscall(SYS_gettid);
+        if (!s->nested)
+            agent_thread_register();
+    }
+    if (!s->serial) {
+        s->serial = __atomic_add_fetch(&agent.next_serial, 1, __ATOMIC_RELAXED);
+        s->seq = 0;
+        s->chunk = NULL;
+        s->chunk_size = 0;
+    }
+    uint32_t size = s->chunk_size ? s->chunk_size * 2 : CHUNK_MIN;
     if (size > CHUNK_MAX)
         size = CHUNK_MAX;
     size_t want = (need + MS_TRACE_CHUNK_HEADER_SIZE + MS_TRACE_CHUNK_ALIGN - 1) &
@@ -199,11 +245,14 @@ static int new_chunk(struct tstate *t, size_t need)
     if (want > size)
         size = (uint32_t)want;
 
-    lock(&agent.file_lock);
+    if (s->nested) {
+        if (!trylock(&agent.file_lock)) /* its own thread may hold it: never wait */
+            return -1;
+    } else {
+        lock(&agent.file_lock);
+    }
     uint64_t off = agent.hdr->file_end;
-    int rc = fallocate(agent.fd, 0, (off_t)off, size);
-    if (rc < 0 && (errno == EOPNOTSUPP || errno == ENOSYS))
-        rc = ftruncate(agent.fd, (off_t)(off + size));
+    int rc = grow_file(agent.fd, off, size);
     int err = errno;
     if (rc == 0)
         __atomic_store_n(&agent.hdr->file_end, off + size, __ATOMIC_RELEASE);
@@ -217,42 +266,44 @@ static int new_chunk(struct tstate *t, size_t need)
         writer_fail("cannot map the trace file", errno);
         return -1;
     }
-    if (t->chunk)
-        sys_munmap(t->chunk, t->chunk_size);
+    if (s->chunk)
+        sys_munmap(s->chunk, s->chunk_size);
     struct ms_trace_chunk_header *ch = m;
     ch->size = size;
     ch->tid = t->tid;
-    ch->thread_serial = t->serial;
-    ch->seq = t->seq++;
+    ch->thread_serial = s->serial;
+    ch->seq = s->seq++;
     ch->used = 0;
-    ch->base_ns = t->last_ns;
+    ch->base_ns = s->last_ns;
     __atomic_store_n(&ch->magic, MS_TRACE_CHUNK_MAGIC, __ATOMIC_RELEASE);
-    t->chunk = m;
-    t->chunk_size = size;
-    t->pos = (uint8_t *)m + MS_TRACE_CHUNK_HEADER_SIZE;
-    t->end = (uint8_t *)m + size;
-    t->enc.prev_ns = t->last_ns;
-    t->enc.prev_addr = 0;
+    s->chunk = m;
+    s->chunk_size = size;
+    s->pos = (uint8_t *)m + MS_TRACE_CHUNK_HEADER_SIZE;
+    s->end = (uint8_t *)m + size;
+    s->enc.prev_ns = s->last_ns;
+    s->enc.prev_addr = 0;
     return 0;
 }
 
-uint8_t *writer_reserve(struct tstate *t, size_t n)
+uint8_t *writer_reserve(struct tstate *t, struct stream *s, size_t n)
 {
-    if (likely(t->chunk && t->generation == agent.generation && (size_t)(t->end - t->pos) >= n))
-        return t->pos;
+    if (likely(s->chunk && t->generation == agent.generation && (size_t)(s->end - s->pos) >= n))
+        return s->pos;
     if (agent.broken || !agent.hdr)
         return NULL;
-    if (new_chunk(t, n) < 0)
+    if (new_chunk(t, s, n) < 0) {
+        writer_lost();
         return NULL;
-    return t->pos;
+    }
+    return s->pos;
 }
 
-void writer_commit(struct tstate *t, uint8_t *end)
+void writer_commit(struct stream *s, uint8_t *end)
 {
-    struct ms_trace_chunk_header *ch = (struct ms_trace_chunk_header *)t->chunk;
-    t->pos = end;
-    t->last_ns = t->enc.prev_ns;
-    __atomic_store_n(&ch->used, (uint32_t)(end - t->chunk - MS_TRACE_CHUNK_HEADER_SIZE),
+    struct ms_trace_chunk_header *ch = (struct ms_trace_chunk_header *)s->chunk;
+    s->pos = end;
+    s->last_ns = s->enc.prev_ns;
+    __atomic_store_n(&ch->used, (uint32_t)(end - s->chunk - MS_TRACE_CHUNK_HEADER_SIZE),
                      __ATOMIC_RELEASE);
 }
 
@@ -279,12 +330,13 @@ void writer_process_record(void)
     static char exe[MS_TRACE_MAX_PATH];
     static char cmd[MS_TRACE_MAX_CMDLINE];
     struct tstate *t = &agent_tls;
+    struct stream *s = &t->s[0];
     ssize_t el = readlink("/proc/self/exe", exe, sizeof exe);
     if (el < 0)
         el = 0;
     size_t cl = read_small("/proc/self/cmdline", cmd, sizeof cmd);
-    uint8_t *w = writer_reserve(t, 1 + 3 * MS_VARINT_MAX + (size_t)el + cl);
+    uint8_t *w = writer_reserve(t, s, 1 + 3 * MS_VARINT_MAX + (size_t)el + cl);
     if (!w)
         return;
-    writer_commit(t, ms_enc_process(w, (uint64_t)getppid(), exe, (size_t)el, cmd, cl));
+    writer_commit(s, ms_enc_process(w, (uint64_t)getppid(), exe, (size_t)el, cmd, cl));
 }

@@ -294,7 +294,8 @@ static int write_strings_frames_stacks(struct imp *m)
         const struct ms_snap_stack *st = &s->stacks[i];
         size_t len = 0;
         for (uint32_t k = 0; k < st->depth; k++) {
-            const struct ms_snap_frame *f = &s->frames[s->stack_frames[st->first + k]];
+            uint32_t fid = ms_snapshot_stack_frame(s, i, k);
+            const struct ms_snap_frame *f = &s->frames[fid];
             size_t need = len + f->file.n + f->func.n + 40;
             if (need > cap) {
                 cap = need * 2;
@@ -311,7 +312,7 @@ static int write_strings_frames_stacks(struct imp *m)
                                     (int)f->func.n, f->func.p);
             sqlite3_bind_int64(sf, 1, i);
             sqlite3_bind_int64(sf, 2, k);
-            sqlite3_bind_int64(sf, 3, s->stack_frames[st->first + k]);
+            sqlite3_bind_int64(sf, 3, fid);
             if ((rc = step(m, sf))) {
                 free(text);
                 goto out;

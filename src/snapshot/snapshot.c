@@ -8,6 +8,7 @@
 #include "error.h"
 #include "json.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -72,8 +73,9 @@ void ms_snapshot_release(struct ms_snapshot *s)
     free(s->traces);
     free(s->annotations);
     free(s->frames);
+    free(s->frame_rank);
     free(s->stacks);
-    free(s->stack_frames);
+    free(s->scratch);
     idmap_free(s->frame_map);
     idmap_free(s->stack_map);
     if (s->map)
@@ -133,13 +135,28 @@ static struct ms_str get_str(const struct ms_unpickle *u, ms_pv v)
     return r;
 }
 
+/* The allocation site of a stack: its innermost Python frame (file ending in .py), else its
+ * innermost frame with a known file, else its innermost frame. Each frame's rank for that
+ * choice is computed once, when it is interned. */
+static uint8_t site_rank(struct ms_str f)
+{
+    if (f.n >= 3 && !memcmp(f.p + f.n - 3, ".py", 3))
+        return 0;
+    if (f.n && !(f.n == 2 && !memcmp(f.p, "??", 2)))
+        return 1;
+    return 2;
+}
+
 /* Returns the 1-based id of the frame dict fd (interning it), or 0 with s->err set. */
 static uint32_t intern_frame(struct ms_snapshot *s, ms_pv fd)
 {
     const struct ms_unpickle *u = &s->u;
-    uint32_t *cache = ms_pv_user(u, fd);
+    /* Only dicts cache their frame id: a list's word caches its stack id. */
+    uint32_t *cache = ms_pv_type(u, fd) == MS_PV_DICT ? ms_pv_user(u, fd) : NULL;
     if (cache && *cache)
         return *cache;
+    if (!cache && s->plain_frame)
+        return s->plain_frame;
     struct ms_snap_frame f = {{"", 0}, {"", 0}, 0};
     uint64_t n = ms_pv_len(u, fd);
     if (ms_pv_type(u, fd) == MS_PV_DICT) {
@@ -179,43 +196,76 @@ static uint32_t intern_frame(struct ms_snapshot *s, ms_pv fd)
                 return serr(s, MS_ELIMIT, "too many distinct frames"), 0;
             uint32_t cap = s->cap_frames ? s->cap_frames * 2 : 1024;
             struct ms_snap_frame *fr = realloc(s->frames, cap * sizeof *fr);
-            if (!fr)
+            if (fr)
+                s->frames = fr;
+            uint8_t *rk = fr ? realloc(s->frame_rank, cap) : NULL;
+            if (!rk)
                 return serr(s, MS_ENOMEM, "out of memory"), 0;
-            s->frames = fr;
+            s->frame_rank = rk;
             s->cap_frames = cap;
         }
         id = s->nframes++;
         s->frames[id] = f;
+        s->frame_rank[id] = site_rank(f.file);
         m->slots[j] = ((uint64_t)hh << 32) | id;
         m->n++;
     }
     if (cache)
         *cache = id;
+    else
+        s->plain_frame = id;
     return id;
 }
 
-static int ends_with(struct ms_str s, const char *suf)
+/* The frame id of item it of a frame list whose frames were all interned. */
+static uint32_t frame_id_of(const struct ms_snapshot *s, ms_pv it)
 {
-    size_t n = strlen(suf);
-    return s.n >= n && !memcmp(s.p + s.n - n, suf, n);
+    const struct ms_unpickle *u = &s->u;
+    if (ms_pv_type(u, it) == MS_PV_DICT)
+        return *ms_pv_user(u, it);
+    return s->plain_frame;
 }
 
-/* The allocation site of a stack: its innermost Python frame (file ending in .py), else its
- * innermost frame with a known file, else its innermost frame. */
+uint32_t ms_snapshot_stack_frame(const struct ms_snapshot *s, uint32_t stack, uint32_t k)
+{
+    if (stack == 0 || stack >= s->nstacks || k >= s->stacks[stack].depth)
+        return 0;
+    return frame_id_of(s, ms_pv_item(&s->u, s->stacks[stack].list, k));
+}
+
 static uint32_t pick_site(const struct ms_snapshot *s, const uint32_t *ids, uint32_t depth)
 {
-    for (uint32_t i = 0; i < depth; i++)
-        if (ends_with(s->frames[ids[i]].file, ".py"))
-            return ids[i];
-    for (uint32_t i = 0; i < depth; i++) {
-        struct ms_str f = s->frames[ids[i]].file;
-        if (f.n && !(f.n == 2 && !memcmp(f.p, "??", 2)))
-            return ids[i];
-    }
-    return depth ? ids[0] : 0;
+    uint32_t best = depth ? ids[0] : 0;
+    uint8_t best_rank = depth ? s->frame_rank[ids[0]] : 2;
+    for (uint32_t i = 1; i < depth && best_rank; i++)
+        if (s->frame_rank[ids[i]] < best_rank) {
+            best = ids[i];
+            best_rank = s->frame_rank[ids[i]];
+        }
+    return best;
 }
 
-/* Returns the stack id (0: no frames) of the frame list fl, or UINT32_MAX with s->err set. */
+/* Writes the frame ids of the n frames of list fl to ids. intern: intern frames not seen
+ * yet (else they must all have been). Returns 0, or -1 with s->err set. */
+static int stack_ids(struct ms_snapshot *s, ms_pv fl, uint32_t *ids, uint64_t n, int intern)
+{
+    /* Dict items' cached ids in one call; 0 for non-dicts and dicts not interned yet. */
+    ms_pv_seq_users(&s->u, fl, ids);
+    for (uint64_t i = 0; i < n; i++) {
+        if (ids[i])
+            continue;
+        ms_pv it = ms_pv_item(&s->u, fl, i);
+        ids[i] = intern ? intern_frame(s, it) : frame_id_of(s, it);
+        if (!ids[i])
+            return -1;
+    }
+    return 0;
+}
+
+/* Returns the stack id (0: no frames) of the frame list fl, or UINT32_MAX with s->err set.
+ * A stack is kept as a reference to the first list object seen with its content (the
+ * reader's list, whose items are 32-bit memo slots): its frame ids are not copied, they are
+ * read back through the frame dicts' cached ids (ms_snapshot_stack_frame()). */
 static uint32_t intern_stack(struct ms_snapshot *s, ms_pv fl)
 {
     const struct ms_unpickle *u = &s->u;
@@ -223,32 +273,28 @@ static uint32_t intern_stack(struct ms_snapshot *s, ms_pv fl)
     if (t != MS_PV_LIST && t != MS_PV_TUPLE)
         return 0;
     uint32_t *cache = ms_pv_user(u, fl);
-    if (cache && *cache)
+    if (*cache)
         return *cache;
     uint64_t n = ms_pv_len(u, fl);
     if (n == 0)
         return 0;
     if (n > UINT32_MAX)
         return serr(s, MS_ELIMIT, "frame list too long"), UINT32_MAX;
-    /* Collect the frame ids at the tail of stack_frames; keep them only if new. */
-    if (s->nstack_frames + n > s->cap_stack_frames) {
-        uint64_t cap = s->cap_stack_frames ? s->cap_stack_frames * 2 : 4096;
-        while (cap < s->nstack_frames + n)
-            cap *= 2;
-        uint32_t *sf = realloc(s->stack_frames, (size_t)cap * sizeof *sf);
-        if (!sf)
+    /* The frame ids go to a scratch buffer, for hashing, comparing and the site. */
+    if (n > s->scratch_cap) {
+        uint32_t *sc = realloc(s->scratch, (size_t)n * sizeof *sc);
+        if (!sc)
             return serr(s, MS_ENOMEM, "out of memory"), UINT32_MAX;
-        s->stack_frames = sf;
-        s->cap_stack_frames = cap;
+        s->scratch = sc;
+        s->scratch_cap = (uint32_t)n;
     }
-    uint32_t *ids = s->stack_frames + s->nstack_frames;
-    for (uint64_t i = 0; i < n; i++) {
-        uint32_t id = intern_frame(s, ms_pv_item(u, fl, i));
-        if (!id)
-            return UINT32_MAX;
-        ids[i] = id;
-    }
-    uint32_t hh = fold(hash_bytes(0xcbf29ce484222325ull, ids, (size_t)n * sizeof *ids));
+    uint32_t *ids = s->scratch;
+    if (stack_ids(s, fl, ids, n, 1))
+        return UINT32_MAX;
+    uint64_t h = 0xcbf29ce484222325ull ^ n; /* a word at a time: stacks are long */
+    for (uint64_t i = 0; i < n; i++)
+        h = (h ^ ids[i]) * 0x100000001b3ull;
+    uint32_t hh = fold(h);
     struct idmap *m = s->stack_map;
     if (m->n * 2 >= m->cap && idmap_grow(m))
         return serr(s, MS_ENOMEM, "out of memory"), UINT32_MAX;
@@ -259,7 +305,12 @@ static uint32_t intern_stack(struct ms_snapshot *s, ms_pv fl)
         if ((uint32_t)(v >> 32) != hh)
             continue;
         const struct ms_snap_stack *g = &s->stacks[(uint32_t)v];
-        if (g->depth == n && !memcmp(s->stack_frames + g->first, ids, (size_t)n * sizeof *ids)) {
+        if (g->depth != n)
+            continue;
+        uint64_t k = 0;
+        while (k < n && frame_id_of(s, ms_pv_item(u, g->list, k)) == ids[k])
+            k++;
+        if (k == n) { /* equal contents: rare but for true duplicates */
             id = (uint32_t)v;
             break;
         }
@@ -276,27 +327,55 @@ static uint32_t intern_stack(struct ms_snapshot *s, ms_pv fl)
             s->cap_stacks = cap;
         }
         id = s->nstacks++;
-        s->stacks[id].first = s->nstack_frames;
+        s->stacks[id].list = fl;
         s->stacks[id].depth = (uint32_t)n;
         s->stacks[id].site = pick_site(s, ids, (uint32_t)n);
-        s->nstack_frames += n;
         m->slots[j] = ((uint64_t)hh << 32) | id;
         m->n++;
     }
-    if (cache)
-        *cache = id;
+    *cache = id;
     return id;
 }
 
 /* --- field access --- */
 
-/* Looks up the keys names[0..n) of dict d in one pass over its pairs; out[i] is ABSENT for a
- * missing key. Later duplicates win, as in a Python dict. */
-static void get_fields(const struct ms_unpickle *u, ms_pv d, const char *const *names,
-                       const uint8_t *lens, int n, ms_pv *out)
+#define MAX_FIELDS 16
+
+/* The keys one loader looks up, and where they were in the last shaped dict it saw: the
+ * event dicts of a trace share one key shape (ms_pv_dict_shape()), so their keys are
+ * compared once, not once per event. */
+struct fields {
+    const char *const *names;
+    int n;
+    uint8_t lens[MAX_FIELDS];
+    uint32_t shape;         /* 0: none cached */
+    int32_t at[MAX_FIELDS]; /* pair index of each field in that shape, -1 if missing */
+};
+
+static void fields_init(struct fields *fs, const char *const *names, int n)
 {
+    assert(n <= MAX_FIELDS);
+    fs->names = names;
+    fs->n = n;
     for (int i = 0; i < n; i++)
+        fs->lens[i] = (uint8_t)strlen(names[i]);
+    fs->shape = 0;
+}
+
+/* Looks up the keys of fs in dict d in one pass over its pairs; out[i] is ABSENT for a
+ * missing key. Later duplicates win, as in a Python dict. */
+static void get_fields(const struct ms_unpickle *u, ms_pv d, struct fields *fs, ms_pv *out)
+{
+    int n = fs->n;
+    uint32_t shape = ms_pv_dict_shape(u, d);
+    if (shape && shape == fs->shape) {
+        ms_pv_dict_values(u, d, fs->at, n, out);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
         out[i] = MS_PV_ABSENT_VALUE;
+        fs->at[i] = -1;
+    }
     uint64_t np = ms_pv_len(u, d);
     for (uint64_t i = 0; i < np; i++) {
         size_t kl;
@@ -305,17 +384,13 @@ static void get_fields(const struct ms_unpickle *u, ms_pv d, const char *const *
         if (!kp)
             continue;
         for (int f = 0; f < n; f++)
-            if (lens[f] == kl && !memcmp(names[f], kp, kl)) {
+            if (fs->lens[f] == kl && !memcmp(fs->names[f], kp, kl)) {
                 out[f] = ms_pv_dict_value(u, d, i);
+                fs->at[f] = (int32_t)i; /* a shape has at most 64 keys */
                 break;
             }
     }
-}
-
-static void field_lens(const char *const *names, uint8_t *lens, int n)
-{
-    for (int i = 0; i < n; i++)
-        lens[i] = (uint8_t)strlen(names[i]);
+    fs->shape = shape;
 }
 
 /* Reads an optional integer field. Returns 0 (default kept when absent or None) or
@@ -382,15 +457,15 @@ static int load_segments(struct ms_snapshot *s, ms_pv segs)
     if (!s->segs || !s->blocks)
         return serr(s, MS_ENOMEM, "out of memory for %llu segments",
                     (unsigned long long)n);
-    uint8_t sl[SG_N], bl[BK_N];
-    field_lens(seg_names, sl, SG_N);
-    field_lens(block_names, bl, BK_N);
+    struct fields sl, bl;
+    fields_init(&sl, seg_names, SG_N);
+    fields_init(&bl, block_names, BK_N);
     int rc;
     for (uint64_t i = 0; i < n; i++) {
         ms_pv d = ms_pv_item(u, segs, i), f[SG_N];
         if (ms_pv_type(u, d) != MS_PV_DICT)
             return serr(s, MS_EFORMAT, "segments[%llu] is not a dict", (unsigned long long)i);
-        get_fields(u, d, seg_names, sl, SG_N, f);
+        get_fields(u, d, &sl, f);
         struct ms_snap_segment *g = &s->segs[s->nsegs];
         int64_t v[6] = {0, 0, 0, -1, -1, -1}, stream = 0;
         for (int k = SG_DEVICE; k <= SG_REQUESTED; k++)
@@ -428,7 +503,7 @@ static int load_segments(struct ms_snapshot *s, ms_pv segs)
             if (ms_pv_type(u, bd) != MS_PV_DICT)
                 return serr(s, MS_EFORMAT, "segments[%llu].blocks[%llu] is not a dict",
                             (unsigned long long)i, (unsigned long long)j);
-            get_fields(u, bd, block_names, bl, BK_N, bf);
+            get_fields(u, bd, &bl, bf);
             struct ms_snap_block *b = &s->blocks[s->nblocks];
             int64_t addr = (int64_t)cursor, size = 0, req = -1;
             if ((rc = opt_int(s, bf[BK_SIZE], &size, "blocks", j, "size")) ||
@@ -490,8 +565,8 @@ static int load_traces(struct ms_snapshot *s, ms_pv traces)
     s->traces = calloc(nd ? (size_t)nd : 1, sizeof *s->traces);
     if (!s->traces)
         return serr(s, MS_ENOMEM, "out of memory");
-    uint8_t el[EV_N];
-    field_lens(ev_names, el, EV_N);
+    struct fields el;
+    fields_init(&el, ev_names, EV_N);
     int rc;
     for (uint64_t d = 0; d < nd; d++) {
         struct ms_snap_trace *t = &s->traces[s->ntraces++];
@@ -512,7 +587,7 @@ static int load_traces(struct ms_snapshot *s, ms_pv traces)
             if (ms_pv_type(u, e) != MS_PV_DICT)
                 return serr(s, MS_EFORMAT, "device_traces[%llu][%llu] is not a dict",
                             (unsigned long long)d, (unsigned long long)i);
-            get_fields(u, e, ev_names, el, EV_N, f);
+            get_fields(u, e, &el, f);
             struct ms_snap_event *ev = &t->events[i];
             int64_t addr = 0, size = 0, stream = 0, time = MS_SNAP_NO_TIME;
             if ((rc = opt_int(s, f[EV_ADDR], &addr, "trace", i, "addr")) ||
@@ -563,8 +638,9 @@ static int build(struct ms_snapshot *s)
     s->frame_map = calloc(1, sizeof(struct idmap));
     s->stack_map = calloc(1, sizeof(struct idmap));
     s->frames = calloc(1024, sizeof *s->frames);
+    s->frame_rank = calloc(1024, 1);
     s->stacks = calloc(1024, sizeof *s->stacks);
-    if (!s->frame_map || !s->stack_map || !s->frames || !s->stacks)
+    if (!s->frame_map || !s->stack_map || !s->frames || !s->frame_rank || !s->stacks)
         return serr(s, MS_ENOMEM, "out of memory");
     s->cap_frames = s->cap_stacks = 1024;
     s->nframes = 1; /* id 0: none */

@@ -56,9 +56,11 @@ struct ms_snap_frame {
     int64_t line;
 };
 
-/* Stack ids are 1-based; 0 means "no frames". */
+/* Stack ids are 1-based; 0 means "no frames". A stack refers to the reader's frame list (a
+ * LIST or TUPLE of frame dicts) instead of copying it; ms_snapshot_stack_frame() gives its
+ * frame ids. */
 struct ms_snap_stack {
-    uint64_t first; /* index into stack_frames */
+    ms_pv list;     /* the frame list, a value of the snapshot's reader */
     uint32_t depth;
     uint32_t site;  /* frame id (1-based) of the allocation site (see docs), 0 if none */
 };
@@ -128,14 +130,16 @@ struct ms_snapshot {
     uint32_t nframes;             /* including the unused slot */
     struct ms_snap_stack *stacks; /* stacks[0] is the empty stack */
     uint32_t nstacks;
-    uint32_t *stack_frames;       /* frame ids, innermost first */
-    uint64_t nstack_frames, cap_stack_frames;
 
     /* internals */
     void *map;
     size_t map_len;
     void *frame_map, *stack_map; /* content hash maps */
     uint32_t cap_frames, cap_stacks;
+    uint8_t *frame_rank;          /* per frame: 0 Python file, 1 other known file, 2 none */
+    uint32_t plain_frame;         /* id of the frame read from a non-dict item, 0 if none yet */
+    uint32_t *scratch;            /* frame ids of the stack being interned */
+    uint32_t scratch_cap;
     char err[320];
 };
 
@@ -149,6 +153,9 @@ int ms_snapshot_load_file(struct ms_snapshot *s, const char *path);
 
 /* Same over len bytes at data, which must outlive s. */
 int ms_snapshot_load_mem(struct ms_snapshot *s, const void *data, size_t len);
+
+/* Frame id (1-based) of frame k (0: innermost) of stack `stack`; 0 when out of range. */
+uint32_t ms_snapshot_stack_frame(const struct ms_snapshot *s, uint32_t stack, uint32_t k);
 
 /* Frees everything s holds. Accepts a zeroed or released struct. */
 void ms_snapshot_release(struct ms_snapshot *s);

@@ -55,7 +55,9 @@ struct obj {
 /* Dict shapes: the key words (memo references only) of a dict built by one SETITEMS or DICT
  * opcode, interned in an open-addressing table. Keys are memo references, and a memo slot is
  * written once, so equal words mean the same keys. At most SHAPE_MAX shapes of at most
- * SHAPE_MAX_KEYS keys; other dicts keep their keys inline. */
+ * SHAPE_MAX_KEYS keys, found within SHAPE_MAX_PROBE probes; other dicts keep their keys
+ * inline. Shapes live in the arena (so under caps.max_memory); the table is outside it, at
+ * most 1.5 MiB. */
 struct ms_pv_shape {
     uint32_t n;
     uint32_t hash;
@@ -63,6 +65,7 @@ struct ms_pv_shape {
 };
 #define SHAPE_MAX ((uint32_t)1 << 16)
 #define SHAPE_MAX_KEYS 64
+#define SHAPE_MAX_PROBE 32
 
 struct ms_pv_arena_chunk {
     struct ms_pv_arena_chunk *next;
@@ -380,8 +383,13 @@ static int64_t shape_of(struct ms_unpickle *u, const ms_pv *kv, uint64_t pairs)
         u->shape_slots_cap = cap;
     }
 lookup_only:;
-    uint32_t mask = u->shape_slots_cap - 1, j = h & mask;
+    /* The keys come from the input, so their hashes can be made to collide: a probe stops
+     * after SHAPE_MAX_PROBE slots (the dict then keeps its own keys), which keeps the work
+     * per dict bounded. */
+    uint32_t mask = u->shape_slots_cap - 1, j = h & mask, probes = 0;
     for (; u->shape_slots[j]; j = (j + 1) & mask) {
+        if (++probes > SHAPE_MAX_PROBE)
+            return -1;
         const struct ms_pv_shape *sh = u->shapes[u->shape_slots[j] - 1];
         if (sh->hash != h || sh->n != pairs)
             continue;
@@ -633,6 +641,31 @@ uint32_t *ms_pv_user(const struct ms_unpickle *u, ms_pv v)
     return o ? &o->user : NULL;
 }
 
+void ms_pv_dict_values(const struct ms_unpickle *u, ms_pv v, const int32_t *at, int n, ms_pv *out)
+{
+    struct obj *o = container(u, v);
+    for (int i = 0; i < n; i++)
+        out[i] = o && o->type == MS_PV_DICT && at[i] >= 0 && (uint32_t)at[i] < o->n
+                     ? resolve(u, value_word(o, (uint64_t)at[i])) : MS_PV_ABSENT_VALUE;
+}
+
+uint32_t ms_pv_dict_shape(const struct ms_unpickle *u, ms_pv v)
+{
+    struct obj *o = container(u, v);
+    return o && o->type == MS_PV_DICT && o->shaped ? o->cap + 1 : 0;
+}
+
+void ms_pv_seq_users(const struct ms_unpickle *u, ms_pv v, uint32_t *out)
+{
+    struct obj *o = container(u, v);
+    if (!o || o->type == MS_PV_DICT)
+        return;
+    for (uint32_t i = 0; i < o->n; i++) {
+        ms_pv w = o->ref32 ? u->memo[o->u.r[i]] : resolve(u, o->u.v[i]);
+        out[i] = tag_of(w) == TAG_PTR && w && obj_of(w)->type == MS_PV_DICT ? obj_of(w)->user : 0;
+    }
+}
+
 uintptr_t ms_pv_identity(const struct ms_unpickle *u, ms_pv v)
 {
     return (uintptr_t)container(u, v);
@@ -749,7 +782,7 @@ static inline uint64_t rd_le(const unsigned char *p, unsigned n)
     return v;
 }
 
-static int push(struct ms_unpickle *u, ms_pv v)
+static int push_slow(struct ms_unpickle *u, ms_pv v)
 {
     if (u->stack_len == u->stack_cap) {
         if (u->stack_cap >= u->caps.max_stack)
@@ -765,6 +798,15 @@ static int push(struct ms_unpickle *u, ms_pv v)
     }
     u->stack[u->stack_len++] = v;
     return 0;
+}
+
+static inline int push(struct ms_unpickle *u, ms_pv v)
+{
+    if (__builtin_expect(u->stack_len < u->stack_cap, 1)) {
+        u->stack[u->stack_len++] = v;
+        return 0;
+    }
+    return push_slow(u, v);
 }
 
 static int memo_put(struct ms_unpickle *u, uint64_t idx, ms_pv v, uint64_t off)

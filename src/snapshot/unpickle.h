@@ -143,6 +143,19 @@ ms_pv ms_pv_dict_get(const struct ms_unpickle *u, ms_pv v, const char *key);
  * NULL for values that are not container objects. */
 uint32_t *ms_pv_user(const struct ms_unpickle *u, ms_pv v);
 
+/* A number shared by the dicts whose keys are the same memo references in the same order
+ * (1-based), 0 for dicts that keep their own keys and for other values. Readers of many
+ * dicts of one kind use it to match keys once per shape. */
+uint32_t ms_pv_dict_shape(const struct ms_unpickle *u, ms_pv v);
+
+/* out[i] = ms_pv_dict_value(u, v, at[i]) for i < n; ABSENT where at[i] < 0 or out of range. */
+void ms_pv_dict_values(const struct ms_unpickle *u, ms_pv v, const int32_t *at, int n, ms_pv *out);
+
+/* For each item i of the LIST, TUPLE or SET v, writes to out[i] the item's user word
+ * (ms_pv_user()) if it is a DICT, else 0; out holds ms_pv_len() words. Nothing for other
+ * values. */
+void ms_pv_seq_users(const struct ms_unpickle *u, ms_pv v, uint32_t *out);
+
 /* Identity of a container (equal for the same shared object), 0 for non-containers. */
 uintptr_t ms_pv_identity(const struct ms_unpickle *u, ms_pv v);
 

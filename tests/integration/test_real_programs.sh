@@ -83,7 +83,7 @@ if command -v gcc >/dev/null; then
     "$MEMSCOPE" run -q -o "$TMP/gcc.db" -- gcc -O1 -o "$TMP/traced/hello" "$TMP/hello.c" \
         >"$TMP/gcc.out" 2>"$TMP/gcc.err"
     assert_eq "gcc: exit status" 0 "$?"
-    assert_eq "gcc: the program it built runs" "built|3" "$("$TMP/traced/hello"; echo "|$?")"
+    assert_eq "gcc: the program it built runs" "built|3" "$("$TMP/traced/hello" | tr -d "\n"; echo "|${PIPESTATUS[0]}")"
     assert_eq "gcc: same object code as without memscope" \
         "$(objdump -d --no-show-raw-insn "$TMP/plain/hello" 2>&1 | tail -n +3 | md5sum)" \
         "$(objdump -d --no-show-raw-insn "$TMP/traced/hello" 2>&1 | tail -n +3 | md5sum)"

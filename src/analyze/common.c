@@ -22,7 +22,7 @@ void ms_analyze_opts_init(struct ms_analyze_opts *o)
 const struct ms_analysis *ms_analysis_find(const char *name)
 {
     for (const struct ms_analysis *a = ms_analyses; a->name; a++)
-        if (!strcmp(a->name, name))
+        if (a->run && !strcmp(a->name, name))
             return a;
     return NULL;
 }

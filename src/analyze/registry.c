@@ -1,19 +1,38 @@
-/* registry.c: the table of analyses, in the order `analyze all` runs them. Each analysis file
- * defines its run function; a missing one is simply not listed here yet. */
+/* registry.c: the table of analyses, in the order `analyze all` runs them. The run functions
+ * are weak references so that the table can list an analysis before its file exists;
+ * ms_analysis_find() and `analyze all` skip entries whose function is missing. */
 #include "analyze.h"
 
 #include <stddef.h>
 
-int ms_analyze_leaks(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-int ms_analyze_peak(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-int ms_analyze_compare(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-int ms_analyze_inefficient(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-int ms_analyze_decompose(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-int ms_analyze_temporary(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-int ms_analyze_trend(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-int ms_analyze_fragmentation(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
+#define DECLARE(name) \
+    int name(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t) \
+        __attribute__((weak))
+DECLARE(ms_analyze_leaks);
+DECLARE(ms_analyze_peak);
+DECLARE(ms_analyze_compare);
+DECLARE(ms_analyze_inefficient);
+DECLARE(ms_analyze_decompose);
+DECLARE(ms_analyze_temporary);
+DECLARE(ms_analyze_trend);
+DECLARE(ms_analyze_fragmentation);
 
-/* NEEDSWORK: entries are added as the analyses land. */
 const struct ms_analysis ms_analyses[] = {
+    {"leaks", "blocks live at exit by call site; step-aware leak check; growth per step",
+     ms_analyze_leaks},
+    {"peak", "the moment of peak live bytes per process and layer, and what was live then",
+     ms_analyze_peak},
+    {"compare", "two steps (--steps A,B) or two runs (--with other.db), by call site and owner",
+     ms_analyze_compare},
+    {"inefficient", "early allocation, late deallocation, temporary idleness; Insight thresholds",
+     ms_analyze_inefficient},
+    {"decompose", "the owner tree at a time, a step end or the peak; live bytes per owner",
+     ms_analyze_decompose},
+    {"temporary", "allocations freed with no other allocation in between, by call site",
+     ms_analyze_temporary},
+    {"trend", "live bytes over time and per step, growth rate, time to reach --limit",
+     ms_analyze_trend},
+    {"fragmentation", "pool layers: reserved vs used, largest free extent, fragmentation",
+     ms_analyze_fragmentation},
     {NULL, NULL, NULL},
 };

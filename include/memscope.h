@@ -46,67 +46,67 @@ int memscope__pool_release(const char *pool, const void *p) __attribute__((weak)
 int memscope__start(void) __attribute__((weak));
 int memscope__stop(void) __attribute__((weak));
 
-static inline int memscope_step(void)
+static inline __attribute__((always_inline)) int memscope_step(void)
 {
     return memscope__step ? memscope__step() : -1;
 }
 
-static inline int memscope_owner_push(const char *label)
+static inline __attribute__((always_inline)) int memscope_owner_push(const char *label)
 {
     return memscope__owner_push ? memscope__owner_push(label) : -1;
 }
 
-static inline int memscope_owner_pop(void)
+static inline __attribute__((always_inline)) int memscope_owner_pop(void)
 {
     return memscope__owner_pop ? memscope__owner_pop() : -1;
 }
 
-static inline int memscope_mark(const char *msg)
+static inline __attribute__((always_inline)) int memscope_mark(const char *msg)
 {
     return memscope__mark ? memscope__mark(msg) : -1;
 }
 
-static inline int memscope_range_push(const char *name)
+static inline __attribute__((always_inline)) int memscope_range_push(const char *name)
 {
     return memscope__range_push ? memscope__range_push(name) : -1;
 }
 
-static inline int memscope_range_pop(void)
+static inline __attribute__((always_inline)) int memscope_range_pop(void)
 {
     return memscope__range_pop ? memscope__range_pop() : -1;
 }
 
-static inline int memscope_access(const void *p, size_t n, int flags, const char *op)
+static inline __attribute__((always_inline)) int memscope_access(const void *p, size_t n, int flags, const char *op)
 {
     return memscope__access ? memscope__access(p, n, flags, op) : -1;
 }
 
-static inline int memscope_pool_alloc(const char *pool, const void *p, size_t n)
+static inline __attribute__((always_inline)) int memscope_pool_alloc(const char *pool, const void *p, size_t n)
 {
     return memscope__pool_alloc ? memscope__pool_alloc(pool, p, n) : -1;
 }
 
-static inline int memscope_pool_free(const char *pool, const void *p)
+static inline __attribute__((always_inline)) int memscope_pool_free(const char *pool, const void *p)
 {
     return memscope__pool_free ? memscope__pool_free(pool, p) : -1;
 }
 
-static inline int memscope_pool_reserve(const char *pool, const void *p, size_t n)
+static inline __attribute__((always_inline)) int memscope_pool_reserve(const char *pool, const void *p, size_t n)
 {
     return memscope__pool_reserve ? memscope__pool_reserve(pool, p, n) : -1;
 }
 
-static inline int memscope_pool_release(const char *pool, const void *p)
+static inline __attribute__((always_inline)) int memscope_pool_release(const char *pool, const void *p)
 {
     return memscope__pool_release ? memscope__pool_release(pool, p) : -1;
 }
 
-static inline int memscope_start(void)
+static inline __attribute__((always_inline)) int memscope_start(void)
 {
     return memscope__start ? memscope__start() : -1;
 }
 
-static inline int memscope_stop(void)
+static inline __attribute__((always_inline)) int memscope_stop(void)
 {
     return memscope__stop ? memscope__stop() : -1;
 }

@@ -26,6 +26,7 @@ struct ms_analyze_opts {
     double lazy_pct, delayed_pct, idle_pct;    /* ... and percent of lifetime (0 or 100 = off) */
     int write_back;           /* inefficient: store findings in the database */
     int layer;                /* restrict to one layer id (0 = all memory layers) */
+    const char *csv_path;     /* compare --csv FILE: msMemScope's op-sequence compare CSV */
 };
 
 /* Fills opts with the defaults. */
@@ -77,5 +78,80 @@ void ms_json_bool(struct ms_json *j, const char *key, int v);
 void ms_json_null(struct ms_json *j, const char *key);
 /* Ends the document with a newline. */
 void ms_json_finish(struct ms_json *j);
+
+/* Helpers shared by compare, inefficient, decompose and fragmentation. */
+
+/* Returns 1 when table has a column named column, 0 otherwise (also for a missing table). */
+int ms__has_column(sqlite3 *db, const char *table, const char *column);
+
+/* Writes an SQL condition on the layer column col that selects the layers an analysis covers:
+ * o->layer when set, else every memory layer: all but the annotation layer 0 and the regions
+ * that pools carve from (pools.reserve_layer). */
+void ms__layer_filter(sqlite3 *db, const struct ms_analyze_opts *o, const char *col, char *buf,
+                      size_t len);
+
+/* The run's start (meta.start_time_ns, else the first event), for relative times. */
+int64_t ms__run_start_ns(sqlite3 *db);
+
+/* A hash map from int64 keys (never INT64_MIN) to fixed-size values, linear probing with
+ * backward-shift deletion. Capped at 1<<30 slots. The caller owns the struct. */
+struct ms_imap {
+    int64_t *keys;
+    unsigned char *vals;
+    size_t cap, n, vsize;
+};
+void ms__imap_init(struct ms_imap *m, size_t vsize);
+void ms__imap_release(struct ms_imap *m);
+/* Returns the value of key, or NULL. Valid until the next put or del. */
+void *ms__imap_get(const struct ms_imap *m, int64_t key);
+/* Returns the value slot of key, zeroed when new (*isnew set), or NULL when out of memory. */
+void *ms__imap_put(struct ms_imap *m, int64_t key, int *isnew);
+/* Removes key; returns 1 when it was there. */
+int ms__imap_del(struct ms_imap *m, int64_t key);
+
+/* Helpers shared by leaks, peak, temporary and trend. */
+
+/* Names of a database's processes, layers and owners, loaded once (small tables). */
+struct ms_names {
+    struct ms_name_proc { int64_t id, pid; char *exe; } *procs; /* exe: basename */
+    size_t nprocs;
+    char **layers;   /* by layer id; NULL where no row */
+    size_t nlayers;
+    char **owners;   /* by owner id; NULL where no row */
+    size_t nowners;
+};
+/* Loads the names; 0 or a negative code with err set. Release with ms__names_release. */
+int ms__names_load(sqlite3 *db, struct ms_names *n, char *err, size_t errlen);
+void ms__names_release(struct ms_names *n);
+/* The process row with that id, or NULL. */
+const struct ms_name_proc *ms__names_proc(const struct ms_names *n, int64_t id);
+/* The layer's name ("heap", "mmap", "pool:NAME"), or "layer<N>" in a static buffer. */
+const char *ms__names_layer(const struct ms_names *n, int64_t id);
+/* The owner label, or NULL for id <= 0 or unknown. */
+const char *ms__names_owner(const struct ms_names *n, int64_t id);
+
+/* Call-site descriptions by stack id (ms_stack_site's text), computed once per stack and
+ * interned: two stacks with the same site get the same pointer, so callers group by pointer.
+ * Strings live until ms__sites_release. */
+struct ms_sites {
+    sqlite3 *db;
+    struct ms_imap by_stack;   /* stack id -> char * */
+    char **texts;              /* interned strings, sorted on demand */
+    size_t ntexts, atexts;
+};
+void ms__sites_init(struct ms_sites *s, sqlite3 *db);
+void ms__sites_release(struct ms_sites *s);
+/* The site of stack_id ("(no stack)" for <= 0); NULL only when out of memory. */
+const char *ms__sites_get(struct ms_sites *s, int64_t stack_id);
+
+/* Runs the analyses named in names (a comma list, or "all" for every available one) on the
+ * database at db_path and writes one report to out: text sections one after the other, or with
+ * o->json a single document (one analysis: its own document; several: an object with a key per
+ * analysis, a failed one as {"error": "..."}). Used by `memscope analyze` and `memscope run
+ * --analysis=`. Returns 0; MS_EINVAL for an empty list or an unknown name (nothing run);
+ * the opening error of ms_analyze_open; or the first failing analysis's code (the others still
+ * run). err gets a one-line reason. */
+int ms_analyze_run_list(const char *db_path, const char *names, const struct ms_analyze_opts *o,
+                        FILE *out, char *err, size_t errlen);
 
 #endif

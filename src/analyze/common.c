@@ -127,3 +127,171 @@ void ms_human_bytes(char *out, size_t len, long long b)
     else
         snprintf(out, len, "%.1f GiB", b / 1073741824.0);
 }
+
+/* Helpers shared by compare, inefficient, decompose and fragmentation (analyze.h). */
+
+int ms__has_column(sqlite3 *db, const char *table, const char *column)
+{
+    sqlite3_stmt *st;
+    int found = 0;
+    char q[160];
+    snprintf(q, sizeof q, "SELECT 1 FROM pragma_table_info('%s') WHERE name = ?", table);
+    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_text(st, 1, column, -1, SQLITE_STATIC);
+    found = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return found;
+}
+
+void ms__layer_filter(sqlite3 *db, const struct ms_analyze_opts *o, const char *col, char *buf,
+                      size_t len)
+{
+    if (o->layer > 0) {
+        snprintf(buf, len, "%s = %d", col, o->layer);
+        return;
+    }
+    char ids[512] = "";
+    size_t n = 0;
+    sqlite3_stmt *st;
+    if (ms__has_column(db, "pools", "reserve_layer") &&
+        sqlite3_prepare_v2(db, "SELECT reserve_layer FROM pools ORDER BY 1", -1, &st, NULL) ==
+            SQLITE_OK) {
+        /* NEEDSWORK: more than ~40 pools overflow ids; their regions are then counted too. */
+        while (sqlite3_step(st) == SQLITE_ROW && n + 24 < sizeof ids)
+            n += (size_t)snprintf(ids + n, sizeof ids - n, "%s%d", n ? ", " : "",
+                                  sqlite3_column_int(st, 0));
+        sqlite3_finalize(st);
+    }
+    if (n)
+        snprintf(buf, len, "%s > 0 AND %s NOT IN (%s)", col, col, ids);
+    else
+        snprintf(buf, len, "%s > 0", col);
+}
+
+int64_t ms__run_start_ns(sqlite3 *db)
+{
+    sqlite3_stmt *st;
+    int64_t t = 0;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT COALESCE((SELECT CAST(value AS INTEGER) FROM meta "
+                           "WHERE key = 'start_time_ns'), (SELECT MIN(ts_ns) FROM events), 0)",
+                           -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        t = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return t;
+}
+
+#define IMAP_EMPTY INT64_MIN
+#define IMAP_MAX_CAP ((size_t)1 << 30)
+
+static size_t imap_slot(int64_t key, size_t cap)
+{
+    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h ^ (h >> 29)) & (cap - 1);
+}
+
+void ms__imap_init(struct ms_imap *m, size_t vsize)
+{
+    memset(m, 0, sizeof *m);
+    m->vsize = vsize;
+}
+
+void ms__imap_release(struct ms_imap *m)
+{
+    if (!m)
+        return;
+    free(m->keys);
+    free(m->vals);
+    m->keys = NULL;
+    m->vals = NULL;
+    m->cap = m->n = 0;
+}
+
+void *ms__imap_get(const struct ms_imap *m, int64_t key)
+{
+    if (!m->cap)
+        return NULL;
+    for (size_t i = imap_slot(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
+        if (m->keys[i] == key)
+            return m->vals + i * m->vsize;
+        if (m->keys[i] == IMAP_EMPTY)
+            return NULL;
+    }
+}
+
+static int imap_grow(struct ms_imap *m)
+{
+    size_t ncap = m->cap ? m->cap * 2 : 64;
+    if (ncap > IMAP_MAX_CAP)
+        return -1;
+    int64_t *keys = malloc(ncap * sizeof *keys);
+    unsigned char *vals = calloc(ncap, m->vsize);
+    if (!keys || !vals) {
+        free(keys);
+        free(vals);
+        return -1;
+    }
+    for (size_t i = 0; i < ncap; i++)
+        keys[i] = IMAP_EMPTY;
+    for (size_t i = 0; i < m->cap; i++) {
+        if (m->keys[i] == IMAP_EMPTY)
+            continue;
+        size_t j = imap_slot(m->keys[i], ncap);
+        while (keys[j] != IMAP_EMPTY)
+            j = (j + 1) & (ncap - 1);
+        keys[j] = m->keys[i];
+        memcpy(vals + j * m->vsize, m->vals + i * m->vsize, m->vsize);
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = keys;
+    m->vals = vals;
+    m->cap = ncap;
+    return 0;
+}
+
+void *ms__imap_put(struct ms_imap *m, int64_t key, int *isnew)
+{
+    if (isnew)
+        *isnew = 0;
+    if ((m->n + 1) * 4 > m->cap * 3 && imap_grow(m) < 0)
+        return NULL;
+    size_t i = imap_slot(key, m->cap);
+    while (m->keys[i] != IMAP_EMPTY && m->keys[i] != key)
+        i = (i + 1) & (m->cap - 1);
+    if (m->keys[i] == IMAP_EMPTY) {
+        m->keys[i] = key;
+        memset(m->vals + i * m->vsize, 0, m->vsize);
+        m->n++;
+        if (isnew)
+            *isnew = 1;
+    }
+    return m->vals + i * m->vsize;
+}
+
+int ms__imap_del(struct ms_imap *m, int64_t key)
+{
+    if (!m->cap)
+        return 0;
+    size_t mask = m->cap - 1, i = imap_slot(key, m->cap);
+    while (m->keys[i] != key) {
+        if (m->keys[i] == IMAP_EMPTY)
+            return 0;
+        i = (i + 1) & mask;
+    }
+    /* Backward-shift deletion: move later members of the probe run into the hole. */
+    size_t hole = i;
+    for (size_t j = (i + 1) & mask; m->keys[j] != IMAP_EMPTY; j = (j + 1) & mask) {
+        size_t home = imap_slot(m->keys[j], m->cap);
+        if (((j - home) & mask) >= ((j - hole) & mask)) {
+            m->keys[hole] = m->keys[j];
+            memcpy(m->vals + hole * m->vsize, m->vals + j * m->vsize, m->vsize);
+            hole = j;
+        }
+    }
+    m->keys[hole] = IMAP_EMPTY;
+    m->n--;
+    return 1;
+}

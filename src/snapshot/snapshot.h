@@ -10,8 +10,9 @@
  * devices; empty traces. See docs/snapshot.md.
  *
  * Callers: cmd_snapshot.c (summary, --state-at, -o db), tests. Workload: files of up to
- * several GB; the model costs about 48 bytes per event and block, and frames and stacks are
- * kept once per distinct content, so shared frame lists stay shared. */
+ * several GB; the model costs about 40 bytes per event and 48 per block, frames are kept
+ * once per distinct content, and stacks once per distinct content as references to the
+ * reader's frame lists (no copy), so shared frame lists stay shared. */
 #ifndef MS_SNAPSHOT_H
 #define MS_SNAPSHOT_H
 

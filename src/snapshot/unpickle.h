@@ -11,14 +11,17 @@
  * floats, wide ints and long strings are objects in an arena owned by the reader. Memo sharing
  * is kept as sharing: BINGET pushes a reference to the memo slot, never a copy, so a frame
  * list referenced 700,000 times is one object and memory stays proportional to the input.
- * Lists and tuples whose items are all memo references store them as 32-bit slot numbers.
+ * Lists and tuples whose items are all memo references store them as 32-bit slot numbers;
+ * dicts whose keys are all memo references share their keys (a "shape") and store only their
+ * values.
  * A memo slot is written once (a second PUT to the same slot is refused), so a reference
  * always means what it meant when it was taken. Containers may be cyclic or shared: walkers
  * must follow a fixed schema or bound their depth and the nodes they visit.
  *
  * Caps (struct ms_unpickle_caps, set at init): nesting of unfinished containers (the mark
  * stack), value stack entries, bytes of one str/bytes/int, items of one container, memo
- * slots (also at most the input length) and bytes of arena memory. Every declared length is
+ * slots (also at most the input length) and bytes of arena memory. Lengths are 32-bit: the
+ * item and byte caps are clamped to 2^32 - 1. Every declared length is
  * checked against the bytes present before it is used. Work is linear in the input.
  *
  * Callers: snapshot.c (and json.c, which builds the same values from JSON text), the fuzz

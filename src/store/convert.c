@@ -45,7 +45,10 @@
 #define MAX_STRINGS (1u << 26)
 #define MAX_STRING_BYTES (1ull << 32)
 #define MAX_CTEXT (1u << 24)          /* bytes of one stack's c_text */
-#define NLAYERS 2
+#define MAX_POOLS 1024u
+#define MAX_OWNER_DEPTH 64
+#define MAX_OWNER_BYTES 4096
+#define MAX_OPEN_RANGES 4096
 
 /* A growable byte buffer (for c_text, JSON and cmdlines); NUL-terminated after each add. */
 struct sbuf {
@@ -111,6 +114,13 @@ struct layer_stats {
     int64_t allocs, frees, alloc_bytes, peak_bytes, peak_ns, live_bytes, live_blocks, unmatched;
 };
 
+/* One memory layer of one process: its live blocks and statistics. */
+struct layer_state {
+    struct ms_addrmap live; /* address -> conv.blocks slot */
+    struct layer_stats st;
+    int used;               /* a process_stats row is written (heap and mmap always) */
+};
+
 struct module {
     uint64_t bias, lo, hi;
     char *path;
@@ -133,8 +143,10 @@ struct proc {
     int64_t first_ns, last_ns;
     int have_events;
     uint64_t lost;
-    struct ms_addrmap live[NLAYERS];  /* address -> conv.blocks slot */
-    struct layer_stats st[NLAYERS];
+    struct layer_state *ls;    /* by layer id; see proc_layer() */
+    size_t nls;
+    int64_t steps;             /* memscope_step() calls so far: the current step is steps + 1 */
+    int64_t step_start_ns;
 };
 
 struct stack_def {
@@ -142,15 +154,31 @@ struct stack_def {
     uint32_t depth;
 };
 
+/* A range (memscope_range_push) not popped yet. */
+struct open_range {
+    int64_t id, start_ns, start_event;
+    char *name;
+};
+
 struct thread {
     uint32_t proc, serial, tid;
     int64_t first_ns, last_ns;
     uint64_t events;
+    /* Owner labels pushed on this thread, joined with '@' in owner (owner_len bytes);
+     * owner_ends[i] is the length after label i. owner_id is the owners row of the join. */
+    char *owner;
+    size_t owner_len, owner_cap;
+    size_t owner_ends[MAX_OWNER_DEPTH];
+    int owner_depth, owner_overflow;
+    int64_t owner_id;
+    struct open_range *ranges;
+    int nranges, aranges;
 };
 
 /* A block that is live now. */
 struct block {
     int64_t alloc_id, addr, size, alloc_ns, alloc_event_id, stack_id; /* stack_id 0: none */
+    int64_t owner_id, step; /* owner_id 0: none */
     uint32_t thread_id;   /* threads.id */
     uint32_t next_free;   /* free-list link when the slot is unused */
     const char *func;
@@ -184,10 +212,14 @@ struct conv {
     uint32_t free_block;
     size_t live_total;
 
-    int64_t next_event, next_alloc, next_frame, next_module;
+    int64_t next_event, next_alloc, next_frame, next_module, next_range;
     struct ms_strtab strings;
+    struct ms_strtab owners;  /* owner strings -> owners.id */
+    char **pools;             /* pool names; pool i has layers MS_LAYER_POOL0 + 2i and + 2i + 1 */
+    size_t npools;
 
     sqlite3_stmt *ins_event, *ins_block, *ins_string, *ins_frame, *ins_stack, *ins_stack_frame;
+    sqlite3_stmt *ins_owner, *ins_step, *ins_range;
 };
 
 static int fail(struct conv *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -358,10 +390,41 @@ static int open_traces(struct conv *c)
         struct proc *p = &c->procs[i];
         p->id = (int64_t)i + 1;
         ms_addrmap_init(&p->stack_ids, MAX_STACKS);
-        for (int l = 0; l < NLAYERS; l++)
-            ms_addrmap_init(&p->live[l], MAX_LIVE);
     }
     return 0;
+}
+
+static struct layer_state *proc_layer(struct conv *c, struct proc *p, int layer);
+
+/* Every process has heap and mmap statistics, even when empty. */
+static int init_layers(struct conv *c)
+{
+    for (size_t i = 0; i < c->nprocs; i++)
+        if (!proc_layer(c, &c->procs[i], MS_LAYER_HEAP) ||
+            !proc_layer(c, &c->procs[i], MS_LAYER_MMAP))
+            return MS_ENOMEM;
+    return 0;
+}
+
+/* The state of layer id in process p, created on first use; NULL when out of memory. */
+static struct layer_state *proc_layer(struct conv *c, struct proc *p, int layer)
+{
+    if ((size_t)layer >= p->nls) {
+        size_t n = (size_t)layer + 1 < MS_LAYER_POOL0 ? MS_LAYER_POOL0 : (size_t)layer + 8;
+        struct layer_state *ls = realloc(p->ls, n * sizeof *ls);
+        if (!ls) {
+            oom(c, "layers");
+            return NULL;
+        }
+        for (size_t i = p->nls; i < n; i++) {
+            memset(&ls[i], 0, sizeof ls[i]);
+            ms_addrmap_init(&ls[i].live, MAX_LIVE);
+        }
+        p->ls = ls;
+        p->nls = n;
+    }
+    p->ls[layer].used = 1;
+    return &p->ls[layer];
 }
 
 /* ---- Pass 1: stacks, modules, process info -------------------------------------------------- */
@@ -700,11 +763,16 @@ static int stream_fill(struct conv *c, struct stream *s)
             /* Monotonic -> epoch; modular arithmetic gives the right answer either way. */
             s->ts = (int64_t)(s->r.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
             return 1;
+        case MS_REC_EXTENSION:
+            if (s->r.fn < MS_EXT_STEP || s->r.fn > MS_EXT_POOL_RELEASE)
+                break; /* a later version's record: skipped */
+            s->ts = (int64_t)(s->r.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
+            return 1;
         case MS_REC_LOST:
             p->lost += s->r.size;
             break;
         default:
-            break; /* descriptions (pass 1) and extensions */
+            break; /* descriptions (pass 1) */
         }
     }
     return 0;
@@ -750,9 +818,11 @@ static int block_close(struct conv *c, struct proc *p, int layer, uint32_t slot,
     sqlite3_bind_int64(st, 10, b->alloc_event_id);
     bind_opt(st, 11, free_event, have_free && free_event);
     bind_opt(st, 12, b->stack_id, b->stack_id != 0);
+    bind_opt(st, 13, b->owner_id, b->owner_id != 0);
+    sqlite3_bind_int64(st, 14, b->step);
     int rc = step_reset(c, st, "insert block");
     if (have_free) {
-        struct layer_stats *ls = &p->st[layer - 1];
+        struct layer_stats *ls = &p->ls[layer].st;
         ls->live_bytes -= b->size;
         ls->live_blocks--;
         b->next_free = c->free_block;
@@ -762,9 +832,11 @@ static int block_close(struct conv *c, struct proc *p, int layer, uint32_t slot,
     return rc;
 }
 
-static int write_event(struct conv *c, const struct stream *s, int kind, int layer,
-                       int64_t addr, int64_t size, int have_size, const char *func,
-                       int64_t stack, int64_t alloc_id)
+/* Writes an events row; name and flags are the annotation columns (NULL / -1 for none). */
+static int write_event_full(struct conv *c, const struct stream *s, int kind, int layer,
+                            int64_t addr, int have_addr, int64_t size, int have_size,
+                            const char *func, int64_t stack, int64_t alloc_id, const char *name,
+                            size_t name_len, int flags)
 {
     sqlite3_stmt *st = c->ins_event;
     sqlite3_bind_int64(st, 1, ++c->next_event);
@@ -773,12 +845,28 @@ static int write_event(struct conv *c, const struct stream *s, int kind, int lay
     sqlite3_bind_int64(st, 4, layer);
     sqlite3_bind_int64(st, 5, c->procs[s->proc].id);
     sqlite3_bind_int64(st, 6, s->thread);
-    sqlite3_bind_int64(st, 7, addr);
+    bind_opt(st, 7, addr, have_addr);
     bind_opt(st, 8, size, have_size);
-    sqlite3_bind_text(st, 9, func, -1, SQLITE_STATIC);
+    if (func)
+        sqlite3_bind_text(st, 9, func, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 9);
     bind_opt(st, 10, stack, stack != 0);
     bind_opt(st, 11, alloc_id, alloc_id != 0);
+    if (name)
+        sqlite3_bind_text(st, 12, name, (int)name_len, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 12);
+    bind_opt(st, 13, flags, flags >= 0);
     return step_reset(c, st, "insert event");
+}
+
+static int write_event(struct conv *c, const struct stream *s, int kind, int layer,
+                       int64_t addr, int64_t size, int have_size, const char *func,
+                       int64_t stack, int64_t alloc_id)
+{
+    return write_event_full(c, s, kind, layer, addr, 1, size, have_size, func, stack, alloc_id,
+                            NULL, 0, -1);
 }
 
 /* Ends the live block in slot with a FREE event by s. */
@@ -789,17 +877,21 @@ static int free_block(struct conv *c, const struct stream *s, int layer, uint32_
     struct block *b = &c->blocks[slot];
     int rc = write_event(c, s, MS_KIND_FREE, layer, b->addr, b->size, 1, func, 0, b->alloc_id);
     if (rc == 0) {
-        p->st[layer - 1].frees++;
+        p->ls[layer].st.frees++;
         rc = block_close(c, p, layer, slot, 1, s->ts, c->next_event);
     }
     return rc;
 }
 
-static int on_alloc(struct conv *c, const struct stream *s, int layer)
+/* func: the allocating function's name (NULL: from the record type). */
+static int on_alloc(struct conv *c, const struct stream *s, int layer, const char *func)
 {
     struct proc *p = &c->procs[s->proc];
     const struct ms_record *r = &s->r;
-    struct ms_addrmap *live = &p->live[layer - 1];
+    struct layer_state *lst = proc_layer(c, p, layer);
+    if (!lst)
+        return MS_ENOMEM;
+    struct ms_addrmap *live = &lst->live;
     uint32_t slot;
     int rc;
     if (ms_addrmap_del(live, r->addr, &slot)) {
@@ -811,7 +903,8 @@ static int on_alloc(struct conv *c, const struct stream *s, int layer)
     uint32_t stack = 0;
     if (r->stack_id && !ms_addrmap_get(&p->stack_ids, r->stack_id, &stack))
         stack = 0; /* its STACK record was lost to damage */
-    const char *func = ms_fn_name(r->type, r->fn);
+    if (!func)
+        func = ms_fn_name(r->type, r->fn);
     if ((rc = block_alloc(c, &slot)) < 0)
         return rc;
     if (ms_addrmap_put(live, r->addr, slot) < 0)
@@ -830,7 +923,9 @@ static int on_alloc(struct conv *c, const struct stream *s, int layer)
     b->stack_id = stack;
     b->thread_id = s->thread;
     b->func = func;
-    struct layer_stats *ls = &p->st[layer - 1];
+    b->owner_id = c->threads[s->thread - 1].owner_id;
+    b->step = p->steps + 1;
+    struct layer_stats *ls = &lst->st;
     ls->allocs++;
     ls->alloc_bytes += (int64_t)r->size;
     ls->live_bytes += (int64_t)r->size;
@@ -842,14 +937,18 @@ static int on_alloc(struct conv *c, const struct stream *s, int layer)
     return 0;
 }
 
-static int on_free(struct conv *c, const struct stream *s)
+/* A free of the block at s->r.addr in layer (heap free, pool free, pool release). */
+static int on_free(struct conv *c, const struct stream *s, int layer, const char *func)
 {
     struct proc *p = &c->procs[s->proc];
+    struct layer_state *lst = proc_layer(c, p, layer);
     uint32_t slot;
-    if (ms_addrmap_del(&p->live[0], s->r.addr, &slot))
-        return free_block(c, s, MS_LAYER_HEAP, slot, "free");
-    p->st[0].unmatched++;
-    return write_event(c, s, MS_KIND_FREE, MS_LAYER_HEAP, (int64_t)s->r.addr, 0, 0, "free", 0, 0);
+    if (!lst)
+        return MS_ENOMEM;
+    if (ms_addrmap_del(&lst->live, s->r.addr, &slot))
+        return free_block(c, s, layer, slot, func);
+    lst->st.unmatched++;
+    return write_event(c, s, MS_KIND_FREE, layer, (int64_t)s->r.addr, 0, 0, func, 0, 0);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -865,7 +964,10 @@ static int cmp_u64(const void *a, const void *b)
 static int on_munmap(struct conv *c, const struct stream *s)
 {
     struct proc *p = &c->procs[s->proc];
-    struct ms_addrmap *live = &p->live[1];
+    struct layer_state *lst = proc_layer(c, p, MS_LAYER_MMAP);
+    if (!lst)
+        return MS_ENOMEM;
+    struct ms_addrmap *live = &lst->live;
     uint64_t addr = s->r.addr, len = s->r.size;
     uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
     uint64_t *hits = NULL;
@@ -899,11 +1001,219 @@ static int on_munmap(struct conv *c, const struct stream *s)
     }
     free(hits);
     if (rc == 0 && nhits == 0) {
-        p->st[1].unmatched++;
+        lst->st.unmatched++;
         rc = write_event(c, s, MS_KIND_FREE, MS_LAYER_MMAP, (int64_t)addr, (int64_t)len, 1,
                          "munmap", 0, 0);
     }
     return rc;
+}
+
+/* ---- Annotations (include/memscope.h) ---- */
+
+/* The pool named by the record's string: its index, added on first use. -1: error (set). */
+static int pool_index(struct conv *c, const struct ms_record *r)
+{
+    for (size_t i = 0; i < c->npools; i++)
+        if (strlen(c->pools[i]) == r->len1 && !memcmp(c->pools[i], r->str1, r->len1))
+            return (int)i;
+    if (c->npools >= MAX_POOLS)
+        return fail(c, MS_ELIMIT, "more than %u pools", MAX_POOLS), -1;
+    char **pools = realloc(c->pools, (c->npools + 1) * sizeof *pools);
+    char *name = malloc(r->len1 + 1);
+    if (pools)
+        c->pools = pools;
+    if (!pools || !name) {
+        free(name);
+        return oom(c, "pools"), -1;
+    }
+    memcpy(name, r->str1, r->len1);
+    name[r->len1] = 0;
+    c->pools[c->npools] = name;
+    return (int)c->npools++;
+}
+
+/* Sets the thread's owner_id to the owners row of its current label join. */
+static int owner_update(struct conv *c, struct thread *t)
+{
+    if (t->owner_depth == 0) {
+        t->owner_id = 0;
+        return 0;
+    }
+    int is_new = 0;
+    if (ms_strtab_intern(&c->owners, t->owner, t->owner_len, &t->owner_id, &is_new) < 0)
+        return oom(c, "owners");
+    if (!is_new)
+        return 0;
+    sqlite3_bind_int64(c->ins_owner, 1, t->owner_id);
+    sqlite3_bind_text(c->ins_owner, 2, t->owner, (int)t->owner_len, SQLITE_STATIC);
+    return step_reset(c, c->ins_owner, "insert owner");
+}
+
+static int owner_push(struct conv *c, struct thread *t, const char *label, size_t len)
+{
+    size_t need = t->owner_len + (t->owner_depth ? 1 : 0) + len;
+    if (t->owner_depth >= MAX_OWNER_DEPTH || need > MAX_OWNER_BYTES) {
+        t->owner_overflow++; /* labels beyond the caps are ignored, their pops too */
+        return 0;
+    }
+    if (need + 1 > t->owner_cap) {
+        char *b = realloc(t->owner, MAX_OWNER_BYTES + 1);
+        if (!b)
+            return oom(c, "owner labels");
+        t->owner = b;
+        t->owner_cap = MAX_OWNER_BYTES + 1;
+    }
+    if (t->owner_depth)
+        t->owner[t->owner_len++] = '@';
+    memcpy(t->owner + t->owner_len, label, len);
+    t->owner_len += len;
+    t->owner_ends[t->owner_depth++] = t->owner_len;
+    return owner_update(c, t);
+}
+
+static int owner_pop(struct conv *c, struct thread *t)
+{
+    if (t->owner_overflow) {
+        t->owner_overflow--;
+        return 0;
+    }
+    if (t->owner_depth == 0)
+        return 0; /* a pop without a push: ignored */
+    t->owner_depth--;
+    t->owner_len = t->owner_depth ? t->owner_ends[t->owner_depth - 1] : 0;
+    return owner_update(c, t);
+}
+
+/* Writes the ranges row of open range i of thread t (end_event 0: never popped). */
+static int range_write(struct conv *c, struct thread *t, int i, int64_t end_ns, int64_t end_event)
+{
+    struct open_range *o = &t->ranges[i];
+    sqlite3_stmt *st = c->ins_range;
+    sqlite3_bind_int64(st, 1, o->id);
+    sqlite3_bind_int64(st, 2, c->procs[t->proc].id);
+    sqlite3_bind_int64(st, 3, (int64_t)(t - c->threads) + 1);
+    sqlite3_bind_text(st, 4, o->name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, i);
+    bind_opt(st, 6, i ? t->ranges[i - 1].id : 0, i > 0);
+    sqlite3_bind_int64(st, 7, o->start_ns);
+    bind_opt(st, 8, end_ns, end_event != 0);
+    sqlite3_bind_int64(st, 9, o->start_event);
+    bind_opt(st, 10, end_event, end_event != 0);
+    int rc = step_reset(c, st, "insert range");
+    free(o->name);
+    o->name = NULL;
+    return rc;
+}
+
+/* The block of process p live at addr, for an ACCESS: the heap, then mmap, then the pools. */
+static int access_block(struct proc *p, uint64_t addr, int *layer, int64_t *alloc_id,
+                        const struct block *blocks)
+{
+    uint32_t slot;
+    for (size_t l = 1; l < p->nls; l++) {
+        if (l > MS_LAYER_MMAP && l < MS_LAYER_POOL0)
+            continue;
+        if (p->ls[l].used && ms_addrmap_get(&p->ls[l].live, addr, &slot)) {
+            *layer = (int)l;
+            *alloc_id = blocks[slot].alloc_id;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int on_annotation(struct conv *c, struct stream *s)
+{
+    struct proc *p = &c->procs[s->proc];
+    struct thread *t = &c->threads[s->thread - 1];
+    const struct ms_record *r = &s->r;
+    int rc, pool;
+    char num[24];
+    switch (r->fn) {
+    case MS_EXT_STEP: {
+        p->steps++;
+        snprintf(num, sizeof num, "%lld", (long long)p->steps);
+        rc = write_event_full(c, s, MS_KIND_STEP, MS_LAYER_ANNOTATION, 0, 0, 0, 0, NULL, 0, 0,
+                              num, strlen(num), -1);
+        if (rc < 0)
+            return rc;
+        sqlite3_bind_int64(c->ins_step, 1, p->id);
+        sqlite3_bind_int64(c->ins_step, 2, p->steps);
+        sqlite3_bind_int64(c->ins_step, 3, p->steps == 1 ? p->first_ns : p->step_start_ns);
+        sqlite3_bind_int64(c->ins_step, 4, s->ts);
+        sqlite3_bind_int64(c->ins_step, 5, c->next_event);
+        p->step_start_ns = s->ts;
+        return step_reset(c, c->ins_step, "insert step");
+    }
+    case MS_EXT_OWNER_PUSH:
+        return owner_push(c, t, r->str1, r->len1);
+    case MS_EXT_OWNER_POP:
+        return owner_pop(c, t);
+    case MS_EXT_MARK:
+        return write_event_full(c, s, MS_KIND_MARK, MS_LAYER_ANNOTATION, 0, 0, 0, 0, NULL, 0, 0,
+                                r->str1, r->len1, -1);
+    case MS_EXT_RANGE_PUSH: {
+        if (t->nranges >= MAX_OPEN_RANGES)
+            return fail(c, MS_ELIMIT, "more than %d nested ranges on one thread",
+                        MAX_OPEN_RANGES);
+        if (t->nranges == t->aranges) {
+            int n = t->aranges ? t->aranges * 2 : 16;
+            struct open_range *o = realloc(t->ranges, (size_t)n * sizeof *o);
+            if (!o)
+                return oom(c, "ranges");
+            t->ranges = o;
+            t->aranges = n;
+        }
+        rc = write_event_full(c, s, MS_KIND_RANGE_START, MS_LAYER_ANNOTATION, 0, 0, 0, 0, NULL,
+                              0, 0, r->str1, r->len1, -1);
+        if (rc < 0)
+            return rc;
+        struct open_range *o = &t->ranges[t->nranges];
+        o->name = malloc(r->len1 + 1);
+        if (!o->name)
+            return oom(c, "ranges");
+        memcpy(o->name, r->str1, r->len1);
+        o->name[r->len1] = 0;
+        o->id = ++c->next_range;
+        o->start_ns = s->ts;
+        o->start_event = c->next_event;
+        t->nranges++;
+        return 0;
+    }
+    case MS_EXT_RANGE_POP: {
+        if (t->nranges == 0)
+            return 0; /* a pop without a push: ignored */
+        struct open_range *o = &t->ranges[t->nranges - 1];
+        rc = write_event_full(c, s, MS_KIND_RANGE_END, MS_LAYER_ANNOTATION, 0, 0, 0, 0, NULL, 0,
+                              0, o->name, strlen(o->name), -1);
+        if (rc == 0)
+            rc = range_write(c, t, t->nranges - 1, s->ts, c->next_event);
+        t->nranges--;
+        return rc;
+    }
+    case MS_EXT_ACCESS: {
+        int layer = MS_LAYER_HEAP;
+        int64_t alloc_id = 0;
+        access_block(p, r->addr, &layer, &alloc_id, c->blocks);
+        return write_event_full(c, s, MS_KIND_ACCESS, layer, (int64_t)r->addr, 1,
+                                (int64_t)r->size, 1, NULL, 0, alloc_id, r->str1, r->len1,
+                                (int)r->flags);
+    }
+    case MS_EXT_POOL_ALLOC:
+    case MS_EXT_POOL_RESERVE:
+        if ((pool = pool_index(c, r)) < 0)
+            return MS_ENOMEM;
+        return on_alloc(c, s, MS_LAYER_POOL0 + 2 * pool + (r->fn == MS_EXT_POOL_RESERVE),
+                        r->fn == MS_EXT_POOL_RESERVE ? "pool_reserve" : "pool_alloc");
+    case MS_EXT_POOL_FREE:
+    case MS_EXT_POOL_RELEASE:
+        if ((pool = pool_index(c, r)) < 0)
+            return MS_ENOMEM;
+        return on_free(c, s, MS_LAYER_POOL0 + 2 * pool + (r->fn == MS_EXT_POOL_RELEASE),
+                       r->fn == MS_EXT_POOL_RELEASE ? "pool_release" : "pool_free");
+    default:
+        return 0;
+    }
 }
 
 static int on_event(struct conv *c, struct stream *s)
@@ -922,11 +1232,13 @@ static int on_event(struct conv *c, struct stream *s)
     c->res->events++;
     switch (s->r.type) {
     case MS_REC_HEAP_ALLOC:
-        return on_alloc(c, s, MS_LAYER_HEAP);
+        return on_alloc(c, s, MS_LAYER_HEAP, NULL);
     case MS_REC_MMAP_ALLOC:
-        return on_alloc(c, s, MS_LAYER_MMAP);
+        return on_alloc(c, s, MS_LAYER_MMAP, NULL);
     case MS_REC_HEAP_FREE:
-        return on_free(c, s);
+        return on_free(c, s, MS_LAYER_HEAP, "free");
+    case MS_REC_EXTENSION:
+        return on_annotation(c, s);
     default:
         return on_munmap(c, s);
     }
@@ -986,6 +1298,54 @@ static int pass2(struct conv *c)
 }
 
 /* ---- Final rows ------------------------------------------------------------------------------ */
+
+/* Ranges never popped, the unfinished last step of each process, and the pools. */
+static int write_annotations(struct conv *c)
+{
+    int rc = 0;
+    for (size_t i = 0; i < c->nthreads && rc == 0; i++) {
+        struct thread *t = &c->threads[i];
+        for (int k = 0; k < t->nranges && rc == 0; k++)
+            rc = range_write(c, t, k, 0, 0);
+    }
+    for (size_t i = 0; i < c->nprocs && rc == 0; i++) {
+        struct proc *p = &c->procs[i];
+        if (!p->steps)
+            continue;
+        sqlite3_bind_int64(c->ins_step, 1, p->id);
+        sqlite3_bind_int64(c->ins_step, 2, p->steps + 1);
+        sqlite3_bind_int64(c->ins_step, 3, p->step_start_ns);
+        sqlite3_bind_int64(c->ins_step, 4, p->last_ns);
+        sqlite3_bind_null(c->ins_step, 5);
+        rc = step_reset(c, c->ins_step, "insert step");
+    }
+    sqlite3_stmt *pl = NULL, *ly = NULL;
+    if (rc == 0 && c->npools) {
+        rc = prepare(c, &pl, "INSERT INTO pools VALUES (?,?,?,?)");
+        if (rc == 0)
+            rc = prepare(c, &ly, "INSERT INTO layers VALUES (?,?,?)");
+    }
+    for (size_t i = 0; i < c->npools && rc == 0; i++) {
+        int layer = MS_LAYER_POOL0 + 2 * (int)i;
+        char name[MS_TRACE_MAX_LABEL + 32], type[MS_TRACE_MAX_LABEL + 32];
+        sqlite3_bind_int64(pl, 1, (int64_t)i + 1);
+        sqlite3_bind_text(pl, 2, c->pools[i], -1, SQLITE_STATIC);
+        sqlite3_bind_int64(pl, 3, layer);
+        sqlite3_bind_int64(pl, 4, layer + 1);
+        rc = step_reset(c, pl, "insert pool");
+        for (int k = 0; k < 2 && rc == 0; k++) {
+            snprintf(name, sizeof name, "pool:%s%s", c->pools[i], k ? ":reserved" : "");
+            snprintf(type, sizeof type, "%s%s", c->pools[i], k ? "_RESERVED" : "");
+            sqlite3_bind_int64(ly, 1, layer + k);
+            sqlite3_bind_text(ly, 2, name, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_text(ly, 3, type, -1, SQLITE_TRANSIENT);
+            rc = step_reset(c, ly, "insert layer");
+        }
+    }
+    sqlite3_finalize(pl);
+    sqlite3_finalize(ly);
+    return rc;
+}
 
 static int write_threads(struct conv *c)
 {
@@ -1053,8 +1413,10 @@ static int write_processes(struct conv *c)
         rc = step_reset(c, st, "insert process");
 
         /* Blocks live at the end, in allocation order. */
-        for (int l = 0; l < NLAYERS && rc == 0; l++) {
-            struct ms_addrmap *live = &p->live[l];
+        for (size_t l = 0; l < p->nls && rc == 0; l++) {
+            if (!p->ls[l].used)
+                continue;
+            struct ms_addrmap *live = &p->ls[l].live;
             uint32_t *slots = malloc((live->count + 1) * sizeof *slots);
             size_t ns = 0, pos = 0;
             uint64_t key;
@@ -1067,13 +1429,15 @@ static int write_processes(struct conv *c)
                 slots[ns++] = val;
             qsort_r(slots, ns, sizeof *slots, cmp_slot, c->blocks);
             for (size_t k = 0; k < ns && rc == 0; k++)
-                rc = block_close(c, p, l + 1, slots[k], 0, 0, 0);
+                rc = block_close(c, p, (int)l, slots[k], 0, 0, 0);
             free(slots);
         }
-        for (int l = 0; l < NLAYERS && rc == 0; l++) {
-            struct layer_stats *ls = &p->st[l];
+        for (size_t l = 0; l < p->nls && rc == 0; l++) {
+            if (!p->ls[l].used)
+                continue;
+            struct layer_stats *ls = &p->ls[l].st;
             sqlite3_bind_int64(ps, 1, p->id);
-            sqlite3_bind_int64(ps, 2, l + 1);
+            sqlite3_bind_int64(ps, 2, (int64_t)l);
             sqlite3_bind_int64(ps, 3, ls->allocs);
             sqlite3_bind_int64(ps, 4, ls->frees);
             sqlite3_bind_int64(ps, 5, ls->alloc_bytes);
@@ -1234,9 +1598,16 @@ static int open_db(struct conv *c)
     if (rc == 0)
         rc = exec_sql(c, ms_schema_sql, "create schema");
     if (rc == 0)
-        rc = prepare(c, &c->ins_event, "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+        rc = prepare(c, &c->ins_event, "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (rc == 0)
-        rc = prepare(c, &c->ins_block, "INSERT INTO blocks VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+        rc = prepare(c, &c->ins_block,
+                     "INSERT INTO blocks VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    if (rc == 0)
+        rc = prepare(c, &c->ins_owner, "INSERT INTO owners VALUES (?,?)");
+    if (rc == 0)
+        rc = prepare(c, &c->ins_step, "INSERT INTO steps VALUES (?,?,?,?,?)");
+    if (rc == 0)
+        rc = prepare(c, &c->ins_range, "INSERT INTO ranges VALUES (?,?,?,?,?,?,?,?,?,?)");
     if (rc == 0)
         rc = prepare(c, &c->ins_string, "INSERT INTO strings VALUES (?,?)");
     if (rc == 0)
@@ -1250,8 +1621,9 @@ static int open_db(struct conv *c)
 
 static void conv_release(struct conv *c)
 {
-    sqlite3_stmt *sts[] = {c->ins_event, c->ins_block, c->ins_string,
-                           c->ins_frame, c->ins_stack, c->ins_stack_frame};
+    sqlite3_stmt *sts[] = {c->ins_event, c->ins_block,       c->ins_string, c->ins_frame,
+                           c->ins_stack, c->ins_stack_frame, c->ins_owner,  c->ins_step,
+                           c->ins_range};
     for (size_t i = 0; i < sizeof sts / sizeof sts[0]; i++)
         sqlite3_finalize(sts[i]);
     if (c->db)
@@ -1266,10 +1638,22 @@ static void conv_release(struct conv *c)
             free(p->mods[k].path);
         free(p->mods);
         ms_addrmap_release(&p->stack_ids);
-        for (int l = 0; l < NLAYERS; l++)
-            ms_addrmap_release(&p->live[l]);
+        for (size_t l = 0; l < p->nls; l++)
+            ms_addrmap_release(&p->ls[l].live);
+        free(p->ls);
     }
     free(c->procs);
+    for (size_t i = 0; i < c->nthreads; i++) {
+        struct thread *t = &c->threads[i];
+        for (int k = 0; k < t->nranges; k++)
+            free(t->ranges[k].name);
+        free(t->ranges);
+        free(t->owner);
+    }
+    for (size_t i = 0; i < c->npools; i++)
+        free(c->pools[i]);
+    free(c->pools);
+    ms_strtab_release(&c->owners);
     for (size_t i = 0; i < c->nstacks; i++)
         free(c->stacks[i].pcs);
     free(c->stacks);
@@ -1296,12 +1680,15 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
     c.errlen = errlen;
     c.free_block = MS_ADDRMAP_EMPTY;
     ms_strtab_init(&c.strings, MAX_STRINGS, MAX_STRING_BYTES);
+    ms_strtab_init(&c.owners, MAX_STRINGS, MAX_STRING_BYTES);
     if (!o || !o->trace_dir || !o->db_path)
         return fail(&c, MS_EINVAL, "ms_store_convert: trace_dir and db_path are required");
 
     int rc = list_traces(&c);
     if (rc == 0)
         rc = open_traces(&c);
+    if (rc == 0)
+        rc = init_layers(&c);
     if (rc == 0)
         rc = pass1(&c);
     if (rc == 0)
@@ -1310,6 +1697,8 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
         rc = symbolize_process(&c, &c.procs[i]);
     if (rc == 0)
         rc = pass2(&c);
+    if (rc == 0)
+        rc = write_annotations(&c);
     if (rc == 0)
         rc = write_meta(&c); /* before write_processes turns cmdline NULs into spaces */
     if (rc == 0)

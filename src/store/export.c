@@ -100,6 +100,14 @@ static void out_field(struct out *o, const char *s)
     out_add(o, "\"", 1);
 }
 
+/* Appends s as a quoted CSV field. */
+static void out_quoted(struct out *o, const char *s)
+{
+    out_add(o, "\"", 1);
+    out_escaped(o, s);
+    out_add(o, "\"", 1);
+}
+
 struct exp {
     sqlite3 *db;
     char *err;
@@ -244,8 +252,11 @@ static int write_rows(struct exp *e, FILE *f)
     o->failed = 0;
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(e->db,
-                           "SELECT id, kind, layer, ts_ns, process_id, thread_id, addr, size, "
-                           "func, stack_id, allocation_id FROM events ORDER BY id",
+                           "SELECT e.id, e.kind, e.layer, e.ts_ns, e.process_id, e.thread_id, "
+                           "e.addr, e.size, e.func, e.stack_id, e.allocation_id, e.name, e.flags, "
+                           "o.label FROM events e LEFT JOIN blocks b ON e.kind = 1 AND "
+                           "b.allocation_id = e.allocation_id LEFT JOIN owners o ON "
+                           "o.id = b.owner_id ORDER BY e.id",
                            -1, &st, NULL) != SQLITE_OK) {
         free(o);
         return db_fail(e, "cannot read events");
@@ -264,18 +275,41 @@ static int write_rows(struct exp *e, FILE *f)
             break;
         }
         int64_t addr = sqlite3_column_int64(st, 6);
+        int64_t k = sqlite3_column_int64(st, 1);
+        const char *name = (const char *)sqlite3_column_text(st, 11);
+        int annotation = k >= MS_KIND_STEP && k <= MS_KIND_RANGE_END;
+        static const char *const ann_event[] = {"SYSTEM", "MSTX", "MSTX", "MSTX"};
+        static const char *const ann_type[] = {"STEP", "Mark", "Range_start", "Range_end"};
+        if (annotation) {
+            kind = ann_event[k - MS_KIND_STEP];
+            type = ann_type[k - MS_KIND_STEP];
+        } else if (k == MS_KIND_ACCESS) {
+            int flags = sqlite3_column_int(st, 12);
+            type = flags & 2 ? "WRITE" : flags & 1 ? "READ" : "UNKNOWN";
+        }
         out_i64(o, id);
         out_add(o, ",", 1);
         out_field(o, kind);
         out_add(o, ",", 1);
         out_field(o, type);
-        out_add(o, ",N/A,", 5);
+        out_add(o, ",", 1);
+        if (!name)
+            out_str(o, "N/A");
+        else if (k >= MS_KIND_MARK && k <= MS_KIND_RANGE_END)
+            out_quoted(o, name); /* msMemScope quotes MSTX names */
+        else
+            out_field(o, name);
+        out_add(o, ",", 1);
         out_i64(o, sqlite3_column_int64(st, 3));
         out_add(o, ",", 1);
         out_i64(o, pid);
         out_add(o, ",", 1);
         out_i64(o, tid);
         out_add(o, ",N/A,", 5);
+        if (annotation) {
+            out_str(o, "N/A,\"{}\",,\n");
+            continue;
+        }
         out_ptr(o, addr);
         /* Attr: msMemScope's unquoted-key form; NULL members are left out, as in the view. */
         out_add(o, ",\"{", 3);
@@ -295,6 +329,11 @@ static int write_rows(struct exp *e, FILE *f)
         if (func) {
             out_str(o, ",func:");
             out_escaped(o, func);
+        }
+        const char *owner = (const char *)sqlite3_column_text(st, 13);
+        if (owner) {
+            out_str(o, ",owner:");
+            out_escaped(o, owner);
         }
         out_add(o, "}\",,", 4);
         if (sqlite3_column_type(st, 9) != SQLITE_NULL) {

@@ -7,8 +7,16 @@
 #define MS_DB_FORMAT_VERSION 1
 
 /* Layer and event-kind ids (tables layers and event_kinds). */
-enum { MS_LAYER_HEAP = 1, MS_LAYER_MMAP = 2 };
-enum { MS_KIND_MALLOC = 1, MS_KIND_FREE = 2 };
+enum { MS_LAYER_ANNOTATION = 0, MS_LAYER_HEAP = 1, MS_LAYER_MMAP = 2, MS_LAYER_POOL0 = 16 };
+enum {
+    MS_KIND_MALLOC = 1,
+    MS_KIND_FREE = 2,
+    MS_KIND_STEP = 4,
+    MS_KIND_MARK = 5,
+    MS_KIND_RANGE_START = 6,
+    MS_KIND_RANGE_END = 7,
+    MS_KIND_ACCESS = 8,
+};
 
 /* Tables, fixed rows and the memscope_dump view; run before loading. */
 extern const char ms_schema_sql[];

@@ -269,6 +269,104 @@ static void test_model(void)
     ms_snapshot_release(&s);
 }
 
+static void test_shapes(void)
+{
+    /* [{'a': 1, 'b': 2}, {'a': 3, 'b': 4}, {'a': 5, 'b': 6}, {'a': 7, 'a': 8},
+     *  {'a': 11, 'b': 12}], then d[1]['c'] = 10 (a key that is no memo reference) and
+     * d[2]['a'] = 9, both by SETITEM on a dict that already has its items. The first dict's
+     * keys are new strings; the others' are memo references and share key shapes. */
+    static const char p[] =
+        "\x80\x04]\x94(}\x94(\x8c\x01" "a\x94K\x01\x8c\x01" "b\x94K\x02u"
+        "}\x94(h\x02K\x03h\x03K\x04u}\x94(h\x02K\x05h\x03K\x06u}\x94(h\x02K\x07h\x02K\x08u"
+        "}\x94(h\x02K\x0bh\x03K\x0cu" "e" "h\x05h\x02K\x09s0" "h\x04\x8c\x01" "cK\x0as0.";
+    struct ms_unpickle u;
+    CHECK(load(&u, p, sizeof p - 1) == 0);
+    CHECK(ms_pv_len(&u, u.root) == 5);
+    ms_pv d[5];
+    for (int k = 0; k < 5; k++)
+        d[k] = ms_pv_item(&u, u.root, (uint64_t)k);
+    int64_t i;
+    CHECK(ms_pv_dict_shape(&u, d[0]) == 0);
+    CHECK(ms_pv_dict_shape(&u, d[4]) != 0);
+    CHECK(ms_pv_dict_shape(&u, d[3]) != 0 && ms_pv_dict_shape(&u, d[3]) != ms_pv_dict_shape(&u, d[4]));
+    /* The dicts grown by SETITEM keep all their pairs, in order. */
+    CHECK(ms_pv_len(&u, d[1]) == 3 && ms_pv_len(&u, d[2]) == 3);
+    CHECK(ms_pv_str_eq(&u, ms_pv_dict_key(&u, d[1], 2), "c"));
+    CHECK(!ms_pv_int(&u, ms_pv_dict_value(&u, d[1], 2), &i) && i == 10);
+    CHECK(!ms_pv_int(&u, ms_pv_dict_get(&u, d[1], "b"), &i) && i == 4);
+    CHECK(!ms_pv_int(&u, ms_pv_dict_get(&u, d[2], "a"), &i) && i == 9);
+    CHECK(!ms_pv_int(&u, ms_pv_dict_get(&u, d[2], "b"), &i) && i == 6);
+    /* Duplicate keys in a shaped dict: the last wins. */
+    CHECK(ms_pv_len(&u, d[3]) == 2 && !ms_pv_int(&u, ms_pv_dict_get(&u, d[3], "a"), &i) && i == 8);
+    CHECK(ms_pv_str_eq(&u, ms_pv_dict_key(&u, d[4], 1), "b"));
+    CHECK(!ms_pv_int(&u, ms_pv_dict_value(&u, d[4], 0), &i) && i == 11);
+    CHECK(ms_pv_type(&u, ms_pv_dict_key(&u, d[4], 2)) == MS_PV_ABSENT);
+    int32_t at[3] = {1, -1, 7};
+    ms_pv out[3];
+    ms_pv_dict_values(&u, d[4], at, 3, out);
+    CHECK(!ms_pv_int(&u, out[0], &i) && i == 12);
+    CHECK(ms_pv_type(&u, out[1]) == MS_PV_ABSENT && ms_pv_type(&u, out[2]) == MS_PV_ABSENT);
+    ms_unpickle_release(&u);
+}
+
+static void test_stacks(void)
+{
+    /* d1 = {a.py:1 f}, d2 = {??:0 g}, d3 = {b.cpp:2 h}, L = [d1]; five alloc events with frames
+     * [d1, d2, d3, L], L, [d1, d2, d3, L] (another list, same content), [d2, d3], []. L is both
+     * a frame (no dict: an empty frame) and a stack. */
+    static const unsigned char p[] = {
+        0x80, 0x04, 0x95, 0x19, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x7d, 0x94, 0x28,
+        0x8c, 0x08, 0x73, 0x65, 0x67, 0x6d, 0x65, 0x6e, 0x74, 0x73, 0x94, 0x5d, 0x94, 0x8c,
+        0x0d, 0x64, 0x65, 0x76, 0x69, 0x63, 0x65, 0x5f, 0x74, 0x72, 0x61, 0x63, 0x65, 0x73,
+        0x94, 0x5d, 0x94, 0x5d, 0x94, 0x28, 0x7d, 0x94, 0x28, 0x8c, 0x06, 0x61, 0x63, 0x74,
+        0x69, 0x6f, 0x6e, 0x94, 0x8c, 0x05, 0x61, 0x6c, 0x6c, 0x6f, 0x63, 0x94, 0x8c, 0x04,
+        0x61, 0x64, 0x64, 0x72, 0x94, 0x4b, 0x00, 0x8c, 0x04, 0x73, 0x69, 0x7a, 0x65, 0x94,
+        0x4b, 0x01, 0x8c, 0x06, 0x66, 0x72, 0x61, 0x6d, 0x65, 0x73, 0x94, 0x5d, 0x94, 0x28,
+        0x7d, 0x94, 0x28, 0x8c, 0x08, 0x66, 0x69, 0x6c, 0x65, 0x6e, 0x61, 0x6d, 0x65, 0x94,
+        0x8c, 0x04, 0x61, 0x2e, 0x70, 0x79, 0x94, 0x8c, 0x04, 0x6c, 0x69, 0x6e, 0x65, 0x94,
+        0x4b, 0x01, 0x8c, 0x04, 0x6e, 0x61, 0x6d, 0x65, 0x94, 0x8c, 0x01, 0x66, 0x94, 0x75,
+        0x7d, 0x94, 0x28, 0x68, 0x0e, 0x8c, 0x02, 0x3f, 0x3f, 0x94, 0x68, 0x10, 0x4b, 0x00,
+        0x68, 0x11, 0x8c, 0x01, 0x67, 0x94, 0x75, 0x7d, 0x94, 0x28, 0x68, 0x0e, 0x8c, 0x05,
+        0x62, 0x2e, 0x63, 0x70, 0x70, 0x94, 0x68, 0x10, 0x4b, 0x02, 0x68, 0x11, 0x8c, 0x01,
+        0x68, 0x94, 0x75, 0x5d, 0x94, 0x68, 0x0d, 0x61, 0x65, 0x75, 0x7d, 0x94, 0x28, 0x68,
+        0x07, 0x68, 0x08, 0x68, 0x09, 0x4b, 0x00, 0x68, 0x0a, 0x4b, 0x01, 0x68, 0x0b, 0x68,
+        0x19, 0x75, 0x7d, 0x94, 0x28, 0x68, 0x07, 0x68, 0x08, 0x68, 0x09, 0x4b, 0x00, 0x68,
+        0x0a, 0x4b, 0x01, 0x68, 0x0b, 0x5d, 0x94, 0x28, 0x68, 0x0d, 0x68, 0x13, 0x68, 0x16,
+        0x68, 0x19, 0x65, 0x75, 0x7d, 0x94, 0x28, 0x68, 0x07, 0x68, 0x08, 0x68, 0x09, 0x4b,
+        0x00, 0x68, 0x0a, 0x4b, 0x01, 0x68, 0x0b, 0x5d, 0x94, 0x28, 0x68, 0x13, 0x68, 0x16,
+        0x65, 0x75, 0x7d, 0x94, 0x28, 0x68, 0x07, 0x68, 0x08, 0x68, 0x09, 0x4b, 0x00, 0x68,
+        0x0a, 0x4b, 0x01, 0x68, 0x0b, 0x5d, 0x94, 0x75, 0x65, 0x61, 0x75, 0x2e};
+    struct ms_snapshot s;
+    ms_snapshot_init(&s, NULL);
+    CHECK(ms_snapshot_load_mem(&s, p, sizeof p) == 0);
+    CHECK(s.ntraces == 1 && s.traces[0].nevents == 5);
+    if (s.ntraces != 1 || s.traces[0].nevents != 5) {
+        ms_snapshot_release(&s);
+        return;
+    }
+    const struct ms_snap_event *e = s.traces[0].events;
+    CHECK(e[0].stack != 0 && e[0].stack == e[2].stack);
+    CHECK(e[1].stack != 0 && e[1].stack != e[0].stack && e[1].stack < s.nstacks);
+    CHECK(e[3].stack != 0 && e[4].stack == 0);
+    CHECK(s.nstacks == 4);
+    uint32_t a = ms_snapshot_stack_frame(&s, e[0].stack, 0);
+    CHECK(a != 0 && a == ms_snapshot_stack_frame(&s, e[1].stack, 0));
+    CHECK(s.frames[a].file.n == 4 && !memcmp(s.frames[a].file.p, "a.py", 4));
+    CHECK(s.stacks[e[0].stack].depth == 4 && s.stacks[e[0].stack].site == a);
+    uint32_t plain = ms_snapshot_stack_frame(&s, e[0].stack, 3);
+    CHECK(plain != 0 && s.frames[plain].file.n == 0);
+    CHECK(ms_snapshot_stack_frame(&s, e[0].stack, 4) == 0);
+    CHECK(ms_snapshot_stack_frame(&s, s.nstacks, 0) == 0);
+    uint32_t site = s.stacks[e[3].stack].site;
+    CHECK(site && s.frames[site].file.n == 5 && !memcmp(s.frames[site].file.p, "b.cpp", 5));
+    CHECK(ms_snapshot_stack_frame(&s, e[3].stack, 1) == site);
+    FILE *null = fopen("/dev/null", "w");
+    CHECK(null && ms_snapshot_write_summary(&s, null, 1, 10) == 0);
+    if (null)
+        fclose(null);
+    ms_snapshot_release(&s);
+}
+
 int main(int argc, char **argv)
 {
     test_scalars();
@@ -278,6 +376,8 @@ int main(int argc, char **argv)
     test_truncation(argc > 1 ? argv[1] : NULL);
     test_json();
     test_model();
+    test_shapes();
+    test_stacks();
     if (failures)
         fprintf(stderr, "test_unpickle: %d checks failed\n", failures);
     else

@@ -229,8 +229,9 @@ static void check_rows(void)
                 " 'memscope_version') ORDER BY key",
                 "call_stack_c|64\ncommand_line|[\"app\",\"--fast\"]\nend_time_ns|" T(01150) "\n"
                 "events|NULL\nexit_status|NULL\nformat_version|1\nstart_time_ns|" T(00000) "\n");
-    check_query("SELECT * FROM event_kinds", "1|MALLOC\n2|FREE\n");
-    check_query("SELECT * FROM layers", "1|heap|HOST\n2|mmap|MMAP\n");
+    check_query("SELECT * FROM event_kinds", "1|MALLOC\n2|FREE\n4|STEP\n5|MARK\n"
+                                            "6|RANGE_START\n7|RANGE_END\n8|ACCESS\n");
+    check_query("SELECT * FROM layers", "0|annotation|N/A\n1|heap|HOST\n2|mmap|MMAP\n");
     check_query("SELECT * FROM memscope_dump WHERE ID IN (1, 8, 9)",
                 "1|MALLOC|HOST|N/A|" T(00100) "|100|100|N/A|0x0000000000001000|"
                 "{\"allocation_id\":\"1\",\"addr\":\"0x0000000000001000\",\"size\":\"16\","
@@ -240,7 +241,7 @@ static void check_rows(void)
                 "9|FREE|HOST|N/A|" T(00500) "|100|100|N/A|0x00000000000dead0|"
                 "{\"addr\":\"0x00000000000dead0\",\"func\":\"free\"}||\n");
     check_query("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name NOT LIKE "
-                "'sqlite_%'", "8\n");
+                "'sqlite_%'", "4\n");
 }
 
 static void check_csv(void)

@@ -295,3 +295,199 @@ int ms__imap_del(struct ms_imap *m, int64_t key)
     m->n--;
     return 1;
 }
+
+/* ---- Helpers shared by leaks, peak, temporary and trend ---- */
+
+static char *dup_text(const unsigned char *t)
+{
+    return t ? strdup((const char *)t) : NULL;
+}
+
+/* Grows *arr of *n pointers to hold index id; new slots are NULL. */
+static int grow_ptrs(char ***arr, size_t *n, int64_t id)
+{
+    if (id < 0 || id > (1 << 24))
+        return MS_ELIMIT;
+    if ((size_t)id < *n)
+        return 0;
+    size_t nn = (size_t)id + 1;
+    char **p = realloc(*arr, nn * sizeof *p);
+    if (!p)
+        return MS_ENOMEM;
+    memset(p + *n, 0, (nn - *n) * sizeof *p);
+    *arr = p;
+    *n = nn;
+    return 0;
+}
+
+int ms__names_load(sqlite3 *db, struct ms_names *n, char *err, size_t errlen)
+{
+    memset(n, 0, sizeof *n);
+    sqlite3_stmt *st = NULL;
+    int rc = 0;
+    if (sqlite3_prepare_v2(db, "SELECT id, pid, exe FROM processes ORDER BY id", -1, &st,
+                           NULL) != SQLITE_OK)
+        goto db_fail;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        struct ms_name_proc *p = realloc(n->procs, (n->nprocs + 1) * sizeof *p);
+        if (!p)
+            goto oom;
+        n->procs = p;
+        p += n->nprocs++;
+        p->id = sqlite3_column_int64(st, 0);
+        p->pid = sqlite3_column_int64(st, 1);
+        const char *exe = (const char *)sqlite3_column_text(st, 2);
+        const char *base = exe ? strrchr(exe, '/') : NULL;
+        p->exe = strdup(base ? base + 1 : exe ? exe : "?");
+        if (!p->exe)
+            goto oom;
+    }
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(db, "SELECT id, name FROM layers", -1, &st, NULL) != SQLITE_OK)
+        goto db_fail;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        if ((rc = grow_ptrs(&n->layers, &n->nlayers, id)) < 0)
+            goto fail;
+        free(n->layers[id]);
+        if (!(n->layers[id] = dup_text(sqlite3_column_text(st, 1))))
+            goto oom;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (ms__has_column(db, "owners", "label")) {
+        if (sqlite3_prepare_v2(db, "SELECT id, label FROM owners", -1, &st, NULL) != SQLITE_OK)
+            goto db_fail;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            int64_t id = sqlite3_column_int64(st, 0);
+            if ((rc = grow_ptrs(&n->owners, &n->nowners, id)) < 0)
+                goto fail;
+            free(n->owners[id]);
+            if (!(n->owners[id] = dup_text(sqlite3_column_text(st, 1))))
+                goto oom;
+        }
+        sqlite3_finalize(st);
+    }
+    return 0;
+db_fail:
+    snprintf(err, errlen, "reading names: %s", sqlite3_errmsg(db));
+    rc = MS_EDB;
+    goto out;
+oom:
+    rc = MS_ENOMEM;
+fail:
+    snprintf(err, errlen, "reading names: %s", ms_strerror(rc));
+out:
+    sqlite3_finalize(st);
+    ms__names_release(n);
+    return rc;
+}
+
+void ms__names_release(struct ms_names *n)
+{
+    if (!n)
+        return;
+    for (size_t i = 0; i < n->nprocs; i++)
+        free(n->procs[i].exe);
+    for (size_t i = 0; i < n->nlayers; i++)
+        free(n->layers[i]);
+    for (size_t i = 0; i < n->nowners; i++)
+        free(n->owners[i]);
+    free(n->procs);
+    free(n->layers);
+    free(n->owners);
+    memset(n, 0, sizeof *n);
+}
+
+const struct ms_name_proc *ms__names_proc(const struct ms_names *n, int64_t id)
+{
+    for (size_t i = 0; i < n->nprocs; i++)
+        if (n->procs[i].id == id)
+            return &n->procs[i];
+    return NULL;
+}
+
+const char *ms__names_layer(const struct ms_names *n, int64_t id)
+{
+    static char buf[32];
+    if (id >= 0 && (size_t)id < n->nlayers && n->layers[id])
+        return n->layers[id];
+    snprintf(buf, sizeof buf, "layer%lld", (long long)id);
+    return buf;
+}
+
+const char *ms__names_owner(const struct ms_names *n, int64_t id)
+{
+    if (id > 0 && (size_t)id < n->nowners)
+        return n->owners[id];
+    return NULL;
+}
+
+void ms__sites_init(struct ms_sites *s, sqlite3 *db)
+{
+    memset(s, 0, sizeof *s);
+    s->db = db;
+    ms__imap_init(&s->by_stack, sizeof(char *));
+}
+
+void ms__sites_release(struct ms_sites *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->ntexts; i++)
+        free(s->texts[i]);
+    free(s->texts);
+    ms__imap_release(&s->by_stack);
+    memset(s, 0, sizeof *s);
+}
+
+const char *ms__sites_get(struct ms_sites *s, int64_t stack_id)
+{
+    if (stack_id < 0)
+        stack_id = 0;
+    char **slot = ms__imap_get(&s->by_stack, stack_id);
+    if (slot)
+        return *slot;
+    char buf[1024];
+    ms_stack_site(s->db, stack_id, buf, sizeof buf);
+    /* Intern: a linear search would be quadratic over many stacks, so keep the texts in a
+     * small open hash keyed by a string hash (collisions resolved by strcmp). */
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = buf; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    int64_t key = (int64_t)(h >> 2) | (1ll << 61); /* never collides with stack ids < 2^61 */
+    char *text = NULL;
+    for (;; key = (int64_t)(((uint64_t)key * 31 + 7) >> 2) | (1ll << 61)) {
+        char **t = ms__imap_get(&s->by_stack, key);
+        if (!t)
+            break;
+        if (!strcmp(*t, buf)) {
+            text = *t;
+            break;
+        }
+    }
+    if (!text) {
+        if (s->ntexts == s->atexts) {
+            size_t na = s->atexts ? 2 * s->atexts : 64;
+            char **nt = realloc(s->texts, na * sizeof *nt);
+            if (!nt)
+                return NULL;
+            s->texts = nt;
+            s->atexts = na;
+        }
+        if (!(text = strdup(buf)))
+            return NULL;
+        s->texts[s->ntexts++] = text;
+        int isnew;
+        char **t = ms__imap_put(&s->by_stack, key, &isnew);
+        if (!t)
+            return NULL;
+        *t = text;
+    }
+    int isnew;
+    slot = ms__imap_put(&s->by_stack, stack_id, &isnew);
+    if (!slot)
+        return NULL;
+    *slot = text;
+    return text;
+}

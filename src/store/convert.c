@@ -1587,8 +1587,9 @@ static int open_db(struct conv *c)
     memcpy(c->tmp_path + n, ".tmp", 5);
     if (unlink(c->tmp_path) < 0 && errno != ENOENT)
         return fail(c, -errno, "cannot replace %s: %s", c->tmp_path, strerror(errno));
-    if (sqlite3_open_v2(c->tmp_path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-        SQLITE_OK)
+    /* One thread uses this connection: no mutexes (7% of the conversion time). */
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    if (sqlite3_open_v2(c->tmp_path, &c->db, flags, NULL) != SQLITE_OK)
         return db_fail(c, "open");
     int rc = exec_sql(c,
                       "PRAGMA page_size=65536; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"

@@ -79,7 +79,7 @@ struct ms_pv_arena_chunk {
  * 2 MiB and advised as huge pages: one page fault per 2 MiB instead of per 4 KiB, which is
  * most of the system time on a large snapshot. Small inputs (tests, the fuzzer) stay on
  * malloc, so the sanitizers still see every arena byte. */
-#define HUGE_AFTER ((uint64_t)32 << 20)
+#define HUGE_AFTER UINT64_MAX
 #define HUGE_ALIGN ((size_t)2 << 20)
 #define HUGE_CHUNK ((size_t)8 << 20)
 

@@ -144,6 +144,26 @@ void ms__sites_release(struct ms_sites *s);
 /* The site of stack_id ("(no stack)" for <= 0); NULL only when out of memory. */
 const char *ms__sites_get(struct ms_sites *s, int64_t stack_id);
 
+/* Live bytes per (process, layer) while replaying MALLOC and FREE events in id order, as the
+ * converter counted them (process_stats): a FREE with an allocation_id ends its block; a MALLOC
+ * at an address that is still live first ends the old block (the "replaced" blocks of
+ * docs/database.md, which have no FREE event). Keeps one address map per (process, layer). */
+struct ms_live_pl {
+    int64_t process_id, layer;
+    int64_t live, blocks;       /* now */
+    struct ms_imap addrs;       /* addr -> size of the live blocks */
+};
+struct ms_live {
+    struct ms_live_pl *pl;
+    size_t n, cap, last;
+};
+void ms__live_init(struct ms_live *l);
+void ms__live_release(struct ms_live *l);
+/* Applies one event (kind 1 MALLOC, 2 FREE; others are ignored). Returns the entry of its
+ * (process, layer), or NULL when out of memory. */
+struct ms_live_pl *ms__live_apply(struct ms_live *l, int kind, int64_t process_id, int64_t layer,
+                                  int64_t addr, int64_t size, int has_alloc_id);
+
 /* Runs the analyses named in names (a comma list, or "all" for every available one) on the
  * database at db_path and writes one report to out: text sections one after the other, or with
  * o->json a single document (one analysis: its own document; several: an object with a key per

@@ -491,3 +491,84 @@ const char *ms__sites_get(struct ms_sites *s, int64_t stack_id)
     *slot = text;
     return text;
 }
+
+void ms__live_init(struct ms_live *l)
+{
+    memset(l, 0, sizeof *l);
+}
+
+void ms__live_release(struct ms_live *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->n; i++)
+        ms__imap_release(&l->pl[i].addrs);
+    free(l->pl);
+    memset(l, 0, sizeof *l);
+}
+
+struct ms_live_pl *ms__live_apply(struct ms_live *l, int kind, int64_t process_id, int64_t layer,
+                                  int64_t addr, int64_t size, int has_alloc_id)
+{
+    struct ms_live_pl *p = l->n ? &l->pl[l->last] : NULL;
+    if (!p || p->process_id != process_id || p->layer != layer) {
+        p = NULL;
+        for (size_t i = 0; i < l->n; i++)
+            if (l->pl[i].process_id == process_id && l->pl[i].layer == layer) {
+                p = &l->pl[i];
+                l->last = i;
+                break;
+            }
+        if (!p) {
+            if (l->n == l->cap) {
+                size_t nc = l->cap ? 2 * l->cap : 8;
+                struct ms_live_pl *np = realloc(l->pl, nc * sizeof *np);
+                if (!np)
+                    return NULL;
+                l->pl = np;
+                l->cap = nc;
+            }
+            p = &l->pl[l->n];
+            memset(p, 0, sizeof *p);
+            p->process_id = process_id;
+            p->layer = layer;
+            ms__imap_init(&p->addrs, sizeof(int64_t));
+            l->last = l->n++;
+        }
+    }
+    if (addr == INT64_MIN)
+        addr = INT64_MIN + 1; /* the map's empty key; no real address */
+    if (kind == 1) {
+        int isnew;
+        int64_t *v = ms__imap_put(&p->addrs, addr, &isnew);
+        if (!v)
+            return NULL;
+        if (!isnew) { /* replaced: the old block ends here */
+            p->live -= *v;
+            p->blocks--;
+        }
+        *v = size;
+        p->live += size;
+        p->blocks++;
+    } else if (kind == 2 && has_alloc_id) {
+        int64_t *v = ms__imap_get(&p->addrs, addr);
+        if (v) {
+            p->live -= *v;
+            p->blocks--;
+            ms__imap_del(&p->addrs, addr);
+        }
+    }
+    return p;
+}
+
+/* registry.c refers to the analyses weakly, and a weak reference does not pull an object out of
+ * a static library: these strong references link compare, inefficient, decompose and
+ * fragmentation into every program that links ms_analyze. */
+int ms_analyze_compare(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
+int ms_analyze_inefficient(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
+int ms_analyze_decompose(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
+int ms_analyze_fragmentation(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
+typedef int (*ms__analysis_fn)(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *,
+                               size_t);
+__attribute__((used)) static ms__analysis_fn const ms__linked_b[] = {
+    ms_analyze_compare, ms_analyze_inefficient, ms_analyze_decompose, ms_analyze_fragmentation};

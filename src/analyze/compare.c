@@ -15,6 +15,7 @@
 
 #include "error.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -402,7 +403,7 @@ struct edit {
 
 /* The Myers D cap: the trace of V arrays costs (D+1)^2 ints. Past it the unmatched middle is
  * reported as removed then added, as msMemScope does when its MAXLOOPTIME expires. */
-#define MYERS_MAX_D 3000
+#define MYERS_MAX_D 2000
 
 /* Appends the shortest edit script from a[0..n) to b[0..m) to *ed (Myers 1986, O((N+M)D)). */
 static int myers(const struct op *a, long n, const struct op *b, long m, long a0, long b0,
@@ -663,27 +664,31 @@ static void json_section(struct ms_json *j, const char *key, const struct cset *
     ms_json_end_object(j);
 }
 
-/* Edits sorted by |diff| (then by position) for the report's "ops that differ" list. */
+/* The op edits that differ, largest |diff| first, then in sequence order. */
 static const struct opseq *g_A, *g_B;
+static const struct edit *g_ed;
+
 static long long edit_diff(const struct edit *e)
 {
     return (e->b >= 0 ? g_B->v[e->b].bytes : 0) - (e->a >= 0 ? g_A->v[e->a].bytes : 0);
 }
+
 static int by_edit_diff(const void *x, const void *y)
 {
-    const struct edit *a = x, *b = y;
-    long long da = absll(edit_diff(a)), db = absll(edit_diff(b));
-    if (da != db)
-        return da > db ? -1 : 1;
-    return (a - b) < 0 ? -1 : (a - b) > 0; /* unreachable order fallback: stable by caller */
+    size_t i = *(const size_t *)x, k = *(const size_t *)y;
+    long long di = absll(edit_diff(&g_ed[i])), dk = absll(edit_diff(&g_ed[k]));
+    if (di != dk)
+        return di > dk ? -1 : 1;
+    return i < k ? -1 : i > k;
 }
 
 struct ops_summary {
     size_t matched, only_a, only_b;
-    struct edit *differ; /* edits whose diff is non-zero, largest first */
+    size_t *differ; /* positions in the edit script: unmatched, or matched with a diff */
     size_t ndiffer;
 };
 
+/* Not reentrant (qsort has no context argument in C11): analyses run one at a time. */
 static int summarize_ops(const struct opseq *A, const struct opseq *B, const struct edit *ed,
                          size_t ne, struct ops_summary *sm)
 {
@@ -693,6 +698,7 @@ static int summarize_ops(const struct opseq *A, const struct opseq *B, const str
         return MS_ENOMEM;
     g_A = A;
     g_B = B;
+    g_ed = ed;
     for (size_t i = 0; i < ne; i++) {
         if (ed[i].a >= 0 && ed[i].b >= 0)
             sm->matched++;
@@ -701,19 +707,9 @@ static int summarize_ops(const struct opseq *A, const struct opseq *B, const str
         else
             sm->only_b++;
         if (edit_diff(&ed[i]) != 0 || ed[i].a < 0 || ed[i].b < 0)
-            sm->differ[sm->ndiffer++] = ed[i];
+            sm->differ[sm->ndiffer++] = i;
     }
-    /* qsort is not stable: sort (|diff|, position) explicitly by carrying the position. */
-    for (size_t i = 1; i < sm->ndiffer; i++) {
-        struct edit t = sm->differ[i];
-        size_t k = i;
-        while (k > 0 && absll(edit_diff(&sm->differ[k - 1])) < absll(edit_diff(&t))) {
-            sm->differ[k] = sm->differ[k - 1];
-            k--;
-        }
-        sm->differ[k] = t;
-    }
-    (void)by_edit_diff;
+    qsort(sm->differ, sm->ndiffer, sizeof *sm->differ, by_edit_diff);
     return 0;
 }
 
@@ -846,7 +842,7 @@ int ms_analyze_compare(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, 
             ms_json_int(&j, "only_b", (long long)sm.only_b);
             ms_json_begin_array(&j, "differ");
             for (size_t i = 0, n = shown(o, sm.ndiffer); i < n; i++) {
-                const struct edit *e = &sm.differ[i];
+                const struct edit *e = &ed[sm.differ[i]];
                 ms_json_begin_object(&j, NULL);
                 ms_json_str(&j, "name", e->a >= 0 ? A.v[e->a].name : B.v[e->b].name);
                 if (e->a >= 0)
@@ -889,7 +885,7 @@ int ms_analyze_compare(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, 
                 fprintf(out, "  %14s  %14s  %14s  %s\n", "diff bytes", "A bytes", "B bytes",
                         "op");
             for (size_t i = 0; i < n; i++) {
-                const struct edit *e = &sm.differ[i];
+                const struct edit *e = &ed[sm.differ[i]];
                 char ab[32], bb[32];
                 fmt_opt(ab, sizeof ab, &A, e->a);
                 fmt_opt(bb, sizeof bb, &B, e->b);

@@ -7,6 +7,7 @@
 int cmd_run(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_analyze(int argc, char **argv);
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
 int cmd_snapshot(int argc, char **argv);
 #endif

@@ -561,7 +561,8 @@ int cmd_run(int argc, char **argv)
     strftime(stamp, sizeof stamp, "%Y%m%d%H%M%S", localtime(&now));
     const char *suffix = o.format == FMT_CSV ? ".csv" : ".db";
     const char *output = o.output ? o.output : "memscopeDumpResults";
-    char out_dir[PATH_MAX], out_file[PATH_MAX] = "", trace_dir[PATH_MAX];
+    /* out_dir is at most PATH_MAX - 128 bytes (checked below): the others have room for it. */
+    char out_dir[PATH_MAX], out_file[PATH_MAX + 128] = "", trace_dir[PATH_MAX + 128];
     int out_is_file = o.format != FMT_TRACE && ends_with(output, suffix);
     if (strlen(output) >= PATH_MAX - 128)
         return usage_error("--output-path: path too long");
@@ -647,7 +648,7 @@ int cmd_run(int argc, char **argv)
     if (!out_is_file)
         snprintf(out_file, sizeof out_file, "%s/memscope_%ld_%s%s", out_dir, (long)pid, stamp,
                  suffix);
-    char db_path[PATH_MAX + 16];
+    char db_path[PATH_MAX + 160];
     if (o.format == FMT_CSV)
         snprintf(db_path, sizeof db_path, "%s.tmp.db", out_file);
     else

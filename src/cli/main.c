@@ -65,6 +65,7 @@ static const struct command {
     {"run", cmd_run},
     {"import", cmd_import},
     {"export", cmd_export},
+    {"analyze", cmd_analyze},
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
     {"snapshot", cmd_snapshot},
 #endif

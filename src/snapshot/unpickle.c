@@ -57,7 +57,7 @@ struct obj {
  * written once, so equal words mean the same keys. At most SHAPE_MAX shapes of at most
  * SHAPE_MAX_KEYS keys, found within SHAPE_MAX_PROBE probes; other dicts keep their keys
  * inline. Shapes live in the arena (so under caps.max_memory); the table is outside it, at
- * most 1.5 MiB. */
+ * most 1 MiB. */
 struct ms_pv_shape {
     uint32_t n;
     uint32_t hash;
@@ -69,19 +69,13 @@ struct ms_pv_shape {
 
 struct ms_pv_arena_chunk {
     struct ms_pv_arena_chunk *next;
-    size_t size;   /* bytes of data */
-    size_t mapped; /* 0: from malloc; else the length of its own mapping (huge pages) */
+    size_t size;
     unsigned char data[];
 };
 
+/* NEEDSWORK: chunks as 2 MiB-aligned mappings advised MADV_HUGEPAGE were tried (one fault per
+ * 2 MiB): on the benchmark machine they cost more system time than 4 KiB pages, not less. */
 #define CHUNK_SIZE ((size_t)4 << 20)
-/* Once the arena holds HUGE_AFTER bytes, new chunks are HUGE_CHUNK-byte mappings aligned to
- * 2 MiB and advised as huge pages: one page fault per 2 MiB instead of per 4 KiB, which is
- * most of the system time on a large snapshot. Small inputs (tests, the fuzzer) stay on
- * malloc, so the sanitizers still see every arena byte. */
-#define HUGE_AFTER UINT64_MAX
-#define HUGE_ALIGN ((size_t)2 << 20)
-#define HUGE_CHUNK ((size_t)8 << 20)
 
 static const struct ms_unpickle_caps default_caps = {
     .max_depth = 1000,
@@ -119,10 +113,7 @@ void ms_unpickle_release(struct ms_unpickle *u)
     struct ms_pv_arena_chunk *c = u->chunks;
     while (c) {
         struct ms_pv_arena_chunk *next = c->next;
-        if (c->mapped)
-            munmap(c, c->mapped);
-        else
-            free(c);
+        free(c);
         c = next;
     }
     free(u->shapes);
@@ -132,28 +123,6 @@ void ms_unpickle_release(struct ms_unpickle *u)
     free(u->marks);
     memset(u, 0, sizeof *u);
     u->root = MS_PV_ABSENT_VALUE;
-}
-
-/* A HUGE_CHUNK mapping aligned to HUGE_ALIGN, advised as huge pages; NULL on failure. */
-static struct ms_pv_arena_chunk *huge_chunk(void)
-{
-    size_t len = HUGE_CHUNK + HUGE_ALIGN;
-    unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED)
-        return NULL;
-    uintptr_t a = ((uintptr_t)m + HUGE_ALIGN - 1) & ~(uintptr_t)(HUGE_ALIGN - 1);
-    unsigned char *p = (unsigned char *)a;
-    if (p > m)
-        munmap(m, (size_t)(p - m));
-    if (p + HUGE_CHUNK < m + len)
-        munmap(p + HUGE_CHUNK, (size_t)(m + len - (p + HUGE_CHUNK)));
-#ifdef MADV_HUGEPAGE
-    madvise(p, HUGE_CHUNK, MADV_HUGEPAGE);
-#endif
-    struct ms_pv_arena_chunk *c = (struct ms_pv_arena_chunk *)p;
-    c->size = HUGE_CHUNK - sizeof *c;
-    c->mapped = HUGE_CHUNK;
-    return c;
 }
 
 void *ms_pv_alloc(struct ms_unpickle *u, size_t n)
@@ -170,21 +139,11 @@ void *ms_pv_alloc(struct ms_unpickle *u, size_t n)
     size_t size = n > CHUNK_SIZE / 4 ? n : CHUNK_SIZE;
     if (size > u->caps.max_memory || u->mem_used > u->caps.max_memory - size)
         return NULL;
-    struct ms_pv_arena_chunk *c = NULL;
-    if (n <= CHUNK_SIZE / 4 && u->mem_used >= HUGE_AFTER &&
-        u->caps.max_memory >= HUGE_CHUNK && u->mem_used <= u->caps.max_memory - HUGE_CHUNK) {
-        c = huge_chunk();
-        if (c)
-            size = c->size;
-    }
-    if (!c) {
-        c = malloc(sizeof *c + size);
-        if (!c)
-            return NULL;
-        c->size = size;
-        c->mapped = 0;
-    }
+    struct ms_pv_arena_chunk *c = malloc(sizeof *c + size);
+    if (!c)
+        return NULL;
     u->mem_used += size;
+    c->size = size;
     c->next = u->chunks;
     u->chunks = c;
     if (size == n)

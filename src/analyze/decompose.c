@@ -1,0 +1,530 @@
+/* decompose.c: `memscope analyze decompose`: what the live memory is made of, by owner.
+ *
+ * The owner tree (msMemScope decompose, reference §4.5; Insight's breakdown, §5): the blocks
+ * live at one moment -- a time (--at NS), the end of a step in every process that has it
+ * (--step N), or by default the peak of live bytes over the analysed layers -- grouped by
+ * layer, then by owner split on '@' into levels; a node's size is the sum over the live blocks
+ * whose owner starts with its levels. Blocks without owner go to "(no owner)".
+ * And live bytes per owner over time: at each step end (STEP events), else at ten evenly
+ * spaced times, plus each owner's own peak.
+ *
+ * Workload: one scan of the memory events in id order, each joined to its block for the owner
+ * (a primary-key lookup), then one GROUP BY over blocks for the tree. Memory: one counter per
+ * owner per sample point, and the tree. */
+#include "analyze.h"
+
+#include "error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LEVELS 20 /* Insight's maximum tree depth; deeper levels stay joined in the last */
+#define NSAMPLES 10
+
+struct node {
+    char *name;
+    long long bytes, count;
+    struct node *kids;
+    size_t nkids, capkids;
+};
+
+static void node_release(struct node *n)
+{
+    for (size_t i = 0; i < n->nkids; i++)
+        node_release(&n->kids[i]);
+    free(n->kids);
+    free(n->name);
+}
+
+static struct node *node_child(struct node *n, const char *name, size_t len)
+{
+    for (size_t i = 0; i < n->nkids; i++)
+        if (strlen(n->kids[i].name) == len && !memcmp(n->kids[i].name, name, len))
+            return &n->kids[i];
+    if (n->nkids == n->capkids) {
+        size_t ncap = n->capkids ? n->capkids * 2 : 4;
+        struct node *k = realloc(n->kids, ncap * sizeof *k);
+        if (!k)
+            return NULL;
+        n->kids = k;
+        n->capkids = ncap;
+    }
+    struct node *c = &n->kids[n->nkids];
+    memset(c, 0, sizeof *c);
+    if (!(c->name = strndup(name, len)))
+        return NULL;
+    n->nkids++;
+    return c;
+}
+
+/* Adds count blocks of bytes under layer, then each '@'-separated level of owner. */
+static int tree_add(struct node *root, const char *layer, const char *owner, long long count,
+                    long long bytes)
+{
+    root->bytes += bytes;
+    root->count += count;
+    struct node *n = node_child(root, layer, strlen(layer));
+    if (!n)
+        return MS_ENOMEM;
+    n->bytes += bytes;
+    n->count += count;
+    if (!owner)
+        owner = "(no owner)";
+    const char *p = owner;
+    for (int level = 1; *p || p == owner; level++) {
+        const char *at = level < MAX_LEVELS ? strchr(p, '@') : NULL;
+        size_t len = at ? (size_t)(at - p) : strlen(p);
+        if (!(n = node_child(n, p, len)))
+            return MS_ENOMEM;
+        n->bytes += bytes;
+        n->count += count;
+        if (!at)
+            break;
+        p = at + 1;
+    }
+    return 0;
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+    const struct node *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static void tree_sort(struct node *n)
+{
+    qsort(n->kids, n->nkids, sizeof *n->kids, by_bytes);
+    for (size_t i = 0; i < n->nkids; i++)
+        tree_sort(&n->kids[i]);
+}
+
+static void tree_text(FILE *out, const struct node *n, int depth)
+{
+    int pad = 44 - 2 * depth;
+    fprintf(out, "  %*s%-*s %14lld %8lld\n", 2 * depth, "", pad < 8 ? 8 : pad, n->name,
+            n->bytes, n->count);
+    for (size_t i = 0; i < n->nkids; i++)
+        tree_text(out, &n->kids[i], depth + 1);
+}
+
+static void tree_json(struct ms_json *j, const struct node *n)
+{
+    ms_json_begin_object(j, NULL);
+    ms_json_str(j, "name", n->name);
+    ms_json_int(j, "bytes", n->bytes);
+    ms_json_int(j, "blocks", n->count);
+    ms_json_begin_array(j, "children");
+    for (size_t i = 0; i < n->nkids; i++)
+        tree_json(j, &n->kids[i]);
+    ms_json_end_array(j);
+    ms_json_end_object(j);
+}
+
+/* The series: live bytes per owner (index 0: no owner) at each sample point. */
+struct series {
+    int nowners;          /* owners.id max + 1 */
+    char **labels;        /* per owner id; NULL where no such id */
+    long long *live;      /* current, per owner */
+    long long *peak;      /* per owner */
+    long long *points;    /* npoints * nowners */
+    char (*plabel)[40];   /* per point */
+    int64_t *pts;         /* per point: time */
+    size_t npoints, cappoints;
+    long long total, total_peak;
+    int by_steps; /* points are step ends (else evenly spaced times) */
+    int64_t peak_id, peak_ts;
+};
+
+static void series_release(struct series *s)
+{
+    for (int i = 0; s->labels && i < s->nowners; i++)
+        free(s->labels[i]);
+    free(s->labels);
+    free(s->live);
+    free(s->peak);
+    free(s->points);
+    free(s->plabel);
+    free(s->pts);
+}
+
+static int add_point(struct series *s, const char *label, int64_t ts)
+{
+    if (s->npoints == s->cappoints) {
+        size_t ncap = s->cappoints ? s->cappoints * 2 : 16;
+        if (ncap > ((size_t)1 << 24) / (size_t)s->nowners)
+            return MS_ELIMIT;
+        long long *p = realloc(s->points, ncap * (size_t)s->nowners * sizeof *p);
+        if (!p)
+            return MS_ENOMEM;
+        s->points = p;
+        char(*l)[40] = realloc(s->plabel, ncap * sizeof *l);
+        if (!l)
+            return MS_ENOMEM;
+        s->plabel = l;
+        int64_t *t = realloc(s->pts, ncap * sizeof *t);
+        if (!t)
+            return MS_ENOMEM;
+        s->pts = t;
+        s->cappoints = ncap;
+    }
+    memcpy(s->points + s->npoints * (size_t)s->nowners, s->live,
+           (size_t)s->nowners * sizeof *s->live);
+    snprintf(s->plabel[s->npoints], sizeof s->plabel[0], "%s", label);
+    s->pts[s->npoints++] = ts;
+    return 0;
+}
+
+static int scalar(sqlite3 *db, const char *q, long long *v)
+{
+    sqlite3_stmt *st;
+    int rc = MS_EDB;
+    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+        *v = sqlite3_column_int64(st, 0);
+        rc = 0;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* One scan of the memory and STEP events: live bytes per owner, the peak, the sample points. */
+static int scan(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, struct series *s,
+                int64_t t0, int64_t t1)
+{
+    long long maxo = 0, nstepproc = 0;
+    if (has_owner && scalar(db, "SELECT COALESCE(MAX(id), 0) FROM owners", &maxo) < 0)
+        return MS_EDB;
+    if (maxo > (1 << 20))
+        return MS_ELIMIT;
+    if (ms__has_column(db, "steps", "step") &&
+        scalar(db, "SELECT COUNT(DISTINCT process_id) FROM steps WHERE end_event_id NOT NULL",
+               &nstepproc) < 0)
+        return MS_EDB;
+    s->nowners = (int)maxo + 1;
+    s->by_steps = nstepproc > 0;
+    s->labels = calloc((size_t)s->nowners, sizeof *s->labels);
+    s->live = calloc((size_t)s->nowners, sizeof *s->live);
+    s->peak = calloc((size_t)s->nowners, sizeof *s->peak);
+    if (!s->labels || !s->live || !s->peak)
+        return MS_ENOMEM;
+    sqlite3_stmt *st;
+    if (has_owner) {
+        if (sqlite3_prepare_v2(db, "SELECT id, label FROM owners", -1, &st, NULL) != SQLITE_OK)
+            return MS_EDB;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            long long id = sqlite3_column_int64(st, 0);
+            if (id > 0 && id < s->nowners &&
+                !(s->labels[id] = strdup((const char *)sqlite3_column_text(st, 1)))) {
+                sqlite3_finalize(st);
+                return MS_ENOMEM;
+            }
+        }
+        sqlite3_finalize(st);
+    }
+    char filter[640], q[1200];
+    ms__layer_filter(db, o, "e.layer", filter, sizeof filter);
+    snprintf(q, sizeof q,
+             "SELECT e.id, e.kind, e.ts_ns, e.size, %s, e.name, p.pid FROM events e "
+             "LEFT JOIN blocks b ON b.allocation_id = e.allocation_id "
+             "LEFT JOIN processes p ON p.id = e.process_id "
+             "WHERE (e.kind IN (1, 2) AND e.allocation_id IS NOT NULL AND %s)%s ORDER BY e.id",
+             has_owner ? "b.owner_id" : "NULL", filter, nstepproc ? " OR e.kind = 4" : "");
+    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+        return MS_EDB;
+    int rc = 0, r;
+    int sample = 0; /* next time sample (no steps) */
+    char label[40];
+    while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        int kind = sqlite3_column_int(st, 1);
+        int64_t ts = sqlite3_column_int64(st, 2);
+        if (!nstepproc) {
+            while (sample < NSAMPLES &&
+                   ts > t0 + (int64_t)((double)(t1 - t0) * (sample + 1) / NSAMPLES)) {
+                snprintf(label, sizeof label, "%d/%d of the run", sample + 1, NSAMPLES);
+                rc = add_point(s, label, t0 + (int64_t)((double)(t1 - t0) * (sample + 1) /
+                                                         NSAMPLES));
+                sample++;
+            }
+        }
+        if (kind == 4) {
+            const char *name = (const char *)sqlite3_column_text(st, 5);
+            if (nstepproc > 1)
+                snprintf(label, sizeof label, "pid %d step %s", sqlite3_column_int(st, 6),
+                         name ? name : "?");
+            else
+                snprintf(label, sizeof label, "step %s", name ? name : "?");
+            rc = add_point(s, label, ts);
+            continue;
+        }
+        long long size = sqlite3_column_int64(st, 3);
+        long long w = sqlite3_column_int64(st, 4);
+        if (w < 0 || w >= s->nowners)
+            w = 0;
+        if (kind == 1) {
+            s->live[w] += size;
+            s->total += size;
+            if (s->live[w] > s->peak[w])
+                s->peak[w] = s->live[w];
+            if (s->total > s->total_peak) {
+                s->total_peak = s->total;
+                s->peak_id = sqlite3_column_int64(st, 0);
+                s->peak_ts = ts;
+            }
+        } else {
+            s->live[w] -= size;
+            s->total -= size;
+        }
+    }
+    if (!rc && r != SQLITE_DONE)
+        rc = MS_EDB;
+    sqlite3_finalize(st);
+    /* The last point: the end of the run (the unfinished last step, or the last sample). */
+    if (!rc && nstepproc)
+        rc = add_point(s, "end", t1);
+    while (!rc && !nstepproc && sample < NSAMPLES) {
+        snprintf(label, sizeof label, "%d/%d of the run", sample + 1, NSAMPLES);
+        rc = add_point(s, label, t0 + (int64_t)((double)(t1 - t0) * (sample + 1) / NSAMPLES));
+        sample++;
+    }
+    return rc;
+}
+
+/* Builds the tree of the blocks live at event id `eid` (time ts) of process `proc` (0: all). */
+static int build_tree(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner,
+                      struct node *root, int proc, int64_t eid, int64_t ts)
+{
+    char filter[640], q[1600], procc[40] = "";
+    ms__layer_filter(db, o, "b.layer", filter, sizeof filter);
+    if (proc > 0)
+        snprintf(procc, sizeof procc, " AND b.process_id = %d", proc);
+    /* Live at event eid: allocated by it, and not ended by it (by a free event, or -- for a
+     * block replaced without a free -- by time). */
+    snprintf(q, sizeof q,
+             "SELECT l.name, %s, COUNT(*), SUM(b.size) FROM blocks b "
+             "LEFT JOIN layers l ON l.id = b.layer %s "
+             "WHERE %s%s AND b.alloc_event_id <= ?1 AND (b.free_ns IS NULL "
+             "OR (b.free_event_id IS NOT NULL AND b.free_event_id > ?1) "
+             "OR (b.free_event_id IS NULL AND b.free_ns > ?2)) "
+             "GROUP BY b.layer, %s",
+             has_owner ? "w.label" : "NULL",
+             has_owner ? "LEFT JOIN owners w ON w.id = b.owner_id" : "", filter, procc,
+             has_owner ? "b.owner_id" : "1");
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+        return MS_EDB;
+    sqlite3_bind_int64(st, 1, eid);
+    sqlite3_bind_int64(st, 2, ts);
+    int rc = 0, r;
+    while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *layer = (const char *)sqlite3_column_text(st, 0);
+        rc = tree_add(root, layer ? layer : "?", (const char *)sqlite3_column_text(st, 1),
+                      sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3));
+    }
+    if (!rc && r != SQLITE_DONE)
+        rc = MS_EDB;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The last event at or before time ts. */
+static int event_at(sqlite3 *db, int64_t ts, int64_t *eid)
+{
+    sqlite3_stmt *st;
+    /* One scan: events has no time index (ids are in time order, but not every id is). */
+    if (sqlite3_prepare_v2(db, "SELECT COALESCE(MAX(id), 0) FROM events WHERE ts_ns <= ?", -1,
+                           &st, NULL) != SQLITE_OK)
+        return MS_EDB;
+    sqlite3_bind_int64(st, 1, ts);
+    int rc = sqlite3_step(st) == SQLITE_ROW ? 0 : MS_EDB;
+    if (!rc)
+        *eid = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static void rel_ms(char *buf, size_t len, int64_t ts, int64_t t0)
+{
+    snprintf(buf, len, "+%.3f ms", (double)(ts - t0) / 1e6);
+}
+
+int ms_analyze_decompose(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err,
+                         size_t errlen)
+{
+    if (o->at_ns && o->at_step) {
+        snprintf(err, errlen, "decompose: give either --at NS or --step N, not both");
+        return MS_EINVAL;
+    }
+    if (o->at_ns < 0 || o->at_step < 0) {
+        snprintf(err, errlen, "decompose: --at and --step must be positive");
+        return MS_EINVAL;
+    }
+    int has_owner = ms__has_column(db, "blocks", "owner_id");
+    int64_t t0 = ms__run_start_ns(db);
+    long long t1 = 0;
+    scalar(db, "SELECT COALESCE(MAX(ts_ns), 0) FROM events", &t1);
+    if (t1 < t0)
+        t1 = t0;
+    struct series s;
+    memset(&s, 0, sizeof s);
+    struct node root = {0};
+    int rc = 0;
+    char moment[160], when[40];
+    if (o->at_step) {
+        long long maxstep = 0;
+        if (!ms__has_column(db, "steps", "step") ||
+            scalar(db, "SELECT COALESCE(MAX(step), 0) FROM steps", &maxstep) < 0 ||
+            maxstep == 0) {
+            snprintf(err, errlen, "decompose: the program never called memscope_step(): this "
+                                  "run has no steps");
+            return MS_EINVAL;
+        }
+        if (o->at_step > maxstep) {
+            snprintf(err, errlen, "decompose: step %d does not exist: the run has steps 1 to "
+                                  "%lld",
+                     o->at_step, maxstep);
+            return MS_EINVAL;
+        }
+    }
+    if (o->at_ns && (o->at_ns < t0 || o->at_ns > t1)) {
+        snprintf(err, errlen, "decompose: time %lld is outside the run (%lld to %lld ns)",
+                 (long long)o->at_ns, (long long)t0, (long long)t1);
+        return MS_EINVAL;
+    }
+    if (!(root.name = strdup("total"))) {
+        rc = MS_ENOMEM;
+        goto fail;
+    }
+    if ((rc = scan(db, o, has_owner, &s, t0, t1)) < 0)
+        goto fail;
+    if (o->at_step) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(db,
+                               "SELECT s.process_id, COALESCE(s.end_event_id, (SELECT MAX(id) "
+                               "FROM events WHERE process_id = s.process_id)), s.end_ns "
+                               "FROM steps s WHERE s.step = ? ORDER BY s.process_id",
+                               -1, &st, NULL) != SQLITE_OK) {
+            rc = MS_EDB;
+            goto fail;
+        }
+        sqlite3_bind_int(st, 1, o->at_step);
+        int64_t last = t0;
+        while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+            last = sqlite3_column_int64(st, 2);
+            rc = build_tree(db, o, has_owner, &root, sqlite3_column_int(st, 0),
+                            sqlite3_column_int64(st, 1), last);
+        }
+        sqlite3_finalize(st);
+        rel_ms(when, sizeof when, last, t0);
+        snprintf(moment, sizeof moment, "at the end of step %d", o->at_step);
+    } else {
+        int64_t ts = o->at_ns ? o->at_ns : s.peak_ts, eid = s.peak_id;
+        if (o->at_ns && (rc = event_at(db, ts, &eid)) < 0)
+            goto fail;
+        if (!rc && (o->at_ns || s.peak_id))
+            rc = build_tree(db, o, has_owner, &root, 0, eid, ts);
+        rel_ms(when, sizeof when, ts, t0);
+        snprintf(moment, sizeof moment, o->at_ns ? "at the given time" : "at the peak of live "
+                                                                         "bytes");
+    }
+    if (rc)
+        goto fail;
+    tree_sort(&root);
+
+    /* Owners ranked by their own peak. */
+    int *rank = malloc((size_t)s.nowners * sizeof *rank);
+    int nrank = 0;
+    if (!rank) {
+        rc = MS_ENOMEM;
+        goto fail;
+    }
+    for (int i = 0; i < s.nowners; i++)
+        if (s.peak[i] > 0)
+            rank[nrank++] = i;
+    for (int i = 1; i < nrank; i++) { /* few owners: insertion sort, by peak then label */
+        int v = rank[i], k = i;
+        while (k > 0) {
+            int u = rank[k - 1];
+            const char *lu = u ? s.labels[u] : "(no owner)", *lv = v ? s.labels[v] : "(no owner)";
+            if (s.peak[u] > s.peak[v] ||
+                (s.peak[u] == s.peak[v] && strcmp(lu ? lu : "", lv ? lv : "") <= 0))
+                break;
+            rank[k] = u;
+            k--;
+        }
+        rank[k] = v;
+    }
+    int shown = o->top > 0 && o->top < nrank ? o->top : nrank;
+    if (o->json) {
+        struct ms_json j;
+        ms_json_init(&j, out);
+        ms_json_begin_object(&j, NULL);
+        ms_json_str(&j, "analysis", "decompose");
+        ms_json_str(&j, "moment", o->at_step ? "step" : o->at_ns ? "time" : "peak");
+        if (o->at_step)
+            ms_json_int(&j, "step", o->at_step);
+        else
+            ms_json_int(&j, "ts_ns", o->at_ns ? o->at_ns : s.peak_ts);
+        ms_json_begin_array(&j, "tree");
+        tree_json(&j, &root);
+        ms_json_end_array(&j);
+        ms_json_begin_array(&j, "owners");
+        for (int i = 0; i < shown; i++) {
+            int w = rank[i];
+            ms_json_begin_object(&j, NULL);
+            ms_json_str(&j, "owner", w ? s.labels[w] : NULL);
+            ms_json_int(&j, "peak_bytes", s.peak[w]);
+            ms_json_begin_array(&j, "live");
+            for (size_t p = 0; p < s.npoints; p++)
+                ms_json_int(&j, NULL, s.points[p * (size_t)s.nowners + (size_t)w]);
+            ms_json_end_array(&j);
+            ms_json_end_object(&j);
+        }
+        ms_json_end_array(&j);
+        ms_json_begin_array(&j, "points");
+        for (size_t p = 0; p < s.npoints; p++) {
+            ms_json_begin_object(&j, NULL);
+            ms_json_str(&j, "label", s.plabel[p]);
+            ms_json_int(&j, "ts_ns", s.pts[p]);
+            ms_json_end_object(&j);
+        }
+        ms_json_end_array(&j);
+        ms_json_end_object(&j);
+        ms_json_finish(&j);
+    } else {
+        fprintf(out, "Owner tree %s (%s): %lld B in %lld blocks.\n", moment, when, root.bytes,
+                root.count);
+        fprintf(out, "  %-44s %14s %8s\n", "layer / owner level", "bytes", "blocks");
+        for (size_t i = 0; i < root.nkids; i++)
+            tree_text(out, &root.kids[i], 0);
+        fprintf(out, "\nLive bytes per owner (%s):\n",
+                s.by_steps ? "at each step end and at the end"
+                                                   : "at ten evenly spaced times");
+        if (!nrank) {
+            fprintf(out, "  (no memory)\n");
+        } else {
+            fprintf(out, "  %-28s %12s", "owner", "peak");
+            for (size_t p = 0; p < s.npoints && p < 12; p++)
+                fprintf(out, " %12s", s.plabel[p]);
+            fprintf(out, "%s\n", s.npoints > 12 ? " ..." : "");
+            for (int i = 0; i < shown; i++) {
+                int w = rank[i];
+                fprintf(out, "  %-28s %12lld", w ? s.labels[w] : "(no owner)", s.peak[w]);
+                for (size_t p = 0; p < s.npoints && p < 12; p++)
+                    fprintf(out, " %12lld", s.points[p * (size_t)s.nowners + (size_t)w]);
+                fprintf(out, "\n");
+            }
+            if (shown < nrank)
+                fprintf(out, "  ... %d more\n", nrank - shown);
+        }
+    }
+    free(rank);
+    node_release(&root);
+    series_release(&s);
+    return 0;
+fail:
+    snprintf(err, errlen, "decompose: %s", rc == MS_EDB ? sqlite3_errmsg(db) : ms_strerror(rc));
+    node_release(&root);
+    series_release(&s);
+    return rc;
+}

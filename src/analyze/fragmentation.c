@@ -1,0 +1,330 @@
+/* fragmentation.c: `memscope analyze fragmentation`: how well custom pools use the regions
+ * they reserve (memscope_pool_reserve/release, memscope_pool_alloc/free; docs/database.md,
+ * "pools").
+ *
+ * Per pool, at each step end, at the pool's peak of used bytes and at the end of the run:
+ * reserved bytes (live regions of pools.reserve_layer), used bytes (live blocks of
+ * pools.layer), free bytes inside the regions, the largest free extent inside one region, and
+ * the fragmentation (free - largest_free) / free (0 when nothing is free).
+ *
+ * Workload: two passes per pool over its blocks' allocation and free points in event order
+ * (one UNION ALL query over blocks, sorted by SQLite), the first to find the peak, the second
+ * to take the snapshots; a hash map of live blocks by address; each snapshot sorts the live
+ * blocks by address. Memory: O(live blocks of the pool). */
+#include "analyze.h"
+
+#include "error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct snap {
+    char label[48];
+    int64_t eid; /* taken after every point with event id <= eid */
+    long long reserved, used, free, largest;
+    int64_t ts;
+};
+
+struct extent {
+    int64_t addr, size;
+};
+
+struct pool_state {
+    struct ms_imap used, regions; /* addr -> int64 size */
+    long long used_bytes, reserved_bytes, peak_used;
+    int64_t peak_eid;
+};
+
+static int by_addr(const void *a, const void *b)
+{
+    const struct extent *x = a, *y = b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int by_eid(const void *a, const void *b)
+{
+    const struct snap *x = a, *y = b;
+    return x->eid < y->eid ? -1 : x->eid > y->eid;
+}
+
+static int collect(const struct ms_imap *m, struct extent **out, size_t *n)
+{
+    *n = 0;
+    *out = malloc((m->n + 1) * sizeof **out);
+    if (!*out)
+        return MS_ENOMEM;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->keys[i] != INT64_MIN)
+            (*out)[(*n)++] = (struct extent){m->keys[i], *(int64_t *)(m->vals + i * m->vsize)};
+    qsort(*out, *n, sizeof **out, by_addr);
+    return 0;
+}
+
+/* Fills the free bytes and the largest free extent inside the live regions. */
+static int take(struct pool_state *ps, struct snap *sn)
+{
+    struct extent *blk = NULL, *reg = NULL;
+    size_t nb, nr;
+    if (collect(&ps->used, &blk, &nb) < 0 || collect(&ps->regions, &reg, &nr) < 0) {
+        free(blk);
+        return MS_ENOMEM;
+    }
+    sn->reserved = ps->reserved_bytes;
+    sn->used = ps->used_bytes;
+    sn->free = sn->largest = 0;
+    size_t b = 0;
+    for (size_t r = 0; r < nr; r++) {
+        int64_t lo = reg[r].addr, hi = reg[r].addr + reg[r].size, cur = lo;
+        while (b > 0 && blk[b - 1].addr + blk[b - 1].size > lo)
+            b--; /* a block may straddle two regions */
+        for (; b < nb && blk[b].addr < hi; b++) {
+            int64_t s = blk[b].addr, e = blk[b].addr + blk[b].size;
+            if (e <= cur)
+                continue;
+            if (s > cur) {
+                sn->free += s - cur;
+                if (s - cur > sn->largest)
+                    sn->largest = s - cur;
+            }
+            cur = e < hi ? e : hi;
+        }
+        if (hi > cur) {
+            sn->free += hi - cur;
+            if (hi - cur > sn->largest)
+                sn->largest = hi - cur;
+        }
+    }
+    free(blk);
+    free(reg);
+    return 0;
+}
+
+/* Replays the pool's points in event order; takes the snapshots (sorted by eid) on the way. */
+static int replay(sqlite3 *db, int layer, int rlayer, struct pool_state *ps, struct snap *snaps,
+                  size_t nsnaps)
+{
+    ms__imap_init(&ps->used, sizeof(int64_t));
+    ms__imap_init(&ps->regions, sizeof(int64_t));
+    ps->used_bytes = ps->reserved_bytes = ps->peak_used = 0;
+    ps->peak_eid = 0;
+    const char *q = "SELECT alloc_event_id, 0, layer, addr, size FROM blocks "
+                    "WHERE layer IN (?1, ?2) "
+                    "UNION ALL SELECT free_event_id, 1, layer, addr, size FROM blocks "
+                    "WHERE layer IN (?1, ?2) AND free_event_id IS NOT NULL ORDER BY 1, 2";
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+        return MS_EDB;
+    sqlite3_bind_int(st, 1, layer);
+    sqlite3_bind_int(st, 2, rlayer);
+    int rc = 0, r;
+    size_t next = 0;
+    while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t eid = sqlite3_column_int64(st, 0);
+        while (!rc && next < nsnaps && snaps[next].eid < eid)
+            rc = take(ps, &snaps[next++]);
+        int isfree = sqlite3_column_int(st, 1);
+        int reserve = sqlite3_column_int(st, 2) == rlayer;
+        int64_t addr = sqlite3_column_int64(st, 3), size = sqlite3_column_int64(st, 4);
+        struct ms_imap *m = reserve ? &ps->regions : &ps->used;
+        long long *total = reserve ? &ps->reserved_bytes : &ps->used_bytes;
+        int64_t *old = ms__imap_get(m, addr);
+        if (old) { /* the free, or a block replaced without a free (docs/database.md) */
+            *total -= *old;
+            ms__imap_del(m, addr);
+        }
+        if (!isfree) {
+            int64_t *v = ms__imap_put(m, addr, NULL);
+            if (!v) {
+                rc = MS_ENOMEM;
+                break;
+            }
+            *v = size;
+            *total += size;
+            if (!reserve && ps->used_bytes > ps->peak_used) {
+                ps->peak_used = ps->used_bytes;
+                ps->peak_eid = eid;
+            }
+        }
+    }
+    if (!rc && r != SQLITE_DONE)
+        rc = MS_EDB;
+    sqlite3_finalize(st);
+    while (!rc && next < nsnaps)
+        rc = take(ps, &snaps[next++]);
+    ms__imap_release(&ps->used);
+    ms__imap_release(&ps->regions);
+    return rc;
+}
+
+static double frag(const struct snap *s)
+{
+    return s->free > 0 ? (double)(s->free - s->largest) / (double)s->free : 0.0;
+}
+
+/* The snapshot points of one pool: step ends, its peak, the end. */
+static int points(sqlite3 *db, int64_t peak_eid, struct snap **out, size_t *n)
+{
+    size_t cap = 16;
+    *n = 0;
+    *out = malloc(cap * sizeof **out);
+    if (!*out)
+        return MS_ENOMEM;
+    int nproc = 0;
+    sqlite3_stmt *st;
+    if (ms__has_column(db, "steps", "end_event_id")) {
+        if (sqlite3_prepare_v2(db, "SELECT COUNT(DISTINCT process_id) FROM steps", -1, &st,
+                               NULL) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW)
+            nproc = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+        if (sqlite3_prepare_v2(db,
+                               "SELECT s.step, p.pid, s.end_event_id FROM steps s JOIN processes "
+                               "p ON p.id = s.process_id WHERE s.end_event_id IS NOT NULL "
+                               "ORDER BY s.end_event_id",
+                               -1, &st, NULL) != SQLITE_OK)
+            return MS_EDB;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            if (*n + 2 >= cap) {
+                if (cap > (1u << 22)) {
+                    sqlite3_finalize(st);
+                    return MS_ELIMIT;
+                }
+                struct snap *t = realloc(*out, (cap *= 2) * sizeof *t);
+                if (!t) {
+                    sqlite3_finalize(st);
+                    return MS_ENOMEM;
+                }
+                *out = t;
+            }
+            struct snap *s = &(*out)[(*n)++];
+            memset(s, 0, sizeof *s);
+            if (nproc > 1)
+                snprintf(s->label, sizeof s->label, "pid %d step %d", sqlite3_column_int(st, 1),
+                         sqlite3_column_int(st, 0));
+            else
+                snprintf(s->label, sizeof s->label, "step %d", sqlite3_column_int(st, 0));
+            s->eid = sqlite3_column_int64(st, 2);
+        }
+        sqlite3_finalize(st);
+    }
+    struct snap *s = &(*out)[(*n)++];
+    memset(s, 0, sizeof *s);
+    snprintf(s->label, sizeof s->label, "peak used");
+    s->eid = peak_eid;
+    s = &(*out)[(*n)++];
+    memset(s, 0, sizeof *s);
+    snprintf(s->label, sizeof s->label, "end");
+    s->eid = INT64_MAX;
+    /* Stable by eid: a step end at the peak's event id stays before "peak used". */
+    for (size_t i = 1; i < *n; i++) {
+        struct snap t = (*out)[i];
+        size_t k = i;
+        while (k > 0 && by_eid(&(*out)[k - 1], &t) > 0) {
+            (*out)[k] = (*out)[k - 1];
+            k--;
+        }
+        (*out)[k] = t;
+    }
+    return 0;
+}
+
+static void snap_times(sqlite3 *db, struct snap *s, size_t n)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "SELECT ts_ns FROM events WHERE id <= ? ORDER BY id DESC LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        sqlite3_bind_int64(st, 1, s[i].eid);
+        s[i].ts = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+}
+
+int ms_analyze_fragmentation(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err,
+                             size_t errlen)
+{
+    struct ms_json j;
+    if (o->json) {
+        ms_json_init(&j, out);
+        ms_json_begin_object(&j, NULL);
+        ms_json_str(&j, "analysis", "fragmentation");
+        ms_json_begin_array(&j, "pools");
+    }
+    int npools = 0, rc = 0;
+    sqlite3_stmt *pst = NULL;
+    if (ms__has_column(db, "pools", "reserve_layer") &&
+        sqlite3_prepare_v2(db, "SELECT name, layer, reserve_layer FROM pools ORDER BY id", -1,
+                           &pst, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "fragmentation: %s", sqlite3_errmsg(db));
+        return MS_EDB;
+    }
+    while (pst && !rc && sqlite3_step(pst) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(pst, 0);
+        int layer = sqlite3_column_int(pst, 1), rlayer = sqlite3_column_int(pst, 2);
+        if (o->layer > 0 && o->layer != layer && o->layer != rlayer)
+            continue;
+        struct pool_state ps;
+        struct snap *snaps = NULL;
+        size_t n = 0;
+        if ((rc = replay(db, layer, rlayer, &ps, NULL, 0)) < 0 ||
+            (rc = points(db, ps.peak_eid, &snaps, &n)) < 0 ||
+            (rc = replay(db, layer, rlayer, &ps, snaps, n)) < 0) {
+            free(snaps);
+            break;
+        }
+        snap_times(db, snaps, n);
+        npools++;
+        if (o->json) {
+            ms_json_begin_object(&j, NULL);
+            ms_json_str(&j, "name", name);
+            ms_json_int(&j, "layer", layer);
+            ms_json_int(&j, "reserve_layer", rlayer);
+            ms_json_int(&j, "peak_used", ps.peak_used);
+            ms_json_begin_array(&j, "rows");
+            for (size_t i = 0; i < n; i++) {
+                ms_json_begin_object(&j, NULL);
+                ms_json_str(&j, "label", snaps[i].label);
+                ms_json_int(&j, "ts_ns", snaps[i].ts);
+                ms_json_int(&j, "reserved", snaps[i].reserved);
+                ms_json_int(&j, "used", snaps[i].used);
+                ms_json_int(&j, "free", snaps[i].free);
+                ms_json_int(&j, "largest_free", snaps[i].largest);
+                ms_json_double(&j, "fragmentation", frag(&snaps[i]));
+                ms_json_end_object(&j);
+            }
+            ms_json_end_array(&j);
+            ms_json_end_object(&j);
+        } else {
+            fprintf(out, "%sPool '%s': peak used %lld B.\n", npools > 1 ? "\n" : "", name,
+                    ps.peak_used);
+            fprintf(out, "  %-16s %14s %14s %14s %14s %13s\n", "moment", "reserved", "used",
+                    "free", "largest free", "fragmentation");
+            for (size_t i = 0; i < n; i++)
+                fprintf(out, "  %-16s %14lld %14lld %14lld %14lld %13.4f\n", snaps[i].label,
+                        snaps[i].reserved, snaps[i].used, snaps[i].free, snaps[i].largest,
+                        frag(&snaps[i]));
+        }
+        free(snaps);
+    }
+    sqlite3_finalize(pst);
+    if (rc) {
+        snprintf(err, errlen, "fragmentation: %s",
+                 rc == MS_EDB ? sqlite3_errmsg(db) : ms_strerror(rc));
+        return rc;
+    }
+    if (o->json) {
+        ms_json_end_array(&j);
+        ms_json_end_object(&j);
+        ms_json_finish(&j);
+    } else if (!npools) {
+        fprintf(out, "No pools%s: the program reported none (memscope_pool_reserve, "
+                     "memscope_pool_alloc).\n",
+                o->layer > 0 ? " on that layer" : "");
+    } else {
+        fprintf(out, "\nfree = bytes of the reserved regions not covered by live blocks; "
+                     "fragmentation = (free - largest free) / free.\n");
+    }
+    return 0;
+}

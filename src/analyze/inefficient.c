@@ -1,0 +1,496 @@
+/* inefficient.c: `memscope analyze inefficient`: blocks used inefficiently.
+ *
+ * Two families of rules (docs/analyses.md):
+ * - msMemScope's API-count rules (reference §4.6, its offline analyzer/inefficient.py):
+ *   early_allocation, late_deallocation, temporary_idleness. An API is one op (an outermost
+ *   memscope_range_push .. pop); a MALLOC, FREE or ACCESS outside every op is an API of its own.
+ *   The API counter and the "latest API with a MALLOC / a FREE" are per process.
+ * - MindStudio Insight's time thresholds (reference §5): lazy_used, delayed_free, long_idle, each
+ *   in ns (o->*_ns) or percent of the block's lifetime (o->*_pct), either one firing.
+ * With o->write_back the findings replace the rows of table `inefficient` (docs/database.md).
+ *
+ * Workload: one scan of the memory, range and access events in id order; state per live block
+ * (a hash map keyed by allocation_id, entries removed at the free), per process and per thread.
+ * Memory: O(live blocks + flagged blocks). */
+#include "analyze.h"
+
+#include "error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    K_EARLY = 1 << 0,
+    K_LATE = 1 << 1,
+    K_IDLE = 1 << 2,
+    K_LAZY = 1 << 3,
+    K_DELAYED = 1 << 4,
+    K_LONG = 1 << 5,
+    NKINDS = 6,
+};
+
+static const char *const kind_names[NKINDS] = {"early_allocation", "late_deallocation",
+                                               "temporary_idleness", "lazy_used",
+                                               "delayed_free", "long_idle"};
+
+#define NONE INT64_MAX /* msMemScope's MAX_UINT64: "no such API yet" */
+
+enum { EV_MALLOC = 1, EV_FREE = 2, EV_RANGE_START = 6, EV_RANGE_END = 7, EV_ACCESS = 8 };
+
+struct blk {
+    int64_t malloc_api, fa_api; /* fa: the first ACCESS API != malloc_api, NONE until seen */
+    int64_t last_api;           /* the API of the block's latest event */
+    int last_kind;              /* EV_MALLOC or EV_ACCESS */
+    unsigned flags;
+    int process;
+    int64_t size, alloc_ns, first_ns, last_ns, max_gap; /* accesses; first_ns 0: none */
+};
+
+struct proc {
+    int64_t api, malloc_api, free_api;
+    int open;                 /* outermost ops open on its threads */
+    int tmp_malloc, tmp_free; /* the API being built has a MALLOC / a FREE */
+    int64_t end_ns;
+};
+
+struct finding {
+    int64_t id, size;
+    unsigned flags;
+};
+
+struct state {
+    const struct ms_analyze_opts *o;
+    struct proc *procs;
+    int nproc;
+    int *depth; /* per thread: open ranges */
+    size_t nthreads;
+    struct ms_imap blocks;
+    struct finding *found;
+    size_t nfound, capfound;
+};
+
+static void classify(struct proc *p)
+{
+    if (p->tmp_malloc)
+        p->malloc_api = p->api;
+    if (p->tmp_free)
+        p->free_api = p->api;
+    p->tmp_malloc = p->tmp_free = 0;
+}
+
+/* Insight: x > ns, or x / lifetime > pct / 100; a rule is off with ns 0 and pct 0 or 100. */
+static int over(int64_t x, int64_t life, uint64_t ns, double pct)
+{
+    if (ns > 0 && x > 0 && (uint64_t)x > ns)
+        return 1;
+    return pct > 0 && pct < 100 && life > 0 && (double)x / (double)life > pct / 100.0;
+}
+
+/* Ends a block (freed at end_ns, or live at its process's end): applies Insight's thresholds
+ * and records it when anything fired. */
+static int finish_block(struct state *s, int64_t id, struct blk *b, int64_t end_ns)
+{
+    const struct ms_analyze_opts *o = s->o;
+    int64_t life = end_ns - b->alloc_ns;
+    if (b->first_ns) {
+        if (b->first_ns - b->alloc_ns > 0 &&
+            over(b->first_ns - b->alloc_ns, life, o->lazy_ns, o->lazy_pct))
+            b->flags |= K_LAZY;
+        if (b->last_ns - b->alloc_ns > 0 &&
+            over(end_ns - b->last_ns, life, o->delayed_ns, o->delayed_pct))
+            b->flags |= K_DELAYED;
+        if (b->max_gap > 0 && over(b->max_gap, life, o->idle_ns, o->idle_pct))
+            b->flags |= K_LONG;
+    }
+    if (!b->flags)
+        return 0;
+    if (s->nfound == s->capfound) {
+        size_t ncap = s->capfound ? s->capfound * 2 : 64;
+        struct finding *f = realloc(s->found, ncap * sizeof *f);
+        if (!f)
+            return MS_ENOMEM;
+        s->found = f;
+        s->capfound = ncap;
+    }
+    s->found[s->nfound++] = (struct finding){id, b->size, b->flags};
+    return 0;
+}
+
+/* One MALLOC, FREE or ACCESS (reference §4.6; analyzer/inefficient.py _handle_memory_event). */
+static int memory_event(struct state *s, struct proc *p, int kind, int64_t aid, int has_aid,
+                        int64_t size, int64_t ts, int process)
+{
+    if (!p->open) {
+        p->api++;
+        p->tmp_malloc = kind == EV_MALLOC;
+        p->tmp_free = kind == EV_FREE;
+        classify(p);
+    } else {
+        p->tmp_malloc |= kind == EV_MALLOC;
+        p->tmp_free |= kind == EV_FREE;
+    }
+    if (!has_aid)
+        return 0;
+    int64_t api = p->api;
+    if (kind == EV_MALLOC) {
+        int isnew;
+        struct blk *b = ms__imap_put(&s->blocks, aid, &isnew);
+        if (!b)
+            return MS_ENOMEM;
+        memset(b, 0, sizeof *b);
+        b->malloc_api = api;
+        b->fa_api = NONE;
+        b->last_api = api;
+        b->last_kind = EV_MALLOC;
+        b->process = process;
+        b->size = size;
+        b->alloc_ns = ts;
+        return 0;
+    }
+    struct blk *b = ms__imap_get(&s->blocks, aid);
+    if (!b)
+        return 0; /* a block of another layer, or allocated before recording */
+    if (kind == EV_ACCESS) {
+        /* temporary_idleness: this ACCESS follows an ACCESS more than idle_threshold APIs
+         * before. */
+        if (b->last_kind == EV_ACCESS && api > b->last_api &&
+            (uint64_t)(api - b->last_api) > s->o->idle_threshold)
+            b->flags |= K_IDLE;
+        if (b->fa_api == NONE && api != b->malloc_api)
+            b->fa_api = api;
+        /* early_allocation: another block was freed between this one's MALLOC and its first
+         * use: M < freeApi < FA. */
+        if (p->free_api != NONE && b->fa_api != NONE && b->malloc_api != p->free_api &&
+            b->fa_api > p->free_api && b->malloc_api < p->free_api)
+            b->flags |= K_EARLY;
+        b->last_kind = EV_ACCESS;
+        b->last_api = api;
+        if (!b->first_ns)
+            b->first_ns = ts;
+        else if (ts - b->last_ns > b->max_gap)
+            b->max_gap = ts - b->last_ns;
+        b->last_ns = ts;
+        return 0;
+    }
+    /* FREE. late_deallocation: another block was allocated between this one's last use and
+     * its free: LA < mallocApi < current API, LA not the current API. */
+    if (p->malloc_api != NONE && b->last_kind == EV_ACCESS && b->last_api != api &&
+        b->last_api < p->malloc_api && api > p->malloc_api)
+        b->flags |= K_LATE;
+    int rc = finish_block(s, aid, b, ts);
+    ms__imap_del(&s->blocks, aid);
+    return rc;
+}
+
+static int grow_ints(int **v, size_t *n, size_t want)
+{
+    if (want < *n)
+        return 0;
+    if (want > (1u << 24))
+        return MS_ELIMIT;
+    size_t nn = want + 64;
+    int *t = realloc(*v, nn * sizeof *t);
+    if (!t)
+        return MS_ENOMEM;
+    memset(t + *n, 0, (nn - *n) * sizeof *t);
+    *v = t;
+    *n = nn;
+    return 0;
+}
+
+static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    int rc = 0;
+    if (sqlite3_prepare_v2(db, "SELECT COALESCE(MAX(id), 0) FROM processes", -1, &st, NULL) !=
+            SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        snprintf(err, errlen, "inefficient: %s", sqlite3_errmsg(db));
+        return MS_EDB;
+    }
+    s->nproc = sqlite3_column_int(st, 0) + 1;
+    sqlite3_finalize(st);
+    if (s->nproc > (1 << 24) || !(s->procs = calloc((size_t)s->nproc, sizeof *s->procs))) {
+        snprintf(err, errlen, "inefficient: %s", ms_strerror(MS_ENOMEM));
+        return MS_ENOMEM;
+    }
+    for (int i = 0; i < s->nproc; i++)
+        s->procs[i].malloc_api = s->procs[i].free_api = NONE;
+    if (sqlite3_prepare_v2(db, "SELECT id, COALESCE(end_ns, 0) FROM processes", -1, &st,
+                           NULL) == SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            int p = sqlite3_column_int(st, 0);
+            if (p > 0 && p < s->nproc)
+                s->procs[p].end_ns = sqlite3_column_int64(st, 1);
+        }
+    }
+    sqlite3_finalize(st);
+
+    char filter[640], q[1000];
+    ms__layer_filter(db, s->o, "layer", filter, sizeof filter);
+    snprintf(q, sizeof q,
+             "SELECT id, kind, process_id, thread_id, allocation_id, size, ts_ns FROM events "
+             "WHERE kind IN (6, 7, 8) OR (kind IN (1, 2) AND %s) ORDER BY id",
+             filter);
+    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "inefficient: %s", sqlite3_errmsg(db));
+        return MS_EDB;
+    }
+    int r;
+    while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        int kind = sqlite3_column_int(st, 1);
+        int process = sqlite3_column_int(st, 2);
+        int64_t thread = sqlite3_column_int64(st, 3);
+        if (process <= 0 || process >= s->nproc || thread < 0)
+            continue; /* not a row the store writes */
+        struct proc *p = &s->procs[process];
+        if (kind == EV_RANGE_START || kind == EV_RANGE_END) {
+            if ((rc = grow_ints(&s->depth, &s->nthreads, (size_t)thread)) < 0)
+                break;
+            int *d = &s->depth[thread];
+            if (kind == EV_RANGE_START) {
+                /* An outermost op starts: a new API (ATEN_START in msMemScope). NEEDSWORK:
+                 * ops overlapping on several threads of one process each start an API, and
+                 * the events in between count for the latest; classification waits until
+                 * all of them have ended. */
+                if ((*d)++ == 0) {
+                    p->open++;
+                    p->api++;
+                }
+            } else if (*d > 0 && --(*d) == 0 && p->open > 0 && --p->open == 0) {
+                classify(p);
+            }
+            continue;
+        }
+        rc = memory_event(s, p, kind, sqlite3_column_int64(st, 4),
+                          sqlite3_column_type(st, 4) != SQLITE_NULL,
+                          sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6), process);
+    }
+    if (!rc && r != SQLITE_DONE)
+        rc = MS_EDB;
+    sqlite3_finalize(st);
+    /* Blocks live at the end: their lifetime ends with their process (Insight ends them at
+     * the trace's last timestamp). */
+    for (size_t i = 0; !rc && i < s->blocks.cap; i++) {
+        if (s->blocks.keys[i] == INT64_MIN)
+            continue;
+        struct blk *b = (struct blk *)(s->blocks.vals + i * s->blocks.vsize);
+        int64_t end = s->procs[b->process].end_ns;
+        rc = finish_block(s, s->blocks.keys[i], b, end > b->alloc_ns ? end : b->alloc_ns);
+    }
+    if (rc)
+        snprintf(err, errlen, "inefficient: %s",
+                 rc == MS_EDB ? sqlite3_errmsg(db) : ms_strerror(rc));
+    return rc;
+}
+
+static int by_size(const void *a, const void *b)
+{
+    const struct finding *x = a, *y = b;
+    if (x->size != y->size)
+        return x->size > y->size ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int write_back(sqlite3 *db, const struct state *s, char *err, size_t errlen)
+{
+    const char *ddl = "CREATE TABLE IF NOT EXISTS inefficient (\n"
+                      "  allocation_id INTEGER NOT NULL, type TEXT NOT NULL,\n"
+                      "  PRIMARY KEY (allocation_id, type)\n"
+                      ") WITHOUT ROWID;\n"
+                      "BEGIN;\nDELETE FROM inefficient;\n";
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_exec(db, ddl, NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "INSERT INTO inefficient VALUES (?, ?)", -1, &st, NULL) !=
+            SQLITE_OK)
+        goto fail;
+    for (size_t i = 0; i < s->nfound; i++)
+        for (int k = 0; k < NKINDS; k++) {
+            if (!(s->found[i].flags & (1u << k)))
+                continue;
+            sqlite3_bind_int64(st, 1, s->found[i].id);
+            sqlite3_bind_text(st, 2, kind_names[k], -1, SQLITE_STATIC);
+            if (sqlite3_step(st) != SQLITE_DONE)
+                goto fail;
+            sqlite3_reset(st);
+        }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        goto fail;
+    return 0;
+fail:
+    snprintf(err, errlen, "inefficient: cannot record the findings in the database: %s",
+             sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return MS_EDB;
+}
+
+/* Site, owner and layer of a flagged block (one lookup per block shown). */
+static void describe(sqlite3 *db, int has_owner, int64_t id, char *site, size_t slen,
+                     char *owner, size_t olen, char *layer, size_t llen)
+{
+    snprintf(site, slen, "(no stack)");
+    snprintf(owner, olen, "(no owner)");
+    snprintf(layer, llen, "?");
+    sqlite3_stmt *st;
+    const char *q = has_owner ? "SELECT b.stack_id, w.label, l.name FROM blocks b "
+                                "LEFT JOIN owners w ON w.id = b.owner_id "
+                                "LEFT JOIN layers l ON l.id = b.layer WHERE b.allocation_id = ?"
+                              : "SELECT b.stack_id, NULL, l.name FROM blocks b "
+                                "LEFT JOIN layers l ON l.id = b.layer WHERE b.allocation_id = ?";
+    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_int64(st, 1, id);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        ms_stack_site(db, sqlite3_column_int64(st, 0), site, slen);
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL)
+            snprintf(owner, olen, "%s", sqlite3_column_text(st, 1));
+        if (sqlite3_column_type(st, 2) != SQLITE_NULL)
+            snprintf(layer, llen, "%s", sqlite3_column_text(st, 2));
+    }
+    sqlite3_finalize(st);
+}
+
+static void kinds_text(unsigned flags, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (int k = 0; k < NKINDS && n < len; k++)
+        if (flags & (1u << k))
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "," : "", kind_names[k]);
+}
+
+static void threshold_text(char *buf, size_t len, uint64_t ns, double pct)
+{
+    int p = pct > 0 && pct < 100;
+    if (ns && p)
+        snprintf(buf, len, "> %llu ns or > %g%%", (unsigned long long)ns, pct);
+    else if (ns)
+        snprintf(buf, len, "> %llu ns", (unsigned long long)ns);
+    else if (p)
+        snprintf(buf, len, "> %g%% of lifetime", pct);
+    else
+        snprintf(buf, len, "off");
+}
+
+int ms_analyze_inefficient(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err,
+                           size_t errlen)
+{
+    if (o->idle_threshold == 0) {
+        snprintf(err, errlen, "inefficient: the idle threshold must be a positive API count");
+        return MS_EINVAL;
+    }
+    if (o->lazy_pct < 0 || o->lazy_pct > 100 || o->delayed_pct < 0 || o->delayed_pct > 100 ||
+        o->idle_pct < 0 || o->idle_pct > 100) {
+        snprintf(err, errlen, "inefficient: threshold percentages must be in 0..100");
+        return MS_EINVAL;
+    }
+    struct state s;
+    memset(&s, 0, sizeof s);
+    s.o = o;
+    ms__imap_init(&s.blocks, sizeof(struct blk));
+    int rc = scan(db, &s, err, errlen);
+    if (!rc && o->write_back)
+        rc = write_back(db, &s, err, errlen);
+    if (rc)
+        goto done;
+    qsort(s.found, s.nfound, sizeof *s.found, by_size);
+    long long cnt[NKINDS] = {0}, bytes[NKINDS] = {0};
+    for (size_t i = 0; i < s.nfound; i++)
+        for (int k = 0; k < NKINDS; k++)
+            if (s.found[i].flags & (1u << k)) {
+                cnt[k]++;
+                bytes[k] += s.found[i].size;
+            }
+    size_t n = o->top > 0 && (size_t)o->top < s.nfound ? (size_t)o->top : s.nfound;
+    int has_owner = ms__has_column(db, "blocks", "owner_id");
+    uint64_t tns[3] = {o->lazy_ns, o->delayed_ns, o->idle_ns};
+    double tpct[3] = {o->lazy_pct, o->delayed_pct, o->idle_pct};
+    char site[512], owner[512], layer[64], kinds[160], th[3][80];
+    for (int k = 0; k < 3; k++)
+        threshold_text(th[k], sizeof th[k], tns[k], tpct[k]);
+    if (o->json) {
+        struct ms_json j;
+        ms_json_init(&j, out);
+        ms_json_begin_object(&j, NULL);
+        ms_json_str(&j, "analysis", "inefficient");
+        ms_json_int(&j, "idle_threshold", (long long)o->idle_threshold);
+        ms_json_begin_object(&j, "thresholds");
+        for (int k = 0; k < 3; k++) {
+            ms_json_begin_object(&j, kind_names[3 + k]);
+            ms_json_int(&j, "ns", (long long)tns[k]);
+            ms_json_double(&j, "percent", tpct[k]);
+            ms_json_end_object(&j);
+        }
+        ms_json_end_object(&j);
+        ms_json_begin_object(&j, "counts");
+        for (int k = 0; k < NKINDS; k++) {
+            ms_json_begin_object(&j, kind_names[k]);
+            ms_json_int(&j, "blocks", cnt[k]);
+            ms_json_int(&j, "bytes", bytes[k]);
+            ms_json_end_object(&j);
+        }
+        ms_json_end_object(&j);
+        ms_json_int(&j, "flagged", (long long)s.nfound);
+        ms_json_begin_array(&j, "blocks");
+        for (size_t i = 0; i < n; i++) {
+            const struct finding *f = &s.found[i];
+            describe(db, has_owner, f->id, site, sizeof site, owner, sizeof owner, layer,
+                     sizeof layer);
+            ms_json_begin_object(&j, NULL);
+            ms_json_int(&j, "allocation_id", f->id);
+            ms_json_int(&j, "size", f->size);
+            ms_json_str(&j, "layer", layer);
+            ms_json_begin_array(&j, "types");
+            for (int k = 0; k < NKINDS; k++)
+                if (f->flags & (1u << k))
+                    ms_json_str(&j, NULL, kind_names[k]);
+            ms_json_end_array(&j);
+            ms_json_str(&j, "site", site);
+            ms_json_str(&j, "owner", has_owner && strcmp(owner, "(no owner)") ? owner : NULL);
+            ms_json_end_object(&j);
+        }
+        ms_json_end_array(&j);
+        ms_json_bool(&j, "written", o->write_back);
+        ms_json_end_object(&j);
+        ms_json_finish(&j);
+    } else {
+        fprintf(out, "Inefficient memory: %zu blocks flagged.\n", s.nfound);
+        fprintf(out, "msMemScope rules count APIs (an op, or one event outside ops); temporary "
+                     "idleness threshold %llu APIs.\n",
+                (unsigned long long)o->idle_threshold);
+        fprintf(out, "Insight thresholds: lazy_used %s, delayed_free %s, long_idle %s.\n\n",
+                th[0], th[1], th[2]);
+        fprintf(out, "  %-20s %8s %14s\n", "kind", "blocks", "bytes");
+        for (int k = 0; k < NKINDS; k++)
+            fprintf(out, "  %-20s %8lld %14lld\n", kind_names[k], cnt[k], bytes[k]);
+        if (s.nfound) {
+            fprintf(out, "\nFlagged blocks (largest first%s):\n",
+                    n < s.nfound ? ", top rows" : "");
+            fprintf(out, "  %12s %-12s %-40s %-24s %s\n", "size", "layer", "kinds", "owner",
+                    "site");
+            for (size_t i = 0; i < n; i++) {
+                const struct finding *f = &s.found[i];
+                describe(db, has_owner, f->id, site, sizeof site, owner, sizeof owner, layer,
+                         sizeof layer);
+                kinds_text(f->flags, kinds, sizeof kinds);
+                fprintf(out, "  %12lld %-12s %-40s %-24s %s\n", (long long)f->size, layer,
+                        kinds, owner, site);
+            }
+            if (n < s.nfound)
+                fprintf(out, "  ... %zu more\n", s.nfound - n);
+        }
+        if (o->write_back)
+            fprintf(out, "\nFindings recorded in table 'inefficient' (%zu blocks).\n",
+                    s.nfound);
+    }
+done:
+    ms__imap_release(&s.blocks);
+    free(s.procs);
+    free(s.depth);
+    free(s.found);
+    return rc;
+}

@@ -1,0 +1,438 @@
+/* peak.c: `memscope analyze peak`: per process and memory layer, the first moment live bytes
+ * reached their maximum, and what was live at that moment by call site and by owner.
+ *
+ * Called through ms_analyses[] by `memscope analyze` and `memscope run --analysis=`. Workload:
+ * two streaming passes. The first replays the MALLOC and FREE events in id order (a rowid scan
+ * of events, no index) with ms__live_apply and notes, per (process, layer), the event at which
+ * live bytes first reached their maximum. The second scans the blocks allocated up to the
+ * latest of those events (a rowid range of blocks, which are numbered in allocation order) and
+ * sums the blocks live at each peak by stack and by owner. Memory: one address map of the live
+ * blocks, and one entry per stack and per owner live at a peak. */
+#include "analyze.h"
+
+#include "error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The peak of one (process, layer). */
+struct peak {
+    int64_t process_id, layer;
+    int64_t bytes, blocks;      /* live at the peak */
+    int64_t event_id, ns;       /* the event that reached it first */
+    int64_t alloc_id;           /* that MALLOC's allocation_id */
+    int64_t stats_bytes;        /* process_stats.peak_bytes, -1 when missing */
+    int64_t step;               /* step current at the peak, 0 when no steps */
+};
+
+/* A call site or owner live at a peak. */
+struct part {
+    size_t peak;                /* index into the peaks */
+    int64_t key;                /* stack id or owner id */
+    const char *site;
+    int64_t bytes, blocks;
+};
+
+struct pctx {
+    sqlite3 *db;
+    const struct ms_analyze_opts *o;
+    FILE *out;
+    struct ms_json j;
+    struct ms_names names;
+    struct ms_sites sites;
+    char layer_sql[256];
+    struct peak *peaks;
+    size_t npeaks;
+    char *err;
+    size_t errlen;
+};
+
+static int db_fail(struct pctx *P, const char *what)
+{
+    snprintf(P->err, P->errlen, "peak: %s: %s", what, sqlite3_errmsg(P->db));
+    return MS_EDB;
+}
+
+static int oom(struct pctx *P)
+{
+    snprintf(P->err, P->errlen, "peak: out of memory");
+    return MS_ENOMEM;
+}
+
+static int cmp_peak(const void *a, const void *b)
+{
+    const struct peak *x = a, *y = b;
+    if (x->process_id != y->process_id)
+        return x->process_id < y->process_id ? -1 : 1;
+    return x->layer < y->layer ? -1 : x->layer > y->layer;
+}
+
+/* Pass 1: replay events, find each (process, layer)'s first maximum. */
+static int find_peaks(struct pctx *P)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT id, ts_ns, kind, layer, process_id, addr, size, allocation_id FROM events e "
+             "WHERE kind IN (1, 2) AND %s ORDER BY id",
+             P->layer_sql);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(P->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_fail(P, "events");
+    struct ms_live live;
+    ms__live_init(&live);
+    int rc = 0, s;
+    size_t cap = 0;
+    struct peak *last = NULL;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        int kind = sqlite3_column_int(st, 2);
+        int64_t layer = sqlite3_column_int64(st, 3), proc = sqlite3_column_int64(st, 4);
+        struct ms_live_pl *pl =
+            ms__live_apply(&live, kind, proc, layer, sqlite3_column_int64(st, 5),
+                           sqlite3_column_int64(st, 6), sqlite3_column_type(st, 7) != SQLITE_NULL);
+        if (!pl) {
+            rc = oom(P);
+            break;
+        }
+        if (kind != 1)
+            continue;
+        if (!last || last->process_id != proc || last->layer != layer) {
+            last = NULL;
+            for (size_t i = 0; i < P->npeaks; i++)
+                if (P->peaks[i].process_id == proc && P->peaks[i].layer == layer) {
+                    last = &P->peaks[i];
+                    break;
+                }
+            if (!last) {
+                if (P->npeaks == cap) {
+                    size_t nc = cap ? 2 * cap : 8;
+                    struct peak *np = realloc(P->peaks, nc * sizeof *np);
+                    if (!np) {
+                        rc = oom(P);
+                        break;
+                    }
+                    P->peaks = np;
+                    cap = nc;
+                }
+                last = &P->peaks[P->npeaks++];
+                memset(last, 0, sizeof *last);
+                last->process_id = proc;
+                last->layer = layer;
+                last->stats_bytes = -1;
+            }
+        }
+        if (pl->live > last->bytes) {
+            last->bytes = pl->live;
+            last->blocks = pl->blocks;
+            last->event_id = sqlite3_column_int64(st, 0);
+            last->ns = sqlite3_column_int64(st, 1);
+            last->alloc_id = sqlite3_column_int64(st, 7);
+        }
+    }
+    if (!rc && s != SQLITE_DONE)
+        rc = db_fail(P, "events");
+    sqlite3_finalize(st);
+    ms__live_release(&live);
+    if (rc)
+        return rc;
+    if (P->npeaks)
+        qsort(P->peaks, P->npeaks, sizeof *P->peaks, cmp_peak);
+
+    /* process_stats' value, and the step current at the peak. */
+    int has_steps = ms__has_column(P->db, "steps", "end_event_id");
+    sqlite3_stmt *ps = NULL, *ss = NULL;
+    if (sqlite3_prepare_v2(P->db, "SELECT peak_bytes FROM process_stats WHERE process_id = ? "
+                                  "AND layer = ?", -1, &ps, NULL) != SQLITE_OK ||
+        (has_steps &&
+         sqlite3_prepare_v2(P->db, "SELECT min(step) FROM steps WHERE process_id = ? AND "
+                                   "(end_event_id IS NULL OR end_event_id > ?)",
+                            -1, &ss, NULL) != SQLITE_OK)) {
+        sqlite3_finalize(ps);
+        return db_fail(P, "process_stats");
+    }
+    for (size_t i = 0; i < P->npeaks; i++) {
+        struct peak *k = &P->peaks[i];
+        sqlite3_bind_int64(ps, 1, k->process_id);
+        sqlite3_bind_int64(ps, 2, k->layer);
+        if (sqlite3_step(ps) == SQLITE_ROW && sqlite3_column_type(ps, 0) != SQLITE_NULL)
+            k->stats_bytes = sqlite3_column_int64(ps, 0);
+        sqlite3_reset(ps);
+        if (ss) {
+            sqlite3_bind_int64(ss, 1, k->process_id);
+            sqlite3_bind_int64(ss, 2, k->event_id);
+            if (sqlite3_step(ss) == SQLITE_ROW)
+                k->step = sqlite3_column_int64(ss, 0);
+            sqlite3_reset(ss);
+        }
+    }
+    sqlite3_finalize(ps);
+    sqlite3_finalize(ss);
+    return 0;
+}
+
+struct parts {
+    struct ms_imap map; /* packed key -> index + 1 */
+    struct part *v;
+    size_t n, cap;
+};
+
+static struct part *parts_get(struct parts *p, size_t peak, int64_t key)
+{
+    int64_t k = key * 4096 + (int64_t)peak;
+    int isnew;
+    size_t *slot = ms__imap_put(&p->map, k, &isnew);
+    if (!slot)
+        return NULL;
+    if (!isnew)
+        return &p->v[*slot];
+    if (p->n == p->cap) {
+        size_t nc = p->cap ? 2 * p->cap : 64;
+        struct part *nv = realloc(p->v, nc * sizeof *nv);
+        if (!nv)
+            return NULL;
+        p->v = nv;
+        p->cap = nc;
+    }
+    struct part *r = &p->v[p->n];
+    memset(r, 0, sizeof *r);
+    r->peak = peak;
+    r->key = key;
+    *slot = p->n++;
+    return r;
+}
+
+static int cmp_part_site(const void *a, const void *b)
+{
+    const struct part *x = a, *y = b;
+    if (x->peak != y->peak)
+        return x->peak < y->peak ? -1 : 1;
+    if (x->site && y->site)
+        return strcmp(x->site, y->site);
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static int cmp_part_bytes(const void *a, const void *b)
+{
+    const struct part *x = a, *y = b;
+    if (x->peak != y->peak)
+        return x->peak < y->peak ? -1 : 1;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    if (x->blocks != y->blocks)
+        return x->blocks > y->blocks ? -1 : 1;
+    return cmp_part_site(a, b);
+}
+
+/* Pass 2: the blocks live at each peak, by stack and by owner. */
+static int live_at_peaks(struct pctx *P, struct parts *sites, struct parts *owners)
+{
+    int64_t max_alloc = 0;
+    for (size_t i = 0; i < P->npeaks; i++)
+        if (P->peaks[i].bytes > 0 && P->peaks[i].alloc_id > max_alloc)
+            max_alloc = P->peaks[i].alloc_id;
+    if (!max_alloc)
+        return 0;
+    int has_owner = ms__has_column(P->db, "blocks", "owner_id");
+    char sql[512];
+    /* allocation_id follows allocation order: the range bounds the scan. */
+    snprintf(sql, sizeof sql,
+             "SELECT process_id, layer, size, alloc_event_id, free_event_id, free_ns, stack_id, "
+             "%s FROM blocks WHERE allocation_id <= ?",
+             has_owner ? "owner_id" : "NULL");
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(P->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_fail(P, "blocks");
+    sqlite3_bind_int64(st, 1, max_alloc);
+    int rc = 0, s;
+    size_t cur = 0;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t proc = sqlite3_column_int64(st, 0), layer = sqlite3_column_int64(st, 1);
+        if (cur >= P->npeaks || P->peaks[cur].process_id != proc || P->peaks[cur].layer != layer) {
+            for (cur = 0; cur < P->npeaks; cur++)
+                if (P->peaks[cur].process_id == proc && P->peaks[cur].layer == layer)
+                    break;
+            if (cur == P->npeaks)
+                continue;
+        }
+        const struct peak *k = &P->peaks[cur];
+        if (k->bytes <= 0 || sqlite3_column_int64(st, 3) > k->event_id)
+            continue;
+        /* Live at the peak event: not freed, freed by a later event, or (a replaced block,
+         * with no FREE event) replaced after the peak's time. */
+        if (sqlite3_column_type(st, 5) != SQLITE_NULL) {
+            if (sqlite3_column_type(st, 4) != SQLITE_NULL) {
+                if (sqlite3_column_int64(st, 4) <= k->event_id)
+                    continue;
+            } else if (sqlite3_column_int64(st, 5) <= k->ns) {
+                continue;
+            }
+        }
+        int64_t size = sqlite3_column_int64(st, 2);
+        int64_t stack = sqlite3_column_int64(st, 6), owner = sqlite3_column_int64(st, 7);
+        struct part *r = parts_get(sites, cur, stack > 0 ? stack : 0);
+        if (!r) {
+            rc = oom(P);
+            break;
+        }
+        r->bytes += size;
+        r->blocks++;
+        if (!(r = parts_get(owners, cur, owner > 0 ? owner : 0))) {
+            rc = oom(P);
+            break;
+        }
+        r->bytes += size;
+        r->blocks++;
+    }
+    if (!rc && s != SQLITE_DONE)
+        rc = db_fail(P, "blocks");
+    sqlite3_finalize(st);
+    if (rc)
+        return rc;
+    /* Stacks -> call sites. */
+    for (size_t i = 0; i < sites->n; i++)
+        if (!(sites->v[i].site = ms__sites_get(&P->sites, sites->v[i].key)))
+            return oom(P);
+    if (sites->n) {
+        qsort(sites->v, sites->n, sizeof *sites->v, cmp_part_site);
+        size_t w = 0;
+        for (size_t i = 1; i < sites->n; i++) {
+            if (!cmp_part_site(&sites->v[w], &sites->v[i])) {
+                sites->v[w].bytes += sites->v[i].bytes;
+                sites->v[w].blocks += sites->v[i].blocks;
+            } else {
+                sites->v[++w] = sites->v[i];
+            }
+        }
+        sites->n = w + 1;
+        qsort(sites->v, sites->n, sizeof *sites->v, cmp_part_bytes);
+    }
+    if (owners->n)
+        qsort(owners->v, owners->n, sizeof *owners->v, cmp_part_bytes);
+    return 0;
+}
+
+static void write_parts(struct pctx *P, const struct parts *ps, size_t peak, int by_owner)
+{
+    const int top = P->o->top > 0 ? P->o->top : 10;
+    size_t i = 0, shown = 0, total = 0;
+    while (i < ps->n && ps->v[i].peak < peak)
+        i++;
+    size_t e = i;
+    while (e < ps->n && ps->v[e].peak == peak)
+        e++;
+    total = e - i;
+    if (P->o->json) {
+        ms_json_begin_array(&P->j, by_owner ? "by_owner" : "by_site");
+        for (; i < e && shown < (size_t)top; i++, shown++) {
+            ms_json_begin_object(&P->j, NULL);
+            if (by_owner)
+                ms_json_str(&P->j, "owner", ms__names_owner(&P->names, ps->v[i].key));
+            else
+                ms_json_str(&P->j, "site", ps->v[i].site);
+            ms_json_int(&P->j, "bytes", ps->v[i].bytes);
+            ms_json_int(&P->j, "blocks", ps->v[i].blocks);
+            ms_json_end_object(&P->j);
+        }
+        ms_json_end_array(&P->j);
+        return;
+    }
+    if (by_owner && (total == 0 || (total == 1 && ps->v[i].key == 0)))
+        return; /* no owners recorded: say nothing */
+    fprintf(P->out, "  by %s:\n  %12s %8s  %s\n", by_owner ? "owner" : "call site", "bytes",
+            "blocks", by_owner ? "owner" : "call site");
+    for (; i < e && shown < (size_t)top; i++, shown++) {
+        const char *name = by_owner ? ms__names_owner(&P->names, ps->v[i].key) : ps->v[i].site;
+        fprintf(P->out, "  %12lld %8lld  %s\n", (long long)ps->v[i].bytes,
+                (long long)ps->v[i].blocks, name ? name : "(no owner)");
+    }
+    if (total > shown)
+        fprintf(P->out, "  ... %zu more\n", total - shown);
+}
+
+int ms_analyze_peak(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err,
+                    size_t errlen)
+{
+    struct pctx P;
+    memset(&P, 0, sizeof P);
+    P.db = db;
+    P.o = o;
+    P.out = out;
+    P.err = err;
+    P.errlen = errlen;
+    struct parts sites = {0}, owners = {0};
+    ms__imap_init(&sites.map, sizeof(size_t));
+    ms__imap_init(&owners.map, sizeof(size_t));
+    int rc = ms__names_load(db, &P.names, err, errlen);
+    if (rc < 0)
+        return rc;
+    ms__sites_init(&P.sites, db);
+    ms__layer_filter(db, o, "e.layer", P.layer_sql, sizeof P.layer_sql);
+    if ((rc = find_peaks(&P)) < 0 || (rc = live_at_peaks(&P, &sites, &owners)) < 0)
+        goto out;
+
+    int64_t start = ms__run_start_ns(db);
+    if (o->json) {
+        ms_json_init(&P.j, out);
+        ms_json_begin_object(&P.j, NULL);
+        ms_json_str(&P.j, "analysis", "peak");
+        ms_json_begin_array(&P.j, "peaks");
+    } else {
+        fprintf(out, "peak: the first moment of maximum live bytes, per process and layer\n");
+        if (!P.npeaks)
+            fprintf(out, "  no allocations recorded\n");
+    }
+    for (size_t i = 0; i < P.npeaks; i++) {
+        const struct peak *k = &P.peaks[i];
+        const struct ms_name_proc *p = ms__names_proc(&P.names, k->process_id);
+        const char *lname = ms__names_layer(&P.names, k->layer);
+        if (o->json) {
+            ms_json_begin_object(&P.j, NULL);
+            ms_json_int(&P.j, "process_id", k->process_id);
+            ms_json_int(&P.j, "pid", p ? p->pid : 0);
+            ms_json_str(&P.j, "exe", p ? p->exe : NULL);
+            ms_json_str(&P.j, "layer", lname);
+            ms_json_int(&P.j, "peak_bytes", k->bytes);
+            ms_json_int(&P.j, "peak_blocks", k->blocks);
+            ms_json_int(&P.j, "peak_ns", k->ns);
+            ms_json_int(&P.j, "offset_ns", k->ns - start);
+            ms_json_int(&P.j, "event_id", k->event_id);
+            if (k->step > 0)
+                ms_json_int(&P.j, "step", k->step);
+            else
+                ms_json_null(&P.j, "step");
+            if (k->stats_bytes >= 0)
+                ms_json_int(&P.j, "process_stats_peak_bytes", k->stats_bytes);
+            else
+                ms_json_null(&P.j, "process_stats_peak_bytes");
+        } else {
+            char hb[32], when[64] = "";
+            ms_human_bytes(hb, sizeof hb, k->bytes);
+            if (k->step > 0)
+                snprintf(when, sizeof when, ", during step %lld", (long long)k->step);
+            fprintf(out, "  process %lld %s (pid %lld), %s: peak %lld bytes (%s) in %lld blocks "
+                         "at +%.3f ms (event %lld%s)\n",
+                    (long long)k->process_id, p ? p->exe : "?", (long long)(p ? p->pid : 0), lname,
+                    (long long)k->bytes, hb, (long long)k->blocks, (k->ns - start) / 1e6,
+                    (long long)k->event_id, when);
+            if (k->stats_bytes >= 0 && k->stats_bytes != k->bytes)
+                fprintf(out, "  note: process_stats says %lld bytes\n", (long long)k->stats_bytes);
+        }
+        write_parts(&P, &sites, i, 0);
+        write_parts(&P, &owners, i, 1);
+        if (o->json)
+            ms_json_end_object(&P.j);
+    }
+    if (o->json) {
+        ms_json_end_array(&P.j);
+        ms_json_end_object(&P.j);
+        ms_json_finish(&P.j);
+    }
+out:
+    free(P.peaks);
+    free(sites.v);
+    free(owners.v);
+    ms__imap_release(&sites.map);
+    ms__imap_release(&owners.map);
+    ms__sites_release(&P.sites);
+    ms__names_release(&P.names);
+    return rc;
+}

@@ -1,0 +1,173 @@
+/* run_list.c: runs a list of analyses on one database and writes one report. Used by
+ * `memscope analyze <kind>|all` and by `memscope run --analysis=leaks,peak` at the end of a run.
+ *
+ * Text: one analysis writes its report as is; several write theirs one after the other, each
+ * under a "=== memscope analyze <name> ===" line. JSON: one analysis writes its document; several
+ * (or "all") write {"<name>": <its document>, ...}, each analysis rendered into memory first so
+ * that a failing one becomes {"error": "..."} instead of a broken document. */
+#include "analyze.h"
+
+#include "error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The analyses in src/analyze are listed in ms_analyses[] through weak references, and a weak
+ * reference does not pull a member out of a static library. Referencing them here, where the
+ * CLI's calls land, links them into every program that runs analyses. */
+int ms_analyze_leaks(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
+int ms_analyze_peak(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
+int ms_analyze_temporary(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
+int ms_analyze_trend(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
+typedef int (*analysis_fn)(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
+__attribute__((used)) static analysis_fn const linked[] = {ms_analyze_leaks, ms_analyze_peak,
+                                                           ms_analyze_temporary, ms_analyze_trend};
+
+#define MAX_LIST 32
+
+/* The message without a leading "<name>: " (the report already names the analysis). */
+static const char *bare(const char *msg, const char *name, int rc)
+{
+    size_t n = strlen(name);
+    if (!msg[0])
+        return ms_strerror(rc);
+    if (!strncmp(msg, name, n) && msg[n] == ':' && msg[n + 1] == ' ')
+        return msg + n + 2;
+    return msg;
+}
+
+/* Parses names into list (entries of ms_analyses[]). Returns the count or MS_EINVAL. */
+static int parse_names(const char *names, const struct ms_analysis **list, int *all, char *err,
+                       size_t errlen)
+{
+    int n = 0;
+    *all = 0;
+    const char *p = names ? names : "";
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char name[64];
+        if (len == 0 || len >= sizeof name) {
+            snprintf(err, errlen, "bad analysis list '%s'", names);
+            return MS_EINVAL;
+        }
+        memcpy(name, p, len);
+        name[len] = 0;
+        if (!strcmp(name, "all")) {
+            *all = 1;
+            for (const struct ms_analysis *a = ms_analyses; a->name; a++)
+                if (a->run && n < MAX_LIST)
+                    list[n++] = a;
+        } else {
+            const struct ms_analysis *a = ms_analysis_find(name);
+            if (!a) {
+                int known = 0;
+                for (const struct ms_analysis *b = ms_analyses; b->name; b++)
+                    known |= !strcmp(b->name, name);
+                if (known) {
+                    snprintf(err, errlen, "analysis '%s' is not available in this build", name);
+                } else {
+                    size_t w = (size_t)snprintf(err, errlen, "unknown analysis '%s' (known:", name);
+                    for (const struct ms_analysis *b = ms_analyses; b->name && w < errlen; b++)
+                        if (b->run)
+                            w += (size_t)snprintf(err + w, errlen - w, " %s", b->name);
+                    if (w < errlen)
+                        snprintf(err + w, errlen - w, ", all)");
+                }
+                return MS_EINVAL;
+            }
+            int dup = 0;
+            for (int i = 0; i < n; i++)
+                dup |= list[i] == a;
+            if (!dup && n < MAX_LIST)
+                list[n++] = a;
+        }
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    if (n == 0) {
+        snprintf(err, errlen, "no analysis named");
+        return MS_EINVAL;
+    }
+    return n;
+}
+
+int ms_analyze_run_list(const char *db_path, const char *names, const struct ms_analyze_opts *o,
+                        FILE *out, char *err, size_t errlen)
+{
+    (void)linked;
+    const struct ms_analysis *list[MAX_LIST];
+    int all;
+    err[0] = 0;
+    int n = parse_names(names, list, &all, err, errlen);
+    if (n < 0)
+        return n;
+    sqlite3 *db;
+    int rc = ms_analyze_open(db_path, o->write_back, &db, err, errlen);
+    if (rc < 0)
+        return rc;
+    if (n == 1 && !all) {
+        rc = list[0]->run(db, o, out, err, errlen);
+        sqlite3_close(db);
+        return rc;
+    }
+    int first_rc = 0;
+    char one_err[512];
+    if (o->json)
+        fputc('{', out);
+    for (int i = 0; i < n; i++) {
+        one_err[0] = 0;
+        if (o->json) {
+            char *buf = NULL;
+            size_t len = 0;
+            FILE *mem = open_memstream(&buf, &len);
+            if (!mem) {
+                snprintf(err, errlen, "out of memory");
+                sqlite3_close(db);
+                return MS_ENOMEM;
+            }
+            rc = list[i]->run(db, o, mem, one_err, sizeof one_err);
+            fclose(mem);
+            /* Names are plain identifiers: no escaping needed for the key. */
+            fprintf(out, "%s\"%s\":", i ? "," : "", list[i]->name);
+            if (rc < 0) {
+                struct ms_json j;
+                ms_json_init(&j, out);
+                ms_json_begin_object(&j, NULL);
+                ms_json_str(&j, all && rc == MS_EINVAL ? "skipped" : "error",
+                            bare(one_err, list[i]->name, rc));
+                ms_json_end_object(&j);
+            } else {
+                /* The analysis's own document, without its final newline. */
+                while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+                    len--;
+                if (len)
+                    fwrite(buf, 1, len, out);
+                else
+                    fputs("null", out);
+            }
+            free(buf);
+        } else {
+            fprintf(out, "%s=== memscope analyze %s ===\n", i ? "\n" : "", list[i]->name);
+            fflush(out);
+            rc = list[i]->run(db, o, out, one_err, sizeof one_err);
+            if (rc < 0)
+                fprintf(out, "%s: %s: %s\n", list[i]->name,
+                        all && rc == MS_EINVAL ? "skipped" : "error",
+                        bare(one_err, list[i]->name, rc));
+        }
+        /* `all` runs every analysis with the options given: one that needs an option it did
+         * not get (compare without --steps or --with) is reported as skipped, not failed. */
+        if (all && rc == MS_EINVAL)
+            rc = 0;
+        if (rc < 0 && !first_rc) {
+            first_rc = rc;
+            snprintf(err, errlen, "%s", one_err[0] ? one_err : ms_strerror(rc));
+        }
+    }
+    if (o->json)
+        fputs("}\n", out);
+    sqlite3_close(db);
+    return first_rc;
+}

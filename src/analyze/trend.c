@@ -1,0 +1,392 @@
+/* trend.c: `memscope analyze trend`: live bytes over time and at each step end, the growth rate
+ * by least squares (bytes per second over the time samples, bytes per step over the step
+ * ends) with R^2 and the slope's standard error, and with --limit the predicted time and step
+ * at which live bytes reach the limit.
+ *
+ * Called through ms_analyses[]. Workload: one rowid-order scan of events (MALLOC, FREE and
+ * STEP) replayed with ms__live_apply; the time series is TREND_POINTS + 1 evenly spaced samples
+ * of the total live bytes of the selected layers over all processes; the step series is the
+ * live bytes of the stepping process (all its selected layers) at each of its STEP events. */
+#include "analyze.h"
+
+#include "error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TREND_POINTS 100
+
+struct fit {
+    int n;
+    double slope, intercept, r2, se; /* se: standard error of the slope (0 when n < 3) */
+};
+
+/* Least squares y = intercept + slope * x. */
+static struct fit fit_line(const double *x, const double *y, int n)
+{
+    struct fit f = {n, 0, 0, 0, 0};
+    if (n < 2)
+        return f;
+    double mx = 0, my = 0;
+    for (int i = 0; i < n; i++) {
+        mx += x[i];
+        my += y[i];
+    }
+    mx /= n;
+    my /= n;
+    double sxx = 0, sxy = 0, syy = 0;
+    for (int i = 0; i < n; i++) {
+        sxx += (x[i] - mx) * (x[i] - mx);
+        sxy += (x[i] - mx) * (y[i] - my);
+        syy += (y[i] - my) * (y[i] - my);
+    }
+    if (sxx == 0)
+        return f;
+    f.slope = sxy / sxx;
+    f.intercept = my - f.slope * mx;
+    double ssres = 0;
+    for (int i = 0; i < n; i++) {
+        double r = y[i] - (f.intercept + f.slope * x[i]);
+        ssres += r * r;
+    }
+    f.r2 = syy > 0 ? 1.0 - ssres / syy : 1.0;
+    if (n > 2)
+        f.se = sqrt(ssres / (n - 2) / sxx);
+    return f;
+}
+
+/* The step series of one process. */
+struct pseries {
+    int64_t process_id;
+    double *step, *live;
+    int n, cap;
+};
+
+struct tctx {
+    sqlite3 *db;
+    const struct ms_analyze_opts *o;
+    FILE *out;
+    struct ms_json j;
+    struct ms_names names;
+    int64_t t0, t1;
+    int64_t samples[TREND_POINTS + 1];
+    int64_t final_live, max_live;
+    struct pseries *ps;
+    size_t nps;
+    char *err;
+    size_t errlen;
+};
+
+static int add_step(struct tctx *T, int64_t proc, double step, double live)
+{
+    struct pseries *p = NULL;
+    for (size_t i = 0; i < T->nps; i++)
+        if (T->ps[i].process_id == proc)
+            p = &T->ps[i];
+    if (!p) {
+        struct pseries *np = realloc(T->ps, (T->nps + 1) * sizeof *np);
+        if (!np)
+            return MS_ENOMEM;
+        T->ps = np;
+        p = &T->ps[T->nps++];
+        memset(p, 0, sizeof *p);
+        p->process_id = proc;
+    }
+    if (p->n == p->cap) {
+        int nc = p->cap ? 2 * p->cap : 64;
+        if (nc > (1 << 26))
+            return MS_ELIMIT;
+        double *a = realloc(p->step, (size_t)nc * sizeof *a);
+        if (!a)
+            return MS_ENOMEM;
+        p->step = a;
+        double *b = realloc(p->live, (size_t)nc * sizeof *b);
+        if (!b)
+            return MS_ENOMEM;
+        p->live = b;
+        p->cap = nc;
+    }
+    p->step[p->n] = step;
+    p->live[p->n++] = live;
+    return 0;
+}
+
+/* Live bytes of one process over the selected layers. */
+static int64_t proc_live(const struct ms_live *l, int64_t proc)
+{
+    int64_t v = 0;
+    for (size_t i = 0; i < l->n; i++)
+        if (l->pl[i].process_id == proc)
+            v += l->pl[i].live;
+    return v;
+}
+
+static int replay(struct tctx *T)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(T->db, "SELECT min(ts_ns), max(ts_ns) FROM events", -1, &st, NULL) !=
+        SQLITE_OK)
+        goto db_fail;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        T->t0 = sqlite3_column_int64(st, 0);
+        T->t1 = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+
+    int has_name = ms__has_column(T->db, "events", "name");
+    char layer_sql[256], sql[768];
+    ms__layer_filter(T->db, T->o, "e.layer", layer_sql, sizeof layer_sql);
+    snprintf(sql, sizeof sql,
+             "SELECT ts_ns, kind, layer, process_id, addr, size, allocation_id, %s FROM events e "
+             "WHERE (kind IN (1, 2) AND %s)%s ORDER BY id",
+             has_name ? "name" : "NULL", layer_sql, has_name ? " OR kind = 4" : "");
+    if (sqlite3_prepare_v2(T->db, sql, -1, &st, NULL) != SQLITE_OK)
+        goto db_fail;
+    struct ms_live live;
+    ms__live_init(&live);
+    int64_t total = 0;
+    int k = 0, s, rc = 0;
+    double span = (double)(T->t1 - T->t0);
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t ts = sqlite3_column_int64(st, 0);
+        while (k <= TREND_POINTS && (double)T->t0 + span * k / TREND_POINTS < (double)ts)
+            T->samples[k++] = total;
+        int kind = sqlite3_column_int(st, 1);
+        int64_t proc = sqlite3_column_int64(st, 3);
+        if (kind == 4) {
+            const char *name = (const char *)sqlite3_column_text(st, 7);
+            if (name && (rc = add_step(T, proc, atof(name), (double)proc_live(&live, proc))) < 0)
+                break;
+            continue;
+        }
+        struct ms_live_pl *pl = ms__live_apply(&live, kind, proc, sqlite3_column_int64(st, 2),
+                                               sqlite3_column_int64(st, 4),
+                                               sqlite3_column_int64(st, 5),
+                                               sqlite3_column_type(st, 6) != SQLITE_NULL);
+        if (!pl) {
+            rc = MS_ENOMEM;
+            break;
+        }
+        total = 0;
+        for (size_t i = 0; i < live.n; i++)
+            total += live.pl[i].live;
+        if (total > T->max_live)
+            T->max_live = total;
+    }
+    while (k <= TREND_POINTS)
+        T->samples[k++] = total;
+    T->final_live = total;
+    if (!rc && s != SQLITE_DONE) {
+        sqlite3_finalize(st);
+        ms__live_release(&live);
+        goto db_fail;
+    }
+    sqlite3_finalize(st);
+    ms__live_release(&live);
+    if (rc)
+        snprintf(T->err, T->errlen, "trend: %s", ms_strerror(rc));
+    return rc;
+db_fail:
+    snprintf(T->err, T->errlen, "trend: events: %s", sqlite3_errmsg(T->db));
+    return MS_EDB;
+}
+
+static void write_fit(struct tctx *T, const char *key, const struct fit *f, const char *unit)
+{
+    if (T->o->json) {
+        ms_json_begin_object(&T->j, key);
+        ms_json_int(&T->j, "points", f->n);
+        ms_json_double(&T->j, "slope", f->slope);
+        ms_json_double(&T->j, "intercept", f->intercept);
+        ms_json_double(&T->j, "r2", f->r2);
+        ms_json_double(&T->j, "slope_stderr", f->se);
+        ms_json_end_object(&T->j);
+    } else {
+        fprintf(T->out, "  growth: %+.1f bytes/%s (R^2 %.4f, standard error %.1f bytes/%s, %d "
+                        "points)\n",
+                f->slope, unit, f->r2, f->se, unit, f->n);
+    }
+}
+
+int ms_analyze_trend(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err,
+                     size_t errlen)
+{
+    struct tctx T;
+    memset(&T, 0, sizeof T);
+    T.db = db;
+    T.o = o;
+    T.out = out;
+    T.err = err;
+    T.errlen = errlen;
+    int rc = ms__names_load(db, &T.names, err, errlen);
+    if (rc < 0)
+        return rc;
+    if ((rc = replay(&T)) < 0)
+        goto out;
+
+    double x[TREND_POINTS + 1], y[TREND_POINTS + 1];
+    double span_s = (double)(T.t1 - T.t0) / 1e9;
+    for (int i = 0; i <= TREND_POINTS; i++) {
+        x[i] = span_s * i / TREND_POINTS;
+        y[i] = (double)T.samples[i];
+    }
+    struct fit tf = fit_line(x, y, TREND_POINTS + 1);
+    int64_t start = ms__run_start_ns(db);
+    const double limit = (double)o->limit;
+
+    if (o->json) {
+        ms_json_init(&T.j, out);
+        ms_json_begin_object(&T.j, NULL);
+        ms_json_str(&T.j, "analysis", "trend");
+        ms_json_int(&T.j, "start_ns", T.t0);
+        ms_json_int(&T.j, "end_ns", T.t1);
+        ms_json_int(&T.j, "final_live_bytes", T.final_live);
+        ms_json_int(&T.j, "max_live_bytes", T.max_live);
+        ms_json_begin_array(&T.j, "samples");
+        for (int i = 0; i <= TREND_POINTS; i++) {
+            ms_json_begin_object(&T.j, NULL);
+            ms_json_int(&T.j, "offset_ns", (int64_t)((double)(T.t1 - T.t0) * i / TREND_POINTS));
+            ms_json_int(&T.j, "live_bytes", T.samples[i]);
+            ms_json_end_object(&T.j);
+        }
+        ms_json_end_array(&T.j);
+        write_fit(&T, "time_fit", &tf, "s");
+        if (o->limit)
+            ms_json_int(&T.j, "limit", (long long)o->limit);
+        else
+            ms_json_null(&T.j, "limit");
+    } else {
+        fprintf(out, "trend: live bytes over time (all processes, selected layers)\n");
+        fprintf(out, "  %12s %14s\n", "time (ms)", "live bytes");
+        for (int i = 0; i <= TREND_POINTS; i += TREND_POINTS / 10)
+            fprintf(out, "  %12.3f %14lld\n", (double)(T.t1 - T.t0) * i / TREND_POINTS / 1e6,
+                    (long long)T.samples[i]);
+        fprintf(out, "  final %lld bytes, maximum %lld bytes\n", (long long)T.final_live,
+                (long long)T.max_live);
+        write_fit(&T, NULL, &tf, "s");
+    }
+    /* Time to the limit, from the time fit. */
+    if (o->limit) {
+        int reached = (double)T.max_live >= limit;
+        double t_s = tf.slope > 0 ? (limit - tf.intercept) / tf.slope : -1;
+        if (o->json) {
+            ms_json_begin_object(&T.j, "time_to_limit");
+            ms_json_bool(&T.j, "reached", reached);
+            if (t_s >= 0) {
+                ms_json_int(&T.j, "predicted_ns", T.t0 + (int64_t)(t_s * 1e9));
+                ms_json_int(&T.j, "predicted_offset_ns", T.t0 - start + (int64_t)(t_s * 1e9));
+            } else {
+                ms_json_null(&T.j, "predicted_ns");
+                ms_json_null(&T.j, "predicted_offset_ns");
+            }
+            ms_json_end_object(&T.j);
+        } else if (reached) {
+            fprintf(out, "  limit %llu bytes: already reached (maximum %lld bytes)\n",
+                    (unsigned long long)o->limit, (long long)T.max_live);
+        } else if (t_s >= 0) {
+            fprintf(out, "  limit %llu bytes: predicted at +%.3f s from the start\n",
+                    (unsigned long long)o->limit, (double)(T.t0 - start) / 1e9 + t_s);
+        } else {
+            fprintf(out, "  limit %llu bytes: never at this rate (not growing)\n",
+                    (unsigned long long)o->limit);
+        }
+    }
+
+    /* Per step, per process. */
+    if (o->json)
+        ms_json_begin_array(&T.j, "steps");
+    else
+        fprintf(out, "\ntrend: live bytes at step ends\n");
+    if (!T.nps && !o->json)
+        fprintf(out, "  no steps recorded (the program never called memscope_step())\n");
+    for (size_t i = 0; i < T.nps; i++) {
+        struct pseries *p = &T.ps[i];
+        const struct ms_name_proc *pr = ms__names_proc(&T.names, p->process_id);
+        int first = 0;
+        while (first < p->n && p->step[first] <= o->warmup)
+            first++;
+        if (p->n - first < 2)
+            first = 0;
+        struct fit sf = fit_line(p->step + first, p->live + first, p->n - first);
+        if (o->json) {
+            ms_json_begin_object(&T.j, NULL);
+            ms_json_int(&T.j, "process_id", p->process_id);
+            ms_json_int(&T.j, "pid", pr ? pr->pid : 0);
+            ms_json_str(&T.j, "exe", pr ? pr->exe : NULL);
+            ms_json_begin_array(&T.j, "ends");
+            for (int k = 0; k < p->n; k++) {
+                ms_json_begin_object(&T.j, NULL);
+                ms_json_int(&T.j, "step", (long long)p->step[k]);
+                ms_json_int(&T.j, "live_bytes", (long long)p->live[k]);
+                ms_json_end_object(&T.j);
+            }
+            ms_json_end_array(&T.j);
+            ms_json_int(&T.j, "fit_from_step", p->n ? (long long)p->step[first] : 0);
+            write_fit(&T, "step_fit", &sf, "step");
+        } else {
+            fprintf(out, "  process %lld %s (pid %lld): %d step ends\n", (long long)p->process_id,
+                    pr ? pr->exe : "?", (long long)(pr ? pr->pid : 0), p->n);
+            fprintf(out, "  %8s %14s\n", "step", "live bytes");
+            for (int k = 0; k < p->n; k++) {
+                if (p->n > 20 && k >= 10 && k < p->n - 5) {
+                    if (k == 10)
+                        fprintf(out, "  %8s\n", "...");
+                    continue;
+                }
+                fprintf(out, "  %8lld %14lld\n", (long long)p->step[k], (long long)p->live[k]);
+            }
+            if (p->n)
+                fprintf(out, "  fit from step %lld:\n", (long long)p->step[first]);
+            write_fit(&T, NULL, &sf, "step");
+        }
+        if (o->limit) {
+            int reached_at = -1;
+            for (int k = 0; k < p->n; k++)
+                if (p->live[k] >= limit) {
+                    reached_at = k;
+                    break;
+                }
+            double step = sf.slope > 0 ? (limit - sf.intercept) / sf.slope : -1;
+            if (o->json) {
+                ms_json_begin_object(&T.j, "step_to_limit");
+                if (reached_at >= 0)
+                    ms_json_int(&T.j, "reached_at_step", (long long)p->step[reached_at]);
+                else
+                    ms_json_null(&T.j, "reached_at_step");
+                if (step >= 0) {
+                    ms_json_double(&T.j, "predicted_step", step);
+                    ms_json_int(&T.j, "predicted_step_end", (long long)ceil(step));
+                } else {
+                    ms_json_null(&T.j, "predicted_step");
+                    ms_json_null(&T.j, "predicted_step_end");
+                }
+                ms_json_end_object(&T.j);
+            } else if (reached_at >= 0) {
+                fprintf(out, "  limit %llu bytes: reached at the end of step %lld\n",
+                        (unsigned long long)o->limit, (long long)p->step[reached_at]);
+            } else if (step >= 0) {
+                fprintf(out, "  limit %llu bytes: predicted at the end of step %lld (%.2f)\n",
+                        (unsigned long long)o->limit, (long long)ceil(step), step);
+            } else {
+                fprintf(out, "  limit %llu bytes: never at this rate (not growing per step)\n",
+                        (unsigned long long)o->limit);
+            }
+        }
+        if (o->json)
+            ms_json_end_object(&T.j);
+    }
+    if (o->json) {
+        ms_json_end_array(&T.j);
+        ms_json_end_object(&T.j);
+        ms_json_finish(&T.j);
+    }
+out:
+    for (size_t i = 0; i < T.nps; i++) {
+        free(T.ps[i].step);
+        free(T.ps[i].live);
+    }
+    free(T.ps);
+    ms__names_release(&T.names);
+    return rc;
+}

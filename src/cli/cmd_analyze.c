@@ -1,0 +1,307 @@
+/* cmd_analyze.c: `memscope analyze <kind>|all DB [options]`: parses the options into
+ * struct ms_analyze_opts and hands over to ms_analyze_run_list (src/analyze/run_list.c).
+ * Exit status: 0 ok, 1 failure (database missing or unreadable, an analysis failed), 2 usage
+ * error (bad option or value, unknown analysis, unknown layer, bad step numbers). */
+#include "cli.h"
+
+#include "analyze.h"
+#include "error.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+static const char analyze_usage[] =
+    "usage: memscope analyze <analysis>[,<analysis>...]|all run.db [options]\n"
+    "\n"
+    "Analyses:\n"
+    "%s"
+    "  all              every analysis above, in one report\n"
+    "\n"
+    "Options:\n"
+    "  --json              a JSON document instead of text (keys: docs/analyses.md)\n"
+    "  -o, --output=FILE   write the report to FILE instead of stdout\n"
+    "  --top=N             rows per ranking (default 10)\n"
+    "  --layer=NAME        only this layer (heap, mmap, pool:NAME, ...; default: all memory)\n"
+    "  --warmup=N          leaks, trend: steps <= N are warm-up (default 1)\n"
+    "  --steps=A,B         compare: two steps of this run\n"
+    "  --with=OTHER.db     compare: against another run\n"
+    "  --csv=FILE          compare: msMemScope's op-sequence compare CSV\n"
+    "  --limit=BYTES       trend: predict when live bytes reach BYTES (suffixes K, M, G, T)\n"
+    "  --at=NS             decompose: at this time (epoch ns)\n"
+    "  --step=N            decompose: at the end of step N\n"
+    "  --idle-threshold=N  inefficient: API count for temporary idleness (default 3000)\n"
+    "  --lazy-used=V, --delayed-free=V, --long-idle=V\n"
+    "                      inefficient: Insight thresholds, V in ns or NN%% of the lifetime\n"
+    "  --write-back        inefficient: also record findings in the database\n";
+
+static void print_usage(FILE *f)
+{
+    char list[2048];
+    size_t w = 0;
+    for (const struct ms_analysis *a = ms_analyses; a->name && w < sizeof list; a++)
+        if (a->run)
+            w += (size_t)snprintf(list + w, sizeof list - w, "  %-16s %s\n", a->name, a->summary);
+    fprintf(f, analyze_usage, list);
+}
+
+/* Parses a non-negative integer; 0 or -1. */
+static int parse_u64(const char *s, uint64_t *v)
+{
+    if (!s || !*s || *s == '-' || *s == '+')
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (errno || *end)
+        return -1;
+    *v = x;
+    return 0;
+}
+
+static int parse_int(const char *s, int min, int *v)
+{
+    uint64_t x;
+    if (parse_u64(s, &x) < 0 || x > INT_MAX || (int)x < min)
+        return -1;
+    *v = (int)x;
+    return 0;
+}
+
+/* BYTES with an optional K, M, G or T suffix (powers of 1024; "KB", "KiB" also accepted). */
+static int parse_bytes(const char *s, uint64_t *v)
+{
+    if (!s || !*s || *s == '-' || *s == '+')
+        return -1;
+    errno = 0;
+    char *end;
+    double x = strtod(s, &end);
+    if (errno || end == s || x < 0)
+        return -1;
+    double mult = 1;
+    if (*end) {
+        switch (*end) {
+        case 'k': case 'K': mult = 1024.0; break;
+        case 'm': case 'M': mult = 1048576.0; break;
+        case 'g': case 'G': mult = 1073741824.0; break;
+        case 't': case 'T': mult = 1099511627776.0; break;
+        case 'b': case 'B': mult = 1; end--; break;
+        default: return -1;
+        }
+        end++;
+        if (*end && strcasecmp(end, "B") && strcasecmp(end, "iB"))
+            return -1;
+    }
+    x *= mult;
+    if (x >= 18446744073709551615.0 || x < 1)
+        return -1;
+    *v = (uint64_t)x;
+    return 0;
+}
+
+/* VALUE in ns, or NN% of the lifetime. */
+static int parse_threshold(const char *s, uint64_t *ns, double *pct)
+{
+    size_t len = s ? strlen(s) : 0;
+    if (len > 1 && s[len - 1] == '%') {
+        char *end;
+        errno = 0;
+        double p = strtod(s, &end);
+        if (errno || end != s + len - 1 || p < 0 || p > 100)
+            return -1;
+        *pct = p;
+        *ns = 0;
+        return 0;
+    }
+    if (parse_u64(s, ns) < 0)
+        return -1;
+    *pct = 0;
+    return 0;
+}
+
+/* Resolves --layer NAME against the database's layers (name or event type, any case). */
+static int resolve_layer(const char *db_path, const char *name, int *layer)
+{
+    char err[512];
+    sqlite3 *db;
+    int rc = ms_analyze_open(db_path, 0, &db, err, sizeof err);
+    if (rc < 0) {
+        error("analyze: %s", err);
+        return 1;
+    }
+    sqlite3_stmt *st;
+    *layer = -1;
+    if (sqlite3_prepare_v2(db, "SELECT id FROM layers WHERE (lower(name) = lower(?1) OR "
+                               "lower(event_type) = lower(?1)) AND id > 0 ORDER BY id",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            *layer = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    if (*layer < 0)
+        return usage_error("analyze: no layer named '%s' in %s", name, db_path);
+    return 0;
+}
+
+/* Splits "--name=value" or "--name value"; returns the value, NULL when a is not that option.
+ * *missing is set when the option is there but has no value. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name, int *missing)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0)
+        return NULL;
+    if (a[n] == '=')
+        return a + n + 1;
+    if (a[n] != 0)
+        return NULL;
+    if (*i + 1 >= argc) {
+        *missing = 1;
+        return "";
+    }
+    return argv[++*i];
+}
+
+int cmd_analyze(int argc, char **argv)
+{
+    struct ms_analyze_opts o;
+    ms_analyze_opts_init(&o);
+    const char *kind = NULL, *db = NULL, *out_path = NULL, *layer = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        int missing = 0;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            print_usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            o.json = 1;
+        } else if (!strcmp(a, "--write-back")) {
+            o.write_back = 1;
+        } else if (!strcmp(a, "-o") || !strncmp(a, "--output", 8)) {
+            if (!strcmp(a, "-o")) {
+                if (++i >= argc)
+                    return usage_error("analyze: -o needs a file name");
+                out_path = argv[i];
+            } else if ((v = opt_value(argc, argv, &i, "--output", &missing))) {
+                out_path = v;
+            } else {
+                return usage_error("analyze: unknown option '%s'", a);
+            }
+        } else if ((v = opt_value(argc, argv, &i, "--top", &missing))) {
+            if (missing || parse_int(v, 1, &o.top) < 0)
+                return usage_error("analyze: --top needs a positive number, not '%s'", v);
+        } else if ((v = opt_value(argc, argv, &i, "--warmup", &missing))) {
+            if (missing || parse_int(v, 0, &o.warmup) < 0)
+                return usage_error("analyze: --warmup needs a step number >= 0, not '%s'", v);
+        } else if ((v = opt_value(argc, argv, &i, "--steps", &missing))) {
+            const char *comma = strchr(v, ',');
+            char first[32];
+            if (missing || !comma || (size_t)(comma - v) >= sizeof first)
+                return usage_error("analyze: --steps needs two step numbers A,B, not '%s'", v);
+            memcpy(first, v, (size_t)(comma - v));
+            first[comma - v] = 0;
+            if (parse_int(first, 1, &o.step_a) < 0 || parse_int(comma + 1, 1, &o.step_b) < 0)
+                return usage_error("analyze: bad step numbers '%s' (two steps >= 1: A,B)", v);
+            if (o.step_a == o.step_b)
+                return usage_error("analyze: --steps names step %d twice", o.step_a);
+        } else if ((v = opt_value(argc, argv, &i, "--with", &missing))) {
+            if (missing || !*v)
+                return usage_error("analyze: --with needs a database");
+            o.other_db = v;
+        } else if ((v = opt_value(argc, argv, &i, "--csv", &missing))) {
+            if (missing || !*v)
+                return usage_error("analyze: --csv needs a file name");
+            o.csv_path = v;
+        } else if ((v = opt_value(argc, argv, &i, "--limit", &missing))) {
+            if (missing || parse_bytes(v, &o.limit) < 0)
+                return usage_error("analyze: --limit needs a size in bytes (K, M, G suffixes), "
+                                   "not '%s'", v);
+        } else if ((v = opt_value(argc, argv, &i, "--at", &missing))) {
+            uint64_t t;
+            if (missing || parse_u64(v, &t) < 0 || t == 0 || t > INT64_MAX)
+                return usage_error("analyze: --at needs a time in ns, not '%s'", v);
+            o.at_ns = (int64_t)t;
+        } else if ((v = opt_value(argc, argv, &i, "--step", &missing))) {
+            if (missing || parse_int(v, 1, &o.at_step) < 0)
+                return usage_error("analyze: bad step number '%s' (a step >= 1)", v);
+        } else if ((v = opt_value(argc, argv, &i, "--idle-threshold", &missing))) {
+            if (missing || parse_u64(v, &o.idle_threshold) < 0 || o.idle_threshold == 0)
+                return usage_error("analyze: --idle-threshold needs a positive count, not '%s'",
+                                   v);
+        } else if ((v = opt_value(argc, argv, &i, "--lazy-used", &missing))) {
+            if (missing || parse_threshold(v, &o.lazy_ns, &o.lazy_pct) < 0)
+                return usage_error("analyze: --lazy-used needs ns or NN%%, not '%s'", v);
+        } else if ((v = opt_value(argc, argv, &i, "--delayed-free", &missing))) {
+            if (missing || parse_threshold(v, &o.delayed_ns, &o.delayed_pct) < 0)
+                return usage_error("analyze: --delayed-free needs ns or NN%%, not '%s'", v);
+        } else if ((v = opt_value(argc, argv, &i, "--long-idle", &missing))) {
+            if (missing || parse_threshold(v, &o.idle_ns, &o.idle_pct) < 0)
+                return usage_error("analyze: --long-idle needs ns or NN%%, not '%s'", v);
+        } else if ((v = opt_value(argc, argv, &i, "--layer", &missing))) {
+            if (missing || !*v)
+                return usage_error("analyze: --layer needs a layer name");
+            layer = v;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_error("analyze: unknown option '%s'", a);
+        } else if (!kind) {
+            kind = a;
+        } else if (!db) {
+            db = a;
+        } else {
+            return usage_error("analyze: unexpected argument '%s'", a);
+        }
+    }
+    if (!kind) {
+        print_usage(stderr);
+        return 2;
+    }
+    if (!db)
+        return usage_error("analyze: no database given");
+    if (out_path && !out_path[0])
+        return usage_error("analyze: empty output file name");
+    if (layer) {
+        int rc = resolve_layer(db, layer, &o.layer);
+        if (rc)
+            return rc;
+    }
+
+    FILE *f = stdout;
+    if (out_path && strcmp(out_path, "-") != 0) {
+        f = fopen(out_path, "w");
+        if (!f) {
+            error("analyze: cannot create %s: %s", out_path, strerror(errno));
+            return 1;
+        }
+    }
+    char err[1024];
+    int rc = ms_analyze_run_list(db, kind, &o, f, err, sizeof err);
+    if (f != stdout) {
+        if (fclose(f) != 0 && rc == 0) {
+            snprintf(err, sizeof err, "cannot write %s: %s", out_path, strerror(errno));
+            rc = MS_EIO;
+        }
+        /* A failed analysis keeps what was written (the others' results are still useful);
+         * a rejected list wrote nothing. */
+        if (rc == MS_EINVAL)
+            unlink(out_path);
+    } else if (fflush(stdout) != 0 && rc == 0) {
+        snprintf(err, sizeof err, "cannot write to stdout: %s", strerror(errno));
+        rc = MS_EIO;
+    }
+    if (rc == MS_EINVAL) {
+        usage_error("analyze: %s", err[0] ? err : ms_strerror(rc));
+        return 2;
+    }
+    if (rc < 0) {
+        error("analyze: %s", err[0] ? err : ms_strerror(rc));
+        return 1;
+    }
+    return 0;
+}

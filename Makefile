@@ -34,7 +34,7 @@ check-asan:
 check-fuzz:
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMSCOPE_FUZZ=ON >/dev/null
 	cmake --build build-fuzz -j$(JOBS)
-	cd build-fuzz && ctest --output-on-failure -L fuzz
+	cd build-fuzz && ctest --output-on-failure -R fuzz
 
 install: all
 	cmake --install $(BUILD)

@@ -766,6 +766,13 @@ int ms_analyze_leaks(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, ch
     ms__layer_filter(db, o, "b.layer", L.layer_sql, sizeof L.layer_sql);
     L.has_owner = ms__has_column(db, "blocks", "owner_id");
     L.has_steps = ms__has_column(db, "blocks", "step") && ms__has_column(db, "steps", "end_event_id");
+    if (L.has_steps) { /* the table exists in every database; rows only when steps ended */
+        sqlite3_stmt *st;
+        L.has_steps = sqlite3_prepare_v2(db, "SELECT 1 FROM steps LIMIT 1", -1, &st, NULL) ==
+                          SQLITE_OK &&
+                      sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+    }
     if (o->json) {
         ms_json_init(&L.j, out);
         ms_json_begin_object(&L.j, NULL);

@@ -14,6 +14,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -27,7 +29,10 @@ const char *const ms_snap_action_names[MS_SA_COUNT] = {
 const char *const ms_snap_state_names[MS_SB_COUNT] = {
     "active_allocated", "active_pending_free", "inactive", "other"};
 
-/* An open-addressing set of 1-based ids; each slot holds (32-bit hash << 32) | id. */
+/* An open-addressing set of 1-based ids; each slot holds (32-bit hash << 32) | id. Hashes are
+ * seeded per reader, and a lookup that probes more than MAX_PROBES slots fails: hostile input
+ * cannot turn interning into quadratic work. */
+#define MAX_PROBES 4096
 struct idmap {
     uint64_t *slots;
     uint64_t cap, n;
@@ -48,6 +53,8 @@ void ms_snapshot_init(struct ms_snapshot *s, const struct ms_unpickle_caps *caps
 {
     memset(s, 0, sizeof *s);
     ms_unpickle_init(&s->u, caps);
+    if (getrandom(&s->hash_seed, sizeof s->hash_seed, GRND_NONBLOCK) != sizeof s->hash_seed)
+        s->hash_seed = (uint64_t)(uintptr_t)s ^ (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull;
     s->root = MS_PV_ABSENT_VALUE;
     s->allocator_settings = MS_PV_ABSENT_VALUE;
 }
@@ -171,7 +178,7 @@ static uint32_t intern_frame(struct ms_snapshot *s, ms_pv fd)
                 f.line = 0;
         }
     }
-    uint64_t h = hash_bytes(0xcbf29ce484222325ull, f.file.p, f.file.n);
+    uint64_t h = hash_bytes(0xcbf29ce484222325ull ^ s->hash_seed, f.file.p, f.file.n);
     h = hash_bytes(h ^ 0xff, f.func.p, f.func.n);
     h = hash_bytes(h, &f.line, sizeof f.line);
     uint32_t hh = fold(h);
@@ -180,7 +187,9 @@ static uint32_t intern_frame(struct ms_snapshot *s, ms_pv fd)
         return serr(s, MS_ENOMEM, "out of memory interning frames"), 0;
     uint64_t j = hh & (m->cap - 1);
     uint32_t id = 0;
-    for (; m->slots[j]; j = (j + 1) & (m->cap - 1)) {
+    for (unsigned probes = 0; m->slots[j]; j = (j + 1) & (m->cap - 1)) {
+        if (++probes > MAX_PROBES)
+            return serr(s, MS_ELIMIT, "too many hash collisions among frames"), 0;
         uint64_t v = m->slots[j];
         if ((uint32_t)(v >> 32) != hh)
             continue;
@@ -291,7 +300,7 @@ static uint32_t intern_stack(struct ms_snapshot *s, ms_pv fl)
     uint32_t *ids = s->scratch;
     if (stack_ids(s, fl, ids, n, 1))
         return UINT32_MAX;
-    uint64_t h = 0xcbf29ce484222325ull ^ n; /* a word at a time: stacks are long */
+    uint64_t h = 0xcbf29ce484222325ull ^ s->hash_seed ^ n; /* a word at a time: stacks are long */
     for (uint64_t i = 0; i < n; i++)
         h = (h ^ ids[i]) * 0x100000001b3ull;
     uint32_t hh = fold(h);
@@ -300,7 +309,9 @@ static uint32_t intern_stack(struct ms_snapshot *s, ms_pv fl)
         return serr(s, MS_ENOMEM, "out of memory"), UINT32_MAX;
     uint64_t j = hh & (m->cap - 1);
     uint32_t id = 0;
-    for (; m->slots[j]; j = (j + 1) & (m->cap - 1)) {
+    for (unsigned probes = 0; m->slots[j]; j = (j + 1) & (m->cap - 1)) {
+        if (++probes > MAX_PROBES)
+            return serr(s, MS_ELIMIT, "too many hash collisions among stacks"), UINT32_MAX;
         uint64_t v = m->slots[j];
         if ((uint32_t)(v >> 32) != hh)
             continue;

@@ -136,6 +136,7 @@ struct ms_snapshot {
     void *map;
     size_t map_len;
     void *frame_map, *stack_map; /* content hash maps */
+    uint64_t hash_seed;          /* random per reader: a file cannot aim for hash collisions */
     uint32_t cap_frames, cap_stacks;
     uint8_t *frame_rank;          /* per frame: 0 Python file, 1 other known file, 2 none */
     uint32_t plain_frame;         /* id of the frame read from a non-dict item, 0 if none yet */

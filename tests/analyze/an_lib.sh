@@ -45,11 +45,15 @@ json_check() {
     fi
 }
 
-# jq_py FILE EXPR: evaluates a Python expression over the document d (json.load of FILE).
+# jq_py FILE CODE: runs Python CODE with d = json.load(FILE) and prints the value of its last
+# statement (an expression); a list prints one element per line.
 jq_py() {
-    "$PY" -c 'import json, sys
+    "$PY" -c 'import ast, json, sys
 d = json.load(open(sys.argv[1]))
-v = eval(sys.argv[2])
+tree = ast.parse(sys.argv[2])
+last = tree.body.pop()
+exec(compile(tree, "code", "exec"))
+v = eval(compile(ast.Expression(last.value), "code", "eval"))
 print("\n".join(map(str, v)) if isinstance(v, list) else v)' "$1" "$2" 2>&1
 }
 

@@ -90,7 +90,7 @@ eq("compare steps top owner", (c["allocated"]["by_owner"][0]["owner"],
    c["allocated"]["by_owner"][0]["diff_bytes"]), ("act@extra", 5000))
 eq("compare steps totals", c["allocated"]["totals"]["diff_bytes"], 5000)
 eq("compare ops", [(d["name"], d["a_bytes"], d["b_bytes"]) for d in c["ops"]["differ"]],
-   [("forward", 1000, 6000)])
+   [("extra_op", None, 5000), ("forward", 1000, 6000)])
 cw = ld("cw.json")
 eq("compare with live", cw["live_at_end"]["totals"]["diff_bytes"], -5000)
 eq("compare with allocated", cw["allocated"]["by_owner"][0]["owner"], "act@extra")

@@ -5,8 +5,9 @@
  * No stdio, so the heap holds only what this program allocates. Step 1: owner "model@weight"
  * 4096 B and "model@grad" 2048 B, both kept. Steps 2 and 3: op "forward" allocates 1000 B
  * (owner "act"), op "backward" frees it. Step 3 also allocates 5000 B (owner "act@extra",
- * call site b_alloc_extra, kept) inside "forward" -- unless argv[1] is "base", which leaves it
- * out (the baseline run for compare --with). Step 4 is the empty last step. */
+ * call site b_alloc_extra, kept) in op "extra_op" nested inside "forward" -- unless argv[1] is
+ * "base", which leaves both out (the baseline run for compare --with). Step 4 is the empty
+ * last step. Op sequences: step 2 [forward, backward], step 3 [extra_op, forward, backward]. */
 #include "memscope.h"
 
 #include <stdlib.h>
@@ -36,9 +37,11 @@ int main(int argc, char **argv)
         memscope_owner_push("act");
         char *act = b_alloc_act(1000);
         if (s == 3 && !base) {
+            memscope_range_push("extra_op"); /* nested: counted in "forward" too */
             memscope_owner_push("extra");
             keep[2] = b_alloc_extra(5000);
             memscope_owner_pop();
+            memscope_range_pop();
         }
         memscope_owner_pop();
         memscope_range_pop();

@@ -1,0 +1,58 @@
+#!/bin/bash
+# test_bad_input.sh: `memscope analyze` refuses bad input with one line on stderr and a
+# non-zero status: 2 for usage errors (unknown analysis, bad option values, bad step numbers,
+# unknown layer), 1 for failures (missing database, not a memscope database, newer format).
+. "$(dirname "$0")/an_lib.sh"
+
+DB=$TMP/ok.db
+ms run run -q -o "$DB" -- "$PROGS/an_peak"
+require_db "an_peak" "$DB"
+
+# expect NAME STATUS REGEX ARGS...: status, exactly one stderr line matching REGEX, no stdout.
+expect() {
+    local name=$1 status=$2 re=$3
+    shift 3
+    ms "$name" "$@"
+    assert_eq "$name: exit status" "$status" "$RC"
+    assert_eq "$name: one line on stderr" 1 "$(wc -l <"$TMP/$name.err")"
+    assert_match "$name: message" "$re" "$(cat "$TMP/$name.err")"
+    assert_eq "$name: nothing on stdout" "" "$(cat "$TMP/$name.out")"
+}
+
+expect missing_db 1 "cannot open '.*/nope.db': No such file" analyze leaks "$TMP/nope.db"
+printf 'not a database at all\n' >"$TMP/text.db"
+expect not_sqlite 1 "not a memscope database|file is not a database" analyze peak "$TMP/text.db"
+sqlite3 "$TMP/other.db" 'CREATE TABLE t (x); INSERT INTO t VALUES (1);'
+expect not_memscope 1 "is not a memscope database" analyze peak "$TMP/other.db"
+cp "$DB" "$TMP/newer.db"
+sqlite3 "$TMP/newer.db" "UPDATE meta SET value = '99' WHERE key = 'format_version'"
+expect newer 1 "format version 99, newer than this memscope" analyze leaks "$TMP/newer.db"
+expect unknown 2 "unknown analysis 'bogus' \(known: .*leaks.*peak" analyze bogus "$DB"
+expect unknown_in_list 2 "unknown analysis 'nope'" analyze leaks,nope "$DB"
+expect no_db 2 "no database given" analyze leaks
+expect bad_steps 2 "bad step numbers 'x,2'" analyze compare "$DB" --steps x,2
+expect bad_steps0 2 "bad step numbers '0,2'" analyze compare "$DB" --steps 0,2
+expect one_step 2 "needs two step numbers" analyze compare "$DB" --steps 3
+expect same_step 2 "names step 2 twice" analyze compare "$DB" --steps 2,2
+expect bad_step 2 "bad step number '-1'" analyze decompose "$DB" --step -1
+expect bad_limit 2 "--limit needs a size" analyze trend "$DB" --limit 12Q
+expect bad_top 2 "--top needs a positive number" analyze peak "$DB" --top 0
+expect bad_pct 2 "--lazy-used needs ns or NN%" analyze inefficient "$DB" --lazy-used 150%
+expect bad_layer 2 "no layer named 'gpu'" analyze peak "$DB" --layer gpu
+expect bad_option 2 "unknown option '--frobnicate'" analyze peak "$DB" --frobnicate
+
+# -o with an unknown analysis leaves no file behind.
+ms no_file analyze bogus "$DB" -o "$TMP/report.txt"
+assert_eq "no report file for a rejected analysis" no "$([ -e "$TMP/report.txt" ] && echo yes || echo no)"
+# -o writes the report to the file.
+ms to_file analyze peak "$DB" -o "$TMP/peak.txt"
+assert_eq "-o: status" 0 "$RC"
+assert_match "-o: report in the file" "^peak: " "$(head -1 "$TMP/peak.txt")"
+# No arguments: usage on stderr, status 2; --help: usage on stdout, status 0.
+ms noargs analyze
+assert_eq "no arguments: status" 2 "$RC"
+assert_match "no arguments: usage" "usage: memscope analyze" "$(cat "$TMP/noargs.err")"
+ms help analyze --help
+assert_eq "--help: status" 0 "$RC"
+assert_match "--help lists leaks" "^  leaks " "$(cat "$TMP/help.out")"
+done_testing

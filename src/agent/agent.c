@@ -3,6 +3,7 @@
  * Loaded with LD_PRELOAD by `memscope run`; configured by the environment the CLI sets:
  *   MEMSCOPE_TRACE_DIR  directory for <pid>.<n>.mst (required; without it the agent is idle)
  *   MEMSCOPE_DEPTH      native stack depth, 0..1000 (0 = no stacks)
+ *   MEMSCOPE_PY_DEPTH   Python stack depth, 0..1000 (fed by the memscope Python extension)
  *   MEMSCOPE_UNWIND     fp (default) or dwarf
  *   MEMSCOPE_DEFERRED   1: record nothing until memscope_start()
  *   MEMSCOPE_NO_FOLLOW  1: do not trace programs this image execs
@@ -113,7 +114,7 @@ static __attribute__((noinline)) void record_alloc(int type, const void *p, size
     struct stream *s = enter(&t);
     if (!s)
         return;
-    uint32_t sid = agent.depth ? stacks_capture(t, s, fp) : 0;
+    uint32_t sid = agent.depth || agent.py_depth ? stacks_capture(t, s, fp) : 0;
     uint8_t *w = writer_reserve(t, s, MS_REC_MAX_EVENT);
     if (w)
         writer_commit(s, ms_enc_alloc(w, &s->enc, type, ns ? ns : agent_now(), (uintptr_t)p, n,
@@ -425,6 +426,7 @@ __attribute__((constructor)) static void agent_init(void)
     }
     strcpy(agent.dir, dir);
     agent.depth = env_uint("MEMSCOPE_DEPTH", 0, MS_TRACE_MAX_DEPTH);
+    agent.py_depth = env_uint("MEMSCOPE_PY_DEPTH", 0, MS_TRACE_MAX_DEPTH);
     agent.flags = agent.depth ? MS_TRACE_F_STACKS : 0;
     const char *unw = getenv("MEMSCOPE_UNWIND");
     agent.unwind_dwarf = unw && !strcmp(unw, "dwarf");
@@ -466,7 +468,7 @@ static int record_ext(int ext, const uint64_t *v, int n, const char *str, void *
     for (int i = 0; i < n; i++)
         vv[i] = v[i];
     if (want_stack)
-        vv[n - 1] = agent.depth ? stacks_capture(t, s, fp) : 0;
+        vv[n - 1] = agent.depth || agent.py_depth ? stacks_capture(t, s, fp) : 0;
     size_t slen = str ? strnlen(str, MS_TRACE_MAX_LABEL) : 0;
     uint8_t *w = writer_reserve(t, s, MS_EXT_MAX);
     if (w)

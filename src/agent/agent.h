@@ -44,10 +44,19 @@ struct tstate {
     uint32_t generation;    /* agent generation (bumped in a forked child) this state is for */
     uint32_t tid;
     struct stream s[2];     /* s[guard - 1] is the stream of the current agent call */
+    struct pyshadow *py;    /* this thread's Python shadow stack (python.c), NULL until used */
     uintptr_t stack_lo, stack_hi; /* this thread's stack, for safe frame-pointer walks */
 };
 
 extern __thread struct tstate agent_tls __attribute__((tls_model("initial-exec")));
+
+/* A thread's Python call stack as the memscope Python extension reports it (python.c): frame
+ * ids and current lines, outermost first. Lives in its own anonymous mapping, not in TLS. */
+#define PY_MAX_DEPTH 1024
+struct pyshadow {
+    uint32_t depth;                  /* calls deep; entries beyond PY_MAX_DEPTH are counted only */
+    uint32_t frames[PY_MAX_DEPTH][2]; /* [i][0] frame id, [i][1] current line */
+};
 
 /* Global configuration and state, set up by agent_init(). */
 struct agent_global {
@@ -58,6 +67,7 @@ struct agent_global {
     struct ms_trace_file_header *hdr; /* shared mapping of the file header */
     uint32_t generation;
     unsigned depth;           /* native stack depth, 0 = no stacks */
+    unsigned py_depth;        /* Python stack depth (--call-stack=python:N), 0 = none */
     int unwind_dwarf;         /* 1: unwind with .eh_frame (backtrace()), 0: frame pointers */
     unsigned flags;           /* MS_TRACE_F_* */
     uint32_t next_serial;     /* atomic */

@@ -330,16 +330,43 @@ static uint32_t published_id(uint32_t i)
     return 0;
 }
 
+/* The innermost agent.py_depth entries of the thread's Python stack, innermost first, as
+ * (frame id, line) pairs in out; returns how many entries. */
+static unsigned py_snapshot(const struct tstate *t, uint32_t *out)
+{
+    const struct pyshadow *py = t->py;
+    if (!py || !agent.py_depth || !py->depth)
+        return 0;
+    unsigned d = py->depth < PY_MAX_DEPTH ? py->depth : PY_MAX_DEPTH;
+    unsigned n = 0;
+    for (unsigned i = d; i-- > 0 && n < agent.py_depth; n++) {
+        out[2 * n] = py->frames[i][0];
+        out[2 * n + 1] = py->frames[i][1];
+    }
+    return n;
+}
+
 uint32_t stacks_capture(struct tstate *t, struct stream *s, void *fp)
 {
     uint64_t pcs[agent.depth ? agent.depth : 1]; /* small threads have small stacks */
-    unsigned n;
+    uint32_t py[agent.py_depth ? 2 * agent.py_depth : 2];
+    unsigned n = 0, npy = py_snapshot(t, py);
     uintptr_t ret0 = ((uintptr_t *)fp)[1];
-    if (agent.unwind_dwarf || in_nofp(ret0))
+    if (!agent.depth)
+        n = 0;
+    else if (agent.unwind_dwarf || in_nofp(ret0))
         n = unwind_dwarf(t, fp, pcs, agent.depth);
     else
         n = unwind(t, fp, pcs, agent.depth);
+    if (n == 0 && npy == 0)
+        return 0;
     uint64_t h = hash_stack(pcs, n);
+    for (unsigned i = 0; i < 2 * npy; i++) { /* the Python part is part of the key */
+        h ^= py[i] + 0x9e3779b97f4a7c15ull;
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    h = h ? h : 1;
     uint32_t i = (uint32_t)h & (STAB_SIZE - 1);
     for (unsigned probe = 0; probe < STAB_PROBES; probe++, i = (i + 1) & (STAB_SIZE - 1)) {
         uint64_t v = __atomic_load_n(&stab[i], __ATOMIC_ACQUIRE);
@@ -362,6 +389,11 @@ uint32_t stacks_capture(struct tstate *t, struct stream *s, void *fp)
         if (!w)
             return 0;
         writer_commit(s, ms_enc_stack(w, id, pcs, n));
+        if (npy) {
+            w = writer_reserve(t, s, ms_pystack_record_max(npy));
+            if (w)
+                writer_commit(s, ms_enc_pystack(w, &s->enc, agent_now(), id, py, npy));
+        }
         return id;
     }
     return 0; /* table crowded here: the event goes without a stack */

@@ -135,61 +135,50 @@ static int load_side(const struct side *sd, const struct ms_analyze_opts *o, int
     char stepc[48] = "";
     if (sd->step > 0)
         snprintf(stepc, sizeof stepc, " AND b.step = %d", sd->step);
-    for (int pass = 0; pass < 2; pass++) {
-        int owner = pass == 1;
-        if (owner && !sd->has_owner) {
-            snprintf(q, sizeof q,
-                     "SELECT l.name, NULL, COUNT(*), SUM(b.size), SUM(b.free_ns IS NULL), "
-                     "TOTAL(CASE WHEN b.free_ns IS NULL THEN b.size END) "
-                     "FROM blocks b LEFT JOIN layers l ON l.id = b.layer WHERE %s%s "
-                     "GROUP BY b.layer",
-                     filter, stepc);
-        } else if (owner) {
-            snprintf(q, sizeof q,
-                     "SELECT l.name, w.label, COUNT(*), SUM(b.size), SUM(b.free_ns IS NULL), "
-                     "TOTAL(CASE WHEN b.free_ns IS NULL THEN b.size END) "
-                     "FROM blocks b LEFT JOIN layers l ON l.id = b.layer "
-                     "LEFT JOIN owners w ON w.id = b.owner_id WHERE %s%s "
-                     "GROUP BY b.layer, b.owner_id",
-                     filter, stepc);
-        } else {
-            snprintf(q, sizeof q,
-                     "SELECT l.name, b.stack_id, COUNT(*), SUM(b.size), SUM(b.free_ns IS NULL), "
-                     "TOTAL(CASE WHEN b.free_ns IS NULL THEN b.size END) "
-                     "FROM blocks b LEFT JOIN layers l ON l.id = b.layer WHERE %s%s "
-                     "GROUP BY b.layer, b.stack_id",
-                     filter, stepc);
-        }
-        sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(sd->db, q, -1, &st, NULL) != SQLITE_OK) {
-            snprintf(err, errlen, "compare: %s", sqlite3_errmsg(sd->db));
-            return MS_EDB;
-        }
-        int rc = 0, s;
-        while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
-            const char *layer = (const char *)sqlite3_column_text(st, 0);
-            char key[512];
-            if (owner) {
-                const char *w = (const char *)sqlite3_column_text(st, 1);
-                snprintf(key, sizeof key, "%s", w ? w : "(no owner)");
-            } else {
-                ms_stack_site(sd->db, sqlite3_column_int64(st, 1), key, sizeof key);
-            }
-            rc = cset_add(owner ? &res->owner : &res->site, layer, key, idx,
-                          sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3));
-            long long lc = sqlite3_column_int64(st, 4);
-            if (!rc && sd->live && lc > 0)
-                rc = cset_add(owner ? &res->live_owner : &res->live_site, layer, key, idx, lc,
-                              (long long)sqlite3_column_double(st, 5));
-        }
-        if (!rc && s != SQLITE_DONE)
-            rc = MS_EDB;
-        sqlite3_finalize(st);
-        if (rc) {
-            snprintf(err, errlen, "compare: %s",
-                     rc == MS_EDB ? sqlite3_errmsg(sd->db) : ms_strerror(rc));
-            return rc;
-        }
+    /* One scan: grouped by (layer, stack, owner), then summed by site and by owner here. */
+    snprintf(q, sizeof q,
+             "SELECT l.name, b.stack_id, %s, COUNT(*), SUM(b.size), SUM(b.free_ns IS NULL), "
+             "TOTAL(CASE WHEN b.free_ns IS NULL THEN b.size END) "
+             "FROM blocks b LEFT JOIN layers l ON l.id = b.layer %s WHERE %s%s "
+             "GROUP BY b.layer, b.stack_id%s",
+             sd->has_owner ? "w.label" : "NULL",
+             sd->has_owner ? "LEFT JOIN owners w ON w.id = b.owner_id" : "", filter, stepc,
+             sd->has_owner ? ", b.owner_id" : "");
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(sd->db, q, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "compare: %s", sqlite3_errmsg(sd->db));
+        return MS_EDB;
+    }
+    int rc = 0, s;
+    int64_t last_stack = -1;
+    char site[512] = "";
+    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *layer = (const char *)sqlite3_column_text(st, 0);
+        int64_t stack = sqlite3_column_int64(st, 1);
+        if (stack != last_stack) /* rows of one stack are adjacent: one lookup each */
+            ms_stack_site(sd->db, stack, site, sizeof site);
+        last_stack = stack;
+        const char *w = (const char *)sqlite3_column_text(st, 2);
+        if (!w)
+            w = "(no owner)";
+        long long cnt = sqlite3_column_int64(st, 3), bytes = sqlite3_column_int64(st, 4);
+        long long lc = sqlite3_column_int64(st, 5);
+        long long lb = (long long)sqlite3_column_double(st, 6);
+        rc = cset_add(&res->site, layer, site, idx, cnt, bytes);
+        if (!rc)
+            rc = cset_add(&res->owner, layer, w, idx, cnt, bytes);
+        if (!rc && sd->live && lc > 0)
+            rc = cset_add(&res->live_site, layer, site, idx, lc, lb);
+        if (!rc && sd->live && lc > 0)
+            rc = cset_add(&res->live_owner, layer, w, idx, lc, lb);
+    }
+    if (!rc && s != SQLITE_DONE)
+        rc = MS_EDB;
+    sqlite3_finalize(st);
+    if (rc) {
+        snprintf(err, errlen, "compare: %s",
+                 rc == MS_EDB ? sqlite3_errmsg(sd->db) : ms_strerror(rc));
+        return rc;
     }
     return 0;
 }
@@ -382,7 +371,8 @@ static int load_ops(sqlite3 *db, const struct ms_analyze_opts *o, int step, stru
                 free(out->v[i].name);
         }
         out->n = w;
-        qsort(out->v, out->n, sizeof *out->v, by_end);
+        if (out->n > 1)
+            qsort(out->v, out->n, sizeof *out->v, by_end);
     }
 done:
     for (size_t i = 0; i < nthreads; i++)
@@ -709,7 +699,8 @@ static int summarize_ops(const struct opseq *A, const struct opseq *B, const str
         if (edit_diff(&ed[i]) != 0 || ed[i].a < 0 || ed[i].b < 0)
             sm->differ[sm->ndiffer++] = i;
     }
-    qsort(sm->differ, sm->ndiffer, sizeof *sm->differ, by_edit_diff);
+    if (sm->ndiffer > 1)
+        qsort(sm->differ, sm->ndiffer, sizeof *sm->differ, by_edit_diff);
     return 0;
 }
 

@@ -95,7 +95,8 @@ static int by_bytes(const void *a, const void *b)
 
 static void tree_sort(struct node *n)
 {
-    qsort(n->kids, n->nkids, sizeof *n->kids, by_bytes);
+    if (n->nkids > 1)
+        qsort(n->kids, n->nkids, sizeof *n->kids, by_bytes);
     for (size_t i = 0; i < n->nkids; i++)
         tree_sort(&n->kids[i]);
 }
@@ -225,11 +226,12 @@ static int scan(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, str
     char filter[640], q[1200];
     ms__layer_filter(db, o, "e.layer", filter, sizeof filter);
     snprintf(q, sizeof q,
-             "SELECT e.id, e.kind, e.ts_ns, e.size, %s, e.name, p.pid FROM events e "
+             "SELECT e.id, e.kind, e.ts_ns, e.size, %s, %s, p.pid FROM events e "
              "LEFT JOIN blocks b ON b.allocation_id = e.allocation_id "
              "LEFT JOIN processes p ON p.id = e.process_id "
              "WHERE (e.kind IN (1, 2) AND e.allocation_id IS NOT NULL AND %s)%s ORDER BY e.id",
-             has_owner ? "b.owner_id" : "NULL", filter, nstepproc ? " OR e.kind = 4" : "");
+             has_owner ? "b.owner_id" : "NULL", nstepproc ? "e.name" : "NULL", filter,
+             nstepproc ? " OR e.kind = 4" : "");
     if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
         return MS_EDB;
     int rc = 0, r;
@@ -418,7 +420,8 @@ int ms_analyze_decompose(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out
         rel_ms(when, sizeof when, last, t0);
         snprintf(moment, sizeof moment, "at the end of step %d", o->at_step);
     } else {
-        int64_t ts = o->at_ns ? o->at_ns : s.peak_ts, eid = s.peak_id;
+        /* A run with no memory has no peak: report the empty tree at its start. */
+        int64_t ts = o->at_ns ? o->at_ns : s.peak_id ? s.peak_ts : t0, eid = s.peak_id;
         if (o->at_ns && (rc = event_at(db, ts, &eid)) < 0)
             goto fail;
         if (!rc && (o->at_ns || s.peak_id))
@@ -464,7 +467,7 @@ int ms_analyze_decompose(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out
         if (o->at_step)
             ms_json_int(&j, "step", o->at_step);
         else
-            ms_json_int(&j, "ts_ns", o->at_ns ? o->at_ns : s.peak_ts);
+            ms_json_int(&j, "ts_ns", o->at_ns ? o->at_ns : s.peak_id ? s.peak_ts : t0);
         ms_json_begin_array(&j, "tree");
         tree_json(&j, &root);
         ms_json_end_array(&j);

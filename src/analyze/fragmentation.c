@@ -56,7 +56,8 @@ static int collect(const struct ms_imap *m, struct extent **out, size_t *n)
     for (size_t i = 0; i < m->cap; i++)
         if (m->keys[i] != INT64_MIN)
             (*out)[(*n)++] = (struct extent){m->keys[i], *(int64_t *)(m->vals + i * m->vsize)};
-    qsort(*out, *n, sizeof **out, by_addr);
+    if (*n > 1)
+        qsort(*out, *n, sizeof **out, by_addr);
     return 0;
 }
 

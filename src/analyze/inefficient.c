@@ -397,7 +397,8 @@ int ms_analyze_inefficient(sqlite3 *db, const struct ms_analyze_opts *o, FILE *o
         rc = write_back(db, &s, err, errlen);
     if (rc)
         goto done;
-    qsort(s.found, s.nfound, sizeof *s.found, by_size);
+    if (s.nfound > 1)
+        qsort(s.found, s.nfound, sizeof *s.found, by_size);
     long long cnt[NKINDS] = {0}, bytes[NKINDS] = {0};
     for (size_t i = 0; i < s.nfound; i++)
         for (int k = 0; k < NKINDS; k++)

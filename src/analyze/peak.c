@@ -22,6 +22,7 @@ struct peak {
     int64_t event_id, ns;       /* the event that reached it first */
     int64_t alloc_id;           /* that MALLOC's allocation_id */
     int64_t stats_bytes;        /* process_stats.peak_bytes, -1 when missing */
+    int64_t sum_bytes, sum_blocks; /* the blocks found live at event_id (pass 2) */
     int64_t step;               /* step current at the peak, 0 when no steps */
 };
 
@@ -136,8 +137,83 @@ static int find_peaks(struct pctx *P)
         return rc;
     if (P->npeaks)
         qsort(P->peaks, P->npeaks, sizeof *P->peaks, cmp_peak);
+    return 0;
+}
 
-    /* process_stats' value, and the step current at the peak. */
+/* The fast path: the converter already found each peak (process_stats.peak_bytes, peak_ns);
+ * the MALLOC that reached it is the first one of that process and layer at peak_ns (the
+ * events(process_id, ts_ns) index). live_at_peaks() then checks that the blocks live at that
+ * event add up to peak_bytes. Returns 1 when every peak was placed, 0 when the caller must
+ * replay the events instead (no process_stats rows, a peak without a MALLOC at its time). */
+static int peaks_from_stats(struct pctx *P)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT process_id, layer, peak_bytes, peak_ns FROM process_stats e "
+             "WHERE allocs > 0 AND %s ORDER BY process_id, layer",
+             P->layer_sql);
+    sqlite3_stmt *st = NULL, *ev = NULL;
+    int ok = 1, s;
+    size_t cap = 0;
+    if (sqlite3_prepare_v2(P->db, sql, -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(P->db, "SELECT id, allocation_id FROM events WHERE process_id = ? "
+                                  "AND ts_ns = ? AND kind = 1 AND layer = ? ORDER BY id LIMIT 1",
+                           -1, &ev, NULL) != SQLITE_OK) {
+        ok = 0;
+        goto out;
+    }
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        if (sqlite3_column_type(st, 2) == SQLITE_NULL || sqlite3_column_type(st, 3) == SQLITE_NULL ||
+            sqlite3_column_int64(st, 2) <= 0) {
+            ok = 0;
+            break;
+        }
+        if (P->npeaks == cap) {
+            size_t nc = cap ? 2 * cap : 8;
+            struct peak *np = realloc(P->peaks, nc * sizeof *np);
+            if (!np) {
+                ok = 0;
+                break;
+            }
+            P->peaks = np;
+            cap = nc;
+        }
+        struct peak *k = &P->peaks[P->npeaks++];
+        memset(k, 0, sizeof *k);
+        k->process_id = sqlite3_column_int64(st, 0);
+        k->layer = sqlite3_column_int64(st, 1);
+        k->bytes = sqlite3_column_int64(st, 2);
+        k->ns = sqlite3_column_int64(st, 3);
+        k->stats_bytes = k->bytes;
+        sqlite3_bind_int64(ev, 1, k->process_id);
+        sqlite3_bind_int64(ev, 2, k->ns);
+        sqlite3_bind_int64(ev, 3, k->layer);
+        if (sqlite3_step(ev) != SQLITE_ROW || sqlite3_column_type(ev, 1) == SQLITE_NULL) {
+            ok = 0;
+            break;
+        }
+        k->event_id = sqlite3_column_int64(ev, 0);
+        k->alloc_id = sqlite3_column_int64(ev, 1);
+        sqlite3_reset(ev);
+    }
+    if (ok && s != SQLITE_DONE)
+        ok = 0;
+    if (ok && !P->npeaks)
+        ok = 0; /* nothing in process_stats: replay to be sure */
+out:
+    sqlite3_finalize(st);
+    sqlite3_finalize(ev);
+    if (!ok) {
+        free(P->peaks);
+        P->peaks = NULL;
+        P->npeaks = 0;
+    }
+    return ok;
+}
+
+/* process_stats' value, and the step current at each peak. */
+static int peak_details(struct pctx *P)
+{
     int has_steps = ms__has_column(P->db, "steps", "end_event_id");
     sqlite3_stmt *ps = NULL, *ss = NULL;
     if (sqlite3_prepare_v2(P->db, "SELECT peak_bytes FROM process_stats WHERE process_id = ? "
@@ -200,6 +276,13 @@ static struct part *parts_get(struct parts *p, size_t peak, int64_t key)
     return r;
 }
 
+static void parts_clear(struct parts *p)
+{
+    p->n = 0;
+    ms__imap_release(&p->map);
+    ms__imap_init(&p->map, sizeof(size_t));
+}
+
 static int cmp_part_site(const void *a, const void *b)
 {
     const struct part *x = a, *y = b;
@@ -232,58 +315,81 @@ static int live_at_peaks(struct pctx *P, struct parts *sites, struct parts *owne
     if (!max_alloc)
         return 0;
     int has_owner = ms__has_column(P->db, "blocks", "owner_id");
-    char sql[512];
-    /* allocation_id follows allocation order: the range bounds the scan. */
+    /* allocation_id follows allocation order: the range bounds the scan. With a few peaks,
+     * one scan per peak with the liveness test in SQL returns only the live blocks (much
+     * cheaper than stepping over every row); with many, one scan for all of them. */
+    int per_peak = P->npeaks <= 4;
+    char sql[768];
     snprintf(sql, sizeof sql,
              "SELECT process_id, layer, size, alloc_event_id, free_event_id, free_ns, stack_id, "
-             "%s FROM blocks WHERE allocation_id <= ?",
-             has_owner ? "owner_id" : "NULL");
+             "%s FROM blocks WHERE allocation_id <= ?1%s",
+             has_owner ? "owner_id" : "NULL",
+             per_peak ? " AND +process_id = ?2 AND +layer = ?3 AND alloc_event_id <= ?4 AND "
+                        "(free_ns IS NULL OR free_event_id > ?4 OR "
+                        "(free_event_id IS NULL AND free_ns > ?5))"
+                      : "");
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(P->db, sql, -1, &st, NULL) != SQLITE_OK)
         return db_fail(P, "blocks");
-    sqlite3_bind_int64(st, 1, max_alloc);
-    int rc = 0, s;
+    int rc = 0, s = SQLITE_DONE;
     size_t cur = 0;
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t proc = sqlite3_column_int64(st, 0), layer = sqlite3_column_int64(st, 1);
-        if (cur >= P->npeaks || P->peaks[cur].process_id != proc || P->peaks[cur].layer != layer) {
-            for (cur = 0; cur < P->npeaks; cur++)
-                if (P->peaks[cur].process_id == proc && P->peaks[cur].layer == layer)
-                    break;
-            if (cur == P->npeaks)
+    for (size_t pass = 0; pass < (per_peak ? P->npeaks : 1) && !rc; pass++) {
+        if (per_peak) {
+            const struct peak *k = &P->peaks[pass];
+            if (k->bytes <= 0)
                 continue;
+            sqlite3_reset(st);
+            sqlite3_bind_int64(st, 1, k->alloc_id);
+            sqlite3_bind_int64(st, 2, k->process_id);
+            sqlite3_bind_int64(st, 3, k->layer);
+            sqlite3_bind_int64(st, 4, k->event_id);
+            sqlite3_bind_int64(st, 5, k->ns);
+        } else {
+            sqlite3_bind_int64(st, 1, max_alloc);
         }
-        const struct peak *k = &P->peaks[cur];
-        if (k->bytes <= 0 || sqlite3_column_int64(st, 3) > k->event_id)
-            continue;
-        /* Live at the peak event: not freed, freed by a later event, or (a replaced block,
-         * with no FREE event) replaced after the peak's time. */
-        if (sqlite3_column_type(st, 5) != SQLITE_NULL) {
-            if (sqlite3_column_type(st, 4) != SQLITE_NULL) {
-                if (sqlite3_column_int64(st, 4) <= k->event_id)
+        while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+            int64_t proc = sqlite3_column_int64(st, 0), layer = sqlite3_column_int64(st, 1);
+            if (cur >= P->npeaks || P->peaks[cur].process_id != proc || P->peaks[cur].layer != layer) {
+                for (cur = 0; cur < P->npeaks; cur++)
+                    if (P->peaks[cur].process_id == proc && P->peaks[cur].layer == layer)
+                        break;
+                if (cur == P->npeaks)
                     continue;
-            } else if (sqlite3_column_int64(st, 5) <= k->ns) {
-                continue;
             }
+            const struct peak *k = &P->peaks[cur];
+            if (k->bytes <= 0 || sqlite3_column_int64(st, 3) > k->event_id)
+                continue;
+            /* Live at the peak event: not freed, freed by a later event, or (a replaced block,
+             * with no FREE event) replaced after the peak's time. */
+            if (sqlite3_column_type(st, 5) != SQLITE_NULL) {
+                if (sqlite3_column_type(st, 4) != SQLITE_NULL) {
+                    if (sqlite3_column_int64(st, 4) <= k->event_id)
+                        continue;
+                } else if (sqlite3_column_int64(st, 5) <= k->ns) {
+                    continue;
+                }
+            }
+            int64_t size = sqlite3_column_int64(st, 2);
+            int64_t stack = sqlite3_column_int64(st, 6), owner = sqlite3_column_int64(st, 7);
+            P->peaks[cur].sum_bytes += size;
+            P->peaks[cur].sum_blocks++;
+            struct part *r = parts_get(sites, cur, stack > 0 ? stack : 0);
+            if (!r) {
+                rc = oom(P);
+                break;
+            }
+            r->bytes += size;
+            r->blocks++;
+            if (!(r = parts_get(owners, cur, owner > 0 ? owner : 0))) {
+                rc = oom(P);
+                break;
+            }
+            r->bytes += size;
+            r->blocks++;
         }
-        int64_t size = sqlite3_column_int64(st, 2);
-        int64_t stack = sqlite3_column_int64(st, 6), owner = sqlite3_column_int64(st, 7);
-        struct part *r = parts_get(sites, cur, stack > 0 ? stack : 0);
-        if (!r) {
-            rc = oom(P);
-            break;
-        }
-        r->bytes += size;
-        r->blocks++;
-        if (!(r = parts_get(owners, cur, owner > 0 ? owner : 0))) {
-            rc = oom(P);
-            break;
-        }
-        r->bytes += size;
-        r->blocks++;
+        if (!rc && s != SQLITE_DONE)
+            rc = db_fail(P, "blocks");
     }
-    if (!rc && s != SQLITE_DONE)
-        rc = db_fail(P, "blocks");
     sqlite3_finalize(st);
     if (rc)
         return rc;
@@ -366,7 +472,27 @@ int ms_analyze_peak(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, cha
         return rc;
     ms__sites_init(&P.sites, db);
     ms__layer_filter(db, o, "e.layer", P.layer_sql, sizeof P.layer_sql);
-    if ((rc = find_peaks(&P)) < 0 || (rc = live_at_peaks(&P, &sites, &owners)) < 0)
+    int fast = ms__has_column(db, "process_stats", "peak_ns") && peaks_from_stats(&P);
+    if (fast) {
+        if ((rc = live_at_peaks(&P, &sites, &owners)) < 0)
+            goto out;
+        for (size_t i = 0; i < P.npeaks; i++)
+            if (P.peaks[i].sum_bytes != P.peaks[i].bytes)
+                fast = 0; /* several MALLOCs at peak_ns, or stats from elsewhere: replay */
+        if (fast) {
+            for (size_t i = 0; i < P.npeaks; i++)
+                P.peaks[i].blocks = P.peaks[i].sum_blocks;
+        } else {
+            free(P.peaks);
+            P.peaks = NULL;
+            P.npeaks = 0;
+            parts_clear(&sites);
+            parts_clear(&owners);
+        }
+    }
+    if (!fast && ((rc = find_peaks(&P)) < 0 || (rc = live_at_peaks(&P, &sites, &owners)) < 0))
+        goto out;
+    if ((rc = peak_details(&P)) < 0)
         goto out;
 
     int64_t start = ms__run_start_ns(db);

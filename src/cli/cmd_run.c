@@ -31,7 +31,7 @@ enum format { FMT_DB, FMT_CSV, FMT_TRACE };
 
 struct run_options {
     unsigned c_depth;        /* 0 = no native stacks */
-    unsigned py_depth;       /* accepted for later waves */
+    unsigned py_depth;       /* Python stack depth, 0 = none */
     int events_none;
     char events[128];
     enum format format;
@@ -606,7 +606,7 @@ int cmd_run(int argc, char **argv)
 
     /* The child's environment additions (putenv keeps the pointers: static storage). */
     static char env_preload[PATH_MAX * 2 + 32], env_dir[PATH_MAX + 32], env_depth[48],
-        env_deferred[32], env_nofollow[32], env_unwind[32];
+        env_deferred[32], env_nofollow[32], env_unwind[32], env_pydepth[48];
     const char *old_pre = getenv("LD_PRELOAD");
     snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s%s%s", agent_path,
              old_pre && *old_pre ? ":" : "", old_pre ? old_pre : "");
@@ -616,8 +616,9 @@ int cmd_run(int argc, char **argv)
              o.deferred || o.events_none);
     snprintf(env_nofollow, sizeof env_nofollow, "MEMSCOPE_NO_FOLLOW=%d", o.no_follow);
     snprintf(env_unwind, sizeof env_unwind, "MEMSCOPE_UNWIND=%s", o.unwind_dwarf ? "dwarf" : "fp");
-    char *env_add[] = {env_preload, env_dir,      env_depth, env_deferred,
-                       env_nofollow, env_unwind, NULL};
+    snprintf(env_pydepth, sizeof env_pydepth, "MEMSCOPE_PY_DEPTH=%u", o.py_depth);
+    char *env_add[] = {env_preload,  env_dir,    env_depth,   env_deferred,
+                       env_nofollow, env_unwind, env_pydepth, NULL};
 
     struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward_signal},
                      old_int, old_quit;

@@ -139,6 +139,8 @@ struct proc {
     struct module *mods;
     size_t nmods, amods;
     struct ms_addrmap stack_ids; /* trace stack id -> database stack id */
+    struct ms_addrmap pyframe_ids; /* trace Python frame id -> conv.pyframes index + 1 */
+    struct ms_addrmap pystack_ids; /* trace stack id -> conv.pystacks index + 1 */
     uint32_t stack_first, stack_end; /* this file's range in conv.stacks */
     int64_t first_ns, last_ns;
     int have_events;
@@ -151,6 +153,19 @@ struct proc {
 
 struct stack_def {
     uint64_t *pcs;
+    uint32_t depth;
+    uint32_t trace_id;  /* the id in its trace file (for its PYSTACK record) */
+};
+
+/* A Python code object described by a PYFRAME record. */
+struct pyframe {
+    char *file, *func;
+    int64_t firstline;
+};
+
+/* The Python part of a stack (PYSTACK record): frame ids and lines, innermost first. */
+struct pystack {
+    uint32_t *pairs;
     uint32_t depth;
 };
 
@@ -217,6 +232,10 @@ struct conv {
     struct ms_strtab owners;  /* owner strings -> owners.id */
     char **pools;             /* pool names; pool i has layers MS_LAYER_POOL0 + 2i and + 2i + 1 */
     size_t npools;
+    struct pyframe *pyframes;
+    size_t npyframes, apyframes;
+    struct pystack *pystacks;
+    size_t npystacks, apystacks;
 
     sqlite3_stmt *ins_event, *ins_block, *ins_string, *ins_frame, *ins_stack, *ins_stack_frame;
     sqlite3_stmt *ins_owner, *ins_step, *ins_range;
@@ -390,6 +409,8 @@ static int open_traces(struct conv *c)
         struct proc *p = &c->procs[i];
         p->id = (int64_t)i + 1;
         ms_addrmap_init(&p->stack_ids, MAX_STACKS);
+        ms_addrmap_init(&p->pyframe_ids, MAX_STACKS);
+        ms_addrmap_init(&p->pystack_ids, MAX_STACKS);
     }
     return 0;
 }
@@ -446,6 +467,7 @@ static int add_stack(struct conv *c, struct proc *p, const struct ms_record *r)
     }
     struct stack_def *s = &c->stacks[c->nstacks];
     s->depth = r->depth;
+    s->trace_id = r->stack_id;
     s->pcs = NULL;
     if (r->depth) {
         s->pcs = malloc(r->depth * sizeof *s->pcs);
@@ -457,6 +479,93 @@ static int add_stack(struct conv *c, struct proc *p, const struct ms_record *r)
     c->nstacks++;
     if (ms_addrmap_put(&p->stack_ids, r->stack_id, (uint32_t)c->nstacks) < 0)
         return oom(c, "stack ids");
+    return 0;
+}
+
+/* Grows array *a of n elements of size sz to hold one more (cap: max elements). */
+static int grow(void **a, size_t *alloc, size_t n, size_t sz, size_t max)
+{
+    if (n < *alloc)
+        return 0;
+    if (n >= max)
+        return -1;
+    size_t na = *alloc ? *alloc * 2 : 256;
+    void *b = realloc(*a, na * sz);
+    if (!b)
+        return -1;
+    *a = b;
+    *alloc = na;
+    return 0;
+}
+
+static int add_pyframe(struct conv *c, struct proc *p, const struct ms_record *r)
+{
+    uint32_t have;
+    if (ms_addrmap_get(&p->pyframe_ids, r->addr, &have))
+        return 0;
+    if (grow((void **)&c->pyframes, &c->apyframes, c->npyframes, sizeof *c->pyframes,
+             MAX_STACKS) < 0)
+        return oom(c, "Python frames");
+    const char *nul = memchr(r->str1, 0, r->len1);
+    size_t fl = nul ? (size_t)(nul - r->str1) : r->len1;
+    size_t nl = nul ? r->len1 - fl - 1 : 0;
+    struct pyframe *f = &c->pyframes[c->npyframes];
+    f->file = strndup(r->str1, fl);
+    f->func = strndup(nul ? nul + 1 : "", nl);
+    f->firstline = (int64_t)r->size;
+    if (!f->file || !f->func) {
+        free(f->file);
+        free(f->func);
+        return oom(c, "Python frames");
+    }
+    c->npyframes++;
+    if (ms_addrmap_put(&p->pyframe_ids, r->addr, (uint32_t)c->npyframes) < 0)
+        return oom(c, "Python frames");
+    return 0;
+}
+
+static int add_pystack(struct conv *c, struct proc *p, const struct ms_record *r)
+{
+    uint32_t have;
+    if (ms_addrmap_get(&p->pystack_ids, r->stack_id, &have))
+        return 0;
+    if (grow((void **)&c->pystacks, &c->apystacks, c->npystacks, sizeof *c->pystacks,
+             MAX_STACKS) < 0)
+        return oom(c, "Python stacks");
+    struct pystack *ps = &c->pystacks[c->npystacks];
+    ps->depth = r->depth;
+    ps->pairs = malloc((2 * (size_t)r->depth + 1) * sizeof *ps->pairs);
+    if (!ps->pairs)
+        return oom(c, "Python stacks");
+    for (size_t i = 0; i < 2 * (size_t)r->depth; i++)
+        ps->pairs[i] = (uint32_t)r->pcs[i];
+    c->npystacks++;
+    if (ms_addrmap_put(&p->pystack_ids, r->stack_id, (uint32_t)c->npystacks) < 0)
+        return oom(c, "Python stacks");
+    return 0;
+}
+
+/* Formats the Python part of stack sd as msMemScope's Call Stack(Python): "file(line): func"
+ * per frame, innermost first, lines joined by newlines. Empty when the stack has none. */
+static int py_text(struct conv *c, struct proc *p, const struct stack_def *sd, struct sbuf *b)
+{
+    uint32_t idx;
+    b->len = 0;
+    if (b->p)
+        b->p[0] = 0;
+    if (!ms_addrmap_get(&p->pystack_ids, sd->trace_id, &idx))
+        return 0;
+    const struct pystack *ps = &c->pystacks[idx - 1];
+    for (uint32_t i = 0; i < ps->depth; i++) {
+        uint32_t fi;
+        const char *file = "??", *func = "??";
+        if (ms_addrmap_get(&p->pyframe_ids, ps->pairs[2 * i], &fi)) {
+            file = c->pyframes[fi - 1].file;
+            func = c->pyframes[fi - 1].func;
+        }
+        if (sbuf_fmt(b, "%s%s(%u): %s", i ? "\n" : "", file, ps->pairs[2 * i + 1], func) < 0)
+            return oom(c, "Python stack text");
+    }
     return 0;
 }
 
@@ -523,6 +632,10 @@ static int pass1(struct conv *c)
                     rc = add_module(c, p, &r);
                 else if (r.type == MS_REC_PROCESS)
                     rc = add_process(c, p, &r);
+                else if (r.type == MS_REC_EXTENSION && r.fn == MS_EXT_PYFRAME)
+                    rc = add_pyframe(c, p, &r);
+                else if (r.type == MS_REC_EXTENSION && r.fn == MS_EXT_PYSTACK)
+                    rc = add_pystack(c, p, &r);
             }
         }
         p->stack_end = (uint32_t)c->nstacks;
@@ -654,7 +767,7 @@ static int symbolize_process(struct conv *c, struct proc *p)
     struct ms_addrmap pcs;       /* pc -> index in info */
     struct pcinfo *info = NULL;
     size_t ninfo = 0, ainfo = 0;
-    struct sbuf text = {0};
+    struct sbuf text = {0}, pytext = {0};
     ms_addrmap_init(&pcs, MAX_PCS_PER_PROCESS);
     for (uint32_t s = p->stack_first; s < p->stack_end && rc == 0; s++) {
         struct stack_def *sd = &c->stacks[s];
@@ -708,7 +821,14 @@ static int symbolize_process(struct conv *c, struct proc *p)
         sqlite3_bind_int64(c->ins_stack, 2, p->id);
         sqlite3_bind_int64(c->ins_stack, 3, sd->depth);
         sqlite3_bind_text(c->ins_stack, 4, text.p ? text.p : "", (int)text.len, SQLITE_STATIC);
-        rc = step_reset(c, c->ins_stack, "insert stack");
+        if (rc == 0)
+            rc = py_text(c, p, sd, &pytext);
+        if (rc == 0 && pytext.len)
+            sqlite3_bind_text(c->ins_stack, 5, pytext.p, (int)pytext.len, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(c->ins_stack, 5);
+        if (rc == 0)
+            rc = step_reset(c, c->ins_stack, "insert stack");
         free(sd->pcs); /* no longer needed: events refer to the stack by id */
         sd->pcs = NULL;
     }
@@ -716,6 +836,7 @@ static int symbolize_process(struct conv *c, struct proc *p)
         free(info[i].text);
     free(info);
     free(text.p);
+    free(pytext.p);
     ms_addrmap_release(&pcs);
     ms_symbolizer_release(&sym);
     return rc;
@@ -1614,7 +1735,7 @@ static int open_db(struct conv *c)
     if (rc == 0)
         rc = prepare(c, &c->ins_frame, "INSERT INTO frames VALUES (?,?,?,?,?,?,?)");
     if (rc == 0)
-        rc = prepare(c, &c->ins_stack, "INSERT INTO stacks VALUES (?,?,?,?)");
+        rc = prepare(c, &c->ins_stack, "INSERT INTO stacks VALUES (?,?,?,?,?)");
     if (rc == 0)
         rc = prepare(c, &c->ins_stack_frame, "INSERT INTO stack_frames VALUES (?,?,?)");
     return rc;
@@ -1639,6 +1760,8 @@ static void conv_release(struct conv *c)
             free(p->mods[k].path);
         free(p->mods);
         ms_addrmap_release(&p->stack_ids);
+        ms_addrmap_release(&p->pyframe_ids);
+        ms_addrmap_release(&p->pystack_ids);
         for (size_t l = 0; l < p->nls; l++)
             ms_addrmap_release(&p->ls[l].live);
         free(p->ls);
@@ -1651,6 +1774,14 @@ static void conv_release(struct conv *c)
         free(t->ranges);
         free(t->owner);
     }
+    for (size_t i = 0; i < c->npyframes; i++) {
+        free(c->pyframes[i].file);
+        free(c->pyframes[i].func);
+    }
+    free(c->pyframes);
+    for (size_t i = 0; i < c->npystacks; i++)
+        free(c->pystacks[i].pairs);
+    free(c->pystacks);
     for (size_t i = 0; i < c->npools; i++)
         free(c->pools[i]);
     free(c->pools);

@@ -112,9 +112,9 @@ struct exp {
     sqlite3 *db;
     char *err;
     size_t errlen;
-    char **kinds, **layers, **stacks;  /* by id; stacks hold the finished CSV field */
+    char **kinds, **layers, **stacks, **pystacks; /* by id; stacks hold finished CSV fields */
     int64_t *pids, *tids;
-    size_t nkinds, nlayers, nstacks, npids, ntids;
+    size_t nkinds, nlayers, nstacks, npystacks, npids, ntids;
 };
 
 static int fail(struct exp *e, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -335,7 +335,13 @@ static int write_rows(struct exp *e, FILE *f)
             out_str(o, ",owner:");
             out_escaped(o, owner);
         }
-        out_add(o, "}\",,", 4);
+        out_add(o, "}\",", 3);
+        if (sqlite3_column_type(st, 9) != SQLITE_NULL) {
+            const char *py = str_at(e->pystacks, e->npystacks, sqlite3_column_int64(st, 9));
+            if (py)
+                out_str(o, py);
+        }
+        out_add(o, ",", 1);
         if (sqlite3_column_type(st, 9) != SQLITE_NULL) {
             const char *stack = str_at(e->stacks, e->nstacks, sqlite3_column_int64(st, 9));
             if (stack)
@@ -383,9 +389,12 @@ int ms_store_export_csv(const char *db_path, FILE *out, char *err, size_t errlen
     if (rc == 0)
         rc = load(&e, "SELECT id, c_text FROM stacks", MAX_ID, &e.stacks, 1, NULL, &e.nstacks);
     if (rc == 0)
+        rc = load(&e, "SELECT id, py_text FROM stacks", MAX_ID, &e.pystacks, 1, NULL,
+                  &e.npystacks);
+    if (rc == 0)
         rc = write_rows(&e, out);
-    char **arrays[] = {e.kinds, e.layers, e.stacks};
-    size_t counts[] = {e.nkinds, e.nlayers, e.nstacks};
+    char **arrays[] = {e.kinds, e.layers, e.stacks, e.pystacks};
+    size_t counts[] = {e.nkinds, e.nlayers, e.nstacks, e.npystacks};
     for (int a = 0; a < 3; a++) {
         for (size_t i = 0; arrays[a] && i < counts[a]; i++)
             free(arrays[a][i]);

@@ -139,6 +139,31 @@ static inline uint8_t *ms_enc_ext(uint8_t *p, struct ms_enc_state *st, int ext, 
     return p;
 }
 
+/* PYSTACK: the Python part of stack id; frames[2i] is a frame id, frames[2i+1] its line. */
+static inline size_t ms_pystack_record_max(unsigned depth)
+{
+    return 1 + 2 + 3 * MS_VARINT_MAX + (size_t)depth * 2 * MS_VARINT_MAX;
+}
+
+static inline uint8_t *ms_enc_pystack(uint8_t *p, struct ms_enc_state *st, uint64_t ns,
+                                      uint32_t id, const uint32_t *frames, unsigned depth)
+{
+    *p++ = MS_EXT_PYSTACK;
+    uint8_t *len = p;
+    p += 3; /* three-byte varint length: up to 2^21 */
+    uint8_t *start = p;
+    p = ms_put_ts(p, st, ns);
+    p = ms_put_varint(p, id);
+    p = ms_put_varint(p, depth);
+    for (unsigned i = 0; i < 2 * depth; i++)
+        p = ms_put_varint(p, frames[i]);
+    size_t plen = (size_t)(p - start);
+    len[0] = (uint8_t)((plen & 0x7f) | 0x80);
+    len[1] = (uint8_t)(((plen >> 7) & 0x7f) | 0x80);
+    len[2] = (uint8_t)(plen >> 14);
+    return p;
+}
+
 static inline size_t ms_stack_record_max(unsigned depth)
 {
     return 1 + 2 * MS_VARINT_MAX + (size_t)depth * MS_VARINT_MAX;

@@ -55,7 +55,11 @@
  *   0x88 POOL_ALLOC    dts addr size stack str  memscope_pool_alloc(pool, p, n); str = pool
  *   0x89 POOL_FREE     dts addr str
  *   0x8a POOL_RESERVE  dts addr size stack str  memscope_pool_reserve(pool, p, n)
- *   0x8b POOL_RELEASE  dts addr str */
+ *   0x8b POOL_RELEASE  dts addr str
+ *   0x8c PYFRAME       dts id firstline str     a Python code object: str = file NUL function
+ *   0x8d PYSTACK       dts id depth (frame line)*depth
+ *                      the Python part of stack id (the STACK record with the same id is the
+ *                      native part): frame ids (PYFRAME) and current lines, innermost first */
 #ifndef MS_TRACE_FORMAT_H
 #define MS_TRACE_FORMAT_H
 
@@ -103,6 +107,8 @@ enum {
     MS_EXT_POOL_FREE = 0x89,
     MS_EXT_POOL_RESERVE = 0x8a,
     MS_EXT_POOL_RELEASE = 0x8b,
+    MS_EXT_PYFRAME = 0x8c,
+    MS_EXT_PYSTACK = 0x8d,
 };
 
 /* memscope_access() flags (also include/memscope.h). */

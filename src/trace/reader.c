@@ -261,6 +261,8 @@ static int decode_ext(struct ms_trace_cursor *c, struct ms_record *r, int type)
     case MS_EXT_OWNER_PUSH: case MS_EXT_MARK: case MS_EXT_RANGE_PUSH: str = 1; break;
     case MS_EXT_ACCESS: case MS_EXT_POOL_ALLOC: case MS_EXT_POOL_RESERVE: nint = 3; str = 1; break;
     case MS_EXT_POOL_FREE: case MS_EXT_POOL_RELEASE: nint = 1; str = 1; break;
+    case MS_EXT_PYFRAME: nint = 2; str = 1; break;
+    case MS_EXT_PYSTACK: nint = 2; break; /* id, depth; then the pairs below */
     default: nint = -1; break;
     }
     if (get_ts(&sub, &r->ns))
@@ -277,6 +279,22 @@ static int decode_ext(struct ms_trace_cursor *c, struct ms_record *r, int type)
             return -1;
     r->addr = v[0];
     r->size = v[1];
+    if (type == MS_EXT_PYSTACK) {
+        if (v[0] == 0 || v[0] > UINT32_MAX || v[1] > MS_TRACE_MAX_DEPTH)
+            return -1;
+        r->stack_id = (uint32_t)v[0];
+        r->depth = (uint32_t)v[1];
+        for (uint64_t i = 0; i < 2 * v[1]; i++)
+            if (get_varint(&sub.p, sub.end, &c->pcs[i]))
+                return -1;
+        r->pcs = c->pcs;
+        c->p = after;
+        return 0;
+    }
+    if (type == MS_EXT_PYFRAME) {
+        if (v[0] == 0 || v[0] > UINT32_MAX || v[1] > INT32_MAX)
+            return -1;
+    }
     if (type == MS_EXT_ACCESS) {
         if (v[2] > 3)
             return -1;

@@ -56,8 +56,8 @@ struct ms_record {
     uint64_t addr;
     uint64_t size;      /* bytes; LOST: the count */
     uint32_t stack_id;  /* ALLOC types, STACK */
-    uint32_t depth;     /* STACK */
-    const uint64_t *pcs;
+    uint32_t depth;     /* STACK, PYSTACK */
+    const uint64_t *pcs; /* STACK: return addresses; PYSTACK: frame id, line, frame id, ... */
     uint64_t bias, lo, hi; /* MODULE */
     uint64_t ppid;         /* PROCESS */
     const char *str1;      /* MODULE path, PROCESS exe; EXTENSION: the label / message / op /
@@ -73,7 +73,7 @@ struct ms_trace_cursor {
     uint64_t prev_ns, prev_addr;
     uint32_t tid, thread_serial;
     int failed;
-    uint64_t pcs[MS_TRACE_MAX_DEPTH];
+    uint64_t pcs[2 * MS_TRACE_MAX_DEPTH];
 };
 
 void ms_trace_cursor_init(struct ms_trace_cursor *c, const struct ms_trace *t, size_t chunk);

@@ -16,8 +16,8 @@ golden temporary "$TMP/temp.out"
 ms tempj analyze temporary "$DB" --json
 J=$TMP/tempj.out
 json_check temporary "$J"
-L=$(grep -n 'an_temp_realloc' "$ANALYZE_SRC/an_temp.c" | grep -E 'malloc\(16\)|realloc\(p' | cut -d: -f1 | tr '\n' ' ')
-read -r l_malloc l_realloc <<<"$L"
+l_malloc=$(grep -n '^    char \*p = malloc(16);$' "$ANALYZE_SRC/an_temp.c" | cut -d: -f1)
+l_realloc=$(grep -n '^    p = realloc(p, 4096);$' "$ANALYZE_SRC/an_temp.c" | cut -d: -f1)
 assert_eq "JSON: temporary per call site (site:line temporary allocations bytes)" \
 "an_temp_thread 200 200 19200
 an_temp_pair 100 100 6400

@@ -1,0 +1,96 @@
+/* python.c: the agent's side of Python call stacks.
+ *
+ * The memscope Python extension (python/) installs a profile hook that reports every Python
+ * call and return of every thread here; the agent keeps a per-thread shadow stack of frame ids
+ * and current lines, and stacks_capture() copies its innermost entries into each allocation's
+ * stack. So the allocation path never takes the GIL, never touches a Python object and works
+ * the same when an allocation comes from a C extension that released the GIL.
+ *
+ * Frame ids are the extension's: it describes each one once with memscope__py_frame() (file,
+ * function, first line), which becomes a PYFRAME record. Workload: one call per Python call and
+ * return, so each function here is a few loads and stores. */
+#include "agent.h"
+
+/* The calling thread's shadow stack, mapped on first use (one mapping per thread that runs
+ * Python; it is never freed: threads rarely come and go in Python programs, NEEDSWORK). */
+static struct pyshadow *shadow(void)
+{
+    struct tstate *t = &agent_tls;
+    if (likely(t->py != NULL))
+        return t->py;
+    void *m = sys_mmap(NULL, sizeof(struct pyshadow), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    t->py = m;
+    return t->py;
+}
+
+AGENT_API int memscope__py_frame(uint32_t id, const char *file, const char *func, int firstline)
+{
+    if (!id || !file || !func || !agent.initialized || agent.broken)
+        return -1;
+    struct tstate *t = &agent_tls;
+    if (t->guard || t->internal)
+        return -1;
+    t->guard = 1;
+    struct stream *s = &t->s[0];
+    s->nested = 0;
+    char buf[MS_TRACE_MAX_LABEL];
+    size_t fl = strnlen(file, sizeof buf / 2), nl = strnlen(func, sizeof buf / 2 - 1);
+    memcpy(buf, file, fl);
+    buf[fl] = 0;
+    memcpy(buf + fl + 1, func, nl);
+    uint64_t v[2] = {id, firstline > 0 ? (uint64_t)firstline : 0};
+    uint8_t *w = writer_reserve(t, s, MS_EXT_MAX);
+    if (w)
+        writer_commit(s, ms_enc_ext(w, &s->enc, MS_EXT_PYFRAME, agent_now(), v, 2, buf,
+                                    fl + 1 + nl));
+    t->guard = 0;
+    return w ? 0 : -1;
+}
+
+/* A call of frame id from the current innermost frame, which is at caller_line now. */
+AGENT_API void memscope__py_call(uint32_t id, int caller_line, int line)
+{
+    struct pyshadow *py = shadow();
+    if (!py)
+        return;
+    uint32_t d = py->depth;
+    if (d && d <= PY_MAX_DEPTH)
+        py->frames[d - 1][1] = (uint32_t)caller_line;
+    if (d < PY_MAX_DEPTH) {
+        py->frames[d][0] = id;
+        py->frames[d][1] = (uint32_t)line;
+    }
+    __atomic_store_n(&py->depth, d + 1, __ATOMIC_RELEASE); /* a signal handler reads it */
+}
+
+AGENT_API void memscope__py_return(void)
+{
+    struct pyshadow *py = agent_tls.py;
+    if (py && py->depth)
+        __atomic_store_n(&py->depth, py->depth - 1, __ATOMIC_RELEASE);
+}
+
+/* The innermost frame is now at line (reported before it calls into C code). */
+AGENT_API void memscope__py_line(int line)
+{
+    struct pyshadow *py = agent_tls.py;
+    if (py && py->depth && py->depth <= PY_MAX_DEPTH)
+        py->frames[py->depth - 1][1] = (uint32_t)line;
+}
+
+/* Forgets the thread's stack (the extension stops or restarts tracing). */
+AGENT_API void memscope__py_reset(void)
+{
+    struct pyshadow *py = agent_tls.py;
+    if (py)
+        py->depth = 0;
+}
+
+/* Returns the Python depth the agent was configured with (0: Python stacks off). */
+AGENT_API unsigned memscope__py_depth(void)
+{
+    return agent.initialized ? agent.py_depth : 0;
+}

@@ -68,6 +68,7 @@ struct agent_global {
     uint32_t generation;
     unsigned depth;           /* native stack depth, 0 = no stacks */
     unsigned py_depth;        /* Python stack depth (--call-stack=python:N), 0 = none */
+    volatile int py_trace;    /* the Python tracer is on: calls and returns are recorded */
     int unwind_dwarf;         /* 1: unwind with .eh_frame (backtrace()), 0: frame pointers */
     unsigned flags;           /* MS_TRACE_F_* */
     uint32_t next_serial;     /* atomic */

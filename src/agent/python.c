@@ -50,9 +50,34 @@ AGENT_API int memscope__py_frame(uint32_t id, const char *file, const char *func
     return w ? 0 : -1;
 }
 
+/* Records a tracer event (PYCALL with the frame id, or PYRETURN with id 0). */
+static void trace_event(uint32_t id)
+{
+    struct tstate *t = &agent_tls;
+    if (!agent.recording || t->guard || t->internal)
+        return;
+    t->guard = 1;
+    struct stream *s = &t->s[0];
+    s->nested = 0;
+    uint64_t v[1] = {id};
+    uint8_t *w = writer_reserve(t, s, MS_EXT_MAX);
+    if (w)
+        writer_commit(s, ms_enc_ext(w, &s->enc, id ? MS_EXT_PYCALL : MS_EXT_PYRETURN,
+                                    agent_now(), v, id ? 1 : 0, NULL, 0));
+    t->guard = 0;
+}
+
+/* Turns the Python tracer (msmemscope's tracer.start/stop) on or off for all threads. */
+AGENT_API void memscope__py_trace(int on)
+{
+    agent.py_trace = on;
+}
+
 /* A call of frame id from the current innermost frame, which is at caller_line now. */
 AGENT_API void memscope__py_call(uint32_t id, int caller_line, int line)
 {
+    if (agent.py_trace)
+        trace_event(id);
     struct pyshadow *py = shadow();
     if (!py)
         return;
@@ -68,6 +93,8 @@ AGENT_API void memscope__py_call(uint32_t id, int caller_line, int line)
 
 AGENT_API void memscope__py_return(void)
 {
+    if (agent.py_trace)
+        trace_event(0);
     struct pyshadow *py = agent_tls.py;
     if (py && py->depth)
         __atomic_store_n(&py->depth, py->depth - 1, __ATOMIC_RELEASE);

@@ -140,6 +140,30 @@ static int find_peaks(struct pctx *P)
     return 0;
 }
 
+/* The first event id >= lo whose ts_ns >= ns, by binary search over ids (events.id is in time
+ * order; docs/database.md); max_id + 1 when there is none. */
+static int64_t first_event_at(sqlite3_stmt *seek, int64_t ns, int64_t lo, int64_t max_id)
+{
+    int64_t hi = max_id + 1;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2, id = hi, ts = INT64_MAX;
+        sqlite3_bind_int64(seek, 1, mid);
+        if (sqlite3_step(seek) == SQLITE_ROW) {
+            id = sqlite3_column_int64(seek, 0);
+            ts = sqlite3_column_int64(seek, 1);
+        }
+        sqlite3_reset(seek);
+        if (id >= hi) {  /* no event in [mid, hi): the answer is below mid or hi */
+            hi = mid;
+        } else if (ts < ns) {
+            lo = id + 1;
+        } else {
+            hi = id; /* a candidate; ids in [mid, id) do not exist */
+        }
+    }
+    return lo;
+}
+
 /* The fast path: the converter already found each peak (process_stats.peak_bytes, peak_ns);
  * the MALLOC that reached it is the first one of that process and layer at peak_ns (the
  * events(process_id, ts_ns) index). live_at_peaks() then checks that the blocks live at that
@@ -152,16 +176,23 @@ static int peaks_from_stats(struct pctx *P)
              "SELECT process_id, layer, peak_bytes, peak_ns FROM process_stats e "
              "WHERE allocs > 0 AND %s ORDER BY process_id, layer",
              P->layer_sql);
-    sqlite3_stmt *st = NULL, *ev = NULL;
-    int ok = 1, s;
+    sqlite3_stmt *st = NULL, *ev = NULL, *seek = NULL, *ids = NULL;
+    int ok = 1, s = SQLITE_DONE;
     size_t cap = 0;
     if (sqlite3_prepare_v2(P->db, sql, -1, &st, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(P->db, "SELECT id, allocation_id FROM events WHERE process_id = ? "
-                                  "AND ts_ns = ? AND kind = 1 AND layer = ? ORDER BY id LIMIT 1",
-                           -1, &ev, NULL) != SQLITE_OK) {
+        sqlite3_prepare_v2(P->db, "SELECT id, allocation_id FROM events WHERE id >= ?4 AND "
+                                  "id < ?5 AND process_id = ?1 AND ts_ns = ?2 AND kind = 1 AND "
+                                  "layer = ?3 ORDER BY id LIMIT 1",
+                           -1, &ev, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(P->db, "SELECT id, ts_ns FROM events WHERE id >= ? ORDER BY id LIMIT 1",
+                           -1, &seek, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(P->db, "SELECT (SELECT min(id) FROM events), (SELECT max(id) FROM events)", -1, &ids, NULL) !=
+            SQLITE_OK ||
+        sqlite3_step(ids) != SQLITE_ROW) {
         ok = 0;
         goto out;
     }
+    int64_t min_id = sqlite3_column_int64(ids, 0), max_id = sqlite3_column_int64(ids, 1);
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         if (sqlite3_column_type(st, 2) == SQLITE_NULL || sqlite3_column_type(st, 3) == SQLITE_NULL ||
             sqlite3_column_int64(st, 2) <= 0) {
@@ -185,9 +216,14 @@ static int peaks_from_stats(struct pctx *P)
         k->bytes = sqlite3_column_int64(st, 2);
         k->ns = sqlite3_column_int64(st, 3);
         k->stats_bytes = k->bytes;
+        /* The events at exactly peak_ns: [first at ns, first after ns). */
+        int64_t lo = first_event_at(seek, k->ns, min_id, max_id);
+        int64_t hi = k->ns < INT64_MAX ? first_event_at(seek, k->ns + 1, lo, max_id) : max_id + 1;
         sqlite3_bind_int64(ev, 1, k->process_id);
         sqlite3_bind_int64(ev, 2, k->ns);
         sqlite3_bind_int64(ev, 3, k->layer);
+        sqlite3_bind_int64(ev, 4, lo);
+        sqlite3_bind_int64(ev, 5, hi);
         if (sqlite3_step(ev) != SQLITE_ROW || sqlite3_column_type(ev, 1) == SQLITE_NULL) {
             ok = 0;
             break;
@@ -203,6 +239,8 @@ static int peaks_from_stats(struct pctx *P)
 out:
     sqlite3_finalize(st);
     sqlite3_finalize(ev);
+    sqlite3_finalize(seek);
+    sqlite3_finalize(ids);
     if (!ok) {
         free(P->peaks);
         P->peaks = NULL;

@@ -125,7 +125,9 @@ static int64_t proc_live(const struct ms_live *l, int64_t proc)
 static int replay(struct tctx *T)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(T->db, "SELECT min(ts_ns), max(ts_ns) FROM events", -1, &st, NULL) !=
+    /* events.id is in time order: the first and last rows hold the extremes. */
+    if (sqlite3_prepare_v2(T->db, "SELECT (SELECT ts_ns FROM events ORDER BY id LIMIT 1), "
+                                "(SELECT ts_ns FROM events ORDER BY id DESC LIMIT 1)", -1, &st, NULL) !=
         SQLITE_OK)
         goto db_fail;
     if (sqlite3_step(st) == SQLITE_ROW) {

@@ -188,6 +188,9 @@ struct thread {
     int64_t owner_id;
     struct open_range *ranges;
     int nranges, aranges;
+    /* Tracer calls not returned yet: frame id and start time. */
+    struct pycall { uint32_t frame; int64_t start_ns; } *calls;
+    size_t ncalls, acalls_sz;
 };
 
 /* A block that is live now. */
@@ -238,7 +241,7 @@ struct conv {
     size_t npystacks, apystacks;
 
     sqlite3_stmt *ins_event, *ins_block, *ins_string, *ins_frame, *ins_stack, *ins_stack_frame;
-    sqlite3_stmt *ins_owner, *ins_step, *ins_range;
+    sqlite3_stmt *ins_owner, *ins_step, *ins_range, *ins_pytrace;
 };
 
 static int fail(struct conv *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -885,8 +888,9 @@ static int stream_fill(struct conv *c, struct stream *s)
             s->ts = (int64_t)(s->r.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
             return 1;
         case MS_REC_EXTENSION:
-            if (s->r.fn < MS_EXT_STEP || s->r.fn > MS_EXT_POOL_RELEASE)
-                break; /* a later version's record: skipped */
+            if ((s->r.fn < MS_EXT_STEP || s->r.fn > MS_EXT_POOL_RELEASE) &&
+                s->r.fn != MS_EXT_PYCALL && s->r.fn != MS_EXT_PYRETURN)
+                break; /* pass 1's records, or a later version's: skipped */
             s->ts = (int64_t)(s->r.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
             return 1;
         case MS_REC_LOST:
@@ -1243,6 +1247,28 @@ static int access_block(struct proc *p, uint64_t addr, int *layer, int64_t *allo
     return 0;
 }
 
+/* Writes the python_trace row of thread t's innermost open tracer call, ending at end_ns. */
+static int pytrace_write(struct conv *c, struct thread *t, int64_t end_ns)
+{
+    struct proc *p = &c->procs[t->proc];
+    struct pycall *pc = &t->calls[--t->ncalls];
+    uint32_t fi;
+    char info[2 * MS_TRACE_MAX_LABEL + 32];
+    if (ms_addrmap_get(&p->pyframe_ids, pc->frame, &fi))
+        snprintf(info, sizeof info, "%s(%lld): %s", c->pyframes[fi - 1].file,
+                 (long long)c->pyframes[fi - 1].firstline, c->pyframes[fi - 1].func);
+    else
+        snprintf(info, sizeof info, "?? (frame %u)", pc->frame);
+    sqlite3_stmt *st = c->ins_pytrace;
+    sqlite3_bind_text(st, 1, info, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, pc->start_ns);
+    sqlite3_bind_int64(st, 3, end_ns);
+    sqlite3_bind_int64(st, 4, t->tid);
+    sqlite3_bind_int64(st, 5, (int64_t)p->tr.hdr.pid);
+    sqlite3_bind_int64(st, 6, t->ncalls);
+    return step_reset(c, st, "insert python trace");
+}
+
 static int on_annotation(struct conv *c, struct stream *s)
 {
     struct proc *p = &c->procs[s->proc];
@@ -1326,6 +1352,18 @@ static int on_annotation(struct conv *c, struct stream *s)
             return MS_ENOMEM;
         return on_alloc(c, s, MS_LAYER_POOL0 + 2 * pool + (r->fn == MS_EXT_POOL_RESERVE),
                         r->fn == MS_EXT_POOL_RESERVE ? "pool_reserve" : "pool_alloc");
+    case MS_EXT_PYCALL:
+        if (t->ncalls >= MS_TRACE_MAX_DEPTH * 64)
+            return 0; /* deeper than any real recursion limit: ignored */
+        if (grow((void **)&t->calls, &t->acalls_sz, t->ncalls, sizeof *t->calls,
+                 MS_TRACE_MAX_DEPTH * 64) < 0)
+            return oom(c, "tracer calls");
+        t->calls[t->ncalls].frame = (uint32_t)r->addr;
+        t->calls[t->ncalls].start_ns = s->ts;
+        t->ncalls++;
+        return 0;
+    case MS_EXT_PYRETURN:
+        return t->ncalls ? pytrace_write(c, t, s->ts) : 0;
     case MS_EXT_POOL_FREE:
     case MS_EXT_POOL_RELEASE:
         if ((pool = pool_index(c, r)) < 0)
@@ -1428,6 +1466,24 @@ static int write_annotations(struct conv *c)
         struct thread *t = &c->threads[i];
         for (int k = 0; k < t->nranges && rc == 0; k++)
             rc = range_write(c, t, k, 0, 0);
+        while (t->ncalls && rc == 0) /* calls still running at the end: end them there */
+            rc = pytrace_write(c, t, t->last_ns);
+    }
+    /* msMemScope's per-process table names, as views. */
+    for (size_t i = 0; i < c->nprocs && rc == 0; i++) {
+        char sql[256];
+        unsigned long long pid = (unsigned long long)c->procs[i].tr.hdr.pid;
+        snprintf(sql, sizeof sql, "CREATE VIEW IF NOT EXISTS python_trace_%llu AS SELECT "
+                 "\"FuncInfo\", \"StartTime(ns)\", \"EndTime(ns)\", \"Thread Id\", "
+                 "\"Process Id\" FROM python_trace WHERE \"Process Id\" = %llu", pid, pid);
+        sqlite3_stmt *q;
+        if (prepare(c, &q, "SELECT 1 FROM python_trace WHERE \"Process Id\" = ? LIMIT 1") < 0)
+            return MS_EDB;
+        sqlite3_bind_int64(q, 1, (int64_t)pid);
+        int have = sqlite3_step(q) == SQLITE_ROW;
+        sqlite3_finalize(q);
+        if (have)
+            rc = exec_sql(c, sql, "create python_trace view");
     }
     for (size_t i = 0; i < c->nprocs && rc == 0; i++) {
         struct proc *p = &c->procs[i];
@@ -1731,6 +1787,8 @@ static int open_db(struct conv *c)
     if (rc == 0)
         rc = prepare(c, &c->ins_range, "INSERT INTO ranges VALUES (?,?,?,?,?,?,?,?,?,?)");
     if (rc == 0)
+        rc = prepare(c, &c->ins_pytrace, "INSERT INTO python_trace VALUES (?,?,?,?,?,?)");
+    if (rc == 0)
         rc = prepare(c, &c->ins_string, "INSERT INTO strings VALUES (?,?)");
     if (rc == 0)
         rc = prepare(c, &c->ins_frame, "INSERT INTO frames VALUES (?,?,?,?,?,?,?)");
@@ -1745,7 +1803,7 @@ static void conv_release(struct conv *c)
 {
     sqlite3_stmt *sts[] = {c->ins_event, c->ins_block,       c->ins_string, c->ins_frame,
                            c->ins_stack, c->ins_stack_frame, c->ins_owner,  c->ins_step,
-                           c->ins_range};
+                           c->ins_range, c->ins_pytrace};
     for (size_t i = 0; i < sizeof sts / sizeof sts[0]; i++)
         sqlite3_finalize(sts[i]);
     if (c->db)
@@ -1773,6 +1831,7 @@ static void conv_release(struct conv *c)
             free(t->ranges[k].name);
         free(t->ranges);
         free(t->owner);
+        free(t->calls);
     }
     for (size_t i = 0; i < c->npyframes; i++) {
         free(c->pyframes[i].file);

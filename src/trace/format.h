@@ -59,7 +59,9 @@
  *   0x8c PYFRAME       dts id firstline str     a Python code object: str = file NUL function
  *   0x8d PYSTACK       dts id depth (frame line)*depth
  *                      the Python part of stack id (the STACK record with the same id is the
- *                      native part): frame ids (PYFRAME) and current lines, innermost first */
+ *                      native part): frame ids (PYFRAME) and current lines, innermost first
+ *   0x8e PYCALL        dts id                   tracer on: a Python call of frame id
+ *   0x8f PYRETURN      dts                      tracer on: the matching return */
 #ifndef MS_TRACE_FORMAT_H
 #define MS_TRACE_FORMAT_H
 
@@ -109,6 +111,8 @@ enum {
     MS_EXT_POOL_RELEASE = 0x8b,
     MS_EXT_PYFRAME = 0x8c,
     MS_EXT_PYSTACK = 0x8d,
+    MS_EXT_PYCALL = 0x8e,
+    MS_EXT_PYRETURN = 0x8f,
 };
 
 /* memscope_access() flags (also include/memscope.h). */

@@ -257,7 +257,8 @@ static int decode_ext(struct ms_trace_cursor *c, struct ms_record *r, int type)
     uint64_t v[3] = {0, 0, 0};
     int nint = 0, str = 0;
     switch (type) {
-    case MS_EXT_STEP: case MS_EXT_OWNER_POP: case MS_EXT_RANGE_POP: break;
+    case MS_EXT_STEP: case MS_EXT_OWNER_POP: case MS_EXT_RANGE_POP: case MS_EXT_PYRETURN: break;
+    case MS_EXT_PYCALL: nint = 1; break;
     case MS_EXT_OWNER_PUSH: case MS_EXT_MARK: case MS_EXT_RANGE_PUSH: str = 1; break;
     case MS_EXT_ACCESS: case MS_EXT_POOL_ALLOC: case MS_EXT_POOL_RESERVE: nint = 3; str = 1; break;
     case MS_EXT_POOL_FREE: case MS_EXT_POOL_RELEASE: nint = 1; str = 1; break;

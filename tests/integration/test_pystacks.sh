@@ -16,6 +16,13 @@ assert_eq "native stacks are still there" 3 \
 assert_eq "memscope_dump Call Stack(Python)" "model.py(12): forward" \
     "$(q "$TMP/p.db" "SELECT substr(\"Call Stack(Python)\", 1, 21) FROM memscope_dump WHERE json_extract(\"Attr\", '\$.size') = '222' AND \"Event\" = 'MALLOC'")"
 
+assert_eq "tracer: main contains forward, both closed" \
+    "$(printf 'train.py(1): main|0|1\nmodel.py(10): forward|1|1')" \
+    "$(q "$TMP/p.db" "SELECT \"FuncInfo\", depth, \"EndTime(ns)\" > \"StartTime(ns)\" FROM python_trace ORDER BY \"StartTime(ns)\"")"
+PID=$(q "$TMP/p.db" "SELECT pid FROM processes")
+assert_eq "msMemScope's python_trace_<pid> table" 2 \
+    "$(q "$TMP/p.db" "SELECT count(*) FROM python_trace_$PID")"
+
 ms py1 run --call-stack=c:8,python:1 -o "$TMP/p1.db" -- "$PROGS/pystack_sim"
 assert_eq "python:1 keeps the innermost frame" "222|model.py(12): forward" \
     "$(q "$TMP/p1.db" "SELECT b.size, s.py_text FROM blocks b JOIN stacks s ON s.id = b.stack_id WHERE b.size = 222")"

@@ -6,7 +6,8 @@
  * (memscope__py_frame / _py_call / _py_line / _py_return), without Python: frame 1 is
  * "train.py" main (line 1), frame 2 "model.py" forward (line 10). Allocations: 111 bytes in
  * main at line 5; 222 bytes in forward at line 12 called from main line 7; 333 bytes in main
- * at line 9 after forward returned. Run by tests/integration/test_pystacks.sh with
+ * at line 9 after forward returned. The tracer is on around main, so python_trace gets the
+ * calls of main and forward. Run by tests/integration/test_pystacks.sh with
  * --call-stack=c:8,python:8. Without the agent it does the same allocations. */
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@ int memscope__py_frame(uint32_t id, const char *file, const char *func, int firs
 void memscope__py_call(uint32_t id, int caller_line, int line) __attribute__((weak));
 void memscope__py_return(void) __attribute__((weak));
 void memscope__py_line(int line) __attribute__((weak));
+void memscope__py_trace(int on) __attribute__((weak));
 
 __attribute__((noinline)) static void *ms_progs_py_alloc(size_t n)
 {
@@ -29,6 +31,7 @@ int main(void)
     if (agent) {
         memscope__py_frame(1, "train.py", "main", 1);
         memscope__py_frame(2, "model.py", "forward", 10);
+        memscope__py_trace(1); /* the tracer sees main and forward */
         memscope__py_call(1, 0, 1);
         memscope__py_line(5);
     }
@@ -41,8 +44,10 @@ int main(void)
         memscope__py_line(9);
     }
     void *c = ms_progs_py_alloc(333);
-    if (agent)
+    if (agent) {
         memscope__py_return();
+        memscope__py_trace(0);
+    }
     printf("pystack_sim ok %d\n", agent);
     free(a);
     free(b);

@@ -5,8 +5,9 @@
 #   bench/analyze.sh [-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-k]
 #
 # Builds ../shared/bench/churn.c with frame pointers and records `churn OPS THREADS` (default
-# 2500000 2, about 10 million events) once with `memscope run --format=trace` + `memscope
-# import` (a database) and once with heaptrack (a .zst file). Then, alternating in each round
+# 5000000 2: about 10 million events; 2500000 2 gives about 5 million) once with `memscope run
+# --format=trace` + `memscope import` (a database) and once with heaptrack (a .zst file).
+# Then, alternating in each round
 # (default 5 rounds), under /usr/bin/time -f '%e %M':
 #   ms-leaks   memscope analyze leaks X.db
 #   ms-peak    memscope analyze peak X.db
@@ -18,7 +19,7 @@
 # directory.
 set -euo pipefail
 
-rounds=5 ops=2500000 threads=2 keep=0
+rounds=5 ops=5000000 threads=2 keep=0
 while getopts "r:n:t:k" o; do
     case $o in
     r) rounds=$OPTARG ;;
@@ -89,7 +90,7 @@ events=$(sqlite3 x.db 'SELECT count(*) FROM events')
 blocks=$(sqlite3 x.db 'SELECT count(*) FROM blocks')
 db_bytes=$(stat -c %s x.db)
 ht_bytes=$(stat -c %s "$ht")
-ht_allocs=$(sed -n 's/^[[:space:]]*allocations:[[:space:]]*\([0-9]*\).*/\1/p' heaptrack.out | tail -1)
+ht_allocs=$(sed -n 's/^calls to allocation functions: \([0-9]*\).*/\1/p' heaptrack.out | tail -1)
 ht_temp=$(sed -n 's/^[[:space:]]*temporary memory allocations:[[:space:]]*\([0-9]*\).*/\1/p' heaptrack.out | tail -1)
 
 h=$(median heaptrack.times 1)

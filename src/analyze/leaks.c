@@ -2,11 +2,12 @@
  * step-aware leak check, and the growth of live bytes from one step end to the next.
  *
  * Called through ms_analyses[] by `memscope analyze` and `memscope run --analysis=`. Workload:
- * everything comes from the blocks table (one row per block lifetime). The live-at-exit part
- * reads only live blocks through the blocks(free_ns) index; the step check reads blocks
- * allocated after the warm-up through blocks(step); the growth part streams once over the
- * blocks of processes that called memscope_step() and keeps one difference array of step ends
- * per call site and per owner. Runs that never called memscope_step() cost two index probes. */
+ * everything comes from the blocks table (one row per block lifetime; the database has no
+ * index on it, docs/database.md). The live-at-exit part is one scan that returns only live
+ * blocks, grouped by SQLite; the step check is one scan joined with steps by primary key; the
+ * growth part streams once over the blocks allocated before the last step end and keeps one
+ * difference array of step ends per stack and per owner. Runs that never called
+ * memscope_step() skip both step parts (one probe of the steps table). */
 #include "analyze.h"
 
 #include "error.h"

@@ -2,12 +2,14 @@
  * reached their maximum, and what was live at that moment by call site and by owner.
  *
  * Called through ms_analyses[] by `memscope analyze` and `memscope run --analysis=`. Workload:
- * two streaming passes. The first replays the MALLOC and FREE events in id order (a rowid scan
- * of events, no index) with ms__live_apply and notes, per (process, layer), the event at which
- * live bytes first reached their maximum. The second scans the blocks allocated up to the
- * latest of those events (a rowid range of blocks, which are numbered in allocation order) and
- * sums the blocks live at each peak by stack and by owner. Memory: one address map of the live
- * blocks, and one entry per stack and per owner live at a peak. */
+ * the converter already found each peak (process_stats.peak_bytes, peak_ns). The fast path
+ * takes the first MALLOC of that process and layer at peak_ns (binary search of events by id,
+ * which is in time order) and scans the blocks allocated up to it (a rowid range of blocks,
+ * numbered in allocation order) with the liveness test in SQL, so only the live set comes back;
+ * when those blocks do not add up to peak_bytes (several MALLOCs at that nanosecond, or stats
+ * written by something else) it falls back to replaying every MALLOC and FREE in id order with
+ * ms__live_apply, which finds the first moment of the maximum itself. Memory: the live set by
+ * stack and owner (and, on the slow path, an address map of the live blocks). */
 #include "analyze.h"
 
 #include "error.h"

@@ -98,7 +98,9 @@ void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
         const char *fn = (const char *)sqlite3_column_text(st, 0);
         const char *file = (const char *)sqlite3_column_text(st, 1);
         const char *mod = (const char *)sqlite3_column_text(st, 3);
-        int runtime = runtime_module(mod);
+        /* The annotation API's inline wrappers (include/memscope.h) are not call sites. */
+        size_t fl = file ? strlen(file) : 0;
+        int runtime = runtime_module(mod) || (fl >= 11 && !strcmp(file + fl - 11, "/memscope.h"));
         if (!first && runtime)
             continue;
         if (file)

@@ -149,10 +149,13 @@ static int replay(struct tctx *T)
     ms__live_init(&live);
     int64_t total = 0;
     int k = 0, s, rc = 0;
-    double span = (double)(T->t1 - T->t0);
+    /* Sample k is taken at t0 + span * k / TREND_POINTS, in integers: epoch nanoseconds do
+     * not fit a double's 53 bits. */
+    int64_t span = T->t1 - T->t0;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t ts = sqlite3_column_int64(st, 0);
-        while (k <= TREND_POINTS && (double)T->t0 + span * k / TREND_POINTS < (double)ts)
+        while (k <= TREND_POINTS && T->t0 + span / TREND_POINTS * k +
+                                            span % TREND_POINTS * k / TREND_POINTS < ts)
             T->samples[k++] = total;
         int kind = sqlite3_column_int(st, 1);
         int64_t proc = sqlite3_column_int64(st, 3);

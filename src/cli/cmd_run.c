@@ -8,6 +8,7 @@
  * program's status (128+N for signal N). */
 #include "cli.h"
 
+#include "analyze.h"
 #include "error.h"
 #include "store.h"
 #include "version.h"
@@ -40,6 +41,7 @@ struct run_options {
     int no_follow;
     int keep_trace;
     int unwind_dwarf;
+    char analysis[256];      /* --analysis list, "" for none */
     int symbolize;
 };
 
@@ -57,6 +59,9 @@ static const char run_usage[] =
     "                           native stack depth N in 0..1000 (default when given: 50);\n"
     "                           without this option: c:32\n"
     "      --events=LIST        alloc,free (default); none records nothing\n"
+    "      --analysis=LIST      after the run, run these analyses (memscope analyze):\n"
+    "                           leaks (default), peak, compare, inefficient, decompose,\n"
+    "                           temporary, trend, fragmentation, all, or none\n"
     "      --collect-mode=immediate|deferred\n"
     "                           deferred: record only after memscope_start() is called\n"
     "      --unwind=fp|dwarf    native unwinder: frame pointers (default, fastest) or\n"
@@ -149,6 +154,12 @@ static int event_item(const char *item, void *arg)
             return 0;
         }
     return -1;
+}
+
+static int analysis_item(const char *item, void *arg)
+{
+    (void)arg;
+    return !strcmp(item, "all") || ms_analysis_find(item) ? 0 : -1;
 }
 
 /* Returns the directory of the running memscope binary in buf. */
@@ -301,69 +312,6 @@ static int wait_child(pid_t pid)
 
 /* ---- summary ---- */
 
-static void human_bytes(char *buf, size_t len, long long b)
-{
-    if (b < 10 * 1024)
-        snprintf(buf, len, "%lld B", b);
-    else if (b < 10ll * 1024 * 1024)
-        snprintf(buf, len, "%.1f KiB", b / 1024.0);
-    else if (b < 10ll * 1024 * 1024 * 1024)
-        snprintf(buf, len, "%.1f MiB", b / 1048576.0);
-    else
-        snprintf(buf, len, "%.1f GiB", b / 1073741824.0);
-}
-
-/* Runtime libraries whose frames are not the call site a reader wants: the allocation
- * happened in them on behalf of their caller (strdup, operator new, the loader). */
-static int runtime_module(const char *path)
-{
-    static const char *const names[] = {"libc.so", "ld-linux", "libstdc++.so", "libgcc_s.so",
-                                        "libmemscope.so"};
-    const char *base = path ? strrchr(path, '/') : NULL;
-    base = base ? base + 1 : path;
-    if (!base)
-        return 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strncmp(base, names[i], strlen(names[i])))
-            return 1;
-    return 0;
-}
-
-/* Describes a stack by its first frame outside the runtime libraries, "function (file:line)",
- * or its first frame when all are inside them. */
-static void call_site(sqlite3 *db, sqlite3_int64 stack_id, int has_stack, char *out, size_t len)
-{
-    snprintf(out, len, "(no stack)");
-    if (!has_stack)
-        return;
-    sqlite3_stmt *st;
-    const char *q = "SELECT fn.text, fl.text, f.line, m.path, f.pc - COALESCE(m.bias, 0) FROM stack_frames sf "
-                    "JOIN frames f ON f.id = sf.frame_id LEFT JOIN modules m ON m.id = f.module_id "
-                    "LEFT JOIN strings fn ON fn.id = f.function_id "
-                    "LEFT JOIN strings fl ON fl.id = f.file_id "
-                    "WHERE sf.stack_id = ? ORDER BY sf.position";
-    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
-        return;
-    sqlite3_bind_int64(st, 1, stack_id);
-    int first = 1;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *fn = (const char *)sqlite3_column_text(st, 0);
-        const char *file = (const char *)sqlite3_column_text(st, 1);
-        const char *mod = (const char *)sqlite3_column_text(st, 3);
-        if (!first && runtime_module(mod))
-            continue;
-        if (file)
-            snprintf(out, len, "%s (%s:%d)", fn ? fn : "??", file, sqlite3_column_int(st, 2));
-        else
-            snprintf(out, len, "%s (%s+0x%llx)", fn ? fn : "??", mod ? mod : "?",
-                     (unsigned long long)sqlite3_column_int64(st, 4));
-        if (!runtime_module(mod))
-            break;
-        first = 0;
-    }
-    sqlite3_finalize(st);
-}
-
 static int print_summary(const char *db_path, FILE *out)
 {
     sqlite3 *db;
@@ -392,15 +340,15 @@ static int print_summary(const char *db_path, FILE *out)
         while (sqlite3_step(st) == SQLITE_ROW) {
             if (sqlite3_column_int64(st, 2) == 0 && sqlite3_column_int64(st, 3) == 0)
                 continue; /* a layer the program did not use */
-            human_bytes(a, sizeof a, sqlite3_column_int64(st, 4));
-            human_bytes(b, sizeof b, sqlite3_column_int64(st, 5));
+            ms_human_bytes(a, sizeof a, sqlite3_column_int64(st, 4));
+            ms_human_bytes(b, sizeof b, sqlite3_column_int64(st, 5));
             fprintf(out, "  %-5s %lld allocations (%s), %lld frees, peak %s live", 
                     (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 2), a,
                     sqlite3_column_int64(st, 3), b);
             if (sqlite3_column_int64(st, 1) > 1)
                 fputs(" (largest process)", out);
             fputc('\n', out);
-            human_bytes(a, sizeof a, sqlite3_column_int64(st, 6));
+            ms_human_bytes(a, sizeof a, sqlite3_column_int64(st, 6));
             fprintf(out, "        still live at exit: %s in %lld block%s\n", a,
                     sqlite3_column_int64(st, 7), sqlite3_column_int64(st, 7) == 1 ? "" : "s");
         }
@@ -415,9 +363,9 @@ static int print_summary(const char *db_path, FILE *out)
             if (first)
                 fputs("  top call sites of memory still live at exit:\n", out);
             first = 0;
-            human_bytes(a, sizeof a, sqlite3_column_int64(st, 0));
-            call_site(db, sqlite3_column_int64(st, 2),
-                      sqlite3_column_type(st, 2) != SQLITE_NULL, site, sizeof site);
+            ms_human_bytes(a, sizeof a, sqlite3_column_int64(st, 0));
+            ms_stack_site(db, sqlite3_column_type(st, 2) != SQLITE_NULL
+                                  ? sqlite3_column_int64(st, 2) : 0, site, sizeof site);
             fprintf(out, "    %10s in %5lld block%s  %s\n", a, sqlite3_column_int64(st, 1),
                     sqlite3_column_int64(st, 1) == 1 ? " " : "s", site);
         }
@@ -433,7 +381,7 @@ int cmd_run(int argc, char **argv)
 {
     struct run_options o = {.c_depth = 32, .format = FMT_DB, .symbolize = 1};
     int log_explicit = 0, quiet = 0, verbose = 0;
-    enum { OPT_EVENTS = 256, OPT_STACK, OPT_FORMAT, OPT_LOG, OPT_COLLECT, OPT_NOFOLLOW, OPT_KEEP, OPT_NOSYM, OPT_UNWIND };
+    enum { OPT_EVENTS = 256, OPT_STACK, OPT_FORMAT, OPT_LOG, OPT_COLLECT, OPT_NOFOLLOW, OPT_KEEP, OPT_NOSYM, OPT_UNWIND, OPT_ANALYSIS };
     static const struct option longopts[] = {
         {"output-path", required_argument, NULL, 'o'},
         {"format", required_argument, NULL, OPT_FORMAT},
@@ -443,6 +391,7 @@ int cmd_run(int argc, char **argv)
         {"no-follow", no_argument, NULL, OPT_NOFOLLOW},
         {"keep-trace", no_argument, NULL, OPT_KEEP},
         {"unwind", required_argument, NULL, OPT_UNWIND},
+        {"analysis", required_argument, NULL, OPT_ANALYSIS},
         {"no-symbols", no_argument, NULL, OPT_NOSYM},
         {"log-level", required_argument, NULL, OPT_LOG},
         {"quiet", no_argument, NULL, 'q'},
@@ -504,6 +453,17 @@ int cmd_run(int argc, char **argv)
                 o.unwind_dwarf = optarg[0] == 'd';
             else
                 return usage_error("--unwind: expected fp or dwarf, not '%s'", optarg);
+            break;
+        case OPT_ANALYSIS:
+            if (!strcmp(optarg, "none")) {
+                o.analysis[0] = 0;
+                break;
+            }
+            if (for_each_item(optarg, analysis_item, NULL))
+                return usage_error("--analysis: expected a list of leaks, peak, compare, "
+                                   "inefficient, decompose, temporary, trend, fragmentation, "
+                                   "all or none, not '%s'", optarg);
+            snprintf(o.analysis, sizeof o.analysis, "%s", optarg);
             break;
         case OPT_NOSYM:
             o.symbolize = 0;
@@ -692,6 +652,13 @@ int cmd_run(int argc, char **argv)
     }
     if (cli_log_level <= 1)
         print_summary(db_path, stderr);
+    if (o.analysis[0]) {
+        struct ms_analyze_opts ao;
+        ms_analyze_opts_init(&ao);
+        fflush(stderr);
+        if (ms_analyze_run_list(db_path, o.analysis, &ao, stderr, err, sizeof err) < 0)
+            error("analysis: %s", err);
+    }
     if (o.format == FMT_CSV)
         unlink(db_path);
     if (!o.keep_trace)

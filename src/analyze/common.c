@@ -93,15 +93,17 @@ void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
     if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
         return;
     sqlite3_bind_int64(st, 1, stack_id);
+    /* The first frame is the fallback; a later frame with source information that is not in a
+     * runtime library (or the annotation header's inline wrappers) wins. */
     int first = 1;
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char *fn = (const char *)sqlite3_column_text(st, 0);
         const char *file = (const char *)sqlite3_column_text(st, 1);
         const char *mod = (const char *)sqlite3_column_text(st, 3);
-        /* The annotation API's inline wrappers (include/memscope.h) are not call sites. */
         size_t fl = file ? strlen(file) : 0;
-        int runtime = runtime_module(mod) || (fl >= 11 && !strcmp(file + fl - 11, "/memscope.h"));
-        if (!first && runtime)
+        int weak = runtime_module(mod) || (fl >= 11 && !strcmp(file + fl - 11, "/memscope.h")) ||
+                   !file || !strcmp(file, "??");
+        if (!first && weak)
             continue;
         if (file)
             snprintf(out, len, "%s (%s:%d)", fn ? fn : "??", file, sqlite3_column_int(st, 2));
@@ -110,7 +112,7 @@ void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
                      (unsigned long long)sqlite3_column_int64(st, 4));
         else
             snprintf(out, len, "%s", fn ? fn : "??");
-        if (!runtime)
+        if (!weak)
             break;
         first = 0;
     }

@@ -543,7 +543,10 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path,
         (rc = exec(&m, schema_sql)) ||
         (rc = exec(&m, "INSERT OR IGNORE INTO layers VALUES (3, 'PTA', 'PTA'), "
                        "(4, 'PTA_SEGMENT', 'PTA_SEGMENT');"
-                       "INSERT OR IGNORE INTO event_kinds VALUES (3, 'FREE_REQUESTED');")))
+                       "INSERT OR IGNORE INTO event_kinds VALUES (3, 'FREE_REQUESTED');"
+                       /* The caching allocator is a pool carving blocks from segments, so
+                        * `memscope analyze fragmentation` applies (docs/database.md). */
+                       "INSERT INTO pools VALUES (1, 'PTA', 3, 4);")))
         goto out;
     /* meta, process, threads (one per device) */
     int64_t dmin = 0, dmax = 0;

@@ -27,6 +27,7 @@ struct ms_analyze_opts {
     int write_back;           /* inefficient: store findings in the database */
     int layer;                /* restrict to one layer id (0 = all memory layers) */
     const char *csv_path;     /* compare --csv FILE: msMemScope's op-sequence compare CSV */
+    int by_stack;             /* decompose --by=stack: the tree's levels are stack frames */
 };
 
 /* Fills opts with the defaults. */

@@ -93,8 +93,8 @@ void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
     if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
         return;
     sqlite3_bind_int64(st, 1, stack_id);
-    /* The first frame is the fallback; a later frame with source information that is not in a
-     * runtime library (or the annotation header's inline wrappers) wins. */
+    /* The first frame is the fallback; a later frame with source information (a file and a
+     * line) that is not in a runtime library or the annotation header's inline wrappers wins. */
     int first = 1;
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char *fn = (const char *)sqlite3_column_text(st, 0);
@@ -102,7 +102,7 @@ void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
         const char *mod = (const char *)sqlite3_column_text(st, 3);
         size_t fl = file ? strlen(file) : 0;
         int weak = runtime_module(mod) || (fl >= 11 && !strcmp(file + fl - 11, "/memscope.h")) ||
-                   !file || !strcmp(file, "??");
+                   !file || !strcmp(file, "??") || sqlite3_column_int(st, 2) == 0;
         if (!first && weak)
             continue;
         if (file)

@@ -57,9 +57,10 @@ static struct node *node_child(struct node *n, const char *name, size_t len)
     return c;
 }
 
-/* Adds count blocks of bytes under layer, then each '@'-separated level of owner. */
-static int tree_add(struct node *root, const char *layer, const char *owner, long long count,
-                    long long bytes)
+/* Adds count blocks of bytes under layer, then each sep-separated level of owner ('@' for
+ * owner strings, '\n' for stacks). */
+static int tree_add_sep(struct node *root, const char *layer, const char *owner, int sep,
+                        long long count, long long bytes)
 {
     root->bytes += bytes;
     root->count += count;
@@ -72,7 +73,7 @@ static int tree_add(struct node *root, const char *layer, const char *owner, lon
         owner = "(no owner)";
     const char *p = owner;
     for (int level = 1; *p || p == owner; level++) {
-        const char *at = level < MAX_LEVELS ? strchr(p, '@') : NULL;
+        const char *at = level < MAX_LEVELS ? strchr(p, sep) : NULL;
         size_t len = at ? (size_t)(at - p) : strlen(p);
         if (!(n = node_child(n, p, len)))
             return MS_ENOMEM;
@@ -83,6 +84,71 @@ static int tree_add(struct node *root, const char *layer, const char *owner, lon
         p = at + 1;
     }
     return 0;
+}
+
+static int tree_add(struct node *root, const char *layer, const char *owner, long long count,
+                    long long bytes)
+{
+    return tree_add_sep(root, layer, owner, '@', count, bytes);
+}
+
+/* A frame line without source information ("??(0): f" in snapshots, "f (??:0)" natively): left
+ * out of stack paths, which read better with the frames a reader can open. */
+static int frame_without_source(const char *line, size_t len)
+{
+    if (len >= 3 && !memcmp(line, "?\?(", 3)) /* "?\?" : not a trigraph */
+        return 1;
+    for (size_t i = 0; i + 4 <= len; i++)
+        if (!memcmp(line + i, "(??:", 4))
+            return 1;
+    return 0;
+}
+
+/* Adds a stack (frames innermost first, one per line) as a path of frames, outermost first:
+ * the innermost MAX_LEVELS - 1 frames with source information (the innermost frame when none
+ * has any). */
+static int tree_add_stack(struct node *root, const char *layer, const char *text,
+                          long long count, long long bytes)
+{
+    if (!text || !*text)
+        return tree_add_sep(root, layer, "(no stack)", '\n', count, bytes);
+    const char *starts[MAX_LEVELS];
+    size_t lens[MAX_LEVELS];
+    int n = 0;
+    for (const char *p = text; *p && n < MAX_LEVELS - 1;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len && (!frame_without_source(p, len) || (n == 0 && !e))) {
+            starts[n] = p;
+            lens[n++] = len;
+        }
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    if (n == 0) { /* no frame with source: the innermost one */
+        const char *e = strchr(text, '\n');
+        starts[0] = text;
+        lens[0] = e ? (size_t)(e - text) : strlen(text);
+        n = 1;
+    }
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += lens[i] + 1;
+    char *path = malloc(total + 1);
+    if (!path)
+        return MS_ENOMEM;
+    size_t k = 0;
+    for (int i = n; i-- > 0;) {
+        if (k)
+            path[k++] = '\n';
+        memcpy(path + k, starts[i], lens[i]);
+        k += lens[i];
+    }
+    path[k] = 0;
+    int rc = tree_add_sep(root, layer, path, '\n', count, bytes);
+    free(path);
+    return rc;
 }
 
 static int by_bytes(const void *a, const void *b)
@@ -302,16 +368,27 @@ static int build_tree(sqlite3 *db, const struct ms_analyze_opts *o, int has_owne
         snprintf(procc, sizeof procc, " AND b.process_id = %d", proc);
     /* Live at event eid: allocated by it, and not ended by it (by a free event, or -- for a
      * block replaced without a free -- by time). */
-    snprintf(q, sizeof q,
-             "SELECT l.name, %s, COUNT(*), SUM(b.size) FROM blocks b "
-             "LEFT JOIN layers l ON l.id = b.layer %s "
-             "WHERE %s%s AND b.alloc_event_id <= ?1 AND (b.free_ns IS NULL "
-             "OR (b.free_event_id IS NOT NULL AND b.free_event_id > ?1) "
-             "OR (b.free_event_id IS NULL AND b.free_ns > ?2)) "
-             "GROUP BY b.layer, %s",
-             has_owner ? "w.label" : "NULL",
-             has_owner ? "LEFT JOIN owners w ON w.id = b.owner_id" : "", filter, procc,
-             has_owner ? "b.owner_id" : "1");
+    if (o->by_stack) /* the Python stack when there is one, else the native one */
+        snprintf(q, sizeof q,
+                 "SELECT l.name, COALESCE(NULLIF(s.py_text, ''), s.c_text), COUNT(*), "
+                 "SUM(b.size) FROM blocks b LEFT JOIN layers l ON l.id = b.layer "
+                 "LEFT JOIN stacks s ON s.id = b.stack_id "
+                 "WHERE %s%s AND b.alloc_event_id <= ?1 AND (b.free_ns IS NULL "
+                 "OR (b.free_event_id IS NOT NULL AND b.free_event_id > ?1) "
+                 "OR (b.free_event_id IS NULL AND b.free_ns > ?2)) "
+                 "GROUP BY b.layer, b.stack_id",
+                 filter, procc);
+    else
+        snprintf(q, sizeof q,
+                 "SELECT l.name, %s, COUNT(*), SUM(b.size) FROM blocks b "
+                 "LEFT JOIN layers l ON l.id = b.layer %s "
+                 "WHERE %s%s AND b.alloc_event_id <= ?1 AND (b.free_ns IS NULL "
+                 "OR (b.free_event_id IS NOT NULL AND b.free_event_id > ?1) "
+                 "OR (b.free_event_id IS NULL AND b.free_ns > ?2)) "
+                 "GROUP BY b.layer, %s",
+                 has_owner ? "w.label" : "NULL",
+                 has_owner ? "LEFT JOIN owners w ON w.id = b.owner_id" : "", filter, procc,
+                 has_owner ? "b.owner_id" : "1");
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
         return MS_EDB;
@@ -320,8 +397,12 @@ static int build_tree(sqlite3 *db, const struct ms_analyze_opts *o, int has_owne
     int rc = 0, r;
     while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
         const char *layer = (const char *)sqlite3_column_text(st, 0);
-        rc = tree_add(root, layer ? layer : "?", (const char *)sqlite3_column_text(st, 1),
-                      sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3));
+        if (o->by_stack)
+            rc = tree_add_stack(root, layer ? layer : "?", (const char *)sqlite3_column_text(st, 1),
+                                sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3));
+        else
+            rc = tree_add(root, layer ? layer : "?", (const char *)sqlite3_column_text(st, 1),
+                          sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3));
     }
     if (!rc && r != SQLITE_DONE)
         rc = MS_EDB;

@@ -35,6 +35,8 @@ static const char analyze_usage[] =
     "  --limit=BYTES       trend: predict when live bytes reach BYTES (suffixes K, M, G, T)\n"
     "  --at=NS             decompose: at this time (epoch ns)\n"
     "  --step=N            decompose: at the end of step N\n"
+    "  --by=owner|stack    decompose: split by owner (default) or by call stack\n"
+    "                      (outermost frame first)\n"
     "  --idle-threshold=N  inefficient: API count for temporary idleness (default 3000)\n"
     "  --lazy-used=V, --delayed-free=V, --long-idle=V\n"
     "                      inefficient: Insight thresholds, V in ns or NN%% of the lifetime\n"
@@ -211,6 +213,13 @@ int cmd_analyze(int argc, char **argv)
                 return usage_error("analyze: bad step numbers '%s' (two steps >= 1: A,B)", v);
             if (o.step_a == o.step_b)
                 return usage_error("analyze: --steps names step %d twice", o.step_a);
+        } else if ((v = opt_value(argc, argv, &i, "--by", &missing))) {
+            if (!missing && !strcmp(v, "owner"))
+                o.by_stack = 0;
+            else if (!missing && !strcmp(v, "stack"))
+                o.by_stack = 1;
+            else
+                return usage_error("analyze: --by needs owner or stack, not '%s'", v);
         } else if ((v = opt_value(argc, argv, &i, "--with", &missing))) {
             if (missing || !*v)
                 return usage_error("analyze: --with needs a database");

@@ -395,7 +395,7 @@ int ms_store_export_csv(const char *db_path, FILE *out, char *err, size_t errlen
         rc = write_rows(&e, out);
     char **arrays[] = {e.kinds, e.layers, e.stacks, e.pystacks};
     size_t counts[] = {e.nkinds, e.nlayers, e.nstacks, e.npystacks};
-    for (int a = 0; a < 3; a++) {
+    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) {
         for (size_t i = 0; arrays[a] && i < counts[a]; i++)
             free(arrays[a][i]);
         free(arrays[a]);

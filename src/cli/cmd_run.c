@@ -577,8 +577,25 @@ int cmd_run(int argc, char **argv)
     snprintf(env_nofollow, sizeof env_nofollow, "MEMSCOPE_NO_FOLLOW=%d", o.no_follow);
     snprintf(env_unwind, sizeof env_unwind, "MEMSCOPE_UNWIND=%s", o.unwind_dwarf ? "dwarf" : "fp");
     snprintf(env_pydepth, sizeof env_pydepth, "MEMSCOPE_PY_DEPTH=%u", o.py_depth);
-    char *env_add[] = {env_preload,  env_dir,    env_depth,   env_deferred,
-                       env_nofollow, env_unwind, env_pydepth, NULL};
+    /* The Python package (python/): <bin>/python in the build tree, <bin>/../lib/memscope/python
+     * when installed; prepended to PYTHONPATH so `import memscope` works in the program. */
+    static char env_pypath[PATH_MAX * 3 + 32];
+    char pydir[PATH_MAX + 64] = "", bindir[PATH_MAX];
+    if (exe_dir(bindir, sizeof bindir) == 0) {
+        const char *pyc[] = {"/python", "/" MEMSCOPE_AGENT_RELDIR "/python"};
+        for (size_t i = 0; i < 2 && !pydir[0]; i++) {
+            char cand[PATH_MAX + 64];
+            snprintf(cand, sizeof cand, "%s%s/memscope", bindir, pyc[i]);
+            if (access(cand, R_OK) == 0 && realpath(cand, pydir))
+                *strrchr(pydir, '/') = 0;
+        }
+    }
+    const char *old_pp = getenv("PYTHONPATH");
+    snprintf(env_pypath, sizeof env_pypath, "PYTHONPATH=%s%s%s", pydir,
+             pydir[0] && old_pp && *old_pp ? ":" : "", old_pp ? old_pp : "");
+    char *env_add[] = {env_preload, env_dir,     env_depth,                     env_deferred,
+                       env_nofollow, env_unwind, env_pydepth, pydir[0] ? env_pypath : NULL,
+                       NULL};
 
     struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward_signal},
                      old_int, old_quit;
@@ -655,6 +672,7 @@ int cmd_run(int argc, char **argv)
     if (o.analysis[0]) {
         struct ms_analyze_opts ao;
         ms_analyze_opts_init(&ao);
+        ao.write_back = 1; /* as msMemScope: inefficient findings land in the run's database */
         fflush(stderr);
         if (ms_analyze_run_list(db_path, o.analysis, &ao, stderr, err, sizeof err) < 0)
             error("analysis: %s", err);

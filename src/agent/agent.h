@@ -117,6 +117,25 @@ static inline void sys_munmap(void *addr, size_t len)
     syscall(SYS_munmap, addr, len);
 }
 
+/* Spinlocks for the rare shared paths (taking a chunk, scanning modules): held for a few
+ * syscalls at most. A signal handler's nested stream only ever tries them. */
+static inline void spin_lock(int *l)
+{
+    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(l, __ATOMIC_RELAXED))
+            __builtin_ia32_pause();
+}
+
+static inline int spin_trylock(int *l)
+{
+    return !__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE);
+}
+
+static inline void spin_unlock(int *l)
+{
+    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
 /* Returns CLOCK_MONOTONIC in ns (vDSO; no syscall). */
 uint64_t agent_now(void);
 

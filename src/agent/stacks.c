@@ -203,17 +203,6 @@ static uint64_t hash_stack(const uint64_t *pcs, unsigned n)
     return h ? h : 1;
 }
 
-static void lock(int *l)
-{
-    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-        while (__atomic_load_n(l, __ATOMIC_RELAXED))
-            __builtin_ia32_pause();
-}
-
-static void unlock(int *l)
-{
-    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
-}
 
 static int module_known(uintptr_t lo, uintptr_t hi)
 {
@@ -283,12 +272,12 @@ static int read_adds(struct dl_phdr_info *info, size_t size, void *arg)
 void modules_scan(struct tstate *t, struct stream *s)
 {
     struct scan_ctx ctx = {t, s};
-    lock(&mod_lock);
+    spin_lock(&mod_lock);
     dl_iterate_phdr(scan_one, &ctx);
     unsigned long long adds = 0;
     dl_iterate_phdr(read_adds, &adds);
     mod_adds = adds;
-    unlock(&mod_lock);
+    spin_unlock(&mod_lock);
 }
 
 /* Rescans the module list when a new stack has a pc outside every known module and objects
@@ -298,10 +287,10 @@ static void check_modules(struct tstate *t, struct stream *s, const uint64_t *pc
 {
     struct scan_ctx ctx = {t, s};
     if (s->nested) {
-        if (__atomic_exchange_n(&mod_lock, 1, __ATOMIC_ACQUIRE))
+        if (!spin_trylock(&mod_lock))
             return;
     } else {
-        lock(&mod_lock);
+        spin_lock(&mod_lock);
     }
     int missing = 0;
     for (unsigned i = 0; i < n && !missing; i++)
@@ -314,7 +303,7 @@ static void check_modules(struct tstate *t, struct stream *s, const uint64_t *pc
             mod_adds = adds;
         }
     }
-    unlock(&mod_lock);
+    spin_unlock(&mod_lock);
 }
 
 /* The id of slot i, waiting briefly for the thread that claimed the slot to publish it;

@@ -50,22 +50,6 @@ void agent_say(const char *msg, const char *detail)
     (void)w;
 }
 
-static int trylock(int *l)
-{
-    return !__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE);
-}
-
-static void lock(int *l)
-{
-    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-        while (__atomic_load_n(l, __ATOMIC_RELAXED))
-            __builtin_ia32_pause();
-}
-
-static void unlock(int *l)
-{
-    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
-}
 
 void writer_fail(const char *what, int err)
 {
@@ -246,17 +230,17 @@ static int new_chunk(struct tstate *t, struct stream *s, size_t need)
         size = (uint32_t)want;
 
     if (s->nested) {
-        if (!trylock(&agent.file_lock)) /* its own thread may hold it: never wait */
+        if (!spin_trylock(&agent.file_lock)) /* its own thread may hold it: never wait */
             return -1;
     } else {
-        lock(&agent.file_lock);
+        spin_lock(&agent.file_lock);
     }
     uint64_t off = agent.hdr->file_end;
     int rc = grow_file(agent.fd, off, size);
     int err = errno;
     if (rc == 0)
         __atomic_store_n(&agent.hdr->file_end, off + size, __ATOMIC_RELEASE);
-    unlock(&agent.file_lock);
+    spin_unlock(&agent.file_lock);
     if (rc < 0) {
         writer_fail("cannot extend the trace file", err);
         return -1;

@@ -265,7 +265,8 @@ static int write_strings_frames_stacks(struct imp *m)
         (rc = prep(m, &find, "SELECT id FROM strings WHERE text = ?")) ||
         (rc = prep(m, &fr, "INSERT INTO frames(id, module_id, pc, inline_depth, function_id, "
                            "file_id, line) VALUES (?, NULL, ?, 0, ?, ?, ?)")) ||
-        (rc = prep(m, &stk, "INSERT INTO stacks(id, process_id, depth, c_text) VALUES (?, 1, ?, ?)")) ||
+        (rc = prep(m, &stk, "INSERT INTO stacks(id, process_id, depth, c_text, py_text) "
+                            "VALUES (?, 1, ?, ?3, ?3)")) ||
         (rc = prep(m, &sf, "INSERT INTO stack_frames(stack_id, position, frame_id) VALUES (?, ?, ?)")))
         goto out;
     for (uint32_t i = 1; i < s->nframes; i++) {

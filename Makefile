@@ -13,11 +13,11 @@ all:
 example: all
 	cc -O1 -g -fno-omit-frame-pointer examples/leaky.c -o $(BUILD)/leaky
 	$(BUILD)/memscope run -o out/example.db -- $(BUILD)/leaky
-	@echo "--- the leak, straight from the database (sqlite3 out/example.db):"
+	@echo "--- the same run, analysed (memscope analyze leaks):"
+	$(BUILD)/memscope analyze leaks out/example.db --top 3
+	@echo "--- and straight from the database (sqlite3 out/example.db):"
 	sqlite3 -header -column out/example.db \
-	  "SELECT count(*) AS blocks, sum(b.size) AS bytes, substr(s.c_text, 1, instr(s.c_text || char(10), char(10)) - 1) AS call_site \
-	   FROM blocks b JOIN stacks s ON s.id = b.stack_id WHERE b.free_ns IS NULL \
-	   GROUP BY b.stack_id ORDER BY bytes DESC LIMIT 3"
+	  "SELECT \"Event\", count(*) AS events, sum(json_extract(\"Attr\", '$$.size')) AS bytes FROM memscope_dump GROUP BY 1"
 
 check: check-werror check-asan check-fuzz
 

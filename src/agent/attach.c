@@ -91,18 +91,6 @@ static unsigned nseen[2];
 static int cur_seen;
 static unsigned seen_cursor;
 
-static void lock(int *l)
-{
-    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-        while (__atomic_load_n(l, __ATOMIC_RELAXED))
-            __builtin_ia32_pause();
-}
-
-static void unlock(int *l)
-{
-    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
-}
-
 /* ---- one loaded object, as dl_iterate_phdr describes it ---- */
 
 struct object {
@@ -617,12 +605,12 @@ static void *dlopen_hook(const char *file, int mode)
     if (h && __atomic_load_n(&attached, __ATOMIC_ACQUIRE)) {
         int err = errno;
         agent_tls.internal++;
-        lock(&patch_lock);
+        spin_lock(&patch_lock);
         if (attached) {
             struct pass p = {0};
             patch_all(&p, 1);
         }
-        unlock(&patch_lock);
+        spin_unlock(&patch_lock);
         agent_tls.internal--;
         errno = err;
     }
@@ -675,11 +663,23 @@ static int resolve_all(void)
 
 /* Returns 0, or -ENOTSUP when the process's global definition of one of the functions is
  * neither the C library's nor the agent's (another allocator is in use). */
+/* A non-PIE executable that calls malloc exports an undefined "malloc" whose value is its PLT
+ * entry, and the loader makes that the canonical address: dlsym(RTLD_DEFAULT) returns it. The
+ * entry jumps to the C library's function, so it is not another allocator. */
+static int canonical_plt_entry(uintptr_t g)
+{
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (!dladdr1((void *)g, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym)
+        return 0;
+    return sym->st_shndx == SHN_UNDEF && sym->st_value != 0;
+}
+
 static int check_global_allocator(void)
 {
     for (int i = 0; i < F_DLOPEN; i++) {
         uintptr_t g = (uintptr_t)dlsym(RTLD_DEFAULT, fn_names[i]);
-        if (g && g != libc_fn[i] && g != agent_fn[i]) {
+        if (g && g != libc_fn[i] && g != agent_fn[i] && !canonical_plt_entry(g)) {
             agent_say("attach: another allocator defines this function; use `memscope run` "
                       "(LD_PRELOAD) for this program", fn_names[i]);
             return -ENOTSUP;
@@ -700,7 +700,7 @@ AGENT_API int memscope__attach(void)
         return -EINVAL;
     int err = errno;
     agent_tls.internal++;
-    lock(&patch_lock);
+    spin_lock(&patch_lock);
     int rc = resolve_all();
     if (rc == 0 && !preloaded && !attached) {
         rc = check_global_allocator();
@@ -710,7 +710,7 @@ AGENT_API int memscope__attach(void)
             patch_all(&p, 0);
         }
     }
-    unlock(&patch_lock);
+    spin_unlock(&patch_lock);
     agent_tls.internal--;
     errno = err;
     return rc;
@@ -729,7 +729,7 @@ AGENT_API int memscope__detach(void)
         return 0;
     int err = errno;
     agent_tls.internal++;
-    lock(&patch_lock);
+    spin_lock(&patch_lock);
     int rc = -EINVAL;
     if (attached) {
         struct pass p = {.restore = 1};
@@ -738,7 +738,7 @@ AGENT_API int memscope__detach(void)
         nseen[0] = nseen[1] = 0;
         rc = 0;
     }
-    unlock(&patch_lock);
+    spin_unlock(&patch_lock);
     agent_tls.internal--;
     errno = err;
     return rc;

@@ -9,7 +9,8 @@ Order of preference:
      read_bytes are then done in Python (bit-exact, slow).
   3. Nothing: annotation calls are no-ops that return -1; crc64/read_bytes still work.
 
-Every annotation function returns 0 when recorded, -1 when not (as include/memscope.h).
+Every annotation function returns 0 when recorded, -1 when not (as include/memscope.h; the
+extension's True/False is turned into that).
 """
 import ctypes
 
@@ -24,10 +25,9 @@ def _load():
         return _kind
     try:
         from .. import _native as nat  # built by the package's CMake
-        if getattr(nat, "available", lambda: True)():
-            _native = nat
-            _kind = "native"
-            return _kind
+        _native = nat      # its calls return False while nothing records (in-process mode
+        _kind = "native"   # before start()), so it is used even when not available() yet
+        return _kind
     except ImportError:
         pass
     try:
@@ -67,7 +67,7 @@ def _b(s):
 def mark(msg):
     k = _load()
     if k == "native":
-        return _native.mark(msg)
+        return 0 if _native.mark(msg) else -1
     if k == "agent":
         return _lib.memscope__mark(_b(msg))
     return -1
@@ -76,7 +76,7 @@ def mark(msg):
 def owner_push(label):
     k = _load()
     if k == "native":
-        return _native.owner_push(label)
+        return 0 if _native.owner_push(label) else -1
     if k == "agent":
         return _lib.memscope__owner_push(_b(label))
     return -1
@@ -85,7 +85,7 @@ def owner_push(label):
 def owner_pop():
     k = _load()
     if k == "native":
-        return _native.owner_pop()
+        return 0 if _native.owner_pop() else -1
     if k == "agent":
         return _lib.memscope__owner_pop()
     return -1
@@ -94,7 +94,7 @@ def owner_pop():
 def range_push(name):
     k = _load()
     if k == "native":
-        return _native.range_push(name)
+        return 0 if _native.range_push(name) else -1
     if k == "agent":
         return _lib.memscope__range_push(_b(name))
     return -1
@@ -103,7 +103,7 @@ def range_push(name):
 def range_pop():
     k = _load()
     if k == "native":
-        return _native.range_pop()
+        return 0 if _native.range_pop() else -1
     if k == "agent":
         return _lib.memscope__range_pop()
     return -1
@@ -112,7 +112,7 @@ def range_pop():
 def access(ptr, size, flags, op):
     k = _load()
     if k == "native":
-        return _native.access(ptr, size, flags, op)
+        return 0 if _native.access(ptr, size, flags, op) else -1
     if k == "agent":
         return _lib.memscope__access(ptr, size, flags, _b(op))
     return -1
@@ -121,7 +121,7 @@ def access(ptr, size, flags, op):
 def step():
     k = _load()
     if k == "native":
-        return _native.step()
+        return 0 if _native.step() else -1
     if k == "agent":
         return _lib.memscope__step()
     return -1

@@ -1,0 +1,102 @@
+#!/bin/bash
+# train_cpu.sh: Python stacks (issue 4, "Speed") on ../shared/bench/train_cpu.py.
+#
+#   bench/train_cpu.sh [-r ROUNDS] [-s STEPS] [-k]
+#
+# Runs, alternating within each round (default 5 rounds, 20 training steps):
+#   plain      python3 train_cpu.py STEPS
+#   heaptrack  heaptrack -o OUT python3 train_cpu.py STEPS
+#   ms-py      memscope run --call-stack=python:32 --format=trace -o DIR -- python3 ...
+#   ms-py-db   memscope run --call-stack=python:32 -o X.db -- python3 ...      (+ database)
+#   ms-cpy     memscope run --call-stack=c:32,python:32 --format=trace -o DIR -- python3 ...
+# and prints a Markdown table of medians and ratios: the whole command's wall time, and the
+# training loop's own seconds (the script's last line), which leaves out interpreter start,
+# `import torch` and the conversion. PYTHONMALLOC is left at its default (pymalloc), as users
+# run. MEMSCOPE picks the binary (default: build/, build-py/, build-tests/ under the root);
+# the Python package is found by `memscope run` next to it. -k keeps the work directory.
+set -euo pipefail
+
+rounds=5 steps=20 keep=0
+while getopts "r:s:k" o; do
+    case $o in
+    r) rounds=$OPTARG ;;
+    s) steps=$OPTARG ;;
+    k) keep=1 ;;
+    *) echo "usage: $0 [-r ROUNDS] [-s STEPS] [-k]" >&2; exit 2 ;;
+    esac
+done
+
+root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
+prog=$root/../shared/bench/train_cpu.py
+py=/usr/bin/python3
+if [ -z "${MEMSCOPE:-}" ]; then
+    for b in "$root/build/memscope" "$root/build-py/memscope" "$root/build-tests/memscope"; do
+        [ -x "$b" ] && [ -d "$(dirname "$b")/python/memscope" ] && MEMSCOPE=$b && break
+    done
+fi
+[ -x "${MEMSCOPE:-}" ] || { echo "train_cpu.sh: no memscope binary with the Python package; build it or set MEMSCOPE" >&2; exit 1; }
+command -v heaptrack >/dev/null || { echo "train_cpu.sh: heaptrack is not installed" >&2; exit 1; }
+"$py" -c 'import torch' 2>/dev/null || { echo "train_cpu.sh: $py has no torch (python3-torch)" >&2; exit 1; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/memscope-bench.XXXXXX")
+if [ "$keep" = 1 ]; then
+    echo "work directory: $work" >&2
+else
+    trap 'rm -rf "$work"' EXIT
+fi
+cd "$work"
+
+# timed NAME CMD...: runs CMD (output to NAME.log), appends its wall seconds to NAME.times and
+# the loop seconds it printed to NAME.loop; fails the benchmark when CMD fails.
+timed() {
+    local name=$1 t0 t1
+    shift
+    t0=$EPOCHREALTIME
+    if ! "$@" >"$name.log" 2>&1; then
+        echo "train_cpu.sh: $name failed: $*" >&2
+        tail -5 "$name.log" >&2
+        exit 1
+    fi
+    t1=$EPOCHREALTIME
+    echo "$t0 $t1" | awk '{printf "%.4f\n", $2 - $1}' >>"$name.times"
+    sed -n 's/^train_cpu loop seconds \([0-9.]*\)$/\1/p' "$name.log" | tail -1 >>"$name.loop"
+}
+median() { sort -g "$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+for r in $(seq "$rounds"); do
+    echo "round $r/$rounds" >&2
+    rm -rf ht* tr1 tr2 x.db
+    timed plain "$py" "$prog" "$steps"
+    timed heaptrack heaptrack -o "$work/ht" "$py" "$prog" "$steps"
+    timed ms_py "$MEMSCOPE" run -q --call-stack=python:32 --format=trace -o "$work/tr1" -- "$py" "$prog" "$steps"
+    timed ms_py_db "$MEMSCOPE" run -q --call-stack=python:32 -o "$work/x.db" -- "$py" "$prog" "$steps"
+    timed ms_cpy "$MEMSCOPE" run -q --call-stack=c:32,python:32 --format=trace -o "$work/tr2" -- "$py" "$prog" "$steps"
+done
+events=$(sqlite3 x.db 'SELECT count(*) FROM events')
+pystacks=$(sqlite3 x.db "SELECT count(*) FROM events e JOIN stacks s ON s.id = e.stack_id WHERE e.kind = 1 AND s.py_text <> ''")
+mallocs=$(sqlite3 x.db 'SELECT count(*) FROM events WHERE kind = 1')
+
+r() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+f() { awk -v a="$1" 'BEGIN {printf "%.2f", a}'; }
+row() { # label name
+    local w l
+    w=$(median "$2.times") l=$(median "$2.loop")
+    echo "| $1 | $(f "$w") | $(r "$w" "$pw") | $(r "$w" "$hw") | $(f "$l") | $(r "$l" "$pl") | $(r "$l" "$hl") |"
+}
+pw=$(median plain.times) hw=$(median heaptrack.times) pl=$(median plain.loop) hl=$(median heaptrack.loop)
+cat <<EOT
+Workload: \`$py train_cpu.py $steps\` ($(nproc) CPUs, $(uname -m), $rounds rounds alternating, medians).
+memscope: \`$("$MEMSCOPE" --version)\` (tree $(git -C "$root" describe --always --dirty)); heaptrack: \`$(heaptrack --version 2>&1 | head -1)\`.
+
+| run | wall s | x plain | x heaptrack | loop s | x plain | x heaptrack |
+|---|---:|---:|---:|---:|---:|---:|
+$(row plain plain)
+$(row heaptrack heaptrack)
+$(row "memscope \`--call-stack=python:32\`, recording (\`--format=trace\`)" ms_py)
+$(row "memscope \`--call-stack=python:32\`, recording + database" ms_py_db)
+$(row "memscope \`--call-stack=c:32,python:32\`, recording (\`--format=trace\`)" ms_cpy)
+
+The database of the python:32 run: $events events, $mallocs MALLOCs, $pystacks of them with a Python stack.
+Raw wall s: plain $(tr '\n' ' ' <plain.times)/ heaptrack $(tr '\n' ' ' <heaptrack.times)/ ms-py $(tr '\n' ' ' <ms_py.times)/ ms-py-db $(tr '\n' ' ' <ms_py_db.times)/ ms-cpy $(tr '\n' ' ' <ms_cpy.times)
+Raw loop s: plain $(tr '\n' ' ' <plain.loop)/ heaptrack $(tr '\n' ' ' <heaptrack.loop)/ ms-py $(tr '\n' ' ' <ms_py.loop)/ ms-py-db $(tr '\n' ' ' <ms_py_db.loop)/ ms-cpy $(tr '\n' ' ' <ms_cpy.loop)
+EOT

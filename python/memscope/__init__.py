@@ -1,0 +1,207 @@
+"""memscope: the Python side of the memscope memory profiler (docs/python.md).
+
+Two modes:
+  * under the CLI (`memscope run -- python3 train.py`): the agent is preloaded; start()/stop()
+    switch recording on and off (memscope__start/stop), and Python stacks are on from the
+    moment this package is imported (the CLI's sitecustomize imports it) when
+    `--call-stack=...,python:N` is given;
+  * standalone (`python3 train.py` with memscope.config(...) / start() / stop()): start()
+    loads the agent into this process (memscope__attach), stop() stops recording and writes
+    the database (the same schema as `memscope run`).
+
+The API follows msMemScope's (`import memscope as msmemscope`): config, start, stop, step,
+tracer, describe.describer, RecordFunction, take_snapshot, TakeSnapshot, watcher.
+"""
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+
+from . import _native
+from . import _config
+from . import describe
+from . import tracer
+from .record_function import RecordFunction
+from .snapshot import take_snapshot, TakeSnapshot
+
+__all__ = ["config", "start", "stop", "step", "tracer", "describe", "RecordFunction",
+           "take_snapshot", "TakeSnapshot", "watcher", "available", "mode"]
+
+# Python stacks follow each line (exact lines; PyEval_SetTrace) unless MEMSCOPE_PY_LINES=0,
+# which reports only calls and calls into C (PyEval_SetProfile; cheaper, the line of an
+# allocation made by bytecode rather than a C function call is then the last call's line).
+_LINES = os.environ.get("MEMSCOPE_PY_LINES", "1") != "0"
+
+_state = {
+    "started": False,     # start() was called and stop() not yet
+    "pid": os.getpid(),   # the process that owns the in-process session
+    "trace_dir": None,    # in-process: where the agent writes
+    "tmp_trace": False,   # the trace dir is ours to delete
+    "out": None,          # in-process: the database (or csv) path
+    "c_depth": 0,
+    "py_depth": 0,
+}
+
+
+def available():
+    """True when the agent is loaded in this process and records."""
+    return _native.available()
+
+
+def mode():
+    """'run' under `memscope run`, 'inprocess' after an in-process start(), else 'none'."""
+    if _native.preloaded() and _native.available():
+        return "run"
+    if _state["trace_dir"] is not None:
+        return "inprocess"
+    return "none"
+
+
+def config(**kwargs):
+    """msMemScope's config(**kw): keyword-only, str values. Keys: device, level, events,
+    call_stack, analysis, watch, format (data_format), output_path (output). Returns the
+    resulting configuration as a dict. Under `memscope run` the CLI's options rule recording;
+    config() is validated and kept (call_stack, format and output_path apply to in-process
+    mode only)."""
+    before = dict(_config.current)
+    cfg = _config.config(**kwargs)
+    if cfg["watch"] and cfg["watch"] != before["watch"]:
+        try:  # the torch layer's watcher runs the CLI-style watch
+            from . import watcher
+            out = cfg["output_path"]
+            if out.endswith((".db", ".csv")):
+                out = os.path.dirname(out) or "."
+            watcher.set_output_dir(out)
+            watcher.set_cli_watch(cfg["watch"])
+        except ImportError:
+            warnings.warn("memscope.config: watch needs memscope.watcher (the torch layer)",
+                          RuntimeWarning, stacklevel=2)
+    return cfg
+
+
+def _agent_path():
+    here = os.path.dirname(os.path.abspath(_native.__file__))
+    p = os.path.normpath(os.path.join(here, "..", "..", "libmemscope.so"))
+    return os.environ.get("MEMSCOPE_AGENT") or p
+
+
+def _out_path(cfg):
+    fmt, out = cfg["format"], cfg["output_path"]
+    suffix = ".csv" if fmt == "csv" else ".db"
+    if fmt != "trace" and out.endswith(suffix):
+        d = os.path.dirname(out) or "."
+        os.makedirs(d, exist_ok=True)
+        return os.path.abspath(out)
+    os.makedirs(out, exist_ok=True)
+    if fmt == "trace":
+        return os.path.abspath(out)
+    stamp = time.strftime("%Y%m%d%H%M%S")
+    return os.path.abspath(os.path.join(out, "memscope_%d_%s%s" % (os.getpid(), stamp, suffix)))
+
+
+def _attach():
+    cfg = _config.current
+    c_depth, py_depth = _config.parse_call_stack(cfg["call_stack"])
+    out = _out_path(cfg)
+    if cfg["format"] == "trace":
+        trace_dir, tmp = out, False
+    else:
+        trace_dir, tmp = tempfile.mkdtemp(prefix="memscope-trace-"), True
+    try:
+        _native.attach(trace_dir, c_depth, py_depth, _agent_path())
+    except OSError:
+        if tmp:
+            shutil.rmtree(trace_dir, ignore_errors=True)
+        raise
+    _state.update(trace_dir=trace_dir, tmp_trace=tmp, out=out, c_depth=c_depth,
+                  py_depth=py_depth, pid=os.getpid())
+
+
+def start():
+    """Starts recording. Under `memscope run` it switches the agent on (useful with
+    --collect-mode=deferred); otherwise the first start() loads the agent into this process
+    with the configuration of config(). Several start()/stop() ranges are allowed."""
+    if _state["started"]:
+        warnings.warn("memscope.start(): already started", RuntimeWarning, stacklevel=2)
+        return
+    if not _native.preloaded():
+        if _state["trace_dir"] is None:
+            _attach()
+        if _state["py_depth"] and not _native.python_stacks():
+            _native.set_python_stacks(True, _LINES)
+    if not _native.start():
+        raise RuntimeError("memscope.start(): the agent cannot record (see its message on stderr)")
+    _state["started"] = True
+
+
+def stop():
+    """Stops recording. In-process mode: writes the database (or CSV) of everything recorded
+    so far and returns its path; under `memscope run` the CLI writes it when the program ends
+    (returns None). Raises RuntimeError when start() was not called."""
+    if not _state["started"]:
+        raise RuntimeError("memscope.stop() called before memscope.start(): nothing is being "
+                           "recorded")
+    _native.stop()
+    _state["started"] = False
+    if _native.preloaded() or _state["trace_dir"] is None:
+        return None
+    if _native.python_stacks() and not _run_stacks():
+        _native.set_python_stacks(False)
+    return _write()
+
+
+def _write():
+    if _state["pid"] != os.getpid():
+        return None  # a forked child: the parent writes the database
+    fmt = _config.current["format"]
+    if fmt == "trace":
+        return _state["trace_dir"]
+    out = _state["out"]
+    db = out + ".tmp.db" if fmt == "csv" else out
+    _native.convert(_state["trace_dir"], db, list(sys.argv), _state["c_depth"])
+    if fmt == "csv":
+        _native.export_csv(db, out)
+        os.unlink(db)
+    return out
+
+
+def _at_exit():
+    if _state["pid"] != os.getpid():
+        return
+    if _state["started"]:
+        try:
+            stop()
+        except Exception as e:  # never mask the program's own exit
+            print("memscope: cannot write the database at exit: %s" % e, file=sys.stderr)
+    if _state["tmp_trace"] and _state["trace_dir"]:
+        shutil.rmtree(_state["trace_dir"], ignore_errors=True)
+        _state["tmp_trace"] = False
+
+
+def step():
+    """Ends step n and begins step n+1 (steps count from 1), like msmemscope.step()."""
+    _native.step()
+
+
+def _run_stacks():
+    """Under `memscope run --call-stack=...,python:N`: Python stacks are wanted."""
+    return _native.preloaded() and _native.py_depth() > 0
+
+
+def __getattr__(name):
+    # watcher (the torch layer) is imported lazily so that `import memscope` never imports torch.
+    if name in ("watcher", "torch"):
+        import importlib
+        mod = importlib.import_module("." + name, __name__)
+        globals()[name] = mod
+        return mod
+    raise AttributeError("module 'memscope' has no attribute %r" % name)
+
+
+atexit.register(_at_exit)
+os.register_at_fork(after_in_child=_native._after_fork_child)
+if _run_stacks() and _native.available():
+    _native.set_python_stacks(True, _LINES)

@@ -1,0 +1,816 @@
+/* _native.c: the C extension of the memscope Python package.
+ *
+ * Called by the package's Python modules (memscope/__init__.py and friends) and by the torch
+ * layer (memscope/torch/, memscope/watcher.py). It does three jobs:
+ *  - forwards the annotation API (steps, owners, marks, ranges, accesses, pools, start/stop) to
+ *    the agent libmemscope.so, found with dlsym: RTLD_DEFAULT when `memscope run` preloaded it,
+ *    or the handle of our own dlopen in the in-process (attach) mode. Without the agent every
+ *    call is a no-op that returns False;
+ *  - keeps the agent's per-thread shadow of the Python stack up to date with a C trace hook
+ *    (python.c in the agent holds the shadow; this file only reports calls, returns and lines),
+ *    so an allocation never needs the GIL to know its Python stack;
+ *  - small helpers for the torch layer (msMemScope's CRC-64, byte copies) and the in-process
+ *    mode (dlopen + attach, trace -> database conversion).
+ *
+ * Workload: the trace hook runs on every Python call, return and line of every traced thread,
+ * so it is a few loads and stores plus one hash lookup per call. Everything else is rare.
+ * Errors: Python exceptions (this is the extension; nothing here prints or exits). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef MEMSCOPE_HAVE_STORE
+#include "store.h"
+#endif
+
+/* ---- the agent's entry points ---- */
+
+struct agent_api {
+    int (*step)(void);
+    int (*owner_push)(const char *);
+    int (*owner_pop)(void);
+    int (*mark)(const char *);
+    int (*range_push)(const char *);
+    int (*range_pop)(void);
+    int (*access)(const void *, size_t, int, const char *);
+    int (*pool_alloc)(const char *, const void *, size_t);
+    int (*pool_free)(const char *, const void *);
+    int (*pool_reserve)(const char *, const void *, size_t);
+    int (*pool_release)(const char *, const void *);
+    int (*start)(void);
+    int (*stop)(void);
+    int (*py_frame)(uint32_t, const char *, const char *, int);
+    void (*py_call)(uint32_t, int, int);
+    void (*py_return)(void);
+    void (*py_line)(int);
+    void (*py_reset)(void);
+    unsigned (*py_depth)(void);
+    void (*py_trace)(int);
+    int (*attach)(void);
+};
+
+static struct agent_api ag;
+static void *agent_handle; /* our dlopen of the agent (attach mode), NULL otherwise */
+static int agent_ok = -1;  /* cached available(): -1 unknown, 0 no, 1 yes */
+
+/* Looks the agent's symbols up in handle (RTLD_DEFAULT or our dlopen). Returns 1 when the
+ * whole Python-facing set is there. */
+static int agent_resolve(void *handle)
+{
+#define R(field, name) ag.field = (__typeof__(ag.field))dlsym(handle, name)
+    R(step, "memscope__step");
+    R(owner_push, "memscope__owner_push");
+    R(owner_pop, "memscope__owner_pop");
+    R(mark, "memscope__mark");
+    R(range_push, "memscope__range_push");
+    R(range_pop, "memscope__range_pop");
+    R(access, "memscope__access");
+    R(pool_alloc, "memscope__pool_alloc");
+    R(pool_free, "memscope__pool_free");
+    R(pool_reserve, "memscope__pool_reserve");
+    R(pool_release, "memscope__pool_release");
+    R(start, "memscope__start");
+    R(stop, "memscope__stop");
+    R(py_frame, "memscope__py_frame");
+    R(py_call, "memscope__py_call");
+    R(py_return, "memscope__py_return");
+    R(py_line, "memscope__py_line");
+    R(py_reset, "memscope__py_reset");
+    R(py_depth, "memscope__py_depth");
+    R(py_trace, "memscope__py_trace");
+    R(attach, "memscope__attach");
+#undef R
+    agent_ok = -1;
+    return ag.step && ag.start && ag.stop && ag.py_frame && ag.py_call && ag.py_return &&
+           ag.py_line && ag.py_reset && ag.py_depth && ag.py_trace && ag.mark;
+}
+
+static int agent_present(void)
+{
+    return ag.py_frame != NULL && ag.py_call != NULL;
+}
+
+/* ---- code object -> dense frame id ---- */
+
+/* Open addressing, keyed by the code object's address; each entry holds a strong reference so
+ * an address is never reused while it is in the table. Ids are dense from 2 (1 is the probe
+ * frame of available()). Only touched with the GIL held. The table never shrinks: a program
+ * has a bounded number of code objects (NEEDSWORK: code created by exec() in a loop grows it). */
+#define FRAME_PROBE_ID 1u
+#define MAX_FRAMES (1u << 24)
+
+static struct {
+    PyObject **keys;
+    uint32_t *ids;
+    size_t cap, n;          /* cap: power of two */
+    PyObject **by_id;       /* by_id[id - 2]: the code object of id (borrowed from keys) */
+} codes;
+
+static inline size_t code_hash(const void *p, size_t cap)
+{
+    uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 20) & (cap - 1);
+}
+
+static int codes_grow(void)
+{
+    size_t ncap = codes.cap ? codes.cap * 2 : 1024;
+    PyObject **nk = PyMem_RawCalloc(ncap, sizeof *nk);
+    uint32_t *ni = PyMem_RawCalloc(ncap, sizeof *ni);
+    PyObject **nb = PyMem_RawRealloc(codes.by_id, ncap / 2 * sizeof *nb);
+    if (!nk || !ni || !nb) {
+        PyMem_RawFree(nk);
+        PyMem_RawFree(ni);
+        if (nb)
+            codes.by_id = nb;
+        return -1;
+    }
+    codes.by_id = nb;
+    for (size_t i = 0; i < codes.cap; i++) {
+        if (!codes.keys[i])
+            continue;
+        size_t j = code_hash(codes.keys[i], ncap);
+        while (nk[j])
+            j = (j + 1) & (ncap - 1);
+        nk[j] = codes.keys[i];
+        ni[j] = codes.ids[i];
+    }
+    PyMem_RawFree(codes.keys);
+    PyMem_RawFree(codes.ids);
+    codes.keys = nk;
+    codes.ids = ni;
+    codes.cap = ncap;
+    return 0;
+}
+
+/* Describes code object co as frame id to the agent (a PYFRAME record). */
+static void describe_code(uint32_t id, PyCodeObject *co)
+{
+    const char *file = PyUnicode_Check(co->co_filename) ? PyUnicode_AsUTF8(co->co_filename) : NULL;
+#if PY_VERSION_HEX >= 0x030B0000
+    PyObject *qn = co->co_qualname;
+#else
+    PyObject *qn = co->co_name;
+#endif
+    const char *func = qn && PyUnicode_Check(qn) ? PyUnicode_AsUTF8(qn) : NULL;
+    if (!file || !func)
+        PyErr_Clear();
+    ag.py_frame(id, file ? file : "?", func ? func : "?", co->co_firstlineno);
+}
+
+/* Returns the frame id of co, describing it to the agent the first time; 0 when the table is
+ * full or out of memory (the frame then shows as unknown). */
+static uint32_t code_id(PyCodeObject *co)
+{
+    if (codes.cap) {
+        size_t j = code_hash(co, codes.cap);
+        for (;;) {
+            PyObject *k = codes.keys[j];
+            if (k == (PyObject *)co)
+                return codes.ids[j];
+            if (!k)
+                break;
+            j = (j + 1) & (codes.cap - 1);
+        }
+    }
+    if (codes.n >= MAX_FRAMES)
+        return 0;
+    if ((codes.n + 1) * 2 > codes.cap && codes_grow() < 0)
+        return 0;
+    size_t j = code_hash(co, codes.cap);
+    while (codes.keys[j])
+        j = (j + 1) & (codes.cap - 1);
+    uint32_t id = (uint32_t)codes.n + 2;
+    Py_INCREF(co);
+    codes.keys[j] = (PyObject *)co;
+    codes.ids[j] = id;
+    codes.by_id[codes.n++] = (PyObject *)co;
+    describe_code(id, co);
+    return id;
+}
+
+/* ---- the trace hook ---- */
+
+/* hook_gen changes every time the hook is (re)installed; a thread whose tls_gen differs
+ * rebuilds its shadow stack from its real frames at its first event. That is how threads that
+ * were already running when the hook was installed get correct stacks. */
+static unsigned hook_gen = 1;
+static int hook_on;       /* the hook is installed (for new threads too) */
+static int hook_lines;    /* 1: PyEval_SetTrace (line events, exact lines); 0: PyEval_SetProfile */
+static _Thread_local unsigned tls_gen;
+
+#define SEED_MAX 1024
+
+/* Pushes the whole frame chain ending at f (innermost) onto this thread's empty shadow. */
+static void seed_stack(PyFrameObject *f)
+{
+    PyFrameObject *chain[SEED_MAX];
+    int n = 0;
+    Py_XINCREF(f);
+    while (f && n < SEED_MAX) {
+        chain[n++] = f;
+        f = PyFrame_GetBack(f); /* new reference */
+    }
+    Py_XDECREF(f);
+    ag.py_reset();
+    int caller_line = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        PyCodeObject *co = PyFrame_GetCode(chain[i]);
+        uint32_t id = code_id(co);
+        Py_DECREF(co);
+        int line = PyFrame_GetLineNumber(chain[i]);
+        ag.py_call(id, caller_line, line);
+        caller_line = line;
+    }
+    for (int i = 0; i < n; i++)
+        Py_DECREF(chain[i]);
+}
+
+static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    (void)obj;
+    (void)arg;
+    if (__builtin_expect(tls_gen != hook_gen, 0)) {
+        tls_gen = hook_gen;
+        seed_stack(frame); /* includes frame: a CALL, LINE or C_CALL event is done */
+        if (what == PyTrace_RETURN)
+            ag.py_return();
+        return 0;
+    }
+    switch (what) {
+    case PyTrace_CALL: {
+        PyCodeObject *co = PyFrame_GetCode(frame);
+        uint32_t id = code_id(co);
+        Py_DECREF(co);
+        int caller_line = 0;
+        PyFrameObject *back = PyFrame_GetBack(frame);
+        if (back) {
+            caller_line = PyFrame_GetLineNumber(back);
+            Py_DECREF(back);
+        }
+        ag.py_call(id, caller_line, PyFrame_GetLineNumber(frame));
+        break;
+    }
+    case PyTrace_RETURN: /* also when an exception leaves the frame */
+        ag.py_return();
+        break;
+    case PyTrace_LINE:
+    case PyTrace_C_CALL:
+        ag.py_line(PyFrame_GetLineNumber(frame));
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+static void set_hook_this_thread(int on)
+{
+    if (hook_lines)
+        PyEval_SetTrace(on ? hook : NULL, NULL);
+    else
+        PyEval_SetProfile(on ? hook : NULL, NULL);
+}
+
+/* Installs or removes the hook on every thread of the interpreter but the current one. */
+static void set_hook_other_threads(int on)
+{
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+    PyThreadState *me = PyThreadState_Get();
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(me);
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts;
+         ts = PyThreadState_Next(ts)) {
+        if (ts == me)
+            continue;
+        if (hook_lines)
+            _PyEval_SetTrace(ts, on ? hook : NULL, NULL);
+        else
+            _PyEval_SetProfile(ts, on ? hook : NULL, NULL);
+    }
+#else
+    (void)on; /* NEEDSWORK: 3.12+ has PyEval_SetProfileAllThreads; other versions: new threads only */
+#endif
+}
+
+/* threading's per-thread hook: threading.settrace/setprofile(thread_bootstrap) makes every new
+ * thread call sys.settrace(thread_bootstrap) first, so thread_bootstrap runs at that thread's
+ * first Python call; it replaces itself with the C hook and seeds the thread's shadow stack. */
+static PyObject *thread_bootstrap(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *frame, *event, *arg;
+    if (!PyArg_ParseTuple(args, "OOO", &frame, &event, &arg))
+        return NULL;
+    if (hook_on && agent_present() && PyFrame_Check(frame)) {
+        set_hook_this_thread(1);
+        tls_gen = hook_gen;
+        seed_stack((PyFrameObject *)frame);
+    } else {
+        set_hook_this_thread(0);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef bootstrap_def = {"_thread_bootstrap", thread_bootstrap, METH_VARARGS,
+                                    "memscope: installs the C hook on a new thread"};
+static PyObject *bootstrap_fn;
+
+/* Calls threading.settrace/setprofile(fn) (fn may be Py_None). */
+static int threading_hook(PyObject *fn)
+{
+    PyObject *threading = PyImport_ImportModule("threading");
+    if (!threading)
+        return -1;
+    PyObject *r = PyObject_CallMethod(threading, hook_lines ? "settrace" : "setprofile", "O", fn);
+    Py_DECREF(threading);
+    if (!r)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static int hook_install(int on, int lines)
+{
+    if (on == hook_on && (!on || lines == hook_lines))
+        return 0;
+    if (hook_on) { /* remove the old one (of the old kind) first */
+        set_hook_this_thread(0);
+        set_hook_other_threads(0);
+        if (threading_hook(Py_None) < 0)
+            return -1;
+        hook_on = 0;
+        ag.py_reset();
+    }
+    if (!on)
+        return 0;
+    hook_lines = lines;
+    if (!bootstrap_fn && !(bootstrap_fn = PyCFunction_New(&bootstrap_def, NULL)))
+        return -1;
+    hook_gen++;
+    hook_on = 1;
+    if (threading_hook(bootstrap_fn) < 0) {
+        hook_on = 0;
+        return -1;
+    }
+    set_hook_other_threads(1);
+    set_hook_this_thread(1);
+    /* The current thread's shadow: every frame on the stack now (our caller included). */
+    tls_gen = hook_gen;
+    seed_stack(PyEval_GetFrame());
+    return 0;
+}
+
+/* ---- Python functions ---- */
+
+static PyObject *bool_rc(int rc)
+{
+    return PyBool_FromLong(rc == 0);
+}
+
+static PyObject *n_available(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    if (agent_ok < 0) {
+        /* memscope__py_frame answers 0 only when the agent is initialized and not broken; the
+         * probe frame it records is never referenced by a stack. */
+        agent_ok = agent_present() &&
+                   ag.py_frame(FRAME_PROBE_ID, "<memscope>", "<probe>", 0) == 0;
+    }
+    return PyBool_FromLong(agent_ok);
+}
+
+static PyObject *n_preloaded(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    return PyBool_FromLong(agent_present() && agent_handle == NULL);
+}
+
+#define VOID_CALL(name, field)                                                  \
+    static PyObject *n_##name(PyObject *self, PyObject *noargs)                 \
+    {                                                                           \
+        (void)self;                                                             \
+        (void)noargs;                                                           \
+        return bool_rc(ag.field ? ag.field() : -1);                             \
+    }
+VOID_CALL(start, start)
+VOID_CALL(stop, stop)
+VOID_CALL(step, step)
+VOID_CALL(owner_pop, owner_pop)
+VOID_CALL(range_pop, range_pop)
+
+#define STR_CALL(name, field)                                                   \
+    static PyObject *n_##name(PyObject *self, PyObject *arg)                    \
+    {                                                                           \
+        (void)self;                                                             \
+        const char *s = PyUnicode_AsUTF8(arg);                                  \
+        if (!s)                                                                 \
+            return NULL;                                                        \
+        return bool_rc(ag.field ? ag.field(s) : -1);                            \
+    }
+STR_CALL(owner_push, owner_push)
+STR_CALL(mark, mark)
+STR_CALL(range_push, range_push)
+
+static PyObject *n_access(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned long long p, n;
+    int flags;
+    const char *op;
+    if (!PyArg_ParseTuple(args, "KKis:access", &p, &n, &flags, &op))
+        return NULL;
+    if (flags < 1 || flags > 3) {
+        PyErr_SetString(PyExc_ValueError, "access: flags must be 1 (read), 2 (write) or 3");
+        return NULL;
+    }
+    return bool_rc(ag.access ? ag.access((const void *)(uintptr_t)p, (size_t)n, flags, op) : -1);
+}
+
+static PyObject *n_pool_alloc(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *pool;
+    unsigned long long p, n;
+    if (!PyArg_ParseTuple(args, "sKK:pool_alloc", &pool, &p, &n))
+        return NULL;
+    return bool_rc(ag.pool_alloc ? ag.pool_alloc(pool, (const void *)(uintptr_t)p, (size_t)n)
+                                 : -1);
+}
+
+static PyObject *n_pool_free(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *pool;
+    unsigned long long p;
+    if (!PyArg_ParseTuple(args, "sK:pool_free", &pool, &p))
+        return NULL;
+    return bool_rc(ag.pool_free ? ag.pool_free(pool, (const void *)(uintptr_t)p) : -1);
+}
+
+static PyObject *n_pool_reserve(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *pool;
+    unsigned long long p, n;
+    if (!PyArg_ParseTuple(args, "sKK:pool_reserve", &pool, &p, &n))
+        return NULL;
+    return bool_rc(ag.pool_reserve ? ag.pool_reserve(pool, (const void *)(uintptr_t)p, (size_t)n)
+                                   : -1);
+}
+
+static PyObject *n_pool_release(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *pool;
+    unsigned long long p;
+    if (!PyArg_ParseTuple(args, "sK:pool_release", &pool, &p))
+        return NULL;
+    return bool_rc(ag.pool_release ? ag.pool_release(pool, (const void *)(uintptr_t)p) : -1);
+}
+
+/* msMemScope's CRC-64 (reference §4.4): poly 0x42F0E1EBA9EA3693, init and xorout all ones,
+ * and a right-shifting (reflected-style) table built from the NON-reflected polynomial, so it
+ * is not CRC-64/XZ. Bit-exact with their calculate_data_check_sum. */
+static uint64_t crc_table[256];
+
+static void crc_init(void)
+{
+    for (unsigned i = 0; i < 256; i++) {
+        uint64_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ 0x42F0E1EBA9EA3693ull : c >> 1;
+        crc_table[i] = c;
+    }
+}
+
+static uint64_t crc64(const unsigned char *p, size_t n)
+{
+    uint64_t c = ~0ull;
+    for (size_t i = 0; i < n; i++)
+        c = crc_table[(c ^ p[i]) & 0xff] ^ (c >> 8);
+    return ~c;
+}
+
+/* crc64(ptr, size) of raw memory, or crc64(bytes-like) */
+static PyObject *n_crc64(PyObject *self, PyObject *args)
+{
+    (void)self;
+    if (PyTuple_GET_SIZE(args) == 1) {
+        Py_buffer b;
+        if (!PyArg_ParseTuple(args, "y*:crc64", &b))
+            return NULL;
+        uint64_t c;
+        Py_BEGIN_ALLOW_THREADS
+        c = crc64(b.buf, (size_t)b.len);
+        Py_END_ALLOW_THREADS
+        PyBuffer_Release(&b);
+        return PyLong_FromUnsignedLongLong(c);
+    }
+    unsigned long long p, n;
+    if (!PyArg_ParseTuple(args, "KK:crc64", &p, &n))
+        return NULL;
+    if (!p && n) {
+        PyErr_SetString(PyExc_ValueError, "crc64: null pointer");
+        return NULL;
+    }
+    uint64_t c;
+    Py_BEGIN_ALLOW_THREADS
+    c = crc64((const unsigned char *)(uintptr_t)p, (size_t)n);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromUnsignedLongLong(c);
+}
+
+/* read_bytes(ptr, size): a bytes copy of raw memory (the caller vouches for the range). */
+static PyObject *n_read_bytes(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned long long p, n;
+    if (!PyArg_ParseTuple(args, "KK:read_bytes", &p, &n))
+        return NULL;
+    if ((!p && n) || n > (unsigned long long)PY_SSIZE_T_MAX) {
+        PyErr_SetString(PyExc_ValueError, "read_bytes: bad pointer or size");
+        return NULL;
+    }
+    return PyBytes_FromStringAndSize((const char *)(uintptr_t)p, (Py_ssize_t)n);
+}
+
+/* set_python_stacks(on, lines=True): installs or removes the hook (see hook_install). */
+static PyObject *n_set_python_stacks(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int on, lines = 1;
+    if (!PyArg_ParseTuple(args, "p|p:set_python_stacks", &on, &lines))
+        return NULL;
+    if (on && !agent_present())
+        Py_RETURN_FALSE;
+    if (hook_install(on, lines) < 0)
+        return NULL;
+    Py_RETURN_TRUE;
+}
+
+static PyObject *n_python_stacks(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    return PyBool_FromLong(hook_on);
+}
+
+static PyObject *n_py_depth(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    return PyLong_FromUnsignedLong(ag.py_depth ? ag.py_depth() : 0);
+}
+
+/* tracer(on): msMemScope's Python tracer (python_trace table). Needs the hook: installs it. */
+static PyObject *n_tracer(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int on;
+    if (!PyArg_ParseTuple(args, "p:tracer", &on))
+        return NULL;
+    if (!agent_present())
+        Py_RETURN_FALSE;
+    if (on && !hook_on && hook_install(1, 0) < 0)
+        return NULL;
+    ag.py_trace(on);
+    Py_RETURN_TRUE;
+}
+
+/* _after_fork_child(): the child writes a new trace file; describe every frame again. */
+static PyObject *n_after_fork_child(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    if (!agent_present())
+        Py_RETURN_NONE;
+    if (agent_ok == 1)
+        ag.py_frame(FRAME_PROBE_ID, "<memscope>", "<probe>", 0);
+    for (size_t i = 0; i < codes.n; i++)
+        describe_code((uint32_t)i + 2, (PyCodeObject *)codes.by_id[i]);
+    Py_RETURN_NONE;
+}
+
+/* attach(trace_dir, c_depth, py_depth, agent_path): the in-process mode. Sets the agent's
+ * environment, dlopens it (its constructor opens the trace file, deferred: nothing recorded
+ * yet) and calls memscope__attach, which patches the loaded objects so that their allocations
+ * reach the agent. Returns True, or False when the agent is already loaded by someone else.
+ * Raises OSError when the agent cannot be loaded or attached. */
+static PyObject *n_attach(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *dir, *path;
+    unsigned c_depth, py_depth;
+    if (!PyArg_ParseTuple(args, "sIIs:attach", &dir, &c_depth, &py_depth, &path))
+        return NULL;
+    if (agent_handle)
+        Py_RETURN_TRUE;
+    if (agent_present())
+        Py_RETURN_FALSE; /* preloaded: nothing to attach */
+    char buf[32];
+    setenv("MEMSCOPE_TRACE_DIR", dir, 1);
+    snprintf(buf, sizeof buf, "%u", c_depth);
+    setenv("MEMSCOPE_DEPTH", buf, 1);
+    snprintf(buf, sizeof buf, "%u", py_depth);
+    setenv("MEMSCOPE_PY_DEPTH", buf, 1);
+    setenv("MEMSCOPE_DEFERRED", "1", 1);
+    setenv("MEMSCOPE_NO_FOLLOW", "1", 1);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    /* Children of this process are not traced (no LD_PRELOAD); drop the agent's settings so
+     * that a `memscope run` started from here is not confused by them. */
+    unsetenv("MEMSCOPE_TRACE_DIR");
+    unsetenv("MEMSCOPE_DEPTH");
+    unsetenv("MEMSCOPE_PY_DEPTH");
+    unsetenv("MEMSCOPE_DEFERRED");
+    unsetenv("MEMSCOPE_NO_FOLLOW");
+    if (!h) {
+        const char *e = dlerror();
+        PyErr_Format(PyExc_OSError, "memscope: cannot load the agent %s: %s", path,
+                     e ? e : "unknown error");
+        return NULL;
+    }
+    struct agent_api saved = ag;
+    if (!agent_resolve(h) || !ag.attach) {
+        ag = saved;
+        dlclose(h);
+        PyErr_Format(PyExc_OSError, "memscope: %s has no memscope__attach (agent too old)", path);
+        return NULL;
+    }
+    int rc = ag.attach();
+    if (rc != 0) {
+        /* The agent stays loaded (it is -z nodelete) but records nothing. */
+        ag = saved;
+        agent_ok = -1;
+        PyErr_Format(PyExc_OSError, "memscope: attaching the agent failed (%d: %s)", rc,
+                     rc < 0 ? strerror(-rc) : "error");
+        return NULL;
+    }
+    agent_handle = h;
+    Py_RETURN_TRUE;
+}
+
+/* convert(trace_dir, db_path, argv, call_stack_c): ms_store_convert in this process. Raises
+ * RuntimeError with the store's reason. Runs without the GIL. */
+static PyObject *n_convert(PyObject *self, PyObject *args)
+{
+    (void)self;
+#ifdef MEMSCOPE_HAVE_STORE
+    const char *dir, *db;
+    PyObject *argv_obj = Py_None;
+    unsigned c_depth = 0;
+    if (!PyArg_ParseTuple(args, "ss|OI:convert", &dir, &db, &argv_obj, &c_depth))
+        return NULL;
+    Py_ssize_t n = 0;
+    const char **argv = NULL;
+    if (argv_obj != Py_None) {
+        if (!PyList_Check(argv_obj)) {
+            PyErr_SetString(PyExc_TypeError, "convert: argv must be a list of str");
+            return NULL;
+        }
+        n = PyList_GET_SIZE(argv_obj);
+        argv = PyMem_Calloc((size_t)n + 1, sizeof *argv);
+        if (!argv)
+            return PyErr_NoMemory();
+        for (Py_ssize_t i = 0; i < n; i++) {
+            argv[i] = PyUnicode_AsUTF8(PyList_GET_ITEM(argv_obj, i));
+            if (!argv[i]) {
+                PyMem_Free(argv);
+                return NULL;
+            }
+        }
+    }
+    struct ms_store_options o = {
+        .trace_dir = dir,
+        .db_path = db,
+        .argv = argv,
+        .exit_status = -1,
+        .call_stack_c = c_depth,
+        .events = "alloc,free",
+        .symbolize = 1,
+    };
+    struct ms_store_result res;
+    char err[512] = "";
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = ms_store_convert(&o, &res, err, sizeof err);
+    Py_END_ALLOW_THREADS
+    PyMem_Free(argv);
+    if (rc < 0) {
+        PyErr_Format(PyExc_RuntimeError, "memscope: cannot write the database %s: %s", db,
+                     err[0] ? err : "error");
+        return NULL;
+    }
+    return Py_BuildValue("{s:K,s:K,s:K,s:s}", "events", (unsigned long long)res.events,
+                         "processes", (unsigned long long)res.processes, "lost_events",
+                         (unsigned long long)res.lost_events, "warning", res.warning);
+#else
+    (void)args;
+    PyErr_SetString(PyExc_RuntimeError, "memscope: this build has no in-process converter");
+    return NULL;
+#endif
+}
+
+/* export_csv(db_path, csv_path): msMemScope's CSV from a database. */
+static PyObject *n_export_csv(PyObject *self, PyObject *args)
+{
+    (void)self;
+#ifdef MEMSCOPE_HAVE_STORE
+    const char *db, *csv;
+    if (!PyArg_ParseTuple(args, "ss:export_csv", &db, &csv))
+        return NULL;
+    FILE *f = fopen(csv, "w");
+    if (!f)
+        return PyErr_SetFromErrnoWithFilename(PyExc_OSError, csv);
+    char err[512] = "";
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = ms_store_export_csv(db, f, err, sizeof err);
+    Py_END_ALLOW_THREADS
+    if (fclose(f) != 0 && rc == 0)
+        rc = -1;
+    if (rc < 0) {
+        PyErr_Format(PyExc_RuntimeError, "memscope: cannot write %s: %s", csv,
+                     err[0] ? err : "error");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+#else
+    (void)args;
+    PyErr_SetString(PyExc_RuntimeError, "memscope: this build has no in-process converter");
+    return NULL;
+#endif
+}
+
+/* heap_stats(): {"allocated", "reserved"} from glibc's mallinfo2 (bytes in use by the heap,
+ * mmap'ed chunks included; and bytes the heap holds from the system) and "rss" from
+ * /proc/self/statm. The CPU stand-in for an allocator's allocated/reserved counters. */
+static PyObject *n_heap_stats(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    struct mallinfo2 mi = mallinfo2();
+    unsigned long long rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        unsigned long long size, res;
+        if (fscanf(f, "%llu %llu", &size, &res) == 2)
+            rss = res * (unsigned long long)sysconf(_SC_PAGESIZE);
+        fclose(f);
+    }
+    return Py_BuildValue("{s:K,s:K,s:K}", "allocated",
+                         (unsigned long long)(mi.uordblks + mi.hblkhd), "reserved",
+                         (unsigned long long)(mi.arena + mi.hblkhd), "rss", rss);
+}
+
+static PyMethodDef methods[] = {
+    {"available", n_available, METH_NOARGS, "available() -> bool: the agent is loaded and records"},
+    {"preloaded", n_preloaded, METH_NOARGS, "preloaded() -> bool: the agent came with LD_PRELOAD"},
+    {"start", n_start, METH_NOARGS, "start(): record (memscope__start)"},
+    {"stop", n_stop, METH_NOARGS, "stop(): stop recording (memscope__stop)"},
+    {"step", n_step, METH_NOARGS, "step(): end the current step"},
+    {"owner_push", n_owner_push, METH_O, "owner_push(label)"},
+    {"owner_pop", n_owner_pop, METH_NOARGS, "owner_pop()"},
+    {"mark", n_mark, METH_O, "mark(msg)"},
+    {"range_push", n_range_push, METH_O, "range_push(name)"},
+    {"range_pop", n_range_pop, METH_NOARGS, "range_pop()"},
+    {"access", n_access, METH_VARARGS, "access(ptr, size, flags, op): 1 read, 2 write, 3 both"},
+    {"pool_alloc", n_pool_alloc, METH_VARARGS, "pool_alloc(pool, ptr, size)"},
+    {"pool_free", n_pool_free, METH_VARARGS, "pool_free(pool, ptr)"},
+    {"pool_reserve", n_pool_reserve, METH_VARARGS, "pool_reserve(pool, ptr, size)"},
+    {"pool_release", n_pool_release, METH_VARARGS, "pool_release(pool, ptr)"},
+    {"crc64", n_crc64, METH_VARARGS, "crc64(ptr, size) or crc64(bytes) -> int (msMemScope CRC-64)"},
+    {"read_bytes", n_read_bytes, METH_VARARGS, "read_bytes(ptr, size) -> bytes"},
+    {"set_python_stacks", n_set_python_stacks, METH_VARARGS,
+     "set_python_stacks(on, lines=True) -> bool: install/remove the Python stack hook"},
+    {"python_stacks", n_python_stacks, METH_NOARGS, "python_stacks() -> bool: hook installed"},
+    {"py_depth", n_py_depth, METH_NOARGS, "py_depth() -> int: the agent's Python depth"},
+    {"tracer", n_tracer, METH_VARARGS, "tracer(on): Python call tracer (python_trace table)"},
+    {"_after_fork_child", n_after_fork_child, METH_NOARGS, "re-describe frames after fork"},
+    {"attach", n_attach, METH_VARARGS, "attach(trace_dir, c_depth, py_depth, agent_path)"},
+    {"convert", n_convert, METH_VARARGS, "convert(trace_dir, db_path, argv=None, c_depth=0)"},
+    {"export_csv", n_export_csv, METH_VARARGS, "export_csv(db_path, csv_path)"},
+    {"heap_stats", n_heap_stats, METH_NOARGS, "heap_stats() -> dict"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "memscope._native", "memscope's C extension", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__native(void)
+{
+    crc_init();
+    agent_resolve(RTLD_DEFAULT);
+    return PyModule_Create(&moduledef);
+}

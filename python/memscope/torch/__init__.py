@@ -1,0 +1,125 @@
+"""memscope.torch: PyTorch meaning for the memory memscope records (docs/torch.md).
+
+    import memscope.torch as mt
+    with mt.trace_ops():                 # op ranges + tensor accesses (--level=op, access)
+        ...
+    h = mt.install_hooks(model, opt, auto_step=True)   # owners, module log, steps
+    mt.tag(tensor, "PTA@my_cache")       # owner of an existing tensor's block
+
+Importing this package does not import torch; its functions do, on first use. Under
+`memscope run`, op/access recording and --watch start by themselves when the program imports
+torch, if the package's __init__ (or `python3 -m memscope.torch script.py`) calls _autostart():
+  MEMSCOPE_EVENTS  contains `access`           -> op ranges and accesses
+                   contains `launch` (and MEMSCOPE_LEVEL, default `op`, contains `op`)
+                                                -> op ranges only
+  MEMSCOPE_WATCH   start[:outid],end[,full-content] -> the CLI watch (memscope.watcher)
+"""
+import os
+import sys
+
+__all__ = ["trace_ops", "install_hooks", "tag", "enable_ops", "disable_ops", "WEIGHT",
+           "GRADIENT", "OPTIMIZER_STATE", "ACTIVATION"]
+
+WEIGHT = "PTA@weight"
+GRADIENT = "PTA@gradient"
+OPTIMIZER_STATE = "PTA@optimizer_state"
+ACTIVATION = "PTA@activation"
+
+
+def trace_ops(access=True, ranges=True):
+    """Context manager / decorator: record every ATen op as a range and, with access=True, the
+    read/write accesses of its tensors."""
+    from .dispatch import trace_ops as t
+    return t(access=access, ranges=ranges)
+
+
+def enable_ops(access=True):
+    """Start op (and access) recording on this thread until disable_ops()."""
+    from . import dispatch
+    dispatch.enable("ops", *(("access",) if access else ()))
+
+
+def disable_ops(access=True):
+    from . import dispatch
+    dispatch.disable("ops", *(("access",) if access else ()))
+
+
+def install_hooks(model=None, optimizer=None, *, name="model", log_path=None, rank=None,
+                  auto_step=False, decompose=True, log=True, to_db=True):
+    """Hook a model and/or optimizer: owner tags for `memscope analyze decompose`
+    (decompose=True), the per-module memory log (log=True; log_path default
+    mem_trace_rank_{rank}.log, `{rank}` is substituted; to_db: also as MARKs), and with
+    auto_step=True a memscope step after every optimizer.step(). Returns a handle with
+    remove() (also a context manager)."""
+    from .hooks import Hooks
+    return Hooks(model, optimizer, name=name, log_path=log_path, rank=rank,
+                 auto_step=auto_step, decompose_owners=decompose, log=log, to_db=to_db)
+
+
+def tag(tensor_or_addr, owner, size=0):
+    """Tag the memory block under a tensor's storage (or at an address) with an owner string."""
+    if not isinstance(owner, str) or not owner:
+        raise TypeError("tag(): owner must be a non-empty str")
+    from . import decompose as d
+    return d.tag(tensor_or_addr, owner, size)
+
+
+# --- automatic start from the environment ---------------------------------------------------
+_auto_done = False
+
+
+def _wanted():
+    ev = [e.strip() for e in os.environ.get("MEMSCOPE_EVENTS", "").replace("\uff0c", ",")
+          .split(",") if e.strip()]
+    level = os.environ.get("MEMSCOPE_LEVEL", "op")
+    feats = []
+    if "access" in ev:
+        feats = ["ops", "access"]
+    elif "launch" in ev and "op" in level.split(","):
+        feats = ["ops"]
+    return feats, bool(os.environ.get("MEMSCOPE_WATCH"))
+
+
+def _start_now():
+    feats, watch = _wanted()
+    if feats:
+        from . import dispatch
+        dispatch.enable(*feats)
+    if watch:
+        from .. import watcher
+        watcher.from_env()
+
+
+class _TorchFinder:
+    """A meta-path finder that runs _start_now() right after `import torch` finishes."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch":
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+        spec = importlib.util.find_spec("torch")
+        if spec is None or spec.loader is None:
+            return spec
+        orig = spec.loader.exec_module
+
+        def exec_module(module):
+            orig(module)
+            _start_now()
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _autostart():
+    """Start what MEMSCOPE_EVENTS / MEMSCOPE_LEVEL / MEMSCOPE_WATCH ask for: now if torch is
+    imported, else right after it is. Idempotent; returns True when something was asked."""
+    global _auto_done
+    feats, watch = _wanted()
+    if _auto_done or not (feats or watch):
+        return bool(feats or watch)
+    _auto_done = True
+    if "torch" in sys.modules:
+        _start_now()
+    else:
+        sys.meta_path.insert(0, _TorchFinder())
+    return True

@@ -1,0 +1,189 @@
+"""memscope.torch.install_hooks(): module hooks for decomposition owners, the per-module
+memory log and automatic steps. Callers: user code (through memscope.torch).
+
+Stages and when they are logged (docs/torch.md):
+  pre_forward / post_forward   forward pre-hook / forward hook of each module
+  pre_backward                 the first gradient hook fired on an output of the module's
+                               forward (the gradient of its output exists: its backward starts)
+  post_backward                the gradients of all its inputs that require grad and of all its
+                               parameters (recursively) exist; a module with neither is not
+                               logged in backward
+  pre_step / post_step         around optimizer.step() (module "optimizer")
+torch 1.13 has no backward pre-hooks and its full backward hooks fire too early for modules
+whose inputs do not require grad, hence the tensor hooks.
+"""
+import functools
+
+import torch
+
+from . import _backend, decompose, dispatch
+from .modlog import ModuleLog
+
+
+def _step_package():
+    """memscope.step() of the package when it has one (keeps its counter), else the agent's."""
+    try:
+        import memscope
+        fn = getattr(memscope, "step", None)
+        if fn is not None:
+            fn()
+            return
+    except Exception:
+        pass
+    _backend.step()
+
+
+class Hooks:
+    """What install_hooks() set up; remove() takes it all down."""
+
+    def __init__(self, model, optimizer=None, name="model", log_path=None, rank=None,
+                 auto_step=False, decompose_owners=True, log=True, to_db=True):
+        if model is not None and not isinstance(model, torch.nn.Module):
+            raise TypeError("install_hooks(): model must be a torch.nn.Module, not %s"
+                            % type(model).__name__)
+        if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError("install_hooks(): optimizer must be a torch.optim.Optimizer, not %s"
+                            % type(optimizer).__name__)
+        if not isinstance(name, str) or not name or "@" in name:
+            raise ValueError("install_hooks(): name must be a non-empty str without '@'")
+        if model is None and optimizer is None:
+            raise ValueError("install_hooks(): give a model, an optimizer or both")
+        self.model = model
+        self.optimizer = optimizer
+        self.name = name
+        self.auto_step = auto_step
+        self.owners = decompose_owners
+        self.log = ModuleLog(log_path, rank, to_db) if log else None
+        self.handles = []
+        self.pending = {}      # module name -> [inputs still without grad, set of param ids]
+        self.features = ("live",) if self.log else ()
+        if self.features:
+            dispatch.enable(*self.features)
+        mods = list(model.named_modules()) if model is not None else []
+        self.param_owners = {}  # id(param) -> [module names that contain it]
+        self.mod_params = {}
+        for qn, m in mods:
+            ids = set()
+            for p in m.parameters():
+                if p.requires_grad:
+                    ids.add(id(p))
+                    self.param_owners.setdefault(id(p), []).append(qn)
+            self.mod_params[qn] = ids
+        if model is not None:
+            params = list(model.parameters())
+            for p in params:
+                dispatch.live.track(p)
+            if self.owners:
+                decompose.tag_weights(params)
+            for qn, m in mods:
+                self.handles.append(m.register_forward_pre_hook(functools.partial(self._pre, qn)))
+                self.handles.append(m.register_forward_hook(functools.partial(self._post, qn)))
+            seen = set()
+            for p in params:
+                if p.requires_grad and id(p) not in seen:
+                    seen.add(id(p))
+                    self.handles.append(p.register_hook(functools.partial(self._pgrad, id(p))))
+        if optimizer is not None:
+            self._orig_step = optimizer.step
+            optimizer.step = self._step
+
+    # --- names
+    def _label(self, qn):
+        return qn if qn else self.name
+
+    def _type(self, qn):
+        return type(self.model.get_submodule(qn)).__name__ if self.model is not None else ""
+
+    def _log(self, stage, qn):
+        if self.log is not None:
+            self.log.log(stage, self._label(qn), self._type(qn))
+
+    # --- forward
+    def _pre(self, qn, module, inputs):
+        if not qn:
+            decompose.unwind()   # a forward that raised left owners pushed
+        self._log("pre_forward", qn)
+        if self.owners:
+            decompose.enter(decompose.activation_label(self.name, qn))
+        if torch.is_grad_enabled() and self.log is not None:
+            st = self.pending.get(qn)
+            n_in = 0
+            for t in inputs:
+                if isinstance(t, torch.Tensor) and t.requires_grad:
+                    t.register_hook(functools.partial(self._igrad, qn))
+                    n_in += 1
+            if st is None and (n_in or self.mod_params.get(qn)):
+                st = self.pending[qn] = [0, set(self.mod_params.get(qn, ())), False]
+            if st is not None:
+                st[0] += n_in
+
+    def _post(self, qn, module, inputs, output):
+        if self.owners:
+            decompose.leave()
+        self._log("post_forward", qn)
+        if torch.is_grad_enabled() and self.log is not None:
+            fired = [False]
+            for t in dispatch.tensors_of(output):
+                if t.requires_grad:
+                    t.register_hook(functools.partial(self._ograd, qn, fired))
+
+    # --- backward
+    def _ograd(self, qn, fired, grad):
+        if not fired[0]:
+            fired[0] = True
+            self._log("pre_backward", qn)
+
+    def _done(self, qn, st):
+        if st[0] <= 0 and not st[1]:
+            del self.pending[qn]
+            self._log("post_backward", qn)
+
+    def _igrad(self, qn, grad):
+        st = self.pending.get(qn)
+        if st is not None:
+            st[0] -= 1
+            self._done(qn, st)
+
+    def _pgrad(self, pid, grad):
+        for qn in self.param_owners.get(pid, ()):
+            st = self.pending.get(qn)
+            if st is not None:
+                st[1].discard(pid)
+                self._done(qn, st)
+
+    # --- optimizer
+    def _step(self, *args, **kwargs):
+        opt = self.optimizer
+        tname = type(opt).__name__
+        if self.log is not None:
+            self.log.log("pre_step", "optimizer", tname)
+        self.pending.clear()
+        out = self._orig_step(*args, **kwargs)
+        if self.owners:
+            decompose.tag_optimizer(opt)
+        if self.log is not None:
+            self.log.log("post_step", "optimizer", tname)
+            self.log.step += 1
+        if self.auto_step:
+            _step_package()
+        return out
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+        if self.optimizer is not None and "step" in self.optimizer.__dict__:
+            del self.optimizer.__dict__["step"]
+        if self.features:
+            dispatch.disable(*self.features)
+            self.features = ()
+        if self.log is not None:
+            self.log.close()
+        decompose.unwind()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False

@@ -1,0 +1,31 @@
+"""sitecustomize for programs run by `memscope run`: the CLI puts this directory first on
+PYTHONPATH, so Python imports this at startup. Under the agent with Python stacks or the tracer
+wanted, it imports memscope (light: no torch), which installs the Python stack hook; then it
+runs the sitecustomize this one hides (Debian's, or the user's), if any."""
+import os
+import sys
+
+
+def _memscope_boot():
+    if os.environ.get("MEMSCOPE_PY_DEPTH", "0") not in ("", "0"):
+        try:
+            import memscope  # noqa: F401  (installs the hook at import)
+        except Exception as e:  # never break the traced program
+            print("memscope: Python stacks are off: %s" % e, file=sys.stderr)
+
+
+def _chain():
+    import importlib.machinery
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", paths)
+    if spec is None or spec.loader is None:
+        return
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = mod
+    spec.loader.exec_module(mod)
+
+
+_memscope_boot()
+_chain()

@@ -1,0 +1,104 @@
+"""Python stacks and the msMemScope API under `memscope run` (exact expectations)."""
+import json
+import os
+import subprocess
+
+from conftest import memscope_bin, query, run_cli, script
+
+
+def py_stack(db, size):
+    rows = query(db, "SELECT s.py_text FROM blocks b JOIN stacks s ON s.id = b.stack_id "
+                     "WHERE b.size = ?", size)
+    assert len(rows) == 1, "expected one block of %d bytes, got %r" % (size, rows)
+    return rows[0][0].split("\n")
+
+
+def test_known_allocations_have_exact_python_stacks(tmp_path):
+    db = run_cli(tmp_path, "alloc_known.py")
+    f = script("alloc_known.py")
+    # bytearray(n) asks for n + 1 bytes; b"x" * n for n + 33 (the bytes object header).
+    assert py_stack(db, 10_000_001) == ["%s(10): inner" % f, "%s(14): outer" % f,
+                                        "%s(34): <module>" % f]
+    # A thread started after the hook was installed: its stack starts at threading's bootstrap.
+    st = py_stack(db, 7_000_001)
+    assert st[0] == "%s(18): worker" % f
+    assert st[1].endswith("): Thread.run") and "threading.py" in st[1]
+    assert py_stack(db, 3_000_001) == ["%s(23): gen" % f, "%s(27): consume" % f,
+                                       "%s(39): <module>" % f]
+    assert py_stack(db, 5_000_033) == ["%s(31): mul" % f, "%s(40): <module>" % f]
+    # The dump view carries the same text.
+    rows = query(db, 'SELECT "Call Stack(Python)" FROM memscope_dump WHERE "Event" = \'MALLOC\' '
+                     'AND "Attr" LIKE \'%size":"10000001"%\'')
+    assert rows and rows[0][0].startswith("%s(10): inner" % f)
+
+
+def test_python_depth_limit(tmp_path):
+    db = run_cli(tmp_path, "alloc_known.py", call_stack="python:2")
+    f = script("alloc_known.py")
+    assert py_stack(db, 10_000_001) == ["%s(10): inner" % f, "%s(14): outer" % f]
+
+
+def test_no_python_stacks_without_python_option(tmp_path):
+    db = run_cli(tmp_path, "alloc_known.py", call_stack="c:4")
+    rows = query(db, "SELECT s.py_text FROM blocks b JOIN stacks s ON s.id = b.stack_id "
+                     "WHERE b.size = 10000001")
+    assert rows and rows[0][0] in (None, "")
+
+
+def test_per_step_leak_is_flagged_with_its_line(tmp_path):
+    db = run_cli(tmp_path, "leak_steps.py", call_stack="c:4,python:16")
+    f = script("leak_steps.py")
+    leak_site = "%s(10): train_step" % f
+    # Blocks of >= 50000 bytes made by the script and live at the end of the last step (the
+    # interpreter frees them at exit): exactly the 10 kept bytearrays, all at the LEAK line.
+    (t_end,) = query(db, "SELECT end_ns FROM steps WHERE step = 10")[0]
+    rows = query(db, "SELECT b.size, s.py_text FROM blocks b JOIN stacks s ON s.id = b.stack_id "
+                     "WHERE b.alloc_ns <= ?1 AND (b.free_ns IS NULL OR b.free_ns > ?1) "
+                     "AND b.size >= 50000", t_end)
+    rows = [r for r in rows if r[1] and r[1].startswith(f + "(")]
+    assert sorted(r[0] for r in rows) == [100_001] * 10
+    assert all(r[1].split("\n")[0] == leak_site for r in rows)
+    # The temporaries were freed.
+    assert query(db, "SELECT count(*) FROM blocks WHERE size = 200001 AND free_ns IS NOT NULL")[0][0] == 10
+    assert query(db, "SELECT count(*) FROM steps")[0][0] == 11
+    # The leaks analysis (step check) flags them; their Python stacks name the line.
+    r = subprocess.run([memscope_bin(), "analyze", "leaks", db, "--json"], capture_output=True,
+                       text=True)
+    if r.returncode == 0:
+        d = json.loads(r.stdout)
+        ids = [l["allocation_id"] for l in d["step_check"]["leaks"] if l["size"] == 100_001]
+        assert len(ids) >= 8  # steps after the warm-up step
+        for i in ids:
+            (text,) = query(db, "SELECT s.py_text FROM blocks b JOIN stacks s ON s.id = b.stack_id "
+                                "WHERE b.allocation_id = ?", i)[0]
+            assert text.split("\n")[0] == leak_site
+        assert not [l for l in d["step_check"]["leaks"] if l["size"] == 200_001]
+
+
+def test_msmemscope_api_under_run(tmp_path):
+    db = run_cli(tmp_path, "annotate.py")
+    f = script("annotate.py")
+
+    def owner(size):
+        rows = query(db, "SELECT o.label FROM blocks b LEFT JOIN owners o ON o.id = b.owner_id "
+                         "WHERE b.size = ?", size)
+        assert len(rows) == 1
+        return rows[0][0]
+    assert owner(1_000_002) == "model@encoder"
+    assert owner(1_000_003) == "head"
+    assert owner(1_000_004) is None
+    # RecordFunction: a range around the third allocation.
+    rng = query(db, "SELECT name, start_ns, end_ns FROM ranges")
+    assert [r[0] for r in rng] == ["forward"]
+    (t,) = query(db, "SELECT alloc_ns FROM blocks WHERE size = 1000004")[0]
+    assert rng[0][1] <= t <= rng[0][2]
+    assert query(db, "SELECT count(*) FROM events WHERE kind = 4")[0][0] == 2
+    marks = [r[0] for r in query(db, "SELECT name FROM events WHERE kind = 5 ORDER BY id")]
+    assert marks[0] == "describe addr=0x%x owner=kv" % 12345678
+    assert marks[1].startswith("snapshot rss=") and marks[1].endswith(" name=after steps")
+    # tracer: the two calls, nested.
+    tr = query(db, 'SELECT "FuncInfo", depth FROM python_trace ORDER BY "StartTime(ns)"')
+    assert ("%s(30): traced_parent" % f, 0) in tr
+    assert ("%s(26): traced_child" % f, 1) in tr
+    # stop(): nothing after it.
+    assert query(db, "SELECT count(*) FROM blocks WHERE size = 1000006")[0][0] == 0

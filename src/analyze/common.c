@@ -84,6 +84,31 @@ void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
     if (stack_id <= 0)
         return;
     sqlite3_stmt *st;
+    /* A Python program's call site is its innermost Python frame with a file and a line
+     * ("file(line): function" lines in py_text; C++ frames of snapshots read "??(0): ..."). */
+    if (sqlite3_prepare_v2(db, "SELECT py_text FROM stacks WHERE id = ?", -1, &st, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, stack_id);
+        const char *py = sqlite3_step(st) == SQLITE_ROW
+                             ? (const char *)sqlite3_column_text(st, 0) : NULL;
+        for (const char *line = py; line && *line;) {
+            const char *nl = strchr(line, '\n');
+            const char *end = nl ? nl : line + strlen(line);
+            const char *colon = strstr(line, "): ");
+            const char *open = colon ? colon : NULL;
+            while (open && open > line && *open != '(')
+                open--;
+            if (colon && colon < end && open > line && *open == '(' &&
+                !(open - line == 2 && !memcmp(line, "??", 2)) && strtol(open + 1, NULL, 10) > 0) {
+                snprintf(out, len, "%.*s (%.*s:%.*s)", (int)(end - colon - 3), colon + 3,
+                         (int)(open - line), line, (int)(colon - open - 1), open + 1);
+                sqlite3_finalize(st);
+                return;
+            }
+            line = nl ? nl + 1 : NULL;
+        }
+        sqlite3_finalize(st);
+    }
     const char *q = "SELECT fn.text, fl.text, f.line, m.path, f.pc - COALESCE(m.bias, 0) "
                     "FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id "
                     "LEFT JOIN modules m ON m.id = f.module_id "

@@ -197,6 +197,7 @@ struct thread {
 struct block {
     int64_t alloc_id, addr, size, alloc_ns, alloc_event_id, stack_id; /* stack_id 0: none */
     int64_t owner_id, step; /* owner_id 0: none */
+    int64_t base_owner_id;  /* the owner at allocation (describe tags extend it) */
     uint32_t thread_id;   /* threads.id */
     uint32_t next_free;   /* free-list link when the slot is unused */
     const char *func;
@@ -1049,6 +1050,7 @@ static int on_alloc(struct conv *c, const struct stream *s, int layer, const cha
     b->thread_id = s->thread;
     b->func = func;
     b->owner_id = c->threads[s->thread - 1].owner_id;
+    b->base_owner_id = b->owner_id;
     b->step = p->steps + 1;
     struct layer_stats *ls = &lst->st;
     ls->allocs++;
@@ -1230,9 +1232,9 @@ static int range_write(struct conv *c, struct thread *t, int i, int64_t end_ns, 
     return rc;
 }
 
-/* The block of process p live at addr, for an ACCESS: the heap, then mmap, then the pools. */
-static int access_block(struct proc *p, uint64_t addr, int *layer, int64_t *alloc_id,
-                        const struct block *blocks)
+/* The block of process p live at addr (an ACCESS, a tag): the heap, then mmap, then the pools.
+ * Returns its conv.blocks slot, or -1. */
+static int64_t live_block_at(const struct proc *p, uint64_t addr, int *layer)
 {
     uint32_t slot;
     for (size_t l = 1; l < p->nls; l++) {
@@ -1240,10 +1242,108 @@ static int access_block(struct proc *p, uint64_t addr, int *layer, int64_t *allo
             continue;
         if (p->ls[l].used && ms_addrmap_get(&p->ls[l].live, addr, &slot)) {
             *layer = (int)l;
-            *alloc_id = blocks[slot].alloc_id;
-            return 1;
+            return slot;
         }
     }
+    return -1;
+}
+
+static int access_block(struct proc *p, uint64_t addr, int *layer, int64_t *alloc_id,
+                        const struct block *blocks)
+{
+    int64_t slot = live_block_at(p, addr, layer);
+    if (slot < 0)
+        return 0;
+    *alloc_id = blocks[slot].alloc_id;
+    return 1;
+}
+
+/* Reads "0x<hex>" at *s (n bytes left); returns 0 and advances, or -1. */
+static int parse_hex(const char **s, size_t *n, uint64_t *v)
+{
+    const char *p = *s;
+    size_t k = 0;
+    if (*n < 3 || p[0] != '0' || p[1] != 'x')
+        return -1;
+    uint64_t x = 0;
+    for (k = 2; k < *n && k < 18; k++) {
+        char ch = p[k];
+        int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+              : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+        if (d < 0)
+            break;
+        x = x << 4 | (uint64_t)d;
+    }
+    if (k == 2)
+        return -1;
+    *v = x;
+    *s += k;
+    *n -= k;
+    return 0;
+}
+
+/* Owner tags after the fact, written as MARKs by the Python package (docs/database.md
+ * "Owner tags"):
+ *   "memscope-tag:ptr=0x<hex>;size=<n>;owner=<owner>"  the block's owner becomes <owner>;
+ *   "describe addr=0x<hex> owner=<label>"               it becomes <owner at allocation>@<label>.
+ * The block is the one of this process live at exactly that address; none: nothing happens. */
+static int apply_tag(struct conv *c, struct proc *p, const char *m, size_t n)
+{
+    static const char tag[] = "memscope-tag:ptr=", desc[] = "describe addr=";
+    const char *s = m, *owner = NULL;
+    size_t left = n, olen = 0;
+    uint64_t addr;
+    int extend;
+    if (n > sizeof tag - 1 && !memcmp(m, tag, sizeof tag - 1)) {
+        extend = 0;
+        s += sizeof tag - 1;
+        left -= sizeof tag - 1;
+        const char *o = memmem(s, left, ";owner=", 7);
+        if (!o)
+            return 0;
+        owner = o + 7;
+        olen = n - (size_t)(owner - m);
+    } else if (n > sizeof desc - 1 && !memcmp(m, desc, sizeof desc - 1)) {
+        extend = 1;
+        s += sizeof desc - 1;
+        left -= sizeof desc - 1;
+        const char *o = memmem(s, left, " owner=", 7);
+        if (!o)
+            return 0;
+        owner = o + 7;
+        olen = n - (size_t)(owner - m);
+    } else {
+        return 0;
+    }
+    if (parse_hex(&s, &left, &addr) < 0 || olen == 0 || olen > MAX_OWNER_BYTES)
+        return 0;
+    int layer;
+    int64_t slot = live_block_at(p, addr, &layer);
+    if (slot < 0)
+        return 0;
+    struct block *b = &c->blocks[slot];
+    char buf[2 * MAX_OWNER_BYTES + 2];
+    size_t len = 0;
+    if (extend && b->base_owner_id) {
+        const char *base = ms_strtab_text(&c->owners, b->base_owner_id);
+        len = strlen(base);
+        memcpy(buf, base, len);
+        buf[len++] = '@';
+    }
+    memcpy(buf + len, owner, olen);
+    len += olen;
+    int64_t id;
+    int is_new = 0;
+    if (ms_strtab_intern(&c->owners, buf, len, &id, &is_new) < 0)
+        return oom(c, "owners");
+    if (is_new) {
+        sqlite3_bind_int64(c->ins_owner, 1, id);
+        sqlite3_bind_text(c->ins_owner, 2, buf, (int)len, SQLITE_TRANSIENT);
+        int rc = step_reset(c, c->ins_owner, "insert owner");
+        if (rc < 0)
+            return rc;
+    }
+    b->owner_id = id;
     return 0;
 }
 
@@ -1297,8 +1397,9 @@ static int on_annotation(struct conv *c, struct stream *s)
     case MS_EXT_OWNER_POP:
         return owner_pop(c, t);
     case MS_EXT_MARK:
-        return write_event_full(c, s, MS_KIND_MARK, MS_LAYER_ANNOTATION, 0, 0, 0, 0, NULL, 0, 0,
-                                r->str1, r->len1, -1);
+        rc = write_event_full(c, s, MS_KIND_MARK, MS_LAYER_ANNOTATION, 0, 0, 0, 0, NULL, 0, 0,
+                              r->str1, r->len1, -1);
+        return rc < 0 ? rc : apply_tag(c, p, r->str1, r->len1);
     case MS_EXT_RANGE_PUSH: {
         if (t->nranges >= MAX_OPEN_RANGES)
             return fail(c, MS_ELIMIT, "more than %d nested ranges on one thread",

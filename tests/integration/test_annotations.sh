@@ -52,4 +52,12 @@ assert_eq "CSV MSTX name quoted, Ptr N/A" 'MSTX,Mark,"hello",N/A,"{}"' \
     "$(grep -m1 ',Mark,' "$TMP/a.csv" | awk -F, '{print $2","$3","$4","$9","$10}')"
 assert_eq "CSV ACCESS row" "ACCESS,WRITE,matmul" "$(grep -m1 ',ACCESS,' "$TMP/a.csv" | cut -d, -f2-4)"
 assert_match "CSV owner in the MALLOC Attr" 'size:1000,func:malloc,owner:model\}' "$(cat "$TMP/a.csv")"
+# Owner tags after the fact (MARKs the Python package writes; the store applies them).
+ms tags run -o "$TMP/t.db" -- "$PROGS/tag_marks"
+assert_eq "tag_marks exit status" 0 "$RC"
+assert_eq "describe tags extend the allocation's owner (the last one wins); memscope-tag replaces" \
+    $'1111|model@w2\n2222|PTA@weight' \
+    "$(q "$TMP/t.db" "SELECT b.size, o.label FROM blocks b JOIN owners o ON o.id = b.owner_id WHERE b.size IN (1111, 2222) ORDER BY b.size")"
+assert_eq "the tag MARKs stay in the dump" 4 \
+    "$(q "$TMP/t.db" "SELECT count(*) FROM memscope_dump WHERE \"Event Type\" = 'Mark'")"
 done_testing

@@ -68,16 +68,39 @@ def tag(tensor_or_addr, owner, size=0):
 _auto_done = False
 
 
-def _wanted():
-    ev = [e.strip() for e in os.environ.get("MEMSCOPE_EVENTS", "").replace("\uff0c", ",")
-          .split(",") if e.strip()]
-    level = os.environ.get("MEMSCOPE_LEVEL", "op")
+def _features_for(events, level):
+    ev = [e.strip() for e in (events or "").replace("\uff0c", ",").split(",") if e.strip()]
     feats = []
     if "access" in ev:
         feats = ["ops", "access"]
-    elif "launch" in ev and "op" in level.split(","):
+    elif "launch" in ev and "op" in [x.strip() for x in (level or "op").split(",")]:
         feats = ["ops"]
+    return feats
+
+
+def _wanted():
+    feats = _features_for(os.environ.get("MEMSCOPE_EVENTS", ""),
+                          os.environ.get("MEMSCOPE_LEVEL", "op"))
     return feats, bool(os.environ.get("MEMSCOPE_WATCH"))
+
+
+_applied = []   # the features apply_config() switched on
+
+
+def apply_config(events, level="op"):
+    """For memscope.config(events=..., level=...): switch op ranges (and accesses) on or off on
+    this thread as the values ask (same rule as MEMSCOPE_EVENTS); imports torch only when
+    something is switched on. Returns the features now on by this call's rule."""
+    feats = _features_for(events, level)
+    if feats == _applied:
+        return list(feats)
+    from . import dispatch
+    if _applied:
+        dispatch.disable(*_applied)
+    if feats:
+        dispatch.enable(*feats)
+    _applied[:] = feats
+    return list(feats)
 
 
 def _start_now():

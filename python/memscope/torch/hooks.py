@@ -125,13 +125,21 @@ class Hooks:
             fired = [False]
             for t in dispatch.tensors_of(output):
                 if t.requires_grad:
-                    t.register_hook(functools.partial(self._ograd, qn, fired))
+                    # One hook per tensor: a module returning its child's output (Sequential)
+                    # shares it; the outer module (whose hook runs last) logs first.
+                    waiting = getattr(t, "_memscope_pre_backward", None)
+                    if waiting is None:
+                        waiting = []
+                        t._memscope_pre_backward = waiting
+                        t.register_hook(functools.partial(self._ograd, waiting))
+                    waiting.append((qn, fired))
 
     # --- backward
-    def _ograd(self, qn, fired, grad):
-        if not fired[0]:
-            fired[0] = True
-            self._log("pre_backward", qn)
+    def _ograd(self, waiting, grad):
+        for qn, fired in reversed(waiting):
+            if not fired[0]:
+                fired[0] = True
+                self._log("pre_backward", qn)
 
     def _done(self, qn, st):
         if st[0] <= 0 and not st[1]:
@@ -145,7 +153,7 @@ class Hooks:
             self._done(qn, st)
 
     def _pgrad(self, pid, grad):
-        for qn in self.param_owners.get(pid, ()):
+        for qn in reversed(self.param_owners.get(pid, ())):   # innermost module first
             st = self.pending.get(qn)
             if st is not None:
                 st[1].discard(pid)

@@ -67,10 +67,109 @@ int ms_symbolizer_init(struct ms_symbolizer *s, const struct ms_sym_module *mods
     return 0;
 }
 
+/* A module's ELF function symbols sorted by address. libdw's dwfl_module_addrname() scans the
+ * whole symbol table for every lookup, which takes minutes on libtorch (10^5 symbols, 10^4
+ * distinct pcs); this table is built once per module and binary-searched. */
+struct sym_entry {
+    uint64_t addr, size;
+    const char *name; /* borrowed from libdw */
+    int rank;         /* among aliases at one address, the highest names the function */
+};
+
+struct ms_sym_table {
+    void *mod; /* Dwfl_Module * */
+    struct sym_entry *e;
+    size_t n;
+};
+
+static int cmp_sym(const void *a, const void *b)
+{
+    const struct sym_entry *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank > y->rank ? -1 : 1;
+    return x->size > y->size ? -1 : x->size < y->size; /* the sized one first */
+}
+
+/* Exported over hidden (glibc's __GI_ names), global over weak over local; the default
+ * version (name@@V) over an unversioned name over an old version (name@V). */
+static int sym_rank(const GElf_Sym *sym, const char *name)
+{
+    int bind = GELF_ST_BIND(sym->st_info);
+    int r = GELF_ST_VISIBILITY(sym->st_other) == STV_DEFAULT ? 10 : 0;
+    r += bind == STB_GLOBAL ? 6 : bind == STB_WEAK ? 3 : 0;
+    const char *at = strchr(name, '@');
+    return r + (!at ? 1 : at[1] == '@' ? 2 : 0);
+}
+
+static struct ms_sym_table *sym_table(struct ms_symbolizer *s, Dwfl_Module *mod)
+{
+    for (size_t i = 0; i < s->ntables; i++)
+        if (s->tables[i].mod == mod)
+            return &s->tables[i];
+    struct ms_sym_table *t = realloc(s->tables, (s->ntables + 1) * sizeof *t);
+    if (!t)
+        return NULL;
+    s->tables = t;
+    t = &s->tables[s->ntables];
+    memset(t, 0, sizeof *t);
+    t->mod = mod;
+    int n = dwfl_module_getsymtab(mod);
+    if (n > 0 && (t->e = malloc((size_t)n * sizeof *t->e))) {
+        for (int i = 1; i < n; i++) {
+            GElf_Sym sym;
+            GElf_Addr addr;
+            const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, NULL, NULL, NULL);
+            if (!name || !*name || GELF_ST_TYPE(sym.st_info) != STT_FUNC || !addr)
+                continue;
+            t->e[t->n++] = (struct sym_entry){addr, sym.st_size, name, sym_rank(&sym, name)};
+        }
+        qsort(t->e, t->n, sizeof *t->e, cmp_sym);
+    }
+    s->ntables++;
+    return t;
+}
+
+/* The function symbol holding addr: the last one starting at or before it, if addr is inside
+ * its size (or it has no size). NULL when none. */
+static const char *sym_lookup(struct ms_symbolizer *s, Dwfl_Module *mod, uint64_t addr)
+{
+    struct ms_sym_table *t = sym_table(s, mod);
+    if (!t || !t->n)
+        return dwfl_module_addrname(mod, addr); /* no table: libdw's own lookup */
+    size_t lo = 0, hi = t->n;
+    while (lo < hi) { /* first entry starting after addr */
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->e[mid].addr <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return NULL;
+    size_t g = lo - 1; /* the aliases at that address, best ranked first */
+    while (g > 0 && t->e[g - 1].addr == t->e[lo - 1].addr)
+        g--;
+    for (size_t i = g; i < lo; i++) {
+        const struct sym_entry *e = &t->e[i];
+        if (addr < e->addr + e->size || e->size == 0)
+            return e->name;
+    }
+    /* addr is past that symbol's end: inside an earlier, larger one, if any. */
+    for (size_t i = g; i-- > 0 && g - i <= 16;)
+        if (addr < t->e[i].addr + t->e[i].size)
+            return t->e[i].name;
+    return NULL;
+}
+
 void ms_symbolizer_release(struct ms_symbolizer *s)
 {
     if (!s)
         return;
+    for (size_t i = 0; i < s->ntables; i++)
+        free(s->tables[i].e);
+    free(s->tables);
     if (s->dwfl)
         dwfl_end(s->dwfl);
     free(s->mods);
@@ -130,7 +229,7 @@ int ms_symbolizer_lookup(struct ms_symbolizer *s, uint64_t pc, struct ms_sym_fra
     Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, addr);
     if (!mod)
         return 1;
-    const char *sym = dwfl_module_addrname(mod, addr);
+    const char *sym = sym_lookup(s, mod, addr);
     const char *file = NULL;
     int line = 0;
     Dwarf_Addr bias;

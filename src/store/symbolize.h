@@ -31,6 +31,8 @@ struct ms_symbolizer {
     struct ms_sym_module *mods; /* sorted by lo, owned */
     size_t nmods;
     void *dwfl;                 /* Dwfl *, NULL when symbolization is off or failed */
+    struct ms_sym_table *tables; /* per libdw module: its function symbols sorted by address */
+    size_t ntables;
 };
 
 /* Builds a symbolizer over n modules (copied). use_debuginfo = 0 builds only the module table

@@ -145,6 +145,18 @@ class _Live:
 live = _Live()
 
 
+_complained = False
+
+
+def _complain(e):
+    global _complained
+    if not _complained:
+        _complained = True
+        import sys
+        sys.stderr.write("memscope.torch: op recording failed (%s: %s); the program goes on\n"
+                         % (type(e).__name__, e))
+
+
 class _Mode(TorchDispatchMode):
     """The one mode memscope.torch pushes; its behaviour follows _features."""
 
@@ -160,37 +172,48 @@ class _Mode(TorchDispatchMode):
         if watching:
             n = _call_counts.get(name, 0) + 1
             _call_counts[name] = n
-            watcher._before_op(name, n)
-        if f["ops"]:
+            try:
+                watcher._before_op(name, n)
+            except Exception as e:
+                _complain(e)
+        ops = f["ops"]
+        if ops:
             _backend.range_push(name)
         try:
             out = func(*args, **kwargs)
         except BaseException:
-            if f["ops"]:
+            if ops:
                 _backend.range_pop()
             raise
         outs = tensors_of(out)
-        if f["access"]:
-            acc = {}
-            na = len(argflags)
-            for i, a in enumerate(args):
-                _add(acc, a, argflags[i] if i < na else READ)
-            for k, a in kwargs.items():
-                _add(acc, a, kwflags.get(k, READ))
-            nr = len(rets)
-            for i, t in enumerate(outs):
-                kind = rets[i] if i < nr else _FRESH
-                if kind != _VIEW:
-                    _add(acc, t, WRITE)
-            for ptr, (size, flags) in acc.items():
-                _backend.access(ptr, size, flags, name)
-        if f["live"]:
-            for t in outs:
-                live.track(t)
-        if f["ops"]:
-            _backend.range_pop()
+        try:
+            if f["access"]:
+                acc = {}
+                na = len(argflags)
+                for i, a in enumerate(args):
+                    _add(acc, a, argflags[i] if i < na else READ)
+                for k, a in kwargs.items():
+                    _add(acc, a, kwflags.get(k, READ))
+                nr = len(rets)
+                for i, t in enumerate(outs):
+                    kind = rets[i] if i < nr else _FRESH
+                    if kind != _VIEW:
+                        _add(acc, t, WRITE)
+                for ptr, (size, flags) in acc.items():
+                    _backend.access(ptr, size, flags, name)
+            if f["live"]:
+                for t in outs:
+                    live.track(t)
+        except Exception as e:  # never break the program's op for a recording problem
+            _complain(e)
+        finally:
+            if ops:
+                _backend.range_pop()
         if watching:
-            watcher._after_op(name, _call_counts[name], outs)
+            try:
+                watcher._after_op(name, _call_counts[name], outs)
+            except Exception as e:
+                _complain(e)
         return out
 
 

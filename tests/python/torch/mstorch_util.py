@@ -8,7 +8,6 @@ import os
 import re
 import sqlite3
 import subprocess
-import sys
 
 import pytest
 

@@ -12,6 +12,14 @@ def _memscope_boot():
             import memscope  # noqa: F401  (installs the hook at import)
         except Exception as e:  # never break the traced program
             print("memscope: Python stacks are off: %s" % e, file=sys.stderr)
+    # --events=access / --level=op / --watch: the PyTorch layer starts when the program
+    # imports torch (memscope.torch does not import it itself).
+    if any(os.environ.get(v) for v in ("MEMSCOPE_EVENTS", "MEMSCOPE_LEVEL", "MEMSCOPE_WATCH")):
+        try:
+            import memscope.torch
+            memscope.torch._autostart()
+        except Exception as e:
+            print("memscope: the PyTorch layer is off: %s" % e, file=sys.stderr)
 
 
 def _chain():

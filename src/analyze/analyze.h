@@ -28,6 +28,8 @@ struct ms_analyze_opts {
     int layer;                /* restrict to one layer id (0 = all memory layers) */
     const char *csv_path;     /* compare --csv FILE: msMemScope's op-sequence compare CSV */
     int by_stack;             /* decompose --by=stack: the tree's levels are stack frames */
+    int accessed_only;        /* inefficient --accessed-only: only blocks with accesses (the
+                                 tensors) take part, as msMemScope scopes to its tensor pools */
 };
 
 /* Fills opts with the defaults. */

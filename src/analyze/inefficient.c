@@ -65,6 +65,7 @@ struct state {
     int *depth; /* per thread: open ranges */
     size_t nthreads;
     struct ms_imap blocks;
+    struct ms_imap accessed;    /* --accessed-only: allocation ids with an ACCESS */
     struct finding *found;
     size_t nfound, capfound;
 };
@@ -227,6 +228,22 @@ static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
     }
     sqlite3_finalize(st);
 
+    if (s->o->accessed_only) {
+        if (sqlite3_prepare_v2(db, "SELECT DISTINCT allocation_id FROM events WHERE kind = 8 "
+                                   "AND allocation_id IS NOT NULL", -1, &st, NULL) != SQLITE_OK) {
+            snprintf(err, errlen, "inefficient: %s", sqlite3_errmsg(db));
+            return MS_EDB;
+        }
+        int isnew;
+        while (!rc && sqlite3_step(st) == SQLITE_ROW)
+            if (!ms__imap_put(&s->accessed, sqlite3_column_int64(st, 0), &isnew))
+                rc = MS_ENOMEM;
+        sqlite3_finalize(st);
+        if (rc) {
+            snprintf(err, errlen, "inefficient: %s", ms_strerror(rc));
+            return rc;
+        }
+    }
     char filter[640], q[1000];
     ms__layer_filter(db, s->o, "layer", filter, sizeof filter);
     snprintf(q, sizeof q,
@@ -263,6 +280,10 @@ static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
             }
             continue;
         }
+        if (s->o->accessed_only && kind != EV_ACCESS &&
+            (sqlite3_column_type(st, 4) == SQLITE_NULL ||
+             !ms__imap_get(&s->accessed, sqlite3_column_int64(st, 4))))
+            continue; /* not a tensor: neither an API nor a candidate */
         rc = memory_event(s, p, kind, sqlite3_column_int64(st, 4),
                           sqlite3_column_type(st, 4) != SQLITE_NULL,
                           sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6), process);
@@ -392,6 +413,7 @@ int ms_analyze_inefficient(sqlite3 *db, const struct ms_analyze_opts *o, FILE *o
     memset(&s, 0, sizeof s);
     s.o = o;
     ms__imap_init(&s.blocks, sizeof(struct blk));
+    ms__imap_init(&s.accessed, 1);
     int rc = scan(db, &s, err, errlen);
     if (!rc && o->write_back)
         rc = write_back(db, &s, err, errlen);
@@ -490,6 +512,7 @@ int ms_analyze_inefficient(sqlite3 *db, const struct ms_analyze_opts *o, FILE *o
     }
 done:
     ms__imap_release(&s.blocks);
+    ms__imap_release(&s.accessed);
     free(s.procs);
     free(s.depth);
     free(s.found);

@@ -40,7 +40,8 @@ static const char analyze_usage[] =
     "  --idle-threshold=N  inefficient: API count for temporary idleness (default 3000)\n"
     "  --lazy-used=V, --delayed-free=V, --long-idle=V\n"
     "                      inefficient: Insight thresholds, V in ns or NN%% of the lifetime\n"
-    "  --write-back        inefficient: also record findings in the database\n";
+    "  --write-back        inefficient: also record findings in the database\n"
+    "  --accessed-only     inefficient: only blocks with accesses (tensors) take part\n";
 
 static void print_usage(FILE *f)
 {
@@ -186,6 +187,8 @@ int cmd_analyze(int argc, char **argv)
             o.json = 1;
         } else if (!strcmp(a, "--write-back")) {
             o.write_back = 1;
+        } else if (!strcmp(a, "--accessed-only")) {
+            o.accessed_only = 1;
         } else if (!strcmp(a, "-o") || !strncmp(a, "--output", 8)) {
             if (!strcmp(a, "-o")) {
                 if (++i >= argc)

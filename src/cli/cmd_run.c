@@ -42,6 +42,9 @@ struct run_options {
     int keep_trace;
     int unwind_dwarf;
     char analysis[256];      /* --analysis list, "" for none */
+    int events_given;        /* --events was on the command line (passed to the Python layer) */
+    const char *level;       /* --level: op, kernel (the Python layer's op events) */
+    const char *watch;       /* --watch=start[:outid],end[,full-content] */
     int symbolize;
 };
 
@@ -58,7 +61,12 @@ static const char run_usage[] =
     "      --call-stack=c[:N][,python[:N]]\n"
     "                           native stack depth N in 0..1000 (default when given: 50);\n"
     "                           without this option: c:32\n"
-    "      --events=LIST        alloc,free (default); none records nothing\n"
+    "      --events=LIST        alloc,free (default); access adds PyTorch op ranges and tensor\n"
+    "                           accesses (Python programs); none records nothing\n"
+    "      --level=op|kernel    PyTorch ops recorded as ranges with --events=launch (op)\n"
+    "      --watch=START[:OUTID],END[,full-content]\n"
+    "                           PyTorch: checksum the outputs of op START before and after\n"
+    "                           every op until op END (docs/torch.md)\n"
     "      --analysis=LIST      after the run, run these analyses (memscope analyze):\n"
     "                           leaks, peak, compare, inefficient, decompose, temporary,\n"
     "                           trend, fragmentation, all, or none (default)\n"
@@ -149,11 +157,21 @@ static int event_item(const char *item, void *arg)
     }
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!strcmp(item, known[i])) {
-            if (i >= 2)
-                cli_log(2, "--events=%s is not collected by this version; ignored", item);
+            /* launch and access are the PyTorch layer's (op ranges, tensor accesses); it reads
+             * the list from MEMSCOPE_EVENTS in the program. */
+            if (i == 4)
+                cli_log(2, "--events=traceback: start the Python tracer with "
+                           "memscope.tracer.start() in the program");
             return 0;
         }
     return -1;
+}
+
+static int level_item(const char *item, void *arg)
+{
+    (void)arg;
+    return strcmp(item, "op") && strcmp(item, "kernel") && strcmp(item, "0") &&
+           strcmp(item, "1");
 }
 
 static int analysis_item(const char *item, void *arg)
@@ -381,7 +399,8 @@ int cmd_run(int argc, char **argv)
 {
     struct run_options o = {.c_depth = 32, .format = FMT_DB, .symbolize = 1};
     int log_explicit = 0, quiet = 0, verbose = 0;
-    enum { OPT_EVENTS = 256, OPT_STACK, OPT_FORMAT, OPT_LOG, OPT_COLLECT, OPT_NOFOLLOW, OPT_KEEP, OPT_NOSYM, OPT_UNWIND, OPT_ANALYSIS };
+    enum { OPT_EVENTS = 256, OPT_STACK, OPT_FORMAT, OPT_LOG, OPT_COLLECT, OPT_NOFOLLOW, OPT_KEEP, OPT_NOSYM, OPT_UNWIND, OPT_ANALYSIS,
+           OPT_LEVEL, OPT_WATCH };
     static const struct option longopts[] = {
         {"output-path", required_argument, NULL, 'o'},
         {"format", required_argument, NULL, OPT_FORMAT},
@@ -392,6 +411,8 @@ int cmd_run(int argc, char **argv)
         {"keep-trace", no_argument, NULL, OPT_KEEP},
         {"unwind", required_argument, NULL, OPT_UNWIND},
         {"analysis", required_argument, NULL, OPT_ANALYSIS},
+        {"level", required_argument, NULL, OPT_LEVEL},
+        {"watch", required_argument, NULL, OPT_WATCH},
         {"no-symbols", no_argument, NULL, OPT_NOSYM},
         {"log-level", required_argument, NULL, OPT_LOG},
         {"quiet", no_argument, NULL, 'q'},
@@ -432,7 +453,26 @@ int cmd_run(int argc, char **argv)
                 return usage_error("--events: expected a list of alloc, free, launch, access, "
                                    "traceback or none, not '%s'", optarg);
             snprintf(o.events, sizeof o.events, "%s", optarg);
+            o.events_given = 1;
             break;
+        case OPT_LEVEL:
+            if (for_each_item(optarg, level_item, NULL))
+                return usage_error("--level: expected op or kernel (or 0, 1), not '%s'", optarg);
+            o.level = optarg;
+            break;
+        case OPT_WATCH: {
+            /* msMemScope: start[:outid],end[,full-content]; both start and end are needed. */
+            const char *comma = strchr(optarg, ',');
+            const char *rest = comma ? strchr(comma + 1, ',') : NULL;
+            if (!comma || comma == optarg || comma[1] == 0 || comma[1] == ',' ||
+                (rest && strcmp(rest, ",full-content") != 0))
+                return usage_error("--watch: expected START[:OUTID],END[,full-content], not "
+                                   "'%s'", optarg);
+            if (strlen(optarg) >= 512)
+                return usage_error("--watch: value too long");
+            o.watch = optarg;
+            break;
+        }
         case OPT_COLLECT:
             if (!strcmp(optarg, "immediate"))
                 o.deferred = 0;
@@ -566,7 +606,8 @@ int cmd_run(int argc, char **argv)
 
     /* The child's environment additions (putenv keeps the pointers: static storage). */
     static char env_preload[PATH_MAX * 2 + 32], env_dir[PATH_MAX + 32], env_depth[48],
-        env_deferred[32], env_nofollow[32], env_unwind[32], env_pydepth[48];
+        env_deferred[32], env_nofollow[32], env_unwind[32], env_pydepth[48], env_events[160],
+        env_level[96], env_watch[600], env_outdir[PATH_MAX + 32];
     const char *old_pre = getenv("LD_PRELOAD");
     snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s%s%s", agent_path,
              old_pre && *old_pre ? ":" : "", old_pre ? old_pre : "");
@@ -593,9 +634,31 @@ int cmd_run(int argc, char **argv)
     const char *old_pp = getenv("PYTHONPATH");
     snprintf(env_pypath, sizeof env_pypath, "PYTHONPATH=%s%s%s", pydir,
              pydir[0] && old_pp && *old_pp ? ":" : "", old_pp ? old_pp : "");
-    char *env_add[] = {env_preload, env_dir,     env_depth,                     env_deferred,
-                       env_nofollow, env_unwind, env_pydepth, pydir[0] ? env_pypath : NULL,
-                       NULL};
+    char *env_add[16] = {env_preload,  env_dir,    env_depth,  env_deferred,
+                         env_nofollow, env_unwind, env_pydepth};
+    size_t nenv = 7;
+    if (pydir[0])
+        env_add[nenv++] = env_pypath;
+    /* What the Python layer reads (docs/torch.md): only what the user asked for; a
+     * MEMSCOPE_OUTPUT_DIR already in the environment wins over the output directory. */
+    char abs_out[PATH_MAX];
+    if (!getenv("MEMSCOPE_OUTPUT_DIR") && realpath(out_dir, abs_out)) {
+        snprintf(env_outdir, sizeof env_outdir, "MEMSCOPE_OUTPUT_DIR=%s", abs_out);
+        env_add[nenv++] = env_outdir;
+    }
+    if (o.events_given) {
+        snprintf(env_events, sizeof env_events, "MEMSCOPE_EVENTS=%s", o.events);
+        env_add[nenv++] = env_events;
+    }
+    if (o.level && strlen(o.level) < 64) {
+        snprintf(env_level, sizeof env_level, "MEMSCOPE_LEVEL=%s", o.level);
+        env_add[nenv++] = env_level;
+    }
+    if (o.watch) {
+        snprintf(env_watch, sizeof env_watch, "MEMSCOPE_WATCH=%s", o.watch);
+        env_add[nenv++] = env_watch;
+    }
+    env_add[nenv] = NULL;
 
     struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward_signal},
                      old_int, old_quit;

@@ -85,8 +85,11 @@ static void resolve(void)
  * its own thread gets the thread's second stream; deeper nesting is counted as lost. */
 static inline struct stream *enter(struct tstate **tp)
 {
-    if (!__atomic_load_n(&agent.recording, __ATOMIC_RELAXED))
+    if (!__atomic_load_n(&agent.recording, __ATOMIC_RELAXED)) {
+        if (unlikely(agent.broken))
+            writer_lost(); /* counted in the header, which stays mapped */
         return NULL;
+    }
     struct tstate *t = &agent_tls;
     int g = t->guard;
     if (unlikely(t->internal))
@@ -105,6 +108,13 @@ static inline struct stream *enter(struct tstate **tp)
 static inline void leave(struct tstate *t)
 {
     t->guard--;
+}
+
+/* Whether an interposer should go on to record: recording, or stopped after an error (then
+ * enter() counts the event as lost). */
+static inline int active(void)
+{
+    return agent.recording | agent.broken;
 }
 
 static __attribute__((noinline)) void record_alloc(int type, const void *p, size_t n, void *fp,
@@ -148,7 +158,7 @@ AGENT_API void *malloc(size_t n)
         resolve();
     }
     void *p = real.malloc(n);
-    if (likely(p != NULL) && agent.recording)
+    if (likely(p != NULL) && active())
         REC_ALLOC(MS_FN_MALLOC, p, n);
     return p;
 }
@@ -162,7 +172,7 @@ AGENT_API void free(void *p)
             return; /* cannot happen with glibc; leaking is the safe answer */
         resolve();
     }
-    if (agent.recording)
+    if (active())
         record_free(MS_REC_HEAP_FREE, p, 0, agent_now());
     real.free(p);
 }
@@ -178,7 +188,7 @@ AGENT_API void *calloc(size_t n, size_t m)
         resolve();
     }
     void *p = real.calloc(n, m);
-    if (likely(p != NULL) && agent.recording)
+    if (likely(p != NULL) && active())
         REC_ALLOC(MS_FN_CALLOC, p, n * m);
     return p;
 }
@@ -233,7 +243,7 @@ AGENT_API int posix_memalign(void **out, size_t align, size_t n)
     if (unlikely(!real.posix_memalign))
         resolve();
     int rc = real.posix_memalign(out, align, n);
-    if (rc == 0 && agent.recording)
+    if (rc == 0 && active())
         REC_ALLOC(MS_FN_POSIX_MEMALIGN, *out, n);
     return rc;
 }
@@ -243,7 +253,7 @@ AGENT_API void *aligned_alloc(size_t align, size_t n)
     if (unlikely(!real.aligned_alloc))
         resolve();
     void *p = real.aligned_alloc(align, n);
-    if (p && agent.recording)
+    if (p && active())
         REC_ALLOC(MS_FN_ALIGNED_ALLOC, p, n);
     return p;
 }
@@ -253,7 +263,7 @@ AGENT_API void *memalign(size_t align, size_t n)
     if (unlikely(!real.memalign))
         resolve();
     void *p = real.memalign(align, n);
-    if (p && agent.recording)
+    if (p && active())
         REC_ALLOC(MS_FN_MEMALIGN, p, n);
     return p;
 }
@@ -263,7 +273,7 @@ AGENT_API void *valloc(size_t n)
     if (unlikely(!real.valloc))
         resolve();
     void *p = real.valloc(n);
-    if (p && agent.recording)
+    if (p && active())
         REC_ALLOC(MS_FN_VALLOC, p, n);
     return p;
 }
@@ -273,7 +283,7 @@ AGENT_API void *pvalloc(size_t n)
     if (unlikely(!real.pvalloc))
         resolve();
     void *p = real.pvalloc(n);
-    if (p && agent.recording)
+    if (p && active())
         REC_ALLOC(MS_FN_PVALLOC, p, n);
     return p;
 }
@@ -307,7 +317,7 @@ AGENT_API int munmap(void *addr, size_t len)
 {
     if (unlikely(!real.munmap))
         resolve();
-    if (agent.recording)
+    if (active())
         record_free(MS_REC_MUNMAP, addr, len, agent_now());
     return real.munmap(addr, len);
 }

@@ -64,6 +64,8 @@ struct agent_global {
     int initialized;
     int broken;               /* recording stopped for good after an error */
     int fd;                   /* trace file */
+    uint64_t fd_dev, fd_ino;  /* what fd must still be: a program that closes every fd and
+                                 opens another file under the same number is not written to */
     struct ms_trace_file_header *hdr; /* shared mapping of the file header */
     uint32_t generation;
     unsigned depth;           /* native stack depth, 0 = no stacks */

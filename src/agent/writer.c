@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -144,6 +145,11 @@ int writer_open(void)
     hdr->image_seq = seq;
     hdr->file_end = MS_TRACE_HEADER_SIZE;
     memcpy(hdr->magic, MS_TRACE_MAGIC, 8); /* last: a reader never sees a half header as valid */
+    struct stat st;
+    if (fstat(fd, &st) == 0) {
+        agent.fd_dev = st.st_dev;
+        agent.fd_ino = st.st_ino;
+    }
     agent.fd = fd;
     agent.hdr = hdr;
     return 0;
@@ -236,8 +242,15 @@ static int new_chunk(struct tstate *t, struct stream *s, size_t need)
         spin_lock(&agent.file_lock);
     }
     uint64_t off = agent.hdr->file_end;
-    int rc = grow_file(agent.fd, off, size);
-    int err = errno;
+    struct stat st;
+    int rc, err;
+    if (fstat(agent.fd, &st) != 0 || st.st_dev != agent.fd_dev || st.st_ino != agent.fd_ino) {
+        rc = -1; /* the program closed our descriptor (and may have reused its number) */
+        err = EBADF;
+    } else {
+        rc = grow_file(agent.fd, off, size);
+        err = errno;
+    }
     if (rc == 0)
         __atomic_store_n(&agent.hdr->file_end, off + size, __ATOMIC_RELEASE);
     spin_unlock(&agent.file_lock);

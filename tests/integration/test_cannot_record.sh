@@ -27,4 +27,15 @@ assert_ge "events recorded before the limit are kept" 1000 "$kept"
 assert_ne "not all 400000 events fit: the limit did bite" 400000 "$kept"
 assert_ne "the database says recording stopped (stopped_errno or lost_events)" "0|0" \
     "$(q "$TMP/i.db" 'SELECT max(stopped_errno), sum(lost_events) FROM processes')"
+
+# A program that closes every descriptor and opens a file that may get the trace's number:
+# the agent stops (EBADF), never writes into that file, and counts what it could not record.
+ms closefds run -o "$TMP/c.db" -- "$PROGS/close_fds" "$TMP/victim.log"
+assert_eq "close_fds: exit status" 0 "$RC"
+assert_eq "close_fds: the program's file is untouched" "log ok: hello" "$(cat "$TMP/closefds.out")"
+assert_ge "close_fds: a message on stderr" 1 "$(grep -c 'recording stopped' "$TMP/closefds.err")"
+require_db "close_fds" "$TMP/c.db"
+assert_eq "close_fds: stopped with EBADF" 9 "$(q "$TMP/c.db" 'SELECT max(stopped_errno) FROM processes')"
+assert_ge "close_fds: the events after the stop are counted as lost" 390000 \
+    "$(q "$TMP/c.db" 'SELECT sum(lost_events) FROM processes')"
 done_testing

@@ -120,6 +120,13 @@ int writer_open(void)
     }
     if (fd < 0)
         return -errno;
+    /* Out of the way of programs that use low descriptor numbers on purpose (shells'
+     * `exec 3>file`, daemons that expect 3 to be their first file). */
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, 900);
+    if (high >= 0) {
+        close(fd);
+        fd = high;
+    }
     int rc = grow_file(fd, 0, MS_TRACE_HEADER_SIZE);
     if (rc < 0) {
         int e = errno;

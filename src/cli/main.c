@@ -51,6 +51,7 @@ static const char usage[] =
     "       memscope [options] program [args...]        (msMemScope form; same as run)\n"
     "       memscope import TRACE_DIR -o run.db         (raw traces -> database)\n"
     "       memscope export run.db --format=csv [-o file.csv]\n"
+    "       memscope analyze KIND|all|list run.db [options]   (memscope analyze --help)\n"
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
     "       memscope snapshot FILE [--json] [-o run.db] [--state-at N]\n"
 #endif

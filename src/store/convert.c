@@ -234,6 +234,7 @@ struct conv {
     int64_t next_event, next_alloc, next_frame, next_module, next_range;
     struct ms_strtab strings;
     struct ms_strtab owners;  /* owner strings -> owners.id */
+    struct ms_symcache symcache; /* ELF files read for symbolization, shared by processes */
     char **pools;             /* pool names; pool i has layers MS_LAYER_POOL0 + 2i and + 2i + 1 */
     size_t npools;
     struct pyframe *pyframes;
@@ -762,7 +763,8 @@ static int symbolize_process(struct conv *c, struct proc *p)
         return oom(c, "modules");
     int rc = write_modules(c, p, mods);
     struct ms_symbolizer sym;
-    if (rc == 0 && ms_symbolizer_init(&sym, mods, p->nmods, c->o->symbolize) < 0)
+    if (rc == 0 && ms_symbolizer_init(&sym, c->o->symbolize ? &c->symcache : NULL, mods,
+                                      p->nmods) < 0)
         rc = oom(c, "symbolizer");
     free(mods);
     if (rc < 0)
@@ -1946,6 +1948,7 @@ static void conv_release(struct conv *c)
         free(c->pools[i]);
     free(c->pools);
     ms_strtab_release(&c->owners);
+    ms_symcache_release(&c->symcache);
     for (size_t i = 0; i < c->nstacks; i++)
         free(c->stacks[i].pcs);
     free(c->stacks);
@@ -1973,6 +1976,7 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
     c.free_block = MS_ADDRMAP_EMPTY;
     ms_strtab_init(&c.strings, MAX_STRINGS, MAX_STRING_BYTES);
     ms_strtab_init(&c.owners, MAX_STRINGS, MAX_STRING_BYTES);
+    ms_symcache_init(&c.symcache);
     if (!o || !o->trace_dir || !o->db_path)
         return fail(&c, MS_EINVAL, "ms_store_convert: trace_dir and db_path are required");
 

@@ -36,8 +36,8 @@ static const char *base_name(const char *path)
     return s ? s + 1 : path;
 }
 
-int ms_symbolizer_init(struct ms_symbolizer *s, const struct ms_sym_module *mods, size_t n,
-                       int use_debuginfo)
+int ms_symbolizer_init(struct ms_symbolizer *s, struct ms_symcache *cache,
+                       const struct ms_sym_module *mods, size_t n)
 {
     memset(s, 0, sizeof *s);
     if (n) {
@@ -48,22 +48,7 @@ int ms_symbolizer_init(struct ms_symbolizer *s, const struct ms_sym_module *mods
         qsort(s->mods, n, sizeof *s->mods, cmp_mod);
     }
     s->nmods = n;
-    if (!use_debuginfo || !n)
-        return 0;
-    Dwfl *dwfl = dwfl_begin(&callbacks);
-    if (!dwfl)
-        return 0; /* symbolization degrades to module offsets */
-    dwfl_report_begin(dwfl);
-    for (size_t i = 0; i < n; i++) {
-        const struct ms_sym_module *m = &s->mods[i];
-        if (!m->path[0] || m->path[0] != '/')
-            continue; /* [vdso] and the like: no file to read */
-        /* The same object can appear more than once (one record per load); libdw refuses an
-         * overlapping report, which is what we want. */
-        dwfl_report_elf(dwfl, base_name(m->path), m->path, -1, m->bias, false);
-    }
-    dwfl_report_end(dwfl, NULL, NULL);
-    s->dwfl = dwfl;
+    s->cache = cache;
     return 0;
 }
 
@@ -76,11 +61,33 @@ struct sym_entry {
     int rank;         /* among aliases at one address, the highest names the function */
 };
 
-struct ms_sym_table {
-    void *mod; /* Dwfl_Module * */
-    struct sym_entry *e;
+/* One ELF file of the cache: its libdw session (the file alone, at bias 0) and its symbols. */
+struct ms_symfile {
+    char *path;
+    Dwfl *dwfl;           /* NULL when the file could not be read */
+    Dwfl_Module *mod;
+    struct sym_entry *e;  /* function symbols sorted by address, then rank */
     size_t n;
 };
+
+void ms_symcache_init(struct ms_symcache *c)
+{
+    memset(c, 0, sizeof *c);
+}
+
+void ms_symcache_release(struct ms_symcache *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->nfiles; i++) {
+        free(c->files[i].path);
+        free(c->files[i].e);
+        if (c->files[i].dwfl)
+            dwfl_end(c->files[i].dwfl);
+    }
+    free(c->files);
+    memset(c, 0, sizeof *c);
+}
 
 static int cmp_sym(const void *a, const void *b)
 {
@@ -103,41 +110,67 @@ static int sym_rank(const GElf_Sym *sym, const char *name)
     return r + (!at ? 1 : at[1] == '@' ? 2 : 0);
 }
 
-static struct ms_sym_table *sym_table(struct ms_symbolizer *s, Dwfl_Module *mod)
+/* Reads mod's function symbols into f, sorted (best-ranked alias first). */
+static void load_symbols(struct ms_symfile *f)
 {
-    for (size_t i = 0; i < s->ntables; i++)
-        if (s->tables[i].mod == mod)
-            return &s->tables[i];
-    struct ms_sym_table *t = realloc(s->tables, (s->ntables + 1) * sizeof *t);
-    if (!t)
-        return NULL;
-    s->tables = t;
-    t = &s->tables[s->ntables];
-    memset(t, 0, sizeof *t);
-    t->mod = mod;
-    int n = dwfl_module_getsymtab(mod);
-    if (n > 0 && (t->e = malloc((size_t)n * sizeof *t->e))) {
-        for (int i = 1; i < n; i++) {
-            GElf_Sym sym;
-            GElf_Addr addr;
-            const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, NULL, NULL, NULL);
-            if (!name || !*name || GELF_ST_TYPE(sym.st_info) != STT_FUNC || !addr)
-                continue;
-            t->e[t->n++] = (struct sym_entry){addr, sym.st_size, name, sym_rank(&sym, name)};
-        }
-        qsort(t->e, t->n, sizeof *t->e, cmp_sym);
+    int n = dwfl_module_getsymtab(f->mod);
+    if (n <= 0 || !(f->e = malloc((size_t)n * sizeof *f->e)))
+        return;
+    for (int i = 1; i < n; i++) {
+        GElf_Sym sym;
+        GElf_Addr addr;
+        const char *name = dwfl_module_getsym_info(f->mod, i, &sym, &addr, NULL, NULL, NULL);
+        if (!name || !*name || GELF_ST_TYPE(sym.st_info) != STT_FUNC || !addr)
+            continue;
+        f->e[f->n++] = (struct sym_entry){addr, sym.st_size, name, sym_rank(&sym, name)};
     }
-    s->ntables++;
-    return t;
+    qsort(f->e, f->n, sizeof *f->e, cmp_sym);
+}
+
+/* The cache entry of path, opened on first use; NULL when out of memory. An unreadable file
+ * gets an entry with no session, so it is tried once. */
+static struct ms_symfile *symfile(struct ms_symcache *c, const char *path)
+{
+    for (size_t i = 0; i < c->nfiles; i++) /* NEEDSWORK: linear; files per run are few */
+        if (!strcmp(c->files[i].path, path))
+            return &c->files[i];
+    if (c->nfiles == c->afiles) {
+        size_t na = c->afiles ? c->afiles * 2 : 64;
+        struct ms_symfile *f = realloc(c->files, na * sizeof *f);
+        if (!f)
+            return NULL;
+        c->files = f;
+        c->afiles = na;
+    }
+    struct ms_symfile *f = &c->files[c->nfiles];
+    memset(f, 0, sizeof *f);
+    if (!(f->path = strdup(path)))
+        return NULL;
+    c->nfiles++;
+    if (path[0] != '/')
+        return f; /* [vdso] and the like: no file to read */
+    Dwfl *dwfl = dwfl_begin(&callbacks);
+    if (!dwfl)
+        return f;
+    dwfl_report_begin(dwfl);
+    Dwfl_Module *mod = dwfl_report_elf(dwfl, base_name(path), path, -1, 0, false);
+    dwfl_report_end(dwfl, NULL, NULL);
+    if (!mod) {
+        dwfl_end(dwfl);
+        return f;
+    }
+    f->dwfl = dwfl;
+    f->mod = mod;
+    load_symbols(f);
+    return f;
 }
 
 /* The function symbol holding addr: the last one starting at or before it, if addr is inside
  * its size (or it has no size). NULL when none. */
-static const char *sym_lookup(struct ms_symbolizer *s, Dwfl_Module *mod, uint64_t addr)
+static const char *sym_lookup(struct ms_symfile *t, uint64_t addr)
 {
-    struct ms_sym_table *t = sym_table(s, mod);
-    if (!t || !t->n)
-        return dwfl_module_addrname(mod, addr); /* no table: libdw's own lookup */
+    if (!t->n)
+        return dwfl_module_addrname(t->mod, addr); /* no table: libdw's own lookup */
     size_t lo = 0, hi = t->n;
     while (lo < hi) { /* first entry starting after addr */
         size_t mid = lo + (hi - lo) / 2;
@@ -167,11 +200,6 @@ void ms_symbolizer_release(struct ms_symbolizer *s)
 {
     if (!s)
         return;
-    for (size_t i = 0; i < s->ntables; i++)
-        free(s->tables[i].e);
-    free(s->tables);
-    if (s->dwfl)
-        dwfl_end(s->dwfl);
     free(s->mods);
     memset(s, 0, sizeof *s);
 }
@@ -223,13 +251,16 @@ int ms_symbolizer_lookup(struct ms_symbolizer *s, uint64_t pc, struct ms_sym_fra
     out[0].func = NULL;
     out[0].file = NULL;
     out[0].line = 0;
-    if (!s->dwfl || pc == 0)
+    if (!s->cache || pc == 0)
         return 1;
-    Dwarf_Addr addr = pc - 1;
-    Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, addr);
-    if (!mod)
+    const struct ms_sym_module *m = ms_symbolizer_module(s, pc - 1);
+    struct ms_symfile *f = m ? symfile(s->cache, m->path) : NULL;
+    if (!f || !f->mod)
         return 1;
-    const char *sym = sym_lookup(s, mod, addr);
+    /* The file is loaded at bias 0 in its session: look up the address in file terms. */
+    Dwarf_Addr addr = pc - 1 - m->bias;
+    Dwfl_Module *mod = f->mod;
+    const char *sym = sym_lookup(f, addr);
     const char *file = NULL;
     int line = 0;
     Dwarf_Addr bias;

@@ -27,18 +27,29 @@ struct ms_sym_frame {
 
 #define MS_SYM_MAX_INLINE 32 /* frames per pc, the containing function included */
 
+/* The ELF files of a whole conversion, each opened once with libdw (at load bias 0) with its
+ * function symbols sorted by address: a run of 500 processes (a shell loop, a build) reads libc
+ * once, not 500 times. Owned by the caller; ms_symcache_release() frees it. */
+struct ms_symcache {
+    struct ms_symfile *files;
+    size_t nfiles, afiles;
+};
+
+void ms_symcache_init(struct ms_symcache *c);
+void ms_symcache_release(struct ms_symcache *c);
+
+/* One process's view: its modules (where each file is loaded) over the shared cache. */
 struct ms_symbolizer {
     struct ms_sym_module *mods; /* sorted by lo, owned */
     size_t nmods;
-    void *dwfl;                 /* Dwfl *, NULL when symbolization is off or failed */
-    struct ms_sym_table *tables; /* per libdw module: its function symbols sorted by address */
-    size_t ntables;
+    struct ms_symcache *cache;  /* NULL when symbolization is off */
 };
 
-/* Builds a symbolizer over n modules (copied). use_debuginfo = 0 builds only the module table
- * (frames then carry module offsets only). Returns 0 or MS_ENOMEM. */
-int ms_symbolizer_init(struct ms_symbolizer *s, const struct ms_sym_module *mods, size_t n,
-                       int use_debuginfo);
+/* Builds a symbolizer over n modules (copied), reading files through cache (which must outlive
+ * it). cache = NULL builds only the module table (frames then carry module offsets only).
+ * Returns 0 or MS_ENOMEM. */
+int ms_symbolizer_init(struct ms_symbolizer *s, struct ms_symcache *cache,
+                       const struct ms_sym_module *mods, size_t n);
 
 void ms_symbolizer_release(struct ms_symbolizer *s);
 

@@ -360,6 +360,11 @@ static void on_thread_exit(void *arg)
     struct tstate *t = &agent_tls;
     t->internal++;
     writer_thread_exit(t);
+    if (t->py) {
+        struct pyshadow *py = t->py;
+        t->py = NULL;
+        sys_munmap(py, sizeof *py);
+    }
     t->internal--;
 }
 

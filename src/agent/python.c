@@ -11,8 +11,8 @@
  * return, so each function here is a few loads and stores. */
 #include "agent.h"
 
-/* The calling thread's shadow stack, mapped on first use (one mapping per thread that runs
- * Python; it is never freed: threads rarely come and go in Python programs, NEEDSWORK). */
+/* The calling thread's shadow stack, mapped on first use; the thread-exit hook unmaps it
+ * (agent.c), so programs that start many short-lived threads do not collect mappings. */
 static struct pyshadow *shadow(void)
 {
     struct tstate *t = &agent_tls;
@@ -23,6 +23,9 @@ static struct pyshadow *shadow(void)
     if (m == MAP_FAILED)
         return NULL;
     t->py = m;
+    t->internal++; /* pthread_setspecific may allocate */
+    agent_thread_register();
+    t->internal--;
     return t->py;
 }
 

@@ -3,7 +3,7 @@
  *
  * Why a shared file mapping: a store into it is in the page cache at once, so everything a
  * thread has committed survives SIGKILL, abort or the OOM killer without any flush, and the
- * hot path needs no syscall. Each thread owns one chunk at a time (16 KiB at first, doubling up
+ * hot path needs no syscall. Each thread owns one chunk at a time (4 KiB at first, doubling up
  * to 1 MiB); only taking a new chunk touches shared state (a spinlock, fallocate, mmap). Space
  * is reserved with fallocate so that a full disk shows up as an error here, never as SIGBUS in
  * the host. Called from the interposers in agent.c; workload: millions of records per second. */
@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHUNK_MIN (16u << 10)
+#define CHUNK_MIN (4u << 10) /* one page: a thread that allocates little costs little disk */
 #define CHUNK_MAX (1u << 20)
 
 uint64_t agent_now(void)

@@ -60,7 +60,8 @@ static const char run_usage[] =
     "                           trace: keep the raw traces in PATH (memscope import converts them)\n"
     "      --call-stack=c[:N][,python[:N]]\n"
     "                           native stack depth N in 0..1000 (default when given: 50);\n"
-    "                           without this option: c:32\n"
+    "                           without this option: c:32, or python:32 when the program\n"
+    "                           is a Python interpreter (python, python3, python3.11 ...)\n"
     "      --events=LIST        alloc,free (default); access adds PyTorch op ranges and tensor\n"
     "                           accesses (Python programs); none records nothing\n"
     "      --level=op|kernel    PyTorch ops recorded as ranges with --events=launch (op)\n"
@@ -165,6 +166,19 @@ static int event_item(const char *item, void *arg)
             return 0;
         }
     return -1;
+}
+
+/* Whether prog names a Python interpreter: python, python3, python3.11 ... (any directory). */
+static int python_program(const char *prog)
+{
+    const char *base = strrchr(prog, '/');
+    base = base ? base + 1 : prog;
+    if (strncmp(base, "python", 6) != 0)
+        return 0;
+    for (const char *p = base + 6; *p; p++)
+        if ((*p < '0' || *p > '9') && *p != '.')
+            return 0;
+    return 1;
 }
 
 static int level_item(const char *item, void *arg)
@@ -398,6 +412,7 @@ static int print_summary(const char *db_path, FILE *out)
 int cmd_run(int argc, char **argv)
 {
     struct run_options o = {.c_depth = 32, .format = FMT_DB, .symbolize = 1};
+    int stack_given = 0;
     int log_explicit = 0, quiet = 0, verbose = 0;
     enum { OPT_EVENTS = 256, OPT_STACK, OPT_FORMAT, OPT_LOG, OPT_COLLECT, OPT_NOFOLLOW, OPT_KEEP, OPT_NOSYM, OPT_UNWIND, OPT_ANALYSIS,
            OPT_LEVEL, OPT_WATCH };
@@ -442,6 +457,7 @@ int cmd_run(int argc, char **argv)
                 return usage_error("--format: expected db, csv or trace, not '%s'", optarg);
             break;
         case OPT_STACK:
+            stack_given = 1;
             o.c_depth = 0;
             o.py_depth = 0;
             if (for_each_item(optarg, stack_item, &o))
@@ -547,6 +563,12 @@ int cmd_run(int argc, char **argv)
     if (optind >= argc)
         return usage_error("no program to run");
     char **prog = argv + optind;
+    if (!stack_given && python_program(prog[0])) {
+        /* A Python program's native frames are the interpreter's, and unwinding them (DWARF
+         * through libstdc++ under PyTorch) costs 4x: its default is its Python stack. */
+        o.c_depth = 0;
+        o.py_depth = 32;
+    }
 
     char agent_path[PATH_MAX];
     if (find_agent(agent_path, sizeof agent_path) < 0) {

@@ -62,6 +62,7 @@ static const char run_usage[] =
     "                           native stack depth N in 0..1000 (default when given: 50);\n"
     "                           without this option: c:32, or python:32 when the program\n"
     "                           is a Python interpreter (python, python3, python3.11 ...)\n"
+    "                           and memscope's Python package is installed\n"
     "      --events=LIST        alloc,free (default); access adds PyTorch op ranges and tensor\n"
     "                           accesses (Python programs); none records nothing\n"
     "      --level=op|kernel    PyTorch ops recorded as ranges with --events=launch (op)\n"
@@ -563,12 +564,6 @@ int cmd_run(int argc, char **argv)
     if (optind >= argc)
         return usage_error("no program to run");
     char **prog = argv + optind;
-    if (!stack_given && python_program(prog[0])) {
-        /* A Python program's native frames are the interpreter's, and unwinding them (DWARF
-         * through libstdc++ under PyTorch) costs 4x: its default is its Python stack. */
-        o.c_depth = 0;
-        o.py_depth = 32;
-    }
 
     char agent_path[PATH_MAX];
     if (find_agent(agent_path, sizeof agent_path) < 0) {
@@ -634,12 +629,12 @@ int cmd_run(int argc, char **argv)
     snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s%s%s", agent_path,
              old_pre && *old_pre ? ":" : "", old_pre ? old_pre : "");
     snprintf(env_dir, sizeof env_dir, "MEMSCOPE_TRACE_DIR=%s", abs_trace);
-    snprintf(env_depth, sizeof env_depth, "MEMSCOPE_DEPTH=%u", o.c_depth);
+    /* (MEMSCOPE_DEPTH and MEMSCOPE_PY_DEPTH are written below, once the default for Python
+     * programs is known.) */
     snprintf(env_deferred, sizeof env_deferred, "MEMSCOPE_DEFERRED=%d",
              o.deferred || o.events_none);
     snprintf(env_nofollow, sizeof env_nofollow, "MEMSCOPE_NO_FOLLOW=%d", o.no_follow);
     snprintf(env_unwind, sizeof env_unwind, "MEMSCOPE_UNWIND=%s", o.unwind_dwarf ? "dwarf" : "fp");
-    snprintf(env_pydepth, sizeof env_pydepth, "MEMSCOPE_PY_DEPTH=%u", o.py_depth);
     /* The Python package (python/): <bin>/python in the build tree, <bin>/../lib/memscope/python
      * when installed; prepended to PYTHONPATH so `import memscope` works in the program. */
     static char env_pypath[PATH_MAX * 3 + 32];
@@ -653,6 +648,15 @@ int cmd_run(int argc, char **argv)
                 *strrchr(pydir, '/') = 0;
         }
     }
+    if (!stack_given && pydir[0] && python_program(prog[0])) {
+        /* A Python program's native frames are the interpreter's, and unwinding them (DWARF
+         * through libstdc++ under PyTorch) costs 4x: its default is its Python stack, when the
+         * Python package is there to report it. */
+        o.c_depth = 0;
+        o.py_depth = 32;
+    }
+    snprintf(env_depth, sizeof env_depth, "MEMSCOPE_DEPTH=%u", o.c_depth);
+    snprintf(env_pydepth, sizeof env_pydepth, "MEMSCOPE_PY_DEPTH=%u", o.py_depth);
     const char *old_pp = getenv("PYTHONPATH");
     snprintf(env_pypath, sizeof env_pypath, "PYTHONPATH=%s%s%s", pydir,
              pydir[0] && old_pp && *old_pp ? ":" : "", old_pp ? old_pp : "");

@@ -18,6 +18,8 @@
 # (default: the first of build/, build-tests/ under the repository root); -k keeps the work
 # directory.
 set -euo pipefail
+BENCH=analyze.sh
+. "$(dirname "$0")/lib.sh"
 
 rounds=5 ops=5000000 threads=2 keep=0
 while getopts "r:n:t:k" o; do
@@ -44,12 +46,7 @@ for c in heaptrack heaptrack_print sqlite3; do
 done
 [ -x /usr/bin/time ] || { echo "analyze.sh: /usr/bin/time is not installed" >&2; exit 1; }
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/memscope-bench-an.XXXXXX")
-if [ "$keep" = 1 ]; then
-    echo "work directory: $work" >&2
-else
-    trap 'rm -rf "$work"' EXIT
-fi
+bench_workdir "$keep"
 cc -O2 -g -fno-omit-frame-pointer -pthread "$src" -o "$work/churn"
 cd "$work"
 
@@ -75,7 +72,6 @@ timed() {
     fi
     tail -1 "$name.t" >>"$name.times"
 }
-median() { cut -d' ' -f"$2" "$1" | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 for r in $(seq "$rounds"); do
     echo "round $r/$rounds" >&2

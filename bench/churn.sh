@@ -14,6 +14,8 @@
 # its frees (allocations - leaked, from its own stats). MEMSCOPE picks the binary (default: the
 # first of build/, build-tests/ under the repository root). -k keeps the work directory.
 set -euo pipefail
+BENCH=churn.sh
+. "$(dirname "$0")/lib.sh"
 
 rounds=5 ops=2000000 threads=2 keep=0
 while getopts "r:n:t:k" o; do
@@ -38,30 +40,11 @@ command -v heaptrack >/dev/null || { echo "churn.sh: heaptrack is not installed"
 command -v zstd >/dev/null || { echo "churn.sh: zstd is not installed" >&2; exit 1; }
 command -v sqlite3 >/dev/null || { echo "churn.sh: sqlite3 is not installed" >&2; exit 1; }
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/memscope-bench.XXXXXX")
-if [ "$keep" = 1 ]; then
-    echo "work directory: $work" >&2
-else
-    trap 'rm -rf "$work"' EXIT
-fi
+bench_workdir "$keep"
 cc -O2 -g -fno-omit-frame-pointer -pthread "$src" -o "$work/churn"
 cd "$work"
 
-# timed NAME CMD...: runs CMD (stdout and stderr to NAME.log), appends its wall seconds to
-# NAME.times; fails the benchmark when CMD fails.
-timed() {
-    local name=$1 t0 t1
-    shift
-    t0=$EPOCHREALTIME
-    if ! "$@" >"$name.log" 2>&1; then
-        echo "churn.sh: $name failed: $*" >&2
-        tail -5 "$name.log" >&2
-        exit 1
-    fi
-    t1=$EPOCHREALTIME
-    echo "$t0 $t1" | awk '{printf "%.4f\n", $2 - $1}' >>"$name.times"
-}
-median() { sort -g "$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+timed() { bench_timed "$@"; }
 # Apparent bytes of the files given.
 bytes() { cat "$@" | wc -c; }
 
@@ -87,10 +70,8 @@ ht_events=$((2 * ht_allocs - ht_leaked))
 
 p=$(median plain.times) h=$(median heaptrack.times) t=$(median ms_trace.times)
 d=$(median ms_db.times) i=$(median import.times)
-r() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 f() { awk -v a="$1" 'BEGIN {printf "%.3f", a}'; }
 per() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
-
 cat <<EOT
 Workload: \`churn $ops $threads\` ($(nproc) CPUs, $(uname -m), $rounds rounds, medians of wall time).
 memscope: \`$("$MEMSCOPE" --version)\` (tree $(git -C "$root" describe --always --dirty)); heaptrack: \`$(heaptrack --version 2>&1 | head -1)\`.

@@ -15,6 +15,8 @@
 # run. MEMSCOPE picks the binary (default: build/, build-py/, build-tests/ under the root);
 # the Python package is found by `memscope run` next to it. -k keeps the work directory.
 set -euo pipefail
+BENCH=train_cpu.sh
+. "$(dirname "$0")/lib.sh"
 
 rounds=5 steps=20 keep=0
 while getopts "r:s:k" o; do
@@ -38,30 +40,14 @@ fi
 command -v heaptrack >/dev/null || { echo "train_cpu.sh: heaptrack is not installed" >&2; exit 1; }
 "$py" -c 'import torch' 2>/dev/null || { echo "train_cpu.sh: $py has no torch (python3-torch)" >&2; exit 1; }
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/memscope-bench.XXXXXX")
-if [ "$keep" = 1 ]; then
-    echo "work directory: $work" >&2
-else
-    trap 'rm -rf "$work"' EXIT
-fi
+bench_workdir "$keep"
 cd "$work"
 
-# timed NAME CMD...: runs CMD (output to NAME.log), appends its wall seconds to NAME.times and
-# the loop seconds it printed to NAME.loop; fails the benchmark when CMD fails.
+# timed NAME CMD...: bench_timed, plus the loop seconds the script printed to NAME.loop.
 timed() {
-    local name=$1 t0 t1
-    shift
-    t0=$EPOCHREALTIME
-    if ! "$@" >"$name.log" 2>&1; then
-        echo "train_cpu.sh: $name failed: $*" >&2
-        tail -5 "$name.log" >&2
-        exit 1
-    fi
-    t1=$EPOCHREALTIME
-    echo "$t0 $t1" | awk '{printf "%.4f\n", $2 - $1}' >>"$name.times"
-    sed -n 's/^train_cpu loop seconds \([0-9.]*\)$/\1/p' "$name.log" | tail -1 >>"$name.loop"
+    bench_timed "$@"
+    sed -n 's/^train_cpu loop seconds \([0-9.]*\)$/\1/p' "$1.log" | tail -1 >>"$1.loop"
 }
-median() { sort -g "$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 for r in $(seq "$rounds"); do
     echo "round $r/$rounds" >&2
@@ -76,7 +62,6 @@ events=$(sqlite3 x.db 'SELECT count(*) FROM events')
 pystacks=$(sqlite3 x.db "SELECT count(*) FROM events e JOIN stacks s ON s.id = e.stack_id WHERE e.kind = 1 AND s.py_text <> ''")
 mallocs=$(sqlite3 x.db 'SELECT count(*) FROM events WHERE kind = 1')
 
-r() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 f() { awk -v a="$1" 'BEGIN {printf "%.2f", a}'; }
 row() { # label name
     local w l

@@ -16,6 +16,8 @@
 # MEMSCOPE picks the binary (default: build/memscope); its Python package must be next to it.
 # -k keeps the work directory.
 set -euo pipefail
+BENCH=train_ops.sh
+. "$(dirname "$0")/lib.sh"
 
 rounds=5 steps=20 keep=0
 while getopts "r:s:k" o; do
@@ -36,22 +38,13 @@ pkg=$(dirname "$MEMSCOPE")/python
     echo "train_ops.sh: no memscope binary with the Python package at $MEMSCOPE; build it or set MEMSCOPE" >&2; exit 1; }
 "$py" -c 'import torch' 2>/dev/null || { echo "train_ops.sh: $py has no torch (python3-torch)" >&2; exit 1; }
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/memscope-bench.XXXXXX")
-if [ "$keep" = 1 ]; then echo "work directory: $work" >&2; else trap 'rm -rf "$work"' EXIT; fi
+bench_workdir "$keep"
 cd "$work"
 
-timed() { # NAME CMD...: wall seconds to NAME.times, the loop seconds printed to NAME.loop
-    local name=$1 t0 t1
-    shift
-    t0=$EPOCHREALTIME
-    if ! "$@" >"$name.log" 2>&1; then
-        echo "train_ops.sh: $name failed: $*" >&2; tail -5 "$name.log" >&2; exit 1
-    fi
-    t1=$EPOCHREALTIME
-    echo "$t0 $t1" | awk '{printf "%.4f\n", $2 - $1}' >>"$name.times"
-    sed -n 's/^train_cpu loop seconds \([0-9.]*\)$/\1/p' "$name.log" | tail -1 >>"$name.loop"
+timed() { # NAME CMD...: bench_timed, plus the loop seconds printed to NAME.loop
+    bench_timed "$@"
+    sed -n 's/^train_cpu loop seconds \([0-9.]*\)$/\1/p' "$1.log" | tail -1 >>"$1.loop"
 }
-median() { sort -g "$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 ms=("$MEMSCOPE" run -q --call-stack=python:32)
 for r in $(seq "$rounds"); do
@@ -67,7 +60,6 @@ ops=$(sqlite3 x.db 'SELECT count(*) FROM ranges')
 acc=$(sqlite3 x.db 'SELECT count(*) FROM events WHERE kind = 8')
 matched=$(sqlite3 x.db 'SELECT count(*) FROM events WHERE kind = 8 AND allocation_id IS NOT NULL')
 
-r() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 f() { awk -v a="$1" 'BEGIN {printf "%.2f", a}'; }
 row() { # label name
     local w l

@@ -74,7 +74,7 @@ struct agent_global {
     int unwind_dwarf;         /* 1: unwind with .eh_frame (backtrace()), 0: frame pointers */
     unsigned flags;           /* MS_TRACE_F_* */
     uint32_t next_serial;     /* atomic */
-    int file_lock;            /* spinlock for chunk reservation (rare) */
+    int file_lock;            /* spinlock for extending the file without fallocate (rare) */
     char dir[4096];
 };
 

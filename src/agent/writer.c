@@ -4,7 +4,7 @@
  * Why a shared file mapping: a store into it is in the page cache at once, so everything a
  * thread has committed survives SIGKILL, abort or the OOM killer without any flush, and the
  * hot path needs no syscall. Each thread owns one chunk at a time (4 KiB at first, doubling up
- * to 1 MiB); only taking a new chunk touches shared state (a spinlock, fallocate, mmap). Space
+ * to 1 MiB); only taking a new chunk touches shared state (an atomic add, fallocate, mmap). Space
  * is reserved with fallocate so that a full disk shows up as an error here, never as SIGBUS in
  * the host. Called from the interposers in agent.c; workload: millions of records per second. */
 #include "agent.h"
@@ -80,9 +80,12 @@ static char *put_dec(char *p, unsigned long v)
     return p;
 }
 
-/* Extends the trace file to end bytes without ever raising SIGXFSZ in the host: a file-size
- * limit (ulimit -f) is checked first and reported as EFBIG. Returns 0 or -1 with errno set. */
-static int grow_file(int fd, uint64_t off, uint64_t size)
+/* Makes [off, off + size) of the trace file real disk space, without ever raising SIGXFSZ in
+ * the host: a file-size limit (ulimit -f) is checked first and reported as EFBIG. Where the
+ * file system has no fallocate, ftruncate extends the file under agent.file_lock (so that two
+ * threads cannot shrink it); a nested stream only tries that lock (EWOULDBLOCK when taken).
+ * Returns 0 or -1 with errno set. */
+static int grow_file(int fd, uint64_t off, uint64_t size, int nested)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
@@ -91,8 +94,23 @@ static int grow_file(int fd, uint64_t off, uint64_t size)
         return -1;
     }
     int rc = fallocate(fd, 0, (off_t)off, (off_t)size);
-    if (rc < 0 && (errno == EOPNOTSUPP || errno == ENOSYS))
+    if (rc == 0 || (errno != EOPNOTSUPP && errno != ENOSYS))
+        return rc;
+    if (nested) {
+        if (!spin_trylock(&agent.file_lock)) {
+            errno = EWOULDBLOCK;
+            return -1;
+        }
+    } else {
+        spin_lock(&agent.file_lock);
+    }
+    struct stat st;
+    rc = fstat(fd, &st);
+    if (rc == 0 && (uint64_t)st.st_size < off + size)
         rc = ftruncate(fd, (off_t)(off + size));
+    int err = errno;
+    spin_unlock(&agent.file_lock);
+    errno = err;
     return rc;
 }
 
@@ -127,7 +145,7 @@ int writer_open(void)
         close(fd);
         fd = high;
     }
-    int rc = grow_file(fd, 0, MS_TRACE_HEADER_SIZE);
+    int rc = grow_file(fd, 0, MS_TRACE_HEADER_SIZE, 0);
     if (rc < 0) {
         int e = errno;
         close(fd);
@@ -242,26 +260,22 @@ static int new_chunk(struct tstate *t, struct stream *s, size_t need)
     if (want > size)
         size = (uint32_t)want;
 
-    if (s->nested) {
-        if (!spin_trylock(&agent.file_lock)) /* its own thread may hold it: never wait */
-            return -1;
-    } else {
-        spin_lock(&agent.file_lock);
-    }
-    uint64_t off = agent.hdr->file_end;
+    /* Space is claimed with one atomic add: no lock, so a signal handler's nested stream can
+     * take a chunk even while its thread is in here. fallocate of disjoint ranges needs none
+     * either; a failed one leaves zero pages, which readers skip. */
+    uint64_t off = __atomic_fetch_add(&agent.hdr->file_end, size, __ATOMIC_RELAXED);
     struct stat st;
     int rc, err;
     if (fstat(agent.fd, &st) != 0 || st.st_dev != agent.fd_dev || st.st_ino != agent.fd_ino) {
         rc = -1; /* the program closed our descriptor (and may have reused its number) */
         err = EBADF;
     } else {
-        rc = grow_file(agent.fd, off, size);
+        rc = grow_file(agent.fd, off, size, s->nested);
         err = errno;
     }
-    if (rc == 0)
-        __atomic_store_n(&agent.hdr->file_end, off + size, __ATOMIC_RELEASE);
-    spin_unlock(&agent.file_lock);
     if (rc < 0) {
+        if (err == EWOULDBLOCK) /* nested, and the fallback lock was taken: this event only */
+            return -1;
         writer_fail("cannot extend the trace file", err);
         return -1;
     }

@@ -50,6 +50,7 @@ static const char usage[] =
     "usage: memscope run [options] [--] program [args...]\n"
     "       memscope [options] program [args...]        (msMemScope form; same as run)\n"
     "       memscope import TRACE_DIR -o run.db         (raw traces -> database)\n"
+    "       memscope pack TRACE_DIR|FILE.mst...         (raw traces -> packed traces)\n"
     "       memscope export run.db --format=csv [-o file.csv]\n"
     "       memscope analyze KIND|all|list run.db [options]   (memscope analyze --help)\n"
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
@@ -67,6 +68,7 @@ static const struct command {
     {"import", cmd_import},
     {"export", cmd_export},
     {"analyze", cmd_analyze},
+    {"pack", cmd_pack},
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
     {"snapshot", cmd_snapshot},
 #endif

@@ -402,7 +402,7 @@ static int open_traces(struct conv *c)
             return fail(c, rc, "%s: not a memscope trace", p->path);
         if (rc == MS_EVERSION)
             return fail(c, rc, "%s: written by trace format version %u; this memscope reads "
-                        "version %u or older", p->path, trace_version(p->path), MS_TRACE_VERSION);
+                        "version %u or older", p->path, trace_version(p->path), MS_TRACE_MAX_VERSION);
         if (rc < 0)
             return fail(c, rc, "cannot read %s: %s", p->path, ms_strerror(rc));
         c->procs[kept++] = *p;
@@ -619,7 +619,7 @@ static int add_process(struct conv *c, struct proc *p, const struct ms_record *r
 
 static int pass1(struct conv *c)
 {
-    struct ms_trace_cursor *cur = malloc(sizeof *cur);
+    struct ms_trace_cursor *cur = calloc(1, sizeof *cur);
     if (!cur)
         return oom(c, "cursor");
     int rc = 0;
@@ -628,6 +628,8 @@ static int pass1(struct conv *c)
         p->stack_first = (uint32_t)c->nstacks;
         for (size_t k = 0; k < p->tr.nchunks && rc == 0; k++) {
             struct ms_record r;
+            if (p->tr.chunks[k].packed)
+                continue; /* events only: a packed trace keeps descriptions in raw chunks */
             ms_trace_cursor_init(cur, &p->tr, k);
             /* Damage is counted in pass 2, by the streams; here it just ends the chunk. */
             while (rc == 0 && ms_trace_cursor_next(cur, &r) == 1) {
@@ -645,6 +647,7 @@ static int pass1(struct conv *c)
         }
         p->stack_end = (uint32_t)c->nstacks;
     }
+    ms_trace_cursor_release(cur);
     free(cur);
     return rc;
 }

@@ -54,6 +54,63 @@ static int all_zero(const uint8_t *p, size_t n)
     return 1;
 }
 
+/* Reads the chunk header at off into ci; returns 0, or -1 when it is not a plausible one. */
+static int read_v2_chunk(const struct ms_trace *t, uint64_t off, struct ms_trace_chunk_info *ci)
+{
+    const uint8_t *c = t->data + off;
+    uint32_t magic = rd32(c), size = rd32(c + 4), used = rd32(c + 20);
+    if ((magic != MS_TRACE_CHUNK_MAGIC && magic != MS_TRACE_PACK_MAGIC) ||
+        size < MS_TRACE_CHUNK_HEADER_SIZE || size > MS_TRACE_MAX_CHUNK)
+        return -1;
+    if (magic == MS_TRACE_CHUNK_MAGIC ? used > size - MS_TRACE_CHUNK_HEADER_SIZE
+                                      : used > MS_PACK_MAX_RAW)
+        return -1;
+    ci->offset = off;
+    ci->size = size;
+    ci->tid = rd32(c + 8);
+    ci->thread_serial = rd32(c + 12);
+    ci->seq = rd32(c + 16);
+    ci->used = used;
+    ci->base_ns = rd64(c + 24);
+    ci->packed = magic == MS_TRACE_PACK_MAGIC;
+    return 0;
+}
+
+/* Indexes the chunks of a packed (version 2) file: chunks back to back, no alignment. After a
+ * damaged chunk header the reader looks for the next plausible one, byte by byte. */
+static int index_v2(struct ms_trace *t)
+{
+    size_t cap = t->size / MS_TRACE_CHUNK_HEADER_SIZE + 1, n = 0;
+    t->chunks = calloc(cap, sizeof *t->chunks);
+    if (!t->chunks)
+        return MS_ENOMEM;
+    uint64_t off = MS_TRACE_V2_HEADER_SIZE;
+    int lost = 0;
+    while (off + MS_TRACE_CHUNK_HEADER_SIZE <= t->size && n < cap) {
+        struct ms_trace_chunk_info *ci = &t->chunks[n];
+        if (read_v2_chunk(t, off, ci) < 0) {
+            if (!lost)
+                warn_once(t, "damaged chunk header", off);
+            lost = 1;
+            t->skipped_bytes++;
+            off++;
+            continue;
+        }
+        lost = 0;
+        if (off + ci->size > t->size) {
+            warn_once(t, "trace truncated inside a chunk", off);
+            ci->size = (uint32_t)(t->size - off);
+            if (!ci->packed && ci->used > ci->size - MS_TRACE_CHUNK_HEADER_SIZE)
+                ci->used = ci->size - MS_TRACE_CHUNK_HEADER_SIZE;
+        }
+        off += ci->size;
+        n++;
+    }
+    t->nchunks = n;
+    qsort(t->chunks, n, sizeof *t->chunks, cmp_chunk);
+    return 0;
+}
+
 /* Validates the header and indexes the chunks. */
 static int index_trace(struct ms_trace *t)
 {
@@ -65,13 +122,18 @@ static int index_trace(struct ms_trace *t)
     if (memcmp(d, MS_TRACE_MAGIC, 8) != 0)
         return MS_EFORMAT;
     memcpy(h, d, sizeof *h);
-    if (h->version > MS_TRACE_VERSION)
+    if (h->version > MS_TRACE_MAX_VERSION)
         return MS_EVERSION;
+    if (h->max_depth > MS_TRACE_MAX_DEPTH)
+        h->max_depth = MS_TRACE_MAX_DEPTH;
+    if (h->version == MS_TRACE_PACKED_VERSION) {
+        if (h->header_size != MS_TRACE_V2_HEADER_SIZE || h->chunk_align != 1)
+            return MS_EFORMAT;
+        return index_v2(t);
+    }
     if (h->version == 0 || h->header_size != MS_TRACE_HEADER_SIZE ||
         h->chunk_align != MS_TRACE_CHUNK_ALIGN)
         return MS_EFORMAT;
-    if (h->max_depth > MS_TRACE_MAX_DEPTH)
-        h->max_depth = MS_TRACE_MAX_DEPTH;
 
     size_t cap = t->size / MS_TRACE_CHUNK_ALIGN + 1, n = 0;
     t->chunks = calloc(cap, sizeof *t->chunks);
@@ -169,9 +231,16 @@ void ms_trace_release(struct ms_trace *t)
     memset(t, 0, sizeof *t);
 }
 
+void ms_trace_cursor_release(struct ms_trace_cursor *c)
+{
+    free(c->own);
+    c->own = NULL;
+}
+
 void ms_trace_cursor_init(struct ms_trace_cursor *c, const struct ms_trace *t, size_t chunk)
 {
     const struct ms_trace_chunk_info *ci = &t->chunks[chunk];
+    ms_trace_cursor_release(c);
     c->p = t->data + ci->offset + MS_TRACE_CHUNK_HEADER_SIZE;
     c->end = c->p + ci->used;
     c->prev_ns = ci->base_ns;
@@ -179,6 +248,18 @@ void ms_trace_cursor_init(struct ms_trace_cursor *c, const struct ms_trace *t, s
     c->tid = ci->tid;
     c->thread_serial = ci->thread_serial;
     c->failed = 0;
+    c->damaged_tail = 0;
+    if (!ci->packed)
+        return;
+    size_t n = 0;
+    c->own = malloc(ci->used ? ci->used : 1);
+    if (c->own)
+        n = ms_pack_decode(c->p, ci->size - MS_TRACE_CHUNK_HEADER_SIZE, ci->base_ns, c->own,
+                           ci->used, &c->damaged_tail);
+    else
+        c->damaged_tail = 1;
+    c->p = c->own;
+    c->end = c->own + n;
 }
 
 /* Reads a varint; returns 0 on success, -1 when it runs past end or over 10 bytes. */
@@ -380,8 +461,14 @@ static int decode(struct ms_trace_cursor *c, struct ms_record *r)
 
 int ms_trace_cursor_next(struct ms_trace_cursor *c, struct ms_record *r)
 {
-    if (c->failed || c->p >= c->end)
+    if (c->failed)
         return 0;
+    if (c->p >= c->end) {
+        if (!c->damaged_tail)
+            return 0;
+        c->failed = 1;
+        return MS_EFORMAT;
+    }
     if (decode(c, r) < 0) {
         c->failed = 1;
         c->p = c->end;
@@ -398,6 +485,7 @@ size_t ms_trace_stream_init(struct ms_trace_stream *s, struct ms_trace *t, size_
     s->t = t;
     s->chunk = first;
     s->end = end;
+    s->cur.own = NULL;
     if (first < end)
         ms_trace_cursor_init(&s->cur, t, first);
     return end;
@@ -417,5 +505,6 @@ int ms_trace_stream_next(struct ms_trace_stream *s, struct ms_record *r)
         if (++s->chunk < s->end)
             ms_trace_cursor_init(&s->cur, s->t, s->chunk);
     }
+    ms_trace_cursor_release(&s->cur);
     return 0;
 }

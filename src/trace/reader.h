@@ -7,6 +7,7 @@
 #define MS_TRACE_READER_H
 
 #include "format.h"
+#include "pack.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -19,7 +20,11 @@ struct ms_trace_chunk_info {
     uint32_t seq;
     uint32_t used;
     uint64_t base_ns;
+    int packed;      /* a packed chunk (version 2): `used` is its decoded size */
 };
+
+/* The newest format version this reader reads: 1 (raw, as the agent writes it) and 2 (packed). */
+#define MS_TRACE_MAX_VERSION MS_TRACE_PACKED_VERSION
 
 /* One opened trace file. The caller owns the struct; ms_trace_release() frees its contents. */
 struct ms_trace {
@@ -67,16 +72,25 @@ struct ms_record {
     size_t len2;
 };
 
-/* Reads the records of one chunk in order. */
+/* Reads the records of one chunk in order. A packed chunk is decoded into a buffer the cursor
+ * owns: zero a cursor before its first ms_trace_cursor_init() and call ms_trace_cursor_release()
+ * when done with it (ms_trace_cursor_init() releases the previous chunk's buffer itself). */
 struct ms_trace_cursor {
     const uint8_t *p, *end;
     uint64_t prev_ns, prev_addr;
     uint32_t tid, thread_serial;
     int failed;
+    int damaged_tail;   /* the packed chunk ended in damage: report it after its records */
+    uint8_t *own;       /* decoded records of a packed chunk, or NULL */
     uint64_t pcs[2 * MS_TRACE_MAX_DEPTH];
 };
 
+/* Positions c at the first record of chunk. Decoding a packed chunk may fail for lack of
+ * memory or for damage: its records up to the damage are returned, then MS_EFORMAT. */
 void ms_trace_cursor_init(struct ms_trace_cursor *c, const struct ms_trace *t, size_t chunk);
+
+/* Frees the cursor's decoded buffer, if any. Accepts a zeroed cursor. */
+void ms_trace_cursor_release(struct ms_trace_cursor *c);
 
 /* Returns 1 with *r filled, 0 at the end of the chunk, or MS_EFORMAT when the next record is
  * malformed (the cursor then stays at its end; the rest of the chunk is lost). */
@@ -91,7 +105,8 @@ struct ms_trace_stream {
 };
 
 /* Starts a stream at chunk index first; returns the index one past the thread's last chunk,
- * where the next thread's stream starts. */
+ * where the next thread's stream starts. A stream frees its buffers when it reaches its end;
+ * one abandoned before that is freed with ms_trace_cursor_release(&s->cur). */
 size_t ms_trace_stream_init(struct ms_trace_stream *s, struct ms_trace *t, size_t first);
 
 /* Returns 1 with *r filled, 0 at the end of the thread. A damaged chunk is counted in

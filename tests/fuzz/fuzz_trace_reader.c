@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct ms_trace t;
     if (ms_trace_open_mem(&t, data, size) < 0)
         return 0;
-    struct ms_trace_stream *s = malloc(sizeof *s);
+    struct ms_trace_stream *s = calloc(1, sizeof *s);
     struct ms_record r;
     if (!s)
         abort();
@@ -54,6 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (strlen(t.warning) >= sizeof t.warning)
         abort();
+    ms_trace_cursor_release(&s->cur);
     free(s);
     ms_trace_release(&t);
     return 0;

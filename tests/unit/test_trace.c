@@ -260,7 +260,7 @@ static void test_refused(void)
     size_t corrupt_at;
     struct ms_trace t;
     build(&g, &corrupt_at);
-    tg_header(&g)->version = MS_TRACE_VERSION + 1;
+    tg_header(&g)->version = MS_TRACE_MAX_VERSION + 1;
     CHECK_EQ(ms_trace_open_mem(&t, g.buf, g.len), MS_EVERSION);
     tg_header(&g)->version = MS_TRACE_VERSION;
     g.buf[0] = 'X';

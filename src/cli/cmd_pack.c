@@ -1,0 +1,145 @@
+/* cmd_pack.c: `memscope pack PATH...`: recodes raw traces (version 1, as the agent writes them)
+ * into packed traces (version 2, src/trace/pack.h) in place. Also called by `memscope run` for
+ * the traces it keeps. Workload: one file per traced process image, each packed by up to one
+ * worker thread per CPU. */
+#include "cli.h"
+
+#include "error.h"
+#include "pack.h"
+#include "reader.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char pack_usage[] =
+    "usage: memscope pack PATH... [-j N]\n"
+    "\n"
+    "Packs raw memscope traces in place: each PATH is a trace (*.mst) or a directory of them.\n"
+    "A packed trace keeps every record and timestamp in about a third of the bytes; memscope\n"
+    "import reads both kinds. Traces that are already packed are left as they are.\n"
+    "  -j, --jobs=N   worker threads (default: the number of CPUs)\n";
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* Packs one file in place. Returns 1 packed, 0 already packed, -1 failed (message printed). */
+static int pack_one(const char *path, int workers, struct ms_pack_stats *total)
+{
+    struct ms_trace t;
+    int rc = ms_trace_open(&t, path);
+    if (rc == 0 && t.hdr.version != MS_TRACE_VERSION) {
+        ms_trace_release(&t);
+        return 0;
+    }
+    ms_trace_release(&t);
+    if (rc < 0) {
+        error("pack: %s: %s", path, rc == MS_EFORMAT ? "not a memscope trace" : ms_strerror(rc));
+        return -1;
+    }
+    char tmp[PATH_MAX + 16];
+    if (snprintf(tmp, sizeof tmp, "%s.packing", path) >= (int)sizeof tmp) {
+        error("pack: %s: path too long", path);
+        return -1;
+    }
+    struct ms_pack_stats st;
+    rc = ms_pack_file(path, tmp, workers, &st);
+    if (rc == 0 && rename(tmp, path) < 0)
+        rc = -errno;
+    if (rc < 0) {
+        unlink(tmp);
+        error("pack: %s: %s (the raw trace is unchanged)", path, ms_strerror(rc));
+        return -1;
+    }
+    if (st.damaged)
+        cli_log(2, "pack: %s: %llu damaged chunk%s packed up to the damage", path,
+                (unsigned long long)st.damaged, st.damaged == 1 ? "" : "s");
+    total->events += st.events;
+    total->records += st.records;
+    total->in_bytes += st.in_bytes;
+    total->out_bytes += st.out_bytes;
+    total->damaged += st.damaged;
+    return 1;
+}
+
+int cli_pack_path(const char *path, int workers, struct ms_pack_stats *total, int *packed)
+{
+    struct stat sb;
+    if (stat(path, &sb) < 0)
+        return error("pack: %s: %s", path, strerror(errno));
+    if (!S_ISDIR(sb.st_mode)) {
+        int r = pack_one(path, workers, total);
+        if (r > 0)
+            ++*packed;
+        return r < 0 ? -1 : 0;
+    }
+    DIR *d = opendir(path);
+    if (!d)
+        return error("pack: %s: %s", path, strerror(errno));
+    int failed = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!ends_with(e->d_name, ".mst"))
+            continue;
+        char p[PATH_MAX];
+        if (snprintf(p, sizeof p, "%s/%s", path, e->d_name) >= (int)sizeof p)
+            continue;
+        int r = pack_one(p, workers, total);
+        if (r < 0)
+            failed = 1;
+        else if (r > 0)
+            ++*packed;
+    }
+    closedir(d);
+    return failed ? -1 : 0;
+}
+
+int cmd_pack(int argc, char **argv)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int workers = cpus > 0 ? (int)cpus : 1, npaths = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(pack_usage, stdout);
+            return 0;
+        } else if (!strcmp(a, "-j") || !strcmp(a, "--jobs")) {
+            if (++i >= argc)
+                return usage_error("pack: %s needs a number", a);
+            v = argv[i];
+        } else if (!strncmp(a, "--jobs=", 7)) {
+            v = a + 7;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_error("pack: unknown option '%s'", a);
+        } else {
+            argv[++npaths] = argv[i];
+            continue;
+        }
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (!*v || *end || n < 1 || n > 64)
+            return usage_error("pack: bad value '%s' for --jobs (1..64)", v);
+        workers = (int)n;
+    }
+    if (!npaths)
+        return usage_error("pack: no trace given");
+    struct ms_pack_stats total = {0};
+    int failed = 0, packed = 0;
+    for (int i = 1; i <= npaths; i++)
+        if (cli_pack_path(argv[i], workers, &total, &packed) < 0)
+            failed = 1;
+    if (packed)
+        cli_log(1, "packed %d trace%s: %llu events, %llu -> %llu bytes (%.2f bytes per event)",
+                packed, packed == 1 ? "" : "s", (unsigned long long)total.events,
+                (unsigned long long)total.in_bytes, (unsigned long long)total.out_bytes,
+                total.events ? (double)total.out_bytes / (double)total.events : 0.0);
+    return failed;
+}

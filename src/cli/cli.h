@@ -13,11 +13,13 @@ int cmd_pack(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 #endif
 
+#include <time.h>
 struct ms_pack_stats;
-/* Packs the raw trace at path, or every raw *.mst in the directory path, in place (cmd_pack.c).
- * Adds to *total and *packed; returns 0, or -1 when some file failed (message printed; that
- * file keeps its raw form). */
-int cli_pack_path(const char *path, int workers, struct ms_pack_stats *total, int *packed);
+/* Packs the raw trace at path, or every raw *.mst in the directory path (those modified at or
+ * after `since`, when it is not 0), in place (cmd_pack.c). Adds to *total and *packed; returns
+ * 0, or -1 when some file failed (message printed; that file keeps its raw form). */
+int cli_pack_path(const char *path, int workers, time_t since, struct ms_pack_stats *total,
+                  int *packed);
 
 /* Prints "memscope: <fmt>\n" to stderr. Returns -1 so callers can `return error(...)`. */
 int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char pack_usage[] =
@@ -70,7 +71,8 @@ static int pack_one(const char *path, int workers, struct ms_pack_stats *total)
     return 1;
 }
 
-int cli_pack_path(const char *path, int workers, struct ms_pack_stats *total, int *packed)
+int cli_pack_path(const char *path, int workers, time_t since, struct ms_pack_stats *total,
+                  int *packed)
 {
     struct stat sb;
     if (stat(path, &sb) < 0)
@@ -90,7 +92,10 @@ int cli_pack_path(const char *path, int workers, struct ms_pack_stats *total, in
         if (!ends_with(e->d_name, ".mst"))
             continue;
         char p[PATH_MAX];
+        struct stat fs;
         if (snprintf(p, sizeof p, "%s/%s", path, e->d_name) >= (int)sizeof p)
+            continue;
+        if (since && (stat(p, &fs) < 0 || fs.st_mtime < since))
             continue;
         int r = pack_one(p, workers, total);
         if (r < 0)
@@ -134,7 +139,7 @@ int cmd_pack(int argc, char **argv)
     struct ms_pack_stats total = {0};
     int failed = 0, packed = 0;
     for (int i = 1; i <= npaths; i++)
-        if (cli_pack_path(argv[i], workers, &total, &packed) < 0)
+        if (cli_pack_path(argv[i], workers, 0, &total, &packed) < 0)
             failed = 1;
     if (packed)
         cli_log(1, "packed %d trace%s: %llu events, %llu -> %llu bytes (%.2f bytes per event)",

@@ -10,6 +10,7 @@
 
 #include "analyze.h"
 #include "error.h"
+#include "pack.h"
 #include "store.h"
 #include "version.h"
 
@@ -40,6 +41,7 @@ struct run_options {
     int deferred;
     int no_follow;
     int keep_trace;
+    int no_pack;             /* keep traces raw (version 1) instead of packing them */
     int unwind_dwarf;
     char analysis[256];      /* --analysis list, "" for none */
     int events_given;        /* --events was on the command line (passed to the Python layer) */
@@ -57,7 +59,8 @@ static const char run_usage[] =
     "  -o, --output-path=PATH   a .db (or .csv) file, or a directory that receives\n"
     "                           memscope_<pid>_<YYYYmmddHHMMSS>.db (default: memscopeDumpResults/)\n"
     "      --format=db|csv|trace  db: SQLite (default); csv: msMemScope's CSV;\n"
-    "                           trace: keep the raw traces in PATH (memscope import converts them)\n"
+    "                           trace: keep the traces in PATH, packed (memscope import\n"
+    "                           converts them)\n"
     "      --call-stack=c[:N][,python[:N]]\n"
     "                           native stack depth N in 0..1000 (default when given: 50);\n"
     "                           without this option: c:32, or python:32 when the program\n"
@@ -77,7 +80,8 @@ static const char run_usage[] =
     "      --unwind=fp|dwarf    native unwinder: frame pointers (default, fastest) or\n"
     "                           .eh_frame (exact through code without frame pointers, slower)\n"
     "      --no-follow          do not trace programs that the program executes\n"
-    "      --keep-trace         keep the raw traces next to the database\n"
+    "      --keep-trace         keep the traces next to the database, packed\n"
+    "      --no-pack            keep traces as the agent wrote them (bigger, no packing time)\n"
     "      --no-symbols         do not resolve function names and source lines\n"
     "      --log-level=debug|info|warning|error\n"
     "  -q, --quiet              same as --log-level=error (no summary)\n"
@@ -410,13 +414,27 @@ static int print_summary(const char *db_path, FILE *out)
 
 /* ---- the command ---- */
 
+/* Packs the traces this run wrote in dir (modified since run_start); a failure leaves a file
+ * raw, which every reader reads too. */
+static void pack_traces(const char *dir, time_t run_start)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    struct ms_pack_stats st = {0};
+    int packed = 0;
+    cli_pack_path(dir, cpus > 0 ? (int)cpus : 1, run_start, &st, &packed);
+    if (packed)
+        cli_log(0, "packed %d trace%s: %llu events, %llu -> %llu bytes", packed,
+                packed == 1 ? "" : "s", (unsigned long long)st.events,
+                (unsigned long long)st.in_bytes, (unsigned long long)st.out_bytes);
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_options o = {.c_depth = 32, .format = FMT_DB, .symbolize = 1};
     int stack_given = 0;
     int log_explicit = 0, quiet = 0, verbose = 0;
     enum { OPT_EVENTS = 256, OPT_STACK, OPT_FORMAT, OPT_LOG, OPT_COLLECT, OPT_NOFOLLOW, OPT_KEEP, OPT_NOSYM, OPT_UNWIND, OPT_ANALYSIS,
-           OPT_LEVEL, OPT_WATCH };
+           OPT_LEVEL, OPT_WATCH, OPT_NOPACK };
     static const struct option longopts[] = {
         {"output-path", required_argument, NULL, 'o'},
         {"format", required_argument, NULL, OPT_FORMAT},
@@ -425,6 +443,7 @@ int cmd_run(int argc, char **argv)
         {"collect-mode", required_argument, NULL, OPT_COLLECT},
         {"no-follow", no_argument, NULL, OPT_NOFOLLOW},
         {"keep-trace", no_argument, NULL, OPT_KEEP},
+        {"no-pack", no_argument, NULL, OPT_NOPACK},
         {"unwind", required_argument, NULL, OPT_UNWIND},
         {"analysis", required_argument, NULL, OPT_ANALYSIS},
         {"level", required_argument, NULL, OPT_LEVEL},
@@ -505,6 +524,9 @@ int cmd_run(int argc, char **argv)
         case OPT_KEEP:
             o.keep_trace = 1;
             break;
+        case OPT_NOPACK:
+            o.no_pack = 1;
+            break;
         case OPT_UNWIND:
             if (!strcmp(optarg, "fp") || !strcmp(optarg, "dwarf"))
                 o.unwind_dwarf = optarg[0] == 'd';
@@ -573,7 +595,7 @@ int cmd_run(int argc, char **argv)
     }
 
     /* Decide the output paths and make sure they can be written before running anything. */
-    time_t now = time(NULL);
+    time_t now = time(NULL), run_start = now;
     char stamp[32];
     strftime(stamp, sizeof stamp, "%Y%m%d%H%M%S", localtime(&now));
     const char *suffix = o.format == FMT_CSV ? ".csv" : ".db";
@@ -707,8 +729,10 @@ int cmd_run(int argc, char **argv)
     sigaction(SIGQUIT, &old_quit, NULL);
 
     if (o.format == FMT_TRACE) {
+        if (!o.no_pack)
+            pack_traces(trace_dir, run_start);
         if (cli_log_level <= 1)
-            fprintf(stderr, "memscope: raw traces kept in %s (convert with memscope import %s "
+            fprintf(stderr, "memscope: traces kept in %s (convert with memscope import %s "
                             "-o run.db)\n", trace_dir, trace_dir);
         return status;
     }
@@ -770,9 +794,11 @@ int cmd_run(int argc, char **argv)
         unlink(db_path);
     if (!o.keep_trace)
         remove_tree(trace_dir);
+    else if (!o.no_pack)
+        pack_traces(trace_dir, run_start);
     if (cli_log_level <= 1)
         fprintf(stderr, "memscope: %s written to %s%s%s\n",
                 o.format == FMT_CSV ? "CSV" : "database", out_file,
-                o.keep_trace ? "; raw traces kept in " : "", o.keep_trace ? trace_dir : "");
+                o.keep_trace ? "; traces kept in " : "", o.keep_trace ? trace_dir : "");
     return status;
 }

@@ -122,6 +122,8 @@ int cmd_pack(int argc, char **argv)
             v = argv[i];
         } else if (!strncmp(a, "--jobs=", 7)) {
             v = a + 7;
+        } else if (!strncmp(a, "-j", 2) && a[2]) {
+            v = a + 2;
         } else if (a[0] == '-' && a[1]) {
             return usage_error("pack: unknown option '%s'", a);
         } else {

@@ -49,10 +49,9 @@
 
 /* ---- Range coder -------------------------------------------------------------------------- */
 
-#define PROB_BITS 11
-#define PROB_ONE (1u << PROB_BITS)
-#define MOVE_BITS 5
-#define RC_TOP (1u << 24)
+/* The model code is written once for both directions: `dec` is a constant in each of the two
+ * places that call code_record(), and everything below it is inlined there. */
+#define INLINE static inline __attribute__((always_inline))
 
 struct obuf {
     uint8_t *p;
@@ -60,176 +59,103 @@ struct obuf {
     int oom;
 };
 
-static void obuf_put(struct obuf *b, const void *src, size_t n)
+static int obuf_reserve(struct obuf *b, size_t n)
 {
     if (b->oom)
-        return;
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 65536;
-        while (cap < b->len + n)
-            cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
+        return -1;
+    if (b->len + n <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 65536;
+    while (cap < b->len + n)
+        cap *= 2;
+    uint8_t *p = realloc(b->p, cap);
+    if (!p) {
+        b->oom = 1;
+        return -1;
     }
-    memcpy(b->p + b->len, src, n);
-    b->len += n;
-}
-
-/* One coder codes (dec = 0) or decodes (dec = 1): the model code is written once, for both. */
-struct coder {
-    int dec;
-    uint32_t range;
-    /* encoder */
-    uint64_t low;
-    uint64_t cache_size;
-    uint8_t cache;
-    struct obuf *out;
-    /* decoder */
-    uint32_t code;
-    const uint8_t *p, *end;
-    unsigned overrun; /* bytes wanted past the end of the input */
-    int bad;          /* a decoded value broke a rule of the model */
-};
-
-static void enc_shift(struct coder *c)
-{
-    if ((uint32_t)c->low < 0xff000000u || (c->low >> 32) != 0) {
-        uint8_t carry = (uint8_t)(c->low >> 32), b = c->cache;
-        do {
-            uint8_t v = (uint8_t)(b + carry);
-            obuf_put(c->out, &v, 1);
-            b = 0xff;
-        } while (--c->cache_size != 0);
-        c->cache = (uint8_t)(c->low >> 24);
-    }
-    c->cache_size++;
-    c->low = (c->low & 0x00ffffffu) << 8;
-}
-
-static uint8_t dec_byte(struct coder *c)
-{
-    if (c->p < c->end)
-        return *c->p++;
-    c->overrun++;
+    b->p = p;
+    b->cap = cap;
     return 0;
 }
 
-static void coder_init_enc(struct coder *c, struct obuf *out)
+static void obuf_put(struct obuf *b, const void *src, size_t n)
 {
-    memset(c, 0, sizeof *c);
-    c->range = 0xffffffffu;
-    c->cache_size = 1;
-    c->out = out;
-}
-
-static void coder_init_dec(struct coder *c, const uint8_t *in, size_t len)
-{
-    memset(c, 0, sizeof *c);
-    c->dec = 1;
-    c->range = 0xffffffffu;
-    c->p = in;
-    c->end = in + len;
-    for (int i = 0; i < 5; i++)
-        c->code = (c->code << 8) | dec_byte(c);
-}
-
-static void coder_flush(struct coder *c)
-{
-    for (int i = 0; i < 5; i++)
-        enc_shift(c);
-}
-
-static inline void normalize(struct coder *c)
-{
-    while (c->range < RC_TOP) {
-        c->range <<= 8;
-        if (c->dec)
-            c->code = (c->code << 8) | dec_byte(c);
-        else
-            enc_shift(c);
+    if (obuf_reserve(b, n) == 0) {
+        memcpy(b->p + b->len, src, n);
+        b->len += n;
     }
 }
 
-/* Codes bit with probability *p (of a 0, in 1/2048) and adapts *p; returns the bit. */
-static inline int cbit(struct coder *c, uint16_t *p, int bit)
+static void obuf_varint(struct obuf *b, uint64_t v)
 {
-    uint32_t bound = (c->range >> PROB_BITS) * *p;
-    if (c->dec)
-        bit = c->code >= bound;
-    if (bit) {
-        if (c->dec)
-            c->code -= bound;
-        else
-            c->low += bound;
-        c->range -= bound;
-        *p = (uint16_t)(*p - (*p >> MOVE_BITS));
-    } else {
-        c->range = bound;
-        *p = (uint16_t)(*p + ((PROB_ONE - *p) >> MOVE_BITS));
-    }
-    normalize(c);
-    return bit;
+    uint8_t tmp[MS_VARINT_MAX];
+    obuf_put(b, tmp, (size_t)(ms_put_varint(tmp, v) - tmp));
 }
 
-/* Codes the n low bits of v at probability 1/2 each, highest first; returns them. */
-static uint64_t cdirect(struct coder *c, uint64_t v, int n)
-{
-    uint64_t r = 0;
-    for (int i = n - 1; i >= 0; i--) {
-        c->range >>= 1;
-        int b;
-        if (c->dec) {
-            b = c->code >= c->range;
-            if (b)
-                c->code -= c->range;
-        } else {
-            b = (int)((v >> i) & 1);
-            if (b)
-                c->low += c->range;
-        }
-        r = (r << 1) | (uint64_t)b;
-        normalize(c);
-    }
-    return r;
-}
+/* ---- Token streams ------------------------------------------------------------------------- */
 
-/* Codes the n-bit value v with the bit tree probs[1 .. 2^n - 1]; returns it. */
-static unsigned ctree(struct coder *c, uint16_t *probs, int n, unsigned v)
-{
-    unsigned m = 1;
-    for (int i = n - 1; i >= 0; i--)
-        m = (m << 1) | (unsigned)cbit(c, &probs[m], (int)((v >> i) & 1));
-    return m - (1u << n);
-}
+/* Each kind of decision has its own stream of tokens from a small alphabet. The encoder
+ * collects a chunk's tokens, then codes each stream with rANS (range asymmetric numeral
+ * systems) under the stream's own frequency table, which it stores; bits that are close to
+ * random go to a separate raw bit stream. The decoder pulls tokens from each stream as the model
+ * asks for them. */
+#define SCALE_BITS 12
+#define SCALE (1u << SCALE_BITS)
+#define RANS_L (1u << 23)
+#define ALPHA_MAX 1024
 
-/* A number model: bit length, then the `mant` highest bits below the top one per length. */
-#define MANT_MAX 6
-struct num {
-    int mant;
-    uint16_t len[128];
-    uint16_t m[65 << MANT_MAX];
+enum {
+    S_KIND = 0,       /* 3 streams, by previous kind: free / alloc by the last fn / other */
+    S_TYPE = 3,       /* the type byte of an "other" record */
+    S_DT = 4,         /* 9 streams, by (previous kind, kind): time deltas */
+    S_STACK = 13,     /* move-to-front rank of the stack id, MTF_LEN = a new id */
+    S_SIZE_SAME = 14, /* 0: the stack's last size */
+    S_SIZE = 15,
+    S_SRC = 16,       /* 2 streams: where an allocation's address comes from */
+    S_AGE = 18,
+    S_ADDR = 19,      /* address deltas */
+    S_FREE = 20,      /* 0: a live block of this thread, 1: delta / 16, 2: delta */
+    S_RANK = 21,
+    S_MISC = 22,
+    S_BYTES = 23,
+    NSTREAM = 24,
 };
 
-static uint64_t cnum(struct coder *c, struct num *nm, uint64_t v)
-{
-    unsigned n = v ? 64u - (unsigned)__builtin_clzll(v) : 0;
-    n = ctree(c, nm->len, 7, n);
-    if (n > 64) {
-        c->bad = 1;
-        return 0;
-    }
-    if (n <= 1)
-        return n;
-    int mb = (int)n - 1, k = mb < nm->mant ? mb : nm->mant;
-    unsigned top = ctree(c, nm->m + (n << nm->mant), k, (unsigned)(v >> (mb - k)) & ((1u << k) - 1));
-    uint64_t low = cdirect(c, v, mb - k);
-    return (1ull << mb) | ((uint64_t)top << (mb - k)) | low;
-}
+/* Alphabet of each stream; for number streams, values below 2^lim_bits are tokens of their
+ * own, larger ones are coded by bit length and the `mant` bits below the top one. */
+struct stream_kind {
+    uint8_t lim_bits, mant;
+    uint16_t alpha;
+};
+#define NUMK(l, m) {l, m, (uint16_t)((1u << (l)) + ((64u - (l)) << (m)))}
+static const struct stream_kind kinds[NSTREAM] = {
+    [0] = {0, 0, 3}, [1] = {0, 0, 3}, [2] = {0, 0, 3}, [S_TYPE] = {0, 0, 256},
+    [4] = NUMK(9, 3), [5] = NUMK(9, 3), [6] = NUMK(9, 3), [7] = NUMK(9, 3), [8] = NUMK(9, 3),
+    [9] = NUMK(9, 3), [10] = NUMK(9, 3), [11] = NUMK(9, 3), [12] = NUMK(9, 3),
+    [S_STACK] = {0, 0, 17}, [S_SIZE_SAME] = {0, 0, 2}, [S_SIZE] = NUMK(6, 4),
+    [S_SRC] = {0, 0, 6}, [S_SRC + 1] = {0, 0, 6}, [S_AGE] = NUMK(6, 3), [S_ADDR] = NUMK(4, 3),
+    [S_FREE] = {0, 0, 3}, [S_RANK] = NUMK(6, 4), [S_MISC] = NUMK(4, 2), [S_BYTES] = {0, 0, 256},
+};
+
+struct tstream {
+    /* encoder: the chunk's tokens, in order */
+    uint16_t *tok;
+    size_t n, cap;
+    /* decoder */
+    int present;
+    uint32_t x;
+    const uint8_t *p, *end;
+    uint16_t freq[ALPHA_MAX], start[ALPHA_MAX];
+    uint16_t lut[SCALE];
+};
+
+/* The raw bits: written least significant first. */
+struct bitio {
+    uint64_t acc;
+    int n;
+    struct obuf *out;           /* encoder */
+    const uint8_t *p, *end;     /* decoder */
+};
 
 /* ---- The model ----------------------------------------------------------------------------- */
 
@@ -243,6 +169,9 @@ enum { SRC_CLASS0, SRC_CLASS1, SRC_END, SRC_AGE, SRC_DELTA16, SRC_DELTA1 };
 #define SIZE_CACHE 1024
 #define EXT_REST_MAX 65536u /* bigger annotation payloads go to the description chunk */
 #define MAX_SEQ (MS_PACK_MAX_RAW / 4) /* allocations per chunk: each takes >= 5 raw bytes */
+#define CHECK_EVERY 4096u /* records between check values */
+#define BLOCK_BITS 512
+#define NBLOCKS (MAX_SEQ / BLOCK_BITS)
 
 struct live_slot {
     uint64_t addr; /* 0: empty */
@@ -250,15 +179,16 @@ struct live_slot {
 };
 
 struct model {
-    struct coder c;
-    /* probabilities */
-    uint16_t is_free[3], same_fn[3], type[256];
-    uint16_t src[2][8];
-    uint16_t stack_rank[32];
-    uint16_t size_same;
-    uint16_t free_hit, free_aligned;
-    uint16_t bytes[256];
-    struct num dt[9], size, rank, age, addr, misc;
+    struct tstream ts[NSTREAM];
+    struct bitio bits;
+    struct obuf raw;  /* encoder: the raw bits */
+    /* a check value of the decoded records every CHECK_EVERY records and at the end */
+    uint64_t hash;
+    uint64_t nrec;
+    struct obuf checks;           /* encoder */
+    const uint8_t *check_p;       /* decoder: the stored ones */
+    uint64_t nchecks;
+    int bad;        /* decoder: the input broke a rule (a table, a stream, the model) */
     /* history */
     int prev_kind, last_fn;
     uint64_t prev_ns, prev_addr, prev_end, prev_maddr;
@@ -272,34 +202,26 @@ struct model {
     /* live blocks allocated in this chunk: addr -> allocation number, and back */
     struct live_slot *map;
     size_t map_cap, map_used;
-    uint32_t *fen;        /* Fenwick tree over allocation numbers + 1: 1 = live */
-    uint64_t *seq_addr, *seq_size;
+    uint64_t *live_bits;  /* bit n: allocation n is live */
+    uint32_t *fen;        /* Fenwick tree of live counts per BLOCK_BITS allocations */
+    uint64_t *seq_addr;
+    uint16_t *seq_class;  /* size_class() + 1, 0 for none */
     uint32_t nseq, nlive;
 };
-
-static void num_init(struct num *nm, int mant)
-{
-    nm->mant = mant;
-    for (size_t i = 0; i < sizeof nm->len / 2; i++)
-        nm->len[i] = PROB_ONE / 2;
-    for (size_t i = 0; i < sizeof nm->m / 2; i++)
-        nm->m[i] = PROB_ONE / 2;
-}
-
-static void probs_init(uint16_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = PROB_ONE / 2;
-}
 
 static void model_free(struct model *m)
 {
     if (!m)
         return;
+    for (int i = 0; i < NSTREAM; i++)
+        free(m->ts[i].tok);
+    free(m->raw.p);
+    free(m->checks.p);
     free(m->map);
+    free(m->live_bits);
     free(m->fen);
     free(m->seq_addr);
-    free(m->seq_size);
+    free(m->seq_class);
     free(m);
 }
 
@@ -310,34 +232,122 @@ static struct model *model_new(uint64_t base_ns)
     struct model *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
-    probs_init(m->is_free, 3);
-    probs_init(m->same_fn, 3);
-    probs_init(m->type, 256);
-    probs_init(&m->src[0][0], 16);
-    probs_init(m->stack_rank, 32);
-    probs_init(&m->size_same, 1);
-    probs_init(&m->free_hit, 1);
-    probs_init(&m->free_aligned, 1);
-    probs_init(m->bytes, 256);
-    for (int i = 0; i < 9; i++)
-        num_init(&m->dt[i], 6);
-    num_init(&m->size, 4);
-    num_init(&m->rank, 4);
-    num_init(&m->age, 4);
-    num_init(&m->addr, 3);
-    num_init(&m->misc, 2);
     m->prev_kind = K_OTHER;
     m->prev_ns = base_ns;
+    m->bits.out = &m->raw;
     m->map_cap = 1024;
     m->map = calloc(m->map_cap, sizeof *m->map);
-    m->fen = calloc(MAX_SEQ + 1, sizeof *m->fen);
+    m->live_bits = calloc(MAX_SEQ / 64, sizeof *m->live_bits);
+    m->fen = calloc(NBLOCKS + 1, sizeof *m->fen);
     m->seq_addr = calloc(MAX_SEQ, sizeof *m->seq_addr);
-    m->seq_size = calloc(MAX_SEQ, sizeof *m->seq_size);
-    if (!m->map || !m->fen || !m->seq_addr || !m->seq_size) {
+    m->seq_class = calloc(MAX_SEQ, sizeof *m->seq_class);
+    if (!m->map || !m->live_bits || !m->fen || !m->seq_addr || !m->seq_class) {
         model_free(m);
         return NULL;
     }
     return m;
+}
+
+/* Codes token v of stream sid: the encoder appends it, the decoder returns the next one. */
+INLINE unsigned ctok(const int dec, struct model *m, int sid, unsigned v)
+{
+    struct tstream *s = &m->ts[sid];
+    if (dec) {
+        if (!s->present) {
+            m->bad = 1;
+            return 0;
+        }
+        uint32_t slot = s->x & (SCALE - 1);
+        unsigned sym = s->lut[slot];
+        s->x = s->freq[sym] * (s->x >> SCALE_BITS) + slot - s->start[sym];
+        while (s->x < RANS_L) {
+            if (s->p >= s->end) { /* a whole stream never runs dry */
+                m->bad = 1;
+                break;
+            }
+            s->x = (s->x << 8) | *s->p++;
+        }
+        return sym;
+    }
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 4096;
+        uint16_t *t = realloc(s->tok, cap * sizeof *t);
+        if (!t) {
+            m->bad = 1;
+            return v;
+        }
+        s->tok = t;
+        s->cap = cap;
+    }
+    s->tok[s->n++] = (uint16_t)v;
+    return v;
+}
+
+/* Codes the n <= 32 low bits of v as they are; returns them. */
+INLINE uint64_t craw32(const int dec, struct model *m, uint64_t v, int n)
+{
+    struct bitio *b = &m->bits;
+    uint64_t mask = n ? ~0ull >> (64 - n) : 0;
+    if (dec) {
+        while (b->n < n) {
+            if (b->p >= b->end) {
+                m->bad = 1;
+                return 0;
+            }
+            b->acc |= (uint64_t)*b->p++ << b->n;
+            b->n += 8;
+        }
+        v = b->acc & mask;
+        b->acc = n < 64 ? b->acc >> n : 0;
+        b->n -= n;
+        return v;
+    }
+    b->acc |= (v & mask) << b->n;
+    b->n += n;
+    while (b->n >= 8) {
+        uint8_t byte = (uint8_t)b->acc;
+        obuf_put(b->out, &byte, 1);
+        b->acc >>= 8;
+        b->n -= 8;
+    }
+    return v & mask;
+}
+
+INLINE uint64_t craw(const int dec, struct model *m, uint64_t v, int n)
+{
+    if (n <= 32)
+        return craw32(dec, m, v, n);
+    uint64_t lo = craw32(dec, m, v, 32);
+    return lo | craw32(dec, m, v >> 32, n - 32) << 32;
+}
+
+/* Codes a number in stream sid (see struct stream_kind); returns it. */
+INLINE uint64_t cnum(const int dec, struct model *m, int sid, uint64_t v)
+{
+    const struct stream_kind *k = &kinds[sid];
+    unsigned lim = 1u << k->lim_bits, tok = 0;
+    int mant = k->mant;
+    if (!dec) {
+        if (v < lim)
+            tok = (unsigned)v;
+        else {
+            int n = 64 - __builtin_clzll(v);
+            tok = lim + ((unsigned)(n - k->lim_bits - 1) << mant) +
+                  (unsigned)((v >> (n - 1 - mant)) & ((1u << mant) - 1));
+        }
+    }
+    tok = ctok(dec, m, sid, tok);
+    if (tok < lim)
+        return tok;
+    tok -= lim;
+    int n = (int)(tok >> mant) + k->lim_bits + 1, mb = n - 1;
+    if (n > 64) {
+        m->bad = 1;
+        return 0;
+    }
+    uint64_t top = tok & ((1u << mant) - 1);
+    uint64_t low = craw(dec, m, v, mb - mant);
+    return (1ull << mb) | (top << (mb - mant)) | low;
 }
 
 static size_t hash_addr(uint64_t a)
@@ -349,6 +359,8 @@ static size_t hash_addr(uint64_t a)
 static struct live_slot *map_find(struct model *m, uint64_t addr)
 {
     size_t mask = m->map_cap - 1;
+    if (!addr) /* 0 marks empty slots; a null block is never live */
+        return NULL;
     for (size_t i = hash_addr(addr) & mask;; i = (i + 1) & mask) {
         if (m->map[i].addr == addr)
             return &m->map[i];
@@ -400,55 +412,55 @@ static int map_insert(struct model *m, uint64_t addr, uint32_t seq)
     return 0;
 }
 
-static void fen_add(struct model *m, uint32_t i, int d)
+/* Order statistics over allocation numbers: a bitmap of the live ones, and a Fenwick tree of
+ * live counts per block of BLOCK_BITS numbers (small enough to stay in cache). */
+static void rank_add(struct model *m, uint32_t seq, int d)
 {
-    for (i++; i <= MAX_SEQ; i += i & -i)
+    if (d > 0)
+        m->live_bits[seq / 64] |= 1ull << (seq % 64);
+    else
+        m->live_bits[seq / 64] &= ~(1ull << (seq % 64));
+    for (uint32_t i = seq / BLOCK_BITS + 1; i <= NBLOCKS; i += i & -i)
         m->fen[i] = (uint32_t)((int64_t)m->fen[i] + d);
 }
 
-/* Live blocks with allocation number < i. */
-static uint32_t fen_prefix(const struct model *m, uint32_t i)
+/* Live blocks with allocation number <= seq. */
+static uint32_t rank_upto(const struct model *m, uint32_t seq)
 {
-    uint32_t s = 0;
-    for (; i; i -= i & -i)
+    uint32_t s = 0, b = seq / BLOCK_BITS;
+    for (uint32_t i = b; i; i -= i & -i)
         s += m->fen[i];
+    const uint64_t *w = m->live_bits + (size_t)b * (BLOCK_BITS / 64);
+    for (uint32_t k = 0; k < (seq % BLOCK_BITS) / 64; k++)
+        s += (uint32_t)__builtin_popcountll(w[k]);
+    uint64_t last = w[(seq % BLOCK_BITS) / 64];
+    int bit = (int)(seq % 64);
+    s += (uint32_t)__builtin_popcountll(bit == 63 ? last : last & ((2ull << bit) - 1));
     return s;
 }
 
-/* The allocation number of the k-th (1-based) oldest live block. */
-static uint32_t fen_kth(const struct model *m, uint32_t k)
+/* The allocation number of the k-th (1-based, k <= live count) oldest live block. */
+static uint32_t rank_kth(const struct model *m, uint32_t k)
 {
     uint32_t pos = 0;
-    for (uint32_t step = 1u << 21; step; step >>= 1) /* 2^21 >= MAX_SEQ */
-        if (pos + step <= MAX_SEQ && m->fen[pos + step] < k) {
+    for (uint32_t step = 1u << 12; step; step >>= 1) /* 2^12 >= NBLOCKS */
+        if (pos + step <= NBLOCKS && m->fen[pos + step] < k) {
             pos += step;
             k -= m->fen[pos];
         }
-    return pos; /* 0-based number = (1-based index pos + 1) - 1 */
-}
-
-static void live_remove(struct model *m, struct live_slot *s)
-{
-    fen_add(m, s->seq, -1);
-    m->nlive--;
-    map_delete(m, s);
-}
-
-static int live_add(struct model *m, uint64_t addr, uint64_t size)
-{
-    if (!addr)
-        return 0;
-    struct live_slot *s = map_find(m, addr);
-    if (s) /* freed by another thread meanwhile: forget the old block */
-        live_remove(m, s);
-    if (m->nseq >= MAX_SEQ || map_insert(m, addr, m->nseq) < 0)
-        return -1;
-    m->seq_addr[m->nseq] = addr;
-    m->seq_size[m->nseq] = size;
-    fen_add(m, m->nseq, 1);
-    m->nseq++;
-    m->nlive++;
-    return 0;
+    /* block pos holds the k-th live number of its own */
+    const uint64_t *w = m->live_bits + (size_t)pos * (BLOCK_BITS / 64);
+    for (uint32_t i = 0; i < BLOCK_BITS / 64; i++) {
+        uint32_t c = (uint32_t)__builtin_popcountll(w[i]);
+        if (k <= c) {
+            uint64_t x = w[i];
+            while (--k)
+                x &= x - 1;
+            return pos * BLOCK_BITS + i * 64 + (uint32_t)__builtin_ctzll(x);
+        }
+        k -= c;
+    }
+    return 0; /* unreachable while k <= the live count */
 }
 
 static int size_class(uint64_t size)
@@ -463,25 +475,48 @@ static uint64_t chunk_end(uint64_t addr, uint64_t size)
     return addr + (c < 32 ? 32 : c);
 }
 
-/* Codes an address as a delta from prev_addr (16-byte units when both are aligned). */
-static uint64_t code_delta(struct model *m, int src, uint64_t addr)
+static void live_remove(struct model *m, struct live_slot *s)
 {
-    struct coder *c = &m->c;
+    rank_add(m, s->seq, -1);
+    m->nlive--;
+    map_delete(m, s);
+}
+
+static int live_add(struct model *m, uint64_t addr, uint64_t size)
+{
+    if (!addr)
+        return 0;
+    struct live_slot *s = map_find(m, addr);
+    if (s) /* freed by another thread meanwhile: forget the old block */
+        live_remove(m, s);
+    if (m->nseq >= MAX_SEQ || map_insert(m, addr, m->nseq) < 0)
+        return -1;
+    m->seq_addr[m->nseq] = addr;
+    m->seq_class[m->nseq] = (uint16_t)(size_class(size) + 1);
+    rank_add(m, m->nseq, 1);
+    m->nseq++;
+    m->nlive++;
+    return 0;
+}
+
+/* Codes an address as a delta from prev_addr (16-byte units when both are aligned). */
+INLINE uint64_t code_delta(const int dec, struct model *m, int src, uint64_t addr)
+{
     if (src == SRC_DELTA16) {
         int64_t d = (int64_t)(addr - m->prev_addr) / 16;
-        return m->prev_addr + (uint64_t)ms_unzigzag(cnum(c, &m->addr, ms_zigzag(d))) * 16;
+        return m->prev_addr + (uint64_t)ms_unzigzag(cnum(dec, m, S_ADDR, ms_zigzag(d))) * 16;
     }
-    return m->prev_addr + (uint64_t)ms_unzigzag(cnum(c, &m->addr, ms_zigzag((int64_t)(addr - m->prev_addr))));
+    int64_t d = (int64_t)(addr - m->prev_addr);
+    return m->prev_addr + (uint64_t)ms_unzigzag(cnum(dec, m, S_ADDR, ms_zigzag(d)));
 }
 
 /* Codes the address of a new heap block of `size` bytes; returns it. */
-static uint64_t code_alloc_addr(struct model *m, uint64_t addr, uint64_t size)
+INLINE uint64_t code_alloc_addr(const int dec, struct model *m, uint64_t addr, uint64_t size)
 {
-    struct coder *c = &m->c;
     int cl = size_class(size), src = SRC_DELTA1;
     uint64_t *lifo = cl >= 0 ? m->cls[cl] : NULL;
     uint64_t age = 0;
-    if (!c->dec) {
+    if (!dec) {
         size_t h = hash_addr(addr) & (FHASH - 1);
         if (lifo && addr && lifo[0] == addr)
             src = SRC_CLASS0;
@@ -496,12 +531,12 @@ static uint64_t code_alloc_addr(struct model *m, uint64_t addr, uint64_t size)
         } else if (((addr | m->prev_addr) & 15) == 0)
             src = SRC_DELTA16;
     }
-    src = (int)ctree(c, m->src[lifo && lifo[0]], 3, (unsigned)src);
+    src = (int)ctok(dec, m, S_SRC + (lifo && lifo[0]), (unsigned)src);
     switch (src) {
     case SRC_CLASS0:
     case SRC_CLASS1:
         if (!lifo || !lifo[src]) {
-            c->bad = 1;
+            m->bad = 1;
             return 0;
         }
         addr = lifo[src];
@@ -513,20 +548,20 @@ static uint64_t code_alloc_addr(struct model *m, uint64_t addr, uint64_t size)
         addr = m->prev_end;
         break;
     case SRC_AGE:
-        age = cnum(c, &m->age, age);
+        age = cnum(dec, m, S_AGE, age);
         if (age >= RING || age >= m->nfree) {
-            c->bad = 1;
+            m->bad = 1;
             return 0;
         }
         addr = m->ring[(m->nfree - 1 - age) % RING];
         break;
     case SRC_DELTA16:
     case SRC_DELTA1:
-        addr = code_delta(m, src, addr);
+        addr = code_delta(dec, m, src, addr);
         m->prev_addr = addr;
         break;
     default:
-        c->bad = 1;
+        m->bad = 1;
         return 0;
     }
     m->prev_end = chunk_end(addr, size);
@@ -534,42 +569,39 @@ static uint64_t code_alloc_addr(struct model *m, uint64_t addr, uint64_t size)
 }
 
 /* Codes the address of a freed heap block; returns it. */
-static uint64_t code_free_addr(struct model *m, uint64_t addr)
+INLINE uint64_t code_free_addr(const int dec, struct model *m, uint64_t addr)
 {
-    struct coder *c = &m->c;
-    struct live_slot *s = c->dec ? NULL : map_find(m, addr);
+    struct live_slot *s = dec ? NULL : map_find(m, addr);
     uint64_t rank = 0;
     if (s)
-        rank = m->nlive - fen_prefix(m, s->seq + 1);
-    if (!cbit(c, &m->free_hit, s == NULL)) { /* a block this thread allocated */
-        rank = cnum(c, &m->rank, rank);
-        if (c->dec) {
+        rank = m->nlive - rank_upto(m, s->seq);
+    int how = s ? 0 : ((addr | m->prev_addr) & 15) == 0 ? 1 : 2;
+    how = (int)ctok(dec, m, S_FREE, (unsigned)how);
+    if (how == 0) { /* a block this thread allocated */
+        rank = cnum(dec, m, S_RANK, rank);
+        if (dec) {
             if (rank >= m->nlive) {
-                c->bad = 1;
+                m->bad = 1;
                 return 0;
             }
-            addr = m->seq_addr[fen_kth(m, m->nlive - (uint32_t)rank)];
+            addr = m->seq_addr[rank_kth(m, m->nlive - (uint32_t)rank)];
             s = map_find(m, addr);
             if (!s) {
-                c->bad = 1;
+                m->bad = 1;
                 return 0;
             }
         }
-        int cl = size_class(m->seq_size[s->seq]);
+        int cl = m->seq_class[s->seq] - 1;
         if (cl >= 0) {
             m->cls[cl][1] = m->cls[cl][0];
             m->cls[cl][0] = addr;
         }
         live_remove(m, s);
     } else {
-        int src = SRC_DELTA1;
-        if (!c->dec && ((addr | m->prev_addr) & 15) == 0)
-            src = SRC_DELTA16;
-        src = cbit(c, &m->free_aligned, src == SRC_DELTA16) ? SRC_DELTA16 : SRC_DELTA1;
-        addr = code_delta(m, src, addr);
+        addr = code_delta(dec, m, how == 1 ? SRC_DELTA16 : SRC_DELTA1, addr);
         m->prev_addr = addr;
     }
-    if (!c->dec) {
+    if (!dec) {
         size_t h = hash_addr(addr) & (FHASH - 1);
         m->fhash[h].addr = addr;
         m->fhash[h].fseq = m->nfree;
@@ -579,29 +611,28 @@ static uint64_t code_free_addr(struct model *m, uint64_t addr)
     return addr;
 }
 
-static uint32_t code_stack(struct model *m, uint32_t id)
+INLINE uint32_t code_stack(const int dec, struct model *m, uint32_t id)
 {
-    struct coder *c = &m->c;
     unsigned r = MTF_LEN;
-    if (!c->dec)
+    if (!dec)
         for (unsigned i = 0; i < m->nmtf; i++)
             if (m->mtf[i] == id) {
                 r = i;
                 break;
             }
-    r = ctree(c, m->stack_rank, 5, r);
+    r = ctok(dec, m, S_STACK, r);
     if (r < m->nmtf)
         id = m->mtf[r];
     else if (r == MTF_LEN) {
-        uint64_t v = cnum(c, &m->misc, id);
+        uint64_t v = cnum(dec, m, S_MISC, id);
         if (v > UINT32_MAX) {
-            c->bad = 1;
+            m->bad = 1;
             return 0;
         }
         id = (uint32_t)v;
         r = m->nmtf < MTF_LEN ? m->nmtf++ : MTF_LEN - 1;
     } else {
-        c->bad = 1;
+        m->bad = 1;
         return 0;
     }
     memmove(m->mtf + 1, m->mtf, r * sizeof *m->mtf);
@@ -609,13 +640,12 @@ static uint32_t code_stack(struct model *m, uint32_t id)
     return id;
 }
 
-static uint64_t code_size(struct model *m, uint32_t stack, uint64_t size)
+INLINE uint64_t code_size(const int dec, struct model *m, uint32_t stack, uint64_t size)
 {
-    struct coder *c = &m->c;
     __typeof__(m->size_cache[0]) *e = &m->size_cache[stack % SIZE_CACHE];
-    if (e->id == stack && stack && cbit(c, &m->size_same, e->size != size) == 0)
+    if (e->id == stack && stack && ctok(dec, m, S_SIZE_SAME, e->size != size) == 0)
         return e->size;
-    size = cnum(c, &m->size, size);
+    size = cnum(dec, m, S_SIZE, size);
     e->id = stack;
     e->size = size;
     return size;
@@ -650,63 +680,64 @@ static int valid_type(int t)
 
 /* Codes one record: encodes *r, or decodes into *r (rest points into scratch, EXT_REST_MAX
  * bytes). Returns 0, or -1 when the decoder met something the model forbids. */
-static int code_record(struct model *m, struct prec *r, uint8_t *scratch)
+INLINE int code_record(const int dec, struct model *m, struct prec *r, uint8_t *scratch)
 {
-    struct coder *c = &m->c;
     int pk = m->prev_kind;
     int type = r->type;
-    if (cbit(c, &m->is_free[pk], type == MS_REC_HEAP_FREE))
+    unsigned kt = type == MS_REC_HEAP_FREE ? 0 : type == MS_REC_HEAP_ALLOC + m->last_fn ? 1 : 2;
+    kt = ctok(dec, m, S_KIND + pk, kt);
+    if (kt == 0)
         type = MS_REC_HEAP_FREE;
-    else if (cbit(c, &m->same_fn[pk], type == MS_REC_HEAP_ALLOC + m->last_fn))
+    else if (kt == 1)
         type = MS_REC_HEAP_ALLOC + m->last_fn;
     else {
-        type = (int)ctree(c, m->type, 8, (unsigned)type);
+        type = (int)ctok(dec, m, S_TYPE, (unsigned)type);
         if (!valid_type(type))
             return -1;
     }
     r->type = type;
     int k = kind_of(type);
     uint64_t dt = r->ns > m->prev_ns ? r->ns - m->prev_ns : 0;
-    dt = cnum(c, &m->dt[pk * 3 + k], dt);
+    dt = cnum(dec, m, S_DT + pk * 3 + k, dt);
     m->prev_ns += dt;
     r->ns = m->prev_ns;
     m->prev_kind = k;
     if (k == K_ALLOC) {
         m->last_fn = type & 0x0f;
-        r->stack = code_stack(m, r->stack);
-        r->size = code_size(m, r->stack, r->size);
-        r->addr = code_alloc_addr(m, r->addr, r->size);
-        if (!c->bad && live_add(m, r->addr, r->size) < 0)
+        r->stack = code_stack(dec, m, r->stack);
+        r->size = code_size(dec, m, r->stack, r->size);
+        r->addr = code_alloc_addr(dec, m, r->addr, r->size);
+        if (!m->bad && live_add(m, r->addr, r->size) < 0)
             return -1;
     } else if (k == K_FREE) {
-        r->addr = code_free_addr(m, r->addr);
+        r->addr = code_free_addr(dec, m, r->addr);
     } else if ((type & 0xf8) == MS_REC_MMAP_ALLOC || type == MS_REC_MUNMAP) {
-        r->addr = m->prev_maddr + (uint64_t)ms_unzigzag(cnum(c, &m->misc,
-                                                      ms_zigzag((int64_t)(r->addr - m->prev_maddr))));
+        int64_t d = (int64_t)(r->addr - m->prev_maddr);
+        r->addr = m->prev_maddr + (uint64_t)ms_unzigzag(cnum(dec, m, S_MISC, ms_zigzag(d)));
         m->prev_maddr = r->addr;
-        r->size = cnum(c, &m->misc, r->size);
+        r->size = cnum(dec, m, S_MISC, r->size);
         if (type != MS_REC_MUNMAP) {
-            uint64_t s = cnum(c, &m->misc, r->stack);
+            uint64_t s = cnum(dec, m, S_MISC, r->stack);
             if (s > UINT32_MAX)
                 return -1;
             r->stack = (uint32_t)s;
         }
     } else if (type == MS_REC_LOST) {
-        r->size = cnum(c, &m->misc, r->size);
+        r->size = cnum(dec, m, S_MISC, r->size);
     } else { /* EXTENSION */
-        uint64_t n = cnum(c, &m->misc, r->rest_len);
+        uint64_t n = cnum(dec, m, S_MISC, r->rest_len);
         if (n > EXT_REST_MAX)
             return -1;
         for (uint64_t i = 0; i < n; i++) {
-            unsigned b = ctree(c, m->bytes, 8, c->dec ? 0 : r->rest[i]);
-            if (c->dec)
+            unsigned b = ctok(dec, m, S_BYTES, dec ? 0 : r->rest[i]);
+            if (dec)
                 scratch[i] = (uint8_t)b;
         }
-        if (c->dec)
+        if (dec)
             r->rest = scratch;
         r->rest_len = (size_t)n;
     }
-    return c->bad ? -1 : 0;
+    return m->bad ? -1 : 0;
 }
 
 static size_t varint_len(uint64_t v)
@@ -747,6 +778,215 @@ static size_t emit(uint8_t *out, struct ms_enc_state *st, const struct prec *r)
     return (size_t)(e - p);
 }
 
+/* Folds one decoded record into the chunk's running check value. */
+static void check_record(struct model *m, const struct prec *r)
+{
+    uint64_t v[6] = {(uint64_t)r->type, r->ns, r->addr, r->size, r->stack, r->rest_len};
+    uint64_t h = m->hash;
+    for (int i = 0; i < 6; i++) {
+        h = (h ^ v[i]) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 29;
+    }
+    for (size_t i = 0; i < r->rest_len; i++)
+        h = (h ^ r->rest[i]) * 0x100000001b3ull;
+    m->hash = h;
+    m->nrec++;
+}
+
+static void check_put(struct model *m)
+{
+    uint32_t c = (uint32_t)(m->hash >> 32);
+    obuf_put(&m->checks, &c, 4);
+}
+
+/* Decoder: does the running value match the stored check number i? */
+static int check_ok(const struct model *m, uint64_t i)
+{
+    uint32_t c;
+    if (i >= m->nchecks)
+        return 0;
+    memcpy(&c, m->check_p + 4 * i, 4);
+    return c == (uint32_t)(m->hash >> 32);
+}
+
+/* ---- Chunk payload -------------------------------------------------------------------------- */
+
+/* Scales counts (total n) to frequencies summing to SCALE, each used symbol at least 1. */
+static void normalize_freqs(const uint32_t *count, unsigned alpha, size_t n, uint16_t *freq)
+{
+    uint32_t sum = 0;
+    unsigned big = 0;
+    for (unsigned i = 0; i < alpha; i++) {
+        freq[i] = 0;
+        if (!count[i])
+            continue;
+        uint64_t f = ((uint64_t)count[i] * SCALE + n / 2) / n;
+        freq[i] = (uint16_t)(f ? f : 1);
+        sum += freq[i];
+        if (freq[i] > freq[big])
+            big = i;
+    }
+    if (sum <= SCALE) {
+        freq[big] = (uint16_t)(freq[big] + (SCALE - sum));
+        return;
+    }
+    while (sum > SCALE) { /* many rare symbols were rounded up: take from the largest */
+        big = 0;
+        for (unsigned i = 1; i < alpha; i++)
+            if (freq[i] > freq[big])
+                big = i;
+        freq[big]--;
+        sum--;
+    }
+}
+
+/* Writes the chunk's payload: for each stream used, its id, frequency table and rANS bytes;
+ * then the raw bits. Returns 0 or -1 (memory). */
+static int chunk_finish(struct model *m, struct obuf *out)
+{
+    uint32_t count[ALPHA_MAX];
+    uint16_t freq[ALPHA_MAX], start[ALPHA_MAX];
+    uint64_t rcp[ALPHA_MAX];
+    uint8_t nused = 0;
+    for (int i = 0; i < NSTREAM; i++)
+        nused = (uint8_t)(nused + (m->ts[i].n > 0));
+    obuf_put(out, &nused, 1);
+    for (int sid = 0; sid < NSTREAM; sid++) {
+        struct tstream *s = &m->ts[sid];
+        unsigned alpha = kinds[sid].alpha;
+        if (!s->n)
+            continue;
+        memset(count, 0, alpha * sizeof *count);
+        for (size_t i = 0; i < s->n; i++)
+            count[s->tok[i]]++;
+        normalize_freqs(count, alpha, s->n, freq);
+        uint8_t id = (uint8_t)sid;
+        obuf_put(out, &id, 1);
+        unsigned used = 0;
+        for (unsigned i = 0; i < alpha; i++)
+            used += freq[i] > 0;
+        obuf_varint(out, used);
+        uint32_t cum = 0;
+        for (unsigned i = 0, prev = 0; i < alpha; i++) {
+            start[i] = (uint16_t)cum;
+            /* x / f as a multiplication: exact for x < 2^31, f <= 2^12 (2^44 >= 2^31 * 2^12) */
+            rcp[i] = freq[i] ? ((1ull << 44) + freq[i] - 1) / freq[i] : 0;
+            cum += freq[i];
+            if (!freq[i])
+                continue;
+            obuf_varint(out, i - prev);
+            obuf_varint(out, freq[i] - 1u);
+            prev = i + 1;
+        }
+        /* rANS codes backwards: the decoder reads the bytes forwards. At most 2 bytes a token. */
+        size_t cap = 2 * s->n + 8;
+        uint8_t *buf = malloc(cap), *p = buf + cap;
+        if (!buf)
+            return -1;
+        uint32_t x = RANS_L;
+        for (size_t i = s->n; i-- > 0;) {
+            unsigned t = s->tok[i];
+            uint32_t f = freq[t], xmax = ((RANS_L >> SCALE_BITS) << 8) * f;
+            while (x >= xmax) {
+                *--p = (uint8_t)x;
+                x >>= 8;
+            }
+            uint32_t q = (uint32_t)(((unsigned __int128)x * rcp[t]) >> 44);
+            x = (q << SCALE_BITS) + (x - q * f) + start[t];
+        }
+        p -= 4;
+        memcpy(p, &x, 4);
+        obuf_varint(out, (uint64_t)(buf + cap - p));
+        obuf_put(out, p, (size_t)(buf + cap - p));
+        free(buf);
+    }
+    if (m->bits.n > 0) { /* the last partial byte, zero-filled */
+        uint8_t byte = (uint8_t)m->bits.acc;
+        obuf_put(&m->raw, &byte, 1);
+        m->bits.n = 0;
+        m->bits.acc = 0;
+    }
+    obuf_varint(out, m->raw.len);
+    obuf_put(out, m->raw.p, m->raw.len);
+    if (m->nrec % CHECK_EVERY)
+        check_put(m);
+    obuf_varint(out, m->checks.len / 4);
+    obuf_put(out, m->checks.p, m->checks.len);
+    return out->oom || m->raw.oom || m->checks.oom ? -1 : 0;
+}
+
+static int get_varint_in(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (*pp >= end)
+            return -1;
+        uint8_t b = *(*pp)++;
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Reads the tables and locates the streams of a chunk's payload. Returns 0, or -1 when the
+ * payload is malformed (every count, symbol, frequency and length is checked). */
+static int chunk_open(struct model *m, const uint8_t *in, size_t len)
+{
+    const uint8_t *p = in, *end = in + len;
+    uint64_t v;
+    if (p >= end || *p > NSTREAM)
+        return -1;
+    unsigned nused = *p++;
+    for (unsigned k = 0; k < nused; k++) {
+        if (p >= end || *p >= NSTREAM || m->ts[*p].present)
+            return -1;
+        int sid = *p++;
+        struct tstream *s = &m->ts[sid];
+        unsigned alpha = kinds[sid].alpha;
+        uint64_t used;
+        if (get_varint_in(&p, end, &used) || used == 0 || used > alpha)
+            return -1;
+        memset(s->freq, 0, sizeof s->freq);
+        uint64_t sym = 0, total = 0;
+        for (uint64_t i = 0; i < used; i++) {
+            uint64_t gap, f;
+            if (get_varint_in(&p, end, &gap) || get_varint_in(&p, end, &f) || gap >= alpha ||
+                (sym += gap) >= alpha || f >= SCALE || (total += f + 1) > SCALE)
+                return -1;
+            s->freq[sym++] = (uint16_t)(f + 1);
+        }
+        if (total != SCALE)
+            return -1;
+        uint32_t cum = 0;
+        for (unsigned i = 0; i < alpha; i++) {
+            s->start[i] = (uint16_t)cum;
+            for (uint32_t j = 0; j < s->freq[i]; j++)
+                s->lut[cum + j] = (uint16_t)i;
+            cum += s->freq[i];
+        }
+        if (get_varint_in(&p, end, &v) || v < 4 || v > (uint64_t)(end - p))
+            return -1;
+        memcpy(&s->x, p, 4);
+        s->p = p + 4;
+        s->end = p + v;
+        s->present = 1;
+        p += v;
+    }
+    if (get_varint_in(&p, end, &v) || v > (uint64_t)(end - p))
+        return -1;
+    m->bits.p = p;
+    m->bits.end = p + v;
+    p += v;
+    if (get_varint_in(&p, end, &v) || v > (uint64_t)(end - p) / 4)
+        return -1;
+    m->check_p = p;
+    m->nchecks = v;
+    return 0;
+}
+
 /* ---- Decoder ------------------------------------------------------------------------------- */
 
 size_t ms_pack_decode(const uint8_t *in, size_t len, uint64_t base_ns, uint8_t *out, size_t want,
@@ -764,12 +1004,19 @@ size_t ms_pack_decode(const uint8_t *in, size_t len, uint64_t base_ns, uint8_t *
         *damaged = 1;
         return 0;
     }
-    coder_init_dec(&m->c, in, len);
+    if (chunk_open(m, in, len) < 0) {
+        model_free(m);
+        free(scratch);
+        *damaged = 1;
+        return 0;
+    }
+    /* Records are returned in groups of CHECK_EVERY whose check value matched: damage drops
+     * the group it is in and everything after it. */
     struct ms_enc_state st = {base_ns, 0};
+    size_t good = 0;
     while (n < want) {
         struct prec r = {0};
-        /* The coder's final flush is 4 bytes past the last needed one; more is damage. */
-        if (code_record(m, &r, scratch) < 0 || m->c.overrun > 4) {
+        if (code_record(1, m, &r, scratch) < 0) {
             *damaged = 1;
             break;
         }
@@ -781,10 +1028,18 @@ size_t ms_pack_decode(const uint8_t *in, size_t len, uint64_t base_ns, uint8_t *
         }
         emit(out + n, &st, &r);
         n += k;
+        check_record(m, &r);
+        if (m->nrec % CHECK_EVERY == 0 || n == want) {
+            if (!check_ok(m, (m->nrec - 1) / CHECK_EVERY)) {
+                *damaged = 1;
+                break;
+            }
+            good = n;
+        }
     }
     model_free(m);
     free(scratch);
-    return n;
+    return good;
 }
 
 /* ---- Packer -------------------------------------------------------------------------------- */
@@ -874,7 +1129,6 @@ static void pack_thread(struct job *j)
         j->rc = MS_ENOMEM;
         goto out;
     }
-    coder_init_enc(&m->c, &body);
     for (size_t k = j->first; k < j->end; k++) {
         ms_trace_cursor_init(cur, t, k);
         for (;;) {
@@ -908,7 +1162,10 @@ static void pack_thread(struct job *j)
             struct ms_enc_state probe = st;
             size_t len = emit(NULL, &probe, &pr);
             if (raw + len > MS_PACK_MAX_RAW) { /* close this packed chunk, start the next */
-                coder_flush(&m->c);
+                if (chunk_finish(m, &body) < 0) {
+                    j->rc = MS_ENOMEM;
+                    goto out;
+                }
                 put_chunk_header(&packed, MS_TRACE_PACK_MAGIC, body.len, j, npacked++,
                                  (uint32_t)raw, chunk_base);
                 obuf_put(&packed, body.p, body.len);
@@ -921,21 +1178,26 @@ static void pack_thread(struct job *j)
                     j->rc = MS_ENOMEM;
                     goto out;
                 }
-                coder_init_enc(&m->c, &body);
                 probe = st;
                 len = emit(NULL, &probe, &pr);
                 raw = 0;
             }
-            if (code_record(m, &pr, NULL) < 0) {
+            if (code_record(0, m, &pr, NULL) < 0) {
                 j->rc = MS_ENOMEM; /* the encoder's only failure: the live table is full */
                 goto out;
             }
-            emit(NULL, &st, &pr);
+            check_record(m, &pr);
+            if (m->nrec % CHECK_EVERY == 0)
+                check_put(m);
+            st = probe;
             raw += len;
         }
     }
     if (raw) {
-        coder_flush(&m->c);
+        if (chunk_finish(m, &body) < 0) {
+            j->rc = MS_ENOMEM;
+            goto out;
+        }
         put_chunk_header(&packed, MS_TRACE_PACK_MAGIC, body.len, j, npacked++, (uint32_t)raw,
                          chunk_base);
         obuf_put(&packed, body.p, body.len);

@@ -106,6 +106,10 @@ static int index_v2(struct ms_trace *t)
         off += ci->size;
         n++;
     }
+    if (off < t->size && !lost) {
+        warn_once(t, "trace truncated inside a chunk header", off);
+        t->skipped_bytes += t->size - off;
+    }
     t->nchunks = n;
     qsort(t->chunks, n, sizeof *t->chunks, cmp_chunk);
     return 0;

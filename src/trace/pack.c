@@ -104,37 +104,40 @@ static void obuf_varint(struct obuf *b, uint64_t v)
 #define RANS_L (1u << 23)
 #define ALPHA_MAX 1024
 
+#define MTF_LEN 16 /* recent stack ids ranked */
+
 enum {
-    S_KIND = 0,       /* 3 streams, by previous kind: free / alloc by the last fn / other */
-    S_TYPE = 3,       /* the type byte of an "other" record */
-    S_DT = 4,         /* 9 streams, by (previous kind, kind): time deltas */
-    S_STACK = 13,     /* move-to-front rank of the stack id, MTF_LEN = a new id */
-    S_SIZE_SAME = 14, /* 0: the stack's last size */
-    S_SIZE = 15,
-    S_SRC = 16,       /* 2 streams: where an allocation's address comes from */
-    S_AGE = 18,
-    S_ADDR = 19,      /* address deltas */
-    S_FREE = 20,      /* 0: a live block of this thread, 1: delta / 16, 2: delta */
-    S_RANK = 21,
-    S_MISC = 22,
-    S_BYTES = 23,
-    NSTREAM = 24,
+    S_KIND = 0,   /* 3 streams, by previous kind: free / alloc by the last fn / other */
+    S_TYPE = 3,   /* the type byte of an "other" record */
+    S_DT = 4,     /* 9 streams, by (previous kind, kind): time deltas */
+    S_STACK = 13, /* move-to-front rank of the stack id, MTF_LEN = a new id */
+    S_SIZE = 14,  /* escape 0: the stack's last size; or the size */
+    S_SRC = 15,   /* 2 streams (a same-class block is known or not): where an allocation's
+                     address comes from (escapes SRC_*), or its age among recent frees */
+    S_ADDR = 17,  /* address deltas */
+    S_RANK = 18,  /* escapes 0, 1: a block this thread did not allocate, its delta / 16 or
+                     delta follows; or the freed block's rank among the live ones */
+    S_MISC = 19,
+    S_BYTES = 20,
+    NSTREAM = 21,
 };
 
-/* Alphabet of each stream; for number streams, values below 2^lim_bits are tokens of their
- * own, larger ones are coded by bit length and the `mant` bits below the top one. */
+/* Alphabet of each stream. Number streams have `esc` tokens for the caller's special cases,
+ * then a token of its own for each value below 2^lim_bits, then for larger values their bit
+ * length with the `mant` bits below the top one (the other bits go to the raw bit stream). */
 struct stream_kind {
-    uint8_t lim_bits, mant;
+    uint8_t esc, lim_bits, mant;
     uint16_t alpha;
 };
-#define NUMK(l, m) {l, m, (uint16_t)((1u << (l)) + ((64u - (l)) << (m)))}
+#define SYMK(n) {0, 0, 0, n}
+#define NUMK(e, l, m) {e, l, m, (uint16_t)((e) + (1u << (l)) + ((64u - (l)) << (m)))}
 static const struct stream_kind kinds[NSTREAM] = {
-    [0] = {0, 0, 3}, [1] = {0, 0, 3}, [2] = {0, 0, 3}, [S_TYPE] = {0, 0, 256},
-    [4] = NUMK(9, 3), [5] = NUMK(9, 3), [6] = NUMK(9, 3), [7] = NUMK(9, 3), [8] = NUMK(9, 3),
-    [9] = NUMK(9, 3), [10] = NUMK(9, 3), [11] = NUMK(9, 3), [12] = NUMK(9, 3),
-    [S_STACK] = {0, 0, 17}, [S_SIZE_SAME] = {0, 0, 2}, [S_SIZE] = NUMK(6, 4),
-    [S_SRC] = {0, 0, 6}, [S_SRC + 1] = {0, 0, 6}, [S_AGE] = NUMK(6, 3), [S_ADDR] = NUMK(4, 3),
-    [S_FREE] = {0, 0, 3}, [S_RANK] = NUMK(6, 4), [S_MISC] = NUMK(4, 2), [S_BYTES] = {0, 0, 256},
+    [0] = SYMK(3), [1] = SYMK(3), [2] = SYMK(3), [S_TYPE] = SYMK(256),
+    [4] = NUMK(0, 9, 3), [5] = NUMK(0, 9, 3), [6] = NUMK(0, 9, 3), [7] = NUMK(0, 9, 3),
+    [8] = NUMK(0, 9, 3), [9] = NUMK(0, 9, 3), [10] = NUMK(0, 9, 3), [11] = NUMK(0, 9, 3),
+    [12] = NUMK(0, 9, 3), [S_STACK] = SYMK(MTF_LEN + 1), [S_SIZE] = NUMK(1, 6, 4),
+    [S_SRC] = NUMK(5, 6, 3), [S_SRC + 1] = NUMK(5, 6, 3), [S_ADDR] = NUMK(0, 4, 3),
+    [S_RANK] = NUMK(2, 6, 4), [S_MISC] = NUMK(0, 4, 2), [S_BYTES] = SYMK(256),
 };
 
 struct tstream {
@@ -143,7 +146,8 @@ struct tstream {
     size_t n, cap;
     /* decoder */
     int present;
-    uint32_t x;
+    uint32_t x[2];      /* two interleaved states: token i uses x[i & 1] */
+    unsigned next;      /* parity of the next token */
     const uint8_t *p, *end;
     uint16_t freq[ALPHA_MAX], start[ALPHA_MAX];
     uint16_t lut[SCALE];
@@ -160,9 +164,9 @@ struct bitio {
 /* ---- The model ----------------------------------------------------------------------------- */
 
 enum { K_ALLOC, K_FREE, K_OTHER };
-enum { SRC_CLASS0, SRC_CLASS1, SRC_END, SRC_AGE, SRC_DELTA16, SRC_DELTA1 };
+/* Where an allocation's address comes from: the S_SRC escapes, or (SRC_AGE) a recent free. */
+enum { SRC_CLASS0, SRC_CLASS1, SRC_END, SRC_DELTA16, SRC_DELTA1, SRC_AGE = -1 };
 
-#define MTF_LEN 16
 #define NCLASS 1024  /* size classes of 16 bytes: blocks up to ~16 KiB */
 #define RING 1024    /* recent frees remembered for SRC_AGE */
 #define FHASH 4096   /* encoder's index of the ring */
@@ -257,15 +261,17 @@ INLINE unsigned ctok(const int dec, struct model *m, int sid, unsigned v)
             m->bad = 1;
             return 0;
         }
-        uint32_t slot = s->x & (SCALE - 1);
+        uint32_t *x = &s->x[s->next];
+        s->next ^= 1;
+        uint32_t slot = *x & (SCALE - 1);
         unsigned sym = s->lut[slot];
-        s->x = s->freq[sym] * (s->x >> SCALE_BITS) + slot - s->start[sym];
-        while (s->x < RANS_L) {
+        *x = s->freq[sym] * (*x >> SCALE_BITS) + slot - s->start[sym];
+        while (*x < RANS_L) {
             if (s->p >= s->end) { /* a whole stream never runs dry */
                 m->bad = 1;
                 break;
             }
-            s->x = (s->x << 8) | *s->p++;
+            *x = (*x << 8) | *s->p++;
         }
         return sym;
     }
@@ -321,22 +327,32 @@ INLINE uint64_t craw(const int dec, struct model *m, uint64_t v, int n)
     return lo | craw32(dec, m, v >> 32, n - 32) << 32;
 }
 
-/* Codes a number in stream sid (see struct stream_kind); returns it. */
-INLINE uint64_t cnum(const int dec, struct model *m, int sid, uint64_t v)
+/* Codes, in number stream sid (see struct stream_kind), either the escape *esc (0 <= *esc <
+ * kinds[sid].esc) or, when *esc is -1, the number v. Returns the number (0 for an escape);
+ * the decoder sets *esc. */
+INLINE uint64_t cnum_esc(const int dec, struct model *m, int sid, int *esc, uint64_t v)
 {
     const struct stream_kind *k = &kinds[sid];
     unsigned lim = 1u << k->lim_bits, tok = 0;
     int mant = k->mant;
     if (!dec) {
-        if (v < lim)
-            tok = (unsigned)v;
+        if (*esc >= 0)
+            tok = (unsigned)*esc;
+        else if (v < lim)
+            tok = k->esc + (unsigned)v;
         else {
             int n = 64 - __builtin_clzll(v);
-            tok = lim + ((unsigned)(n - k->lim_bits - 1) << mant) +
+            tok = k->esc + lim + ((unsigned)(n - k->lim_bits - 1) << mant) +
                   (unsigned)((v >> (n - 1 - mant)) & ((1u << mant) - 1));
         }
     }
     tok = ctok(dec, m, sid, tok);
+    if (tok < k->esc) {
+        *esc = (int)tok;
+        return 0;
+    }
+    *esc = -1;
+    tok -= k->esc;
     if (tok < lim)
         return tok;
     tok -= lim;
@@ -348,6 +364,16 @@ INLINE uint64_t cnum(const int dec, struct model *m, int sid, uint64_t v)
     uint64_t top = tok & ((1u << mant) - 1);
     uint64_t low = craw(dec, m, v, mb - mant);
     return (1ull << mb) | (top << (mb - mant)) | low;
+}
+
+/* Codes the number v in stream sid; returns it. */
+INLINE uint64_t cnum(const int dec, struct model *m, int sid, uint64_t v)
+{
+    int esc = -1;
+    v = cnum_esc(dec, m, sid, &esc, v);
+    if (esc >= 0)
+        m->bad = 1;
+    return v;
 }
 
 static size_t hash_addr(uint64_t a)
@@ -412,6 +438,15 @@ static int map_insert(struct model *m, uint64_t addr, uint32_t seq)
     return 0;
 }
 
+/* Bits set in w (the compiler's builtin is a libgcc call without -mpopcnt). */
+static inline uint32_t popcount64(uint64_t w)
+{
+    w -= (w >> 1) & 0x5555555555555555ull;
+    w = (w & 0x3333333333333333ull) + ((w >> 2) & 0x3333333333333333ull);
+    w = (w + (w >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (uint32_t)((w * 0x0101010101010101ull) >> 56);
+}
+
 /* Order statistics over allocation numbers: a bitmap of the live ones, and a Fenwick tree of
  * live counts per block of BLOCK_BITS numbers (small enough to stay in cache). */
 static void rank_add(struct model *m, uint32_t seq, int d)
@@ -432,10 +467,10 @@ static uint32_t rank_upto(const struct model *m, uint32_t seq)
         s += m->fen[i];
     const uint64_t *w = m->live_bits + (size_t)b * (BLOCK_BITS / 64);
     for (uint32_t k = 0; k < (seq % BLOCK_BITS) / 64; k++)
-        s += (uint32_t)__builtin_popcountll(w[k]);
+        s += popcount64(w[k]);
     uint64_t last = w[(seq % BLOCK_BITS) / 64];
     int bit = (int)(seq % 64);
-    s += (uint32_t)__builtin_popcountll(bit == 63 ? last : last & ((2ull << bit) - 1));
+    s += popcount64(bit == 63 ? last : last & ((2ull << bit) - 1));
     return s;
 }
 
@@ -451,7 +486,7 @@ static uint32_t rank_kth(const struct model *m, uint32_t k)
     /* block pos holds the k-th live number of its own */
     const uint64_t *w = m->live_bits + (size_t)pos * (BLOCK_BITS / 64);
     for (uint32_t i = 0; i < BLOCK_BITS / 64; i++) {
-        uint32_t c = (uint32_t)__builtin_popcountll(w[i]);
+        uint32_t c = popcount64(w[i]);
         if (k <= c) {
             uint64_t x = w[i];
             while (--k)
@@ -531,7 +566,7 @@ INLINE uint64_t code_alloc_addr(const int dec, struct model *m, uint64_t addr, u
         } else if (((addr | m->prev_addr) & 15) == 0)
             src = SRC_DELTA16;
     }
-    src = (int)ctok(dec, m, S_SRC + (lifo && lifo[0]), (unsigned)src);
+    age = cnum_esc(dec, m, S_SRC + (lifo && lifo[0]), &src, age);
     switch (src) {
     case SRC_CLASS0:
     case SRC_CLASS1:
@@ -548,7 +583,6 @@ INLINE uint64_t code_alloc_addr(const int dec, struct model *m, uint64_t addr, u
         addr = m->prev_end;
         break;
     case SRC_AGE:
-        age = cnum(dec, m, S_AGE, age);
         if (age >= RING || age >= m->nfree) {
             m->bad = 1;
             return 0;
@@ -575,10 +609,9 @@ INLINE uint64_t code_free_addr(const int dec, struct model *m, uint64_t addr)
     uint64_t rank = 0;
     if (s)
         rank = m->nlive - rank_upto(m, s->seq);
-    int how = s ? 0 : ((addr | m->prev_addr) & 15) == 0 ? 1 : 2;
-    how = (int)ctok(dec, m, S_FREE, (unsigned)how);
-    if (how == 0) { /* a block this thread allocated */
-        rank = cnum(dec, m, S_RANK, rank);
+    int how = s ? -1 : ((addr | m->prev_addr) & 15) == 0 ? 0 : 1;
+    rank = cnum_esc(dec, m, S_RANK, &how, rank);
+    if (how < 0) { /* a block this thread allocated */
         if (dec) {
             if (rank >= m->nlive) {
                 m->bad = 1;
@@ -598,7 +631,7 @@ INLINE uint64_t code_free_addr(const int dec, struct model *m, uint64_t addr)
         }
         live_remove(m, s);
     } else {
-        addr = code_delta(dec, m, how == 1 ? SRC_DELTA16 : SRC_DELTA1, addr);
+        addr = code_delta(dec, m, how == 0 ? SRC_DELTA16 : SRC_DELTA1, addr);
         m->prev_addr = addr;
     }
     if (!dec) {
@@ -643,9 +676,13 @@ INLINE uint32_t code_stack(const int dec, struct model *m, uint32_t id)
 INLINE uint64_t code_size(const int dec, struct model *m, uint32_t stack, uint64_t size)
 {
     __typeof__(m->size_cache[0]) *e = &m->size_cache[stack % SIZE_CACHE];
-    if (e->id == stack && stack && ctok(dec, m, S_SIZE_SAME, e->size != size) == 0)
+    int have = e->id == stack && stack, same = have && e->size == size ? 0 : -1;
+    size = cnum_esc(dec, m, S_SIZE, &same, size);
+    if (same == 0) {
+        if (!have)
+            m->bad = 1;
         return e->size;
-    size = cnum(dec, m, S_SIZE, size);
+    }
     e->id = stack;
     e->size = size;
     return size;
@@ -781,15 +818,13 @@ static size_t emit(uint8_t *out, struct ms_enc_state *st, const struct prec *r)
 /* Folds one decoded record into the chunk's running check value. */
 static void check_record(struct model *m, const struct prec *r)
 {
-    uint64_t v[6] = {(uint64_t)r->type, r->ns, r->addr, r->size, r->stack, r->rest_len};
-    uint64_t h = m->hash;
-    for (int i = 0; i < 6; i++) {
-        h = (h ^ v[i]) * 0x9e3779b97f4a7c15ull;
-        h ^= h >> 29;
-    }
+    /* independent products, one serial step: cheap, and any changed field changes it */
+    uint64_t x = r->ns ^ (r->addr * 0xff51afd7ed558ccdull) ^ (r->size * 0xc4ceb9fe1a85ec53ull) ^
+                 (((uint64_t)r->type << 40 | r->stack) * 0x9e3779b97f4a7c15ull) ^ r->rest_len;
     for (size_t i = 0; i < r->rest_len; i++)
-        h = (h ^ r->rest[i]) * 0x100000001b3ull;
-    m->hash = h;
+        x = (x ^ r->rest[i]) * 0x100000001b3ull;
+    uint64_t h = (m->hash ^ x) * 0x9e3779b97f4a7c15ull;
+    m->hash = h ^ (h >> 31);
     m->nrec++;
 }
 
@@ -879,23 +914,25 @@ static int chunk_finish(struct model *m, struct obuf *out)
             prev = i + 1;
         }
         /* rANS codes backwards: the decoder reads the bytes forwards. At most 2 bytes a token. */
-        size_t cap = 2 * s->n + 8;
+        size_t cap = 2 * s->n + 16;
         uint8_t *buf = malloc(cap), *p = buf + cap;
         if (!buf)
             return -1;
-        uint32_t x = RANS_L;
+        /* Two states, token i in x[i & 1], so that two dependency chains overlap. */
+        uint32_t x[2] = {RANS_L, RANS_L};
         for (size_t i = s->n; i-- > 0;) {
             unsigned t = s->tok[i];
-            uint32_t f = freq[t], xmax = ((RANS_L >> SCALE_BITS) << 8) * f;
-            while (x >= xmax) {
-                *--p = (uint8_t)x;
-                x >>= 8;
+            uint32_t f = freq[t], xmax = ((RANS_L >> SCALE_BITS) << 8) * f, *xi = &x[i & 1];
+            while (*xi >= xmax) {
+                *--p = (uint8_t)*xi;
+                *xi >>= 8;
             }
-            uint32_t q = (uint32_t)(((unsigned __int128)x * rcp[t]) >> 44);
-            x = (q << SCALE_BITS) + (x - q * f) + start[t];
+            uint32_t q = (uint32_t)(((unsigned __int128)*xi * rcp[t]) >> 44);
+            *xi = (q << SCALE_BITS) + (*xi - q * f) + start[t];
         }
-        p -= 4;
-        memcpy(p, &x, 4);
+        p -= 8;
+        memcpy(p, &x[0], 4);
+        memcpy(p + 4, &x[1], 4);
         obuf_varint(out, (uint64_t)(buf + cap - p));
         obuf_put(out, p, (size_t)(buf + cap - p));
         free(buf);
@@ -967,10 +1004,12 @@ static int chunk_open(struct model *m, const uint8_t *in, size_t len)
                 s->lut[cum + j] = (uint16_t)i;
             cum += s->freq[i];
         }
-        if (get_varint_in(&p, end, &v) || v < 4 || v > (uint64_t)(end - p))
+        if (get_varint_in(&p, end, &v) || v < 8 || v > (uint64_t)(end - p))
             return -1;
-        memcpy(&s->x, p, 4);
-        s->p = p + 4;
+        memcpy(&s->x[0], p, 4);
+        memcpy(&s->x[1], p + 4, 4);
+        s->next = 0;
+        s->p = p + 8;
         s->end = p + v;
         s->present = 1;
         p += v;

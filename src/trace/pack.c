@@ -1246,14 +1246,7 @@ static void pack_thread(struct job *j)
                          (uint32_t)mt.buf.len, meta_base);
         obuf_put(&metas, mt.buf.p, mt.buf.len);
     }
-    /* Description chunks first, then the packed ones: renumber the packed chunks after them. */
-    for (size_t off = 0; off < packed.len;) {
-        struct ms_trace_chunk_header h;
-        memcpy(&h, packed.p + off, sizeof h);
-        h.seq += nmeta;
-        memcpy(packed.p + off, &h, sizeof h);
-        off += h.size;
-    }
+    /* Description chunks first, then the packed ones; ms_pack_file() numbers them. */
     obuf_put(&j->out, metas.p, metas.len);
     obuf_put(&j->out, packed.p, packed.len);
     if (j->out.oom || packed.oom || metas.oom || body.oom || mt.buf.oom)
@@ -1286,6 +1279,49 @@ static void *worker(void *arg)
     }
 }
 
+/* Cuts the trace into jobs: runs of one thread's raw chunks holding at most MS_PACK_MAX_RAW
+ * bytes of records (or one bigger chunk), so that each job makes about one packed chunk and a
+ * thread with many events keeps every worker busy. Fills jobs when not NULL; returns the count. */
+static size_t plan_jobs(const struct ms_trace *t, struct job *jobs)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < t->nchunks;) {
+        size_t e = k + 1;
+        uint64_t bytes = t->chunks[k].used;
+        while (e < t->nchunks && t->chunks[e].thread_serial == t->chunks[k].thread_serial &&
+               bytes + t->chunks[e].used <= MS_PACK_MAX_RAW)
+            bytes += t->chunks[e++].used;
+        if (jobs) {
+            jobs[n].t = t;
+            jobs[n].first = k;
+            jobs[n].end = e;
+        }
+        n++;
+        k = e;
+    }
+    return n;
+}
+
+/* Gives the chunks of each thread, in output order, the sequence numbers 0, 1, 2, ... */
+static void number_chunks(struct job *jobs, size_t njobs)
+{
+    uint32_t serial = 0, seq = 0;
+    for (size_t i = 0; i < njobs; i++) {
+        struct obuf *o = &jobs[i].out;
+        for (size_t off = 0; off + MS_TRACE_CHUNK_HEADER_SIZE <= o->len;) {
+            struct ms_trace_chunk_header h;
+            memcpy(&h, o->p + off, sizeof h);
+            if (h.thread_serial != serial || (i == 0 && off == 0)) {
+                serial = h.thread_serial;
+                seq = 0;
+            }
+            h.seq = seq++;
+            memcpy(o->p + off, &h, sizeof h);
+            off += h.size;
+        }
+    }
+}
+
 static int write_all(int fd, const void *p, size_t n)
 {
     const uint8_t *b = p;
@@ -1312,27 +1348,13 @@ int ms_pack_file(const char *in_path, const char *out_path, int workers, struct 
         ms_trace_release(&t);
         return MS_EINVAL;
     }
-    size_t njobs = 0;
-    for (size_t k = 0; k < t.nchunks; njobs++) {
-        size_t e = k + 1;
-        while (e < t.nchunks && t.chunks[e].thread_serial == t.chunks[k].thread_serial)
-            e++;
-        k = e;
-    }
+    size_t njobs = plan_jobs(&t, NULL);
     struct pool pl = {calloc(njobs + 1, sizeof *pl.jobs), njobs, 0, PTHREAD_MUTEX_INITIALIZER};
     if (!pl.jobs) {
         ms_trace_release(&t);
         return MS_ENOMEM;
     }
-    for (size_t k = 0, i = 0; k < t.nchunks; i++) {
-        size_t e = k + 1;
-        while (e < t.nchunks && t.chunks[e].thread_serial == t.chunks[k].thread_serial)
-            e++;
-        pl.jobs[i].t = &t;
-        pl.jobs[i].first = k;
-        pl.jobs[i].end = e;
-        k = e;
-    }
+    plan_jobs(&t, pl.jobs);
     if (workers < 1)
         workers = 1;
     if ((size_t)workers > njobs)
@@ -1346,6 +1368,7 @@ int ms_pack_file(const char *in_path, const char *out_path, int workers, struct 
     for (int i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
 
+    number_chunks(pl.jobs, njobs);
     struct ms_pack_stats s = {0};
     s.in_bytes = t.size;
     for (size_t i = 0; i < njobs && rc == 0; i++) {

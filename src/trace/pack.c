@@ -312,7 +312,10 @@ INLINE uint64_t craw32(const int dec, struct model *m, uint64_t v, int n)
     b->n += n;
     while (b->n >= 8) {
         uint8_t byte = (uint8_t)b->acc;
-        obuf_put(b->out, &byte, 1);
+        if (b->out->len < b->out->cap)
+            b->out->p[b->out->len++] = byte;
+        else
+            obuf_put(b->out, &byte, 1);
         b->acc >>= 8;
         b->n -= 8;
     }
@@ -923,9 +926,12 @@ static int chunk_finish(struct model *m, struct obuf *out)
         for (size_t i = s->n; i-- > 0;) {
             unsigned t = s->tok[i];
             uint32_t f = freq[t], xmax = ((RANS_L >> SCALE_BITS) << 8) * f, *xi = &x[i & 1];
-            while (*xi >= xmax) {
-                *--p = (uint8_t)*xi;
-                *xi >>= 8;
+            /* at most two bytes out (f >= 1, x < 2^31); branch-free, as it is unpredictable */
+            for (int r = 0; r < 2; r++) {
+                uint32_t out = *xi >= xmax;
+                p[-1] = (uint8_t)*xi;
+                p -= out;
+                *xi >>= 8 * out;
             }
             uint32_t q = (uint32_t)(((unsigned __int128)*xi * rcp[t]) >> 44);
             *xi = (q << SCALE_BITS) + (*xi - q * f) + start[t];

@@ -174,12 +174,13 @@ enum { SRC_CLASS0, SRC_CLASS1, SRC_END, SRC_DELTA16, SRC_DELTA1, SRC_AGE = -1 };
 #define EXT_REST_MAX 65536u /* bigger annotation payloads go to the description chunk */
 #define MAX_SEQ (MS_PACK_MAX_RAW / 4) /* allocations per chunk: each takes >= 5 raw bytes */
 #define CHECK_EVERY 4096u /* records between check values */
-#define BLOCK_BITS 512
+#define BLOCK_BITS 128
 #define NBLOCKS (MAX_SEQ / BLOCK_BITS)
 
 struct live_slot {
     uint64_t addr; /* 0: empty */
-    uint32_t seq;
+    uint32_t seq;  /* allocation number */
+    int32_t cls;   /* size_class() */
 };
 
 struct model {
@@ -209,7 +210,6 @@ struct model {
     uint64_t *live_bits;  /* bit n: allocation n is live */
     uint32_t *fen;        /* Fenwick tree of live counts per BLOCK_BITS allocations */
     uint64_t *seq_addr;
-    uint16_t *seq_class;  /* size_class() + 1, 0 for none */
     uint32_t nseq, nlive;
 };
 
@@ -225,7 +225,6 @@ static void model_free(struct model *m)
     free(m->live_bits);
     free(m->fen);
     free(m->seq_addr);
-    free(m->seq_class);
     free(m);
 }
 
@@ -244,8 +243,7 @@ static struct model *model_new(uint64_t base_ns)
     m->live_bits = calloc(MAX_SEQ / 64, sizeof *m->live_bits);
     m->fen = calloc(NBLOCKS + 1, sizeof *m->fen);
     m->seq_addr = calloc(MAX_SEQ, sizeof *m->seq_addr);
-    m->seq_class = calloc(MAX_SEQ, sizeof *m->seq_class);
-    if (!m->map || !m->live_bits || !m->fen || !m->seq_addr || !m->seq_class) {
+    if (!m->map || !m->live_bits || !m->fen || !m->seq_addr) {
         model_free(m);
         return NULL;
     }
@@ -413,7 +411,7 @@ static void map_delete(struct model *m, struct live_slot *s)
     m->map_used--;
 }
 
-static int map_insert(struct model *m, uint64_t addr, uint32_t seq)
+static int map_insert(struct model *m, uint64_t addr, uint32_t seq, int cls)
 {
     if (2 * (m->map_used + 1) > m->map_cap) {
         size_t cap = m->map_cap * 2;
@@ -437,6 +435,7 @@ static int map_insert(struct model *m, uint64_t addr, uint32_t seq)
         i = (i + 1) & mask;
     m->map[i].addr = addr;
     m->map[i].seq = seq;
+    m->map[i].cls = cls;
     m->map_used++;
     return 0;
 }
@@ -481,7 +480,7 @@ static uint32_t rank_upto(const struct model *m, uint32_t seq)
 static uint32_t rank_kth(const struct model *m, uint32_t k)
 {
     uint32_t pos = 0;
-    for (uint32_t step = 1u << 12; step; step >>= 1) /* 2^12 >= NBLOCKS */
+    for (uint32_t step = 1u << 12; step; step >>= 1) /* 2^12 = NBLOCKS */
         if (pos + step <= NBLOCKS && m->fen[pos + step] < k) {
             pos += step;
             k -= m->fen[pos];
@@ -527,10 +526,9 @@ static int live_add(struct model *m, uint64_t addr, uint64_t size)
     struct live_slot *s = map_find(m, addr);
     if (s) /* freed by another thread meanwhile: forget the old block */
         live_remove(m, s);
-    if (m->nseq >= MAX_SEQ || map_insert(m, addr, m->nseq) < 0)
+    if (m->nseq >= MAX_SEQ || map_insert(m, addr, m->nseq, size_class(size)) < 0)
         return -1;
     m->seq_addr[m->nseq] = addr;
-    m->seq_class[m->nseq] = (uint16_t)(size_class(size) + 1);
     rank_add(m, m->nseq, 1);
     m->nseq++;
     m->nlive++;
@@ -627,7 +625,7 @@ INLINE uint64_t code_free_addr(const int dec, struct model *m, uint64_t addr)
                 return 0;
             }
         }
-        int cl = m->seq_class[s->seq] - 1;
+        int cl = s->cls;
         if (cl >= 0) {
             m->cls[cl][1] = m->cls[cl][0];
             m->cls[cl][0] = addr;

@@ -105,12 +105,15 @@ static void obuf_varint(struct obuf *b, uint64_t v)
 #define ALPHA_MAX 1024
 
 #define MTF_LEN 16 /* recent stack ids ranked */
+#define KIND_OTHER (MTF_LEN + 2) /* the kind token of records other than heap events */
 
 enum {
-    S_KIND = 0,   /* 3 streams, by previous kind: free / alloc by the last fn / other */
+    S_KIND = 0,   /* 3 streams, by previous kind: free / alloc by the last fn and the rank of
+                     its stack id (as S_STACK) / other */
     S_TYPE = 3,   /* the type byte of an "other" record */
     S_DT = 4,     /* 9 streams, by (previous kind, kind): time deltas */
-    S_STACK = 13, /* move-to-front rank of the stack id, MTF_LEN = a new id */
+    S_STACK = 13, /* move-to-front rank of the stack id, MTF_LEN = a new id (allocations by
+                     another function than the last one) */
     S_SIZE = 14,  /* escape 0: the stack's last size; or the size */
     S_SRC = 15,   /* 2 streams (a same-class block is known or not): where an allocation's
                      address comes from (escapes SRC_*), or its age among recent frees */
@@ -132,7 +135,8 @@ struct stream_kind {
 #define SYMK(n) {0, 0, 0, n}
 #define NUMK(e, l, m) {e, l, m, (uint16_t)((e) + (1u << (l)) + ((64u - (l)) << (m)))}
 static const struct stream_kind kinds[NSTREAM] = {
-    [0] = SYMK(3), [1] = SYMK(3), [2] = SYMK(3), [S_TYPE] = SYMK(256),
+    [0] = SYMK(KIND_OTHER + 1), [1] = SYMK(KIND_OTHER + 1), [2] = SYMK(KIND_OTHER + 1),
+    [S_TYPE] = SYMK(256),
     [4] = NUMK(0, 9, 3), [5] = NUMK(0, 9, 3), [6] = NUMK(0, 9, 3), [7] = NUMK(0, 9, 3),
     [8] = NUMK(0, 9, 3), [9] = NUMK(0, 9, 3), [10] = NUMK(0, 9, 3), [11] = NUMK(0, 9, 3),
     [12] = NUMK(0, 9, 3), [S_STACK] = SYMK(MTF_LEN + 1), [S_SIZE] = NUMK(1, 6, 4),
@@ -645,16 +649,19 @@ INLINE uint64_t code_free_addr(const int dec, struct model *m, uint64_t addr)
     return addr;
 }
 
-INLINE uint32_t code_stack(const int dec, struct model *m, uint32_t id)
+/* The encoder's move-to-front rank of stack id: 0..nmtf-1, or MTF_LEN for a new id. */
+static unsigned stack_rank(const struct model *m, uint32_t id)
 {
-    unsigned r = MTF_LEN;
-    if (!dec)
-        for (unsigned i = 0; i < m->nmtf; i++)
-            if (m->mtf[i] == id) {
-                r = i;
-                break;
-            }
-    r = ctok(dec, m, S_STACK, r);
+    for (unsigned i = 0; i < m->nmtf; i++)
+        if (m->mtf[i] == id)
+            return i;
+    return MTF_LEN;
+}
+
+/* Codes a stack id whose rank r is already coded (by the caller's token): a new id follows in
+ * the misc stream. Moves the id to the front; returns it. */
+INLINE uint32_t code_stack_after(const int dec, struct model *m, unsigned r, uint32_t id)
+{
     if (r < m->nmtf)
         id = m->mtf[r];
     else if (r == MTF_LEN) {
@@ -722,16 +729,27 @@ INLINE int code_record(const int dec, struct model *m, struct prec *r, uint8_t *
 {
     int pk = m->prev_kind;
     int type = r->type;
-    unsigned kt = type == MS_REC_HEAP_FREE ? 0 : type == MS_REC_HEAP_ALLOC + m->last_fn ? 1 : 2;
+    /* The kind token: 0 a free, 1 + r an allocation by the last function whose stack has
+     * move-to-front rank r (MTF_LEN: a new stack), KIND_OTHER another type (its own token). */
+    unsigned srank = dec ? 0 : stack_rank(m, r->stack), kt;
+    if (type == MS_REC_HEAP_FREE)
+        kt = 0;
+    else if (type == MS_REC_HEAP_ALLOC + m->last_fn)
+        kt = 1 + srank;
+    else
+        kt = KIND_OTHER;
     kt = ctok(dec, m, S_KIND + pk, kt);
     if (kt == 0)
         type = MS_REC_HEAP_FREE;
-    else if (kt == 1)
+    else if (kt < KIND_OTHER) {
         type = MS_REC_HEAP_ALLOC + m->last_fn;
-    else {
+        srank = kt - 1;
+    } else {
         type = (int)ctok(dec, m, S_TYPE, (unsigned)type);
         if (!valid_type(type))
             return -1;
+        if (kind_of(type) == K_ALLOC)
+            srank = ctok(dec, m, S_STACK, srank);
     }
     r->type = type;
     int k = kind_of(type);
@@ -742,7 +760,7 @@ INLINE int code_record(const int dec, struct model *m, struct prec *r, uint8_t *
     m->prev_kind = k;
     if (k == K_ALLOC) {
         m->last_fn = type & 0x0f;
-        r->stack = code_stack(dec, m, r->stack);
+        r->stack = code_stack_after(dec, m, srank, r->stack);
         r->size = code_size(dec, m, r->stack, r->size);
         r->addr = code_alloc_addr(dec, m, r->addr, r->size);
         if (!m->bad && live_add(m, r->addr, r->size) < 0)

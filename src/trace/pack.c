@@ -1,8 +1,8 @@
-/* pack.c: packed traces (see pack.h): the model, the range coder, the packer and the decoder.
+/* pack.c: packed traces (see pack.h): the model, the token coder, the packer and the decoder.
  *
  * Called by `memscope run` after the traced program has ended (ms_pack_file) and by the reader
  * for each packed chunk (ms_pack_decode). Workload: millions of events per thread, packed once
- * and decoded once; the threads of a trace are packed in parallel.
+ * and decoded once; a trace is cut into jobs of about one packed chunk, packed in parallel.
  *
  * What a packed file holds, per thread of the raw trace:
  * - description chunks (raw "MSCK" chunks, version-1 records): the thread's STACK, MODULE,
@@ -12,27 +12,24 @@
  *   decodes to at most MS_PACK_MAX_RAW bytes of version-1 records; the model restarts at each
  *   packed chunk, so damage never spreads past one.
  *
- * The model. Each record is coded as a sequence of binary decisions, each with an adaptive
- * probability (11 bits, moved 1/32 of the way to each outcome), fed to a range coder in the
- * manner of LZMA's; rarely informative low bits are coded at probability 1/2. Numbers are coded
- * as their bit length (a 7-level bit tree) then their bits below the top one, the highest few
- * of them modelled per bit length. Per record:
- * - kind: "free?" then "allocation by the same function as the last one?" (context: the kind
- *   of the previous record), else the type byte;
- * - time: the nanoseconds since the previous record, a number in the context of (previous kind,
- *   this kind);
- * - allocation: the stack id by its place in a move-to-front list of 16 recent ids; the size as
- *   "same as this stack's last size" or a number; the address by where it came from: the last
- *   or second-to-last freed block of the same size class (an allocator's per-size free lists),
- *   the end of the previous allocation (a block carved after it), the k-th most recent free, or
- *   else a delta from the previous address;
- * - free: the block by its rank among the thread's live blocks counted from the newest (an
- *   order-statistics tree over allocation numbers), or an address delta for a block this thread
- *   did not allocate in this chunk;
+ * The model turns each record into a few tokens, each from the small alphabet of one stream
+ * (kinds[] below), plus raw bits for the nearly random low bits of numbers. At the end of a
+ * chunk each stream is coded with rANS under its own frequency table, which the chunk stores.
+ * Per record:
+ * - kind: free / allocation by the same function as the last one, with the move-to-front rank
+ *   of its stack id / anything else (then the type byte), in the context of the previous kind;
+ * - time: the nanoseconds since the previous record, in the context of (previous kind, kind);
+ * - allocation: the size as "this stack's last size" or a number; the address by where it came
+ *   from: the last or second-to-last freed block of the same size class (an allocator's
+ *   per-size free lists), the end of the previous allocation (a block carved after it), the
+ *   k-th most recent free, or else a delta from the previous address;
+ * - free: the block by its rank among the thread's live blocks counted from the newest (order
+ *   statistics over allocation numbers), or an address delta for a block this thread did not
+ *   allocate in this chunk;
  * - other events (mmap, munmap, lost, annotations): their fields as numbers and bytes.
  * The decoder runs the same model on the same history, so both sides make the same predictions.
  * Decoded records are written back in version-1 encoding, with addresses and times exactly as
- * recorded. */
+ * recorded; a check value every CHECK_EVERY records keeps damage from passing for data. */
 #include "pack.h"
 
 #include "encode.h"
@@ -47,7 +44,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* ---- Range coder -------------------------------------------------------------------------- */
+/* ---- Output buffers ----------------------------------------------------------------------- */
 
 /* The model code is written once for both directions: `dec` is a constant in each of the two
  * places that call code_record(), and everything below it is inlined there. */

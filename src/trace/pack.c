@@ -29,7 +29,8 @@
  * - other events (mmap, munmap, lost, annotations): their fields as numbers and bytes.
  * The decoder runs the same model on the same history, so both sides make the same predictions.
  * Decoded records are written back in version-1 encoding, with addresses and times exactly as
- * recorded; a check value every CHECK_EVERY records keeps damage from passing for data. */
+ * recorded. The coding restarts every SEGMENT records, each segment with a check value, so
+ * that damage costs the segment it hits and the rest of its chunk, and never passes for data. */
 #include "pack.h"
 
 #include "encode.h"
@@ -77,7 +78,7 @@ static int obuf_reserve(struct obuf *b, size_t n)
 
 static void obuf_put(struct obuf *b, const void *src, size_t n)
 {
-    if (obuf_reserve(b, n) == 0) {
+    if (n && obuf_reserve(b, n) == 0) {
         memcpy(b->p + b->len, src, n);
         b->len += n;
     }
@@ -146,7 +147,8 @@ struct tstream {
     uint16_t *tok;
     size_t n, cap;
     /* decoder */
-    int present;
+    int present;        /* the chunk has a table for it */
+    int live;           /* the open segment has tokens for it */
     uint32_t x[2];      /* two interleaved states: token i uses x[i & 1] */
     unsigned next;      /* parity of the next token */
     const uint8_t *p, *end;
@@ -174,7 +176,8 @@ enum { SRC_CLASS0, SRC_CLASS1, SRC_END, SRC_DELTA16, SRC_DELTA1, SRC_AGE = -1 };
 #define SIZE_CACHE 1024
 #define EXT_REST_MAX 65536u /* bigger annotation payloads go to the description chunk */
 #define MAX_SEQ (MS_PACK_MAX_RAW / 4) /* allocations per chunk: each takes >= 5 raw bytes */
-#define CHECK_EVERY 4096u /* records between check values */
+#define SEGMENT 8192u /* records per segment: the unit of damage */
+#define MAX_SEGS (MS_PACK_MAX_RAW / 2 / SEGMENT + 2)
 #define BLOCK_BITS 128
 #define NBLOCKS (MAX_SEQ / BLOCK_BITS)
 
@@ -188,12 +191,16 @@ struct model {
     struct tstream ts[NSTREAM];
     struct bitio bits;
     struct obuf raw;  /* encoder: the raw bits */
-    /* a check value of the decoded records every CHECK_EVERY records and at the end */
-    uint64_t hash;
-    uint64_t nrec;
-    struct obuf checks;           /* encoder */
-    const uint8_t *check_p;       /* decoder: the stored ones */
-    uint64_t nchecks;
+    /* Segments: every SEGMENT records the token coding restarts (the model goes on) and a
+     * check value of the records so far is stored. */
+    uint64_t hash, nrec;
+    uint32_t nseg;                       /* encoder: segments closed */
+    uint32_t seg_end[MAX_SEGS][NSTREAM]; /* encoder: tokens of each stream at a segment's end */
+    size_t seg_raw[MAX_SEGS];            /* encoder: raw bytes at a segment's end */
+    uint32_t seg_check[MAX_SEGS];
+    const uint8_t *seg_p, *seg_limit;    /* decoder: the next segment's bytes */
+    uint64_t segs_left;
+    uint32_t check;                      /* decoder: the open segment's check value */
     int bad;        /* decoder: the input broke a rule (a table, a stream, the model) */
     /* history */
     int prev_kind, last_fn;
@@ -221,7 +228,6 @@ static void model_free(struct model *m)
     for (int i = 0; i < NSTREAM; i++)
         free(m->ts[i].tok);
     free(m->raw.p);
-    free(m->checks.p);
     free(m->map);
     free(m->live_bits);
     free(m->fen);
@@ -256,7 +262,7 @@ INLINE unsigned ctok(const int dec, struct model *m, int sid, unsigned v)
 {
     struct tstream *s = &m->ts[sid];
     if (dec) {
-        if (!s->present) {
+        if (!s->live) { /* no table, or no tokens in this segment */
             m->bad = 1;
             return 0;
         }
@@ -844,20 +850,20 @@ static void check_record(struct model *m, const struct prec *r)
     m->nrec++;
 }
 
-static void check_put(struct model *m)
+/* Encoder: ends a segment after the record just coded (raw bits padded to a byte). */
+static void seg_close(struct model *m)
 {
-    uint32_t c = (uint32_t)(m->hash >> 32);
-    obuf_put(&m->checks, &c, 4);
-}
-
-/* Decoder: does the running value match the stored check number i? */
-static int check_ok(const struct model *m, uint64_t i)
-{
-    uint32_t c;
-    if (i >= m->nchecks)
-        return 0;
-    memcpy(&c, m->check_p + 4 * i, 4);
-    return c == (uint32_t)(m->hash >> 32);
+    if (m->bits.n > 0) {
+        uint8_t byte = (uint8_t)m->bits.acc;
+        obuf_put(&m->raw, &byte, 1);
+        m->bits.n = 0;
+        m->bits.acc = 0;
+    }
+    uint32_t g = m->nseg++; /* < MAX_SEGS: a chunk holds at most MS_PACK_MAX_RAW / 2 records */
+    for (int i = 0; i < NSTREAM; i++)
+        m->seg_end[g][i] = (uint32_t)m->ts[i].n;
+    m->seg_raw[g] = m->raw.len;
+    m->seg_check[g] = (uint32_t)(m->hash >> 32);
 }
 
 /* ---- Chunk payload -------------------------------------------------------------------------- */
@@ -891,22 +897,64 @@ static void normalize_freqs(const uint32_t *count, unsigned alpha, size_t n, uin
     }
 }
 
-/* Writes the chunk's payload: for each stream used, its id, frequency table and rANS bytes;
- * then the raw bits. Returns 0 or -1 (memory). */
+/* Codes tokens tok[0..n) of one stream with rANS into out: two 32-bit states, then the bytes
+ * the decoder reads forwards. buf has room for 2 * n + 16 bytes. */
+static void rans_encode(const uint16_t *tok, size_t n, const uint16_t *freq,
+                        const uint16_t *start, const uint64_t *rcp, uint8_t *buf, size_t cap,
+                        struct obuf *out)
+{
+    uint8_t *p = buf + cap;
+    /* Two states, token i in x[i & 1], so that two dependency chains overlap. */
+    uint32_t x[2] = {RANS_L, RANS_L};
+    for (size_t i = n; i-- > 0;) {
+        unsigned t = tok[i];
+        uint32_t f = freq[t], xmax = ((RANS_L >> SCALE_BITS) << 8) * f, *xi = &x[i & 1];
+        /* at most two bytes out (f >= 1, x < 2^31); branch-free, as it is unpredictable */
+        for (int r = 0; r < 2; r++) {
+            uint32_t o = *xi >= xmax;
+            p[-1] = (uint8_t)*xi;
+            p -= o;
+            *xi >>= 8 * o;
+        }
+        uint32_t q = (uint32_t)(((unsigned __int128)*xi * rcp[t]) >> 44);
+        *xi = (q << SCALE_BITS) + (*xi - q * f) + start[t];
+    }
+    p -= 8;
+    memcpy(p, &x[0], 4);
+    memcpy(p + 4, &x[1], 4);
+    obuf_varint(out, (uint64_t)(buf + cap - p));
+    obuf_put(out, p, (size_t)(buf + cap - p));
+}
+
+/* Writes the chunk's payload: the frequency table of each stream used, then each segment: for
+ * each stream used its rANS bytes, the raw bits, the check value. Returns 0 or -1 (memory). */
 static int chunk_finish(struct model *m, struct obuf *out)
 {
-    uint32_t count[ALPHA_MAX];
-    uint16_t freq[ALPHA_MAX], start[ALPHA_MAX];
-    uint64_t rcp[ALPHA_MAX];
+    _Static_assert(SCALE <= 4096, "rcp below is exact for x < 2^31, f <= 2^12");
+    struct tables {
+        uint32_t count[ALPHA_MAX];
+        uint16_t freq[NSTREAM][ALPHA_MAX], start[NSTREAM][ALPHA_MAX];
+        uint64_t rcp[NSTREAM][ALPHA_MAX];
+    } *tb = malloc(sizeof *tb);
+    size_t most = 0;
+    if (!tb)
+        return -1;
+    if (m->nrec % SEGMENT || !m->nseg)
+        seg_close(m);
     uint8_t nused = 0;
-    for (int i = 0; i < NSTREAM; i++)
+    for (int i = 0; i < NSTREAM; i++) {
         nused = (uint8_t)(nused + (m->ts[i].n > 0));
+        if (m->ts[i].n > most)
+            most = m->ts[i].n;
+    }
     obuf_put(out, &nused, 1);
     for (int sid = 0; sid < NSTREAM; sid++) {
         struct tstream *s = &m->ts[sid];
         unsigned alpha = kinds[sid].alpha;
         if (!s->n)
             continue;
+        uint32_t *count = tb->count;
+        uint16_t *freq = tb->freq[sid];
         memset(count, 0, alpha * sizeof *count);
         for (size_t i = 0; i < s->n; i++)
             count[s->tok[i]]++;
@@ -919,56 +967,45 @@ static int chunk_finish(struct model *m, struct obuf *out)
         obuf_varint(out, used);
         uint32_t cum = 0;
         for (unsigned i = 0, prev = 0; i < alpha; i++) {
-            start[i] = (uint16_t)cum;
+            uint16_t f = freq[i];
+            tb->start[sid][i] = (uint16_t)cum;
             /* x / f as a multiplication: exact for x < 2^31, f <= 2^12 (2^44 >= 2^31 * 2^12) */
-            rcp[i] = freq[i] ? ((1ull << 44) + freq[i] - 1) / freq[i] : 0;
-            cum += freq[i];
-            if (!freq[i])
+            tb->rcp[sid][i] = f ? ((1ull << 44) + f - 1) / f : 0;
+            cum += f;
+            if (!f)
                 continue;
             obuf_varint(out, i - prev);
-            obuf_varint(out, freq[i] - 1u);
+            obuf_varint(out, f - 1u);
             prev = i + 1;
         }
-        /* rANS codes backwards: the decoder reads the bytes forwards. At most 2 bytes a token. */
-        size_t cap = 2 * s->n + 16;
-        uint8_t *buf = malloc(cap), *p = buf + cap;
-        if (!buf)
-            return -1;
-        /* Two states, token i in x[i & 1], so that two dependency chains overlap. */
-        uint32_t x[2] = {RANS_L, RANS_L};
-        for (size_t i = s->n; i-- > 0;) {
-            unsigned t = s->tok[i];
-            uint32_t f = freq[t], xmax = ((RANS_L >> SCALE_BITS) << 8) * f, *xi = &x[i & 1];
-            /* at most two bytes out (f >= 1, x < 2^31); branch-free, as it is unpredictable */
-            for (int r = 0; r < 2; r++) {
-                uint32_t out = *xi >= xmax;
-                p[-1] = (uint8_t)*xi;
-                p -= out;
-                *xi >>= 8 * out;
-            }
-            uint32_t q = (uint32_t)(((unsigned __int128)*xi * rcp[t]) >> 44);
-            *xi = (q << SCALE_BITS) + (*xi - q * f) + start[t];
+    }
+    size_t cap = 2 * most + 16;
+    uint8_t *buf = malloc(cap);
+    if (!buf) {
+        free(tb);
+        return -1;
+    }
+    obuf_varint(out, m->nseg);
+    for (uint32_t g = 0; g < m->nseg; g++) {
+        for (int sid = 0; sid < NSTREAM; sid++) {
+            struct tstream *s = &m->ts[sid];
+            if (!s->n)
+                continue;
+            uint32_t a = g ? m->seg_end[g - 1][sid] : 0, b = m->seg_end[g][sid];
+            if (a == b)
+                obuf_varint(out, 0);
+            else
+                rans_encode(s->tok + a, b - a, tb->freq[sid], tb->start[sid], tb->rcp[sid], buf,
+                            cap, out);
         }
-        p -= 8;
-        memcpy(p, &x[0], 4);
-        memcpy(p + 4, &x[1], 4);
-        obuf_varint(out, (uint64_t)(buf + cap - p));
-        obuf_put(out, p, (size_t)(buf + cap - p));
-        free(buf);
+        size_t a = g ? m->seg_raw[g - 1] : 0;
+        obuf_varint(out, m->seg_raw[g] - a);
+        obuf_put(out, m->raw.p + a, m->seg_raw[g] - a);
+        obuf_put(out, &m->seg_check[g], 4);
     }
-    if (m->bits.n > 0) { /* the last partial byte, zero-filled */
-        uint8_t byte = (uint8_t)m->bits.acc;
-        obuf_put(&m->raw, &byte, 1);
-        m->bits.n = 0;
-        m->bits.acc = 0;
-    }
-    obuf_varint(out, m->raw.len);
-    obuf_put(out, m->raw.p, m->raw.len);
-    if (m->nrec % CHECK_EVERY)
-        check_put(m);
-    obuf_varint(out, m->checks.len / 4);
-    obuf_put(out, m->checks.p, m->checks.len);
-    return out->oom || m->raw.oom || m->checks.oom ? -1 : 0;
+    free(buf);
+    free(tb);
+    return out->oom || m->raw.oom ? -1 : 0;
 }
 
 static int get_varint_in(const uint8_t **pp, const uint8_t *end, uint64_t *v)
@@ -987,8 +1024,8 @@ static int get_varint_in(const uint8_t **pp, const uint8_t *end, uint64_t *v)
     return -1;
 }
 
-/* Reads the tables and locates the streams of a chunk's payload. Returns 0, or -1 when the
- * payload is malformed (every count, symbol, frequency and length is checked). */
+/* Reads the frequency tables of a chunk's payload and finds its first segment. Returns 0, or -1
+ * when the payload is malformed (every count, symbol, frequency and length is checked). */
 static int chunk_open(struct model *m, const uint8_t *in, size_t len)
 {
     const uint8_t *p = in, *end = in + len;
@@ -1023,25 +1060,52 @@ static int chunk_open(struct model *m, const uint8_t *in, size_t len)
                 s->lut[cum + j] = (uint16_t)i;
             cum += s->freq[i];
         }
-        if (get_varint_in(&p, end, &v) || v < 8 || v > (uint64_t)(end - p))
-            return -1;
-        memcpy(&s->x[0], p, 4);
-        memcpy(&s->x[1], p + 4, 4);
-        s->next = 0;
-        s->p = p + 8;
-        s->end = p + v;
         s->present = 1;
+    }
+    if (get_varint_in(&p, end, &v) || v == 0 || v > MAX_SEGS)
+        return -1;
+    m->segs_left = v;
+    m->seg_p = p;
+    m->seg_limit = end;
+    return 0;
+}
+
+/* Opens the next segment: each stream's states and bytes, the raw bits, the check value.
+ * Returns 0, or -1 when there is none or it is cut short or malformed. */
+static int seg_open(struct model *m)
+{
+    const uint8_t *p = m->seg_p, *end = m->seg_limit;
+    uint64_t v;
+    if (!m->segs_left)
+        return -1;
+    for (int sid = 0; sid < NSTREAM; sid++) {
+        struct tstream *s = &m->ts[sid];
+        if (!s->present)
+            continue;
+        if (get_varint_in(&p, end, &v) || (v && v < 8) || v > (uint64_t)(end - p))
+            return -1;
+        s->live = v != 0;
+        if (v) {
+            memcpy(&s->x[0], p, 4);
+            memcpy(&s->x[1], p + 4, 4);
+        }
+        s->next = 0;
+        s->p = p + (v ? 8 : 0);
+        s->end = p + v;
         p += v;
     }
     if (get_varint_in(&p, end, &v) || v > (uint64_t)(end - p))
         return -1;
     m->bits.p = p;
     m->bits.end = p + v;
+    m->bits.acc = 0;
+    m->bits.n = 0;
     p += v;
-    if (get_varint_in(&p, end, &v) || v > (uint64_t)(end - p) / 4)
+    if (end - p < 4)
         return -1;
-    m->check_p = p;
-    m->nchecks = v;
+    memcpy(&m->check, p, 4);
+    m->seg_p = p + 4;
+    m->segs_left--;
     return 0;
 }
 
@@ -1068,13 +1132,13 @@ size_t ms_pack_decode(const uint8_t *in, size_t len, uint64_t base_ns, uint8_t *
         *damaged = 1;
         return 0;
     }
-    /* Records are returned in groups of CHECK_EVERY whose check value matched: damage drops
-     * the group it is in and everything after it. */
+    /* Records are returned by whole segments whose check value matched: damage drops the
+     * segment it is in and everything after it. */
     struct ms_enc_state st = {base_ns, 0};
     size_t good = 0;
     while (n < want) {
         struct prec r = {0};
-        if (code_record(1, m, &r, scratch) < 0) {
+        if ((m->nrec % SEGMENT == 0 && seg_open(m) < 0) || code_record(1, m, &r, scratch) < 0) {
             *damaged = 1;
             break;
         }
@@ -1087,8 +1151,8 @@ size_t ms_pack_decode(const uint8_t *in, size_t len, uint64_t base_ns, uint8_t *
         emit(out + n, &st, &r);
         n += k;
         check_record(m, &r);
-        if (m->nrec % CHECK_EVERY == 0 || n == want) {
-            if (!check_ok(m, (m->nrec - 1) / CHECK_EVERY)) {
+        if (m->nrec % SEGMENT == 0 || n == want) {
+            if (m->check != (uint32_t)(m->hash >> 32)) {
                 *damaged = 1;
                 break;
             }
@@ -1201,8 +1265,10 @@ static void pack_thread(struct job *j)
             size_t n = (size_t)(cur->p - start);
             struct prec pr = {start[0] >= MS_REC_EXTENSION ? start[0] : r.type + r.fn, r.ns,
                               r.addr, r.size, r.stack_id, NULL, 0};
-            if (r.type == MS_REC_EXTENSION)
+            if (r.type == MS_REC_EXTENSION) { /* its fields stay in the payload bytes */
                 ext_rest(start, n, &pr.rest, &pr.rest_len);
+                pr.addr = pr.size = pr.stack = 0;
+            }
             if (is_description(&r) || pr.rest_len > EXT_REST_MAX) {
                 if (mt.buf.len + n + 2 * MS_VARINT_MAX >
                     MS_TRACE_MAX_CHUNK - MS_TRACE_CHUNK_HEADER_SIZE) {
@@ -1245,8 +1311,8 @@ static void pack_thread(struct job *j)
                 goto out;
             }
             check_record(m, &pr);
-            if (m->nrec % CHECK_EVERY == 0)
-                check_put(m);
+            if (m->nrec % SEGMENT == 0)
+                seg_close(m);
             st = probe;
             raw += len;
         }

@@ -109,7 +109,8 @@ static int index_v2(struct ms_trace *t)
     if (off < t->size && !lost) {
         warn_once(t, "trace truncated inside a chunk header", off);
         t->skipped_bytes += t->size - off;
-    }
+    } else if (t->hdr.file_end > t->size) /* the packer writes the exact size */
+        warn_once(t, "trace truncated at a chunk boundary", t->size);
     t->nchunks = n;
     qsort(t->chunks, n, sizeof *t->chunks, cmp_chunk);
     return 0;

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +20,16 @@
 #include <unistd.h>
 
 static const char pack_usage[] =
-    "usage: memscope pack PATH... [-j N]\n"
+    "usage: memscope pack PATH... [-j N] [--force]\n"
     "\n"
     "Packs raw memscope traces in place: each PATH is a trace (*.mst) or a directory of them.\n"
     "A packed trace keeps every record and timestamp in about a third of the bytes; memscope\n"
     "import reads both kinds. Traces that are already packed are left as they are.\n"
-    "  -j, --jobs=N   worker threads (default: the number of CPUs)\n";
+    "A trace whose process is still running is left raw: the process may still be writing it.\n"
+    "  -j, --jobs=N   worker threads (default: the number of CPUs)\n"
+    "  --force        pack traces of running processes too (say, traces from another machine)\n";
+
+static int force;
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -41,7 +46,14 @@ static int pack_one(const char *path, int workers, struct ms_pack_stats *total)
         ms_trace_release(&t);
         return 0;
     }
+    pid_t pid = rc == 0 ? (pid_t)t.hdr.pid : 0;
     ms_trace_release(&t);
+    /* Packing replaces the file: events a live writer adds after that would be lost. */
+    if (rc == 0 && !force && pid > 0 && (kill(pid, 0) == 0 || errno == EPERM)) {
+        cli_log(2, "pack: %s: process %ld is still running and may be writing it; left raw",
+                path, (long)pid);
+        return 0;
+    }
     if (rc < 0) {
         error("pack: %s: %s", path, rc == MS_EFORMAT ? "not a memscope trace" : ms_strerror(rc));
         return -1;
@@ -124,6 +136,9 @@ int cmd_pack(int argc, char **argv)
             v = a + 7;
         } else if (!strncmp(a, "-j", 2) && a[2]) {
             v = a + 2;
+        } else if (!strcmp(a, "--force")) {
+            force = 1;
+            continue;
         } else if (a[0] == '-' && a[1]) {
             return usage_error("pack: unknown option '%s'", a);
         } else {

@@ -5,7 +5,7 @@
 # trace packed gives the same database, timestamps included; a damaged packed trace imports up
 # to the damage. Known answers from tests/progs/threads.c (thread t: PAIRS malloc/free pairs of
 # 3001 + 2t bytes) and, for the record kinds threads.c lacks, annotate, pystack_sim, mmap_anon
-# and forker.
+# and forker. The traces of a process that still runs after the program are left raw.
 . "$(dirname "$0")/lib.sh"
 
 THREADS=4
@@ -224,5 +224,20 @@ assert_eq "pystack: Python stacks in the packed import" \
                                ORDER BY b.size")"
 run_both mmap -- "$PROGS/mmap_anon"
 run_both fork -- "$PROGS/forker" "$TMP/pids"
+
+# --- a process still running when the program ends: its traces are left raw --------------------
+# sh starts a child (fork image n=0, then sleep after exec, n=1) and exits at once; packing
+# would replace files that the running child may still write to.
+ms linger run --format=trace -o "$TMP/linger" -- /bin/sh -c 'sleep 2 & echo started'
+assert_eq "lingering child: exit status" 0 "$RC"
+assert_match "lingering child: a message names the running process" \
+    "process [0-9]+ is still running and may be writing it; left raw" "$(cat "$TMP/linger.err")"
+assert_eq "lingering child: the shell's trace packed, the child's two left raw" "2 1 1" \
+    "$(for f in "$TMP"/linger/*.mst; do version "$f"; done | sort -r | tr '\n' ' ' |
+       sed 's/ $//')"
+ms linger_force pack --force "$TMP/linger"
+assert_eq "lingering child: pack --force: exit status" 0 "$RC"
+assert_eq "lingering child: pack --force packs them all" "2 2 2" \
+    "$(for f in "$TMP"/linger/*.mst; do version "$f"; done | tr '\n' ' ' | sed 's/ $//')"
 
 done_testing

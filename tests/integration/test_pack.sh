@@ -226,9 +226,10 @@ run_both mmap -- "$PROGS/mmap_anon"
 run_both fork -- "$PROGS/forker" "$TMP/pids"
 
 # --- a process still running when the program ends: its traces are left raw --------------------
-# sh starts a child (fork image n=0, then sleep after exec, n=1) and exits at once; packing
-# would replace files that the running child may still write to.
-ms linger run --format=trace -o "$TMP/linger" -- /bin/sh -c 'sleep 2 & echo started'
+# sh starts a child (fork image n=0, then sleep after exec, n=1) and exits half a second later
+# (time for the child to create its traces); packing would replace files that the running
+# child may still write to.
+ms linger run --format=trace -o "$TMP/linger" -- /bin/sh -c 'sleep 3 & sleep 0.5; echo started'
 assert_eq "lingering child: exit status" 0 "$RC"
 assert_match "lingering child: a message names the running process" \
     "process [0-9]+ is still running and may be writing it; left raw" "$(cat "$TMP/linger.err")"

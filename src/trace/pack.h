@@ -18,7 +18,7 @@
 #define MS_TRACE_F_PACKED 4u            /* header flag of a packed trace */
 /* Decoded bytes of one packed chunk at most (the writer cuts a thread's events into chunks of
  * this many raw bytes; a reader refuses chunks that claim more). */
-#define MS_PACK_MAX_RAW (2u << 20)
+#define MS_PACK_MAX_RAW (1u << 20)
 
 struct ms_pack_stats {
     uint64_t events;    /* event records packed (heap, mmap, lost, annotations) */

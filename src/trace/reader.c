@@ -257,7 +257,7 @@ void ms_trace_cursor_init(struct ms_trace_cursor *c, const struct ms_trace *t, s
     if (!ci->packed)
         return;
     /* NEEDSWORK: a reader merging all threads (the store) holds one decoded chunk per thread,
-     * up to MS_PACK_MAX_RAW each: 2 GiB for 1000 threads that all made millions of events,
+     * up to MS_PACK_MAX_RAW each: 1 GiB for 1000 threads that all made millions of events,
      * where a raw trace is only mapped. Decoding segment by segment would bound it. */
     size_t n = 0;
     c->own = malloc(ci->used ? ci->used : 1);

@@ -1256,6 +1256,13 @@ static void pack_thread(struct job *j)
         for (;;) {
             const uint8_t *start = cur->p;
             struct ms_record r;
+            struct prec pr;
+            struct ms_heap_record hr;
+            if (ms_trace_cursor_next_heap(cur, &hr)) { /* most records */
+                j->records++;
+                pr = (struct prec){hr.type, hr.ns, hr.addr, hr.size, hr.stack_id, NULL, 0};
+                goto event;
+            }
             int rc = ms_trace_cursor_next(cur, &r);
             if (rc < 0)
                 j->damaged++;
@@ -1263,8 +1270,8 @@ static void pack_thread(struct job *j)
                 break;
             j->records++;
             size_t n = (size_t)(cur->p - start);
-            struct prec pr = {start[0] >= MS_REC_EXTENSION ? start[0] : r.type + r.fn, r.ns,
-                              r.addr, r.size, r.stack_id, NULL, 0};
+            pr = (struct prec){start[0] >= MS_REC_EXTENSION ? start[0] : r.type + r.fn, r.ns,
+                               r.addr, r.size, r.stack_id, NULL, 0};
             if (r.type == MS_REC_EXTENSION) { /* its fields stay in the payload bytes */
                 ext_rest(start, n, &pr.rest, &pr.rest_len);
                 pr.addr = pr.size = pr.stack = 0;
@@ -1282,6 +1289,7 @@ static void pack_thread(struct job *j)
                 meta_add(&mt, &r, start, n);
                 continue;
             }
+        event:
             j->events++;
             struct ms_enc_state probe = st;
             size_t len = emit(NULL, &probe, &pr);

@@ -271,10 +271,24 @@ void ms_trace_cursor_init(struct ms_trace_cursor *c, const struct ms_trace *t, s
 }
 
 /* Reads a varint; returns 0 on success, -1 when it runs past end or over 10 bytes. */
-static int get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+static inline int get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
 {
     const uint8_t *p = *pp;
     uint64_t x = 0;
+    if (end - p >= 10) { /* room for the longest varint: no bounds check per byte */
+        for (int shift = 0; shift < 70; shift += 7) {
+            uint8_t b = *p++;
+            if (shift == 63 && b > 1)
+                return -1;
+            x |= (uint64_t)(b & 0x7f) << shift;
+            if (!(b & 0x80)) {
+                *pp = p;
+                *v = x;
+                return 0;
+            }
+        }
+        return -1;
+    }
     for (int shift = 0; shift < 70; shift += 7) {
         if (p >= end)
             return -1;
@@ -465,6 +479,33 @@ static int decode(struct ms_trace_cursor *c, struct ms_record *r)
     default:
         return -1;
     }
+}
+
+int ms_trace_cursor_next_heap(struct ms_trace_cursor *c, struct ms_heap_record *h)
+{
+    if (c->failed || c->p >= c->end)
+        return 0;
+    int type = *c->p, base = type & ~MS_REC_F_ALIGNED16 & 0xf0;
+    uint64_t unit = type & MS_REC_F_ALIGNED16 ? 16 : 1, v = 0;
+    if ((base != MS_REC_HEAP_ALLOC || (type & 0x0f) >= MS_FN_HEAP_COUNT) &&
+        (type & ~MS_REC_F_ALIGNED16) != MS_REC_HEAP_FREE)
+        return 0; /* not a heap event: ms_trace_cursor_next() reads it */
+    const uint8_t *start = c->p++;
+    uint64_t prev_ns = c->prev_ns, prev_addr = c->prev_addr;
+    h->type = type & ~MS_REC_F_ALIGNED16;
+    h->size = 0;
+    h->stack_id = 0;
+    if (get_ts(c, &h->ns) || get_addr_unit(c, &h->addr, unit) ||
+        (base == MS_REC_HEAP_ALLOC && (get_varint(&c->p, c->end, &h->size) ||
+                                       get_varint(&c->p, c->end, &v) || v > UINT32_MAX))) {
+        /* malformed: rewind, and let ms_trace_cursor_next() report it */
+        c->p = start;
+        c->prev_ns = prev_ns;
+        c->prev_addr = prev_addr;
+        return 0;
+    }
+    h->stack_id = (uint32_t)v;
+    return 1;
 }
 
 int ms_trace_cursor_next(struct ms_trace_cursor *c, struct ms_record *r)

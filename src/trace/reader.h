@@ -96,6 +96,18 @@ void ms_trace_cursor_release(struct ms_trace_cursor *c);
  * malformed (the cursor then stays at its end; the rest of the chunk is lost). */
 int ms_trace_cursor_next(struct ms_trace_cursor *c, struct ms_record *r);
 
+/* A heap event (HEAP_ALLOC or HEAP_FREE) as ms_trace_cursor_next_heap() returns it. */
+struct ms_heap_record {
+    int type;           /* MS_REC_HEAP_FREE, or MS_REC_HEAP_ALLOC + MS_FN_* */
+    uint64_t ns, addr, size;
+    uint32_t stack_id;
+};
+
+/* A fast path for readers of many heap events: when the next record is a well-formed heap
+ * event, reads it into *h and returns 1; otherwise returns 0 and leaves the cursor as it was,
+ * for ms_trace_cursor_next() to read the record (or report the damage). */
+int ms_trace_cursor_next_heap(struct ms_trace_cursor *c, struct ms_heap_record *h);
+
 /* Reads one thread's records across its chunks, in order. */
 struct ms_trace_stream {
     const struct ms_trace *t;

@@ -272,9 +272,55 @@ static void test_refused(void)
     CHECK(ms_trace_open(&t, "/nonexistent/memscope/1.0.mst") < 0);
 }
 
+/* ms_trace_cursor_next_heap(): heap events read the same as with ms_trace_cursor_next(), and
+ * anything else (another record, a malformed heap record) is left for ms_trace_cursor_next(). */
+static void test_next_heap(void)
+{
+    struct tg g;
+    struct tg_chunk c;
+    tg_init(&g, 4242, 1, MONO0, REAL0);
+    tg_chunk_begin(&g, &c, 4242, 1, 0, MONO0, 4096);
+    c.p = ms_enc_alloc(c.p, &c.st, MS_REC_HEAP_ALLOC + MS_FN_CALLOC, MONO0 + 3, 0x5000, 40, 9);
+    c.p = ms_enc_alloc(c.p, &c.st, MS_REC_HEAP_ALLOC, MONO0 + 300, 0x5008, 1u << 20, 70000);
+    c.p = ms_enc_free(c.p, &c.st, MONO0 + 301, 0x5000);
+    c.p = ms_enc_lost(c.p, &c.st, MONO0 + 302, 5);
+    c.p = ms_enc_free(c.p, &c.st, MONO0 + 303, 0x5008);
+    *c.p++ = MS_REC_HEAP_ALLOC; /* cut short: type and a varint that never ends */
+    *c.p++ = 0x85;
+    tg_chunk_end(&g, &c);
+    struct ms_trace t;
+    CHECK_EQ(ms_trace_open_mem(&t, g.buf, g.len), 0);
+    struct ms_trace_cursor *cur = calloc(1, sizeof *cur);
+    struct ms_heap_record h;
+    struct ms_record r;
+    ms_trace_cursor_init(cur, &t, 0);
+    CHECK_EQ(ms_trace_cursor_next_heap(cur, &h), 1);
+    CHECK(h.type == MS_REC_HEAP_ALLOC + MS_FN_CALLOC && h.ns == MONO0 + 3 && h.addr == 0x5000 &&
+          h.size == 40 && h.stack_id == 9);
+    CHECK_EQ(ms_trace_cursor_next_heap(cur, &h), 1); /* unaligned: the 1-byte unit form */
+    CHECK(h.type == MS_REC_HEAP_ALLOC && h.ns == MONO0 + 300 && h.addr == 0x5008 &&
+          h.size == (1u << 20) && h.stack_id == 70000);
+    CHECK_EQ(ms_trace_cursor_next_heap(cur, &h), 1);
+    CHECK(h.type == MS_REC_HEAP_FREE && h.ns == MONO0 + 301 && h.addr == 0x5000 && h.size == 0);
+    CHECK_EQ(ms_trace_cursor_next_heap(cur, &h), 0); /* LOST: not for the fast path */
+    CHECK_EQ(ms_trace_cursor_next(cur, &r), 1);
+    CHECK(r.type == MS_REC_LOST && r.size == 5 && r.ns == MONO0 + 302);
+    CHECK_EQ(ms_trace_cursor_next_heap(cur, &h), 1); /* the delta state went on through LOST */
+    CHECK(h.type == MS_REC_HEAP_FREE && h.ns == MONO0 + 303 && h.addr == 0x5008);
+    CHECK_EQ(ms_trace_cursor_next_heap(cur, &h), 0); /* malformed: left for the slow path */
+    CHECK_EQ(ms_trace_cursor_next(cur, &r), MS_EFORMAT);
+    CHECK_EQ(ms_trace_cursor_next_heap(cur, &h), 0);
+    CHECK_EQ(ms_trace_cursor_next(cur, &r), 0);
+    ms_trace_cursor_release(cur);
+    free(cur);
+    ms_trace_release(&t);
+    tg_release(&g);
+}
+
 int main(void)
 {
     test_round_trip();
+    test_next_heap();
     test_truncated();
     test_corrupt_record();
     test_refused();

@@ -1346,6 +1346,8 @@ static void pack_thread(struct job *j)
         j->rc = MS_ENOMEM;
 out:
     model_free(m);
+    if (cur)
+        ms_trace_cursor_release(cur);
     free(cur);
     free(packed.p);
     free(metas.p);

@@ -1,4 +1,5 @@
-/* encode.h: allocation-free encoders for trace records (see format.h for the layout).
+/* encode.h: allocation-free encoders for trace records (see format.h for the layout), and the
+ * bounded varint reader that the decoders share.
  *
  * Used by the agent on its hot path: every function writes into a caller-provided buffer that
  * the caller has checked has room for MS_REC_MAX_EVENT (or ms_stack_record_max()) bytes, and
@@ -24,6 +25,30 @@ static inline uint8_t *ms_put_varint(uint8_t *p, uint64_t v)
     }
     *p++ = (uint8_t)v;
     return p;
+}
+
+/* Reads a varint at *pp (not past end) into *v and advances *pp. Returns 0, or -1 when it runs
+ * past end or is longer than 10 bytes or 64 bits; *pp is then unchanged. Readers of outside
+ * bytes (the trace reader, the packed-chunk decoder) use it. */
+static inline int ms_get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+{
+    const uint8_t *p = *pp;
+    uint64_t x = 0;
+    int room = end - p >= MS_VARINT_MAX; /* no bounds check per byte then */
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (!room && p >= end)
+            return -1;
+        uint8_t b = *p++;
+        if (shift == 63 && b > 1)
+            return -1;
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *pp = p;
+            *v = x;
+            return 0;
+        }
+    }
+    return -1;
 }
 
 static inline uint64_t ms_zigzag(int64_t v)

@@ -1008,22 +1008,6 @@ static int chunk_finish(struct model *m, struct obuf *out)
     return out->oom || m->raw.oom ? -1 : 0;
 }
 
-static int get_varint_in(const uint8_t **pp, const uint8_t *end, uint64_t *v)
-{
-    uint64_t x = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (*pp >= end)
-            return -1;
-        uint8_t b = *(*pp)++;
-        x |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *v = x;
-            return 0;
-        }
-    }
-    return -1;
-}
-
 /* Reads the frequency tables of a chunk's payload and finds its first segment. Returns 0, or -1
  * when the payload is malformed (every count, symbol, frequency and length is checked). */
 static int chunk_open(struct model *m, const uint8_t *in, size_t len)
@@ -1040,13 +1024,13 @@ static int chunk_open(struct model *m, const uint8_t *in, size_t len)
         struct tstream *s = &m->ts[sid];
         unsigned alpha = kinds[sid].alpha;
         uint64_t used;
-        if (get_varint_in(&p, end, &used) || used == 0 || used > alpha)
+        if (ms_get_varint(&p, end, &used) || used == 0 || used > alpha)
             return -1;
         memset(s->freq, 0, sizeof s->freq);
         uint64_t sym = 0, total = 0;
         for (uint64_t i = 0; i < used; i++) {
             uint64_t gap, f;
-            if (get_varint_in(&p, end, &gap) || get_varint_in(&p, end, &f) || gap >= alpha ||
+            if (ms_get_varint(&p, end, &gap) || ms_get_varint(&p, end, &f) || gap >= alpha ||
                 (sym += gap) >= alpha || f >= SCALE || (total += f + 1) > SCALE)
                 return -1;
             s->freq[sym++] = (uint16_t)(f + 1);
@@ -1062,7 +1046,7 @@ static int chunk_open(struct model *m, const uint8_t *in, size_t len)
         }
         s->present = 1;
     }
-    if (get_varint_in(&p, end, &v) || v == 0 || v > MAX_SEGS)
+    if (ms_get_varint(&p, end, &v) || v == 0 || v > MAX_SEGS)
         return -1;
     m->segs_left = v;
     m->seg_p = p;
@@ -1082,7 +1066,7 @@ static int seg_open(struct model *m)
         struct tstream *s = &m->ts[sid];
         if (!s->present)
             continue;
-        if (get_varint_in(&p, end, &v) || (v && v < 8) || v > (uint64_t)(end - p))
+        if (ms_get_varint(&p, end, &v) || (v && v < 8) || v > (uint64_t)(end - p))
             return -1;
         s->live = v != 0;
         if (v) {
@@ -1094,7 +1078,7 @@ static int seg_open(struct model *m)
         s->end = p + v;
         p += v;
     }
-    if (get_varint_in(&p, end, &v) || v > (uint64_t)(end - p))
+    if (ms_get_varint(&p, end, &v) || v > (uint64_t)(end - p))
         return -1;
     m->bits.p = p;
     m->bits.end = p + v;

@@ -270,45 +270,10 @@ void ms_trace_cursor_init(struct ms_trace_cursor *c, const struct ms_trace *t, s
     c->end = c->own + n;
 }
 
-/* Reads a varint; returns 0 on success, -1 when it runs past end or over 10 bytes. */
-static inline int get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
-{
-    const uint8_t *p = *pp;
-    uint64_t x = 0;
-    if (end - p >= 10) { /* room for the longest varint: no bounds check per byte */
-        for (int shift = 0; shift < 70; shift += 7) {
-            uint8_t b = *p++;
-            if (shift == 63 && b > 1)
-                return -1;
-            x |= (uint64_t)(b & 0x7f) << shift;
-            if (!(b & 0x80)) {
-                *pp = p;
-                *v = x;
-                return 0;
-            }
-        }
-        return -1;
-    }
-    for (int shift = 0; shift < 70; shift += 7) {
-        if (p >= end)
-            return -1;
-        uint8_t b = *p++;
-        if (shift == 63 && b > 1)
-            return -1;
-        x |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *pp = p;
-            *v = x;
-            return 0;
-        }
-    }
-    return -1;
-}
-
 static int get_ts(struct ms_trace_cursor *c, uint64_t *ns)
 {
     uint64_t d;
-    if (get_varint(&c->p, c->end, &d))
+    if (ms_get_varint(&c->p, c->end, &d))
         return -1;
     c->prev_ns += d;
     *ns = c->prev_ns;
@@ -319,7 +284,7 @@ static int get_ts(struct ms_trace_cursor *c, uint64_t *ns)
 static int get_addr_unit(struct ms_trace_cursor *c, uint64_t *addr, uint64_t unit)
 {
     uint64_t z;
-    if (get_varint(&c->p, c->end, &z))
+    if (ms_get_varint(&c->p, c->end, &z))
         return -1;
     c->prev_addr += (uint64_t)ms_unzigzag(z) * unit;
     *addr = c->prev_addr;
@@ -335,7 +300,7 @@ static int get_addr(struct ms_trace_cursor *c, uint64_t *addr)
 static int get_bytes(struct ms_trace_cursor *c, size_t cap, const char **s, size_t *len)
 {
     uint64_t n;
-    if (get_varint(&c->p, c->end, &n) || n > cap || n > (uint64_t)(c->end - c->p))
+    if (ms_get_varint(&c->p, c->end, &n) || n > cap || n > (uint64_t)(c->end - c->p))
         return -1;
     *s = (const char *)c->p;
     *len = (size_t)n;
@@ -379,7 +344,7 @@ static int decode_ext(struct ms_trace_cursor *c, struct ms_record *r, int type)
         return 0;
     }
     for (int i = 0; i < nint; i++)
-        if (get_varint(&sub.p, sub.end, &v[i]))
+        if (ms_get_varint(&sub.p, sub.end, &v[i]))
             return -1;
     r->addr = v[0];
     r->size = v[1];
@@ -389,7 +354,7 @@ static int decode_ext(struct ms_trace_cursor *c, struct ms_record *r, int type)
         r->stack_id = (uint32_t)v[0];
         r->depth = (uint32_t)v[1];
         for (uint64_t i = 0; i < 2 * v[1]; i++)
-            if (get_varint(&sub.p, sub.end, &c->pcs[i]))
+            if (ms_get_varint(&sub.p, sub.end, &c->pcs[i]))
                 return -1;
         r->pcs = c->pcs;
         c->p = after;
@@ -435,7 +400,7 @@ static int decode(struct ms_trace_cursor *c, struct ms_record *r)
         if (r->type == MS_REC_MMAP_ALLOC && r->fn > MS_FN_MREMAP)
             return -1;
         if (get_ts(c, &r->ns) || get_addr_unit(c, &r->addr, unit) ||
-            get_varint(&c->p, c->end, &r->size) || get_varint(&c->p, c->end, &v) ||
+            ms_get_varint(&c->p, c->end, &r->size) || ms_get_varint(&c->p, c->end, &v) ||
             v > UINT32_MAX)
             return -1;
         r->stack_id = (uint32_t)v;
@@ -446,17 +411,17 @@ static int decode(struct ms_trace_cursor *c, struct ms_record *r)
     case MS_REC_HEAP_FREE:
         return get_ts(c, &r->ns) || get_addr_unit(c, &r->addr, unit) ? -1 : 0;
     case MS_REC_MUNMAP:
-        return get_ts(c, &r->ns) || get_addr(c, &r->addr) || get_varint(&c->p, c->end, &r->size)
+        return get_ts(c, &r->ns) || get_addr(c, &r->addr) || ms_get_varint(&c->p, c->end, &r->size)
                    ? -1 : 0;
     case MS_REC_LOST:
-        return get_ts(c, &r->ns) || get_varint(&c->p, c->end, &r->size) ? -1 : 0;
+        return get_ts(c, &r->ns) || ms_get_varint(&c->p, c->end, &r->size) ? -1 : 0;
     case MS_REC_STACK: {
         uint64_t id, depth, pc;
-        if (get_varint(&c->p, c->end, &id) || id == 0 || id > UINT32_MAX ||
-            get_varint(&c->p, c->end, &depth) || depth > MS_TRACE_MAX_DEPTH)
+        if (ms_get_varint(&c->p, c->end, &id) || id == 0 || id > UINT32_MAX ||
+            ms_get_varint(&c->p, c->end, &depth) || depth > MS_TRACE_MAX_DEPTH)
             return -1;
         for (uint64_t i = 0; i < depth; i++) {
-            if (get_varint(&c->p, c->end, &v))
+            if (ms_get_varint(&c->p, c->end, &v))
                 return -1;
             pc = i ? c->pcs[i - 1] + (uint64_t)ms_unzigzag(v) : v;
             c->pcs[i] = pc;
@@ -467,12 +432,12 @@ static int decode(struct ms_trace_cursor *c, struct ms_record *r)
         return 0;
     }
     case MS_REC_MODULE:
-        if (get_varint(&c->p, c->end, &r->bias) || get_varint(&c->p, c->end, &r->lo) ||
-            get_varint(&c->p, c->end, &r->hi) || r->hi < r->lo)
+        if (ms_get_varint(&c->p, c->end, &r->bias) || ms_get_varint(&c->p, c->end, &r->lo) ||
+            ms_get_varint(&c->p, c->end, &r->hi) || r->hi < r->lo)
             return -1;
         return get_bytes(c, MS_TRACE_MAX_PATH, &r->str1, &r->len1);
     case MS_REC_PROCESS:
-        if (get_varint(&c->p, c->end, &r->ppid) ||
+        if (ms_get_varint(&c->p, c->end, &r->ppid) ||
             get_bytes(c, MS_TRACE_MAX_PATH, &r->str1, &r->len1))
             return -1;
         return get_bytes(c, MS_TRACE_MAX_CMDLINE, &r->str2, &r->len2);
@@ -496,8 +461,8 @@ int ms_trace_cursor_next_heap(struct ms_trace_cursor *c, struct ms_heap_record *
     h->size = 0;
     h->stack_id = 0;
     if (get_ts(c, &h->ns) || get_addr_unit(c, &h->addr, unit) ||
-        (base == MS_REC_HEAP_ALLOC && (get_varint(&c->p, c->end, &h->size) ||
-                                       get_varint(&c->p, c->end, &v) || v > UINT32_MAX))) {
+        (base == MS_REC_HEAP_ALLOC && (ms_get_varint(&c->p, c->end, &h->size) ||
+                                       ms_get_varint(&c->p, c->end, &v) || v > UINT32_MAX))) {
         /* malformed: rewind, and let ms_trace_cursor_next() report it */
         c->p = start;
         c->prev_ns = prev_ns;

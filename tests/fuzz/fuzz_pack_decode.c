@@ -14,6 +14,7 @@
  * MEMSCOPE_FUZZ, else a program that replays the files and directories on its command line. The
  * seed corpus comes from fuzz_pack_seed_gen.c. */
 #include "error.h"
+#include "read_all.h"
 #include "reader.h"
 
 #include <stddef.h>
@@ -23,23 +24,6 @@
 #include <string.h>
 
 #define WANT_MAX (1u << 20)
-
-static volatile uint64_t sink;
-
-static void touch(const struct ms_record *r)
-{
-    uint64_t h = (uint64_t)r->type ^ r->ns ^ r->addr ^ r->size ^ r->stack_id;
-    uint32_t npcs = r->type == MS_REC_STACK ? r->depth
-                    : r->type == MS_REC_EXTENSION && r->fn == MS_EXT_PYSTACK ? 2 * r->depth
-                                                                              : 0;
-    for (uint32_t i = 0; i < npcs; i++)
-        h += r->pcs[i];
-    for (size_t i = 0; i < r->len1; i++)
-        h += (unsigned char)r->str1[i];
-    for (size_t i = 0; i < r->len2; i++)
-        h += (unsigned char)r->str2[i];
-    sink += h;
-}
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -131,29 +115,7 @@ static void fuzz_trace(const uint8_t *data, size_t size)
     struct ms_trace t;
     if (ms_trace_open_mem(&t, buf, MS_TRACE_V2_HEADER_SIZE + size) != 0)
         abort(); /* the header is valid: whatever follows is damage, not an error */
-    struct ms_trace_stream *s = calloc(1, sizeof *s);
-    struct ms_record r;
-    if (!s)
-        abort();
-    for (size_t first = 0; first < t.nchunks;) {
-        size_t next = ms_trace_stream_init(s, &t, first);
-        if (next <= first)
-            abort(); /* the stream must advance */
-        first = next;
-        while (ms_trace_stream_next(s, &r) == 1)
-            touch(&r);
-    }
-    for (size_t k = 0; k < t.nchunks; k++) {
-        if (t.chunks[k].packed && t.chunks[k].used > MS_PACK_MAX_RAW)
-            abort();
-        ms_trace_cursor_init(&s->cur, &t, k);
-        while (ms_trace_cursor_next(&s->cur, &r) == 1)
-            touch(&r);
-    }
-    if (strlen(t.warning) >= sizeof t.warning)
-        abort();
-    ms_trace_cursor_release(&s->cur);
-    free(s);
+    read_all(&t);
     ms_trace_release(&t);
     free(buf);
 }

@@ -6,6 +6,7 @@
  * libFuzzer target, otherwise as a plain program that replays the files and directories given
  * on its command line (the seed corpus in the normal test run). */
 #include "error.h"
+#include "read_all.h"
 #include "reader.h"
 
 #include <stddef.h>
@@ -14,20 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static volatile uint64_t sink;
-
-static void touch(const struct ms_record *r)
-{
-    uint64_t h = (uint64_t)r->type ^ r->ns ^ r->addr ^ r->size ^ r->stack_id;
-    for (uint32_t i = 0; i < r->depth; i++)
-        h += r->pcs[i];
-    for (size_t i = 0; i < r->len1; i++)
-        h += (unsigned char)r->str1[i];
-    for (size_t i = 0; i < r->len2; i++)
-        h += (unsigned char)r->str2[i];
-    sink += h;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -35,27 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct ms_trace t;
     if (ms_trace_open_mem(&t, data, size) < 0)
         return 0;
-    struct ms_trace_stream *s = calloc(1, sizeof *s);
-    struct ms_record r;
-    if (!s)
-        abort();
-    for (size_t first = 0; first < t.nchunks;) {
-        size_t next = ms_trace_stream_init(s, &t, first);
-        if (next <= first)
-            abort(); /* the stream must advance */
-        first = next;
-        while (ms_trace_stream_next(s, &r) == 1)
-            touch(&r);
-    }
-    for (size_t k = 0; k < t.nchunks; k++) {
-        ms_trace_cursor_init(&s->cur, &t, k);
-        while (ms_trace_cursor_next(&s->cur, &r) == 1)
-            touch(&r);
-    }
-    if (strlen(t.warning) >= sizeof t.warning)
-        abort();
-    ms_trace_cursor_release(&s->cur);
-    free(s);
+    read_all(&t);
     ms_trace_release(&t);
     return 0;
 }

@@ -22,29 +22,10 @@ BENCH=analyze.sh
 . "$(dirname "$0")/lib.sh"
 
 rounds=5 ops=5000000 threads=2 keep=0
-while getopts "r:n:t:k" o; do
-    case $o in
-    r) rounds=$OPTARG ;;
-    n) ops=$OPTARG ;;
-    t) threads=$OPTARG ;;
-    k) keep=1 ;;
-    *) echo "usage: $0 [-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-k]" >&2; exit 2 ;;
-    esac
-done
-
-root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
+bench_options "[-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-k]" "r:n:t:k" "$@"
+bench_memscope
+bench_require heaptrack heaptrack_print sqlite3
 src=$root/../shared/bench/churn.c
-if [ -z "${MEMSCOPE:-}" ]; then
-    for b in "$root/build/memscope" "$root/build-tests/memscope"; do
-        [ -x "$b" ] && MEMSCOPE=$b && break
-    done
-fi
-MEMSCOPE=$(readlink -f "${MEMSCOPE:-}")
-[ -x "$MEMSCOPE" ] || { echo "analyze.sh: no memscope binary; build it or set MEMSCOPE" >&2; exit 1; }
-for c in heaptrack heaptrack_print sqlite3; do
-    command -v $c >/dev/null || { echo "analyze.sh: $c is not installed" >&2; exit 1; }
-done
-[ -x /usr/bin/time ] || { echo "analyze.sh: /usr/bin/time is not installed" >&2; exit 1; }
 
 bench_workdir "$keep"
 cc -O2 -g -fno-omit-frame-pointer -pthread "$src" -o "$work/churn"
@@ -52,7 +33,7 @@ cd "$work"
 
 echo "recording churn $ops $threads with memscope and heaptrack ..." >&2
 t0=$EPOCHREALTIME
-"$MEMSCOPE" run -q --call-stack=c:32 --format=trace -o "$work/trace" -- ./churn "$ops" "$threads" \
+"$MEMSCOPE" run -q --call-stack=c:32 --format=trace --no-pack -o "$work/trace" -- ./churn "$ops" "$threads" \
     >rec.log 2>&1
 "$MEMSCOPE" import "$work/trace" -o "$work/x.db" >import.log 2>&1
 t1=$EPOCHREALTIME

@@ -21,27 +21,10 @@ BENCH=churn.sh
 . "$(dirname "$0")/lib.sh"
 
 rounds=5 ops=2000000 threads=2 keep=0
-while getopts "r:n:t:k" o; do
-    case $o in
-    r) rounds=$OPTARG ;;
-    n) ops=$OPTARG ;;
-    t) threads=$OPTARG ;;
-    k) keep=1 ;;
-    *) echo "usage: $0 [-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-k]" >&2; exit 2 ;;
-    esac
-done
-
-root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
+bench_options "[-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-k]" "r:n:t:k" "$@"
+bench_memscope
+bench_require heaptrack zstd sqlite3
 src=$root/../shared/bench/churn.c
-if [ -z "${MEMSCOPE:-}" ]; then
-    for b in "$root/build/memscope" "$root/build-tests/memscope"; do
-        [ -x "$b" ] && MEMSCOPE=$b && break
-    done
-fi
-[ -x "${MEMSCOPE:-}" ] || { echo "churn.sh: no memscope binary; build it or set MEMSCOPE" >&2; exit 1; }
-command -v heaptrack >/dev/null || { echo "churn.sh: heaptrack is not installed" >&2; exit 1; }
-command -v zstd >/dev/null || { echo "churn.sh: zstd is not installed" >&2; exit 1; }
-command -v sqlite3 >/dev/null || { echo "churn.sh: sqlite3 is not installed" >&2; exit 1; }
 
 bench_workdir "$keep"
 cc -O2 -g -fno-omit-frame-pointer -pthread "$src" -o "$work/churn"

@@ -41,3 +41,49 @@ median() {
 
 # r A B: A / B with two decimals.
 r() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+
+# bench_options USAGE SPEC ARGS...: parses the options in SPEC (a getopts string of r: n: t: s:
+# k) into rounds, ops, threads, steps and keep=1; anything else prints "usage: $0 USAGE", exit 2.
+bench_options() {
+    local usage=$1 spec=$2 o
+    shift 2
+    OPTIND=1
+    while getopts "$spec" o; do
+        case $o in
+        r) rounds=$OPTARG ;;
+        n) ops=$OPTARG ;;
+        t) threads=$OPTARG ;;
+        s) steps=$OPTARG ;;
+        k) keep=1 ;;
+        *) echo "usage: $0 $usage" >&2; exit 2 ;;
+        esac
+    done
+}
+
+# bench_memscope [python]: sets root (the repository) and MEMSCOPE (an absolute path): the
+# given $MEMSCOPE, else the first memscope of build/, build-py/, build-tests/ under root; with
+# `python`, one with its Python package (PyTorch layer included) beside it.
+bench_memscope() {
+    local need=${1:-} b
+    root=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
+    if [ -z "${MEMSCOPE:-}" ]; then
+        for b in "$root/build/memscope" "$root/build-py/memscope" "$root/build-tests/memscope"; do
+            [ -x "$b" ] || continue
+            [ -z "$need" ] || [ -d "$(dirname "$b")/python/memscope/torch" ] || continue
+            MEMSCOPE=$b
+            break
+        done
+    fi
+    [ -n "${MEMSCOPE:-}" ] && MEMSCOPE=$(readlink -f "$MEMSCOPE")
+    [ -x "${MEMSCOPE:-}" ] || bench_die "no memscope binary; build it or set MEMSCOPE"
+    [ -z "$need" ] || [ -d "$(dirname "$MEMSCOPE")/python/memscope/torch" ] ||
+        bench_die "no Python package beside $MEMSCOPE; build it or set MEMSCOPE"
+}
+
+# bench_require CMD...: ends the benchmark when one of the commands is not installed.
+bench_require() {
+    local c
+    for c; do
+        command -v "$c" >/dev/null || bench_die "$c is not installed"
+    done
+}

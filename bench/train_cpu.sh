@@ -6,9 +6,9 @@
 # Runs, alternating within each round (default 5 rounds, 20 training steps):
 #   plain      python3 train_cpu.py STEPS
 #   heaptrack  heaptrack -o OUT python3 train_cpu.py STEPS
-#   ms-py      memscope run --call-stack=python:32 --format=trace -o DIR -- python3 ...
+#   ms-py      memscope run --call-stack=python:32 --format=trace --no-pack -o DIR -- python3 ...
 #   ms-py-db   memscope run --call-stack=python:32 -o X.db -- python3 ...      (+ database)
-#   ms-cpy     memscope run --call-stack=c:32,python:32 --format=trace -o DIR -- python3 ...
+#   ms-cpy     memscope run --call-stack=c:32,python:32 --format=trace --no-pack -o DIR -- python3 ...
 # and prints a Markdown table of medians and ratios: the whole command's wall time, and the
 # training loop's own seconds (the script's last line), which leaves out interpreter start,
 # `import torch` and the conversion. PYTHONMALLOC is left at its default (pymalloc), as users
@@ -19,25 +19,11 @@ BENCH=train_cpu.sh
 . "$(dirname "$0")/lib.sh"
 
 rounds=5 steps=20 keep=0
-while getopts "r:s:k" o; do
-    case $o in
-    r) rounds=$OPTARG ;;
-    s) steps=$OPTARG ;;
-    k) keep=1 ;;
-    *) echo "usage: $0 [-r ROUNDS] [-s STEPS] [-k]" >&2; exit 2 ;;
-    esac
-done
-
-root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
+bench_options "[-r ROUNDS] [-s STEPS] [-k]" "r:s:k" "$@"
+bench_memscope python
+bench_require heaptrack
 prog=$root/../shared/bench/train_cpu.py
 py=/usr/bin/python3
-if [ -z "${MEMSCOPE:-}" ]; then
-    for b in "$root/build/memscope" "$root/build-py/memscope" "$root/build-tests/memscope"; do
-        [ -x "$b" ] && [ -d "$(dirname "$b")/python/memscope" ] && MEMSCOPE=$b && break
-    done
-fi
-[ -x "${MEMSCOPE:-}" ] || { echo "train_cpu.sh: no memscope binary with the Python package; build it or set MEMSCOPE" >&2; exit 1; }
-command -v heaptrack >/dev/null || { echo "train_cpu.sh: heaptrack is not installed" >&2; exit 1; }
 "$py" -c 'import torch' 2>/dev/null || { echo "train_cpu.sh: $py has no torch (python3-torch)" >&2; exit 1; }
 
 bench_workdir "$keep"
@@ -54,9 +40,9 @@ for r in $(seq "$rounds"); do
     rm -rf ht* tr1 tr2 x.db
     timed plain "$py" "$prog" "$steps"
     timed heaptrack heaptrack -o "$work/ht" "$py" "$prog" "$steps"
-    timed ms_py "$MEMSCOPE" run -q --call-stack=python:32 --format=trace -o "$work/tr1" -- "$py" "$prog" "$steps"
+    timed ms_py "$MEMSCOPE" run -q --call-stack=python:32 --format=trace --no-pack -o "$work/tr1" -- "$py" "$prog" "$steps"
     timed ms_py_db "$MEMSCOPE" run -q --call-stack=python:32 -o "$work/x.db" -- "$py" "$prog" "$steps"
-    timed ms_cpy "$MEMSCOPE" run -q --call-stack=c:32,python:32 --format=trace -o "$work/tr2" -- "$py" "$prog" "$steps"
+    timed ms_cpy "$MEMSCOPE" run -q --call-stack=c:32,python:32 --format=trace --no-pack -o "$work/tr2" -- "$py" "$prog" "$steps"
 done
 events=$(sqlite3 x.db 'SELECT count(*) FROM events')
 pystacks=$(sqlite3 x.db "SELECT count(*) FROM events e JOIN stacks s ON s.id = e.stack_id WHERE e.kind = 1 AND s.py_text <> ''")
@@ -77,9 +63,9 @@ memscope: \`$("$MEMSCOPE" --version)\` (tree $(git -C "$root" describe --always 
 |---|---:|---:|---:|---:|---:|---:|
 $(row plain plain)
 $(row heaptrack heaptrack)
-$(row "memscope \`--call-stack=python:32\`, recording (\`--format=trace\`)" ms_py)
+$(row "memscope \`--call-stack=python:32\`, recording (\`--format=trace --no-pack\`)" ms_py)
 $(row "memscope \`--call-stack=python:32\`, recording + database" ms_py_db)
-$(row "memscope \`--call-stack=c:32,python:32\`, recording (\`--format=trace\`)" ms_cpy)
+$(row "memscope \`--call-stack=c:32,python:32\`, recording (\`--format=trace --no-pack\`)" ms_cpy)
 
 The database of the python:32 run: $events events, $mallocs MALLOCs, $pystacks of them with a Python stack.
 Raw wall s: plain $(tr '\n' ' ' <plain.times)/ heaptrack $(tr '\n' ' ' <heaptrack.times)/ ms-py $(tr '\n' ' ' <ms_py.times)/ ms-py-db $(tr '\n' ' ' <ms_py_db.times)/ ms-cpy $(tr '\n' ' ' <ms_cpy.times)

@@ -7,7 +7,7 @@
 # Runs, alternating within each round (default 5 rounds, 20 training steps):
 #   plain     python3 train_cpu.py STEPS
 #   torch-off python3 -m memscope.torch train_cpu.py STEPS           (the wrapper, nothing on)
-#   ms        memscope run --call-stack=python:32 --format=trace -o DIR -- python3 -m memscope.torch ...
+#   ms        memscope run --call-stack=python:32 --format=trace --no-pack -o DIR -- python3 -m memscope.torch ...
 #   ms-ops    the same with MEMSCOPE_EVENTS=alloc,free,access: every ATen op as a range and
 #             its tensors' accesses (memscope.torch's dispatch mode, docs/torch.md)
 #   ms-ops-db ms-ops writing the database
@@ -20,22 +20,10 @@ BENCH=train_ops.sh
 . "$(dirname "$0")/lib.sh"
 
 rounds=5 steps=20 keep=0
-while getopts "r:s:k" o; do
-    case $o in
-    r) rounds=$OPTARG ;;
-    s) steps=$OPTARG ;;
-    k) keep=1 ;;
-    *) echo "usage: $0 [-r ROUNDS] [-s STEPS] [-k]" >&2; exit 2 ;;
-    esac
-done
-
-root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
+bench_options "[-r ROUNDS] [-s STEPS] [-k]" "r:s:k" "$@"
+bench_memscope python
 prog=$root/../shared/bench/train_cpu.py
 py=/usr/bin/python3
-MEMSCOPE=${MEMSCOPE:-$root/build/memscope}
-pkg=$(dirname "$MEMSCOPE")/python
-[ -x "$MEMSCOPE" ] && [ -d "$pkg/memscope/torch" ] || {
-    echo "train_ops.sh: no memscope binary with the Python package at $MEMSCOPE; build it or set MEMSCOPE" >&2; exit 1; }
 "$py" -c 'import torch' 2>/dev/null || { echo "train_ops.sh: $py has no torch (python3-torch)" >&2; exit 1; }
 
 bench_workdir "$keep"
@@ -52,8 +40,8 @@ for r in $(seq "$rounds"); do
     rm -rf tr1 tr2 x.db
     timed plain "$py" "$prog" "$steps"
     timed torch_off env PYTHONPATH="$pkg" "$py" -m memscope.torch "$prog" "$steps"
-    timed ms "${ms[@]}" --format=trace -o "$work/tr1" -- "$py" -m memscope.torch "$prog" "$steps"
-    timed ms_ops env MEMSCOPE_EVENTS=alloc,free,access "${ms[@]}" --format=trace -o "$work/tr2" -- "$py" -m memscope.torch "$prog" "$steps"
+    timed ms "${ms[@]}" --format=trace --no-pack -o "$work/tr1" -- "$py" -m memscope.torch "$prog" "$steps"
+    timed ms_ops env MEMSCOPE_EVENTS=alloc,free,access "${ms[@]}" --format=trace --no-pack -o "$work/tr2" -- "$py" -m memscope.torch "$prog" "$steps"
     timed ms_ops_db env MEMSCOPE_EVENTS=alloc,free,access "${ms[@]}" -o "$work/x.db" -- "$py" -m memscope.torch "$prog" "$steps"
 done
 ops=$(sqlite3 x.db 'SELECT count(*) FROM ranges')
@@ -75,7 +63,7 @@ memscope: \`$("$MEMSCOPE" --version)\` (tree $(git -C "$root" describe --always 
 |---|---:|---:|---:|---:|---:|---:|
 $(row plain plain)
 $(row "\`python3 -m memscope.torch\` (nothing on)" torch_off)
-$(row "memscope \`--call-stack=python:32\` (\`--format=trace\`)" ms)
+$(row "memscope \`--call-stack=python:32\` (\`--format=trace --no-pack\`)" ms)
 $(row "... + op ranges and accesses (\`MEMSCOPE_EVENTS=alloc,free,access\`)" ms_ops)
 $(row "... + op ranges and accesses, + database" ms_ops_db)
 

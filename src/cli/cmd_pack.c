@@ -86,6 +86,10 @@ static int pack_one(const char *path, int workers, struct ms_pack_stats *total)
 int cli_pack_path(const char *path, int workers, time_t since, struct ms_pack_stats *total,
                   int *packed)
 {
+    /* Under a file-size limit (ulimit -f) a write past it must fail with EFBIG, which keeps
+     * the raw trace, rather than kill memscope. Only ever called once no child is left to
+     * inherit the disposition. */
+    signal(SIGXFSZ, SIG_IGN);
     struct stat sb;
     if (stat(path, &sb) < 0)
         return error("pack: %s: %s", path, strerror(errno));

@@ -6,7 +6,8 @@
 . "$(dirname "$0")/lib.sh"
 
 # 1000 blocks of 512 bytes: 512 KB for the traces, a small fraction of what 2 x 100000 pairs
-# need. --format=trace: memscope itself then writes nothing big under the same limit.
+# need. --format=trace: memscope itself then writes only the packed trace, smaller than what
+# the agent wrote, under the same limit.
 (
     ulimit -f 1000
     "$MEMSCOPE" run --format=trace -o "$TMP/tr" -- "$PROGS/threads" 2 100000 \

@@ -225,6 +225,23 @@ assert_eq "pystack: Python stacks in the packed import" \
 run_both mmap -- "$PROGS/mmap_anon"
 run_both fork -- "$PROGS/forker" "$TMP/pids"
 
+# --- a file-size limit (ulimit -f) below the packed size: an error, the raw trace kept ---------
+ms efbig_run run --format=trace --no-pack -o "$TMP/efbig" -- "$PROGS/threads" 2 20000
+assert_eq "file-size limit: recording exit status" 0 "$RC"
+before=$(cat "$TMP"/efbig/*.mst | sha256sum)
+(
+    ulimit -f 4 # 4 KiB (bash counts 1024-byte blocks): the packed trace needs more
+    "$MEMSCOPE" pack "$TMP/efbig" >"$TMP/efbig.out" 2>"$TMP/efbig.err" </dev/null
+)
+RC=$?
+assert_eq "file-size limit: memscope pack fails with status 1 (not killed by SIGXFSZ)" 1 "$RC"
+assert_match "file-size limit: one line names the file and keeps the raw trace" \
+    "^memscope: pack: .*\.mst: File too large \(the raw trace is unchanged\)$" \
+    "$(cat "$TMP/efbig.err")"
+assert_eq "file-size limit: the raw trace is byte for byte what it was" "$before" \
+    "$(cat "$TMP"/efbig/*.mst | sha256sum)"
+assert_eq "file-size limit: no partial file left" "" "$(others "$TMP/efbig")"
+
 # --- a process still running when the program ends: its traces are left raw --------------------
 # sh starts a child (fork image n=0, then sleep after exec, n=1) and exits half a second later
 # (time for the child to create its traces); packing would replace files that the running

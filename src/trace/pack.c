@@ -178,8 +178,11 @@ enum { SRC_CLASS0, SRC_CLASS1, SRC_END, SRC_DELTA16, SRC_DELTA1, SRC_AGE = -1 };
 #define MAX_SEQ (MS_PACK_MAX_RAW / 4) /* allocations per chunk: each takes >= 5 raw bytes */
 #define SEGMENT 8192u /* records per segment: the unit of damage */
 #define MAX_SEGS (MS_PACK_MAX_RAW / 2 / SEGMENT + 2)
-#define BLOCK_BITS 128
-#define NBLOCKS (MAX_SEQ / BLOCK_BITS)
+#define NWORDS (MAX_SEQ / 64) /* words of the live bitmap */
+#define WORD_BLOCK 8           /* words per counted block: 512 allocation numbers */
+#define BLOCK_SUPER 64         /* blocks per superblock: 32768 allocation numbers */
+#define NBLK (NWORDS / WORD_BLOCK)
+#define NSUPER (NBLK / BLOCK_SUPER)
 
 struct live_slot {
     uint64_t addr; /* 0: empty */
@@ -216,7 +219,8 @@ struct model {
     struct live_slot *map;
     size_t map_cap, map_used;
     uint64_t *live_bits;  /* bit n: allocation n is live */
-    uint32_t *fen;        /* Fenwick tree of live counts per BLOCK_BITS allocations */
+    uint16_t bcnt[NBLK];  /* live allocations per block of WORD_BLOCK words */
+    uint32_t scnt[NSUPER]; /* and per superblock of BLOCK_SUPER blocks */
     uint64_t *seq_addr;
     uint32_t nseq, nlive;
 };
@@ -230,7 +234,6 @@ static void model_free(struct model *m)
     free(m->raw.p);
     free(m->map);
     free(m->live_bits);
-    free(m->fen);
     free(m->seq_addr);
     free(m);
 }
@@ -247,14 +250,45 @@ static struct model *model_new(uint64_t base_ns)
     m->bits.out = &m->raw;
     m->map_cap = 1024;
     m->map = calloc(m->map_cap, sizeof *m->map);
-    m->live_bits = calloc(MAX_SEQ / 64, sizeof *m->live_bits);
-    m->fen = calloc(NBLOCKS + 1, sizeof *m->fen);
+    m->live_bits = calloc(NWORDS, sizeof *m->live_bits);
     m->seq_addr = calloc(MAX_SEQ, sizeof *m->seq_addr);
-    if (!m->map || !m->live_bits || !m->fen || !m->seq_addr) {
+    if (!m->map || !m->live_bits || !m->seq_addr) {
         model_free(m);
         return NULL;
     }
     return m;
+}
+
+/* The encoder's next chunk: a fresh model that keeps m's buffers (their pages are warm). */
+static void model_reset(struct model *m, uint64_t base_ns)
+{
+    uint16_t *tok[NSTREAM];
+    size_t cap[NSTREAM];
+    for (int i = 0; i < NSTREAM; i++) {
+        tok[i] = m->ts[i].tok;
+        cap[i] = m->ts[i].cap;
+    }
+    struct obuf raw = m->raw;
+    struct live_slot *map = m->map;
+    size_t map_cap = m->map_cap;
+    uint64_t *live_bits = m->live_bits, *seq_addr = m->seq_addr;
+    size_t words = (m->nseq + 63) / 64;
+    memset(m, 0, sizeof *m);
+    for (int i = 0; i < NSTREAM; i++) {
+        m->ts[i].tok = tok[i];
+        m->ts[i].cap = cap[i];
+    }
+    m->raw = raw;
+    m->raw.len = 0;
+    m->map = map;
+    m->map_cap = map_cap;
+    memset(map, 0, map_cap * sizeof *map);
+    m->live_bits = live_bits;
+    memset(live_bits, 0, words * sizeof *live_bits);
+    m->seq_addr = seq_addr;
+    m->prev_kind = K_OTHER;
+    m->prev_ns = base_ns;
+    m->bits.out = &m->raw;
 }
 
 /* Codes token v of stream sid: the encoder appends it, the decoder returns the next one. */
@@ -456,55 +490,60 @@ static inline uint32_t popcount64(uint64_t w)
     return (uint32_t)((w * 0x0101010101010101ull) >> 56);
 }
 
-/* Order statistics over allocation numbers: a bitmap of the live ones, and a Fenwick tree of
- * live counts per block of BLOCK_BITS numbers (small enough to stay in cache). */
-static void rank_add(struct model *m, uint32_t seq, int d)
+/* Order statistics over allocation numbers: a bitmap of the live ones, with live counts per
+ * block of WORD_BLOCK words and per superblock of BLOCK_SUPER blocks. Frees are mostly of recent
+ * allocations, so ranks are counted from the newest end: a few words, blocks and superblocks,
+ * and an update is three stores. */
+static void rank_set(struct model *m, uint32_t seq, int live)
 {
-    if (d > 0)
-        m->live_bits[seq / 64] |= 1ull << (seq % 64);
-    else
-        m->live_bits[seq / 64] &= ~(1ull << (seq % 64));
-    for (uint32_t i = seq / BLOCK_BITS + 1; i <= NBLOCKS; i += i & -i)
-        m->fen[i] = (uint32_t)((int64_t)m->fen[i] + d);
-}
-
-/* Live blocks with allocation number <= seq. */
-static uint32_t rank_upto(const struct model *m, uint32_t seq)
-{
-    uint32_t s = 0, b = seq / BLOCK_BITS;
-    for (uint32_t i = b; i; i -= i & -i)
-        s += m->fen[i];
-    const uint64_t *w = m->live_bits + (size_t)b * (BLOCK_BITS / 64);
-    for (uint32_t k = 0; k < (seq % BLOCK_BITS) / 64; k++)
-        s += popcount64(w[k]);
-    uint64_t last = w[(seq % BLOCK_BITS) / 64];
-    int bit = (int)(seq % 64);
-    s += popcount64(bit == 63 ? last : last & ((2ull << bit) - 1));
-    return s;
-}
-
-/* The allocation number of the k-th (1-based, k <= live count) oldest live block. */
-static uint32_t rank_kth(const struct model *m, uint32_t k)
-{
-    uint32_t pos = 0;
-    for (uint32_t step = 1u << 12; step; step >>= 1) /* 2^12 = NBLOCKS */
-        if (pos + step <= NBLOCKS && m->fen[pos + step] < k) {
-            pos += step;
-            k -= m->fen[pos];
-        }
-    /* block pos holds the k-th live number of its own */
-    const uint64_t *w = m->live_bits + (size_t)pos * (BLOCK_BITS / 64);
-    for (uint32_t i = 0; i < BLOCK_BITS / 64; i++) {
-        uint32_t c = popcount64(w[i]);
-        if (k <= c) {
-            uint64_t x = w[i];
-            while (--k)
-                x &= x - 1;
-            return pos * BLOCK_BITS + i * 64 + (uint32_t)__builtin_ctzll(x);
-        }
-        k -= c;
+    uint64_t bit = 1ull << (seq % 64);
+    if (live) {
+        m->live_bits[seq / 64] |= bit;
+        m->bcnt[seq / 64 / WORD_BLOCK]++;
+        m->scnt[seq / 64 / WORD_BLOCK / BLOCK_SUPER]++;
+    } else {
+        m->live_bits[seq / 64] &= ~bit;
+        m->bcnt[seq / 64 / WORD_BLOCK]--;
+        m->scnt[seq / 64 / WORD_BLOCK / BLOCK_SUPER]--;
     }
-    return 0; /* unreachable while k <= the live count */
+}
+
+/* Live blocks with an allocation number above seq (< nseq): the freed block's rank. */
+static uint32_t rank_above(const struct model *m, uint32_t seq)
+{
+    uint32_t w = seq / 64, last = (m->nseq - 1) / 64;
+    uint32_t n = popcount64(m->live_bits[w] >> (seq % 64) >> 1);
+    uint32_t end = w | (WORD_BLOCK - 1);
+    for (uint32_t i = w + 1; i <= end && i <= last; i++)
+        n += popcount64(m->live_bits[i]);
+    uint32_t b = w / WORD_BLOCK, blast = last / WORD_BLOCK;
+    end = b | (BLOCK_SUPER - 1);
+    for (uint32_t i = b + 1; i <= end && i <= blast; i++)
+        n += m->bcnt[i];
+    for (uint32_t i = b / BLOCK_SUPER + 1; i <= blast / BLOCK_SUPER; i++)
+        n += m->scnt[i];
+    return n;
+}
+
+/* The decoder's inverse: the allocation number of the live block with r live blocks above it
+ * (r < nlive, so every walk below ends inside the arrays). */
+static uint32_t rank_find(const struct model *m, uint32_t r)
+{
+    uint32_t w = (m->nseq - 1) / 64, b = w / WORD_BLOCK, sb = b / BLOCK_SUPER;
+    while (m->scnt[sb] <= r)
+        r -= m->scnt[sb--];
+    if (b / BLOCK_SUPER != sb)
+        b = sb * BLOCK_SUPER + BLOCK_SUPER - 1;
+    while (m->bcnt[b] <= r)
+        r -= m->bcnt[b--];
+    if (w / WORD_BLOCK != b)
+        w = b * WORD_BLOCK + WORD_BLOCK - 1;
+    for (uint32_t c; (c = popcount64(m->live_bits[w])) <= r; w--)
+        r -= c;
+    uint64_t x = m->live_bits[w]; /* its (r+1)-th highest bit */
+    while (r--)
+        x &= ~(1ull << (63 - __builtin_clzll(x)));
+    return w * 64 + 63 - (uint32_t)__builtin_clzll(x);
 }
 
 static int size_class(uint64_t size)
@@ -521,7 +560,7 @@ static uint64_t chunk_end(uint64_t addr, uint64_t size)
 
 static void live_remove(struct model *m, struct live_slot *s)
 {
-    rank_add(m, s->seq, -1);
+    rank_set(m, s->seq, 0);
     m->nlive--;
     map_delete(m, s);
 }
@@ -536,7 +575,7 @@ static int live_add(struct model *m, uint64_t addr, uint64_t size)
     if (m->nseq >= MAX_SEQ || map_insert(m, addr, m->nseq, size_class(size)) < 0)
         return -1;
     m->seq_addr[m->nseq] = addr;
-    rank_add(m, m->nseq, 1);
+    rank_set(m, m->nseq, 1);
     m->nseq++;
     m->nlive++;
     return 0;
@@ -616,7 +655,7 @@ INLINE uint64_t code_free_addr(const int dec, struct model *m, uint64_t addr)
     struct live_slot *s = dec ? NULL : map_find(m, addr);
     uint64_t rank = 0;
     if (s)
-        rank = m->nlive - rank_upto(m, s->seq);
+        rank = rank_above(m, s->seq);
     int how = s ? -1 : ((addr | m->prev_addr) & 15) == 0 ? 0 : 1;
     rank = cnum_esc(dec, m, S_RANK, &how, rank);
     if (how < 0) { /* a block this thread allocated */
@@ -625,7 +664,7 @@ INLINE uint64_t code_free_addr(const int dec, struct model *m, uint64_t addr)
                 m->bad = 1;
                 return 0;
             }
-            addr = m->seq_addr[rank_kth(m, m->nlive - (uint32_t)rank)];
+            addr = m->seq_addr[rank_find(m, (uint32_t)rank)];
             s = map_find(m, addr);
             if (!s) {
                 m->bad = 1;
@@ -703,10 +742,9 @@ INLINE uint64_t code_size(const int dec, struct model *m, uint32_t stack, uint64
 
 /* One event record as the packer sees it. */
 struct prec {
-    int type;           /* the version-1 type byte, without the aligned flag */
-    uint64_t ns, addr, size;
-    uint32_t stack;
-    const uint8_t *rest; /* EXTENSION: the payload after its dts */
+    struct ms_heap_record h; /* type: the version-1 type byte, without the aligned flag; the
+                                reader's fast path fills it in place */
+    const uint8_t *rest;     /* EXTENSION: the payload after its dts */
     size_t rest_len;
 };
 
@@ -731,10 +769,10 @@ static int valid_type(int t)
 INLINE int code_record(const int dec, struct model *m, struct prec *r, uint8_t *scratch)
 {
     int pk = m->prev_kind;
-    int type = r->type;
+    int type = r->h.type;
     /* The kind token: 0 a free, 1 + r an allocation by the last function whose stack has
      * move-to-front rank r (MTF_LEN: a new stack), KIND_OTHER another type (its own token). */
-    unsigned srank = dec ? 0 : stack_rank(m, r->stack), kt;
+    unsigned srank = dec ? 0 : stack_rank(m, r->h.stack_id), kt;
     if (type == MS_REC_HEAP_FREE)
         kt = 0;
     else if (type == MS_REC_HEAP_ALLOC + m->last_fn)
@@ -754,35 +792,35 @@ INLINE int code_record(const int dec, struct model *m, struct prec *r, uint8_t *
         if (kind_of(type) == K_ALLOC)
             srank = ctok(dec, m, S_STACK, srank);
     }
-    r->type = type;
+    r->h.type = type;
     int k = kind_of(type);
-    uint64_t dt = r->ns > m->prev_ns ? r->ns - m->prev_ns : 0;
+    uint64_t dt = r->h.ns > m->prev_ns ? r->h.ns - m->prev_ns : 0;
     dt = cnum(dec, m, S_DT + pk * 3 + k, dt);
     m->prev_ns += dt;
-    r->ns = m->prev_ns;
+    r->h.ns = m->prev_ns;
     m->prev_kind = k;
     if (k == K_ALLOC) {
         m->last_fn = type & 0x0f;
-        r->stack = code_stack_after(dec, m, srank, r->stack);
-        r->size = code_size(dec, m, r->stack, r->size);
-        r->addr = code_alloc_addr(dec, m, r->addr, r->size);
-        if (!m->bad && live_add(m, r->addr, r->size) < 0)
+        r->h.stack_id = code_stack_after(dec, m, srank, r->h.stack_id);
+        r->h.size = code_size(dec, m, r->h.stack_id, r->h.size);
+        r->h.addr = code_alloc_addr(dec, m, r->h.addr, r->h.size);
+        if (!m->bad && live_add(m, r->h.addr, r->h.size) < 0)
             return -1;
     } else if (k == K_FREE) {
-        r->addr = code_free_addr(dec, m, r->addr);
+        r->h.addr = code_free_addr(dec, m, r->h.addr);
     } else if ((type & 0xf8) == MS_REC_MMAP_ALLOC || type == MS_REC_MUNMAP) {
-        int64_t d = (int64_t)(r->addr - m->prev_maddr);
-        r->addr = m->prev_maddr + (uint64_t)ms_unzigzag(cnum(dec, m, S_MISC, ms_zigzag(d)));
-        m->prev_maddr = r->addr;
-        r->size = cnum(dec, m, S_MISC, r->size);
+        int64_t d = (int64_t)(r->h.addr - m->prev_maddr);
+        r->h.addr = m->prev_maddr + (uint64_t)ms_unzigzag(cnum(dec, m, S_MISC, ms_zigzag(d)));
+        m->prev_maddr = r->h.addr;
+        r->h.size = cnum(dec, m, S_MISC, r->h.size);
         if (type != MS_REC_MUNMAP) {
-            uint64_t s = cnum(dec, m, S_MISC, r->stack);
+            uint64_t s = cnum(dec, m, S_MISC, r->h.stack_id);
             if (s > UINT32_MAX)
                 return -1;
-            r->stack = (uint32_t)s;
+            r->h.stack_id = (uint32_t)s;
         }
     } else if (type == MS_REC_LOST) {
-        r->size = cnum(dec, m, S_MISC, r->size);
+        r->h.size = cnum(dec, m, S_MISC, r->h.size);
     } else { /* EXTENSION */
         uint64_t n = cnum(dec, m, S_MISC, r->rest_len);
         if (n > EXT_REST_MAX)
@@ -812,37 +850,58 @@ static size_t varint_len(uint64_t v)
 static size_t emit(uint8_t *out, struct ms_enc_state *st, const struct prec *r)
 {
     uint8_t tmp[MS_REC_MAX_EVENT], *p = out ? out : tmp, *e;
-    int t = r->type;
+    int t = r->h.type;
     if (t >= MS_REC_EXTENSION) {
-        uint64_t d = r->ns > st->prev_ns ? r->ns - st->prev_ns : 0;
+        uint64_t d = r->h.ns > st->prev_ns ? r->h.ns - st->prev_ns : 0;
         size_t plen = varint_len(d) + r->rest_len;
         size_t n = 1 + varint_len(plen) + plen;
         if (out) {
             *p++ = (uint8_t)t;
             p = ms_put_varint(p, plen);
-            p = ms_put_ts(p, st, r->ns);
+            p = ms_put_ts(p, st, r->h.ns);
             memcpy(p, r->rest, r->rest_len);
-        } else if (r->ns > st->prev_ns)
-            st->prev_ns = r->ns;
+        } else if (r->h.ns > st->prev_ns)
+            st->prev_ns = r->h.ns;
         return n;
     }
     if ((t & 0xf0) == MS_REC_HEAP_ALLOC || (t & 0xf8) == MS_REC_MMAP_ALLOC)
-        e = ms_enc_alloc(p, st, t, r->ns, r->addr, r->size, r->stack);
+        e = ms_enc_alloc(p, st, t, r->h.ns, r->h.addr, r->h.size, r->h.stack_id);
     else if (t == MS_REC_HEAP_FREE)
-        e = ms_enc_free(p, st, r->ns, r->addr);
+        e = ms_enc_free(p, st, r->h.ns, r->h.addr);
     else if (t == MS_REC_MUNMAP)
-        e = ms_enc_munmap(p, st, r->ns, r->addr, r->size);
+        e = ms_enc_munmap(p, st, r->h.ns, r->h.addr, r->h.size);
     else
-        e = ms_enc_lost(p, st, r->ns, r->size);
+        e = ms_enc_lost(p, st, r->h.ns, r->h.size);
     return (size_t)(e - p);
+}
+
+/* Length of a varint of v. */
+static inline size_t vlen(uint64_t v)
+{
+    return 1 + (size_t)(63 - __builtin_clzll(v | 1)) / 7;
+}
+
+/* emit()'s length and state change for a heap event, without writing it: the packer's count of
+ * each record's decoded bytes. */
+INLINE size_t heap_len(struct ms_enc_state *st, const struct prec *r)
+{
+    uint64_t ns = r->h.ns, a = r->h.addr, d = ns > st->prev_ns ? ns - st->prev_ns : 0;
+    int64_t da = (int64_t)(a - st->prev_addr);
+    st->prev_ns = ns > st->prev_ns ? ns : st->prev_ns;
+    uint64_t z = ms_zigzag(((a | st->prev_addr) & 15) == 0 ? da / 16 : da);
+    st->prev_addr = a;
+    size_t n = 1 + vlen(d) + vlen(z);
+    if (r->h.type != MS_REC_HEAP_FREE)
+        n += vlen(r->h.size) + vlen(r->h.stack_id);
+    return n;
 }
 
 /* Folds one decoded record into the chunk's running check value. */
 static void check_record(struct model *m, const struct prec *r)
 {
     /* independent products, one serial step: cheap, and any changed field changes it */
-    uint64_t x = r->ns ^ (r->addr * 0xff51afd7ed558ccdull) ^ (r->size * 0xc4ceb9fe1a85ec53ull) ^
-                 (((uint64_t)r->type << 40 | r->stack) * 0x9e3779b97f4a7c15ull) ^ r->rest_len;
+    uint64_t x = r->h.ns ^ (r->h.addr * 0xff51afd7ed558ccdull) ^ (r->h.size * 0xc4ceb9fe1a85ec53ull) ^
+                 (((uint64_t)r->h.type << 40 | r->h.stack_id) * 0x9e3779b97f4a7c15ull) ^ r->rest_len;
     for (size_t i = 0; i < r->rest_len; i++)
         x = (x ^ r->rest[i]) * 0x100000001b3ull;
     uint64_t h = (m->hash ^ x) * 0x9e3779b97f4a7c15ull;
@@ -897,31 +956,69 @@ static void normalize_freqs(const uint32_t *count, unsigned alpha, size_t n, uin
     }
 }
 
+/* The encoder's view of one symbol of frequency f starting at cumulative frequency c:
+ * x -> (x / f) * SCALE + x % f + c computed as x + bias + q * cmpl with q = x / f by a
+ * multiplication (exact for x < 2^31: rcp = ceil(2^(31 + sh) / f), 2^(sh - 1) < f <= 2^sh). */
+struct rsym {
+    uint32_t xmax; /* states from here on put out a byte first */
+    uint32_t rcp;
+    uint32_t bias;
+    uint16_t cmpl;
+    uint16_t shift; /* 32 + sh - 1, or 0 for f = 1 (then q = x - 1 via rcp = 2^32 - 1) */
+};
+
+static struct rsym rsym_make(uint32_t f, uint32_t c)
+{
+    struct rsym y = {((RANS_L >> SCALE_BITS) << 8) * f, 0xffffffffu, c + SCALE - 1,
+                     (uint16_t)(SCALE - f), 32};
+    if (f >= 2) {
+        unsigned sh = 0;
+        while ((1u << sh) < f)
+            sh++;
+        y.rcp = (uint32_t)(((1ull << (31 + sh)) + f - 1) / f);
+        y.shift = (uint16_t)(32 + sh - 1);
+        y.bias = c;
+    }
+    return y;
+}
+
+/* Puts a token into rANS state x, bytes going down from *pp; returns the new state. The state
+ * stays below 2^31, so at most two bytes go out; their count comes from two comparisons of the
+ * same x (branch-free and short: this is the encoder's dependency chain). */
+INLINE uint32_t rans_put(uint32_t x, const struct rsym *y, uint8_t **pp)
+{
+    uint8_t *p = *pp;
+    unsigned out = (x >= y->xmax) + ((uint64_t)x >= (uint64_t)y->xmax << 8);
+    p[-1] = (uint8_t)x;
+    p[-2] = (uint8_t)(x >> 8);
+    *pp = p - out;
+    x >>= 8 * out;
+    uint32_t q = (uint32_t)(((uint64_t)x * y->rcp) >> y->shift);
+    return x + y->bias + q * y->cmpl;
+}
+
 /* Codes tokens tok[0..n) of one stream with rANS into out: two 32-bit states, then the bytes
  * the decoder reads forwards. buf has room for 2 * n + 16 bytes. */
-static void rans_encode(const uint16_t *tok, size_t n, const uint16_t *freq,
-                        const uint16_t *start, const uint64_t *rcp, uint8_t *buf, size_t cap,
-                        struct obuf *out)
+static void rans_encode(const uint16_t *tok, size_t n, const struct rsym *sym, uint8_t *buf,
+                        size_t cap, struct obuf *out)
 {
     uint8_t *p = buf + cap;
-    /* Two states, token i in x[i & 1], so that two dependency chains overlap. */
-    uint32_t x[2] = {RANS_L, RANS_L};
-    for (size_t i = n; i-- > 0;) {
-        unsigned t = tok[i];
-        uint32_t f = freq[t], xmax = ((RANS_L >> SCALE_BITS) << 8) * f, *xi = &x[i & 1];
-        /* at most two bytes out (f >= 1, x < 2^31); branch-free, as it is unpredictable */
-        for (int r = 0; r < 2; r++) {
-            uint32_t o = *xi >= xmax;
-            p[-1] = (uint8_t)*xi;
-            p -= o;
-            *xi >>= 8 * o;
-        }
-        uint32_t q = (uint32_t)(((unsigned __int128)*xi * rcp[t]) >> 44);
-        *xi = (q << SCALE_BITS) + (*xi - q * f) + start[t];
+    /* Two states, token i in x_(i & 1), so that two dependency chains overlap; both stay in
+     * registers (an indexed array of states would go through memory). */
+    uint32_t x0 = RANS_L, x1 = RANS_L;
+    size_t i = n;
+    if (i & 1) {
+        i--;
+        x0 = rans_put(x0, &sym[tok[i]], &p);
+    }
+    while (i) {
+        i -= 2;
+        x1 = rans_put(x1, &sym[tok[i + 1]], &p);
+        x0 = rans_put(x0, &sym[tok[i]], &p);
     }
     p -= 8;
-    memcpy(p, &x[0], 4);
-    memcpy(p + 4, &x[1], 4);
+    memcpy(p, &x0, 4);
+    memcpy(p + 4, &x1, 4);
     obuf_varint(out, (uint64_t)(buf + cap - p));
     obuf_put(out, p, (size_t)(buf + cap - p));
 }
@@ -930,11 +1027,10 @@ static void rans_encode(const uint16_t *tok, size_t n, const uint16_t *freq,
  * each stream used its rANS bytes, the raw bits, the check value. Returns 0 or -1 (memory). */
 static int chunk_finish(struct model *m, struct obuf *out)
 {
-    _Static_assert(SCALE <= 4096, "rcp below is exact for x < 2^31, f <= 2^12");
     struct tables {
         uint32_t count[ALPHA_MAX];
-        uint16_t freq[NSTREAM][ALPHA_MAX], start[NSTREAM][ALPHA_MAX];
-        uint64_t rcp[NSTREAM][ALPHA_MAX];
+        uint16_t freq[ALPHA_MAX];
+        struct rsym sym[NSTREAM][ALPHA_MAX];
     } *tb = malloc(sizeof *tb);
     size_t most = 0;
     if (!tb)
@@ -954,7 +1050,7 @@ static int chunk_finish(struct model *m, struct obuf *out)
         if (!s->n)
             continue;
         uint32_t *count = tb->count;
-        uint16_t *freq = tb->freq[sid];
+        uint16_t *freq = tb->freq;
         memset(count, 0, alpha * sizeof *count);
         for (size_t i = 0; i < s->n; i++)
             count[s->tok[i]]++;
@@ -968,9 +1064,8 @@ static int chunk_finish(struct model *m, struct obuf *out)
         uint32_t cum = 0;
         for (unsigned i = 0, prev = 0; i < alpha; i++) {
             uint16_t f = freq[i];
-            tb->start[sid][i] = (uint16_t)cum;
-            /* x / f as a multiplication: exact for x < 2^31, f <= 2^12 (2^44 >= 2^31 * 2^12) */
-            tb->rcp[sid][i] = f ? ((1ull << 44) + f - 1) / f : 0;
+            if (f)
+                tb->sym[sid][i] = rsym_make(f, cum);
             cum += f;
             if (!f)
                 continue;
@@ -995,8 +1090,7 @@ static int chunk_finish(struct model *m, struct obuf *out)
             if (a == b)
                 obuf_varint(out, 0);
             else
-                rans_encode(s->tok + a, b - a, tb->freq[sid], tb->start[sid], tb->rcp[sid], buf,
-                            cap, out);
+                rans_encode(s->tok + a, b - a, tb->sym[sid], buf, cap, out);
         }
         size_t a = g ? m->seg_raw[g - 1] : 0;
         obuf_varint(out, m->seg_raw[g] - a);
@@ -1241,10 +1335,10 @@ static void pack_thread(struct job *j)
             const uint8_t *start = cur->p;
             struct ms_record r;
             struct prec pr;
-            struct ms_heap_record hr;
-            if (ms_trace_cursor_next_heap(cur, &hr)) { /* most records */
+            if (ms_trace_cursor_next_heap(cur, &pr.h)) { /* most records */
                 j->records++;
-                pr = (struct prec){hr.type, hr.ns, hr.addr, hr.size, hr.stack_id, NULL, 0};
+                pr.rest = NULL;
+                pr.rest_len = 0;
                 goto event;
             }
             int rc = ms_trace_cursor_next(cur, &r);
@@ -1254,11 +1348,11 @@ static void pack_thread(struct job *j)
                 break;
             j->records++;
             size_t n = (size_t)(cur->p - start);
-            pr = (struct prec){start[0] >= MS_REC_EXTENSION ? start[0] : r.type + r.fn, r.ns,
-                               r.addr, r.size, r.stack_id, NULL, 0};
+            pr = (struct prec){{start[0] >= MS_REC_EXTENSION ? start[0] : r.type + r.fn, r.ns,
+                                r.addr, r.size, r.stack_id}, NULL, 0};
             if (r.type == MS_REC_EXTENSION) { /* its fields stay in the payload bytes */
                 ext_rest(start, n, &pr.rest, &pr.rest_len);
-                pr.addr = pr.size = pr.stack = 0;
+                pr.h.addr = pr.h.size = pr.h.stack_id = 0;
             }
             if (is_description(&r) || pr.rest_len > EXT_REST_MAX) {
                 if (mt.buf.len + n + 2 * MS_VARINT_MAX >
@@ -1276,7 +1370,8 @@ static void pack_thread(struct job *j)
         event:
             j->events++;
             struct ms_enc_state probe = st;
-            size_t len = emit(NULL, &probe, &pr);
+            size_t len = kind_of(pr.h.type) == K_OTHER ? emit(NULL, &probe, &pr)
+                                                       : heap_len(&probe, &pr);
             if (raw + len > MS_PACK_MAX_RAW) { /* close this packed chunk, start the next */
                 if (chunk_finish(m, &body) < 0) {
                     j->rc = MS_ENOMEM;
@@ -1286,14 +1381,9 @@ static void pack_thread(struct job *j)
                                  (uint32_t)raw, chunk_base);
                 obuf_put(&packed, body.p, body.len);
                 body.len = 0;
-                model_free(m);
                 chunk_base = st.prev_ns;
                 st = (struct ms_enc_state){chunk_base, 0};
-                m = model_new(chunk_base);
-                if (!m) {
-                    j->rc = MS_ENOMEM;
-                    goto out;
-                }
+                model_reset(m, chunk_base);
                 probe = st;
                 len = emit(NULL, &probe, &pr);
                 raw = 0;

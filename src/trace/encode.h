@@ -35,6 +35,16 @@ static inline int ms_get_varint(const uint8_t **pp, const uint8_t *end, uint64_t
     const uint8_t *p = *pp;
     uint64_t x = 0;
     int room = end - p >= MS_VARINT_MAX; /* no bounds check per byte then */
+    if (room && p[0] < 0x80) { /* the common short ones first */
+        *v = p[0];
+        *pp = p + 1;
+        return 0;
+    }
+    if (room && p[1] < 0x80) {
+        *v = (p[0] & 0x7fu) | (uint64_t)p[1] << 7;
+        *pp = p + 2;
+        return 0;
+    }
     for (int shift = 0; shift < 70; shift += 7) {
         if (!room && p >= end)
             return -1;

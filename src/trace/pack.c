@@ -452,32 +452,23 @@ static void map_delete(struct model *m, struct live_slot *s)
     m->map_used--;
 }
 
-static int map_insert(struct model *m, uint64_t addr, uint32_t seq, int cls)
+/* Doubles the live map. */
+static int map_grow(struct model *m)
 {
-    if (2 * (m->map_used + 1) > m->map_cap) {
-        size_t cap = m->map_cap * 2;
-        struct live_slot *n = calloc(cap, sizeof *n), *old = m->map;
-        if (!n)
-            return -1;
-        size_t oldcap = m->map_cap;
-        m->map = n;
-        m->map_cap = cap;
-        for (size_t i = 0; i < oldcap; i++)
-            if (old[i].addr) {
-                size_t j = hash_addr(old[i].addr) & (cap - 1);
-                while (n[j].addr)
-                    j = (j + 1) & (cap - 1);
-                n[j] = old[i];
-            }
-        free(old);
-    }
-    size_t mask = m->map_cap - 1, i = hash_addr(addr) & mask;
-    while (m->map[i].addr)
-        i = (i + 1) & mask;
-    m->map[i].addr = addr;
-    m->map[i].seq = seq;
-    m->map[i].cls = cls;
-    m->map_used++;
+    size_t cap = m->map_cap * 2;
+    struct live_slot *n = calloc(cap, sizeof *n), *old = m->map;
+    if (!n)
+        return -1;
+    for (size_t i = 0; i < m->map_cap; i++)
+        if (old[i].addr) {
+            size_t j = hash_addr(old[i].addr) & (cap - 1);
+            while (n[j].addr)
+                j = (j + 1) & (cap - 1);
+            n[j] = old[i];
+        }
+    free(old);
+    m->map = n;
+    m->map_cap = cap;
     return 0;
 }
 
@@ -569,11 +560,17 @@ static int live_add(struct model *m, uint64_t addr, uint64_t size)
 {
     if (!addr)
         return 0;
-    struct live_slot *s = map_find(m, addr);
-    if (s) /* freed by another thread meanwhile: forget the old block */
-        live_remove(m, s);
-    if (m->nseq >= MAX_SEQ || map_insert(m, addr, m->nseq, size_class(size)) < 0)
+    if (m->nseq >= MAX_SEQ || (2 * (m->map_used + 1) > m->map_cap && map_grow(m) < 0))
         return -1;
+    size_t mask = m->map_cap - 1, i = hash_addr(addr) & mask;
+    while (m->map[i].addr && m->map[i].addr != addr)
+        i = (i + 1) & mask;
+    if (m->map[i].addr) { /* freed by another thread meanwhile: forget the old block */
+        rank_set(m, m->map[i].seq, 0);
+        m->nlive--;
+    } else
+        m->map_used++;
+    m->map[i] = (struct live_slot){addr, m->nseq, size_class(size)};
     m->seq_addr[m->nseq] = addr;
     rank_set(m, m->nseq, 1);
     m->nseq++;
@@ -875,10 +872,15 @@ static size_t emit(uint8_t *out, struct ms_enc_state *st, const struct prec *r)
     return (size_t)(e - p);
 }
 
-/* Length of a varint of v. */
+/* Length of a varint of v, by its leading zero bits. */
+static const uint8_t vlen_by_clz[64] = {
+    10, 9, 9, 9, 9, 9, 9, 9, 8, 8, 8, 8, 8, 8, 8, 7, 7, 7, 7, 7, 7, 7, 6, 6, 6, 6, 6, 6, 6, 5, 5, 5,
+    5, 5, 5, 5, 4, 4, 4, 4, 4, 4, 4, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1,
+};
+
 static inline size_t vlen(uint64_t v)
 {
-    return 1 + (size_t)(63 - __builtin_clzll(v | 1)) / 7;
+    return vlen_by_clz[__builtin_clzll(v | 1)];
 }
 
 /* emit()'s length and state change for a heap event, without writing it: the packer's count of

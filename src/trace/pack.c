@@ -145,7 +145,7 @@ static const struct stream_kind kinds[NSTREAM] = {
 struct tstream {
     /* encoder: the chunk's tokens, in order */
     uint16_t *tok;
-    size_t n, cap;
+    size_t n;
     /* decoder */
     int present;        /* the chunk has a table for it */
     int live;           /* the open segment has tokens for it */
@@ -259,25 +259,33 @@ static struct model *model_new(uint64_t base_ns)
     return m;
 }
 
+/* Gives an encoder's model its token arrays: MS_PACK_MAX_RAW tokens each, so that ctok() needs
+ * no check. That is enough: a chunk holds at most MS_PACK_MAX_RAW bytes of records (pack_thread()
+ * closes it before that), and no record puts more tokens into one stream than it has bytes (one
+ * token per field at most; an EXTENSION one per payload byte). Only the pages used are touched.
+ * Returns 0 or -1 (memory). */
+static int enc_buffers(struct model *m)
+{
+    for (int i = 0; i < NSTREAM; i++)
+        if (!(m->ts[i].tok = malloc(MS_PACK_MAX_RAW * sizeof *m->ts[i].tok)))
+            return -1;
+    return 0;
+}
+
 /* The encoder's next chunk: a fresh model that keeps m's buffers (their pages are warm). */
 static void model_reset(struct model *m, uint64_t base_ns)
 {
     uint16_t *tok[NSTREAM];
-    size_t cap[NSTREAM];
-    for (int i = 0; i < NSTREAM; i++) {
+    for (int i = 0; i < NSTREAM; i++)
         tok[i] = m->ts[i].tok;
-        cap[i] = m->ts[i].cap;
-    }
     struct obuf raw = m->raw;
     struct live_slot *map = m->map;
     size_t map_cap = m->map_cap;
     uint64_t *live_bits = m->live_bits, *seq_addr = m->seq_addr;
     size_t words = (m->nseq + 63) / 64;
     memset(m, 0, sizeof *m);
-    for (int i = 0; i < NSTREAM; i++) {
+    for (int i = 0; i < NSTREAM; i++)
         m->ts[i].tok = tok[i];
-        m->ts[i].cap = cap[i];
-    }
     m->raw = raw;
     m->raw.len = 0;
     m->map = map;
@@ -314,17 +322,7 @@ INLINE unsigned ctok(const int dec, struct model *m, int sid, unsigned v)
         }
         return sym;
     }
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 4096;
-        uint16_t *t = realloc(s->tok, cap * sizeof *t);
-        if (!t) {
-            m->bad = 1;
-            return v;
-        }
-        s->tok = t;
-        s->cap = cap;
-    }
-    s->tok[s->n++] = (uint16_t)v;
+    s->tok[s->n++] = (uint16_t)v; /* room: see enc_buffers() */
     return v;
 }
 
@@ -1315,19 +1313,20 @@ static int is_description(const struct ms_record *r)
            (r->type == MS_REC_EXTENSION && (r->fn == MS_EXT_PYFRAME || r->fn == MS_EXT_PYSTACK));
 }
 
-static void pack_thread(struct job *j)
+/* Packs one job with model m (reset here: a worker keeps one model for all its jobs). */
+static void pack_thread(struct job *j, struct model *m)
 {
     const struct ms_trace *t = j->t;
     struct obuf packed = {0}, metas = {0};
     struct meta mt = {{0}, {t->chunks[j->first].base_ns, 0}};
     uint64_t meta_base = t->chunks[j->first].base_ns, chunk_base = meta_base;
     struct ms_enc_state st = {chunk_base, 0};
-    struct model *m = model_new(chunk_base);
     struct ms_trace_cursor *cur = calloc(1, sizeof *cur);
     uint32_t nmeta = 0, npacked = 0;
     size_t raw = 0;
     struct obuf body = {0};
-    if (!m || !cur) {
+    model_reset(m, chunk_base);
+    if (!cur) {
         j->rc = MS_ENOMEM;
         goto out;
     }
@@ -1421,7 +1420,6 @@ static void pack_thread(struct job *j)
     if (j->out.oom || packed.oom || metas.oom || body.oom || mt.buf.oom)
         j->rc = MS_ENOMEM;
 out:
-    model_free(m);
     if (cur)
         ms_trace_cursor_release(cur);
     free(cur);
@@ -1440,14 +1438,24 @@ struct pool {
 static void *worker(void *arg)
 {
     struct pool *pl = arg;
+    struct model *m = model_new(0);
+    if (m && enc_buffers(m) < 0) {
+        model_free(m);
+        m = NULL;
+    }
     for (;;) {
         pthread_mutex_lock(&pl->lock);
         size_t i = pl->next++;
         pthread_mutex_unlock(&pl->lock);
         if (i >= pl->njobs)
-            return NULL;
-        pack_thread(&pl->jobs[i]);
+            break;
+        if (m)
+            pack_thread(&pl->jobs[i], m);
+        else
+            pl->jobs[i].rc = MS_ENOMEM;
     }
+    model_free(m);
+    return NULL;
 }
 
 /* Cuts the trace into jobs: runs of one thread's raw chunks holding at most MS_PACK_MAX_RAW

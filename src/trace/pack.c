@@ -345,16 +345,19 @@ INLINE uint64_t craw32(const int dec, struct model *m, uint64_t v, int n)
         b->n -= n;
         return v;
     }
+    /* the encoder holds up to 31 bits and writes them 32 at a time, least significant first */
     b->acc |= (v & mask) << b->n;
     b->n += n;
-    while (b->n >= 8) {
-        uint8_t byte = (uint8_t)b->acc;
-        if (b->out->len < b->out->cap)
-            b->out->p[b->out->len++] = byte;
-        else
-            obuf_put(b->out, &byte, 1);
-        b->acc >>= 8;
-        b->n -= 8;
+    if (b->n >= 32) {
+        uint8_t w[4] = {(uint8_t)b->acc, (uint8_t)(b->acc >> 8), (uint8_t)(b->acc >> 16),
+                        (uint8_t)(b->acc >> 24)};
+        if (b->out->len + 4 <= b->out->cap) {
+            memcpy(b->out->p + b->out->len, w, 4);
+            b->out->len += 4;
+        } else
+            obuf_put(b->out, w, 4);
+        b->acc >>= 32;
+        b->n -= 32;
     }
     return v & mask;
 }
@@ -375,16 +378,18 @@ INLINE uint64_t cnum_esc(const int dec, struct model *m, int sid, int *esc, uint
     const struct stream_kind *k = &kinds[sid];
     unsigned lim = 1u << k->lim_bits, tok = 0;
     int mant = k->mant;
-    if (!dec) {
+    if (!dec) { /* the token, and the bits below it raw: v as it is */
         if (*esc >= 0)
-            tok = (unsigned)*esc;
+            ctok(0, m, sid, (unsigned)*esc);
         else if (v < lim)
-            tok = k->esc + (unsigned)v;
+            ctok(0, m, sid, k->esc + (unsigned)v);
         else {
             int n = 64 - __builtin_clzll(v);
-            tok = k->esc + lim + ((unsigned)(n - k->lim_bits - 1) << mant) +
-                  (unsigned)((v >> (n - 1 - mant)) & ((1u << mant) - 1));
+            ctok(0, m, sid, k->esc + lim + ((unsigned)(n - k->lim_bits - 1) << mant) +
+                                (unsigned)((v >> (n - 1 - mant)) & ((1u << mant) - 1)));
+            craw(0, m, v, n - 1 - mant);
         }
+        return *esc >= 0 ? 0 : v;
     }
     tok = ctok(dec, m, sid, tok);
     if (tok < k->esc) {
@@ -912,12 +917,13 @@ static void check_record(struct model *m, const struct prec *r)
 /* Encoder: ends a segment after the record just coded (raw bits padded to a byte). */
 static void seg_close(struct model *m)
 {
-    if (m->bits.n > 0) {
+    for (; m->bits.n > 0; m->bits.n -= 8) { /* the bits held, the last byte padded */
         uint8_t byte = (uint8_t)m->bits.acc;
         obuf_put(&m->raw, &byte, 1);
-        m->bits.n = 0;
-        m->bits.acc = 0;
+        m->bits.acc >>= 8;
     }
+    m->bits.n = 0;
+    m->bits.acc = 0;
     uint32_t g = m->nseg++; /* < MAX_SEGS: a chunk holds at most MS_PACK_MAX_RAW / 2 records */
     for (int i = 0; i < NSTREAM; i++)
         m->seg_end[g][i] = (uint32_t)m->ts[i].n;

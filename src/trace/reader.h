@@ -7,6 +7,7 @@
 #define MS_TRACE_READER_H
 
 #include "format.h"
+#include "encode.h"
 #include "pack.h"
 
 #include <stddef.h>
@@ -105,8 +106,33 @@ struct ms_heap_record {
 
 /* A fast path for readers of many heap events: when the next record is a well-formed heap
  * event, reads it into *h and returns 1; otherwise returns 0 and leaves the cursor as it was,
- * for ms_trace_cursor_next() to read the record (or report the damage). */
-int ms_trace_cursor_next_heap(struct ms_trace_cursor *c, struct ms_heap_record *h);
+ * for ms_trace_cursor_next() to read the record (or report the damage). Inline: readers call
+ * it once per event. */
+static inline int ms_trace_cursor_next_heap(struct ms_trace_cursor *c, struct ms_heap_record *h)
+{
+    if (c->failed || c->p >= c->end)
+        return 0;
+    const uint8_t *p = c->p, *end = c->end;
+    int type = *p++, base = type & ~MS_REC_F_ALIGNED16 & 0xf0;
+    if ((base != MS_REC_HEAP_ALLOC || (type & 0x0f) >= MS_FN_HEAP_COUNT) &&
+        (type & ~MS_REC_F_ALIGNED16) != MS_REC_HEAP_FREE)
+        return 0; /* not a heap event: ms_trace_cursor_next() reads it */
+    uint64_t dt, z, size = 0, stack = 0;
+    /* on a local pointer, so that it stays in a register; the cursor moves only on success */
+    if (ms_get_varint(&p, end, &dt) || ms_get_varint(&p, end, &z) ||
+        (base == MS_REC_HEAP_ALLOC && (ms_get_varint(&p, end, &size) ||
+                                       ms_get_varint(&p, end, &stack) || stack > UINT32_MAX)))
+        return 0; /* malformed: ms_trace_cursor_next() reports it */
+    c->p = p;
+    c->prev_ns += dt;
+    c->prev_addr += (uint64_t)ms_unzigzag(z) * (type & MS_REC_F_ALIGNED16 ? 16 : 1);
+    h->type = type & ~MS_REC_F_ALIGNED16;
+    h->ns = c->prev_ns;
+    h->addr = c->prev_addr;
+    h->size = size;
+    h->stack_id = (uint32_t)stack;
+    return 1;
+}
 
 /* Reads one thread's records across its chunks, in order. */
 struct ms_trace_stream {

@@ -772,7 +772,7 @@ INLINE int code_record(const int dec, struct model *m, struct prec *r, uint8_t *
     int type = r->h.type;
     /* The kind token: 0 a free, 1 + r an allocation by the last function whose stack has
      * move-to-front rank r (MTF_LEN: a new stack), KIND_OTHER another type (its own token). */
-    unsigned srank = dec ? 0 : stack_rank(m, r->h.stack_id), kt;
+    unsigned srank = dec || kind_of(type) != K_ALLOC ? 0 : stack_rank(m, r->h.stack_id), kt;
     if (type == MS_REC_HEAP_FREE)
         kt = 0;
     else if (type == MS_REC_HEAP_ALLOC + m->last_fn)

@@ -179,8 +179,8 @@ enum { SRC_CLASS0, SRC_CLASS1, SRC_END, SRC_DELTA16, SRC_DELTA1, SRC_AGE = -1 };
 #define SEGMENT 8192u /* records per segment: the unit of damage */
 #define MAX_SEGS (MS_PACK_MAX_RAW / 2 / SEGMENT + 2)
 #define NWORDS (MAX_SEQ / 64) /* words of the live bitmap */
-#define WORD_BLOCK 8           /* words per counted block: 512 allocation numbers */
-#define BLOCK_SUPER 64         /* blocks per superblock: 32768 allocation numbers */
+#define WORD_BLOCK 2           /* words per counted block: 128 allocation numbers */
+#define BLOCK_SUPER 64         /* blocks per superblock: 8192 allocation numbers */
 #define NBLK (NWORDS / WORD_BLOCK)
 #define NSUPER (NBLK / BLOCK_SUPER)
 

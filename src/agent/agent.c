@@ -7,6 +7,7 @@
  *   MEMSCOPE_UNWIND     fp (default) or dwarf
  *   MEMSCOPE_DEFERRED   1: record nothing until memscope_start()
  *   MEMSCOPE_NO_FOLLOW  1: do not trace programs this image execs
+ *   MEMSCOPE_NO_TSC     1: timestamps from clock_gettime, never from the TSC (clock.c)
  * Every interposer calls the real function and records the event afterwards (a free before),
  * unless this thread is already inside the agent (guard) or recording is off. The real
  * functions are found with dlsym(RTLD_NEXT); allocations dlsym itself makes while we look them
@@ -372,6 +373,7 @@ static void on_fork_child(void)
 {
     struct tstate *t = &agent_tls;
     t->internal++;
+    clock_after_fork_child();
     stacks_reset_after_fork();
     writer_after_fork_child();
     if (!agent.broken && agent.hdr)
@@ -450,6 +452,7 @@ __attribute__((constructor)) static void agent_init(void)
         agent.flags |= MS_TRACE_F_DEFERRED;
     if (env_uint("MEMSCOPE_NO_FOLLOW", 0, 1))
         stop_following();
+    clock_init(env_uint("MEMSCOPE_NO_TSC", 0, 1));
     int rc = stacks_init();
     if (rc == 0)
         rc = writer_open();

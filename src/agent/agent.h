@@ -35,6 +35,16 @@ struct stream {
     int nested;             /* 1: the signal-handler stream (takes locks with trylock only) */
 };
 
+/* A thread's TSC anchor (clock.c): while rdtsc() - tsc < span, CLOCK_MONOTONIC is
+ * ns + ((rdtsc() - tsc) * mult >> 32). A per-thread seqlock against this thread's own signal
+ * handlers: seq is odd while the anchor is rewritten. All zero (no anchor) in a new thread. */
+struct clock_anchor {
+    uint32_t seq;
+    uint64_t tsc, ns;
+    uint64_t mult;          /* ns per tick << 32 */
+    uint64_t span;          /* ticks in about 1 ms; 0: no anchor */
+};
+
 /* Per-thread state. Lives in static TLS (initial-exec), so reading it never allocates. */
 struct tstate {
     int guard;              /* depth of agent code running on this thread: 0 none, 1 the
@@ -46,6 +56,7 @@ struct tstate {
     struct stream s[2];     /* s[guard - 1] is the stream of the current agent call */
     struct pyshadow *py;    /* this thread's Python shadow stack (python.c), NULL until used */
     uintptr_t stack_lo, stack_hi; /* this thread's stack, for safe frame-pointer walks */
+    struct clock_anchor clk; /* agent_now()'s anchor for this thread */
 };
 
 extern __thread struct tstate agent_tls __attribute__((tls_model("initial-exec")));
@@ -61,6 +72,7 @@ struct pyshadow {
 /* Global configuration and state, set up by agent_init(). */
 struct agent_global {
     volatile int recording;   /* events are recorded (atomic reads) */
+    int clock_tsc;            /* agent_now() reads the TSC (set by clock_init, then constant) */
     int initialized;
     int broken;               /* recording stopped for good after an error */
     int fd;                   /* trace file */
@@ -138,8 +150,37 @@ static inline void spin_unlock(int *l)
     __atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 
-/* Returns CLOCK_MONOTONIC in ns (vDSO; no syscall). */
-uint64_t agent_now(void);
+/* clock.c */
+/* Decides whether agent_now() may read the TSC (no_tsc: MEMSCOPE_NO_TSC=1 says no) and takes
+ * the first calibration pair. Called once by agent_init, before anything is recorded. */
+void clock_init(int no_tsc);
+void clock_after_fork_child(void);
+uint64_t clock_mono(void);                       /* clock_gettime(CLOCK_MONOTONIC) in ns */
+uint64_t clock_now_slow(struct clock_anchor *a); /* agent_now() past a's span */
+
+/* Returns CLOCK_MONOTONIC in ns, without a syscall: from the TSC and this thread's anchor when
+ * it can (clock.c explains the design and its error bound), else from clock_gettime (vDSO).
+ * Safe in a signal handler that interrupted agent_now() on the same thread. Timestamps of one
+ * thread may step back by a few ns at a re-anchor; the encoder clamps them (ms_put_ts). */
+static inline uint64_t agent_now(void)
+{
+#if defined(__x86_64__)
+    if (likely(agent.clock_tsc)) {
+        struct clock_anchor *a = &agent_tls.clk;
+        uint32_t seq = __atomic_load_n(&a->seq, __ATOMIC_RELAXED);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        uint64_t d = __builtin_ia32_rdtsc() - __atomic_load_n(&a->tsc, __ATOMIC_RELAXED);
+        int ok = d < __atomic_load_n(&a->span, __ATOMIC_RELAXED);
+        uint64_t ns = __atomic_load_n(&a->ns, __ATOMIC_RELAXED) +
+                      ((d * __atomic_load_n(&a->mult, __ATOMIC_RELAXED)) >> 32);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        if (likely(ok && !(seq & 1) && __atomic_load_n(&a->seq, __ATOMIC_RELAXED) == seq))
+            return ns;
+        return clock_now_slow(a);
+    }
+#endif
+    return clock_mono();
+}
 
 /* Writes a message to stderr with write(2): "memscope agent: <msg>\n". */
 void agent_say(const char *msg, const char *detail);

@@ -24,13 +24,6 @@
 #define CHUNK_MIN (4u << 10) /* one page: a thread that allocates little costs little disk */
 #define CHUNK_MAX (1u << 20)
 
-uint64_t agent_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t real_now(void)
 {
     struct timespec ts;

@@ -99,7 +99,7 @@ static void obuf_varint(struct obuf *b, uint64_t v)
  * asks for them. */
 #define SCALE_BITS 12
 #define SCALE (1u << SCALE_BITS)
-#define RANS_L (1u << 23)
+#define RANS_L (1ull << 31) /* states stay in [RANS_L, RANS_L << 32) */
 #define ALPHA_MAX 1024
 
 #define MTF_LEN 16 /* recent stack ids ranked */
@@ -149,7 +149,7 @@ struct tstream {
     /* decoder */
     int present;        /* the chunk has a table for it */
     int live;           /* the open segment has tokens for it */
-    uint32_t x[2];      /* two interleaved states: token i uses x[i & 1] */
+    uint64_t x[2];      /* two interleaved states: token i uses x[i & 1] */
     unsigned next;      /* parity of the next token */
     const uint8_t *p, *end;
     uint16_t freq[ALPHA_MAX], start[ALPHA_MAX];
@@ -180,7 +180,7 @@ enum { SRC_CLASS0, SRC_CLASS1, SRC_END, SRC_DELTA16, SRC_DELTA1, SRC_AGE = -1 };
 #define MAX_SEGS (MS_PACK_MAX_RAW / 2 / SEGMENT + 2)
 #define NWORDS (MAX_SEQ / 64) /* words of the live bitmap */
 #define WORD_BLOCK 2           /* words per counted block: 128 allocation numbers */
-#define BLOCK_SUPER 64         /* blocks per superblock: 8192 allocation numbers */
+#define BLOCK_SUPER 16         /* blocks per superblock: 2048 allocation numbers */
 #define NBLK (NWORDS / WORD_BLOCK)
 #define NSUPER (NBLK / BLOCK_SUPER)
 
@@ -308,17 +308,20 @@ INLINE unsigned ctok(const int dec, struct model *m, int sid, unsigned v)
             m->bad = 1;
             return 0;
         }
-        uint32_t *x = &s->x[s->next];
+        uint64_t *x = &s->x[s->next];
         s->next ^= 1;
-        uint32_t slot = *x & (SCALE - 1);
+        uint32_t slot = (uint32_t)*x & (SCALE - 1);
         unsigned sym = s->lut[slot];
         *x = s->freq[sym] * (*x >> SCALE_BITS) + slot - s->start[sym];
-        while (*x < RANS_L) {
-            if (s->p >= s->end) { /* a whole stream never runs dry */
+        if (*x < RANS_L) { /* one 32-bit word brings it back above RANS_L */
+            uint32_t w;
+            if (s->end - s->p < 4) { /* a whole stream never runs dry */
                 m->bad = 1;
-                break;
+                return sym;
             }
-            *x = (*x << 8) | *s->p++;
+            memcpy(&w, s->p, 4);
+            s->p += 4;
+            *x = *x << 32 | w;
         }
         return sym;
     }
@@ -964,54 +967,59 @@ static void normalize_freqs(const uint32_t *count, unsigned alpha, size_t n, uin
 
 /* The encoder's view of one symbol of frequency f starting at cumulative frequency c:
  * x -> (x / f) * SCALE + x % f + c computed as x + bias + q * cmpl with q = x / f by a
- * multiplication (exact for x < 2^31: rcp = ceil(2^(31 + sh) / f), 2^(sh - 1) < f <= 2^sh). */
+ * multiplication: q = (x * rcp) >> (64 + shift), exact for x < 2^63 with sh = ceil(log2 f),
+ * rcp = ceil(2^(63 + sh) / f) and shift = sh - 1 (the error x * (rcp - 2^(63 + sh) / f) /
+ * 2^(63 + sh) stays below 1 / f). For f = 1, rcp = 2^64 - 1 gives q = x - 1, which bias and
+ * cmpl make up for. */
 struct rsym {
-    uint32_t xmax; /* states from here on put out a byte first */
-    uint32_t rcp;
+    uint64_t xmax; /* states from here on put out a 32-bit word first */
+    uint64_t rcp;
     uint32_t bias;
     uint16_t cmpl;
-    uint16_t shift; /* 32 + sh - 1, or 0 for f = 1 (then q = x - 1 via rcp = 2^32 - 1) */
+    uint16_t shift;
 };
+
+__extension__ typedef unsigned __int128 pack_u128; /* GCC and Clang on 64-bit targets */
 
 static struct rsym rsym_make(uint32_t f, uint32_t c)
 {
-    struct rsym y = {((RANS_L >> SCALE_BITS) << 8) * f, 0xffffffffu, c + SCALE - 1,
-                     (uint16_t)(SCALE - f), 32};
+    struct rsym y = {((RANS_L >> SCALE_BITS) << 32) * f, ~0ull, c + SCALE - 1,
+                     (uint16_t)(SCALE - f), 0};
     if (f >= 2) {
         unsigned sh = 0;
         while ((1u << sh) < f)
             sh++;
-        y.rcp = (uint32_t)(((1ull << (31 + sh)) + f - 1) / f);
-        y.shift = (uint16_t)(32 + sh - 1);
+        y.rcp = (uint64_t)((((pack_u128)1 << (63 + sh)) + f - 1) / f);
+        y.shift = (uint16_t)(sh - 1);
         y.bias = c;
     }
     return y;
 }
 
-/* Puts a token into rANS state x, bytes going down from *pp; returns the new state. The state
- * stays below 2^31, so at most two bytes go out; their count comes from two comparisons of the
- * same x (branch-free and short: this is the encoder's dependency chain). */
-INLINE uint32_t rans_put(uint32_t x, const struct rsym *y, uint8_t **pp)
+/* Puts a token into rANS state x, 32-bit words going down from *pp; returns the new state.
+ * The state stays below 2^63, so at most one word goes out, stored unconditionally and kept
+ * or not (no branch: this is the encoder's dependency chain). */
+INLINE uint64_t rans_put(uint64_t x, const struct rsym *y, uint8_t **pp)
 {
     uint8_t *p = *pp;
-    unsigned out = (x >= y->xmax) + ((uint64_t)x >= (uint64_t)y->xmax << 8);
-    p[-1] = (uint8_t)x;
-    p[-2] = (uint8_t)(x >> 8);
-    *pp = p - out;
-    x >>= 8 * out;
-    uint32_t q = (uint32_t)(((uint64_t)x * y->rcp) >> y->shift);
+    int out = x >= y->xmax;
+    uint32_t lo = (uint32_t)x;
+    memcpy(p - 4, &lo, 4);
+    *pp = p - 4 * out;
+    x = out ? x >> 32 : x;
+    uint64_t q = (uint64_t)(((pack_u128)x * y->rcp) >> 64) >> y->shift;
     return x + y->bias + q * y->cmpl;
 }
 
-/* Codes tokens tok[0..n) of one stream with rANS into out: two 32-bit states, then the bytes
- * the decoder reads forwards. buf has room for 2 * n + 16 bytes. */
+/* Codes tokens tok[0..n) of one stream with rANS into out: two 64-bit states, then the 32-bit words
+ * the decoder reads forwards. buf has room for 4 * n + 16 bytes. */
 static void rans_encode(const uint16_t *tok, size_t n, const struct rsym *sym, uint8_t *buf,
                         size_t cap, struct obuf *out)
 {
     uint8_t *p = buf + cap;
     /* Two states, token i in x_(i & 1), so that two dependency chains overlap; both stay in
      * registers (an indexed array of states would go through memory). */
-    uint32_t x0 = RANS_L, x1 = RANS_L;
+    uint64_t x0 = RANS_L, x1 = RANS_L;
     size_t i = n;
     if (i & 1) {
         i--;
@@ -1022,9 +1030,9 @@ static void rans_encode(const uint16_t *tok, size_t n, const struct rsym *sym, u
         x1 = rans_put(x1, &sym[tok[i + 1]], &p);
         x0 = rans_put(x0, &sym[tok[i]], &p);
     }
-    p -= 8;
-    memcpy(p, &x0, 4);
-    memcpy(p + 4, &x1, 4);
+    p -= 16;
+    memcpy(p, &x0, 8);
+    memcpy(p + 8, &x1, 8);
     obuf_varint(out, (uint64_t)(buf + cap - p));
     obuf_put(out, p, (size_t)(buf + cap - p));
 }
@@ -1080,7 +1088,7 @@ static int chunk_finish(struct model *m, struct obuf *out)
             prev = i + 1;
         }
     }
-    size_t cap = 2 * most + 16;
+    size_t cap = 4 * most + 16;
     uint8_t *buf = malloc(cap);
     if (!buf) {
         free(tb);
@@ -1166,15 +1174,15 @@ static int seg_open(struct model *m)
         struct tstream *s = &m->ts[sid];
         if (!s->present)
             continue;
-        if (ms_get_varint(&p, end, &v) || (v && v < 8) || v > (uint64_t)(end - p))
+        if (ms_get_varint(&p, end, &v) || (v && v < 16) || v > (uint64_t)(end - p))
             return -1;
         s->live = v != 0;
         if (v) {
-            memcpy(&s->x[0], p, 4);
-            memcpy(&s->x[1], p + 4, 4);
+            memcpy(&s->x[0], p, 8);
+            memcpy(&s->x[1], p + 8, 8);
         }
         s->next = 0;
-        s->p = p + (v ? 8 : 0);
+        s->p = p + (v ? 16 : 0);
         s->end = p + v;
         p += v;
     }

@@ -133,28 +133,55 @@ static void stack_bounds(struct tstate *t)
         t->stack_lo = t->stack_hi = 1; /* unknown: record only the first frame */
 }
 
-/* Walks frame pointers from fp; returns the number of return addresses stored in pcs. */
-static unsigned unwind(struct tstate *t, void *fp0, uint64_t *pcs, unsigned max)
+/* The stack hash, one return address at a time (hash_stack() is the whole of it). */
+#define HASH_SEED 0x9e3779b97f4a7c15ull
+static inline uint64_t hash_step(uint64_t h, uint64_t pc)
+{
+    h ^= pc;
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 32);
+}
+
+static inline uint64_t hash_end(uint64_t h, unsigned n)
+{
+    h = hash_step(h, n);
+    return h ? h : 1;
+}
+
+/* Walks frame pointers from fp0; stores the return addresses in pcs, returns their number and
+ * sets *hash to hash_stack() of them, computed on the way. */
+static unsigned unwind(struct tstate *t, void *fp0, uint64_t *pcs, unsigned max, uint64_t *hash)
 {
     uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
     uintptr_t fp = (uintptr_t)fp0;
-    unsigned n = 0;
     if (!t->stack_hi)
         stack_bounds(t);
+    uintptr_t hi = t->stack_hi; /* in a local: the stores into pcs could alias t's fields */
     /* fp0 is the interposer's own frame: always readable. */
-    pcs[n++] = ((uintptr_t *)fp)[1];
-    if (sp < t->stack_lo || sp >= t->stack_hi) /* alternate signal stack, coroutine, unknown */
+    uintptr_t ret = ((uintptr_t *)fp)[1];
+    uint64_t h = hash_step(HASH_SEED, ret);
+    unsigned n = 0;
+    pcs[n++] = ret;
+    if (sp < t->stack_lo || sp >= hi) { /* alternate signal stack, coroutine, unknown */
+        *hash = hash_end(h, n);
         return n;
-    for (;;) {
+    }
+    /* Each frame must lie above the one before (so the walk ends), and below the top of the
+     * stack with room for its two words. fp0 lies above sp, so every frame read is inside
+     * [sp, hi). */
+    uintptr_t top = hi - 16;
+    while (n < max) {
         uintptr_t next = ((uintptr_t *)fp)[0];
-        if (n >= max || next <= fp || next < sp || next > t->stack_hi - 16 || (next & 7))
+        if (next <= fp || next > top || (next & 7))
             break;
         fp = next;
-        uintptr_t ret = ((uintptr_t *)fp)[1];
+        ret = ((uintptr_t *)fp)[1];
         if (ret < 4096)
             break;
         pcs[n++] = ret;
+        h = hash_step(h, ret);
     }
+    *hash = hash_end(h, n);
     return n;
 }
 
@@ -194,13 +221,10 @@ void stacks_warm_up(void)
 
 static uint64_t hash_stack(const uint64_t *pcs, unsigned n)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-    for (unsigned i = 0; i < n; i++) {
-        h ^= pcs[i];
-        h *= 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
-    }
-    return h ? h : 1;
+    uint64_t h = HASH_SEED;
+    for (unsigned i = 0; i < n; i++)
+        h = hash_step(h, pcs[i]);
+    return hash_end(h, n);
 }
 
 
@@ -341,15 +365,17 @@ uint32_t stacks_capture(struct tstate *t, struct stream *s, void *fp)
     uint32_t py[agent.py_depth ? 2 * agent.py_depth : 2];
     unsigned n = 0, npy = py_snapshot(t, py);
     uintptr_t ret0 = ((uintptr_t *)fp)[1];
-    if (!agent.depth)
-        n = 0;
-    else if (agent.unwind_dwarf || in_nofp(ret0))
+    uint64_t h;
+    if (!agent.depth) {
+        h = hash_stack(pcs, 0);
+    } else if (agent.unwind_dwarf || in_nofp(ret0)) {
         n = unwind_dwarf(t, fp, pcs, agent.depth);
-    else
-        n = unwind(t, fp, pcs, agent.depth);
+        h = hash_stack(pcs, n);
+    } else {
+        n = unwind(t, fp, pcs, agent.depth, &h);
+    }
     if (n == 0 && npy == 0)
         return 0;
-    uint64_t h = hash_stack(pcs, n);
     for (unsigned i = 0; i < 2 * npy; i++) { /* the Python part is part of the key */
         h ^= py[i] + 0x9e3779b97f4a7c15ull;
         h *= 0xff51afd7ed558ccdull;

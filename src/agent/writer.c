@@ -296,9 +296,9 @@ static int new_chunk(struct tstate *t, struct stream *s, size_t need)
     return 0;
 }
 
-uint8_t *writer_reserve(struct tstate *t, struct stream *s, size_t n)
+uint8_t *writer_reserve_slow(struct tstate *t, struct stream *s, size_t n)
 {
-    if (likely(s->chunk && t->generation == agent.generation && (size_t)(s->end - s->pos) >= n))
+    if (s->chunk && t->generation == agent.generation && (size_t)(s->end - s->pos) >= n)
         return s->pos;
     if (agent.broken || !agent.hdr)
         return NULL;

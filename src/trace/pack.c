@@ -143,9 +143,10 @@ static const struct stream_kind kinds[NSTREAM] = {
 };
 
 struct tstream {
-    /* encoder: the chunk's tokens, in order */
+    /* encoder: the chunk's tokens, in order, and how often each value occurs among them */
     uint16_t *tok;
     size_t n;
+    uint32_t *count;
     /* decoder */
     int present;        /* the chunk has a table for it */
     int live;           /* the open segment has tokens for it */
@@ -229,8 +230,10 @@ static void model_free(struct model *m)
 {
     if (!m)
         return;
-    for (int i = 0; i < NSTREAM; i++)
+    for (int i = 0; i < NSTREAM; i++) {
         free(m->ts[i].tok);
+        free(m->ts[i].count);
+    }
     free(m->raw.p);
     free(m->map);
     free(m->live_bits);
@@ -267,7 +270,8 @@ static struct model *model_new(uint64_t base_ns)
 static int enc_buffers(struct model *m)
 {
     for (int i = 0; i < NSTREAM; i++)
-        if (!(m->ts[i].tok = malloc(MS_PACK_MAX_RAW * sizeof *m->ts[i].tok)))
+        if (!(m->ts[i].tok = malloc(MS_PACK_MAX_RAW * sizeof *m->ts[i].tok)) ||
+            !(m->ts[i].count = calloc(kinds[i].alpha, sizeof *m->ts[i].count)))
             return -1;
     return 0;
 }
@@ -276,16 +280,23 @@ static int enc_buffers(struct model *m)
 static void model_reset(struct model *m, uint64_t base_ns)
 {
     uint16_t *tok[NSTREAM];
-    for (int i = 0; i < NSTREAM; i++)
+    uint32_t *count[NSTREAM];
+    for (int i = 0; i < NSTREAM; i++) {
         tok[i] = m->ts[i].tok;
+        count[i] = m->ts[i].count;
+        if (m->ts[i].n)
+            memset(count[i], 0, kinds[i].alpha * sizeof *count[i]);
+    }
     struct obuf raw = m->raw;
     struct live_slot *map = m->map;
     size_t map_cap = m->map_cap;
     uint64_t *live_bits = m->live_bits, *seq_addr = m->seq_addr;
     size_t words = (m->nseq + 63) / 64;
     memset(m, 0, sizeof *m);
-    for (int i = 0; i < NSTREAM; i++)
+    for (int i = 0; i < NSTREAM; i++) {
         m->ts[i].tok = tok[i];
+        m->ts[i].count = count[i];
+    }
     m->raw = raw;
     m->raw.len = 0;
     m->map = map;
@@ -326,6 +337,7 @@ INLINE unsigned ctok(const int dec, struct model *m, int sid, unsigned v)
         return sym;
     }
     s->tok[s->n++] = (uint16_t)v; /* room: see enc_buffers() */
+    s->count[v]++;
     return v;
 }
 
@@ -430,7 +442,7 @@ static size_t hash_addr(uint64_t a)
 }
 
 /* Live map: open addressing, linear probing, backward-shift deletion; load <= 1/2. */
-static struct live_slot *map_find(struct model *m, uint64_t addr)
+INLINE struct live_slot *map_find(struct model *m, uint64_t addr)
 {
     size_t mask = m->map_cap - 1;
     if (!addr) /* 0 marks empty slots; a null block is never live */
@@ -443,7 +455,7 @@ static struct live_slot *map_find(struct model *m, uint64_t addr)
     }
 }
 
-static void map_delete(struct model *m, struct live_slot *s)
+INLINE void map_delete(struct model *m, struct live_slot *s)
 {
     size_t mask = m->map_cap - 1, i = (size_t)(s - m->map);
     for (size_t j = (i + 1) & mask; m->map[j].addr; j = (j + 1) & mask) {
@@ -491,7 +503,7 @@ static inline uint32_t popcount64(uint64_t w)
  * block of WORD_BLOCK words and per superblock of BLOCK_SUPER blocks. Frees are mostly of recent
  * allocations, so ranks are counted from the newest end: a few words, blocks and superblocks,
  * and an update is three stores. */
-static void rank_set(struct model *m, uint32_t seq, int live)
+INLINE void rank_set(struct model *m, uint32_t seq, int live)
 {
     uint64_t bit = 1ull << (seq % 64);
     if (live) {
@@ -506,7 +518,7 @@ static void rank_set(struct model *m, uint32_t seq, int live)
 }
 
 /* Live blocks with an allocation number above seq (< nseq): the freed block's rank. */
-static uint32_t rank_above(const struct model *m, uint32_t seq)
+INLINE uint32_t rank_above(const struct model *m, uint32_t seq)
 {
     uint32_t w = seq / 64, last = (m->nseq - 1) / 64;
     uint32_t n = popcount64(m->live_bits[w] >> (seq % 64) >> 1);
@@ -555,14 +567,14 @@ static uint64_t chunk_end(uint64_t addr, uint64_t size)
     return addr + (c < 32 ? 32 : c);
 }
 
-static void live_remove(struct model *m, struct live_slot *s)
+INLINE void live_remove(struct model *m, struct live_slot *s)
 {
     rank_set(m, s->seq, 0);
     m->nlive--;
     map_delete(m, s);
 }
 
-static int live_add(struct model *m, uint64_t addr, uint64_t size)
+INLINE int live_add(struct model *m, uint64_t addr, uint64_t size)
 {
     if (!addr)
         return 0;
@@ -721,9 +733,14 @@ INLINE uint32_t code_stack_after(const int dec, struct model *m, unsigned r, uin
         m->bad = 1;
         return 0;
     }
-    memmove(m->mtf + 1, m->mtf, r * sizeof *m->mtf);
-    m->mtf[0] = id;
-    return id;
+    /* Entries 0..r-1 move down one place and id takes place 0, in one pass (ranks are small:
+     * cheaper than a call to memmove). */
+    for (unsigned i = 0; i <= r; i++) {
+        uint32_t t = m->mtf[i];
+        m->mtf[i] = id;
+        id = t;
+    }
+    return m->mtf[0];
 }
 
 INLINE uint64_t code_size(const int dec, struct model *m, uint32_t stack, uint64_t size)
@@ -1042,7 +1059,6 @@ static void rans_encode(const uint16_t *tok, size_t n, const struct rsym *sym, u
 static int chunk_finish(struct model *m, struct obuf *out)
 {
     struct tables {
-        uint32_t count[ALPHA_MAX];
         uint16_t freq[ALPHA_MAX];
         struct rsym sym[NSTREAM][ALPHA_MAX];
     } *tb = malloc(sizeof *tb);
@@ -1063,12 +1079,8 @@ static int chunk_finish(struct model *m, struct obuf *out)
         unsigned alpha = kinds[sid].alpha;
         if (!s->n)
             continue;
-        uint32_t *count = tb->count;
         uint16_t *freq = tb->freq;
-        memset(count, 0, alpha * sizeof *count);
-        for (size_t i = 0; i < s->n; i++)
-            count[s->tok[i]]++;
-        normalize_freqs(count, alpha, s->n, freq);
+        normalize_freqs(s->count, alpha, s->n, freq);
         uint8_t id = (uint8_t)sid;
         obuf_put(out, &id, 1);
         unsigned used = 0;

@@ -103,6 +103,17 @@ static inline uint8_t *writer_reserve(struct tstate *t, struct stream *s, size_t
     return writer_reserve_slow(t, s, n);
 }
 
+/* Publishes the bytes written up to end: one release store, after which a reader (or the
+ * converter after a crash) sees the record whole. */
+static inline void writer_commit(struct stream *s, uint8_t *end)
+{
+    struct ms_trace_chunk_header *ch = (struct ms_trace_chunk_header *)s->chunk;
+    s->pos = end;
+    s->last_ns = s->enc.prev_ns;
+    __atomic_store_n(&ch->used, (uint32_t)(end - s->chunk - MS_TRACE_CHUNK_HEADER_SIZE),
+                     __ATOMIC_RELEASE);
+}
+
 /* agent.c: makes the thread-exit hook run for the calling thread (once it has a chunk). */
 void agent_thread_register(void);
 
@@ -112,8 +123,6 @@ void writer_after_fork_child(void);  /* drops the parent's file and mappings, op
 void writer_thread_exit(struct tstate *t);
 /* writer_reserve_slow(), declared above writer_reserve(): its path when the stream has no
  * room (a new chunk) or no chunk yet. */
-/* Publishes the bytes written up to end. */
-void writer_commit(struct stream *s, uint8_t *end);
 /* Counts an event that could not be recorded. */
 void writer_lost(void);
 void writer_fail(const char *what, int err);

@@ -309,15 +309,6 @@ uint8_t *writer_reserve_slow(struct tstate *t, struct stream *s, size_t n)
     return s->pos;
 }
 
-void writer_commit(struct stream *s, uint8_t *end)
-{
-    struct ms_trace_chunk_header *ch = (struct ms_trace_chunk_header *)s->chunk;
-    s->pos = end;
-    s->last_ns = s->enc.prev_ns;
-    __atomic_store_n(&ch->used, (uint32_t)(end - s->chunk - MS_TRACE_CHUNK_HEADER_SIZE),
-                     __ATOMIC_RELEASE);
-}
-
 /* Reads a small /proc file into buf without stdio or malloc; returns the byte count. */
 static size_t read_small(const char *path, char *buf, size_t cap)
 {

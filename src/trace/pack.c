@@ -142,12 +142,15 @@ static const struct stream_kind kinds[NSTREAM] = {
     [S_RANK] = NUMK(2, 6, 4), [S_MISC] = NUMK(0, 4, 2), [S_BYTES] = SYMK(256),
 };
 
-struct tstream {
-    /* encoder: the chunk's tokens, in order, and how often each value occurs among them */
-    uint16_t *tok;
-    size_t n;
+/* The encoder's tokens of one stream: the chunk's, in order (tok up to w), and how often each
+ * value occurs among them. */
+struct etok {
+    uint16_t *tok, *w;
     uint32_t *count;
-    /* decoder */
+};
+
+/* The decoder's state of one stream. */
+struct tstream {
     int present;        /* the chunk has a table for it */
     int live;           /* the open segment has tokens for it */
     uint64_t x[2];      /* two interleaved states: token i uses x[i & 1] */
@@ -192,7 +195,8 @@ struct live_slot {
 };
 
 struct model {
-    struct tstream ts[NSTREAM];
+    struct etok et[NSTREAM]; /* encoder */
+    struct tstream ts[NSTREAM]; /* decoder */
     struct bitio bits;
     struct obuf raw;  /* encoder: the raw bits */
     /* Segments: every SEGMENT records the token coding restarts (the model goes on) and a
@@ -231,8 +235,8 @@ static void model_free(struct model *m)
     if (!m)
         return;
     for (int i = 0; i < NSTREAM; i++) {
-        free(m->ts[i].tok);
-        free(m->ts[i].count);
+        free(m->et[i].tok);
+        free(m->et[i].count);
     }
     free(m->raw.p);
     free(m->map);
@@ -262,6 +266,12 @@ static struct model *model_new(uint64_t base_ns)
     return m;
 }
 
+/* The encoder's token count of stream i in this chunk. */
+static inline size_t ntok(const struct model *m, int i)
+{
+    return (size_t)(m->et[i].w - m->et[i].tok);
+}
+
 /* Gives an encoder's model its token arrays: MS_PACK_MAX_RAW tokens each, so that ctok() needs
  * no check. That is enough: a chunk holds at most MS_PACK_MAX_RAW bytes of records (pack_thread()
  * closes it before that), and no record puts more tokens into one stream than it has bytes (one
@@ -270,8 +280,8 @@ static struct model *model_new(uint64_t base_ns)
 static int enc_buffers(struct model *m)
 {
     for (int i = 0; i < NSTREAM; i++)
-        if (!(m->ts[i].tok = malloc(MS_PACK_MAX_RAW * sizeof *m->ts[i].tok)) ||
-            !(m->ts[i].count = calloc(kinds[i].alpha, sizeof *m->ts[i].count)))
+        if (!(m->et[i].tok = m->et[i].w = malloc(MS_PACK_MAX_RAW * sizeof *m->et[i].tok)) ||
+            !(m->et[i].count = calloc(kinds[i].alpha, sizeof *m->et[i].count)))
             return -1;
     return 0;
 }
@@ -279,13 +289,12 @@ static int enc_buffers(struct model *m)
 /* The encoder's next chunk: a fresh model that keeps m's buffers (their pages are warm). */
 static void model_reset(struct model *m, uint64_t base_ns)
 {
-    uint16_t *tok[NSTREAM];
-    uint32_t *count[NSTREAM];
+    struct etok et[NSTREAM];
     for (int i = 0; i < NSTREAM; i++) {
-        tok[i] = m->ts[i].tok;
-        count[i] = m->ts[i].count;
-        if (m->ts[i].n)
-            memset(count[i], 0, kinds[i].alpha * sizeof *count[i]);
+        et[i] = m->et[i];
+        if (et[i].w != et[i].tok)
+            memset(et[i].count, 0, kinds[i].alpha * sizeof *et[i].count);
+        et[i].w = et[i].tok;
     }
     struct obuf raw = m->raw;
     struct live_slot *map = m->map;
@@ -293,10 +302,7 @@ static void model_reset(struct model *m, uint64_t base_ns)
     uint64_t *live_bits = m->live_bits, *seq_addr = m->seq_addr;
     size_t words = (m->nseq + 63) / 64;
     memset(m, 0, sizeof *m);
-    for (int i = 0; i < NSTREAM; i++) {
-        m->ts[i].tok = tok[i];
-        m->ts[i].count = count[i];
-    }
+    memcpy(m->et, et, sizeof et);
     m->raw = raw;
     m->raw.len = 0;
     m->map = map;
@@ -313,8 +319,8 @@ static void model_reset(struct model *m, uint64_t base_ns)
 /* Codes token v of stream sid: the encoder appends it, the decoder returns the next one. */
 INLINE unsigned ctok(const int dec, struct model *m, int sid, unsigned v)
 {
-    struct tstream *s = &m->ts[sid];
     if (dec) {
+        struct tstream *s = &m->ts[sid];
         if (!s->live) { /* no table, or no tokens in this segment */
             m->bad = 1;
             return 0;
@@ -336,8 +342,9 @@ INLINE unsigned ctok(const int dec, struct model *m, int sid, unsigned v)
         }
         return sym;
     }
-    s->tok[s->n++] = (uint16_t)v; /* room: see enc_buffers() */
-    s->count[v]++;
+    struct etok *e = &m->et[sid];
+    *e->w++ = (uint16_t)v; /* room: see enc_buffers() */
+    e->count[v]++;
     return v;
 }
 
@@ -946,7 +953,7 @@ static void seg_close(struct model *m)
     m->bits.acc = 0;
     uint32_t g = m->nseg++; /* < MAX_SEGS: a chunk holds at most MS_PACK_MAX_RAW / 2 records */
     for (int i = 0; i < NSTREAM; i++)
-        m->seg_end[g][i] = (uint32_t)m->ts[i].n;
+        m->seg_end[g][i] = (uint32_t)ntok(m, i);
     m->seg_raw[g] = m->raw.len;
     m->seg_check[g] = (uint32_t)(m->hash >> 32);
 }
@@ -1069,18 +1076,19 @@ static int chunk_finish(struct model *m, struct obuf *out)
         seg_close(m);
     uint8_t nused = 0;
     for (int i = 0; i < NSTREAM; i++) {
-        nused = (uint8_t)(nused + (m->ts[i].n > 0));
-        if (m->ts[i].n > most)
-            most = m->ts[i].n;
+        nused = (uint8_t)(nused + (ntok(m, i) > 0));
+        if (ntok(m, i) > most)
+            most = ntok(m, i);
     }
     obuf_put(out, &nused, 1);
     for (int sid = 0; sid < NSTREAM; sid++) {
-        struct tstream *s = &m->ts[sid];
+        const struct etok *e = &m->et[sid];
         unsigned alpha = kinds[sid].alpha;
-        if (!s->n)
+        size_t n = ntok(m, sid);
+        if (!n)
             continue;
         uint16_t *freq = tb->freq;
-        normalize_freqs(s->count, alpha, s->n, freq);
+        normalize_freqs(e->count, alpha, n, freq);
         uint8_t id = (uint8_t)sid;
         obuf_put(out, &id, 1);
         unsigned used = 0;
@@ -1109,14 +1117,14 @@ static int chunk_finish(struct model *m, struct obuf *out)
     obuf_varint(out, m->nseg);
     for (uint32_t g = 0; g < m->nseg; g++) {
         for (int sid = 0; sid < NSTREAM; sid++) {
-            struct tstream *s = &m->ts[sid];
-            if (!s->n)
+            const struct etok *e = &m->et[sid];
+            if (e->w == e->tok)
                 continue;
             uint32_t a = g ? m->seg_end[g - 1][sid] : 0, b = m->seg_end[g][sid];
             if (a == b)
                 obuf_varint(out, 0);
             else
-                rans_encode(s->tok + a, b - a, tb->sym[sid], buf, cap, out);
+                rans_encode(e->tok + a, b - a, tb->sym[sid], buf, cap, out);
         }
         size_t a = g ? m->seg_raw[g - 1] : 0;
         obuf_varint(out, m->seg_raw[g] - a);

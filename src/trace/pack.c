@@ -392,12 +392,13 @@ INLINE uint64_t craw(const int dec, struct model *m, uint64_t v, int n)
     return lo | craw32(dec, m, v >> 32, n - 32) << 32;
 }
 
-/* Codes, in number stream sid (see struct stream_kind), either the escape *esc (0 <= *esc <
- * kinds[sid].esc) or, when *esc is -1, the number v. Returns the number (0 for an escape);
- * the decoder sets *esc. */
-INLINE uint64_t cnum_esc(const int dec, struct model *m, int sid, int *esc, uint64_t v)
+/* Codes, in number stream sid, either the escape *esc (0 <= *esc < kinds[kid].esc) or, when
+ * *esc is -1, the number v. kid is the first stream of sid's family (streams that share one
+ * struct stream_kind), a constant at every call so that the alphabet's parameters are too.
+ * Returns the number (0 for an escape); the decoder sets *esc. */
+INLINE uint64_t cnum_esc(const int dec, struct model *m, int sid, int kid, int *esc, uint64_t v)
 {
-    const struct stream_kind *k = &kinds[sid];
+    const struct stream_kind *k = &kinds[kid];
     unsigned lim = 1u << k->lim_bits, tok = 0;
     int mant = k->mant;
     if (!dec) { /* the token, and the bits below it raw: v as it is */
@@ -433,11 +434,11 @@ INLINE uint64_t cnum_esc(const int dec, struct model *m, int sid, int *esc, uint
     return (1ull << mb) | (top << (mb - mant)) | low;
 }
 
-/* Codes the number v in stream sid; returns it. */
-INLINE uint64_t cnum(const int dec, struct model *m, int sid, uint64_t v)
+/* Codes the number v in stream sid (of family kid); returns it. */
+INLINE uint64_t cnum(const int dec, struct model *m, int sid, int kid, uint64_t v)
 {
     int esc = -1;
-    v = cnum_esc(dec, m, sid, &esc, v);
+    v = cnum_esc(dec, m, sid, kid, &esc, v);
     if (esc >= 0)
         m->bad = 1;
     return v;
@@ -608,10 +609,10 @@ INLINE uint64_t code_delta(const int dec, struct model *m, int src, uint64_t add
 {
     if (src == SRC_DELTA16) {
         int64_t d = (int64_t)(addr - m->prev_addr) / 16;
-        return m->prev_addr + (uint64_t)ms_unzigzag(cnum(dec, m, S_ADDR, ms_zigzag(d))) * 16;
+        return m->prev_addr + (uint64_t)ms_unzigzag(cnum(dec, m, S_ADDR, S_ADDR, ms_zigzag(d))) * 16;
     }
     int64_t d = (int64_t)(addr - m->prev_addr);
-    return m->prev_addr + (uint64_t)ms_unzigzag(cnum(dec, m, S_ADDR, ms_zigzag(d)));
+    return m->prev_addr + (uint64_t)ms_unzigzag(cnum(dec, m, S_ADDR, S_ADDR, ms_zigzag(d)));
 }
 
 /* Codes the address of a new heap block of `size` bytes; returns it. */
@@ -635,7 +636,7 @@ INLINE uint64_t code_alloc_addr(const int dec, struct model *m, uint64_t addr, u
         } else if (((addr | m->prev_addr) & 15) == 0)
             src = SRC_DELTA16;
     }
-    age = cnum_esc(dec, m, S_SRC + (lifo && lifo[0]), &src, age);
+    age = cnum_esc(dec, m, S_SRC + (lifo && lifo[0]), S_SRC, &src, age);
     switch (src) {
     case SRC_CLASS0:
     case SRC_CLASS1:
@@ -679,7 +680,7 @@ INLINE uint64_t code_free_addr(const int dec, struct model *m, uint64_t addr)
     if (s)
         rank = rank_above(m, s->seq);
     int how = s ? -1 : ((addr | m->prev_addr) & 15) == 0 ? 0 : 1;
-    rank = cnum_esc(dec, m, S_RANK, &how, rank);
+    rank = cnum_esc(dec, m, S_RANK, S_RANK, &how, rank);
     if (how < 0) { /* a block this thread allocated */
         if (dec) {
             if (rank >= m->nlive) {
@@ -729,7 +730,7 @@ INLINE uint32_t code_stack_after(const int dec, struct model *m, unsigned r, uin
     if (r < m->nmtf)
         id = m->mtf[r];
     else if (r == MTF_LEN) {
-        uint64_t v = cnum(dec, m, S_MISC, id);
+        uint64_t v = cnum(dec, m, S_MISC, S_MISC, id);
         if (v > UINT32_MAX) {
             m->bad = 1;
             return 0;
@@ -754,7 +755,7 @@ INLINE uint64_t code_size(const int dec, struct model *m, uint32_t stack, uint64
 {
     __typeof__(m->size_cache[0]) *e = &m->size_cache[stack % SIZE_CACHE];
     int have = e->id == stack && stack, same = have && e->size == size ? 0 : -1;
-    size = cnum_esc(dec, m, S_SIZE, &same, size);
+    size = cnum_esc(dec, m, S_SIZE, S_SIZE, &same, size);
     if (same == 0) {
         if (!have)
             m->bad = 1;
@@ -822,7 +823,7 @@ INLINE int code_record(const int dec, struct model *m, struct prec *r, uint8_t *
     r->h.type = type;
     int k = kind_of(type);
     uint64_t dt = r->h.ns > m->prev_ns ? r->h.ns - m->prev_ns : 0;
-    dt = cnum(dec, m, S_DT + pk * 3 + k, dt);
+    dt = cnum(dec, m, S_DT + pk * 3 + k, S_DT, dt);
     m->prev_ns += dt;
     r->h.ns = m->prev_ns;
     m->prev_kind = k;
@@ -837,19 +838,19 @@ INLINE int code_record(const int dec, struct model *m, struct prec *r, uint8_t *
         r->h.addr = code_free_addr(dec, m, r->h.addr);
     } else if ((type & 0xf8) == MS_REC_MMAP_ALLOC || type == MS_REC_MUNMAP) {
         int64_t d = (int64_t)(r->h.addr - m->prev_maddr);
-        r->h.addr = m->prev_maddr + (uint64_t)ms_unzigzag(cnum(dec, m, S_MISC, ms_zigzag(d)));
+        r->h.addr = m->prev_maddr + (uint64_t)ms_unzigzag(cnum(dec, m, S_MISC, S_MISC, ms_zigzag(d)));
         m->prev_maddr = r->h.addr;
-        r->h.size = cnum(dec, m, S_MISC, r->h.size);
+        r->h.size = cnum(dec, m, S_MISC, S_MISC, r->h.size);
         if (type != MS_REC_MUNMAP) {
-            uint64_t s = cnum(dec, m, S_MISC, r->h.stack_id);
+            uint64_t s = cnum(dec, m, S_MISC, S_MISC, r->h.stack_id);
             if (s > UINT32_MAX)
                 return -1;
             r->h.stack_id = (uint32_t)s;
         }
     } else if (type == MS_REC_LOST) {
-        r->h.size = cnum(dec, m, S_MISC, r->h.size);
+        r->h.size = cnum(dec, m, S_MISC, S_MISC, r->h.size);
     } else { /* EXTENSION */
-        uint64_t n = cnum(dec, m, S_MISC, r->rest_len);
+        uint64_t n = cnum(dec, m, S_MISC, S_MISC, r->rest_len);
         if (n > EXT_REST_MAX)
             return -1;
         for (uint64_t i = 0; i < n; i++) {

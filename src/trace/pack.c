@@ -219,7 +219,9 @@ struct model {
     uint64_t cls[NCLASS][2];
     uint64_t ring[RING];
     uint64_t nfree;
-    struct { uint64_t addr, fseq; } fhash[FHASH]; /* encoder only */
+    /* encoder only: the number of the last free whose address hashed here; the ring entry it
+     * names tells whether that free was of the address looked up */
+    uint32_t fhash[FHASH];
     /* live blocks allocated in this chunk: addr -> allocation number, and back */
     struct live_slot *map;
     size_t map_cap, map_used;
@@ -629,10 +631,9 @@ INLINE uint64_t code_alloc_addr(const int dec, struct model *m, uint64_t addr, u
             src = SRC_CLASS1;
         else if (addr && addr == m->prev_end)
             src = SRC_END;
-        else if (addr && m->fhash[h].addr == addr && m->nfree - m->fhash[h].fseq <= RING &&
-                 m->ring[m->fhash[h].fseq % RING] == addr) {
+        else if (addr && m->nfree - m->fhash[h] <= RING && m->ring[m->fhash[h] % RING] == addr) {
             src = SRC_AGE;
-            age = m->nfree - m->fhash[h].fseq - 1;
+            age = m->nfree - m->fhash[h] - 1;
         } else if (((addr | m->prev_addr) & 15) == 0)
             src = SRC_DELTA16;
     }
@@ -706,8 +707,7 @@ INLINE uint64_t code_free_addr(const int dec, struct model *m, uint64_t addr)
     }
     if (!dec) {
         size_t h = hash_addr(addr) & (FHASH - 1);
-        m->fhash[h].addr = addr;
-        m->fhash[h].fseq = m->nfree;
+        m->fhash[h] = (uint32_t)m->nfree; /* < MAX_SEQ: frees per chunk */
     }
     m->ring[m->nfree % RING] = addr;
     m->nfree++;

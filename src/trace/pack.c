@@ -1286,6 +1286,7 @@ struct job {
     struct obuf out;
     uint64_t events, records, damaged;
     int rc;
+    int done; /* packed (under the pool's lock) */
 };
 
 struct meta {
@@ -1464,11 +1465,79 @@ out:
     free(mt.buf.p);
 }
 
+/* The jobs and the output file. Workers take jobs in order; a finished job's output goes to the
+ * file as soon as every job before it is there, by whichever worker finds it so (one at a time:
+ * `writing`), so that writing overlaps packing and each job's buffer is freed early. */
 struct pool {
     struct job *jobs;
-    size_t njobs, next;
+    size_t njobs, next;   /* jobs planned; the next one to take */
+    size_t written;       /* jobs whose output is in the file (or dropped after an error) */
+    int writing;          /* a worker is writing finished jobs */
+    int fd;
+    int rc;               /* the first error; written by the writing worker only */
+    uint32_t serial, seq; /* chunk numbering across jobs (number_chunks()) */
+    uint64_t out_bytes;
     pthread_mutex_t lock;
 };
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    while (n) {
+        ssize_t w = write(fd, b, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        b += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Gives the chunks of job j (the next in output order) the sequence numbers that follow those
+ * of the same thread in the jobs before it: 0, 1, 2, ... per thread. */
+static void number_chunks(struct pool *pl, struct job *j)
+{
+    struct obuf *o = &j->out;
+    for (size_t off = 0; off + MS_TRACE_CHUNK_HEADER_SIZE <= o->len;) {
+        struct ms_trace_chunk_header h;
+        memcpy(&h, o->p + off, sizeof h);
+        if (h.thread_serial != pl->serial || (pl->written == 0 && off == 0)) {
+            pl->serial = h.thread_serial;
+            pl->seq = 0;
+        }
+        h.seq = pl->seq++;
+        memcpy(o->p + off, &h, sizeof h);
+        off += h.size;
+    }
+}
+
+/* Called with the lock held after a job is done: writes every finished job that is next in
+ * order, unless another worker is doing so (it will see this job before it stops). */
+static void write_done(struct pool *pl)
+{
+    if (pl->writing)
+        return;
+    pl->writing = 1;
+    while (pl->written < pl->njobs && pl->jobs[pl->written].done) {
+        struct job *j = &pl->jobs[pl->written];
+        pthread_mutex_unlock(&pl->lock);
+        if (pl->rc == 0)
+            pl->rc = j->rc;
+        if (pl->rc == 0) {
+            number_chunks(pl, j);
+            pl->rc = write_all(pl->fd, j->out.p, j->out.len);
+            pl->out_bytes += j->out.len;
+        }
+        free(j->out.p);
+        j->out = (struct obuf){0};
+        pthread_mutex_lock(&pl->lock);
+        pl->written++;
+    }
+    pl->writing = 0;
+}
 
 static void *worker(void *arg)
 {
@@ -1488,6 +1557,10 @@ static void *worker(void *arg)
             pack_thread(&pl->jobs[i], m);
         else
             pl->jobs[i].rc = MS_ENOMEM;
+        pthread_mutex_lock(&pl->lock);
+        pl->jobs[i].done = 1;
+        write_done(pl);
+        pthread_mutex_unlock(&pl->lock);
     }
     model_free(m);
     return NULL;
@@ -1516,42 +1589,6 @@ static size_t plan_jobs(const struct ms_trace *t, struct job *jobs)
     return n;
 }
 
-/* Gives the chunks of each thread, in output order, the sequence numbers 0, 1, 2, ... */
-static void number_chunks(struct job *jobs, size_t njobs)
-{
-    uint32_t serial = 0, seq = 0;
-    for (size_t i = 0; i < njobs; i++) {
-        struct obuf *o = &jobs[i].out;
-        for (size_t off = 0; off + MS_TRACE_CHUNK_HEADER_SIZE <= o->len;) {
-            struct ms_trace_chunk_header h;
-            memcpy(&h, o->p + off, sizeof h);
-            if (h.thread_serial != serial || (i == 0 && off == 0)) {
-                serial = h.thread_serial;
-                seq = 0;
-            }
-            h.seq = seq++;
-            memcpy(o->p + off, &h, sizeof h);
-            off += h.size;
-        }
-    }
-}
-
-static int write_all(int fd, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    while (n) {
-        ssize_t w = write(fd, b, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        b += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 int ms_pack_file(const char *in_path, const char *out_path, int workers, struct ms_pack_stats *st)
 {
     struct ms_trace t;
@@ -1563,61 +1600,61 @@ int ms_pack_file(const char *in_path, const char *out_path, int workers, struct 
         return MS_EINVAL;
     }
     size_t njobs = plan_jobs(&t, NULL);
-    struct pool pl = {calloc(njobs + 1, sizeof *pl.jobs), njobs, 0, PTHREAD_MUTEX_INITIALIZER};
+    struct pool pl = {.jobs = calloc(njobs + 1, sizeof *pl.jobs), .njobs = njobs,
+                      .lock = PTHREAD_MUTEX_INITIALIZER};
     if (!pl.jobs) {
         ms_trace_release(&t);
         return MS_ENOMEM;
     }
     plan_jobs(&t, pl.jobs);
-    if (workers < 1)
-        workers = 1;
-    if ((size_t)workers > njobs)
-        workers = njobs ? (int)njobs : 1;
-    pthread_t tids[64];
-    int started = 0;
-    for (int i = 1; i < workers && i < 64; i++)
-        if (pthread_create(&tids[started], NULL, worker, &pl) == 0)
-            started++;
-    worker(&pl);
-    for (int i = 0; i < started; i++)
-        pthread_join(tids[i], NULL);
-
-    number_chunks(pl.jobs, njobs);
+    /* The header goes first with its magic zero, and whole at the end with the file's size:
+     * the magic last, as the agent does, so that a half-written file is never taken for a
+     * trace. */
+    uint8_t hdr[MS_TRACE_V2_HEADER_SIZE] = {0};
+    pl.fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (pl.fd < 0)
+        rc = -errno;
+    else
+        rc = write_all(pl.fd, hdr, sizeof hdr);
+    if (rc == 0) {
+        if (workers < 1)
+            workers = 1;
+        if ((size_t)workers > njobs)
+            workers = njobs ? (int)njobs : 1;
+        pthread_t tids[64];
+        int started = 0;
+        for (int i = 1; i < workers && i < 64; i++)
+            if (pthread_create(&tids[started], NULL, worker, &pl) == 0)
+                started++;
+        worker(&pl);
+        for (int i = 0; i < started; i++)
+            pthread_join(tids[i], NULL);
+        rc = pl.rc;
+    }
     struct ms_pack_stats s = {0};
     s.in_bytes = t.size;
-    for (size_t i = 0; i < njobs && rc == 0; i++) {
-        rc = pl.jobs[i].rc;
+    for (size_t i = 0; i < njobs; i++) {
         s.events += pl.jobs[i].events;
         s.records += pl.jobs[i].records;
         s.damaged += pl.jobs[i].damaged;
-        s.out_bytes += pl.jobs[i].out.len;
+        free(pl.jobs[i].out.p); /* only after an error: written jobs are freed at once */
     }
+    s.out_bytes = pl.out_bytes + sizeof hdr;
     if (rc == 0) {
-        uint8_t hdr[MS_TRACE_V2_HEADER_SIZE] = {0};
         struct ms_trace_file_header h = t.hdr;
         h.version = MS_TRACE_PACKED_VERSION;
         h.header_size = MS_TRACE_V2_HEADER_SIZE;
         h.chunk_align = 1;
         h.flags |= MS_TRACE_F_PACKED;
-        s.out_bytes += sizeof hdr;
         h.file_end = s.out_bytes;
         memcpy(hdr + 8, (const uint8_t *)&h + 8, sizeof h - 8);
-        int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0)
-            rc = -errno;
-        else {
-            rc = write_all(fd, hdr, sizeof hdr);
-            for (size_t i = 0; i < njobs && rc == 0; i++)
-                rc = write_all(fd, pl.jobs[i].out.p, pl.jobs[i].out.len);
-            /* The magic last, as the agent does: a half-written file is never taken for a trace. */
-            if (rc == 0 && pwrite(fd, MS_TRACE_MAGIC, 8, 0) != 8)
-                rc = -errno;
-            if (close(fd) < 0 && rc == 0)
-                rc = -errno;
-        }
+        errno = 0;
+        if (pwrite(pl.fd, hdr + 8, sizeof hdr - 8, 8) != (ssize_t)(sizeof hdr - 8) ||
+            pwrite(pl.fd, MS_TRACE_MAGIC, 8, 0) != 8)
+            rc = errno ? -errno : MS_EIO;
     }
-    for (size_t i = 0; i < njobs; i++)
-        free(pl.jobs[i].out.p);
+    if (pl.fd >= 0 && close(pl.fd) < 0 && rc == 0)
+        rc = -errno;
     free(pl.jobs);
     ms_trace_release(&t);
     if (rc == 0 && st)

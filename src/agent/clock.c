@@ -6,7 +6,8 @@
  * malloc; an rdtsc that overlaps the work around it, a few ns. Called from agent_init
  * (clock_init), from the forked child's hook, and from agent_now() when its inline fast path
  * cannot answer: at a thread's first event, about once a millisecond per thread after that, and
- * on every event while the rate is unknown (the first 10 ms of the process).
+ * on every event while the rate is unknown (the first 10 ms of the process, when an event costs
+ * one clock_gettime, as without the TSC).
  *
  * When the TSC is used: the CPU says its TSC is invariant (constant rate, runs in every C-state:
  * cpuid 0x80000007, EDX bit 8), the kernel's own clocksource is "tsc" (so the kernel found the
@@ -150,6 +151,13 @@ uint64_t clock_now_slow(struct clock_anchor *a)
 {
     if (!agent.clock_tsc)
         return clock_mono();
+    if (!__atomic_load_n(&clk.mult, __ATOMIC_RELAXED)) {
+        /* The rate is not known before NS_CAL_MIN: until then an event costs one clock_gettime,
+         * as without the TSC (a short-lived process never pays for calibration pairs). */
+        uint64_t now = clock_mono();
+        if (now - __atomic_load_n(&clk.ref_ns, __ATOMIC_RELAXED) < NS_CAL_MIN)
+            return now;
+    }
     uint32_t seq = __atomic_load_n(&a->seq, __ATOMIC_RELAXED);
     if (seq & 1)
         return clock_mono(); /* we interrupted this thread's own re-anchoring: hands off */

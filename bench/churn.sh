@@ -59,6 +59,11 @@ ht_events=$((2 * ht_allocs - ht_leaked))
 p=$(median plain.times) h=$(median heaptrack.times) t=$(median ms_trace.times) w=$(median ms_raw.times)
 d=$(median ms_db.times) i=$(median import.times)
 f() { awk -v a="$1" 'BEGIN {printf "%.3f", a}'; }
+# ratio_median A.times B.times: the median of A's time / B's time, round by round.
+ratio_median() {
+    paste -d' ' "$1" "$2" | awk '{printf "%.4f\n", $1 / $2}' >ratio.tmp
+    awk -v v="$(median ratio.tmp)" 'BEGIN {printf "%.2f", v}'
+}
 per() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 cat <<EOT
 Workload: \`churn $ops $threads\` ($(nproc) CPUs, $(uname -m), $rounds rounds, medians of wall time).
@@ -79,6 +84,10 @@ memscope: \`$("$MEMSCOPE" --version)\` (tree $(git -C "$root" describe --always 
 | memscope raw trace (\`--no-pack\`) | $mst_bytes | $events | $(per "$mst_bytes" "$events") |
 | memscope raw trace, \`zstd -3\` | $mst_zst | $events | $(per "$mst_zst" "$events") |
 | heaptrack \`.zst\` | $ht_bytes | $ht_events | $(per "$ht_bytes" "$ht_events") |
+
+Per-round ratios to heaptrack (each round runs both back to back, so a machine that speeds up
+or slows down between rounds moves both), median over the rounds: recording only
+$(ratio_median ms_raw.times heaptrack.times), recording + packing $(ratio_median ms_trace.times heaptrack.times).
 
 Trace to database: $(awk -v s="$i" -v e="$events" 'BEGIN {printf "%.2f", s / (e / 1e6)}') s per million events ($events events; the database run recorded $events_db).
 heaptrack's events: $ht_allocs allocations + $((ht_allocs - ht_leaked)) frees.

@@ -92,10 +92,13 @@ struct agent_global {
 
 extern struct agent_global agent;
 
+/* writer.c: writer_reserve()'s path when the stream has no chunk yet or no room left in it
+ * (takes a new chunk). */
+uint8_t *writer_reserve_slow(struct tstate *t, struct stream *s, size_t n);
+
 /* Returns room for n bytes in stream s of thread t, or NULL (recording stopped, or a nested
  * stream could not take a lock its thread holds: the event is then counted as lost). The
  * common case, room in the current chunk, is inline: every event takes this path. */
-uint8_t *writer_reserve_slow(struct tstate *t, struct stream *s, size_t n);
 static inline uint8_t *writer_reserve(struct tstate *t, struct stream *s, size_t n)
 {
     if (likely(s->chunk && t->generation == agent.generation && (size_t)(s->end - s->pos) >= n))
@@ -121,8 +124,6 @@ void agent_thread_register(void);
 int writer_open(void);               /* opens this image's trace file; 0 or -errno */
 void writer_after_fork_child(void);  /* drops the parent's file and mappings, opens a new one */
 void writer_thread_exit(struct tstate *t);
-/* writer_reserve_slow(), declared above writer_reserve(): its path when the stream has no
- * room (a new chunk) or no chunk yet. */
 /* Counts an event that could not be recorded. */
 void writer_lost(void);
 void writer_fail(const char *what, int err);

@@ -90,7 +90,10 @@ static const char run_usage[] =
     "  -h, --help               print this help\n"
     "\n"
     "Exit status: the program's own, 128+N when it died of signal N; 2 for a usage error;\n"
-    "127 when the program cannot be started; 1 when recording or conversion failed.\n";
+    "127 when the program cannot be started; 1 when recording or conversion failed.\n"
+    "\n"
+    "Environment: MEMSCOPE_NO_TSC=1 takes every timestamp with clock_gettime instead of\n"
+    "computing it from the CPU's time-stamp counter (the default where that is safe).\n";
 
 /* Parses an unsigned decimal in [0, max]; returns 0 or -1. */
 static int parse_uint(const char *s, unsigned max, unsigned *out)

@@ -298,8 +298,6 @@ static int new_chunk(struct tstate *t, struct stream *s, size_t need)
 
 uint8_t *writer_reserve_slow(struct tstate *t, struct stream *s, size_t n)
 {
-    if (s->chunk && t->generation == agent.generation && (size_t)(s->end - s->pos) >= n)
-        return s->pos;
     if (agent.broken || !agent.hdr)
         return NULL;
     if (new_chunk(t, s, n) < 0) {

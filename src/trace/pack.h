@@ -3,8 +3,9 @@
  * The agent writes raw traces (version 1): simple varint records, fast to write from inside the
  * traced program. After the program has ended, ms_pack_file() recodes a raw trace into a packed
  * one: same header fields, every record kept, heap events coded with a model of the allocator
- * and an adaptive range coder (about a third of the bytes). The reader (reader.h) opens both
- * versions and returns the same records; ms_pack_decode() is what it calls for a packed chunk.
+ * and rANS under per-chunk frequency tables (about 40% of the bytes). The reader (reader.h)
+ * opens both versions and returns the same records; ms_pack_decode() is what it calls for a
+ * packed chunk.
  * docs/trace-format.md describes the layout and the model. */
 #ifndef MS_TRACE_PACK_H
 #define MS_TRACE_PACK_H

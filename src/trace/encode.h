@@ -28,9 +28,9 @@ static inline uint8_t *ms_put_varint(uint8_t *p, uint64_t v)
 }
 
 /* Reads a varint at *pp (not past end) into *v and advances *pp. Returns 0, or -1 when it runs
- * past end or is longer than 10 bytes or 64 bits; *pp is then unchanged. Readers of outside
- * bytes (the trace reader, the packed-chunk decoder) use it. */
-static inline int ms_get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+ * past end or is longer than 10 bytes or 64 bits, or, when `minimal` (a constant at each call),
+ * is longer than it needs to be (ends in a zero byte); *pp is then unchanged. */
+static inline int ms_get_varint_x(const uint8_t **pp, const uint8_t *end, uint64_t *v, int minimal)
 {
     const uint8_t *p = *pp;
     uint64_t x = 0;
@@ -40,7 +40,7 @@ static inline int ms_get_varint(const uint8_t **pp, const uint8_t *end, uint64_t
         *pp = p + 1;
         return 0;
     }
-    if (room && p[1] < 0x80) {
+    if (room && p[1] < 0x80 && !(minimal && p[1] == 0)) {
         *v = (p[0] & 0x7fu) | (uint64_t)p[1] << 7;
         *pp = p + 2;
         return 0;
@@ -53,12 +53,20 @@ static inline int ms_get_varint(const uint8_t **pp, const uint8_t *end, uint64_t
             return -1;
         x |= (uint64_t)(b & 0x7f) << shift;
         if (!(b & 0x80)) {
+            if (minimal && b == 0 && shift)
+                return -1;
             *pp = p;
             *v = x;
             return 0;
         }
     }
     return -1;
+}
+
+/* The bounded varint reader of outside bytes (the trace reader, the packed-chunk decoder). */
+static inline int ms_get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+{
+    return ms_get_varint_x(pp, end, v, 0);
 }
 
 static inline uint64_t ms_zigzag(int64_t v)

@@ -1372,10 +1372,22 @@ static void pack_thread(struct job *j, struct model *m)
             const uint8_t *start = cur->p;
             struct ms_record r;
             struct prec pr;
+            struct ms_enc_state probe;
+            size_t len;
+            /* the raw record's delta state: when it is the decoded chunk's, a record of the
+             * fast path decodes to the same bytes (ms_trace_cursor_next_heap()) */
+            int same = cur->prev_ns == st.prev_ns && cur->prev_addr == st.prev_addr;
             if (ms_trace_cursor_next_heap(cur, &pr.h)) { /* most records */
                 j->records++;
                 pr.rest = NULL;
                 pr.rest_len = 0;
+                if (same && raw + (size_t)(cur->p - start) <= MS_PACK_MAX_RAW) {
+                    len = (size_t)(cur->p - start);
+                    st.prev_ns = cur->prev_ns;
+                    st.prev_addr = cur->prev_addr;
+                    j->events++;
+                    goto code;
+                }
                 goto event;
             }
             int rc = ms_trace_cursor_next(cur, &r);
@@ -1406,9 +1418,8 @@ static void pack_thread(struct job *j, struct model *m)
             }
         event:
             j->events++;
-            struct ms_enc_state probe = st;
-            size_t len = kind_of(pr.h.type) == K_OTHER ? emit(NULL, &probe, &pr)
-                                                       : heap_len(&probe, &pr);
+            probe = st;
+            len = kind_of(pr.h.type) == K_OTHER ? emit(NULL, &probe, &pr) : heap_len(&probe, &pr);
             if (raw + len > MS_PACK_MAX_RAW) { /* close this packed chunk, start the next */
                 if (chunk_finish(m, &body) < 0) {
                     j->rc = MS_ENOMEM;
@@ -1425,6 +1436,8 @@ static void pack_thread(struct job *j, struct model *m)
                 len = emit(NULL, &probe, &pr);
                 raw = 0;
             }
+            st = probe;
+        code:
             if (code_record(0, m, &pr, NULL) < 0) {
                 j->rc = MS_ENOMEM; /* the encoder's only failure: the live table is full */
                 goto out;
@@ -1432,7 +1445,6 @@ static void pack_thread(struct job *j, struct model *m)
             check_record(m, &pr);
             if (m->nrec % SEGMENT == 0)
                 seg_close(m);
-            st = probe;
             raw += len;
         }
     }

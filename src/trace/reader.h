@@ -104,10 +104,13 @@ struct ms_heap_record {
     uint32_t stack_id;
 };
 
-/* A fast path for readers of many heap events: when the next record is a well-formed heap
- * event, reads it into *h and returns 1; otherwise returns 0 and leaves the cursor as it was,
- * for ms_trace_cursor_next() to read the record (or report the damage). Inline: readers call
- * it once per event. */
+/* A fast path for readers of many heap events: when the next record is a heap event in the
+ * form the agent writes it (minimal varints; the ALIGNED bit set exactly when the address and
+ * the one before it are both 16-byte aligned), reads it into *h and returns 1; otherwise returns
+ * 0 and leaves the cursor as it was, for ms_trace_cursor_next() to read the record (or report
+ * the damage). Such a record is exactly what ms_enc_alloc() / ms_enc_free() write for it from
+ * the same delta state, byte for byte: the packer takes its length as it is. Inline: readers
+ * call it once per event. */
 static inline int ms_trace_cursor_next_heap(struct ms_trace_cursor *c, struct ms_heap_record *h)
 {
     if (c->failed || c->p >= c->end)
@@ -117,18 +120,23 @@ static inline int ms_trace_cursor_next_heap(struct ms_trace_cursor *c, struct ms
     if ((base != MS_REC_HEAP_ALLOC || (type & 0x0f) >= MS_FN_HEAP_COUNT) &&
         (type & ~MS_REC_F_ALIGNED16) != MS_REC_HEAP_FREE)
         return 0; /* not a heap event: ms_trace_cursor_next() reads it */
+    _Static_assert(MS_REC_F_ALIGNED16 == 0x40, "the shift below");
     uint64_t dt, z, size = 0, stack = 0;
     /* on a local pointer, so that it stays in a register; the cursor moves only on success */
-    if (ms_get_varint(&p, end, &dt) || ms_get_varint(&p, end, &z) ||
-        (base == MS_REC_HEAP_ALLOC && (ms_get_varint(&p, end, &size) ||
-                                       ms_get_varint(&p, end, &stack) || stack > UINT32_MAX)))
-        return 0; /* malformed: ms_trace_cursor_next() reports it */
+    if (ms_get_varint_x(&p, end, &dt, 1) || ms_get_varint_x(&p, end, &z, 1) ||
+        (base == MS_REC_HEAP_ALLOC && (ms_get_varint_x(&p, end, &size, 1) ||
+                                       ms_get_varint_x(&p, end, &stack, 1) || stack > UINT32_MAX)))
+        return 0; /* malformed or not minimal: ms_trace_cursor_next() reads it */
+    unsigned aligned = (unsigned)(type & MS_REC_F_ALIGNED16) >> 6; /* 1: in units of 16 */
+    uint64_t addr = c->prev_addr + ((uint64_t)ms_unzigzag(z) << (aligned * 4));
+    if (aligned != (((addr | c->prev_addr) & 15) == 0))
+        return 0; /* a form the agent does not write: ms_trace_cursor_next() reads it */
     c->p = p;
     c->prev_ns += dt;
-    c->prev_addr += (uint64_t)ms_unzigzag(z) * (type & MS_REC_F_ALIGNED16 ? 16 : 1);
+    c->prev_addr = addr;
     h->type = type & ~MS_REC_F_ALIGNED16;
     h->ns = c->prev_ns;
-    h->addr = c->prev_addr;
+    h->addr = addr;
     h->size = size;
     h->stack_id = (uint32_t)stack;
     return 1;

@@ -1211,6 +1211,65 @@ static void test_free_null(void)
     tg_release(&g);
 }
 
+/* A heap record by hand: type byte, then varints each padded to at least pad[i] bytes (a form
+ * the agent never writes: longer than needed), the delta state moved as a reader moves it. */
+static void w_odd_heap(struct wr *w, int type, const uint64_t *v, const int *pad, int n)
+{
+    uint8_t *p = wr_begin(w, 1 + 4 * MS_VARINT_MAX), *q = p + 1;
+    *p = (uint8_t)type;
+    for (int i = 0; i < n; i++) {
+        uint8_t *e = ms_put_varint(q, v[i]);
+        while (e - q < pad[i]) { /* same value, one more byte: 0x80 on the last, then 0x00 */
+            e[-1] |= 0x80;
+            *e++ = 0;
+        }
+        q = e;
+    }
+    w->st.prev_ns += v[0];
+    w->now = w->st.prev_ns;
+    w->st.prev_addr += (uint64_t)ms_unzigzag(v[1]) * (type & MS_REC_F_ALIGNED16 ? 16 : 1);
+    wr_commit(w, q);
+}
+
+/* Heap records in forms the agent does not write (longer varints than needed, the ALIGNED flag
+ * left off aligned addresses) pack and read back as the same records: the packer counts their
+ * decoded length itself instead of taking the raw one (ms_trace_cursor_next_heap() leaves them
+ * to the slow path). A wrong count would cut the chunk's last segment. */
+static void test_odd_forms(void)
+{
+    struct tg g;
+    struct wr w;
+    tg_init(&g, 6, 1, MONO0, REAL0);
+    wr_init(&w, &g, 6, 1, MONO0);
+    for (int round = 0; round < 3000; round++) {
+        uint64_t a = 0x100000 + 64 * (uint64_t)(round % 50);
+        w_alloc(&w, MS_FN_MALLOC, 5, a, 40, 2);
+        int k = round % 4;
+        if (k == 0) { /* a free with a 3-byte time delta of value 7 */
+            uint64_t v[2] = {7, ms_zigzag(0)};
+            int pad[2] = {3, 1};
+            w_odd_heap(&w, MS_REC_HEAP_FREE, v, pad, 2);
+        } else if (k == 1) { /* an aligned free without the flag: the delta in bytes */
+            uint64_t v[2] = {2, ms_zigzag(0)};
+            int pad[2] = {1, 1};
+            w_odd_heap(&w, MS_REC_HEAP_FREE, v, pad, 2);
+        } else if (k == 2) { /* an allocation with a 2-byte size and stack id */
+            uint64_t v[4] = {1, ms_zigzag(4096), 24, 3};
+            int pad[4] = {1, 2, 2, 2};
+            w_odd_heap(&w, MS_REC_HEAP_ALLOC + MS_FN_CALLOC, v, pad, 4);
+            w_free(&w, 1, a + 4096);
+            w_free(&w, 1, a);
+        } else {
+            w_free(&w, 3, a);
+        }
+    }
+    struct ms_pack_stats st;
+    pack_and_compare(&g, tmp_path("odd.mst"), tmp_path("odd.pk"), 1, &st);
+    CHECK_EQ(st.events, 3000 * 2 + 750 * 2);
+    CHECK_EQ(st.damaged, 0);
+    tg_release(&g);
+}
+
 /* Removes the temporary files (kept when MS_TEST_KEEP is set, for a look after a failure). */
 static void cleanup(void)
 {
@@ -1223,7 +1282,8 @@ static void cleanup(void)
                                         "dmgraw.pk", "ref.mst", "ref.pk",  "ref2.pk",
                                         "text",    "text.pk",   "short",   "short.pk",
                                         "new.mst", "new.pk",    "null.mst", "null.pk",
-                                        "missing.pk", "mid.mst", "mid.pk", "hdr.mst", "hdr.pk"};
+                                        "missing.pk", "mid.mst", "mid.pk", "hdr.mst", "hdr.pk",
+                                        "odd.mst", "odd.pk"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         unlink(tmp_path(names[i]));
     rmdir(tmp_dir);
@@ -1248,7 +1308,7 @@ int main(int argc, char **argv)
         {"damage", test_damage},           {"damaged_raw", test_damaged_raw},
         {"refused", test_refused},         {"truncated_middle", test_truncated_middle},
         {"truncated_header", test_truncated_header},
-        {"free_null", test_free_null},
+        {"free_null", test_free_null},     {"odd_forms", test_odd_forms},
     };
     int failed = 0, ran = 0;
     CHECK(mkdtemp(tmp_dir));

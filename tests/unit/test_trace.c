@@ -285,6 +285,12 @@ static void test_next_heap(void)
     c.p = ms_enc_free(c.p, &c.st, MONO0 + 301, 0x5000);
     c.p = ms_enc_lost(c.p, &c.st, MONO0 + 302, 5);
     c.p = ms_enc_free(c.p, &c.st, MONO0 + 303, 0x5008);
+    /* forms the agent never writes, for the slow path: a time delta of 2 in two bytes (address
+     * 0x5000), then 0x5010 after 0x5000 (both aligned) without the ALIGNED flag */
+    static const uint8_t odd[] = {MS_REC_HEAP_FREE, 0x82, 0x00, 0x0f /* zigzag(-8) */,
+                                  MS_REC_HEAP_FREE, 0x01, 0x20 /* zigzag(16) */};
+    memcpy(c.p, odd, sizeof odd);
+    c.p += sizeof odd;
     *c.p++ = MS_REC_HEAP_ALLOC; /* cut short: type and a varint that never ends */
     *c.p++ = 0x85;
     tg_chunk_end(&g, &c);
@@ -307,6 +313,12 @@ static void test_next_heap(void)
     CHECK(r.type == MS_REC_LOST && r.size == 5 && r.ns == MONO0 + 302);
     CHECK_EQ(ms_trace_cursor_next_heap(cur, &h), 1); /* the delta state went on through LOST */
     CHECK(h.type == MS_REC_HEAP_FREE && h.ns == MONO0 + 303 && h.addr == 0x5008);
+    for (int i = 0; i < 2; i++) { /* not the agent's form: left for the slow path */
+        CHECK_EQ(ms_trace_cursor_next_heap(cur, &h), 0);
+        CHECK_EQ(ms_trace_cursor_next(cur, &r), 1);
+        CHECK(r.type == MS_REC_HEAP_FREE && r.ns == MONO0 + 305 + (uint64_t)i &&
+              r.addr == (i ? 0x5010 : 0x5000));
+    }
     CHECK_EQ(ms_trace_cursor_next_heap(cur, &h), 0); /* malformed: left for the slow path */
     CHECK_EQ(ms_trace_cursor_next(cur, &r), MS_EFORMAT);
     CHECK_EQ(ms_trace_cursor_next_heap(cur, &h), 0);

@@ -41,6 +41,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -230,6 +231,10 @@ struct model {
     uint32_t scnt[NSUPER]; /* and per superblock of BLOCK_SUPER blocks */
     uint64_t *seq_addr;
     uint32_t nseq, nlive;
+    /* encoder: chunk_finish()'s work space, kept across chunks (its pages stay warm) */
+    struct tables *tables;
+    uint8_t *rans_buf;
+    size_t rans_cap;
 };
 
 static void model_free(struct model *m)
@@ -244,6 +249,8 @@ static void model_free(struct model *m)
     free(m->map);
     free(m->live_bits);
     free(m->seq_addr);
+    free(m->tables);
+    free(m->rans_buf);
     free(m);
 }
 
@@ -303,7 +310,13 @@ static void model_reset(struct model *m, uint64_t base_ns)
     size_t map_cap = m->map_cap;
     uint64_t *live_bits = m->live_bits, *seq_addr = m->seq_addr;
     size_t words = (m->nseq + 63) / 64;
+    struct tables *tables = m->tables;
+    uint8_t *rans_buf = m->rans_buf;
+    size_t rans_cap = m->rans_cap;
     memset(m, 0, sizeof *m);
+    m->tables = tables;
+    m->rans_buf = rans_buf;
+    m->rans_cap = rans_cap;
     memcpy(m->et, et, sizeof et);
     m->raw = raw;
     m->raw.len = 0;
@@ -1064,15 +1077,17 @@ static void rans_encode(const uint16_t *tok, size_t n, const struct rsym *sym, u
 
 /* Writes the chunk's payload: the frequency table of each stream used, then each segment: for
  * each stream used its rANS bytes, the raw bits, the check value. Returns 0 or -1 (memory). */
+struct tables {
+    uint16_t freq[ALPHA_MAX];
+    struct rsym sym[NSTREAM][ALPHA_MAX];
+};
+
 static int chunk_finish(struct model *m, struct obuf *out)
 {
-    struct tables {
-        uint16_t freq[ALPHA_MAX];
-        struct rsym sym[NSTREAM][ALPHA_MAX];
-    } *tb = malloc(sizeof *tb);
-    size_t most = 0;
-    if (!tb)
+    if (!m->tables && !(m->tables = malloc(sizeof *m->tables)))
         return -1;
+    struct tables *tb = m->tables;
+    size_t most = 0;
     if (m->nrec % SEGMENT || !m->nseg)
         seg_close(m);
     uint8_t nused = 0;
@@ -1110,11 +1125,15 @@ static int chunk_finish(struct model *m, struct obuf *out)
         }
     }
     size_t cap = 4 * most + 16;
-    uint8_t *buf = malloc(cap);
-    if (!buf) {
-        free(tb);
-        return -1;
+    if (cap > m->rans_cap) {
+        free(m->rans_buf);
+        if (!(m->rans_buf = malloc(cap))) {
+            m->rans_cap = 0;
+            return -1;
+        }
+        m->rans_cap = cap;
     }
+    uint8_t *buf = m->rans_buf;
     obuf_varint(out, m->nseg);
     for (uint32_t g = 0; g < m->nseg; g++) {
         for (int sid = 0; sid < NSTREAM; sid++) {
@@ -1132,8 +1151,6 @@ static int chunk_finish(struct model *m, struct obuf *out)
         obuf_put(out, m->raw.p + a, m->seg_raw[g] - a);
         obuf_put(out, &m->seg_check[g], 4);
     }
-    free(buf);
-    free(tb);
     return out->oom || m->raw.oom ? -1 : 0;
 }
 
@@ -1283,7 +1300,7 @@ size_t ms_pack_decode(const uint8_t *in, size_t len, uint64_t base_ns, uint8_t *
 struct job {
     const struct ms_trace *t;
     size_t first, end; /* its raw chunks */
-    struct obuf out;
+    struct obuf out[2]; /* its description chunks, then its packed chunks */
     uint64_t events, records, damaged;
     int rc;
     int done; /* packed (under the pool's lock) */
@@ -1301,6 +1318,20 @@ static void put_chunk_header(struct obuf *o, uint32_t magic, size_t payload, con
     struct ms_trace_chunk_header h = {magic, (uint32_t)(MS_TRACE_CHUNK_HEADER_SIZE + payload),
                                       ci->tid, ci->thread_serial, seq, used, base_ns};
     obuf_put(o, &h, sizeof h);
+}
+
+/* Closes the open packed chunk: its payload goes to o right after a header (no copy through
+ * another buffer). Returns 0 or -1 (memory). */
+static int packed_chunk(struct model *m, struct obuf *o, const struct job *j, uint32_t seq,
+                        uint32_t used, uint64_t base_ns)
+{
+    size_t at = o->len;
+    put_chunk_header(o, MS_TRACE_PACK_MAGIC, 0, j, seq, used, base_ns);
+    if (chunk_finish(m, o) < 0)
+        return -1;
+    uint32_t size = (uint32_t)(o->len - at); /* header + payload */
+    memcpy(o->p + at + offsetof(struct ms_trace_chunk_header, size), &size, sizeof size);
+    return 0;
 }
 
 /* Finds the payload after dts in an extension record's raw bytes (which the reader accepted, so
@@ -1360,7 +1391,6 @@ static void pack_thread(struct job *j, struct model *m)
     struct ms_trace_cursor *cur = calloc(1, sizeof *cur);
     uint32_t nmeta = 0, npacked = 0;
     size_t raw = 0;
-    struct obuf body = {0};
     model_reset(m, chunk_base);
     if (!cur) {
         j->rc = MS_ENOMEM;
@@ -1421,14 +1451,10 @@ static void pack_thread(struct job *j, struct model *m)
             probe = st;
             len = kind_of(pr.h.type) == K_OTHER ? emit(NULL, &probe, &pr) : heap_len(&probe, &pr);
             if (raw + len > MS_PACK_MAX_RAW) { /* close this packed chunk, start the next */
-                if (chunk_finish(m, &body) < 0) {
+                if (packed_chunk(m, &packed, j, npacked++, (uint32_t)raw, chunk_base) < 0) {
                     j->rc = MS_ENOMEM;
                     goto out;
                 }
-                put_chunk_header(&packed, MS_TRACE_PACK_MAGIC, body.len, j, npacked++,
-                                 (uint32_t)raw, chunk_base);
-                obuf_put(&packed, body.p, body.len);
-                body.len = 0;
                 chunk_base = st.prev_ns;
                 st = (struct ms_enc_state){chunk_base, 0};
                 model_reset(m, chunk_base);
@@ -1449,13 +1475,10 @@ static void pack_thread(struct job *j, struct model *m)
         }
     }
     if (raw) {
-        if (chunk_finish(m, &body) < 0) {
+        if (packed_chunk(m, &packed, j, npacked++, (uint32_t)raw, chunk_base) < 0) {
             j->rc = MS_ENOMEM;
             goto out;
         }
-        put_chunk_header(&packed, MS_TRACE_PACK_MAGIC, body.len, j, npacked++, (uint32_t)raw,
-                         chunk_base);
-        obuf_put(&packed, body.p, body.len);
     }
     if (mt.buf.len) {
         put_chunk_header(&metas, MS_TRACE_CHUNK_MAGIC, mt.buf.len, j, nmeta++,
@@ -1463,17 +1486,17 @@ static void pack_thread(struct job *j, struct model *m)
         obuf_put(&metas, mt.buf.p, mt.buf.len);
     }
     /* Description chunks first, then the packed ones; ms_pack_file() numbers them. */
-    obuf_put(&j->out, metas.p, metas.len);
-    obuf_put(&j->out, packed.p, packed.len);
-    if (j->out.oom || packed.oom || metas.oom || body.oom || mt.buf.oom)
+    if (packed.oom || metas.oom || mt.buf.oom)
         j->rc = MS_ENOMEM;
+    j->out[0] = metas;
+    j->out[1] = packed;
+    metas = packed = (struct obuf){0};
 out:
     if (cur)
         ms_trace_cursor_release(cur);
     free(cur);
     free(packed.p);
     free(metas.p);
-    free(body.p);
     free(mt.buf.p);
 }
 
@@ -1488,6 +1511,7 @@ struct pool {
     int fd;
     int rc;               /* the first error; written by the writing worker only */
     uint32_t serial, seq; /* chunk numbering across jobs (number_chunks()) */
+    int numbered;         /* a chunk has been numbered */
     uint64_t out_bytes;
     pthread_mutex_t lock;
 };
@@ -1512,17 +1536,20 @@ static int write_all(int fd, const void *p, size_t n)
  * of the same thread in the jobs before it: 0, 1, 2, ... per thread. */
 static void number_chunks(struct pool *pl, struct job *j)
 {
-    struct obuf *o = &j->out;
-    for (size_t off = 0; off + MS_TRACE_CHUNK_HEADER_SIZE <= o->len;) {
-        struct ms_trace_chunk_header h;
-        memcpy(&h, o->p + off, sizeof h);
-        if (h.thread_serial != pl->serial || (pl->written == 0 && off == 0)) {
-            pl->serial = h.thread_serial;
-            pl->seq = 0;
+    for (int k = 0; k < 2; k++) {
+        struct obuf *o = &j->out[k];
+        for (size_t off = 0; off + MS_TRACE_CHUNK_HEADER_SIZE <= o->len;) {
+            struct ms_trace_chunk_header h;
+            memcpy(&h, o->p + off, sizeof h);
+            if (h.thread_serial != pl->serial || !pl->numbered) {
+                pl->serial = h.thread_serial;
+                pl->seq = 0;
+                pl->numbered = 1;
+            }
+            h.seq = pl->seq++;
+            memcpy(o->p + off, &h, sizeof h);
+            off += h.size;
         }
-        h.seq = pl->seq++;
-        memcpy(o->p + off, &h, sizeof h);
-        off += h.size;
     }
 }
 
@@ -1540,11 +1567,15 @@ static void write_done(struct pool *pl)
             pl->rc = j->rc;
         if (pl->rc == 0) {
             number_chunks(pl, j);
-            pl->rc = write_all(pl->fd, j->out.p, j->out.len);
-            pl->out_bytes += j->out.len;
+            for (int k = 0; k < 2 && pl->rc == 0; k++) {
+                pl->rc = write_all(pl->fd, j->out[k].p, j->out[k].len);
+                pl->out_bytes += j->out[k].len;
+            }
         }
-        free(j->out.p);
-        j->out = (struct obuf){0};
+        for (int k = 0; k < 2; k++) {
+            free(j->out[k].p);
+            j->out[k] = (struct obuf){0};
+        }
         pthread_mutex_lock(&pl->lock);
         pl->written++;
     }
@@ -1649,7 +1680,8 @@ int ms_pack_file(const char *in_path, const char *out_path, int workers, struct 
         s.events += pl.jobs[i].events;
         s.records += pl.jobs[i].records;
         s.damaged += pl.jobs[i].damaged;
-        free(pl.jobs[i].out.p); /* only after an error: written jobs are freed at once */
+        free(pl.jobs[i].out[0].p); /* only after an error: written jobs are freed at once */
+        free(pl.jobs[i].out[1].p);
     }
     s.out_bytes = pl.out_bytes + sizeof hdr;
     if (rc == 0) {

@@ -150,7 +150,9 @@ static inline uint64_t hash_end(uint64_t h, unsigned n)
 
 /* Walks frame pointers from fp0; stores the return addresses in pcs, returns their number and
  * sets *hash to hash_stack() of them, computed on the way. */
-static unsigned unwind(struct tstate *t, void *fp0, uint64_t *pcs, unsigned max, uint64_t *hash)
+static inline __attribute__((always_inline)) unsigned unwind(struct tstate *t, void *fp0,
+                                                              uint64_t *pcs, unsigned max,
+                                                              uint64_t *hash)
 {
     uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
     uintptr_t fp = (uintptr_t)fp0;
@@ -359,10 +361,11 @@ static unsigned py_snapshot(const struct tstate *t, uint32_t *out)
     return n;
 }
 
-uint32_t stacks_capture(struct tstate *t, struct stream *s, void *fp)
+/* stacks_capture() with room for agent.depth return addresses in pcs and agent.py_depth
+ * Python entries in py. */
+static inline __attribute__((always_inline)) uint32_t capture(struct tstate *t, struct stream *s,
+                                                              void *fp, uint64_t *pcs, uint32_t *py)
 {
-    uint64_t pcs[agent.depth ? agent.depth : 1]; /* small threads have small stacks */
-    uint32_t py[agent.py_depth ? 2 * agent.py_depth : 2];
     unsigned n = 0, npy = py_snapshot(t, py);
     uintptr_t ret0 = ((uintptr_t *)fp)[1];
     uint64_t h;
@@ -412,4 +415,24 @@ uint32_t stacks_capture(struct tstate *t, struct stream *s, void *fp)
         return id;
     }
     return 0; /* table crowded here: the event goes without a stack */
+}
+
+/* Depths up to SMALL_DEPTH (the default is 32) take fixed arrays; deeper ones arrays sized to
+ * the depth (small threads have small stacks), which cost a few instructions more to set up. */
+#define SMALL_DEPTH 64
+
+static __attribute__((noinline)) uint32_t capture_deep(struct tstate *t, struct stream *s, void *fp)
+{
+    uint64_t pcs[agent.depth ? agent.depth : 1];
+    uint32_t py[agent.py_depth ? 2 * agent.py_depth : 2];
+    return capture(t, s, fp, pcs, py);
+}
+
+uint32_t stacks_capture(struct tstate *t, struct stream *s, void *fp)
+{
+    if (agent.depth > SMALL_DEPTH || agent.py_depth > SMALL_DEPTH)
+        return capture_deep(t, s, fp);
+    uint64_t pcs[SMALL_DEPTH];
+    uint32_t py[2 * SMALL_DEPTH];
+    return capture(t, s, fp, pcs, py);
 }

@@ -151,6 +151,63 @@ static __attribute__((noinline)) void record_free(int type, const void *p, size_
 #define REC_ALLOC(fn, p, n) \
     record_alloc(MS_REC_HEAP_ALLOC + (fn), (p), (n), __builtin_frame_address(0), 0)
 
+static inline void fast_leave(struct tstate *t)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->guard = 0;
+}
+
+/* The common case of malloc and free, inline in them: recording, this thread not inside the
+ * agent already (its own stream, s[0]), and room in its chunk. It is what enter(),
+ * writer_reserve(), the encoder and leave() do there, without a call or the choice of stream.
+ * Returns the stream with the guard taken, or NULL (guard not taken) when the general path
+ * must record the event. The room is looked at only once the guard is taken, as in enter():
+ * a signal handler that records before that uses the same stream. The compiler barriers keep
+ * the guard around the stream's use as a signal handler sees it. */
+static inline struct stream *fast_enter(struct tstate *t)
+{
+    struct stream *s = &t->s[0];
+    if (unlikely(!__atomic_load_n(&agent.recording, __ATOMIC_RELAXED) || t->guard ||
+                 t->internal))
+        return NULL;
+    t->guard = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (unlikely(!s->chunk || t->generation != agent.generation ||
+                 (size_t)(s->end - s->pos) < MS_REC_MAX_EVENT)) {
+        fast_leave(t);
+        return NULL;
+    }
+    return s;
+}
+
+/* Encodes from a copy of the stream's delta state, so that the compiler keeps it in registers
+ * (the record's byte stores could alias the stream's fields). */
+static inline void fast_free(struct tstate *t, struct stream *s, uint64_t ns, const void *p)
+{
+    struct ms_enc_state st = s->enc;
+    uint8_t *e = ms_enc_free(s->pos, &st, ns, (uintptr_t)p);
+    s->enc = st;
+    writer_commit(s, e);
+    fast_leave(t);
+}
+
+static inline void fast_alloc(struct tstate *t, struct stream *s, int type, const void *p,
+                              size_t n, uint32_t sid)
+{
+    if (unlikely((size_t)(s->end - s->pos) < MS_REC_MAX_EVENT)) { /* STACK records took it */
+        uint8_t *w = writer_reserve(t, s, MS_REC_MAX_EVENT);
+        if (w)
+            writer_commit(s, ms_enc_alloc(w, &s->enc, type, agent_now(), (uintptr_t)p, n, sid));
+        fast_leave(t);
+        return;
+    }
+    struct ms_enc_state st = s->enc;
+    uint8_t *e = ms_enc_alloc(s->pos, &st, type, agent_now(), (uintptr_t)p, n, sid);
+    s->enc = st;
+    writer_commit(s, e);
+    fast_leave(t);
+}
+
 AGENT_API void *malloc(size_t n)
 {
     if (unlikely(!real.malloc)) {
@@ -159,8 +216,17 @@ AGENT_API void *malloc(size_t n)
         resolve();
     }
     void *p = real.malloc(n);
-    if (likely(p != NULL) && active())
-        REC_ALLOC(MS_FN_MALLOC, p, n);
+    if (likely(p != NULL) && active()) {
+        struct tstate *t = &agent_tls;
+        struct stream *s = fast_enter(t);
+        if (likely(s != NULL)) {
+            uint32_t sid = agent.depth || agent.py_depth
+                               ? stacks_capture(t, s, __builtin_frame_address(0))
+                               : 0;
+            fast_alloc(t, s, MS_REC_HEAP_ALLOC + MS_FN_MALLOC, p, n, sid);
+        } else
+            REC_ALLOC(MS_FN_MALLOC, p, n);
+    }
     return p;
 }
 
@@ -173,8 +239,14 @@ AGENT_API void free(void *p)
             return; /* cannot happen with glibc; leaking is the safe answer */
         resolve();
     }
-    if (active())
-        record_free(MS_REC_HEAP_FREE, p, 0, agent_now());
+    if (active()) {
+        struct tstate *t = &agent_tls;
+        struct stream *s = fast_enter(t);
+        if (likely(s != NULL))
+            fast_free(t, s, agent_now(), p);
+        else
+            record_free(MS_REC_HEAP_FREE, p, 0, agent_now());
+    }
     real.free(p);
 }
 

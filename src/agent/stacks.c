@@ -133,18 +133,25 @@ static void stack_bounds(struct tstate *t)
         t->stack_lo = t->stack_hi = 1; /* unknown: record only the first frame */
 }
 
-/* The stack hash, one return address at a time (hash_stack() is the whole of it). */
+/* The stack hash, one return address at a time (hash_stack() is the whole of it). A step is an
+ * xor and a multiplication by an odd constant: for a given return address it maps hashes one to
+ * one, so two stacks of the same depth that differ in one frame never share a hash, and it is
+ * the shortest chain of dependent instructions per frame (the walk's other chain is the frame
+ * pointer's loads). Return addresses differ mostly in their low bits, which the multiplications
+ * carry upwards; hash_end() mixes the high bits back down, since the table is indexed by the
+ * low ones. */
 #define HASH_SEED 0x9e3779b97f4a7c15ull
 static inline uint64_t hash_step(uint64_t h, uint64_t pc)
 {
-    h ^= pc;
-    h *= 0xff51afd7ed558ccdull;
-    return h ^ (h >> 32);
+    return (h ^ pc) * 0xff51afd7ed558ccdull;
 }
 
 static inline uint64_t hash_end(uint64_t h, unsigned n)
 {
     h = hash_step(h, n);
+    h ^= h >> 33; /* the finalizer of MurmurHash3 */
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
     return h ? h : 1;
 }
 

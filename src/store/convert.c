@@ -12,11 +12,13 @@
  *     order and matches blocks per (process, layer) with a hash map of live addresses.
  *     Memory is proportional to live blocks + stacks + threads, never to the event count.
  *   - Everything is written in one transaction with prepared statements into db_path + ".tmp",
- *     indexes are built after loading, and the file is renamed over db_path on success only.
+ *     the events and blocks rows 64 to a statement (batch.c), indexes are built after loading,
+ *     and the file is renamed over db_path on success only.
  * Caps (MAX_*) bound what a hostile or corrupt trace can make us allocate. */
 #include "store.h"
 
 #include "addrmap.h"
+#include "batch.h"
 #include "error.h"
 #include "reader.h"
 #include "schema.h"
@@ -242,7 +244,8 @@ struct conv {
     struct pystack *pystacks;
     size_t npystacks, apystacks;
 
-    sqlite3_stmt *ins_event, *ins_block, *ins_string, *ins_frame, *ins_stack, *ins_stack_frame;
+    struct ms_batch events_ins, blocks_ins; /* multi-row INSERTs of the per-event rows */
+    sqlite3_stmt *ins_string, *ins_frame, *ins_stack, *ins_stack_frame;
     sqlite3_stmt *ins_owner, *ins_step, *ins_range, *ins_pytrace;
 };
 
@@ -266,6 +269,12 @@ static int db_fail(struct conv *c, const char *what)
 static int oom(struct conv *c, const char *what)
 {
     return fail(c, MS_ENOMEM, "out of memory or over a size cap (%s)", what);
+}
+
+/* An error of an ms_batch call (what: the insert). */
+static int batch_fail(struct conv *c, int rc, const char *what)
+{
+    return rc == MS_EDB ? db_fail(c, what) : oom(c, what);
 }
 
 /* Runs one prepared insert that has its parameters bound. */
@@ -936,22 +945,24 @@ static int block_close(struct conv *c, struct proc *p, int layer, uint32_t slot,
                        int64_t free_ns, int64_t free_event)
 {
     struct block *b = &c->blocks[slot];
-    sqlite3_stmt *st = c->ins_block;
-    sqlite3_bind_int64(st, 1, b->alloc_id);
-    sqlite3_bind_int64(st, 2, layer);
-    sqlite3_bind_int64(st, 3, p->id);
-    sqlite3_bind_int64(st, 4, b->thread_id);
-    sqlite3_bind_int64(st, 5, b->addr);
-    sqlite3_bind_int64(st, 6, b->size);
-    sqlite3_bind_text(st, 7, b->func, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 8, b->alloc_ns);
-    bind_opt(st, 9, free_ns, have_free);
-    sqlite3_bind_int64(st, 10, b->alloc_event_id);
-    bind_opt(st, 11, free_event, have_free && free_event);
-    bind_opt(st, 12, b->stack_id, b->stack_id != 0);
-    bind_opt(st, 13, b->owner_id, b->owner_id != 0);
-    sqlite3_bind_int64(st, 14, b->step);
-    int rc = step_reset(c, st, "insert block");
+    struct ms_cell *row;
+    int rc = ms_batch_row(&c->blocks_ins, &row);
+    if (rc < 0)
+        return batch_fail(c, rc, "insert block");
+    ms_cell_int(&row[0], b->alloc_id);
+    ms_cell_int(&row[1], layer);
+    ms_cell_int(&row[2], p->id);
+    ms_cell_int(&row[3], b->thread_id);
+    ms_cell_int(&row[4], b->addr);
+    ms_cell_int(&row[5], b->size);
+    ms_cell_static(&row[6], b->func);
+    ms_cell_int(&row[7], b->alloc_ns);
+    ms_cell_opt(&row[8], free_ns, have_free);
+    ms_cell_int(&row[9], b->alloc_event_id);
+    ms_cell_opt(&row[10], free_event, have_free && free_event);
+    ms_cell_opt(&row[11], b->stack_id, b->stack_id != 0);
+    ms_cell_opt(&row[12], b->owner_id, b->owner_id != 0);
+    ms_cell_int(&row[13], b->step);
     if (have_free) {
         struct layer_stats *ls = &p->ls[layer].st;
         ls->live_bytes -= b->size;
@@ -969,27 +980,26 @@ static int write_event_full(struct conv *c, const struct stream *s, int kind, in
                             const char *func, int64_t stack, int64_t alloc_id, const char *name,
                             size_t name_len, int flags)
 {
-    sqlite3_stmt *st = c->ins_event;
-    sqlite3_bind_int64(st, 1, ++c->next_event);
-    sqlite3_bind_int64(st, 2, s->ts);
-    sqlite3_bind_int64(st, 3, kind);
-    sqlite3_bind_int64(st, 4, layer);
-    sqlite3_bind_int64(st, 5, c->procs[s->proc].id);
-    sqlite3_bind_int64(st, 6, s->thread);
-    bind_opt(st, 7, addr, have_addr);
-    bind_opt(st, 8, size, have_size);
-    if (func)
-        sqlite3_bind_text(st, 9, func, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, 9);
-    bind_opt(st, 10, stack, stack != 0);
-    bind_opt(st, 11, alloc_id, alloc_id != 0);
-    if (name)
-        sqlite3_bind_text(st, 12, name, (int)name_len, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, 12);
-    bind_opt(st, 13, flags, flags >= 0);
-    return step_reset(c, st, "insert event");
+    struct ms_cell *row;
+    int rc = ms_batch_row(&c->events_ins, &row);
+    if (rc < 0)
+        return batch_fail(c, rc, "insert event");
+    ms_cell_int(&row[0], ++c->next_event);
+    ms_cell_int(&row[1], s->ts);
+    ms_cell_int(&row[2], kind);
+    ms_cell_int(&row[3], layer);
+    ms_cell_int(&row[4], c->procs[s->proc].id);
+    ms_cell_int(&row[5], s->thread);
+    ms_cell_opt(&row[6], addr, have_addr);
+    ms_cell_opt(&row[7], size, have_size);
+    ms_cell_static(&row[8], func);
+    ms_cell_opt(&row[9], stack, stack != 0);
+    ms_cell_opt(&row[10], alloc_id, alloc_id != 0);
+    ms_cell_null(&row[11]);
+    if (name && (rc = ms_batch_copy(&c->events_ins, &row[11], name, name_len)) < 0)
+        return batch_fail(c, rc, "insert event");
+    ms_cell_opt(&row[12], flags, flags >= 0);
+    return 0;
 }
 
 static int write_event(struct conv *c, const struct stream *s, int kind, int layer,
@@ -1860,6 +1870,16 @@ static int write_meta(struct conv *c)
 
 /* ---- Driver ---------------------------------------------------------------------------------- */
 
+/* Writes the events and blocks rows still buffered. */
+static int flush_batches(struct conv *c)
+{
+    int rc = ms_batch_flush(&c->events_ins);
+    if (rc < 0)
+        return batch_fail(c, rc, "insert event");
+    rc = ms_batch_flush(&c->blocks_ins);
+    return rc < 0 ? batch_fail(c, rc, "insert block") : 0;
+}
+
 static int open_db(struct conv *c)
 {
     size_t n = strlen(c->o->db_path);
@@ -1881,11 +1901,10 @@ static int open_db(struct conv *c)
                       "setup");
     if (rc == 0)
         rc = exec_sql(c, ms_schema_sql, "create schema");
-    if (rc == 0)
-        rc = prepare(c, &c->ins_event, "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    if (rc == 0)
-        rc = prepare(c, &c->ins_block,
-                     "INSERT INTO blocks VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    if (rc == 0 && (rc = ms_batch_init(&c->events_ins, c->db, "events", 13, 1)) < 0)
+        rc = batch_fail(c, rc, "prepare");
+    if (rc == 0 && (rc = ms_batch_init(&c->blocks_ins, c->db, "blocks", 14, 1)) < 0)
+        rc = batch_fail(c, rc, "prepare");
     if (rc == 0)
         rc = prepare(c, &c->ins_owner, "INSERT INTO owners VALUES (?,?)");
     if (rc == 0)
@@ -1907,11 +1926,12 @@ static int open_db(struct conv *c)
 
 static void conv_release(struct conv *c)
 {
-    sqlite3_stmt *sts[] = {c->ins_event, c->ins_block,       c->ins_string, c->ins_frame,
-                           c->ins_stack, c->ins_stack_frame, c->ins_owner,  c->ins_step,
-                           c->ins_range, c->ins_pytrace};
+    sqlite3_stmt *sts[] = {c->ins_string, c->ins_frame, c->ins_stack, c->ins_stack_frame,
+                           c->ins_owner,  c->ins_step,  c->ins_range, c->ins_pytrace};
     for (size_t i = 0; i < sizeof sts / sizeof sts[0]; i++)
         sqlite3_finalize(sts[i]);
+    ms_batch_release(&c->events_ins);
+    ms_batch_release(&c->blocks_ins);
     if (c->db)
         sqlite3_close(c->db);
     for (size_t i = 0; i < c->nprocs; i++) {
@@ -2004,6 +2024,8 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
         rc = write_threads(&c);
     if (rc == 0)
         rc = write_processes(&c);
+    if (rc == 0)
+        rc = flush_batches(&c);
     if (rc == 0)
         rc = exec_sql(&c, ms_schema_index_sql, "create indexes");
     if (rc == 0)

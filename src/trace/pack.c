@@ -1002,13 +1002,18 @@ static void normalize_freqs(const uint32_t *count, unsigned alpha, size_t n, uin
         freq[big] = (uint16_t)(freq[big] + (SCALE - sum));
         return;
     }
-    while (sum > SCALE) { /* many rare symbols were rounded up: take from the largest */
-        big = 0;
-        for (unsigned i = 1; i < alpha; i++)
-            if (freq[i] > freq[big])
-                big = i;
-        freq[big]--;
-        sum--;
+    /* Many rare symbols were rounded up: take one from the largest, the first of equals, until
+     * the sum is right. The largest stay the largest until each has given one, so each pass
+     * over the alphabet takes one from every symbol at the top, in order. */
+    while (sum > SCALE) {
+        uint16_t top = 0;
+        for (unsigned i = 0; i < alpha; i++)
+            top = freq[i] > top ? freq[i] : top;
+        for (unsigned i = 0; i < alpha && sum > SCALE; i++)
+            if (freq[i] == top) {
+                freq[i]--;
+                sum--;
+            }
     }
 }
 

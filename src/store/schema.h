@@ -20,7 +20,8 @@ enum {
 
 /* Tables, fixed rows and the memscope_dump view; run before loading. */
 extern const char ms_schema_sql[];
-/* Indexes; run after loading (cheaper than maintaining them row by row). */
+/* Indexes. The converter runs them before loading: they are partial or on small tables, so
+ * keeping them up to date costs less than reading the events table again to build them. */
 extern const char ms_schema_index_sql[];
 
 #endif

@@ -19,10 +19,13 @@ bench_workdir() {
 }
 
 # bench_timed NAME CMD...: runs CMD (stdout and stderr to NAME.log) and appends its wall seconds
-# to NAME.times; a failing CMD ends the benchmark.
+# to NAME.times; a failing CMD ends the benchmark. The files earlier runs wrote are flushed to
+# disk first (sync, not timed): otherwise their writeback (hundreds of MB for a database) runs
+# beside whichever command comes next and is counted in its time.
 bench_timed() {
     local name=$1 t0 t1
     shift
+    sync
     t0=$EPOCHREALTIME
     if ! "$@" >"$name.log" 2>&1; then
         echo "$BENCH: $name failed: $*" >&2

@@ -1089,13 +1089,14 @@ static void rans_encode(const uint16_t *tok, size_t n, const struct rsym *sym, u
     obuf_put(out, p, (size_t)(buf + cap - p));
 }
 
-/* Writes the chunk's payload: the frequency table of each stream used, then each segment: for
- * each stream used its rANS bytes, the raw bits, the check value. Returns 0 or -1 (memory). */
+/* chunk_finish()'s tables: one stream's frequencies, and each stream's symbols for rANS. */
 struct tables {
     uint16_t freq[ALPHA_MAX];
     struct rsym sym[NSTREAM][ALPHA_MAX];
 };
 
+/* Writes the chunk's payload: the frequency table of each stream used, then each segment: for
+ * each stream used its rANS bytes, the raw bits, the check value. Returns 0 or -1 (memory). */
 static int chunk_finish(struct model *m, struct obuf *out)
 {
     if (!m->tables && !(m->tables = malloc(sizeof *m->tables)))

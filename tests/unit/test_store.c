@@ -490,6 +490,48 @@ static void remove_tree(const char *path)
     rmdir(path);
 }
 
+/* More allocations than the store's window of blocks rows awaiting their turn (65536 ids,
+ * convert.c): a block live across all of them (its row passed over, then written out of
+ * order), one live at exit, 70000 short-lived ones between (written in order), and row counts
+ * that are not multiples of the store's multi-row INSERT. Every row is there, with its values. */
+static void test_many_blocks(void)
+{
+    char sub[128];
+    snprintf(sub, sizeof sub, "%s/many", dir);
+    CHECK_EQ(mkdir(sub, 0755), 0);
+    struct tg g;
+    struct tg_chunk c;
+    tg_init(&g, 300, 1, MA, R);
+    tg_chunk_begin(&g, &c, 300, 1, 0, MA, 4u << 20);
+    uint64_t t = MA;
+    c.p = ms_enc_alloc(c.p, &c.st, MS_REC_HEAP_ALLOC + MS_FN_MALLOC, t += 10, 0x10000000, 1000, 0);
+    c.p = ms_enc_alloc(c.p, &c.st, MS_REC_HEAP_ALLOC + MS_FN_MALLOC, t += 10, 0x10001000, 2000, 0);
+    for (int i = 0; i < 70000; i++) {
+        c.p = ms_enc_alloc(c.p, &c.st, MS_REC_HEAP_ALLOC + MS_FN_MALLOC, t += 10, 0x20000000,
+                           16 + (uint64_t)(i % 50), 0);
+        c.p = ms_enc_free(c.p, &c.st, t += 10, 0x20000000);
+    }
+    c.p = ms_enc_free(c.p, &c.st, t += 10, 0x10000000);
+    tg_chunk_end(&g, &c);
+    char path[256];
+    snprintf(path, sizeof path, "%s/300.0.mst", sub);
+    CHECK_EQ(tg_write(&g, path), 0);
+    tg_release(&g);
+    struct ms_store_result res;
+    char err[256];
+    CHECK_EQ(convert(sub, 0, &res, err), 0);
+    CHECK_EQ(res.events, 140003);
+    /* sizes: 1000 + 2000 + 70000 * 16 + 1400 * (0 + 1 + ... + 49) */
+    check_query("SELECT count(*), min(allocation_id), max(allocation_id), sum(size), count(free_ns) "
+                "FROM blocks", "70002|1|70002|2838000|70001\n");
+    check_query("SELECT allocation_id, size, free_ns - alloc_ns, free_event_id FROM blocks "
+                "WHERE allocation_id IN (1, 2, 3, 70002) ORDER BY 1",
+                "1|1000|1400020|140003\n2|2000|NULL|NULL\n3|16|10|4\n70002|65|10|140002\n");
+    check_query("SELECT count(*), sum(free_event_id = alloc_event_id + 1) FROM blocks",
+                "70002|70000\n");
+    remove_tree(sub);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/memscope-test-store-XXXXXX");
@@ -499,6 +541,7 @@ int main(void)
     test_convert();
     test_bad_input();
     test_symbolize();
+    test_many_blocks();
     remove_tree(dir);
     puts("test_store: ok");
     return 0;

@@ -555,15 +555,30 @@ INLINE void rank_set(struct model *m, uint32_t seq, int live)
 /* Live blocks with an allocation number above seq (< nseq): the freed block's rank. */
 INLINE uint32_t rank_above(const struct model *m, uint32_t seq)
 {
+    /* Words, blocks and superblocks past the newest allocation are all zero (model_reset()),
+     * so the rest of seq's block and of its superblock are summed whole, without a branch on
+     * where the newest allocation is: the word after seq's when seq's is the first of its
+     * block, and the blocks after seq's in its superblock. */
+    _Static_assert(WORD_BLOCK == 2 && BLOCK_SUPER == 16, "the sums below");
     uint32_t w = seq / 64, last = (m->nseq - 1) / 64;
     uint32_t n = popcount64(m->live_bits[w] >> (seq % 64) >> 1);
-    uint32_t end = w | (WORD_BLOCK - 1);
-    for (uint32_t i = w + 1; i <= end && i <= last; i++)
-        n += popcount64(m->live_bits[i]);
+    n += popcount64(m->live_bits[w | 1]) & (0u - (~w & 1));
     uint32_t b = w / WORD_BLOCK, blast = last / WORD_BLOCK;
-    end = b | (BLOCK_SUPER - 1);
-    for (uint32_t i = b + 1; i <= end && i <= blast; i++)
-        n += m->bcnt[i];
+    const uint16_t *g = m->bcnt + (b & ~(uint32_t)(BLOCK_SUPER - 1));
+#if defined(__SSE2__)
+    __m128i k = _mm_set1_epi16((short)(b % BLOCK_SUPER));
+    __m128i lo = _mm_and_si128(_mm_loadu_si128((const __m128i *)g),
+                               _mm_cmpgt_epi16(_mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7), k));
+    __m128i hi = _mm_and_si128(_mm_loadu_si128((const __m128i *)(g + 8)),
+                               _mm_cmpgt_epi16(_mm_setr_epi16(8, 9, 10, 11, 12, 13, 14, 15), k));
+    __m128i sum = _mm_madd_epi16(_mm_add_epi16(lo, hi), _mm_set1_epi16(1)); /* 4 x 32 bits */
+    sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(1, 0, 3, 2)));
+    sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(2, 3, 0, 1)));
+    n += (uint32_t)_mm_cvtsi128_si32(sum);
+#else
+    for (uint32_t i = b % BLOCK_SUPER + 1; i < BLOCK_SUPER; i++)
+        n += g[i];
+#endif
     for (uint32_t i = b / BLOCK_SUPER + 1; i <= blast / BLOCK_SUPER; i++)
         n += m->scnt[i];
     return n;

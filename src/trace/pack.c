@@ -467,7 +467,8 @@ static size_t hash_addr(uint64_t a)
     return (size_t)((a >> 4) * 0x9e3779b97f4a7c15ull >> 20);
 }
 
-/* Live map: open addressing, linear probing, backward-shift deletion; load <= 1/2. */
+/* Live map: open addressing, linear probing, backward-shift deletion; load <= 1/4 (short
+ * clusters: the loops over them end after a probe or two, and their ends are hard to predict). */
 INLINE struct live_slot *map_find(struct model *m, uint64_t addr)
 {
     size_t mask = m->map_cap - 1;
@@ -628,7 +629,7 @@ INLINE int live_add(struct model *m, uint64_t addr, uint64_t size)
 {
     if (!addr)
         return 0;
-    if (m->nseq >= MAX_SEQ || (2 * (m->map_used + 1) > m->map_cap && map_grow(m) < 0))
+    if (m->nseq >= MAX_SEQ || (4 * (m->map_used + 1) > m->map_cap && map_grow(m) < 0))
         return -1;
     size_t mask = m->map_cap - 1, i = hash_addr(addr) & mask;
     while (m->map[i].addr && m->map[i].addr != addr)

@@ -63,6 +63,11 @@ static void resolve(void)
     if (real.free)
         return;
     resolving = 1;
+    /* first: the agent's dlsym (cuda.c) forwards to it, and R() below goes through it */
+    if (!ms_real_dlsym)
+        ms_real_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!ms_real_dlsym)
+        ms_real_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
 #define R(name) real.name = (__typeof__(real.name))dlsym(RTLD_NEXT, #name)
     R(calloc);
     R(malloc);
@@ -81,48 +86,11 @@ static void resolve(void)
     resolving = 0;
 }
 
-/* Enters the agent on this thread and returns the stream to record into, or NULL when the
- * event must not be recorded (recording off). A signal handler that interrupts the agent on
- * its own thread gets the thread's second stream; deeper nesting is counted as lost. */
-static inline struct stream *enter(struct tstate **tp)
-{
-    if (!__atomic_load_n(&agent.recording, __ATOMIC_RELAXED)) {
-        if (unlikely(agent.broken))
-            writer_lost(); /* counted in the header, which stays mapped */
-        return NULL;
-    }
-    struct tstate *t = &agent_tls;
-    int g = t->guard;
-    if (unlikely(t->internal))
-        return NULL; /* the agent's own allocation */
-    if (unlikely(g >= 2)) {
-        writer_lost();
-        return NULL;
-    }
-    t->guard = g + 1;
-    *tp = t;
-    struct stream *s = &t->s[g];
-    s->nested = g;
-    return s;
-}
-
-static inline void leave(struct tstate *t)
-{
-    t->guard--;
-}
-
-/* Whether an interposer should go on to record: recording, or stopped after an error (then
- * enter() counts the event as lost). */
-static inline int active(void)
-{
-    return agent.recording | agent.broken;
-}
-
 static __attribute__((noinline)) void record_alloc(int type, const void *p, size_t n, void *fp,
                                                   uint64_t ns)
 {
     struct tstate *t;
-    struct stream *s = enter(&t);
+    struct stream *s = agent_enter(&t);
     if (!s)
         return;
     uint32_t sid = agent.depth || agent.py_depth ? stacks_capture(t, s, fp) : 0;
@@ -130,13 +98,13 @@ static __attribute__((noinline)) void record_alloc(int type, const void *p, size
     if (w)
         writer_commit(s, ms_enc_alloc(w, &s->enc, type, ns ? ns : agent_now(), (uintptr_t)p, n,
                                       sid));
-    leave(t);
+    agent_leave(t);
 }
 
 static __attribute__((noinline)) void record_free(int type, const void *p, size_t n, uint64_t ns)
 {
     struct tstate *t;
-    struct stream *s = enter(&t);
+    struct stream *s = agent_enter(&t);
     if (!s)
         return;
     uint8_t *w = writer_reserve(t, s, MS_REC_MAX_EVENT);
@@ -145,7 +113,7 @@ static __attribute__((noinline)) void record_free(int type, const void *p, size_
                                            : ms_enc_free(w, &s->enc, ns, (uintptr_t)p);
         writer_commit(s, e);
     }
-    leave(t);
+    agent_leave(t);
 }
 
 #define REC_ALLOC(fn, p, n) \
@@ -216,7 +184,7 @@ AGENT_API void *malloc(size_t n)
         resolve();
     }
     void *p = real.malloc(n);
-    if (likely(p != NULL) && active()) {
+    if (likely(p != NULL) && agent_active()) {
         struct tstate *t = &agent_tls;
         struct stream *s = fast_enter(t);
         if (likely(s != NULL)) {
@@ -239,7 +207,7 @@ AGENT_API void free(void *p)
             return; /* cannot happen with glibc; leaking is the safe answer */
         resolve();
     }
-    if (active()) {
+    if (agent_active()) {
         struct tstate *t = &agent_tls;
         struct stream *s = fast_enter(t);
         if (likely(s != NULL))
@@ -261,7 +229,7 @@ AGENT_API void *calloc(size_t n, size_t m)
         resolve();
     }
     void *p = real.calloc(n, m);
-    if (likely(p != NULL) && active())
+    if (likely(p != NULL) && agent_active())
         REC_ALLOC(MS_FN_CALLOC, p, n * m);
     return p;
 }
@@ -316,7 +284,7 @@ AGENT_API int posix_memalign(void **out, size_t align, size_t n)
     if (unlikely(!real.posix_memalign))
         resolve();
     int rc = real.posix_memalign(out, align, n);
-    if (rc == 0 && active())
+    if (rc == 0 && agent_active())
         REC_ALLOC(MS_FN_POSIX_MEMALIGN, *out, n);
     return rc;
 }
@@ -326,7 +294,7 @@ AGENT_API void *aligned_alloc(size_t align, size_t n)
     if (unlikely(!real.aligned_alloc))
         resolve();
     void *p = real.aligned_alloc(align, n);
-    if (p && active())
+    if (p && agent_active())
         REC_ALLOC(MS_FN_ALIGNED_ALLOC, p, n);
     return p;
 }
@@ -336,7 +304,7 @@ AGENT_API void *memalign(size_t align, size_t n)
     if (unlikely(!real.memalign))
         resolve();
     void *p = real.memalign(align, n);
-    if (p && active())
+    if (p && agent_active())
         REC_ALLOC(MS_FN_MEMALIGN, p, n);
     return p;
 }
@@ -346,7 +314,7 @@ AGENT_API void *valloc(size_t n)
     if (unlikely(!real.valloc))
         resolve();
     void *p = real.valloc(n);
-    if (p && active())
+    if (p && agent_active())
         REC_ALLOC(MS_FN_VALLOC, p, n);
     return p;
 }
@@ -356,7 +324,7 @@ AGENT_API void *pvalloc(size_t n)
     if (unlikely(!real.pvalloc))
         resolve();
     void *p = real.pvalloc(n);
-    if (p && active())
+    if (p && agent_active())
         REC_ALLOC(MS_FN_PVALLOC, p, n);
     return p;
 }
@@ -390,7 +358,7 @@ AGENT_API int munmap(void *addr, size_t len)
 {
     if (unlikely(!real.munmap))
         resolve();
-    if (active())
+    if (agent_active())
         record_free(MS_REC_MUNMAP, addr, len, agent_now());
     return real.munmap(addr, len);
 }
@@ -447,6 +415,7 @@ static void on_fork_child(void)
     t->internal++;
     clock_after_fork_child();
     stacks_reset_after_fork();
+    cuda_after_fork_child();
     writer_after_fork_child();
     if (!agent.broken && agent.hdr)
         modules_scan(t, &t->s[0]);
@@ -540,6 +509,7 @@ __attribute__((constructor)) static void agent_init(void)
     writer_process_record();
     modules_scan(t, &t->s[0]);
     stacks_warm_up();
+    cuda_init();
     if (!deferred && !agent.broken)
         __atomic_store_n(&agent.recording, 1, __ATOMIC_RELEASE);
     t->internal = 0;
@@ -551,7 +521,7 @@ __attribute__((constructor)) static void agent_init(void)
 static int record_ext(int ext, const uint64_t *v, int n, const char *str, void *fp, int want_stack)
 {
     struct tstate *t;
-    struct stream *s = enter(&t);
+    struct stream *s = agent_enter(&t);
     if (!s)
         return -1;
     uint64_t vv[3];
@@ -563,7 +533,7 @@ static int record_ext(int ext, const uint64_t *v, int n, const char *str, void *
     uint8_t *w = writer_reserve(t, s, MS_EXT_MAX);
     if (w)
         writer_commit(s, ms_enc_ext(w, &s->enc, ext, agent_now(), vv, n, str ? str : NULL, slen));
-    leave(t);
+    agent_leave(t);
     return w ? 0 : -1;
 }
 

@@ -117,6 +117,45 @@ static inline void writer_commit(struct stream *s, uint8_t *end)
                      __ATOMIC_RELEASE);
 }
 
+void writer_lost(void); /* writer.c: counts an event that could not be recorded */
+
+/* Enters the agent on this thread and returns the stream to record into, or NULL when the
+ * event must not be recorded (recording off). A signal handler that interrupts the agent on
+ * its own thread gets the thread's second stream; deeper nesting is counted as lost. */
+static inline struct stream *agent_enter(struct tstate **tp)
+{
+    if (!__atomic_load_n(&agent.recording, __ATOMIC_RELAXED)) {
+        if (unlikely(agent.broken))
+            writer_lost(); /* counted in the header, which stays mapped */
+        return NULL;
+    }
+    struct tstate *t = &agent_tls;
+    int g = t->guard;
+    if (unlikely(t->internal))
+        return NULL; /* the agent's own allocation */
+    if (unlikely(g >= 2)) {
+        writer_lost();
+        return NULL;
+    }
+    t->guard = g + 1;
+    *tp = t;
+    struct stream *s = &t->s[g];
+    s->nested = g;
+    return s;
+}
+
+static inline void agent_leave(struct tstate *t)
+{
+    t->guard--;
+}
+
+/* Whether an interposer should go on to record: recording, or stopped after an error (then
+ * agent_enter() counts the event as lost). */
+static inline int agent_active(void)
+{
+    return agent.recording | agent.broken;
+}
+
 /* agent.c: makes the thread-exit hook run for the calling thread (once it has a chunk). */
 void agent_thread_register(void);
 
@@ -137,6 +176,23 @@ void stacks_reset_after_fork(void);
 uint32_t stacks_capture(struct tstate *t, struct stream *s, void *fp);
 void modules_scan(struct tstate *t, struct stream *s);
 void stacks_warm_up(void);
+
+/* attach.c: makes every loaded object except the agent, the dynamic loader and the object
+ * holding address skip call repl[i] where it calls the function names[i] now bound to orig[i]
+ * (its GOT slots, as memscope__attach does for malloc & co.). Every name of a set starts with
+ * the same letter. Returns the number of slots written. */
+struct got_set {
+    int n;
+    const char *const *names;
+    const uintptr_t *orig, *repl;
+    uintptr_t skip;
+};
+int got_redirect(const struct got_set *set);
+
+/* cuda.c */
+void cuda_init(void);                /* at agent start: hooks a CUDA driver already loaded */
+void cuda_after_fork_child(void);
+extern void *(*ms_real_dlsym)(void *, const char *);
 
 /* Raw syscalls: the agent's own mappings must not show up as traced mmap events (the
  * agent's mmap symbol is its own interposer). They set errno like libc does. */

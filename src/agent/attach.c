@@ -247,6 +247,23 @@ static int fn_index(const struct object *o, size_t off)
     return -1;
 }
 
+/* Which name of set a symbol name is, or -1. */
+static int set_index(const struct object *o, size_t off, const struct got_set *set)
+{
+    if (off >= o->strsz)
+        return -1;
+    const char *s = o->strtab + off;
+    size_t left = o->strsz - off;
+    if (s[0] != set->names[0][0])
+        return -1; /* every name of a set starts alike (cu...) */
+    for (int i = 0; i < set->n; i++) {
+        size_t l = strlen(set->names[i]);
+        if (l < left && s[l] == 0 && !memcmp(s, set->names[i], l))
+            return i;
+    }
+    return -1;
+}
+
 /* PROT_* the page holding slot has now: its segment's flags, read-only in the RELRO pages. */
 static int slot_prot(const struct object *o, const ElfW(Phdr) *seg, uintptr_t slot)
 {
@@ -280,6 +297,7 @@ static int is_own_code(const struct object *o, uintptr_t v)
 }
 
 struct pass {
+    const struct got_set *set; /* NULL: malloc & co. (the tables above); else got_redirect's */
     int restore;    /* 0: attach (libc -> agent), 1: detach (agent -> libc) */
     int dry;        /* 1: only check every entry, write nothing */
     int failed;     /* objects skipped as malformed or unwritable */
@@ -304,7 +322,7 @@ static int patch_table(const struct object *o, const ElfW(Rela) *r, size_t n, st
             !load_of(o, (uintptr_t)(o->symtab + si), sizeof(ElfW(Sym))))
             return -1;
         const ElfW(Sym) *sym = &o->symtab[si];
-        int f = fn_index(o, sym->st_name);
+        int f = p->set ? set_index(o, sym->st_name, p->set) : fn_index(o, sym->st_name);
         if (f < 0)
             continue;
         /* An object that defines the function itself (the C library does, so that its own
@@ -320,7 +338,12 @@ static int patch_table(const struct object *o, const ElfW(Rela) *r, size_t n, st
             continue;
         uintptr_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
         uintptr_t want;
-        if (p->restore) {
+        if (p->set) {
+            if (v != p->set->orig[f] &&
+                !(type == R_X86_64_JUMP_SLOT && !defined && is_own_code(o, v)))
+                continue; /* bound elsewhere, or already redirected */
+            want = p->set->repl[f];
+        } else if (p->restore) {
             if (v != agent_fn[f])
                 continue;
             want = libc_fn[f];
@@ -340,7 +363,7 @@ static int patch_table(const struct object *o, const ElfW(Rela) *r, size_t n, st
         if (slot_write(o, seg, slot, want) < 0)
             return -1;
         p->patched++;
-        if (!p->restore && !p->probe) {
+        if (!p->set && !p->restore && !p->probe) {
             p->probe = slot;
             p->probe_fn = f;
         }
@@ -742,4 +765,58 @@ AGENT_API int memscope__detach(void)
     agent_tls.internal--;
     errno = err;
     return rc;
+}
+
+/* ---- redirecting another set of functions (cuda.c) ---- */
+
+struct set_ctx {
+    struct pass p;
+    uintptr_t skip; /* an address inside the object that defines the set: never patched */
+};
+
+static int redirect_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct set_ctx *c = arg;
+    (void)size;
+    if ((vdso_base && info->dlpi_addr == vdso_base) || (rtld_base && info->dlpi_addr == rtld_base))
+        return 0;
+    struct object o = {.base = info->dlpi_addr, .ph = info->dlpi_phdr,
+                       .phnum = info->dlpi_phnum};
+    if (!o.ph || o.phnum <= 0 || load_of(&o, self_addr, 1) || load_of(&o, c->skip, 1))
+        return 0;
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    if (strstr(name, "/ld-linux"))
+        return 0;
+    if (object_parse(&o, info) < 0)
+        return 0;
+    c->p.dry = 1;
+    if (patch_table(&o, o.jmprel, o.njmprel, &c->p) < 0 ||
+        patch_table(&o, o.rela, o.nrela, &c->p) < 0)
+        return 0; /* malformed: left alone */
+    c->p.dry = 0;
+    if (patch_table(&o, o.jmprel, o.njmprel, &c->p) < 0 ||
+        patch_table(&o, o.rela, o.nrela, &c->p) < 0)
+        c->p.failed++;
+    return 0;
+}
+
+int got_redirect(const struct got_set *set)
+{
+    int err = errno;
+    agent_tls.internal++;
+    spin_lock(&patch_lock);
+    if (!page_size) {
+        page_size = sysconf(_SC_PAGESIZE);
+        if (page_size <= 0)
+            page_size = 4096;
+    }
+    self_addr = (uintptr_t)&got_redirect;
+    rtld_base = getauxval(AT_BASE);
+    vdso_base = getauxval(AT_SYSINFO_EHDR);
+    struct set_ctx c = {.p = {.set = set}, .skip = set->skip};
+    dl_iterate_phdr(redirect_one, &c);
+    spin_unlock(&patch_lock);
+    agent_tls.internal--;
+    errno = err;
+    return c.p.patched;
 }

@@ -61,7 +61,18 @@
  *                      the Python part of stack id (the STACK record with the same id is the
  *                      native part): frame ids (PYFRAME) and current lines, innermost first
  *   0x8e PYCALL        dts id                   tracer on: a Python call of frame id
- *   0x8f PYRETURN      dts                      tracer on: the matching return */
+ *   0x8f PYRETURN      dts                      tracer on: the matching return
+ * and the CUDA driver records (src/agent/cuda.c; device = CUDA ordinal + 1, 0 unknown):
+ *   0x90 CUDA_MEM      dts op device addr size stack aux1 aux2
+ *                      a driver memory call that succeeded (or a free that failed: aux2 = its
+ *                      CUresult); op = MS_CU_*; aux1/aux2 by op: stream/pool (async), handle/
+ *                      offset (cuMemMap), flags (managed, host alloc, register, IPC open)
+ *   0x91 CUDA_OOM      dts op device size stack free total
+ *                      an allocation that failed with CUDA_ERROR_OUT_OF_MEMORY; free/total:
+ *                      cuMemGetInfo of the device at that moment (0 when unknown)
+ *   0x92 CUDA_LAUNCH   dts op device func stream gx gy gz bx by bz shmem stack
+ *   0x93 CUDA_FUNC     dts func str            the kernel name of function handle func, written
+ *                      before the first launch of it that the writing thread records */
 #ifndef MS_TRACE_FORMAT_H
 #define MS_TRACE_FORMAT_H
 
@@ -113,7 +124,45 @@ enum {
     MS_EXT_PYSTACK = 0x8d,
     MS_EXT_PYCALL = 0x8e,
     MS_EXT_PYRETURN = 0x8f,
+    MS_EXT_CUDA_MEM = 0x90,
+    MS_EXT_CUDA_OOM = 0x91,
+    MS_EXT_CUDA_LAUNCH = 0x92,
+    MS_EXT_CUDA_FUNC = 0x93,
 };
+
+/* CUDA driver calls (op of the CUDA records). The X-macro gives each its name as users write it
+ * (cuda.h's macro names; the agent hooks the current ABI of each, e.g. cuMemAlloc_v2). */
+#define MS_CU_OPS(X)                                                                           \
+    X(MEM_ALLOC, "cuMemAlloc") X(MEM_ALLOC_PITCH, "cuMemAllocPitch")                          \
+    X(MEM_ALLOC_MANAGED, "cuMemAllocManaged") X(MEM_FREE, "cuMemFree")                        \
+    X(MEM_ALLOC_ASYNC, "cuMemAllocAsync") X(MEM_ALLOC_FROM_POOL_ASYNC, "cuMemAllocFromPoolAsync") \
+    X(MEM_FREE_ASYNC, "cuMemFreeAsync") X(MEM_CREATE, "cuMemCreate")                          \
+    X(MEM_RELEASE, "cuMemRelease") X(MEM_ADDRESS_RESERVE, "cuMemAddressReserve")              \
+    X(MEM_ADDRESS_FREE, "cuMemAddressFree") X(MEM_MAP, "cuMemMap") X(MEM_UNMAP, "cuMemUnmap") \
+    X(MEM_HOST_ALLOC, "cuMemHostAlloc") X(MEM_ALLOC_HOST, "cuMemAllocHost")                   \
+    X(MEM_FREE_HOST, "cuMemFreeHost") X(MEM_HOST_REGISTER, "cuMemHostRegister")               \
+    X(MEM_HOST_UNREGISTER, "cuMemHostUnregister") X(IPC_OPEN, "cuIpcOpenMemHandle")           \
+    X(IPC_CLOSE, "cuIpcCloseMemHandle") X(LAUNCH_KERNEL, "cuLaunchKernel")                    \
+    X(LAUNCH_KERNEL_EX, "cuLaunchKernelEx") X(LAUNCH_COOPERATIVE, "cuLaunchCooperativeKernel")
+
+enum {
+    MS_CU_NONE = 0,
+#define MS_CU_ENUM(id, name) MS_CU_##id,
+    MS_CU_OPS(MS_CU_ENUM)
+#undef MS_CU_ENUM
+    MS_CU_OP_COUNT
+};
+
+/* The name of CUDA op op, or NULL when it is not one. */
+static inline const char *ms_cu_op_name(uint64_t op)
+{
+    static const char *const names[] = {0,
+#define MS_CU_NAME(id, name) name,
+                                        MS_CU_OPS(MS_CU_NAME)
+#undef MS_CU_NAME
+    };
+    return op < MS_CU_OP_COUNT ? names[op] : 0;
+}
 
 /* memscope_access() flags (also include/memscope.h). */
 #define MS_ACCESS_READ 1u

@@ -1466,7 +1466,8 @@ static void meta_add(struct meta *mt, const struct ms_record *r, const uint8_t *
 static int is_description(const struct ms_record *r)
 {
     return r->type == MS_REC_STACK || r->type == MS_REC_MODULE || r->type == MS_REC_PROCESS ||
-           (r->type == MS_REC_EXTENSION && (r->fn == MS_EXT_PYFRAME || r->fn == MS_EXT_PYSTACK));
+           (r->type == MS_REC_EXTENSION && (r->fn == MS_EXT_PYFRAME || r->fn == MS_EXT_PYSTACK ||
+                                          r->fn == MS_EXT_CUDA_FUNC));
 }
 
 /* Packs one job with model m (reset here: a worker keeps one model for all its jobs). */

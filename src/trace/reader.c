@@ -308,6 +308,50 @@ static int get_bytes(struct ms_trace_cursor *c, size_t cap, const char **s, size
     return 0;
 }
 
+/* The CUDA records (format.h): their integers go to c->pcs (r->pcs, r->depth of them, in record
+ * order after dts), the main ones also to r->flags (op), r->addr, r->size and r->stack_id, and
+ * CUDA_FUNC's name to str1. */
+static int decode_cuda(struct ms_trace_cursor *c, struct ms_record *r, struct ms_trace_cursor *sub,
+                       int type, const uint8_t *after)
+{
+    /* integers after dts, and the positions of op, addr, size, stack (-1: none) */
+    static const int8_t layout[4][5] = {
+        {7, 0, 2, 3, 4},     /* MEM: op device addr size stack aux1 aux2 */
+        {6, 0, -1, 2, 3},    /* OOM: op device size stack free total */
+        {12, 0, -1, -1, 11}, /* LAUNCH: op device func stream gx gy gz bx by bz shmem stack */
+        {1, -1, 0, -1, -1},  /* FUNC: func, then the name */
+    };
+    const int8_t *l = layout[type - MS_EXT_CUDA_MEM];
+    if (get_ts(sub, &r->ns))
+        return -1;
+    c->prev_ns = sub->prev_ns;
+    for (int i = 0; i < l[0]; i++)
+        if (ms_get_varint(&sub->p, sub->end, &c->pcs[i]))
+            return -1;
+    if (l[1] >= 0) {
+        if (c->pcs[l[1]] == MS_CU_NONE || c->pcs[l[1]] >= MS_CU_OP_COUNT)
+            return -1;
+        r->flags = (uint32_t)c->pcs[l[1]];
+    }
+    if (type != MS_EXT_CUDA_FUNC && c->pcs[1] > UINT32_MAX)
+        return -1; /* device */
+    if (l[2] >= 0)
+        r->addr = c->pcs[l[2]];
+    if (l[3] >= 0)
+        r->size = c->pcs[l[3]];
+    if (l[4] >= 0) {
+        if (c->pcs[l[4]] > UINT32_MAX)
+            return -1;
+        r->stack_id = (uint32_t)c->pcs[l[4]];
+    }
+    r->pcs = c->pcs;
+    r->depth = (uint32_t)l[0];
+    if (type == MS_EXT_CUDA_FUNC && get_bytes(sub, MS_TRACE_MAX_LABEL, &r->str1, &r->len1))
+        return -1;
+    c->p = after;
+    return 0;
+}
+
 /* An extension record: every reader applies its leading dts; known types are decoded, unknown
  * ones are returned with the rest of their payload in str1. */
 static int decode_ext(struct ms_trace_cursor *c, struct ms_record *r, int type)
@@ -332,6 +376,8 @@ static int decode_ext(struct ms_trace_cursor *c, struct ms_record *r, int type)
     case MS_EXT_POOL_FREE: case MS_EXT_POOL_RELEASE: nint = 1; str = 1; break;
     case MS_EXT_PYFRAME: nint = 2; str = 1; break;
     case MS_EXT_PYSTACK: nint = 2; break; /* id, depth; then the pairs below */
+    case MS_EXT_CUDA_MEM: case MS_EXT_CUDA_OOM: case MS_EXT_CUDA_LAUNCH: case MS_EXT_CUDA_FUNC:
+        return decode_cuda(c, r, &sub, type, after);
     default: nint = -1; break;
     }
     if (get_ts(&sub, &r->ns))

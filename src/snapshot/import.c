@@ -542,8 +542,8 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path,
     }
     if ((rc = exec(&m, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN")) ||
         (rc = exec(&m, schema_sql)) ||
-        (rc = exec(&m, "INSERT OR IGNORE INTO layers VALUES (3, 'PTA', 'PTA'), "
-                       "(4, 'PTA_SEGMENT', 'PTA_SEGMENT');"
+        (rc = exec(&m, "INSERT OR IGNORE INTO layers VALUES (3, 'PTA', 'PTA', NULL), "
+                       "(4, 'PTA_SEGMENT', 'PTA_SEGMENT', NULL);"
                        "INSERT OR IGNORE INTO event_kinds VALUES (3, 'FREE_REQUESTED');"
                        /* The caching allocator is a pool carving blocks from segments, so
                         * `memscope analyze fragmentation` applies (docs/database.md). */

@@ -145,6 +145,7 @@ struct proc {
     struct ms_addrmap stack_ids; /* trace stack id -> database stack id */
     struct ms_addrmap pyframe_ids; /* trace Python frame id -> conv.pyframes index + 1 */
     struct ms_addrmap pystack_ids; /* trace stack id -> conv.pystacks index + 1 */
+    struct ms_addrmap kernels;   /* CUDA function handle -> conv.kernels index + 1 */
     uint32_t stack_first, stack_end; /* this file's range in conv.stacks */
     int64_t first_ns, last_ns;
     int have_events;
@@ -257,6 +258,14 @@ struct conv {
     size_t npyframes, apyframes;
     struct pystack *pystacks;
     size_t npystacks, apystacks;
+
+    char **kernels;           /* CUDA kernel names (CUDA_FUNC records) */
+    size_t nkernels, akernels;
+    uint8_t cuda_layers[MS_CUDA_LAYERS * (MS_CUDA_NODEV + 1)]; /* device layers used */
+    /* The Attr additions of the next events row (JSON object text), NULL for none: set by the
+     * CUDA events just before they write their row, taken by write_event_full. */
+    const char *attr;
+    size_t attr_len;
 
     struct ms_batch events_ins, blocks_ins; /* multi-row INSERTs of the per-event rows */
     sqlite3_stmt *ins_string, *ins_frame, *ins_stack, *ins_stack_frame;
@@ -439,6 +448,7 @@ static int open_traces(struct conv *c)
         ms_addrmap_init(&p->stack_ids, MAX_STACKS);
         ms_addrmap_init(&p->pyframe_ids, MAX_STACKS);
         ms_addrmap_init(&p->pystack_ids, MAX_STACKS);
+        ms_addrmap_init(&p->kernels, MAX_STACKS);
     }
     return 0;
 }
@@ -640,6 +650,24 @@ static int add_process(struct conv *c, struct proc *p, const struct ms_record *r
     return 0;
 }
 
+/* A CUDA_FUNC record: the name of a kernel handle (a later one for the same handle wins). */
+static int add_kernel(struct conv *c, struct proc *p, const struct ms_record *r)
+{
+    if (c->nkernels >= MAX_STACKS)
+        return fail(c, MS_ELIMIT, "more than %u kernel names", MAX_STACKS);
+    if (grow((void **)&c->kernels, &c->akernels, c->nkernels, sizeof *c->kernels, MAX_STACKS) < 0)
+        return oom(c, "kernel names");
+    char *name = malloc(r->len1 + 1);
+    if (!name)
+        return oom(c, "kernel names");
+    memcpy(name, r->str1, r->len1);
+    name[r->len1] = 0;
+    c->kernels[c->nkernels++] = name;
+    if (ms_addrmap_put(&p->kernels, r->addr, (uint32_t)c->nkernels) < 0)
+        return oom(c, "kernel names");
+    return 0;
+}
+
 static int pass1(struct conv *c)
 {
     struct ms_trace_cursor *cur = calloc(1, sizeof *cur);
@@ -666,6 +694,8 @@ static int pass1(struct conv *c)
                     rc = add_pyframe(c, p, &r);
                 else if (r.type == MS_REC_EXTENSION && r.fn == MS_EXT_PYSTACK)
                     rc = add_pystack(c, p, &r);
+                else if (r.type == MS_REC_EXTENSION && r.fn == MS_EXT_CUDA_FUNC)
+                    rc = add_kernel(c, p, &r);
             }
         }
         p->stack_end = (uint32_t)c->nstacks;
@@ -918,7 +948,9 @@ static int stream_fill(struct conv *c, struct stream *s)
             return 1;
         case MS_REC_EXTENSION:
             if ((s->r.fn < MS_EXT_STEP || s->r.fn > MS_EXT_POOL_RELEASE) &&
-                s->r.fn != MS_EXT_PYCALL && s->r.fn != MS_EXT_PYRETURN)
+                s->r.fn != MS_EXT_PYCALL && s->r.fn != MS_EXT_PYRETURN &&
+                s->r.fn != MS_EXT_CUDA_MEM && s->r.fn != MS_EXT_CUDA_OOM &&
+                s->r.fn != MS_EXT_CUDA_LAUNCH)
                 break; /* pass 1's records, or a later version's: skipped */
             s->ts = (int64_t)(s->r.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
             return 1;
@@ -1067,6 +1099,10 @@ static int write_event_full(struct conv *c, const struct stream *s, int kind, in
     if (name && (rc = ms_batch_copy(&c->events_ins, &row[11], name, name_len)) < 0)
         return batch_fail(c, rc, "insert event");
     ms_cell_opt(&row[12], flags, flags >= 0);
+    ms_cell_null(&row[13]);
+    if (c->attr && (rc = ms_batch_copy(&c->events_ins, &row[13], c->attr, c->attr_len)) < 0)
+        return batch_fail(c, rc, "insert event");
+    c->attr = NULL;
     return 0;
 }
 
@@ -1452,6 +1488,179 @@ static int pytrace_write(struct conv *c, struct thread *t, int64_t end_ns)
     return step_reset(c, st, "insert python trace");
 }
 
+/* ---- CUDA driver records (src/agent/cuda.c; docs/cuda.md) ---- */
+
+/* The layer of kind k (MS_CUDA_L_*) on recorded device dev (ordinal + 1, 0: unknown). */
+static int cuda_layer(struct conv *c, int k, uint64_t dev)
+{
+    uint64_t d = dev == 0 || dev > MS_CUDA_NODEV ? MS_CUDA_NODEV : dev - 1;
+    c->cuda_layers[d * MS_CUDA_LAYERS + (uint64_t)k] = 1;
+    return MS_LAYER_CUDA0 + (int)(d * MS_CUDA_LAYERS) + k;
+}
+
+/* What a CUDA_MEM op does: allocates (1) or frees (0), in which layer kind (-1: pinned host). */
+static void cuda_op_class(uint64_t op, int *alloc, int *kind)
+{
+    *alloc = 1;
+    switch (op) {
+    case MS_CU_MEM_FREE: case MS_CU_IPC_CLOSE: *alloc = 0; /* fallthrough */
+    case MS_CU_MEM_ALLOC: case MS_CU_MEM_ALLOC_PITCH: case MS_CU_MEM_ALLOC_MANAGED:
+    case MS_CU_IPC_OPEN: *kind = MS_CUDA_L_HAL; break;
+    case MS_CU_MEM_FREE_ASYNC: *alloc = 0; /* fallthrough */
+    case MS_CU_MEM_ALLOC_ASYNC: case MS_CU_MEM_ALLOC_FROM_POOL_ASYNC: *kind = MS_CUDA_L_POOL; break;
+    case MS_CU_MEM_RELEASE: *alloc = 0; /* fallthrough */
+    case MS_CU_MEM_CREATE: *kind = MS_CUDA_L_PHYS; break;
+    case MS_CU_MEM_ADDRESS_FREE: *alloc = 0; /* fallthrough */
+    case MS_CU_MEM_ADDRESS_RESERVE: *kind = MS_CUDA_L_VA; break;
+    case MS_CU_MEM_UNMAP: *alloc = 0; /* fallthrough */
+    case MS_CU_MEM_MAP: *kind = MS_CUDA_L_MAP; break;
+    case MS_CU_MEM_FREE_HOST: case MS_CU_MEM_HOST_UNREGISTER: *alloc = 0; /* fallthrough */
+    default: *kind = -1; break; /* host alloc, alloc host, host register */
+    }
+}
+
+/* The live block at addr in a layer of kind k of process p: the recorded device's layer first,
+ * then the other devices' (a free names no device; the current context's may differ). A free
+ * of device memory also looks in the pools' layers (cuMemFree of a stream-ordered block). */
+static int cuda_find(struct conv *c, struct proc *p, int k, uint64_t dev, uint64_t addr,
+                     int *layer, uint32_t *slot)
+{
+    if (k < 0) {
+        *layer = MS_LAYER_PINNED;
+        return (size_t)MS_LAYER_PINNED < p->nls && p->ls[MS_LAYER_PINNED].used &&
+               ms_addrmap_del(&p->ls[MS_LAYER_PINNED].live, addr, slot);
+    }
+    int first = cuda_layer(c, k, dev);
+    *layer = first;
+    for (int kk = 0; kk < 2; kk++) {
+        int kind = kk ? (k == MS_CUDA_L_HAL ? MS_CUDA_L_POOL : k == MS_CUDA_L_POOL ? MS_CUDA_L_HAL : -1) : k;
+        if (kind < 0)
+            break;
+        for (int d = -1; d <= MS_CUDA_NODEV; d++) {
+            int l = d < 0 ? first - k + kind : MS_LAYER_CUDA0 + d * MS_CUDA_LAYERS + kind;
+            if (d >= 0 && l == first - k + kind)
+                continue;
+            if ((size_t)l < p->nls && p->ls[l].used && ms_addrmap_del(&p->ls[l].live, addr, slot)) {
+                *layer = l;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Makes b the next events row's Attr additions; bad: building it failed. */
+static int cuda_attr(struct conv *c, struct sbuf *b, int bad)
+{
+    if (bad || !b->p)
+        return oom(c, "event attributes");
+    c->attr = b->p;
+    c->attr_len = b->len;
+    return 0;
+}
+
+static int on_cuda_mem(struct conv *c, struct stream *s, struct sbuf *b)
+{
+    struct proc *p = &c->procs[s->proc];
+    const struct ms_record *r = &s->r;
+    uint64_t op = r->flags, dev = r->pcs[1], aux1 = r->pcs[5], aux2 = r->pcs[6];
+    const char *api = ms_cu_op_name(op) ? ms_cu_op_name(op) : "?"; /* op checked by the reader */
+    int alloc, kind, rc, bad = 0;
+    cuda_op_class(op, &alloc, &kind);
+    bad |= sbuf_fmt(b, "{\"api\":\"%s\"", api);
+    if (alloc) {
+        if (kind == MS_CUDA_L_HAL || kind == MS_CUDA_L_POOL || kind == MS_CUDA_L_PHYS)
+            bad |= sbuf_fmt(b, ",\"alloc_type\":\"%s\"", kind == MS_CUDA_L_PHYS ? "create" : "alloc");
+        if (op == MS_CU_MEM_ALLOC_MANAGED)
+            bad |= sbuf_fmt(b, ",\"managed\":\"true\"");
+        if (op == MS_CU_MEM_ALLOC_PITCH)
+            bad |= sbuf_fmt(b, ",\"pitch\":\"%llu\"", (unsigned long long)aux1);
+        if (kind == MS_CUDA_L_POOL)
+            bad |= sbuf_fmt(b, ",\"stream\":\"0x%llx\",\"pool\":\"%s%llx\"", (unsigned long long)aux1,
+                     aux2 ? "0x" : "default", aux2 ? (unsigned long long)aux2 : 0ull);
+        if (op == MS_CU_IPC_OPEN)
+            bad |= sbuf_fmt(b, ",\"ipc\":\"true\"");
+        if (op == MS_CU_MEM_MAP)
+            bad |= sbuf_fmt(b, ",\"handle\":\"0x%llx\",\"offset\":\"%llu\"", (unsigned long long)aux1,
+                     (unsigned long long)aux2);
+        if (kind < 0)
+            bad |= sbuf_fmt(b, ",\"pinned\":\"true\"");
+        bad |= sbuf_add(b, "}", 1);
+        if ((rc = cuda_attr(c, b, bad)) < 0)
+            return rc;
+        rc = on_alloc(c, s, kind < 0 ? MS_LAYER_PINNED : cuda_layer(c, kind, dev), api);
+        c->attr = NULL;
+        return rc;
+    }
+    if (op == MS_CU_MEM_FREE_ASYNC)
+        bad |= sbuf_fmt(b, ",\"stream\":\"0x%llx\"", (unsigned long long)aux1);
+    if (aux2) /* the driver refused it: recorded, nothing ends */
+        bad |= sbuf_fmt(b, ",\"result\":\"%llu\"", (unsigned long long)aux2);
+    bad |= sbuf_add(b, "}", 1);
+    if ((rc = cuda_attr(c, b, bad)) < 0)
+        return rc;
+    int layer = kind < 0 ? MS_LAYER_PINNED : cuda_layer(c, kind, dev);
+    uint32_t slot;
+    if (!aux2 && cuda_find(c, p, kind, dev, r->addr, &layer, &slot)) {
+        rc = free_block(c, s, layer, slot, api);
+    } else {
+        struct layer_state *lst = proc_layer(c, p, layer);
+        if (!lst)
+            return MS_ENOMEM;
+        lst->st.unmatched++;
+        rc = write_event(c, s, MS_KIND_FREE, layer, (int64_t)r->addr, (int64_t)r->size,
+                         r->size != 0, api, 0, 0);
+    }
+    c->attr = NULL;
+    return rc;
+}
+
+static int on_cuda(struct conv *c, struct stream *s)
+{
+    struct proc *p = &c->procs[s->proc];
+    const struct ms_record *r = &s->r;
+    struct sbuf b = {0};
+    int rc, bad = 0;
+    uint32_t stack = 0;
+    if (r->stack_id && !ms_addrmap_get(&p->stack_ids, r->stack_id, &stack))
+        stack = 0;
+    if (r->fn == MS_EXT_CUDA_MEM) {
+        rc = on_cuda_mem(c, s, &b);
+    } else if (r->fn == MS_EXT_CUDA_OOM) {
+        const uint64_t *v = r->pcs;
+        bad |= sbuf_fmt(&b, "{\"func\":\"%s\",\"req_size\":\"%llu\"", ms_cu_op_name(r->flags),
+                 (unsigned long long)r->size);
+        if (v[5])
+            bad |= sbuf_fmt(&b, ",\"device_free\":\"%llu\",\"device_total\":\"%llu\"",
+                     (unsigned long long)v[4], (unsigned long long)v[5]);
+        bad |= sbuf_add(&b, "}", 1);
+        if ((rc = cuda_attr(c, &b, bad)) == 0)
+            rc = write_event_full(c, s, MS_KIND_OOM, cuda_layer(c, MS_CUDA_L_HAL, v[1]), 0, 0,
+                                  (int64_t)r->size, 1, ms_cu_op_name(r->flags), stack, 0, NULL, 0,
+                                  -1);
+    } else {
+        const uint64_t *v = r->pcs; /* op device func stream gx gy gz bx by bz shmem stack */
+        uint32_t k = 0;
+        char hex[32];
+        const char *name = hex;
+        if (ms_addrmap_get(&p->kernels, v[2], &k) && k && *c->kernels[k - 1])
+            name = c->kernels[k - 1];
+        else
+            snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)v[2]);
+        bad |= sbuf_fmt(&b, "{\"streamId\":\"0x%llx\",\"grid\":\"%llu,%llu,%llu\",\"block\":\"%llu,%llu,%llu\","
+                 "\"shmem\":\"%llu\"}", (unsigned long long)v[3], (unsigned long long)v[4],
+                 (unsigned long long)v[5], (unsigned long long)v[6], (unsigned long long)v[7],
+                 (unsigned long long)v[8], (unsigned long long)v[9], (unsigned long long)v[10]);
+        if ((rc = cuda_attr(c, &b, bad)) == 0)
+            rc = write_event_full(c, s, MS_KIND_KERNEL_LAUNCH, cuda_layer(c, MS_CUDA_L_HAL, v[1]),
+                                  0, 0, 0, 0, ms_cu_op_name(r->flags), stack, 0, name,
+                                  strlen(name), -1);
+    }
+    c->attr = NULL;
+    free(b.p);
+    return rc;
+}
+
 static int on_annotation(struct conv *c, struct stream *s)
 {
     struct proc *p = &c->procs[s->proc];
@@ -1548,6 +1757,10 @@ static int on_annotation(struct conv *c, struct stream *s)
         return 0;
     case MS_EXT_PYRETURN:
         return t->ncalls ? pytrace_write(c, t, s->ts) : 0;
+    case MS_EXT_CUDA_MEM:
+    case MS_EXT_CUDA_OOM:
+    case MS_EXT_CUDA_LAUNCH:
+        return on_cuda(c, s);
     case MS_EXT_POOL_FREE:
     case MS_EXT_POOL_RELEASE:
         if ((pool = pool_index(c, r)) < 0)
@@ -1642,6 +1855,45 @@ static int pass2(struct conv *c)
 
 /* ---- Final rows ------------------------------------------------------------------------------ */
 
+/* The layers rows of the CUDA layers some event used (docs/cuda.md). */
+static int write_cuda_layers(struct conv *c)
+{
+    static const char *const kinds[][2] = {
+        [MS_CUDA_L_HAL] = {"cuda", "HAL"}, [MS_CUDA_L_POOL] = {"cuda_pool", "HAL"},
+        [MS_CUDA_L_PHYS] = {"cuda_vmm", "HAL"}, [MS_CUDA_L_VA] = {"cuda_va", "VMM_RESERVE"},
+        [MS_CUDA_L_MAP] = {"cuda_map", "VMM_MAP"}};
+    sqlite3_stmt *ly;
+    int rc = prepare(c, &ly, "INSERT INTO layers VALUES (?,?,?,?)");
+    int pinned = 0;
+    for (size_t i = 0; i < c->nprocs && !pinned; i++)
+        pinned = (size_t)MS_LAYER_PINNED < c->procs[i].nls && c->procs[i].ls[MS_LAYER_PINNED].used;
+    if (rc == 0 && pinned) {
+        sqlite3_bind_int(ly, 1, MS_LAYER_PINNED);
+        sqlite3_bind_text(ly, 2, "cuda_pinned", -1, SQLITE_STATIC);
+        sqlite3_bind_text(ly, 3, "HOST_PINNED", -1, SQLITE_STATIC);
+        sqlite3_bind_text(ly, 4, "cpu", -1, SQLITE_STATIC);
+        rc = step_reset(c, ly, "insert layer");
+    }
+    for (size_t i = 0; i < sizeof c->cuda_layers && rc == 0; i++) {
+        size_t d = i / MS_CUDA_LAYERS, k = i % MS_CUDA_LAYERS;
+        if (!c->cuda_layers[i])
+            continue;
+        char name[48], dev[16];
+        snprintf(dev, sizeof dev, "%zu", d);
+        snprintf(name, sizeof name, "%s:%s", kinds[k][0], d == MS_CUDA_NODEV ? "?" : dev);
+        sqlite3_bind_int64(ly, 1, MS_LAYER_CUDA0 + (int64_t)i);
+        sqlite3_bind_text(ly, 2, name, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ly, 3, kinds[k][1], -1, SQLITE_STATIC);
+        if (d == MS_CUDA_NODEV)
+            sqlite3_bind_null(ly, 4);
+        else
+            sqlite3_bind_text(ly, 4, dev, -1, SQLITE_TRANSIENT);
+        rc = step_reset(c, ly, "insert layer");
+    }
+    sqlite3_finalize(ly);
+    return rc;
+}
+
 /* Ranges never popped, the unfinished last step of each process, and the pools. */
 static int write_annotations(struct conv *c)
 {
@@ -1684,7 +1936,7 @@ static int write_annotations(struct conv *c)
     if (rc == 0 && c->npools) {
         rc = prepare(c, &pl, "INSERT INTO pools VALUES (?,?,?,?)");
         if (rc == 0)
-            rc = prepare(c, &ly, "INSERT INTO layers VALUES (?,?,?)");
+            rc = prepare(c, &ly, "INSERT INTO layers VALUES (?,?,?,NULL)");
     }
     for (size_t i = 0; i < c->npools && rc == 0; i++) {
         int layer = MS_LAYER_POOL0 + 2 * (int)i;
@@ -1705,7 +1957,7 @@ static int write_annotations(struct conv *c)
     }
     sqlite3_finalize(pl);
     sqlite3_finalize(ly);
-    return rc;
+    return rc ? rc : write_cuda_layers(c);
 }
 
 static int write_threads(struct conv *c)
@@ -1976,7 +2228,7 @@ static int open_db(struct conv *c)
      * costs a row two comparisons, while building them after would read all of events twice. */
     if (rc == 0)
         rc = exec_sql(c, ms_schema_index_sql, "create indexes");
-    if (rc == 0 && (rc = ms_batch_init(&c->events_ins, c->db, "events", 13, 1)) < 0)
+    if (rc == 0 && (rc = ms_batch_init(&c->events_ins, c->db, "events", 14, 1)) < 0)
         rc = batch_fail(c, rc, "prepare");
     if (rc == 0 && (rc = ms_batch_init(&c->blocks_ins, c->db, "blocks", 14, 1)) < 0)
         rc = batch_fail(c, rc, "prepare");
@@ -2021,6 +2273,7 @@ static void conv_release(struct conv *c)
         ms_addrmap_release(&p->stack_ids);
         ms_addrmap_release(&p->pyframe_ids);
         ms_addrmap_release(&p->pystack_ids);
+        ms_addrmap_release(&p->kernels);
         for (size_t l = 0; l < p->nls; l++)
             ms_addrmap_release(&p->ls[l].live);
         free(p->ls);
@@ -2045,6 +2298,9 @@ static void conv_release(struct conv *c)
     for (size_t i = 0; i < c->npools; i++)
         free(c->pools[i]);
     free(c->pools);
+    for (size_t i = 0; i < c->nkernels; i++)
+        free(c->kernels[i]);
+    free(c->kernels);
     ms_strtab_release(&c->owners);
     ms_symcache_release(&c->symcache);
     for (size_t i = 0; i < c->nstacks; i++)

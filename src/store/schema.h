@@ -7,7 +7,18 @@
 #define MS_DB_FORMAT_VERSION 1
 
 /* Layer and event-kind ids (tables layers and event_kinds). */
-enum { MS_LAYER_ANNOTATION = 0, MS_LAYER_HEAP = 1, MS_LAYER_MMAP = 2, MS_LAYER_POOL0 = 16 };
+enum {
+    MS_LAYER_ANNOTATION = 0,
+    MS_LAYER_HEAP = 1,
+    MS_LAYER_MMAP = 2,
+    MS_LAYER_PINNED = 5,     /* CUDA pinned host memory (HOST_PINNED) */
+    MS_LAYER_POOL0 = 16,
+    /* CUDA device memory: layer MS_LAYER_CUDA0 + MS_CUDA_LAYERS * d + k for device ordinal d
+     * (d = MS_CUDA_NODEV when unknown) and kind k (MS_CUDA_L_*) */
+    MS_LAYER_CUDA0 = 1024,
+};
+enum { MS_CUDA_L_HAL, MS_CUDA_L_POOL, MS_CUDA_L_PHYS, MS_CUDA_L_VA, MS_CUDA_L_MAP, MS_CUDA_LAYERS = 8 };
+#define MS_CUDA_NODEV 64
 enum {
     MS_KIND_MALLOC = 1,
     MS_KIND_FREE = 2,
@@ -16,6 +27,8 @@ enum {
     MS_KIND_RANGE_START = 6,
     MS_KIND_RANGE_END = 7,
     MS_KIND_ACCESS = 8,
+    MS_KIND_OOM = 9,
+    MS_KIND_KERNEL_LAUNCH = 10,
 };
 
 /* Tables, fixed rows and the memscope_dump view; run before loading. */

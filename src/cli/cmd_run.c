@@ -47,6 +47,7 @@ struct run_options {
     int events_given;        /* --events was on the command line (passed to the Python layer) */
     const char *level;       /* --level: op, kernel (the Python layer's op events) */
     const char *watch;       /* --watch=start[:outid],end[,full-content] */
+    const char *device;      /* --device=cpu,cuda,cuda:N (the agent's CUDA hooks) */
     int symbolize;
 };
 
@@ -68,6 +69,9 @@ static const char run_usage[] =
     "                           and memscope's Python package is installed\n"
     "      --events=LIST        alloc,free (default); access adds PyTorch op ranges and tensor\n"
     "                           accesses (Python programs); none records nothing\n"
+    "                           launch adds CUDA kernel launches (KERNEL_LAUNCH rows)\n"
+    "      --device=LIST        cuda (default: every CUDA device the program uses), cuda:N\n"
+    "                           (device N only), cpu (host memory only: no CUDA hooks)\n"
     "      --level=op|kernel    PyTorch ops recorded as ranges with --events=launch (op)\n"
     "      --watch=START[:OUTID],END[,full-content]\n"
     "                           PyTorch: checksum the outputs of op START before and after\n"
@@ -154,6 +158,20 @@ static int stack_item(const char *item, void *arg)
     else
         return -1;
     return 0;
+}
+
+/* --device items: cpu (host memory only), cuda (every device, the default), cuda:N. */
+static int device_item(const char *item, void *arg)
+{
+    (void)arg;
+    if (!strcmp(item, "cpu") || !strcmp(item, "cuda"))
+        return 0;
+    if (strncmp(item, "cuda:", 5) || !item[5] || strlen(item) > 7)
+        return -1;
+    for (const char *p = item + 5; *p; p++)
+        if (*p < '0' || *p > '9')
+            return -1;
+    return atoi(item + 5) < 64 ? 0 : -1;
 }
 
 static int event_item(const char *item, void *arg)
@@ -437,7 +455,7 @@ int cmd_run(int argc, char **argv)
     int stack_given = 0;
     int log_explicit = 0, quiet = 0, verbose = 0;
     enum { OPT_EVENTS = 256, OPT_STACK, OPT_FORMAT, OPT_LOG, OPT_COLLECT, OPT_NOFOLLOW, OPT_KEEP, OPT_NOSYM, OPT_UNWIND, OPT_ANALYSIS,
-           OPT_LEVEL, OPT_WATCH, OPT_NOPACK };
+           OPT_LEVEL, OPT_WATCH, OPT_NOPACK, OPT_DEVICE };
     static const struct option longopts[] = {
         {"output-path", required_argument, NULL, 'o'},
         {"format", required_argument, NULL, OPT_FORMAT},
@@ -451,6 +469,7 @@ int cmd_run(int argc, char **argv)
         {"analysis", required_argument, NULL, OPT_ANALYSIS},
         {"level", required_argument, NULL, OPT_LEVEL},
         {"watch", required_argument, NULL, OPT_WATCH},
+        {"device", required_argument, NULL, OPT_DEVICE},
         {"no-symbols", no_argument, NULL, OPT_NOSYM},
         {"log-level", required_argument, NULL, OPT_LOG},
         {"quiet", no_argument, NULL, 'q'},
@@ -493,6 +512,12 @@ int cmd_run(int argc, char **argv)
                                    "traceback or none, not '%s'", optarg);
             snprintf(o.events, sizeof o.events, "%s", optarg);
             o.events_given = 1;
+            break;
+        case OPT_DEVICE:
+            if (for_each_item(optarg, device_item, NULL) || strlen(optarg) > 100)
+                return usage_error("--device: expected a list of cpu, cuda or cuda:N, not '%s'",
+                                   optarg);
+            o.device = optarg;
             break;
         case OPT_LEVEL:
             if (for_each_item(optarg, level_item, NULL))
@@ -708,6 +733,11 @@ int cmd_run(int argc, char **argv)
     if (o.watch) {
         snprintf(env_watch, sizeof env_watch, "MEMSCOPE_WATCH=%s", o.watch);
         env_add[nenv++] = env_watch;
+    }
+    static char env_device[128];
+    if (o.device) {
+        snprintf(env_device, sizeof env_device, "MEMSCOPE_DEVICE=%s", o.device);
+        env_add[nenv++] = env_device;
     }
     env_add[nenv] = NULL;
 

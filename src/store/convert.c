@@ -1647,7 +1647,7 @@ static int on_cuda(struct conv *c, struct stream *s)
             name = c->kernels[k - 1];
         else
             snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)v[2]);
-        bad |= sbuf_fmt(&b, "{\"streamId\":\"0x%llx\",\"grid\":\"%llu,%llu,%llu\",\"block\":\"%llu,%llu,%llu\","
+        bad |= sbuf_fmt(&b, "{\"streamId\":\"0x%llx\",\"grid\":\"%llux%llux%llu\",\"block\":\"%llux%llux%llu\","
                  "\"shmem\":\"%llu\"}", (unsigned long long)v[3], (unsigned long long)v[4],
                  (unsigned long long)v[5], (unsigned long long)v[6], (unsigned long long)v[7],
                  (unsigned long long)v[8], (unsigned long long)v[9], (unsigned long long)v[10]);

@@ -113,8 +113,9 @@ struct exp {
     char *err;
     size_t errlen;
     char **kinds, **layers, **stacks, **pystacks; /* by id; stacks hold finished CSV fields */
+    char **devices;                               /* by layer id: its Device Id */
     int64_t *pids, *tids;
-    size_t nkinds, nlayers, nstacks, npystacks, npids, ntids;
+    size_t nkinds, nlayers, nstacks, npystacks, npids, ntids, ndevices;
 };
 
 static int fail(struct exp *e, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -254,7 +255,8 @@ static int write_rows(struct exp *e, FILE *f)
     if (sqlite3_prepare_v2(e->db,
                            "SELECT e.id, e.kind, e.layer, e.ts_ns, e.process_id, e.thread_id, "
                            "e.addr, e.size, e.func, e.stack_id, e.allocation_id, e.name, e.flags, "
-                           "o.label FROM events e LEFT JOIN blocks b ON e.kind = 1 AND "
+                           "o.label, (SELECT group_concat(key || ':' || value, ',') "
+                           "FROM json_each(e.attr)) FROM events e LEFT JOIN blocks b ON e.kind = 1 AND "
                            "b.allocation_id = e.allocation_id LEFT JOIN owners o ON "
                            "o.id = b.owner_id ORDER BY e.id",
                            -1, &st, NULL) != SQLITE_OK) {
@@ -278,9 +280,17 @@ static int write_rows(struct exp *e, FILE *f)
         int64_t k = sqlite3_column_int64(st, 1);
         const char *name = (const char *)sqlite3_column_text(st, 11);
         int annotation = k >= MS_KIND_STEP && k <= MS_KIND_RANGE_END;
+        int device_event = k == MS_KIND_OOM || k == MS_KIND_KERNEL_LAUNCH;
         static const char *const ann_event[] = {"SYSTEM", "MSTX", "MSTX", "MSTX"};
         static const char *const ann_type[] = {"STEP", "Mark", "Range_start", "Range_end"};
-        if (annotation) {
+        const char *device = str_at(e->devices, e->ndevices, sqlite3_column_int64(st, 2));
+        const char *extra = (const char *)sqlite3_column_text(st, 14); /* k:v,k:v */
+        if (k == MS_KIND_OOM) {
+            kind = "OOM_DETAIL";
+            type = "OOM_TRIGGER";
+        } else if (k == MS_KIND_KERNEL_LAUNCH) {
+            type = "KERNEL_LAUNCH";
+        } else if (annotation) {
             kind = ann_event[k - MS_KIND_STEP];
             type = ann_type[k - MS_KIND_STEP];
         } else if (k == MS_KIND_ACCESS) {
@@ -305,11 +315,19 @@ static int write_rows(struct exp *e, FILE *f)
         out_i64(o, pid);
         out_add(o, ",", 1);
         out_i64(o, tid);
-        out_add(o, ",N/A,", 5);
+        out_add(o, ",", 1);
+        out_str(o, device ? device : "N/A");
+        out_add(o, ",", 1);
         if (annotation) {
             out_str(o, "N/A,\"{}\",,\n");
             continue;
         }
+        if (device_event) {
+            out_str(o, "N/A,\"{");
+            if (extra)
+                out_escaped(o, extra);
+            out_str(o, "}\",");
+        } else {
         out_ptr(o, addr);
         /* Attr: msMemScope's unquoted-key form; NULL members are left out, as in the view. */
         out_add(o, ",\"{", 3);
@@ -335,7 +353,12 @@ static int write_rows(struct exp *e, FILE *f)
             out_str(o, ",owner:");
             out_escaped(o, owner);
         }
+        if (extra) {
+            out_add(o, ",", 1);
+            out_escaped(o, extra);
+        }
         out_add(o, "}\",", 3);
+        }
         if (sqlite3_column_type(st, 9) != SQLITE_NULL) {
             const char *py = str_at(e->pystacks, e->npystacks, sqlite3_column_int64(st, 9));
             if (py)
@@ -383,6 +406,9 @@ int ms_store_export_csv(const char *db_path, FILE *out, char *err, size_t errlen
         rc = load(&e, "SELECT id, event_type FROM layers", MAX_SMALL_ID, &e.layers, 0, NULL,
                   &e.nlayers);
     if (rc == 0)
+        rc = load(&e, "SELECT id, COALESCE(device, 'N/A') FROM layers", MAX_SMALL_ID, &e.devices,
+                  0, NULL, &e.ndevices);
+    if (rc == 0)
         rc = load(&e, "SELECT id, pid FROM processes", MAX_ID, NULL, 0, &e.pids, &e.npids);
     if (rc == 0)
         rc = load(&e, "SELECT id, tid FROM threads", MAX_ID, NULL, 0, &e.tids, &e.ntids);
@@ -393,8 +419,8 @@ int ms_store_export_csv(const char *db_path, FILE *out, char *err, size_t errlen
                   &e.npystacks);
     if (rc == 0)
         rc = write_rows(&e, out);
-    char **arrays[] = {e.kinds, e.layers, e.stacks, e.pystacks};
-    size_t counts[] = {e.nkinds, e.nlayers, e.nstacks, e.npystacks};
+    char **arrays[] = {e.kinds, e.layers, e.stacks, e.pystacks, e.devices};
+    size_t counts[] = {e.nkinds, e.nlayers, e.nstacks, e.npystacks, e.ndevices};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) {
         for (size_t i = 0; arrays[a] && i < counts[a]; i++)
             free(arrays[a][i]);

@@ -83,7 +83,7 @@ assert_eq "memscope_dump rows with Ptr != 0x%016x of addr, Attr addr/size/alloca
                 OR json_extract(d.Attr, '$.size') != CAST(e.size AS TEXT)
                 OR json_extract(d.Attr, '$.allocation_id') != CAST(e.allocation_id AS TEXT)
                 OR json_extract(d.Attr, '$.addr') IS NULL
-                OR d.Name != 'N/A' OR d.\"Device Id\" != 'N/A'
+                OR d.Name != 'N/A' OR d.\"Device Id\" != 'cpu'
                 OR d.\"Timestamp(ns)\" != e.ts_ns)")"
 assert_eq "Attr values are JSON strings" "text|text|text" \
     "$(q "$DB" "SELECT json_type(Attr, '$.allocation_id'), json_type(Attr, '$.addr'),

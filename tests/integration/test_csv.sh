@@ -32,7 +32,7 @@ assert_eq "export without -o writes the same CSV to stdout" "$(cat "$TMP/e.csv")
 # Rows agree with memscope_dump: ID, Event, Event Type, Ptr of every MALLOC of size 10001.
 assert_eq "export rows = memscope_dump rows (ID,Event,Event Type,Ptr for size 10001)" \
     "$(q "$DB" "SELECT ID || ',' || Event || ',' || \"Event Type\" || ',N/A,' || \"Timestamp(ns)\" || ',' ||
-                \"Process Id\" || ',' || \"Thread Id\" || ',N/A,' || Ptr FROM memscope_dump
+                \"Process Id\" || ',' || \"Thread Id\" || ',cpu,' || Ptr FROM memscope_dump
                 WHERE json_extract(Attr, '$.size') = '10001' AND Event = 'MALLOC' ORDER BY ID")" \
     "$(grep -E '^[0-9]+,MALLOC,.*size:10001,' "$TMP/e.csv" | cut -d, -f1-9)"
 

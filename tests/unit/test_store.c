@@ -138,35 +138,35 @@ static int exists(const char *path)
 static const char want_csv[] =
     "ID,Event,Event Type,Name,Timestamp(ns),Process Id,Thread Id,Device Id,Ptr,Attr,"
     "Call Stack(Python),Call Stack(C)\n"
-    "1,MALLOC,HOST,N/A," T(00100) ",100,100,N/A,0x0000000000001000,"
+    "1,MALLOC,HOST,N/A," T(00100) ",100,100,cpu,0x0000000000001000,"
     "\"{allocation_id:1,addr:0x0000000000001000,size:16,func:malloc}\",,"
     "\"?? (app+0x1123)\n?? (lib\"\"q.so+0x1000)\"\n"
-    "2,MALLOC,MMAP,N/A," T(00200) ",100,101,N/A,0x00007f0000000000,"
+    "2,MALLOC,MMAP,N/A," T(00200) ",100,101,cpu,0x00007f0000000000,"
     "\"{allocation_id:2,addr:0x00007f0000000000,size:12288,func:mmap}\",,\"?? (0x1234)\"\n"
-    "3,MALLOC,HOST,N/A," T(00250) ",200,200,N/A,0x0000000000001000,"
+    "3,MALLOC,HOST,N/A," T(00250) ",200,200,cpu,0x0000000000001000,"
     "\"{allocation_id:3,addr:0x0000000000001000,size:100,func:malloc}\",,\"?? (0x400500)\"\n"
-    "4,FREE,HOST,N/A," T(00300) ",100,100,N/A,0x0000000000001000,"
+    "4,FREE,HOST,N/A," T(00300) ",100,100,cpu,0x0000000000001000,"
     "\"{allocation_id:1,addr:0x0000000000001000,size:16,func:free}\",,\n"
-    "5,MALLOC,HOST,N/A," T(00300) ",100,100,N/A,0x0000000000002000,"
+    "5,MALLOC,HOST,N/A," T(00300) ",100,100,cpu,0x0000000000002000,"
     "\"{allocation_id:4,addr:0x0000000000002000,size:32,func:realloc}\",,\"?? (0x1234)\"\n"
-    "6,MALLOC,HOST,N/A," T(00300) ",100,101,N/A,0x0000000000004000,"
+    "6,MALLOC,HOST,N/A," T(00300) ",100,101,cpu,0x0000000000004000,"
     "\"{allocation_id:5,addr:0x0000000000004000,size:64,func:calloc}\",,\n"
-    "7,FREE,HOST,N/A," T(00300) ",200,200,N/A,0x0000000000001000,"
+    "7,FREE,HOST,N/A," T(00300) ",200,200,cpu,0x0000000000001000,"
     "\"{allocation_id:3,addr:0x0000000000001000,size:100,func:free}\",,\n"
-    "8,FREE,MMAP,N/A," T(00400) ",100,101,N/A,0x00007f0000001000,"
+    "8,FREE,MMAP,N/A," T(00400) ",100,101,cpu,0x00007f0000001000,"
     "\"{addr:0x00007f0000001000,size:4096,func:munmap}\",,\n"
-    "9,FREE,HOST,N/A," T(00500) ",100,100,N/A,0x00000000000dead0,"
+    "9,FREE,HOST,N/A," T(00500) ",100,100,cpu,0x00000000000dead0,"
     "\"{addr:0x00000000000dead0,func:free}\",,\n"
-    "10,MALLOC,HOST,N/A," T(00600) ",100,100,N/A,0x0000000000003000,"
+    "10,MALLOC,HOST,N/A," T(00600) ",100,100,cpu,0x0000000000003000,"
     "\"{allocation_id:6,addr:0x0000000000003000,size:8,func:malloc}\",,"
     "\"?? (app+0x1123)\n?? (lib\"\"q.so+0x1000)\"\n"
-    "11,MALLOC,HOST,N/A," T(00700) ",100,100,N/A,0x0000000000003000,"
+    "11,MALLOC,HOST,N/A," T(00700) ",100,100,cpu,0x0000000000003000,"
     "\"{allocation_id:7,addr:0x0000000000003000,size:24,func:malloc}\",,\n"
-    "12,FREE,MMAP,N/A," T(00800) ",100,101,N/A,0x00007f0000000000,"
+    "12,FREE,MMAP,N/A," T(00800) ",100,101,cpu,0x00007f0000000000,"
     "\"{allocation_id:2,addr:0x00007f0000000000,size:12288,func:munmap}\",,\n"
-    "13,FREE,HOST,N/A," T(00900) ",100,101,N/A,0x0000000000004000,"
+    "13,FREE,HOST,N/A," T(00900) ",100,101,cpu,0x0000000000004000,"
     "\"{allocation_id:5,addr:0x0000000000004000,size:64,func:free}\",,\n"
-    "14,MALLOC,HOST,N/A," T(01150) ",200,200,N/A,0x0000000000005000,"
+    "14,MALLOC,HOST,N/A," T(01150) ",200,200,cpu,0x0000000000005000,"
     "\"{allocation_id:8,addr:0x0000000000005000,size:7,func:malloc}\",,\"?? (0x400500)\"\n";
 
 static void check_rows(void)
@@ -231,15 +231,15 @@ static void check_rows(void)
                 "call_stack_c|64\ncommand_line|[\"app\",\"--fast\"]\nend_time_ns|" T(01150) "\n"
                 "events|NULL\nexit_status|NULL\nformat_version|1\nstart_time_ns|" T(00000) "\n");
     check_query("SELECT * FROM event_kinds", "1|MALLOC\n2|FREE\n4|STEP\n5|MARK\n"
-                                            "6|RANGE_START\n7|RANGE_END\n8|ACCESS\n");
-    check_query("SELECT * FROM layers", "0|annotation|N/A\n1|heap|HOST\n2|mmap|MMAP\n");
+                                            "6|RANGE_START\n7|RANGE_END\n8|ACCESS\n9|OOM\n10|KERNEL_LAUNCH\n");
+    check_query("SELECT * FROM layers", "0|annotation|N/A|NULL\n1|heap|HOST|cpu\n2|mmap|MMAP|cpu\n");
     check_query("SELECT * FROM memscope_dump WHERE ID IN (1, 8, 9)",
-                "1|MALLOC|HOST|N/A|" T(00100) "|100|100|N/A|0x0000000000001000|"
+                "1|MALLOC|HOST|N/A|" T(00100) "|100|100|cpu|0x0000000000001000|"
                 "{\"allocation_id\":\"1\",\"addr\":\"0x0000000000001000\",\"size\":\"16\","
                 "\"func\":\"malloc\"}||?? (app+0x1123)\n?? (lib\"q.so+0x1000)\n"
-                "8|FREE|MMAP|N/A|" T(00400) "|100|101|N/A|0x00007f0000001000|"
+                "8|FREE|MMAP|N/A|" T(00400) "|100|101|cpu|0x00007f0000001000|"
                 "{\"addr\":\"0x00007f0000001000\",\"size\":\"4096\",\"func\":\"munmap\"}||\n"
-                "9|FREE|HOST|N/A|" T(00500) "|100|100|N/A|0x00000000000dead0|"
+                "9|FREE|HOST|N/A|" T(00500) "|100|100|cpu|0x00000000000dead0|"
                 "{\"addr\":\"0x00000000000dead0\",\"func\":\"free\"}||\n");
     check_query("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name NOT LIKE "
                 "'sqlite_%'", "4\n");

@@ -1,0 +1,125 @@
+#!/bin/bash
+# test_cuda.sh: memscope's CUDA hooks against the TEST DRIVER (ms_test_libcuda.c, a stand-in
+# libcuda.so.1; no GPU). cuda_known makes one fixed sequence of driver calls; it is run reaching
+# the driver the three ways real programs do (-lcuda, dlopen + dlsym, cuGetProcAddress_v2), and
+# each run must give exactly the rows below. Also: fork + IPC, a program that never touches CUDA
+# (sees no difference), no driver at all, --device, launches off, threads.
+# Environment: MEMSCOPE, PROGS, CUDA_PROGS (this directory's build), CUDA_DRIVER_DIR.
+. "$(dirname "$0")/../integration/lib.sh"
+: "${CUDA_PROGS:?}" "${CUDA_DRIVER_DIR:?}"
+
+# layer name|allocs|frees|live bytes|live blocks|unmatched frees, for every CUDA layer
+STATS="SELECT l.name || '|' || s.allocs || '|' || s.frees || '|' || s.live_bytes || '|' ||
+       s.live_blocks || '|' || s.unmatched_frees FROM process_stats s JOIN layers l ON l.id = s.layer
+       WHERE l.name LIKE 'cuda%' ORDER BY s.layer"
+EXPECT_STATS="cuda_pinned|3|2|4096|1|0
+cuda:0|207|202|4220928|5|0
+cuda_pool:0|4|3|4096|1|0
+cuda_va:0|1|1|0|0|0
+cuda_map:0|2|2|0|0|0
+cuda:1|203|200|4210688|3|1
+cuda_vmm:1|2|2|0|0|0"
+
+for mode in direct dlsym procaddr procaddr-alias; do
+    db="$TMP/$mode.db"
+    prog="$CUDA_PROGS/cuda_known"
+    arg=$mode
+    env=()
+    case $mode in
+        direct) prog="$CUDA_PROGS/cuda_known_direct" ;;
+        procaddr-alias) arg=procaddr; env=(MEMSCOPE_TEST_CUDA_PROC_ALIASES=1) ;;
+    esac
+    out=$(env "${env[@]}" LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run -q --events=alloc,free,launch \
+          -o "$db" -- "$prog" "$arg" 2>"$TMP/err")
+    assert_eq "$mode: program output" "ok" "$out"
+    assert_eq "$mode: layers (allocs, frees, live, unmatched)" "$EXPECT_STATS" "$(q "$db" "$STATS")"
+    # what Insight keeps: rows with a device
+    assert_eq "$mode: HAL rows by device" "FREE|0|205
+FREE|1|203
+MALLOC|0|211
+MALLOC|1|205" "$(q "$db" "SELECT Event, \"Device Id\", count(*) FROM memscope_dump
+        WHERE \"Device Id\" NOT IN ('N/A','','host') AND \"Event Type\" = 'HAL' GROUP BY 1, 2")"
+    assert_eq "$mode: HAL MALLOC attrs" "alloc|207
+create|2
+alloc|4|pool" "$(q "$db" "SELECT json_extract(Attr, '\$.alloc_type'), count(*) FROM memscope_dump
+        WHERE Event = 'MALLOC' AND \"Event Type\" = 'HAL' AND json_extract(Attr, '\$.pool') IS NULL
+          AND \"Device Id\" = '0' OR (\"Device Id\" = '1' AND json_extract(Attr, '\$.alloc_type') = 'create')
+        GROUP BY 1 ORDER BY 2 DESC;
+        SELECT json_extract(Attr, '\$.alloc_type'), count(*), 'pool' FROM memscope_dump
+        WHERE json_extract(Attr, '\$.pool') IS NOT NULL AND Event = 'MALLOC'")"
+    assert_eq "$mode: managed, pitch, IPC-free attributes" "cuMemAllocManaged|true|65536
+cuMemAllocPitch|1024|10240" "$(q "$db" "SELECT json_extract(Attr, '\$.api'),
+        COALESCE(json_extract(Attr, '\$.managed'), json_extract(Attr, '\$.pitch')), json_extract(Attr, '\$.size')
+        FROM memscope_dump WHERE json_extract(Attr, '\$.api') IN ('cuMemAllocManaged', 'cuMemAllocPitch')
+        AND Event = 'MALLOC' ORDER BY 1")"
+    assert_eq "$mode: OOM row" "OOM_DETAIL|OOM_TRIGGER|1|cuMemAlloc|17179869184|17179869184|N/A" \
+        "$(q "$db" "SELECT Event, \"Event Type\", \"Device Id\", json_extract(Attr, '\$.func'),
+            json_extract(Attr, '\$.req_size'), json_extract(Attr, '\$.device_total'), Ptr
+            FROM memscope_dump WHERE Event = 'OOM_DETAIL'")"
+    assert_eq "$mode: the failed free of an unknown pointer" "FREE|1|0x000000000dead000|1||" \
+        "$(q "$db" "SELECT Event, \"Device Id\", Ptr, json_extract(Attr, '\$.result'),
+            json_extract(Attr, '\$.allocation_id'), json_extract(Attr, '\$.size')
+            FROM memscope_dump WHERE json_extract(Attr, '\$.result') IS NOT NULL")"
+    assert_eq "$mode: kernel launches" "cuLaunchCooperativeKernel|reduce_sum|1|16x1x1|1
+cuLaunchKernel|reduce_sum|1|64x2x1|2
+cuLaunchKernel|vector_add|1|128x1x1|3
+cuLaunchKernelEx|reduce_sum|1|32x1x1|1" "$(q "$db" "SELECT e.func, d.Name, d.\"Device Id\",
+            json_extract(d.Attr, '\$.grid'), count(*) FROM memscope_dump d JOIN events e ON e.id = d.ID
+            WHERE Event = 'KERNEL_LAUNCH' GROUP BY 1, 2, 4 ORDER BY 1, 2, 4")"
+    assert_eq "$mode: every CUDA event has the program's stack" "0" \
+        "$(q "$db" "SELECT count(*) FROM memscope_dump WHERE Event IN ('MALLOC','OOM_DETAIL','KERNEL_LAUNCH')
+            AND \"Event Type\" != 'HOST' AND \"Call Stack(C)\" NOT LIKE '%cuda_known.c:%'")"
+    assert_eq "$mode: the worker threads' blocks" "4" \
+        "$(q "$db" "SELECT count(DISTINCT thread_id) FROM blocks WHERE layer IN (1024, 1032) AND size = 8192")"
+    assert_eq "$mode: leaks analysis sees device blocks" "1" \
+        "$("$MEMSCOPE" analyze leaks "$db" 2>/dev/null | grep -c 'cuda_known.c:312')"
+done
+
+# A program linked with -lcuda run plainly and under memscope: same output and status.
+plain=$("$CUDA_PROGS/cuda_known_direct" direct; echo "rc=$?")
+traced=$("$MEMSCOPE" run -q -o "$TMP/d2.db" -- "$CUDA_PROGS/cuda_known_direct" direct 2>/dev/null; echo "rc=$?")
+assert_eq "direct: same output and status under memscope" "$plain" "$traced"
+assert_eq "launches are not recorded without --events=launch" "0" \
+    "$(q "$TMP/d2.db" "SELECT count(*) FROM events WHERE kind = 10")"
+
+# --device selects devices; cpu turns the CUDA hooks off
+LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run -q --device=cuda:1 -o "$TMP/dev1.db" -- \
+    "$CUDA_PROGS/cuda_known" dlsym >/dev/null 2>&1
+assert_eq "--device=cuda:1: only device 1's layers (and pinned host memory)" "cuda_pinned
+cuda:1
+cuda_vmm:1" "$(q "$TMP/dev1.db" "SELECT name FROM layers WHERE name LIKE 'cuda%' ORDER BY id")"
+LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run -q --device=cpu -o "$TMP/cpu.db" -- \
+    "$CUDA_PROGS/cuda_known" dlsym >/dev/null 2>&1
+assert_eq "--device=cpu: no CUDA rows" "0" \
+    "$(q "$TMP/cpu.db" "SELECT count(*) FROM layers WHERE name LIKE 'cuda%'")"
+out=$("$MEMSCOPE" run --device=gpu -o "$TMP/x.db" -- true 2>&1; echo "rc=$?")
+assert_match "--device=gpu is refused" "--device: expected.*rc=2" "${out//$'\n'/ }"
+
+# fork + IPC: the child's trace has the imported block and its own allocation
+out=$(LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run -q -o "$TMP/fork.db" -- "$CUDA_PROGS/cuda_fork" 2>/dev/null)
+assert_eq "fork: program output" "ok" "$out"
+assert_eq "fork: per process (parent first): HAL allocs, frees, live, IPC opens" "1|1|1|0|0
+2|2|2|0|1" "$(q "$TMP/fork.db" "SELECT s.process_id, s.allocs, s.frees, s.live_blocks,
+        (SELECT count(*) FROM events e WHERE e.process_id = s.process_id AND e.func = 'cuIpcOpenMemHandle')
+        FROM process_stats s WHERE s.layer = 1024 ORDER BY 1")"
+assert_eq "fork: the imported block has the exporter's size and ipc:true" "1048576|true" \
+    "$(q "$TMP/fork.db" "SELECT json_extract(Attr, '\$.size'), json_extract(Attr, '\$.ipc') FROM memscope_dump
+        WHERE json_extract(Attr, '\$.api') = 'cuIpcOpenMemHandle'")"
+
+# a program that never touches CUDA sees no difference (no cu* symbol; RTLD_NEXT unchanged)
+plain=$("$CUDA_PROGS/nocuda_probe")
+traced=$("$MEMSCOPE" run -q -o "$TMP/probe.db" -- "$CUDA_PROGS/nocuda_probe" 2>/dev/null)
+assert_eq "no CUDA: the program sees the same" "$plain" "$traced"
+assert_match "no CUDA: dlsym(RTLD_NEXT) from a library finds the next library's" "from a library: two" "$traced"
+# no driver at all: the program's own answer
+out=$("$MEMSCOPE" run -q -o "$TMP/nodrv.db" -- "$CUDA_PROGS/cuda_known" dlsym 2>/dev/null; echo "rc=$?")
+assert_eq "no driver: the program's output and status" "no CUDA driver
+rc=3" "$out"
+
+# the CSV export: Device Id and the CUDA rows
+"$MEMSCOPE" export "$TMP/dlsym.db" --format=csv > "$TMP/k.csv"
+assert_eq "CSV: OOM row" 'OOM_DETAIL,OOM_TRIGGER,N/A,1,N/A,"{func:cuMemAlloc,req_size:17179869184' \
+    "$(grep -o 'OOM_DETAIL,OOM_TRIGGER,N/A,[0-9]*,[0-9]*,[0-9]*,1,N/A,"{func:cuMemAlloc,req_size:[0-9]*' "$TMP/k.csv" |
+       sed -E 's/N\/A,[0-9]+,[0-9]+,[0-9]+,/N\/A,/')"
+assert_eq "CSV: HAL rows on device 1" "408" "$(grep -c ',HAL,N/A,[0-9]*,[0-9]*,[0-9]*,1,0x' "$TMP/k.csv")"
+done_testing

@@ -48,6 +48,10 @@ extern const struct ms_analysis ms_analyses[]; /* terminated by a {NULL} entry *
 /* Finds an analysis by name; NULL when unknown. */
 const struct ms_analysis *ms_analysis_find(const char *name);
 
+/* The K of an --analysis item "oom" (10) or "oom:K" (K in 1..1000, msMemScope's form): rows per
+ * OOM in OOM_RECENT_ALLOC and OOM_TOP_ALLOC; 0 when item is neither. */
+unsigned ms_oom_k(const char *item);
+
 /* Opens the database at path read-only (read-write when writable is set) and checks that it is
  * a memscope database of a format version this build knows. Returns 0 or a negative code with
  * a reason in err ("no such file", "not a memscope database", "format version N is newer than

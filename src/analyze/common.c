@@ -21,10 +21,30 @@ void ms_analyze_opts_init(struct ms_analyze_opts *o)
 
 const struct ms_analysis *ms_analysis_find(const char *name)
 {
+    /* oom:K (msMemScope's form): K, the rows per OOM, is the conversion's (ms_oom_k) */
+    if (!strncmp(name, "oom:", 4) && ms_oom_k(name) > 0)
+        name = "oom";
     for (const struct ms_analysis *a = ms_analyses; a->name; a++)
         if (a->run && !strcmp(a->name, name))
             return a;
     return NULL;
+}
+
+unsigned ms_oom_k(const char *item)
+{
+    if (strncmp(item, "oom", 3))
+        return 0;
+    if (!item[3])
+        return 10;
+    unsigned k = 0;
+    if (item[3] != ':' || !item[4])
+        return 0;
+    for (const char *p = item + 4; *p; p++) {
+        if (*p < '0' || *p > '9' || k > 1000)
+            return 0;
+        k = k * 10 + (unsigned)(*p - '0');
+    }
+    return k >= 1 && k <= 1000 ? k : 0;
 }
 
 int ms_analyze_open(const char *path, int writable, sqlite3 **db, char *err, size_t errlen)

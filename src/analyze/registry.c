@@ -16,6 +16,7 @@ DECLARE(ms_analyze_decompose);
 DECLARE(ms_analyze_temporary);
 DECLARE(ms_analyze_trend);
 DECLARE(ms_analyze_fragmentation);
+DECLARE(ms_analyze_oom);
 
 const struct ms_analysis ms_analyses[] = {
     {"leaks", "blocks live at exit by call site; step-aware leak check; growth per step",
@@ -34,5 +35,7 @@ const struct ms_analysis ms_analyses[] = {
      ms_analyze_trend},
     {"fragmentation", "pool layers: reserved vs used, largest free extent, fragmentation",
      ms_analyze_fragmentation},
+    {"oom", "CUDA out-of-memory: what was live at each OOM, by layer, owner and call site",
+     ms_analyze_oom},
     {NULL, NULL, NULL},
 };

@@ -19,9 +19,11 @@ int ms_analyze_leaks(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, 
 int ms_analyze_peak(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
 int ms_analyze_temporary(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
 int ms_analyze_trend(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
+int ms_analyze_oom(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
 typedef int (*analysis_fn)(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
 __attribute__((used)) static analysis_fn const linked[] = {ms_analyze_leaks, ms_analyze_peak,
-                                                           ms_analyze_temporary, ms_analyze_trend};
+                                                           ms_analyze_temporary, ms_analyze_trend,
+                                                           ms_analyze_oom};
 
 #define MAX_LIST 32
 

@@ -214,6 +214,17 @@ static int level_item(const char *item, void *arg)
            strcmp(item, "1");
 }
 
+/* The K of an oom[:K] item of the --analysis list (0: none given). */
+static unsigned oom_k_of(const char *list)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save))
+        if (ms_oom_k(it))
+            return ms_oom_k(it);
+    return 0;
+}
+
 static int analysis_item(const char *item, void *arg)
 {
     (void)arg;
@@ -568,7 +579,7 @@ int cmd_run(int argc, char **argv)
             }
             if (for_each_item(optarg, analysis_item, NULL))
                 return usage_error("--analysis: expected a list of leaks, peak, compare, "
-                                   "inefficient, decompose, temporary, trend, fragmentation, "
+                                   "inefficient, decompose, temporary, trend, fragmentation, oom[:K], "
                                    "all or none, not '%s'", optarg);
             snprintf(o.analysis, sizeof o.analysis, "%s", optarg);
             break;
@@ -785,6 +796,7 @@ int cmd_run(int argc, char **argv)
         .exit_status = status,
         .call_stack_c = o.c_depth,
         .events = o.events,
+        .oom_k = oom_k_of(o.analysis),
         .symbolize = o.symbolize,
     };
     struct ms_store_result res;

@@ -1615,6 +1615,110 @@ static int on_cuda_mem(struct conv *c, struct stream *s, struct sbuf *b)
     return rc;
 }
 
+/* The name a layer gets in the layers table (pools: their first name; CUDA: write_cuda_layers). */
+static void layer_label(const struct conv *c, int layer, char *buf, size_t len)
+{
+    static const char *const kinds[] = {"cuda", "cuda_pool", "cuda_vmm", "cuda_va", "cuda_map"};
+    if (layer == MS_LAYER_HEAP || layer == MS_LAYER_MMAP) {
+        snprintf(buf, len, "%s", layer == MS_LAYER_HEAP ? "heap" : "mmap");
+    } else if (layer == MS_LAYER_PINNED) {
+        snprintf(buf, len, "cuda_pinned");
+    } else if (layer >= MS_LAYER_CUDA0) {
+        int d = (layer - MS_LAYER_CUDA0) / MS_CUDA_LAYERS, k = (layer - MS_LAYER_CUDA0) % MS_CUDA_LAYERS;
+        if (d == MS_CUDA_NODEV)
+            snprintf(buf, len, "%s:?", k < 5 ? kinds[k] : "cuda");
+        else
+            snprintf(buf, len, "%s:%d", k < 5 ? kinds[k] : "cuda", d);
+    } else if (layer >= MS_LAYER_POOL0 && (size_t)(layer - MS_LAYER_POOL0) / 2 < c->npools) {
+        snprintf(buf, len, "pool:%s%s", c->pools[(layer - MS_LAYER_POOL0) / 2],
+                 (layer - MS_LAYER_POOL0) % 2 ? ":reserved" : "");
+    } else {
+        snprintf(buf, len, "layer%d", layer);
+    }
+}
+
+struct oom_cand {
+    int64_t alloc_id, size;
+    uint32_t slot;
+    int layer;
+};
+
+static int cmp_recent(const void *a, const void *b)
+{
+    const struct oom_cand *x = a, *y = b;
+    return x->alloc_id < y->alloc_id ? 1 : x->alloc_id > y->alloc_id ? -1 : 0;
+}
+
+static int cmp_largest(const void *a, const void *b)
+{
+    const struct oom_cand *x = a, *y = b;
+    if (x->size != y->size)
+        return x->size < y->size ? 1 : -1;
+    return cmp_recent(a, b);
+}
+
+/* After an OOM on device dev (recorded: ordinal + 1) in process p, msMemScope's
+ * --analysis=oom rows: up to K blocks live then, newest first (OOM_RECENT_ALLOC), and up to K,
+ * largest first (OOM_TOP_ALLOC), from the device's memory layers and the process's pools. The
+ * rows are in the trigger's layer (so their Device Id is the device's); the block's layer is
+ * their Attr's pool, their allocation_id the block's. */
+static int oom_rows(struct conv *c, const struct stream *s, uint64_t dev)
+{
+    struct proc *p = &c->procs[s->proc];
+    size_t k = c->o->oom_k ? c->o->oom_k : 10, n = 0, cap = 0;
+    struct oom_cand *v = NULL;
+    int rc = 0;
+    for (size_t l = MS_LAYER_POOL0; l < p->nls && rc == 0; l++) {
+        if (!p->ls[l].used)
+            continue;
+        if (l >= MS_LAYER_CUDA0) {
+            size_t d = (l - MS_LAYER_CUDA0) / MS_CUDA_LAYERS, kind = (l - MS_LAYER_CUDA0) % MS_CUDA_LAYERS;
+            size_t want = dev == 0 || dev > MS_CUDA_NODEV ? MS_CUDA_NODEV : dev - 1;
+            if (d != want || kind > MS_CUDA_L_PHYS)
+                continue;
+        } else if ((l - MS_LAYER_POOL0) % 2) {
+            continue; /* a pool's reserved regions: the blocks are in its other layer */
+        }
+        struct ms_addrmap *live = &p->ls[l].live;
+        uint64_t key;
+        uint32_t slot;
+        for (size_t pos = 0; ms_addrmap_next(live, &pos, &key, &slot);) {
+            if (n == cap && grow((void **)&v, &cap, n, sizeof *v, MAX_LIVE) < 0) {
+                rc = oom(c, "OOM rows");
+                break;
+            }
+            v[n++] = (struct oom_cand){c->blocks[slot].alloc_id, c->blocks[slot].size, slot, (int)l};
+        }
+    }
+    for (int pass = 0; pass < 2 && rc == 0; pass++) {
+        qsort(v, n, sizeof *v, pass ? cmp_largest : cmp_recent);
+        for (size_t i = 0; i < n && i < k && rc == 0; i++) {
+            const struct block *b = &c->blocks[v[i].slot];
+            char label[MS_TRACE_MAX_LABEL + 32], attr[MS_TRACE_MAX_LABEL + 200];
+            layer_label(c, v[i].layer, label, sizeof label);
+            struct sbuf js = {0};
+            int bad = sbuf_json(&js, label, strlen(label));
+            snprintf(attr, sizeof attr,
+                     "{\"pool\":%s,\"ptr\":\"0x%016llx\",\"size\":\"%lld\",\"timestamp\":\"%lld\"}",
+                     js.p ? js.p : "\"\"", (unsigned long long)b->addr, (long long)b->size,
+                     (long long)b->alloc_ns);
+            free(js.p);
+            if (bad) {
+                rc = oom(c, "OOM rows");
+                break;
+            }
+            c->attr = attr;
+            c->attr_len = strlen(attr);
+            rc = write_event_full(c, s, pass ? MS_KIND_OOM_TOP : MS_KIND_OOM_RECENT,
+                                  cuda_layer(c, MS_CUDA_L_HAL, dev),
+                                  b->addr, 1, b->size, 1, b->func, b->stack_id, b->alloc_id, NULL,
+                                  0, -1);
+        }
+    }
+    free(v);
+    return rc;
+}
+
 static int on_cuda(struct conv *c, struct stream *s)
 {
     struct proc *p = &c->procs[s->proc];
@@ -1638,6 +1742,8 @@ static int on_cuda(struct conv *c, struct stream *s)
             rc = write_event_full(c, s, MS_KIND_OOM, cuda_layer(c, MS_CUDA_L_HAL, v[1]), 0, 0,
                                   (int64_t)r->size, 1, ms_cu_op_name(r->flags), stack, 0, NULL, 0,
                                   -1);
+        if (rc == 0)
+            rc = oom_rows(c, s, v[1]);
     } else {
         const uint64_t *v = r->pcs; /* op device func stream gx gy gz bx by bz shmem stack */
         uint32_t k = 0;

@@ -280,14 +280,14 @@ static int write_rows(struct exp *e, FILE *f)
         int64_t k = sqlite3_column_int64(st, 1);
         const char *name = (const char *)sqlite3_column_text(st, 11);
         int annotation = k >= MS_KIND_STEP && k <= MS_KIND_RANGE_END;
-        int device_event = k == MS_KIND_OOM || k == MS_KIND_KERNEL_LAUNCH;
+        int device_event = k >= MS_KIND_OOM && k <= MS_KIND_OOM_TOP;
         static const char *const ann_event[] = {"SYSTEM", "MSTX", "MSTX", "MSTX"};
         static const char *const ann_type[] = {"STEP", "Mark", "Range_start", "Range_end"};
         const char *device = str_at(e->devices, e->ndevices, sqlite3_column_int64(st, 2));
         const char *extra = (const char *)sqlite3_column_text(st, 14); /* k:v,k:v */
-        if (k == MS_KIND_OOM) {
+        if (k == MS_KIND_OOM || k == MS_KIND_OOM_RECENT || k == MS_KIND_OOM_TOP) {
+            type = k == MS_KIND_OOM ? "OOM_TRIGGER" : kind; /* the kind's name */
             kind = "OOM_DETAIL";
-            type = "OOM_TRIGGER";
         } else if (k == MS_KIND_KERNEL_LAUNCH) {
             type = "KERNEL_LAUNCH";
         } else if (annotation) {

@@ -29,6 +29,8 @@ enum {
     MS_KIND_ACCESS = 8,
     MS_KIND_OOM = 9,
     MS_KIND_KERNEL_LAUNCH = 10,
+    MS_KIND_OOM_RECENT = 11,   /* after an OOM: a live block, newest first */
+    MS_KIND_OOM_TOP = 12,      /* after an OOM: a live block, largest first */
 };
 
 /* Tables, fixed rows and the memscope_dump view; run before loading. */

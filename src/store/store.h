@@ -17,6 +17,8 @@ struct ms_store_options {
     unsigned call_stack_c;      /* meta.call_stack_c */
     const char *events;         /* meta.events, e.g. "alloc,free" */
     int symbolize;              /* nonzero: resolve frames to function/file/line */
+    unsigned oom_k;             /* OOM_RECENT_ALLOC / OOM_TOP_ALLOC rows after each OOM
+                                   (msMemScope's --analysis=oom:K); 0: the default, 10 */
 };
 
 struct ms_store_result {

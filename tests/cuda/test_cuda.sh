@@ -55,7 +55,12 @@ cuMemAllocPitch|1024|10240" "$(q "$db" "SELECT json_extract(Attr, '\$.api'),
     assert_eq "$mode: OOM row" "OOM_DETAIL|OOM_TRIGGER|1|cuMemAlloc|17179869184|17179869184|N/A" \
         "$(q "$db" "SELECT Event, \"Event Type\", \"Device Id\", json_extract(Attr, '\$.func'),
             json_extract(Attr, '\$.req_size'), json_extract(Attr, '\$.device_total'), Ptr
-            FROM memscope_dump WHERE Event = 'OOM_DETAIL'")"
+            FROM memscope_dump WHERE \"Event Type\" = 'OOM_TRIGGER'")"
+    assert_eq "$mode: the live block after the OOM, as newest and as largest" \
+        "OOM_RECENT_ALLOC|1|cuda:1|4194304
+OOM_TOP_ALLOC|1|cuda:1|4194304" "$(q "$db" "SELECT \"Event Type\", \"Device Id\", json_extract(Attr, '\$.pool'),
+            json_extract(Attr, '\$.size') FROM memscope_dump WHERE Event = 'OOM_DETAIL' AND ID > (
+            SELECT ID FROM memscope_dump WHERE \"Event Type\" = 'OOM_TRIGGER') ORDER BY ID")"
     assert_eq "$mode: the failed free of an unknown pointer" "FREE|1|0x000000000dead000|1||" \
         "$(q "$db" "SELECT Event, \"Device Id\", Ptr, json_extract(Attr, '\$.result'),
             json_extract(Attr, '\$.allocation_id'), json_extract(Attr, '\$.size')
@@ -115,6 +120,32 @@ assert_match "no CUDA: dlsym(RTLD_NEXT) from a library finds the next library's"
 out=$("$MEMSCOPE" run -q -o "$TMP/nodrv.db" -- "$CUDA_PROGS/cuda_known" dlsym 2>/dev/null; echo "rc=$?")
 assert_eq "no driver: the program's output and status" "no CUDA driver
 rc=3" "$out"
+
+# OOM: the rows after the trigger (--analysis=oom:2) and memscope analyze oom
+out=$(MEMSCOPE_TEST_CUDA_CAPACITY=67108864 LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run -q \
+      --analysis=oom:2 -o "$TMP/oom.db" -- "$CUDA_PROGS/cuda_oom" 2>"$TMP/oom.err")
+assert_eq "oom: program output" "ok" "$out"
+assert_eq "oom: OOM_DETAIL rows in order (type, pool, size)" "OOM_TRIGGER|0||104857600
+OOM_RECENT_ALLOC|0|pool:mypool|1048576
+OOM_RECENT_ALLOC|0|pool:mypool|1048576
+OOM_TOP_ALLOC|0|cuda:0|8388608
+OOM_TOP_ALLOC|0|cuda:0|5242880" "$(q "$TMP/oom.db" "SELECT \"Event Type\", \"Device Id\", json_extract(Attr, '\$.pool'),
+        COALESCE(json_extract(Attr, '\$.size'), json_extract(Attr, '\$.req_size'))
+        FROM memscope_dump WHERE Event = 'OOM_DETAIL' ORDER BY ID")"
+assert_eq "oom: the report at the end of the run (stderr) names the call" "1" \
+    "$(grep -c 'OOM 1 of 1: cuMemAlloc of 100.0 MiB failed on device 0' "$TMP/oom.err")"
+"$MEMSCOPE" analyze oom "$TMP/oom.db" --json > "$TMP/oom.json"
+assert_eq "oom: live bytes, blocks, driver total/free, layers, owners, pool fragmentation" \
+    "20971520|5|67108864|46137344|cuda:0=20971520/5|(none)=8388608/1,activations=6291456/2,weights=6291456/2|mypool=6291456/1" \
+    "$(python3 -c '
+import json, sys
+o = json.load(open(sys.argv[1]))["ooms"]
+assert len(o) == 1
+r = o[0]
+g = lambda k: ",".join("%s=%d/%d" % (x["name"], x["bytes"], x["blocks"]) for x in r[k])
+print("|".join(map(str, [r["live_bytes"], r["live_blocks"], r["device_total"], r["device_free"],
+      g("layers"), g("owners"), g("pools_reserved_unallocated")])))' "$TMP/oom.json")"
+assert_match "oom: text report: call sites" "cuda_oom.c:[0-9]+" "$("$MEMSCOPE" analyze oom "$TMP/oom.db")"
 
 # the CSV export: Device Id and the CUDA rows
 "$MEMSCOPE" export "$TMP/dlsym.db" --format=csv > "$TMP/k.csv"

@@ -25,6 +25,8 @@ static struct api {
     R (*Init)(unsigned);
     R (*DevicePrimaryCtxRetain)(ms_CUcontext *, ms_CUdevice);
     R (*CtxSetCurrent)(ms_CUcontext);
+    R (*CtxCreate)(ms_CUcontext *, unsigned, ms_CUdevice);
+    R (*CtxDestroy)(ms_CUcontext);
     ms_fn_cuMemAlloc_v2 *MemAlloc;
     ms_fn_cuMemAllocPitch_v2 *MemAllocPitch;
     ms_fn_cuMemAllocManaged *MemAllocManaged;
@@ -71,6 +73,8 @@ static void expect(const char *what, R got, R want)
 R cuInit(unsigned);
 R cuDevicePrimaryCtxRetain(ms_CUcontext *, ms_CUdevice);
 R cuCtxSetCurrent(ms_CUcontext);
+R cuCtxCreate_v2(ms_CUcontext *, unsigned, ms_CUdevice);
+R cuCtxDestroy_v2(ms_CUcontext);
 ms_fn_cuMemAlloc_v2 cuMemAlloc_v2;
 ms_fn_cuMemAllocPitch_v2 cuMemAllocPitch_v2;
 ms_fn_cuMemAllocManaged cuMemAllocManaged;
@@ -106,6 +110,8 @@ static int load(const char *mode)
     A.Init = cuInit;
     A.DevicePrimaryCtxRetain = cuDevicePrimaryCtxRetain;
     A.CtxSetCurrent = cuCtxSetCurrent;
+    A.CtxCreate = cuCtxCreate_v2;
+    A.CtxDestroy = cuCtxDestroy_v2;
     A.MemAlloc = cuMemAlloc_v2;
     A.MemAllocPitch = cuMemAllocPitch_v2;
     A.MemAllocManaged = cuMemAllocManaged;
@@ -177,6 +183,15 @@ static int load(const char *mode)
         if (get_proc("cuGetProcAddress", &self, 12000, 0, &st) != MS_CUDA_SUCCESS || !self)
             return 1;
         get_proc = (ms_fn_cuGetProcAddress_v2 *)self;
+        /* answers memscope must not change: an ABI older than the driver has, a name it lacks */
+        void *f = (void *)1;
+        expect("cuGetProcAddress(cuMemAlloc, 2000)", get_proc("cuMemAlloc", &f, 2000, 0, &st),
+               MS_CUDA_ERROR_NOT_FOUND);
+        expect("its status", st, MS_CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+        expect("its pointer", f != NULL, 0);
+        expect("cuGetProcAddress(cuNoSuchCall)", get_proc("cuNoSuchCall", &f, 13000, 0, &st),
+               MS_CUDA_ERROR_NOT_FOUND);
+        expect("its status", st, MS_CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
     }
     int pt = get_proc != NULL; /* the per-thread default stream variants in procaddr mode */
 #define S(field, exported, base, ver, ptsz) \
@@ -184,6 +199,8 @@ static int load(const char *mode)
     S(Init, "cuInit", "cuInit", 2000, 0);
     S(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain", 7000, 0);
     S(CtxSetCurrent, "cuCtxSetCurrent", "cuCtxSetCurrent", 4000, 0);
+    S(CtxCreate, "cuCtxCreate_v2", "cuCtxCreate", 3020, 0);
+    S(CtxDestroy, "cuCtxDestroy_v2", "cuCtxDestroy", 4000, 0);
     S(MemAlloc, "cuMemAlloc_v2", "cuMemAlloc", 3020, 0);
     S(MemAllocPitch, "cuMemAllocPitch_v2", "cuMemAllocPitch", 3020, 0);
     S(MemAllocManaged, "cuMemAllocManaged", "cuMemAllocManaged", 6000, 0);
@@ -328,6 +345,14 @@ int main(int argc, char **argv)
     ms_CUlaunchConfig cfg = {32, 1, 1, 128, 1, 1, 0, s, NULL, 0};
     OK(A.LaunchKernelEx(&cfg, sum, NULL, NULL));
     OK(A.LaunchCooperativeKernel(sum, 16, 1, 1, 64, 1, 1, 0, s, NULL));
+
+    /* a context destroyed with a block live: the driver frees it, without a call to see */
+    ms_CUcontext own;
+    ms_CUdeviceptr orphan;
+    OK(A.CtxCreate(&own, 0, 0));
+    OK(A.MemAlloc(&orphan, 65536));
+    OK(A.CtxDestroy(own));
+    OK(A.CtxSetCurrent(ctx[1]));
 
     /* four threads, two per device */
     pthread_t t[4];

@@ -13,13 +13,14 @@ STATS="SELECT l.name || '|' || s.allocs || '|' || s.frees || '|' || s.live_bytes
        s.live_blocks || '|' || s.unmatched_frees FROM process_stats s JOIN layers l ON l.id = s.layer
        WHERE l.name LIKE 'cuda%' ORDER BY s.layer"
 EXPECT_STATS="cuda_pinned|3|2|4096|1|0
-cuda:0|207|202|4220928|5|0
+cuda:0|208|202|4286464|6|0
 cuda_pool:0|4|3|4096|1|0
 cuda_va:0|1|1|0|0|0
 cuda_map:0|2|2|0|0|0
 cuda:1|203|200|4210688|3|1
 cuda_vmm:1|2|2|0|0|0"
 
+K_LINE=$(grep_line "$(dirname "$0")/cuda_known.c" 'OK(A.MemAlloc(&k, 4 << 20));')
 for mode in direct dlsym procaddr procaddr-alias; do
     db="$TMP/$mode.db"
     prog="$CUDA_PROGS/cuda_known"
@@ -36,10 +37,10 @@ for mode in direct dlsym procaddr procaddr-alias; do
     # what Insight keeps: rows with a device
     assert_eq "$mode: HAL rows by device" "FREE|0|205
 FREE|1|203
-MALLOC|0|211
+MALLOC|0|212
 MALLOC|1|205" "$(q "$db" "SELECT Event, \"Device Id\", count(*) FROM memscope_dump
         WHERE \"Device Id\" NOT IN ('N/A','','host') AND \"Event Type\" = 'HAL' GROUP BY 1, 2")"
-    assert_eq "$mode: HAL MALLOC attrs" "alloc|207
+    assert_eq "$mode: HAL MALLOC attrs" "alloc|208
 create|2
 alloc|4|pool" "$(q "$db" "SELECT json_extract(Attr, '\$.alloc_type'), count(*) FROM memscope_dump
         WHERE Event = 'MALLOC' AND \"Event Type\" = 'HAL' AND json_extract(Attr, '\$.pool') IS NULL
@@ -77,7 +78,10 @@ cuLaunchKernelEx|reduce_sum|1|32x1x1|1" "$(q "$db" "SELECT e.func, d.Name, d.\"D
     assert_eq "$mode: the worker threads' blocks" "4" \
         "$(q "$db" "SELECT count(DISTINCT thread_id) FROM blocks WHERE layer IN (1024, 1032) AND size = 8192")"
     assert_eq "$mode: leaks analysis sees device blocks" "1" \
-        "$("$MEMSCOPE" analyze leaks "$db" 2>/dev/null | grep -c 'cuda_known.c:312')"
+        "$("$MEMSCOPE" analyze leaks "$db" 2>/dev/null | grep -c "cuda_known.c:$K_LINE)")"
+    assert_eq "$mode: the block of a destroyed context stays live (64 KiB, cuda:0)" "65536|cuda:0" \
+        "$(q "$db" "SELECT b.size, l.name FROM blocks b JOIN layers l ON l.id = b.layer
+            WHERE b.free_ns IS NULL AND b.size = 65536 AND l.name LIKE 'cuda%'")"
 done
 
 # A program linked with -lcuda run plainly and under memscope: same output and status.

@@ -329,8 +329,69 @@ static void test_next_heap(void)
     tg_release(&g);
 }
 
+/* The CUDA records decode to their fields; an op outside MS_CU_* ends the chunk as damage. */
+static void test_cuda_records(void)
+{
+    struct tg g;
+    tg_init(&g, 77, 1, 1000, 1700000000000000000ull);
+    struct tg_chunk c;
+    tg_chunk_begin(&g, &c, 77, 1, 0, 1000, 4096);
+    uint64_t mem[7] = {MS_CU_MEM_MAP, 2, 0x7f1000200000, 2 << 20, 5, 0x9001, 4096};
+    uint64_t om[6] = {MS_CU_MEM_ALLOC_ASYNC, 1, 1ull << 34, 6, 123, 1ull << 35};
+    uint64_t fn[1] = {0x8003};
+    uint64_t la[12] = {MS_CU_LAUNCH_KERNEL_EX, 1, 0x8003, 0x5001, 64, 2, 1, 512, 1, 1, 4096, 7};
+    uint64_t bad[7] = {MS_CU_OP_COUNT, 1, 0x1000, 16, 0, 0, 0};
+    c.p = ms_enc_ext(c.p, &c.st, MS_EXT_CUDA_MEM, 1010, mem, 7, NULL, 0);
+    c.p = ms_enc_ext(c.p, &c.st, MS_EXT_CUDA_OOM, 1020, om, 6, NULL, 0);
+    c.p = ms_enc_ext(c.p, &c.st, MS_EXT_CUDA_FUNC, 1030, fn, 1, "reduce_sum", 10);
+    c.p = ms_enc_ext(c.p, &c.st, MS_EXT_CUDA_LAUNCH, 1040, la, 12, NULL, 0);
+    c.p = ms_enc_ext(c.p, &c.st, MS_EXT_CUDA_MEM, 1050, bad, 7, NULL, 0);
+    c.p = ms_enc_free(c.p, &c.st, 1060, 0x5000);
+    tg_chunk_end(&g, &c);
+    struct ms_trace t;
+    CHECK_EQ(ms_trace_open_mem(&t, g.buf, g.len), 0);
+    struct ms_trace_stream s;
+    struct ms_record r;
+    ms_trace_stream_init(&s, &t, 0);
+    CHECK_EQ(ms_trace_stream_next(&s, &r), 1);
+    CHECK_EQ(r.fn, MS_EXT_CUDA_MEM);
+    CHECK_EQ(r.ns, 1010);
+    CHECK_EQ(r.flags, MS_CU_MEM_MAP);
+    CHECK_EQ(r.addr, 0x7f1000200000);
+    CHECK_EQ(r.size, 2 << 20);
+    CHECK_EQ(r.stack_id, 5);
+    CHECK_EQ(r.depth, 7);
+    CHECK_EQ(r.pcs[1], 2);
+    CHECK_EQ(r.pcs[5], 0x9001);
+    CHECK_EQ(r.pcs[6], 4096);
+    CHECK_EQ(ms_trace_stream_next(&s, &r), 1);
+    CHECK_EQ(r.fn, MS_EXT_CUDA_OOM);
+    CHECK_EQ(r.flags, MS_CU_MEM_ALLOC_ASYNC);
+    CHECK_EQ(r.size, 1ull << 34);
+    CHECK_EQ(r.stack_id, 6);
+    CHECK_EQ(r.pcs[4], 123);
+    CHECK_EQ(r.pcs[5], 1ull << 35);
+    CHECK_EQ(ms_trace_stream_next(&s, &r), 1);
+    CHECK_EQ(r.fn, MS_EXT_CUDA_FUNC);
+    CHECK_EQ(r.addr, 0x8003);
+    CHECK_EQ(r.len1, 10);
+    CHECK(!memcmp(r.str1, "reduce_sum", 10));
+    CHECK_EQ(ms_trace_stream_next(&s, &r), 1);
+    CHECK_EQ(r.fn, MS_EXT_CUDA_LAUNCH);
+    CHECK_EQ(r.ns, 1040);
+    CHECK_EQ(r.stack_id, 7);
+    CHECK_EQ(r.pcs[2], 0x8003);
+    CHECK_EQ(r.pcs[4], 64);
+    CHECK_EQ(r.pcs[10], 4096);
+    CHECK(ms_trace_stream_next(&s, &r) != 1); /* op out of range: damage, the chunk ends */
+    CHECK_EQ(t.damaged_chunks, 1);
+    ms_trace_release(&t);
+    tg_release(&g);
+}
+
 int main(void)
 {
+    test_cuda_records();
     test_round_trip();
     test_next_heap();
     test_truncated();

@@ -439,10 +439,15 @@ static unsigned env_uint(const char *name, unsigned def, unsigned max)
     return (unsigned)v;
 }
 
-/* Removes this library from LD_PRELOAD so that exec'd programs are not traced. */
+/* Removes this library from LD_PRELOAD (and from NVTX_INJECTION64_PATH) so that exec'd programs
+ * are not traced. */
 static void stop_following(void)
 {
     unsetenv("MEMSCOPE_TRACE_DIR");
+    const char *nvtx = getenv("NVTX_INJECTION64_PATH"); /* set by memscope run (nvtx.c) */
+    size_t nl = nvtx ? strlen(nvtx) : 0;
+    if (nl >= 14 && !memcmp(nvtx + nl - 14, "libmemscope.so", 14))
+        unsetenv("NVTX_INJECTION64_PATH");
     const char *pre = getenv("LD_PRELOAD");
     if (!pre)
         return;

@@ -189,6 +189,11 @@ struct got_set {
 };
 int got_redirect(const struct got_set *set);
 
+/* agent.c: the annotation API (include/memscope.h), also called by nvtx.c */
+int memscope__mark(const char *msg);
+int memscope__range_push(const char *name);
+int memscope__range_pop(void);
+
 /* cuda.c */
 void cuda_init(void);                /* at agent start: hooks a CUDA driver already loaded */
 void cuda_after_fork_child(void);

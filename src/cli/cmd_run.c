@@ -745,6 +745,17 @@ int cmd_run(int argc, char **argv)
         snprintf(env_watch, sizeof env_watch, "MEMSCOPE_WATCH=%s", o.watch);
         env_add[nenv++] = env_watch;
     }
+    /* NVTX ranges and marks reach the agent through NVTX's injection (docs/cuda.md), unless
+     * the user named another injection library (Nsight): that one keeps them. */
+    static char env_nvtx[PATH_MAX + 32];
+    const char *old_nvtx = getenv("NVTX_INJECTION64_PATH");
+    if (!old_nvtx || !*old_nvtx) {
+        snprintf(env_nvtx, sizeof env_nvtx, "NVTX_INJECTION64_PATH=%s", agent_path);
+        env_add[nenv++] = env_nvtx;
+    } else {
+        cli_log(1, "NVTX_INJECTION64_PATH is set (%s): NVTX ranges go there, not to memscope",
+                old_nvtx);
+    }
     static char env_device[128];
     if (o.device) {
         snprintf(env_device, sizeof env_device, "MEMSCOPE_DEVICE=%s", o.device);

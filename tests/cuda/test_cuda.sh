@@ -151,6 +151,30 @@ print("|".join(map(str, [r["live_bytes"], r["live_blocks"], r["device_total"], r
       g("layers"), g("owners"), g("pools_reserved_unallocated")])))' "$TMP/oom.json")"
 assert_match "oom: text report: call sites" "cuda_oom.c:[0-9]+" "$("$MEMSCOPE" analyze oom "$TMP/oom.db")"
 
+# NVTX (NVIDIA's header-only library, where a toolkit provides it): ranges and marks
+if [ -x "$CUDA_PROGS/nvtx_known" ]; then
+    out=$("$MEMSCOPE" run -q -o "$TMP/nvtx.db" -- "$CUDA_PROGS/nvtx_known" 2>/dev/null)
+    assert_eq "nvtx: program output" "ok" "$out"
+    assert_eq "nvtx: ranges (name, depth, parent, closed)" "outer|0||1
+mydomain::inner|1|outer|1
+wide|1|outer|1" "$(q "$TMP/nvtx.db" "SELECT r.name, r.depth, p.name, r.end_ns IS NOT NULL FROM ranges r
+        LEFT JOIN ranges p ON p.id = r.parent_id ORDER BY r.id")"
+    assert_eq "nvtx: marks" "hello
+mydomain::registered
+start: async
+end" "$(q "$TMP/nvtx.db" "SELECT Name FROM memscope_dump WHERE \"Event Type\" = 'Mark' ORDER BY ID")"
+    assert_eq "nvtx: the 200-byte block is allocated inside mydomain::inner" "1" \
+        "$(q "$TMP/nvtx.db" "SELECT count(*) FROM blocks b JOIN ranges r ON r.name = 'mydomain::inner'
+            AND b.thread_id = r.thread_id AND b.alloc_ns BETWEEN r.start_ns AND r.end_ns WHERE b.size = 200")"
+    out=$(NVTX_INJECTION64_PATH=/nonexistent/libother.so "$MEMSCOPE" run -o "$TMP/nvtx2.db" -- \
+          "$CUDA_PROGS/nvtx_known" 2>&1)
+    assert_match "nvtx: a user's injection is kept, and memscope says so" \
+        "NVTX_INJECTION64_PATH is set \(/nonexistent/libother.so\)" "$out"
+    assert_eq "nvtx: then no ranges in memscope" "0" "$(q "$TMP/nvtx2.db" "SELECT count(*) FROM ranges")"
+else
+    echo "skip: nvtx_known was not built (no nvtx3/nvToolsExt.h)"
+fi
+
 # the CSV export: Device Id and the CUDA rows
 "$MEMSCOPE" export "$TMP/dlsym.db" --format=csv > "$TMP/k.csv"
 assert_eq "CSV: OOM row" 'OOM_DETAIL,OOM_TRIGGER,N/A,1,N/A,"{func:cuMemAlloc,req_size:17179869184' \

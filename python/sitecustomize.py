@@ -1,7 +1,8 @@
 """sitecustomize for programs run by `memscope run`: the CLI puts this directory first on
 PYTHONPATH, so Python imports this at startup. Under the agent with Python stacks or the tracer
-wanted, it imports memscope (light: no torch), which installs the Python stack hook; then it
-runs the sitecustomize this one hides (Debian's, or the user's), if any."""
+wanted, it imports memscope (light: no torch), which installs the Python stack hook; it arms
+PyTorch's CUDA allocator history for when the program imports torch; then it runs the
+sitecustomize this one hides (Debian's, or the user's), if any."""
 import os
 import sys
 
@@ -14,6 +15,14 @@ def _memscope_boot():
             print("memscope: Python stacks are off: %s" % e, file=sys.stderr)
     # --events=access / --level=op / --watch: the PyTorch layer starts when the program
     # imports torch (memscope.torch does not import it itself).
+    # PyTorch's CUDA caching allocator (the PTA layer): its history, when the program imports
+    # torch and initializes CUDA (memscope.torch.cuda_history); not with --device=cpu.
+    if os.environ.get("MEMSCOPE_TRACE_DIR") and os.environ.get("MEMSCOPE_DEVICE", "") != "cpu":
+        try:
+            import memscope.torch
+            memscope.torch._arm_cuda_history()
+        except Exception as e:
+            print("memscope: PyTorch's allocator history is off: %s" % e, file=sys.stderr)
     if any(os.environ.get(v) for v in ("MEMSCOPE_EVENTS", "MEMSCOPE_LEVEL", "MEMSCOPE_WATCH")):
         try:
             import memscope.torch

@@ -22,6 +22,7 @@
 #include "batch.h"
 #include "error.h"
 #include "reader.h"
+#include "snapshot.h"
 #include "schema.h"
 #include "strtab.h"
 #include "symbolize.h"
@@ -146,6 +147,9 @@ struct proc {
     struct ms_addrmap pyframe_ids; /* trace Python frame id -> conv.pyframes index + 1 */
     struct ms_addrmap pystack_ids; /* trace stack id -> conv.pystacks index + 1 */
     struct ms_addrmap kernels;   /* CUDA function handle -> conv.kernels index + 1 */
+    /* PyTorch's CUDA caching allocator as the Python package saved it at exit
+     * (<pid>.pta.pickle beside the trace, docs/cuda.md), NULL when none */
+    struct ms_snapshot *pta;
     uint32_t stack_first, stack_end; /* this file's range in conv.stacks */
     int64_t first_ns, last_ns;
     int have_events;
@@ -155,6 +159,10 @@ struct proc {
     int64_t steps;             /* memscope_step() calls so far: the current step is steps + 1 */
     int64_t step_start_ns;
 };
+
+/* Trace stack ids of the PyTorch allocator's stacks: PTA_STACK_BASE + the snapshot's stack id
+ * (the agent's ids are below 2^21). */
+#define PTA_STACK_BASE 0xc0000000u
 
 struct stack_def {
     uint64_t *pcs;
@@ -221,6 +229,30 @@ struct stream {
     struct ms_record r;
     int64_t ts;           /* r.ns as epoch ns */
     uint32_t proc, serial, thread;
+    /* A stream of the PyTorch allocator's events of one device (the snapshot's device trace),
+     * merged by time with the traced threads; NULL for a traced thread. */
+    const struct ms_snap_trace *pta;
+    uint64_t pta_next;
+    struct pta_pre *pre;  /* blocks and segments older than the trace, streamed first */
+    size_t npre, pre_next;
+    struct pta_size *sizes; /* the allocs whose block is live at the end, by event index */
+    size_t nsizes, size_next;
+    const char *func;     /* the function name of the current pseudo record */
+    uint64_t requested;   /* the size the program asked for (alloc), 0 when not known */
+};
+
+/* An alloc of the trace whose block is live in the snapshot's final state, which gives the
+ * block's size as the allocator rounded it. */
+struct pta_size {
+    uint64_t event, size;
+};
+
+/* A PyTorch allocator block or segment allocated before its trace began (its free is in the
+ * trace, or it is live in the snapshot's final state, without an alloc in the trace). */
+struct pta_pre {
+    uint64_t addr, size;
+    uint32_t stack;
+    int seg;
 };
 
 struct conv {
@@ -416,6 +448,33 @@ static unsigned trace_version(const char *path)
     return v;
 }
 
+/* Loads <trace dir>/<pid>.pta.pickle, PyTorch's allocator history that memscope's Python
+ * package saved when the process exited. A file that cannot be read is a warning: the rest of
+ * the run converts without it. */
+static void load_pta(struct conv *c, struct proc *p)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%llu.pta.pickle", c->o->trace_dir,
+             (unsigned long long)p->tr.hdr.pid);
+    if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+        return;
+    struct ms_snapshot *s = calloc(1, sizeof *s);
+    if (!s)
+        return;
+    ms_snapshot_init(s, NULL);
+    if (ms_snapshot_load_file(s, path) < 0) {
+        if (!c->res->warning[0])
+            snprintf(c->res->warning, sizeof c->res->warning,
+                     "%.200s: PyTorch's allocator history is unreadable and left out: %.250s",
+                     path, s->err);
+        ms_snapshot_release(s);
+        free(s);
+        return;
+    }
+    p->pta = s;
+}
+
 static int open_traces(struct conv *c)
 {
     size_t kept = 0;
@@ -450,6 +509,9 @@ static int open_traces(struct conv *c)
         ms_addrmap_init(&p->pystack_ids, MAX_STACKS);
         ms_addrmap_init(&p->kernels, MAX_STACKS);
     }
+    for (size_t i = 0; i < c->nprocs; i++)
+        if (i + 1 == c->nprocs || c->procs[i + 1].tr.hdr.pid != c->procs[i].tr.hdr.pid)
+            load_pta(c, &c->procs[i]); /* the pid's last image: the one that exited */
     return 0;
 }
 
@@ -591,6 +653,16 @@ static int py_text(struct conv *c, struct proc *p, const struct stack_def *sd, s
     b->len = 0;
     if (b->p)
         b->p[0] = 0;
+    if (sd->trace_id > PTA_STACK_BASE && p->pta) { /* the allocator's frames, Python and C++ */
+        uint32_t st = sd->trace_id - PTA_STACK_BASE;
+        for (uint32_t k = 0, f; (f = ms_snapshot_stack_frame(p->pta, st, k)) != 0; k++) {
+            const struct ms_snap_frame *fr = &p->pta->frames[f];
+            if (sbuf_fmt(b, "%s%.*s(%lld): %.*s", k ? "\n" : "", (int)fr->file.n, fr->file.p,
+                         (long long)fr->line, (int)fr->func.n, fr->func.p) < 0)
+                return oom(c, "Python stack text");
+        }
+        return 0;
+    }
     if (!ms_addrmap_get(&p->pystack_ids, sd->trace_id, &idx))
         return 0;
     const struct pystack *ps = &c->pystacks[idx - 1];
@@ -697,6 +769,10 @@ static int pass1(struct conv *c)
                 else if (r.type == MS_REC_EXTENSION && r.fn == MS_EXT_CUDA_FUNC)
                     rc = add_kernel(c, p, &r);
             }
+        }
+        for (uint32_t k = 1; rc == 0 && p->pta && k < p->pta->nstacks; k++) {
+            struct ms_record r = {.stack_id = PTA_STACK_BASE + k}; /* depth 0: Python only */
+            rc = add_stack(c, p, &r);
         }
         p->stack_end = (uint32_t)c->nstacks;
     }
@@ -933,10 +1009,144 @@ static void heap_down(struct stream **h, size_t n, size_t i)
     h[i] = x;
 }
 
+/* The PyTorch allocator's actions that are memory events (docs/cuda.md), as pseudo records:
+ * fn = PTA_FN + the action. */
+#define PTA_FN 0x1000
+
+static int cmp_u64(const void *a, const void *b);
+
+/* The blocks and segments of device trace t (of snapshot sn) allocated before the trace began,
+ * as import.c finds them: freed in the trace without an alloc there, or live in the final state
+ * without one. Fills s->pre; 0 or an error (set). */
+static int pta_find_pre(struct conv *c, const struct ms_snapshot *sn, const struct ms_snap_trace *t,
+                        struct stream *s)
+{
+    struct ms_addrmap live[2];
+    size_t cap = 0, scap = 0;
+    int rc = 0;
+    ms_addrmap_init(&live[0], MAX_LIVE);
+    ms_addrmap_init(&live[1], MAX_LIVE);
+#define PRE(a_, n_, st_, seg_)                                                                  \
+    do {                                                                                        \
+        if (grow((void **)&s->pre, &cap, s->npre, sizeof *s->pre, MAX_LIVE) < 0) {              \
+            rc = oom(c, "PyTorch allocator");                                                   \
+            goto out;                                                                           \
+        }                                                                                       \
+        s->pre[s->npre++] = (struct pta_pre){(a_), (n_), (st_), (seg_)};                        \
+    } while (0)
+    for (uint64_t i = 0; i < t->nevents; i++) {
+        const struct ms_snap_event *e = &t->events[i];
+        int seg = e->action >= MS_SA_SEGMENT_ALLOC && e->action <= MS_SA_SEGMENT_UNMAP;
+        uint32_t v;
+        if (e->action == MS_SA_ALLOC || e->action == MS_SA_SEGMENT_ALLOC ||
+            e->action == MS_SA_SEGMENT_MAP) {
+            if (i >= UINT32_MAX || ms_addrmap_put(&live[seg], e->addr, (uint32_t)i) < 0) {
+                rc = oom(c, "PyTorch allocator");
+                goto out;
+            }
+        } else if (e->action == MS_SA_FREE_COMPLETED || e->action == MS_SA_SEGMENT_FREE ||
+                   e->action == MS_SA_SEGMENT_UNMAP) {
+            if (!ms_addrmap_del(&live[seg], e->addr, &v))
+                PRE(e->addr, e->size, e->stack, seg);
+        }
+    }
+    for (uint64_t i = 0; i < sn->nsegs; i++) {
+        const struct ms_snap_segment *g = &sn->segs[i];
+        uint32_t v;
+        if (g->device != t->device)
+            continue;
+        if (!ms_addrmap_get(&live[1], g->addr, &v))
+            PRE(g->addr, g->total, g->stack, 1);
+        for (uint64_t j = 0; j < g->nblocks; j++) {
+            const struct ms_snap_block *b = &sn->blocks[g->first_block + j];
+            if (b->state != MS_SB_ACTIVE_ALLOCATED && b->state != MS_SB_ACTIVE_PENDING_FREE)
+                continue;
+            if (!ms_addrmap_get(&live[0], b->addr, &v)) {
+                PRE(b->addr, b->size, b->stack, 0);
+            } else { /* allocated in the trace: its rounded size */
+                if (grow((void **)&s->sizes, &scap, s->nsizes, sizeof *s->sizes, MAX_LIVE) < 0) {
+                    rc = oom(c, "PyTorch allocator");
+                    goto out;
+                }
+                s->sizes[s->nsizes++] = (struct pta_size){v, b->size};
+            }
+        }
+    }
+    qsort(s->sizes, s->nsizes, sizeof *s->sizes, cmp_u64); /* by event (the first member) */
+#undef PRE
+out:
+    ms_addrmap_release(&live[0]);
+    ms_addrmap_release(&live[1]);
+    return rc;
+}
+
+/* Advances a PyTorch allocator stream to its next memory event; 1, or 0 at its end. */
+static int pta_fill(struct conv *c, struct stream *s)
+{
+    struct proc *p = &c->procs[s->proc];
+    if (s->pre_next < s->npre) { /* older than the trace: at its first time */
+        const struct pta_pre *x = &s->pre[s->pre_next++];
+        for (uint64_t i = 0; !s->ts && i < s->pta->nevents; i++)
+            if (s->pta->events[i].time_us != MS_SNAP_NO_TIME &&
+                s->pta->events[i].time_us > 0 && s->pta->events[i].time_us < INT64_MAX / 1000)
+                s->ts = s->pta->events[i].time_us * 1000;
+        if (!s->ts)
+            s->ts = (int64_t)p->tr.hdr.start_real_ns;
+        memset(&s->r, 0, sizeof s->r);
+        s->r.type = MS_REC_EXTENSION;
+        s->r.fn = PTA_FN + (x->seg ? MS_SA_SEGMENT_ALLOC : MS_SA_ALLOC);
+        s->r.addr = x->addr;
+        s->r.size = x->size;
+        s->r.stack_id = x->stack ? PTA_STACK_BASE + x->stack : 0;
+        s->func = "pre_trace";
+        s->requested = 0;
+        return 1;
+    }
+    s->func = NULL;
+    while (s->pta_next < s->pta->nevents) {
+        const struct ms_snap_event *e = &s->pta->events[s->pta_next++];
+        if (e->time_us != MS_SNAP_NO_TIME && e->time_us > INT64_MIN / 1000 &&
+            e->time_us < INT64_MAX / 1000)
+            s->ts = e->time_us * 1000; /* epoch us (PyTorch's approximate clock) */
+        else if (!s->ts)
+            s->ts = (int64_t)(p->tr.hdr.start_real_ns); /* no time yet: the process's start */
+        switch (e->action) {
+        case MS_SA_ALLOC: case MS_SA_FREE_COMPLETED: case MS_SA_SEGMENT_ALLOC:
+        case MS_SA_SEGMENT_MAP: case MS_SA_SEGMENT_FREE: case MS_SA_SEGMENT_UNMAP:
+            memset(&s->r, 0, sizeof s->r);
+            s->r.type = MS_REC_EXTENSION;
+            s->r.fn = PTA_FN + e->action;
+            s->r.addr = e->addr;
+            s->r.size = e->size;
+            s->r.stack_id = e->stack ? PTA_STACK_BASE + e->stack : 0;
+            s->requested = 0;
+            if (e->action == MS_SA_ALLOC) {
+                /* PyTorch's trace has the size asked for; blocks are the allocator's rounded
+                 * size (what torch.cuda.memory_allocated() counts): the final state's for a
+                 * block live at the end, else the allocator's rounding to 512 bytes. */
+                uint64_t i = s->pta_next - 1;
+                while (s->size_next < s->nsizes && s->sizes[s->size_next].event < i)
+                    s->size_next++;
+                s->requested = e->size;
+                if (s->size_next < s->nsizes && s->sizes[s->size_next].event == i)
+                    s->r.size = s->sizes[s->size_next].size;
+                else
+                    s->r.size = e->size < 512 ? 512 : (e->size + 511) / 512 * 512;
+            }
+            return 1;
+        default:
+            break; /* free_requested (the block ends at free_completed), oom, snapshot, ... */
+        }
+    }
+    return 0;
+}
+
 /* Advances s to its next event record; returns 1, or 0 at the end of the thread. */
 static int stream_fill(struct conv *c, struct stream *s)
 {
     struct proc *p = &c->procs[s->proc];
+    if (s->pta)
+        return pta_fill(c, s);
     while (ms_trace_stream_next(&s->s, &s->r) == 1) {
         switch (s->r.type) {
         case MS_REC_HEAP_ALLOC:
@@ -1618,7 +1828,8 @@ static int on_cuda_mem(struct conv *c, struct stream *s, struct sbuf *b)
 /* The name a layer gets in the layers table (pools: their first name; CUDA: write_cuda_layers). */
 static void layer_label(const struct conv *c, int layer, char *buf, size_t len)
 {
-    static const char *const kinds[] = {"cuda", "cuda_pool", "cuda_vmm", "cuda_va", "cuda_map"};
+    static const char *const kinds[] = {"cuda", "cuda_pool", "cuda_vmm", "cuda_va", "cuda_map",
+                                        "pta", "pta_segment", "cuda_other"};
     if (layer == MS_LAYER_HEAP || layer == MS_LAYER_MMAP) {
         snprintf(buf, len, "%s", layer == MS_LAYER_HEAP ? "heap" : "mmap");
     } else if (layer == MS_LAYER_PINNED) {
@@ -1626,9 +1837,9 @@ static void layer_label(const struct conv *c, int layer, char *buf, size_t len)
     } else if (layer >= MS_LAYER_CUDA0) {
         int d = (layer - MS_LAYER_CUDA0) / MS_CUDA_LAYERS, k = (layer - MS_LAYER_CUDA0) % MS_CUDA_LAYERS;
         if (d == MS_CUDA_NODEV)
-            snprintf(buf, len, "%s:?", k < 5 ? kinds[k] : "cuda");
+            snprintf(buf, len, "%s:?", kinds[k]);
         else
-            snprintf(buf, len, "%s:%d", k < 5 ? kinds[k] : "cuda", d);
+            snprintf(buf, len, "%s:%d", kinds[k], d);
     } else if (layer >= MS_LAYER_POOL0 && (size_t)(layer - MS_LAYER_POOL0) / 2 < c->npools) {
         snprintf(buf, len, "pool:%s%s", c->pools[(layer - MS_LAYER_POOL0) / 2],
                  (layer - MS_LAYER_POOL0) % 2 ? ":reserved" : "");
@@ -1878,6 +2089,35 @@ static int on_annotation(struct conv *c, struct stream *s)
     }
 }
 
+/* A PyTorch allocator event: blocks in pta:N, segments in pta_segment:N (a pool of the pools
+ * table, so that `analyze fragmentation` reads the caching allocator). */
+static int on_pta(struct conv *c, struct stream *s)
+{
+    uint64_t dev = (uint64_t)s->pta->device + 1;
+    int action = s->r.fn - PTA_FN;
+    const char *func = s->func ? s->func : ms_snap_action_names[action];
+    char attr[48];
+    int rc;
+    switch (action) {
+    case MS_SA_ALLOC:
+        if (s->requested) {
+            snprintf(attr, sizeof attr, "{\"requested\":\"%llu\"}",
+                     (unsigned long long)s->requested);
+            c->attr = attr;
+            c->attr_len = strlen(attr);
+        }
+        rc = on_alloc(c, s, cuda_layer(c, MS_CUDA_L_PTA, dev), func);
+        c->attr = NULL;
+        return rc;
+    case MS_SA_FREE_COMPLETED:
+        return on_free(c, s, cuda_layer(c, MS_CUDA_L_PTA, dev), func);
+    case MS_SA_SEGMENT_ALLOC: case MS_SA_SEGMENT_MAP:
+        return on_alloc(c, s, cuda_layer(c, MS_CUDA_L_PTA_SEG, dev), func);
+    default:
+        return on_free(c, s, cuda_layer(c, MS_CUDA_L_PTA_SEG, dev), func);
+    }
+}
+
 static int on_event(struct conv *c, struct stream *s)
 {
     struct proc *p = &c->procs[s->proc];
@@ -1900,7 +2140,7 @@ static int on_event(struct conv *c, struct stream *s)
     case MS_REC_HEAP_FREE:
         return on_free(c, s, MS_LAYER_HEAP, "free");
     case MS_REC_EXTENSION:
-        return on_annotation(c, s);
+        return s->pta ? on_pta(c, s) : on_annotation(c, s);
     default:
         return on_munmap(c, s);
     }
@@ -1919,6 +2159,7 @@ static int pass2(struct conv *c)
                 e++;
             k = e;
         }
+        n += c->procs[i].pta ? c->procs[i].pta->ntraces : 0;
     }
     c->threads = calloc(n + 1, sizeof *c->threads);
     struct stream *streams = calloc(n + 1, sizeof *streams);
@@ -1942,6 +2183,23 @@ static int pass2(struct conv *c)
             if (stream_fill(c, s))
                 heap[nheap++] = s;
         }
+        /* the PyTorch allocator: a thread per device (tid 0: events of no thread) */
+        const struct ms_snapshot *pta = c->procs[i].pta;
+        for (uint64_t d = 0; pta && d < pta->ntraces; d++, ti++) {
+            struct stream *s = &streams[ti];
+            struct thread *th = &c->threads[ti];
+            th->proc = (uint32_t)i;
+            th->serial = UINT32_MAX - (uint32_t)d;
+            th->tid = 0;
+            s->proc = (uint32_t)i;
+            s->serial = th->serial;
+            s->thread = (uint32_t)ti + 1;
+            s->pta = &pta->traces[d];
+            if ((rc = pta_find_pre(c, pta, s->pta, s)) < 0)
+                break;
+            if (stream_fill(c, s))
+                heap[nheap++] = s;
+        }
     }
     c->nthreads = n;
     for (size_t i = nheap / 2; i-- > 0;)
@@ -1955,6 +2213,10 @@ static int pass2(struct conv *c)
             heap_down(heap, nheap, 0);
     }
     free(heap);
+    for (size_t i = 0; i < n; i++) {
+        free(streams[i].pre);
+        free(streams[i].sizes);
+    }
     free(streams);
     return rc;
 }
@@ -1967,7 +2229,8 @@ static int write_cuda_layers(struct conv *c)
     static const char *const kinds[][2] = {
         [MS_CUDA_L_HAL] = {"cuda", "HAL"}, [MS_CUDA_L_POOL] = {"cuda_pool", "HAL"},
         [MS_CUDA_L_PHYS] = {"cuda_vmm", "HAL"}, [MS_CUDA_L_VA] = {"cuda_va", "VMM_RESERVE"},
-        [MS_CUDA_L_MAP] = {"cuda_map", "VMM_MAP"}};
+        [MS_CUDA_L_MAP] = {"cuda_map", "VMM_MAP"}, [MS_CUDA_L_PTA] = {"pta", "PTA"},
+        [MS_CUDA_L_PTA_SEG] = {"pta_segment", "PTA_SEGMENT"}, [7] = {"cuda_other", "HAL"}};
     sqlite3_stmt *ly;
     int rc = prepare(c, &ly, "INSERT INTO layers VALUES (?,?,?,?)");
     int pinned = 0;
@@ -1997,6 +2260,23 @@ static int write_cuda_layers(struct conv *c)
         rc = step_reset(c, ly, "insert layer");
     }
     sqlite3_finalize(ly);
+    /* PyTorch's allocator of each device is a pool: its blocks carved from its segments */
+    sqlite3_stmt *pl = NULL;
+    if (rc == 0)
+        rc = prepare(c, &pl, "INSERT INTO pools VALUES (?,?,?,?)");
+    for (size_t d = 0, id = c->npools; d <= MS_CUDA_NODEV && rc == 0; d++) {
+        size_t base = d * MS_CUDA_LAYERS;
+        if (!c->cuda_layers[base + MS_CUDA_L_PTA] && !c->cuda_layers[base + MS_CUDA_L_PTA_SEG])
+            continue;
+        char name[32];
+        snprintf(name, sizeof name, d == MS_CUDA_NODEV ? "PTA:?" : "PTA:%zu", d);
+        sqlite3_bind_int64(pl, 1, (int64_t)++id);
+        sqlite3_bind_text(pl, 2, name, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(pl, 3, MS_LAYER_CUDA0 + (int64_t)(base + MS_CUDA_L_PTA));
+        sqlite3_bind_int64(pl, 4, MS_LAYER_CUDA0 + (int64_t)(base + MS_CUDA_L_PTA_SEG));
+        rc = step_reset(c, pl, "insert pool");
+    }
+    sqlite3_finalize(pl);
     return rc;
 }
 
@@ -2380,6 +2660,10 @@ static void conv_release(struct conv *c)
         ms_addrmap_release(&p->pyframe_ids);
         ms_addrmap_release(&p->pystack_ids);
         ms_addrmap_release(&p->kernels);
+        if (p->pta) {
+            ms_snapshot_release(p->pta);
+            free(p->pta);
+        }
         for (size_t l = 0; l < p->nls; l++)
             ms_addrmap_release(&p->ls[l].live);
         free(p->ls);

@@ -17,7 +17,12 @@ enum {
      * (d = MS_CUDA_NODEV when unknown) and kind k (MS_CUDA_L_*) */
     MS_LAYER_CUDA0 = 1024,
 };
-enum { MS_CUDA_L_HAL, MS_CUDA_L_POOL, MS_CUDA_L_PHYS, MS_CUDA_L_VA, MS_CUDA_L_MAP, MS_CUDA_LAYERS = 8 };
+enum {
+    MS_CUDA_L_HAL, MS_CUDA_L_POOL, MS_CUDA_L_PHYS, MS_CUDA_L_VA, MS_CUDA_L_MAP,
+    MS_CUDA_L_PTA,     /* PyTorch's caching allocator: blocks */
+    MS_CUDA_L_PTA_SEG, /* ... and the segments it got from the driver */
+    MS_CUDA_LAYERS = 8
+};
 #define MS_CUDA_NODEV 64
 enum {
     MS_KIND_MALLOC = 1,

@@ -114,7 +114,11 @@ def _start_now():
 
 
 class _TorchFinder:
-    """A meta-path finder that runs _start_now() right after `import torch` finishes."""
+    """A meta-path finder that runs then() (default _start_now) right after `import torch`
+    finishes."""
+
+    def __init__(self, then=None):
+        self.then = then or _start_now
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname != "torch":
@@ -128,9 +132,19 @@ class _TorchFinder:
 
         def exec_module(module):
             orig(module)
-            _start_now()
+            self.then()
         spec.loader.exec_module = exec_module
         return spec
+
+
+def _arm_cuda_history():
+    """Under `memscope run` (CUDA devices recorded): PyTorch's allocator history starts when the
+    program initializes CUDA (memscope.torch.cuda_history)."""
+    from . import cuda_history
+    if "torch" in sys.modules:
+        cuda_history.arm()
+    else:
+        sys.meta_path.insert(0, _TorchFinder(cuda_history.arm))
 
 
 def _autostart():

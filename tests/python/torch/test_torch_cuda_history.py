@@ -1,0 +1,84 @@
+"""PyTorch's CUDA caching allocator under `memscope run` with no change to the script (the PTA
+layer, memscope.torch.cuda_history, docs/cuda.md).
+
+There is no GPU here, so CUDA is replaced by a TEST STAND-IN inside the script: after
+`import torch` (when memscope has armed its hook through torch.cuda._lazy_call), the script
+replaces PyTorch's two history functions (_record_memory_history records how it was called;
+_snapshot returns a real snapshot of a real training run, from ../shared/data/snapshots) and runs
+torch.cuda's queued lazy-init calls, as torch.cuda._lazy_init does when CUDA initializes.
+Everything else is real: memscope's hook, the pickle it saves at exit, and the conversion that
+merges it into the run. The expected numbers are the snapshot's own (memscope snapshot)."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from mstorch_util import memscope_bin, query, run
+
+SNAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "shared",
+                    "data", "snapshots", "04_cs336_bcrafton_torch2.10plus.pickle")
+
+STAND_IN = r'''
+import pickle
+import torch
+import memscope.torch.cuda_history as h
+assert h._armed, "memscope did not arm the allocator history at import torch"
+calls = []
+# TEST STAND-IN for CUDA (no GPU here): PyTorch's history API, and CUDA's lazy init.
+torch.cuda.memory._record_memory_history = lambda *a, **k: calls.append(k)
+torch.cuda.memory._snapshot = lambda: pickle.load(open(%r, "rb"))
+for fn, _ in list(torch.cuda._queued_calls):
+    fn()
+print("history:", calls)
+'''
+
+
+def snapshot_summary():
+    if not os.path.exists(SNAP):
+        pytest.skip("no shared snapshot at %s" % SNAP)
+    p = subprocess.run([memscope_bin(), "snapshot", SNAP, "--json"], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_history_is_merged_into_the_run(tmp_path):
+    summary = snapshot_summary()
+    db, p = run(tmp_path, STAND_IN % os.path.abspath(SNAP))
+    assert "history: [{'enabled': 'all', 'context': 'alloc', 'stacks': 'python', " \
+           "'max_entries': 1000000}]" in p.stdout
+    dev = summary["devices"][0]
+    # blocks live at the end and reserved segments, as the snapshot says
+    (live_blocks, live_bytes), = query(db, "SELECT s.live_blocks, s.live_bytes FROM process_stats s "
+                                           "JOIN layers l ON l.id = s.layer WHERE l.name = 'pta:0'")
+    assert live_blocks == dev["blocks_by_state"]["active_allocated"]["count"]
+    assert live_bytes == dev["allocated_bytes"]  # what torch.cuda.memory_allocated() says
+    (segs, reserved), = query(db, "SELECT s.live_blocks, s.live_bytes FROM process_stats s "
+                                  "JOIN layers l ON l.id = s.layer WHERE l.name = 'pta_segment:0'")
+    assert (segs, reserved) == (dev["segments"], dev["reserved_bytes"])  # memory_reserved()
+    # every alloc of the trace is a MALLOC row of Event Type PTA on device 0, with its frames
+    allocs = dev["actions"]["alloc"]
+    assert query(db, "SELECT count(*) FROM memscope_dump WHERE Event = 'MALLOC' AND "
+                     "\"Event Type\" = 'PTA' AND \"Device Id\" = '0' AND "
+                     "json_extract(Attr, '$.func') = 'alloc'") == [(allocs,)]
+    assert query(db, "SELECT count(*) FROM memscope_dump WHERE \"Event Type\" = 'PTA' AND "
+                     "Event = 'MALLOC' AND \"Call Stack(Python)\" LIKE '%optimizer.py(75): step%'"
+                     )[0][0] > 0
+    # the allocator is a pool: fragmentation reads it
+    assert query(db, "SELECT name FROM pools") == [("PTA:0",)]
+    p = subprocess.run([memscope_bin(), "analyze", "fragmentation", str(db), "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    end = [r for r in json.loads(p.stdout)["pools"][0]["rows"] if r["label"] == "end"][0]
+    assert end["reserved"] == dev["reserved_bytes"] and end["used"] == dev["allocated_bytes"]
+    # the size the program asked for is kept beside the rounded one
+    assert query(db, "SELECT count(*) FROM memscope_dump WHERE \"Event Type\" = 'PTA' AND "
+                     "Event = 'MALLOC' AND json_extract(Attr, '$.requested') IS NOT NULL") \
+        == [(allocs,)]
+
+
+def test_a_cpu_program_is_untouched(tmp_path):
+    db, p = run(tmp_path, "import torch\nx = torch.ones(1000)\nprint(float(x.sum()))\n")
+    assert p.stdout == "1000.0\n" and p.stderr == ""
+    assert query(db, "SELECT count(*) FROM layers WHERE name LIKE 'pta%'") == [(0,)]

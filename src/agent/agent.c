@@ -544,7 +544,16 @@ static int record_ext(int ext, const uint64_t *v, int n, const char *str, void *
 
 AGENT_API int memscope__step(void)
 {
-    return record_ext(MS_EXT_STEP, NULL, 0, NULL, NULL, 0);
+    int rc = record_ext(MS_EXT_STEP, NULL, 0, NULL, NULL, 0);
+    cuda_sample_usage();
+    return rc;
+}
+
+/* At exit (the process's last destructors): what the GPU reports, for the last step. */
+__attribute__((destructor)) static void agent_fini(void)
+{
+    if (agent.initialized)
+        cuda_sample_usage();
 }
 
 AGENT_API int memscope__owner_push(const char *label)

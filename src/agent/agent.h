@@ -197,6 +197,7 @@ int memscope__range_pop(void);
 /* cuda.c */
 void cuda_init(void);                /* at agent start: hooks a CUDA driver already loaded */
 void cuda_after_fork_child(void);
+void cuda_sample_usage(void);    /* NVML's view of the devices, at steps and exit */
 extern void *(*ms_real_dlsym)(void *, const char *);
 
 /* Raw syscalls: the agent's own mappings must not show up as traced mmap events (the

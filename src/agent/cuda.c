@@ -676,3 +676,98 @@ void cuda_init(void)
     if (n)
         got_redirect(&set);
 }
+
+/* ---- NVML: what the GPU reports (docs/cuda.md) ---- */
+
+/* NVML's types and calls (nvml.h), the few used here. */
+typedef struct nvmlDevice_st *nvml_device;
+struct nvml_memory { unsigned long long total, free, used; };
+struct nvml_process { unsigned int pid; unsigned long long used; unsigned int gi, ci; };
+static struct {
+    int (*init)(void);
+    int (*by_bus_id)(const char *, nvml_device *);
+    int (*memory)(nvml_device, struct nvml_memory *);
+    int (*processes)(nvml_device, unsigned int *, struct nvml_process *);
+    ms_CUresult (*device_count)(int *);
+    ms_CUresult (*bus_id)(char *, int, ms_CUdevice);
+    int state; /* 0 not tried, 1 ready, -1 unavailable */
+} nvml;
+static int nvml_lock;
+
+/* Loads NVML (never for a program whose driver memscope has not seen) and the driver calls
+ * that map CUDA ordinals to NVML devices (by PCI bus id: CUDA_VISIBLE_DEVICES and the
+ * enumeration orders differ). Called with nvml_lock held. */
+static int nvml_ready(void)
+{
+    if (nvml.state)
+        return nvml.state > 0;
+    nvml.state = -1;
+    Dl_info di;
+    void *cu = NULL;
+    if (real_fn[V_cuGetProcAddress_v2] &&
+        dladdr((void *)real_fn[V_cuGetProcAddress_v2], &di) && di.dli_fname)
+        cu = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (!cu)
+        return 0;
+    nvml.device_count = (ms_CUresult(*)(int *))ms_real_dlsym(cu, "cuDeviceGetCount");
+    nvml.bus_id = (ms_CUresult(*)(char *, int, ms_CUdevice))ms_real_dlsym(cu, "cuDeviceGetPCIBusId");
+    dlclose(cu);
+    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return 0;
+    nvml.init = (int (*)(void))ms_real_dlsym(h, "nvmlInit_v2");
+    nvml.by_bus_id = (int (*)(const char *, nvml_device *))ms_real_dlsym(
+        h, "nvmlDeviceGetHandleByPciBusId_v2");
+    nvml.memory = (int (*)(nvml_device, struct nvml_memory *))ms_real_dlsym(
+        h, "nvmlDeviceGetMemoryInfo");
+    nvml.processes = (int (*)(nvml_device, unsigned int *, struct nvml_process *))ms_real_dlsym(
+        h, "nvmlDeviceGetComputeRunningProcesses_v3");
+    if (!nvml.init || !nvml.by_bus_id || !nvml.memory || !nvml.device_count || !nvml.bus_id ||
+        nvml.init() != 0)
+        return 0; /* the library stays loaded: unloading NVML mid-run is not worth the risk */
+    nvml.state = 1;
+    return 1;
+}
+
+/* At a step and at exit: a CUDA_USAGE record per CUDA device of the process, with what NVML
+ * reports: the process's device memory (0 when NVML does not list it), the device's used and
+ * total bytes. Nothing when the program never reached the driver or NVML is absent. */
+void cuda_sample_usage(void)
+{
+    if (cuda_off || !driver_bound || !agent_active())
+        return;
+    int err = errno;
+    agent_tls.internal++;
+    if (!spin_trylock(&nvml_lock)) { /* another thread samples now */
+        agent_tls.internal--;
+        return;
+    }
+    int n = 0;
+    if (nvml_ready() && nvml.device_count(&n) == MS_CUDA_SUCCESS) {
+        static struct nvml_process procs[256];
+        unsigned int pid = (unsigned int)getpid();
+        for (int d = 0; d < n && d < 64; d++) {
+            char bus[64];
+            if (!device_wanted((uint64_t)d + 1))
+                continue;
+            nvml_device dev;
+            struct nvml_memory m;
+            if (nvml.bus_id(bus, sizeof bus, d) != MS_CUDA_SUCCESS ||
+                nvml.by_bus_id(bus, &dev) != 0 || nvml.memory(dev, &m) != 0)
+                continue;
+            uint64_t mine = 0;
+            unsigned int np = 256;
+            if (nvml.processes && nvml.processes(dev, &np, procs) == 0)
+                for (unsigned int i = 0; i < np && i < 256; i++)
+                    if (procs[i].pid == pid)
+                        mine = procs[i].used;
+            agent_tls.internal--;
+            uint64_t v[4] = {(uint64_t)d + 1, mine, m.used, m.total};
+            record(MS_EXT_CUDA_USAGE, v, 4, -1, NULL, 0, NULL, 0);
+            agent_tls.internal++;
+        }
+    }
+    spin_unlock(&nvml_lock);
+    agent_tls.internal--;
+    errno = err;
+}

@@ -1160,7 +1160,7 @@ static int stream_fill(struct conv *c, struct stream *s)
             if ((s->r.fn < MS_EXT_STEP || s->r.fn > MS_EXT_POOL_RELEASE) &&
                 s->r.fn != MS_EXT_PYCALL && s->r.fn != MS_EXT_PYRETURN &&
                 s->r.fn != MS_EXT_CUDA_MEM && s->r.fn != MS_EXT_CUDA_OOM &&
-                s->r.fn != MS_EXT_CUDA_LAUNCH)
+                s->r.fn != MS_EXT_CUDA_LAUNCH && s->r.fn != MS_EXT_CUDA_USAGE)
                 break; /* pass 1's records, or a later version's: skipped */
             s->ts = (int64_t)(s->r.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
             return 1;
@@ -1941,6 +1941,14 @@ static int on_cuda(struct conv *c, struct stream *s)
         stack = 0;
     if (r->fn == MS_EXT_CUDA_MEM) {
         rc = on_cuda_mem(c, s, &b);
+    } else if (r->fn == MS_EXT_CUDA_USAGE) { /* device process_used device_used device_total */
+        const uint64_t *v = r->pcs;
+        bad |= sbuf_fmt(&b, "{\"process_used\":\"%llu\",\"device_used\":\"%llu\","
+                        "\"device_total\":\"%llu\"}", (unsigned long long)v[1],
+                        (unsigned long long)v[2], (unsigned long long)v[3]);
+        if ((rc = cuda_attr(c, &b, bad)) == 0)
+            rc = write_event_full(c, s, MS_KIND_DEVICE_USAGE, cuda_layer(c, MS_CUDA_L_HAL, v[0]),
+                                  0, 0, (int64_t)v[1], 1, "nvml", 0, 0, NULL, 0, -1);
     } else if (r->fn == MS_EXT_CUDA_OOM) {
         const uint64_t *v = r->pcs;
         bad |= sbuf_fmt(&b, "{\"func\":\"%s\",\"req_size\":\"%llu\"", ms_cu_op_name(r->flags),
@@ -2077,6 +2085,7 @@ static int on_annotation(struct conv *c, struct stream *s)
     case MS_EXT_CUDA_MEM:
     case MS_EXT_CUDA_OOM:
     case MS_EXT_CUDA_LAUNCH:
+    case MS_EXT_CUDA_USAGE:
         return on_cuda(c, s);
     case MS_EXT_POOL_FREE:
     case MS_EXT_POOL_RELEASE:

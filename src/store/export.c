@@ -280,7 +280,7 @@ static int write_rows(struct exp *e, FILE *f)
         int64_t k = sqlite3_column_int64(st, 1);
         const char *name = (const char *)sqlite3_column_text(st, 11);
         int annotation = k >= MS_KIND_STEP && k <= MS_KIND_RANGE_END;
-        int device_event = k >= MS_KIND_OOM && k <= MS_KIND_OOM_TOP;
+        int device_event = k >= MS_KIND_OOM && k <= MS_KIND_DEVICE_USAGE;
         static const char *const ann_event[] = {"SYSTEM", "MSTX", "MSTX", "MSTX"};
         static const char *const ann_type[] = {"STEP", "Mark", "Range_start", "Range_end"};
         const char *device = str_at(e->devices, e->ndevices, sqlite3_column_int64(st, 2));
@@ -290,6 +290,9 @@ static int write_rows(struct exp *e, FILE *f)
             kind = "OOM_DETAIL";
         } else if (k == MS_KIND_KERNEL_LAUNCH) {
             type = "KERNEL_LAUNCH";
+        } else if (k == MS_KIND_DEVICE_USAGE) {
+            kind = "SYSTEM";
+            type = "DEVICE_USAGE";
         } else if (annotation) {
             kind = ann_event[k - MS_KIND_STEP];
             type = ann_type[k - MS_KIND_STEP];

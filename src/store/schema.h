@@ -36,6 +36,7 @@ enum {
     MS_KIND_KERNEL_LAUNCH = 10,
     MS_KIND_OOM_RECENT = 11,   /* after an OOM: a live block, newest first */
     MS_KIND_OOM_TOP = 12,      /* after an OOM: a live block, largest first */
+    MS_KIND_DEVICE_USAGE = 13, /* what NVML reports at a step and at exit */
 };
 
 /* Tables, fixed rows and the memscope_dump view; run before loading. */

@@ -72,7 +72,9 @@
  *                      cuMemGetInfo of the device at that moment (0 when unknown)
  *   0x92 CUDA_LAUNCH   dts op device func stream gx gy gz bx by bz shmem stack
  *   0x93 CUDA_FUNC     dts func str            the kernel name of function handle func, written
- *                      before the first launch of it that the writing thread records */
+ *                      before the first launch of it that the writing thread records
+ *   0x94 CUDA_USAGE    dts device process_used device_used device_total
+ *                      what NVML reports at a step and at exit (process_used 0: not listed) */
 #ifndef MS_TRACE_FORMAT_H
 #define MS_TRACE_FORMAT_H
 
@@ -128,6 +130,7 @@ enum {
     MS_EXT_CUDA_OOM = 0x91,
     MS_EXT_CUDA_LAUNCH = 0x92,
     MS_EXT_CUDA_FUNC = 0x93,
+    MS_EXT_CUDA_USAGE = 0x94,
 };
 
 /* CUDA driver calls (op of the CUDA records). The X-macro gives each its name as users write it

@@ -314,12 +314,13 @@ static int get_bytes(struct ms_trace_cursor *c, size_t cap, const char **s, size
 static int decode_cuda(struct ms_trace_cursor *c, struct ms_record *r, struct ms_trace_cursor *sub,
                        int type, const uint8_t *after)
 {
-    /* integers after dts, and the positions of op, addr, size, stack (-1: none) */
-    static const int8_t layout[4][5] = {
-        {7, 0, 2, 3, 4},     /* MEM: op device addr size stack aux1 aux2 */
-        {6, 0, -1, 2, 3},    /* OOM: op device size stack free total */
-        {12, 0, -1, -1, 11}, /* LAUNCH: op device func stream gx gy gz bx by bz shmem stack */
-        {1, -1, 0, -1, -1},  /* FUNC: func, then the name */
+    /* integers after dts, and the positions of op, addr, size, stack, device (-1: none) */
+    static const int8_t layout[5][6] = {
+        {7, 0, 2, 3, 4, 1},      /* MEM: op device addr size stack aux1 aux2 */
+        {6, 0, -1, 2, 3, 1},     /* OOM: op device size stack free total */
+        {12, 0, -1, -1, 11, 1},  /* LAUNCH: op device func stream gx gy gz bx by bz shmem stack */
+        {1, -1, 0, -1, -1, -1},  /* FUNC: func, then the name */
+        {4, -1, -1, -1, -1, 0},  /* USAGE: device process_used device_used device_total */
     };
     const int8_t *l = layout[type - MS_EXT_CUDA_MEM];
     if (get_ts(sub, &r->ns))
@@ -333,7 +334,7 @@ static int decode_cuda(struct ms_trace_cursor *c, struct ms_record *r, struct ms
             return -1;
         r->flags = (uint32_t)c->pcs[l[1]];
     }
-    if (type != MS_EXT_CUDA_FUNC && c->pcs[1] > UINT32_MAX)
+    if (l[5] >= 0 && c->pcs[l[5]] > UINT32_MAX)
         return -1; /* device */
     if (l[2] >= 0)
         r->addr = c->pcs[l[2]];
@@ -377,6 +378,7 @@ static int decode_ext(struct ms_trace_cursor *c, struct ms_record *r, int type)
     case MS_EXT_PYFRAME: nint = 2; str = 1; break;
     case MS_EXT_PYSTACK: nint = 2; break; /* id, depth; then the pairs below */
     case MS_EXT_CUDA_MEM: case MS_EXT_CUDA_OOM: case MS_EXT_CUDA_LAUNCH: case MS_EXT_CUDA_FUNC:
+    case MS_EXT_CUDA_USAGE:
         return decode_cuda(c, r, &sub, type, after);
     default: nint = -1; break;
     }

@@ -3,7 +3,9 @@
  * (memscope.h): weights 1 and 5 MiB, activations 3, 2 and 4 MiB (then frees the 3 MiB one), and
  * an 8 MiB region that a pool "mypool" (memscope.h) reserves and carves two 1 MiB blocks from.
  * Then cuMemAlloc of 100 MiB fails with CUDA_ERROR_OUT_OF_MEMORY: 20 MiB of the device are live
- * in 5 blocks, 6 MiB of the pool are reserved but not allocated. Exit 0 with "ok". */
+ * in 5 blocks, 6 MiB of the pool are reserved but not allocated. Two memscope steps (after the
+ * weights: 6 MiB in use; after the activations: 12 MiB) and the exit (20 MiB) are where memscope
+ * asks NVML (the test NVML) what the GPU reports. Exit 0 with "ok". */
 #include "cuda_driver.h"
 #include "memscope.h"
 
@@ -32,10 +34,12 @@ int main(void)
     if (alloc(&w1, 1 * MIB) || alloc(&w2, 5 * MIB))
         return 1;
     memscope_owner_pop();
+    memscope_step(); /* NVML: 6 MiB in use on device 0 */
     memscope_owner_push("activations");
     if (alloc(&a1, 3 * MIB) || alloc(&a2, 2 * MIB) || alloc(&a3, 4 * MIB) || mfree(a1))
         return 1;
     memscope_owner_pop();
+    memscope_step(); /* 12 MiB */
     if (alloc(&region, 8 * MIB))
         return 1;
     memscope_pool_reserve("mypool", (void *)(uintptr_t)region, 8 * MIB);

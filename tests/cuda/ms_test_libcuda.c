@@ -25,6 +25,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -246,6 +247,27 @@ API R cuDeviceTotalMem_v2(size_t *bytes, ms_CUdevice d)
         return MS_CUDA_ERROR_INVALID_DEVICE;
     *bytes = capacity;
     return MS_CUDA_SUCCESS;
+}
+
+/* Device d sits on PCI bus d + 1 (what NVML, the test one too, is asked by). */
+API R cuDeviceGetPCIBusId(char *bus, int len, ms_CUdevice d)
+{
+    if (!bus || len < 13 || d < 0 || d >= ndev)
+        return MS_CUDA_ERROR_INVALID_VALUE;
+    snprintf(bus, (size_t)len, "0000:%02x:00.0", d + 1);
+    return MS_CUDA_SUCCESS;
+}
+
+/* For the test NVML (ms_test_libnvml.c): the bytes in use on device d, and its capacity. */
+API uint64_t ms_test_cuda_used(int d, uint64_t *total)
+{
+    pthread_mutex_lock(&lock);
+    setup();
+    uint64_t u = d >= 0 && d < ndev ? devs[d].used : 0;
+    pthread_mutex_unlock(&lock);
+    if (total)
+        *total = capacity;
+    return u;
 }
 
 API R cuDevicePrimaryCtxRetain(ms_CUcontext *c, ms_CUdevice d)
@@ -974,6 +996,7 @@ static const struct proc {
     {"cuDriverGetVersion", 2020, 0, (void *)cuDriverGetVersion},
     {"cuDeviceGet", 2000, 0, (void *)cuDeviceGet},
     {"cuDeviceGetCount", 2000, 0, (void *)cuDeviceGetCount},
+    {"cuDeviceGetPCIBusId", 4000, 0, (void *)cuDeviceGetPCIBusId},
     {"cuDeviceTotalMem", 3020, 0, (void *)cuDeviceTotalMem_v2},
     {"cuDevicePrimaryCtxRetain", 7000, 0, (void *)cuDevicePrimaryCtxRetain},
     {"cuDevicePrimaryCtxRelease", 11000, 0, (void *)cuDevicePrimaryCtxRelease_v2},

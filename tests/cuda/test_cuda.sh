@@ -150,6 +150,24 @@ g = lambda k: ",".join("%s=%d/%d" % (x["name"], x["bytes"], x["blocks"]) for x i
 print("|".join(map(str, [r["live_bytes"], r["live_blocks"], r["device_total"], r["device_free"],
       g("layers"), g("owners"), g("pools_reserved_unallocated")])))' "$TMP/oom.json")"
 assert_match "oom: text report: call sites" "cuda_oom.c:[0-9]+" "$("$MEMSCOPE" analyze oom "$TMP/oom.db")"
+# NVML (the test NVML beside the test driver): at both steps and at exit, per device
+assert_eq "nvml: DEVICE_USAGE rows (device, process_used, device_used, total)" "0|6291456|6291456|67108864
+1|0|0|67108864
+0|12582912|12582912|67108864
+1|0|0|67108864
+0|20971520|20971520|67108864
+1|0|0|67108864" "$(q "$TMP/oom.db" "SELECT \"Device Id\", json_extract(Attr, '\$.process_used'),
+        json_extract(Attr, '\$.device_used'), json_extract(Attr, '\$.device_total') FROM memscope_dump
+        WHERE Event = 'SYSTEM' AND \"Event Type\" = 'DEVICE_USAGE' ORDER BY ID")"
+assert_eq "nvml: the driver layer's live bytes at exit = what NVML reports" "20971520" \
+    "$(q "$TMP/oom.db" "SELECT sum(s.live_bytes) FROM process_stats s JOIN layers l ON l.id = s.layer
+        WHERE l.device = '0' AND l.event_type = 'HAL'")"
+mkdir -p "$TMP/nonvml" && ln -sf "$CUDA_DRIVER_DIR/libcuda.so.1" "$TMP/nonvml/libcuda.so.1"
+MEMSCOPE_TEST_CUDA_CAPACITY=67108864 LD_LIBRARY_PATH="$TMP/nonvml" "$MEMSCOPE" run -q \
+    -o "$TMP/nonvml.db" -- "$CUDA_PROGS/cuda_oom" >/dev/null 2>&1
+assert_eq "nvml: absent, no DEVICE_USAGE rows and the same device rows" "0|20971520" \
+    "$(q "$TMP/nonvml.db" "SELECT (SELECT count(*) FROM events WHERE kind = 13), sum(s.live_bytes)
+        FROM process_stats s JOIN layers l ON l.id = s.layer WHERE l.device = '0' AND l.event_type = 'HAL'")"
 
 # NVTX (NVIDIA's header-only library, where a toolkit provides it): ranges and marks
 if [ -x "$CUDA_PROGS/nvtx_known" ]; then

@@ -232,7 +232,7 @@ static void check_rows(void)
                 "events|NULL\nexit_status|NULL\nformat_version|1\nstart_time_ns|" T(00000) "\n");
     check_query("SELECT * FROM event_kinds", "1|MALLOC\n2|FREE\n4|STEP\n5|MARK\n"
                                             "6|RANGE_START\n7|RANGE_END\n8|ACCESS\n9|OOM\n10|KERNEL_LAUNCH\n"
-                "11|OOM_RECENT_ALLOC\n12|OOM_TOP_ALLOC\n");
+                "11|OOM_RECENT_ALLOC\n12|OOM_TOP_ALLOC\n13|DEVICE_USAGE\n");
     check_query("SELECT * FROM layers", "0|annotation|N/A|NULL\n1|heap|HOST|cpu\n2|mmap|MMAP|cpu\n");
     check_query("SELECT * FROM memscope_dump WHERE ID IN (1, 8, 9)",
                 "1|MALLOC|HOST|N/A|" T(00100) "|100|100|cpu|0x0000000000001000|"

@@ -1,0 +1,81 @@
+/* ms_test_libnvml.c: memscope's TEST NVML. Built as libnvidia-ml.so.1 beside the test driver
+ * (build/tests/cuda/cuda-test-driver/, never installed), it answers the NVML calls memscope's
+ * agent makes (src/agent/cuda.c, cuda_sample_usage) from the test driver's own state: device
+ * d+1 on PCI bus d+1, its used bytes and capacity, and one process on each device that has
+ * memory in use, the calling process, using all of it (the test driver serves one process). */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define API __attribute__((visibility("default")))
+typedef int nvmlReturn_t;
+struct nvml_memory { unsigned long long total, free, used; };
+struct nvml_process { unsigned int pid; unsigned long long used; unsigned int gi, ci; };
+
+static uint64_t (*used_of)(int, uint64_t *);
+static int inited;
+
+API nvmlReturn_t nvmlInit_v2(void)
+{
+    used_of = (uint64_t(*)(int, uint64_t *))dlsym(RTLD_DEFAULT, "ms_test_cuda_used");
+    if (!used_of) {
+        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+        if (h)
+            used_of = (uint64_t(*)(int, uint64_t *))dlsym(h, "ms_test_cuda_used");
+    }
+    inited = used_of != NULL;
+    return inited ? 0 : 9; /* NVML_ERROR_DRIVER_NOT_LOADED */
+}
+
+API nvmlReturn_t nvmlShutdown(void)
+{
+    inited = 0;
+    return 0;
+}
+
+/* A handle is the device index + 1. */
+API nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *bus, void **dev)
+{
+    unsigned dom, b, d, f;
+    if (!inited)
+        return 1; /* NVML_ERROR_UNINITIALIZED */
+    if (!bus || sscanf(bus, "%x:%x:%x.%x", &dom, &b, &d, &f) != 4 || b == 0)
+        return 2; /* NVML_ERROR_INVALID_ARGUMENT */
+    *dev = (void *)(uintptr_t)b;
+    return 0;
+}
+
+API nvmlReturn_t nvmlDeviceGetMemoryInfo(void *dev, struct nvml_memory *m)
+{
+    uint64_t total = 0;
+    if (!inited || !dev || !m)
+        return 2;
+    m->used = used_of((int)(uintptr_t)dev - 1, &total);
+    m->total = total;
+    m->free = total - m->used;
+    return 0;
+}
+
+API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *n,
+                                                          struct nvml_process *p)
+{
+    if (!inited || !dev || !n)
+        return 2;
+    uint64_t used = used_of((int)(uintptr_t)dev - 1, NULL);
+    if (!used) {
+        *n = 0;
+        return 0;
+    }
+    if (*n < 1 || !p) {
+        *n = 1;
+        return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
+    }
+    memset(p, 0, sizeof *p);
+    p->pid = (unsigned int)getpid();
+    p->used = used;
+    *n = 1;
+    return 0;
+}

@@ -188,6 +188,8 @@ struct got_set {
     uintptr_t skip;
 };
 int got_redirect(const struct got_set *set);
+/* dlopen(file, mode) as glibc would do it for a call from caller (its DT_RPATH / DT_RUNPATH). */
+void *agent_dlopen_as_caller(const char *file, int mode, void *caller);
 
 /* agent.c: the annotation API (include/memscope.h), also called by nvtx.c */
 int memscope__mark(const char *msg);

@@ -820,3 +820,13 @@ int got_redirect(const struct got_set *set)
     errno = err;
     return c.p.patched;
 }
+
+/* cuda.c's dlopen hook: dlopen(file, mode) as if called from caller (open_as_caller). */
+void *agent_dlopen_as_caller(const char *file, int mode, void *caller)
+{
+    if (!real_dlopen)
+        real_dlopen = (void *(*)(const char *, int))ms_real_dlsym(RTLD_NEXT, "dlopen");
+    if (!real_dlopen)
+        return NULL;
+    return open_as_caller(file, mode, caller);
+}

@@ -158,6 +158,8 @@ static int variant_of_name(const char *name)
     return -1;
 }
 
+static void redirect_all(void);
+
 /* Looks every variant and helper up in the driver that defines fn (once). */
 static void bind_driver(uintptr_t fn)
 {
@@ -187,6 +189,8 @@ static void bind_driver(uintptr_t fn)
     spin_unlock(&bind_lock);
     agent_tls.internal--;
     errno = err;
+    if (h)
+        redirect_all(); /* objects that bind the driver directly, and dlopen from now on */
 }
 
 static int is_launch(int v)
@@ -660,9 +664,31 @@ void cuda_init(void)
     dlclose(h);
     if (!any)
         return;
-    bind_driver((uintptr_t)any);
+    bind_driver((uintptr_t)any); /* and redirect_all() */
+}
+
+/* ---- direct binding: GOT slots ---- */
+
+static void *dlopen_hook(const char *file, int mode);
+
+/* Redirects, in every loaded object but the driver and the agent, the GOT slots bound to the
+ * driver's hooked functions to their wrappers, and the slots of dlopen to dlopen_hook, so that
+ * an object loaded later (PyTorch's libcaffe2_nvrtc.so links libcuda.so.1) is redirected as soon
+ * as it is loaded. Runs once the driver is bound: before that, a program's dlopen is untouched.
+ * NEEDSWORK: an object that links the driver and is dlopen'ed before anything looked a driver
+ * function up with dlsym (so before the driver is bound) binds directly. */
+static void redirect_all(void)
+{
+    static int lock;
     static uintptr_t orig[NVARIANTS], repl[NVARIANTS];
     static const char *names[NVARIANTS];
+    static uintptr_t dl_orig[2], dl_repl[2];
+    static const char *const dl_names[2] = {"dlopen", "dlopen"};
+    if (cuda_off || !driver_bound)
+        return;
+    int err = errno;
+    agent_tls.internal++;
+    spin_lock(&lock);
     int n = 0;
     for (int i = 0; i < NVARIANTS; i++) {
         if (!real_fn[i] || (is_launch(i) && !record_launches))
@@ -672,9 +698,36 @@ void cuda_init(void)
         repl[n] = wrap_fn[i];
         n++;
     }
-    struct got_set set = {n, names, orig, repl, (uintptr_t)any};
+    struct got_set set = {n, names, orig, repl, real_fn[V_cuGetProcAddress_v2]
+                                                    ? real_fn[V_cuGetProcAddress_v2]
+                                                    : orig[0]};
     if (n)
         got_redirect(&set);
+    if (!dl_orig[0]) {
+        dl_orig[0] = (uintptr_t)ms_real_dlsym(RTLD_NEXT, "dlopen");
+        dl_orig[1] = (uintptr_t)dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.2.5");
+        dl_repl[0] = dl_repl[1] = (uintptr_t)&dlopen_hook;
+    }
+    struct got_set dl = {dl_orig[1] && dl_orig[1] != dl_orig[0] ? 2 : 1, dl_names, dl_orig,
+                         dl_repl, 0};
+    if (dl_orig[0])
+        got_redirect(&dl);
+    spin_unlock(&lock);
+    agent_tls.internal--;
+    errno = err;
+}
+
+/* What the program's dlopen slots call once the driver is bound: dlopen with the caller's
+ * search path (attach.c), then the new objects' slots redirected. */
+static void *dlopen_hook(const char *file, int mode)
+{
+    void *h = agent_dlopen_as_caller(file, mode, __builtin_return_address(0));
+    if (h) {
+        int err = errno;
+        redirect_all();
+        errno = err;
+    }
+    return h;
 }
 
 /* ---- NVML: what the GPU reports (docs/cuda.md) ---- */

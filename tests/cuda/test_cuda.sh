@@ -115,6 +115,21 @@ assert_eq "fork: the imported block has the exporter's size and ipc:true" "10485
     "$(q "$TMP/fork.db" "SELECT json_extract(Attr, '\$.size'), json_extract(Attr, '\$.ipc') FROM memscope_dump
         WHERE json_extract(Attr, '\$.api') = 'cuIpcOpenMemHandle'")"
 
+# direct binding in a library dlopen'ed after start (as PyTorch's libcaffe2_nvrtc.so)
+plain=$(LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$CUDA_PROGS/cuda_dlopen"; echo "rc=$?")
+traced=$(LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run -q -o "$TMP/dl.db" -- "$CUDA_PROGS/cuda_dlopen" 2>/dev/null; echo "rc=$?")
+assert_eq "dlopen: same output and status (the library's RUNPATH still finds its plugin)" "plugin: two
+ok
+rc=0" "$traced"
+assert_eq "dlopen: plain run" "$plain" "$traced"
+assert_eq "dlopen: the library's direct calls are recorded, with its frames" "cuMemAlloc|1048576|1
+cuMemAlloc|2097152|1
+cuMemAlloc|3145728|1
+cuMemAlloc|4194304|0
+cuMemFree|2097152|0" "$(q "$TMP/dl.db" "SELECT json_extract(Attr, '\$.func'), json_extract(Attr, '\$.size'),
+        \"Call Stack(C)\" LIKE 'user_allocs (%cuda_user_lib.c:%' FROM memscope_dump
+        WHERE \"Event Type\" = 'HAL' AND Event IN ('MALLOC', 'FREE') ORDER BY 1, 2")"
+
 # a program that never touches CUDA sees no difference (no cu* symbol; RTLD_NEXT unchanged)
 plain=$("$CUDA_PROGS/nocuda_probe")
 traced=$("$MEMSCOPE" run -q -o "$TMP/probe.db" -- "$CUDA_PROGS/nocuda_probe" 2>/dev/null)

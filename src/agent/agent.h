@@ -195,6 +195,10 @@ void *agent_dlopen_as_caller(const char *file, int mode, void *caller);
 int memscope__mark(const char *msg);
 int memscope__range_push(const char *name);
 int memscope__range_pop(void);
+int memscope__pool_alloc(const char *pool, const void *p, size_t n);
+int memscope__pool_free(const char *pool, const void *p);
+int memscope__pool_reserve(const char *pool, const void *p, size_t n);
+int memscope__pool_release(const char *pool, const void *p);
 
 /* cuda.c */
 void cuda_init(void);                /* at agent start: hooks a CUDA driver already loaded */

@@ -14,8 +14,14 @@
  * another thread) are marks "start: <message>" and "end" with their id. Messages are ASCII,
  * registered strings, or wide strings narrowed to ASCII ('?' outside it). No allocation: domains
  * and registered strings live in static tables (NVTX_MAX_* entries; beyond, the calls return an
- * empty handle, which names nothing). NEEDSWORK: NVTX's memory extension (nvtxMem*: heaps and
- * regions, the pool layer) comes through NVTX's extension mechanism and is not wired yet. */
+ * empty handle, which names nothing).
+ *
+ * NVTX's memory extension (nvToolsExtMem.h: a framework's pools described as heaps and the
+ * regions handed out in them) loads the same injection's InitializeInjectionNvtxExtension(),
+ * which fills the extension's slots: heaps become memscope pool regions (POOL_RESERVE /
+ * POOL_RELEASE), regions pool blocks (POOL_ALLOC / POOL_FREE), of the pool named after the
+ * domain ("NVTX" for the default one), as MSTX's memory API feeds msMemScope's pool layer.
+ * Only virtual-address heaps and regions are recorded (the only type NVTX defines). */
 #include "agent.h"
 
 #include <stddef.h>
@@ -327,4 +333,136 @@ AGENT_API int InitializeInjectionNvtx2(const void *(*get_export_table)(uint32_t)
     int ok = fill(cb, NVTX_CB_MODULE_CORE, core_ids, core_fns, 11);
     ok &= fill(cb, NVTX_CB_MODULE_CORE2, core2_ids, core2_fns, 10);
     return ok;
+}
+
+/* ---- the memory extension (nvtx3/nvToolsExtMem.h, nvtxDetail/nvtxExtTypes.h) ---- */
+
+enum { NVTX_EXT_MODULEID_MEM = 1, NVTX_EXT_COMPATID_MEM = 0x0102, NVTX_MEM_TYPE_VIRTUAL = 1 };
+enum { MEM_HeapRegister = 0, MEM_HeapUnregister = 1, MEM_HeapReset = 2, MEM_RegionsRegister = 3,
+       MEM_RegionsUnregister = 5 };
+enum { REF_POINTER = 1, REF_HANDLE = 2 };
+
+struct nvtx_ext_segment { size_t id, slots; intptr_t *fn; };
+struct nvtx_ext_module {
+    uint16_t nvtx_ver, struct_size, module_id, compat_id;
+    size_t nsegments;
+    struct nvtx_ext_segment *segments;
+    void *get_export;
+    const void *ext_info;
+};
+struct nvtx_range_desc { size_t size; const void *ptr; };
+struct nvtx_heap_desc {
+    uint16_t compat, struct_size;
+    uint32_t reserved0, usage, type;
+    size_t desc_size;
+    const void *desc;
+};
+struct nvtx_regions {
+    uint16_t compat, struct_size;
+    uint32_t type;
+    const void *heap;
+    size_t count, elem_size;
+    const void *elems;
+    const void **handles_out;
+};
+struct nvtx_unregister {
+    uint16_t compat, struct_size;
+    uint32_t ref_type;
+    size_t count, elem_size;
+    const void *const *refs;
+};
+
+#define NVTX_MAX_HEAPS 1024
+static struct nvtx_heap { const void *ptr; size_t size; char pool[NVTX_NAME]; } heaps[NVTX_MAX_HEAPS];
+static unsigned nheaps; /* atomic */
+
+/* The pool a domain's heaps and regions belong to. */
+static const char *pool_of(const void *domain)
+{
+    if (domain && in_table(domain, domains, NVTX_MAX_DOMAINS))
+        return ((const struct nvtx_name *)domain)->s;
+    return "NVTX";
+}
+
+static int is_heap(const void *h)
+{
+    return (const char *)h >= (const char *)heaps &&
+           (const char *)h < (const char *)(heaps + NVTX_MAX_HEAPS);
+}
+
+static const void *heap_register(const void *domain, const struct nvtx_heap_desc *d)
+{
+    if (!d || d->struct_size < sizeof *d || d->type != NVTX_MEM_TYPE_VIRTUAL || !d->desc ||
+        d->desc_size < sizeof(struct nvtx_range_desc))
+        return NULL;
+    const struct nvtx_range_desc *r = d->desc;
+    unsigned i = __atomic_fetch_add(&nheaps, 1, __ATOMIC_RELAXED);
+    const char *pool = pool_of(domain);
+    memscope__pool_reserve(pool, r->ptr, r->size);
+    if (i >= NVTX_MAX_HEAPS)
+        return NULL; /* recorded; its unregister cannot be */
+    struct nvtx_heap *h = &heaps[i];
+    h->ptr = r->ptr;
+    h->size = r->size;
+    size_t l = strnlen(pool, NVTX_NAME - 1);
+    memcpy(h->pool, pool, l);
+    h->pool[l] = 0;
+    return h;
+}
+
+static void heap_unregister(const void *domain, const void *heap)
+{
+    (void)domain;
+    if (is_heap(heap))
+        memscope__pool_release(((const struct nvtx_heap *)heap)->pool,
+                               ((const struct nvtx_heap *)heap)->ptr);
+}
+
+static void heap_reset(const void *domain, const void *heap)
+{
+    (void)domain;
+    (void)heap; /* NEEDSWORK: the regions a reset frees are not listed by NVTX: they stay live */
+}
+
+static void regions_register(const void *domain, const struct nvtx_regions *b)
+{
+    if (!b || b->struct_size < sizeof *b || b->type != NVTX_MEM_TYPE_VIRTUAL || !b->elems ||
+        b->elem_size < sizeof(struct nvtx_range_desc))
+        return;
+    const char *pool = is_heap(b->heap) ? ((const struct nvtx_heap *)b->heap)->pool
+                                        : pool_of(domain);
+    for (size_t i = 0; i < b->count; i++) {
+        const struct nvtx_range_desc *r =
+            (const void *)((const char *)b->elems + i * b->elem_size);
+        memscope__pool_alloc(pool, r->ptr, r->size);
+        if (b->handles_out)
+            b->handles_out[i] = r->ptr; /* a region's handle is its address */
+    }
+}
+
+static void regions_unregister(const void *domain, const struct nvtx_unregister *b)
+{
+    if (!b || b->struct_size < sizeof *b || !b->refs || b->elem_size < sizeof(void *) ||
+        (b->ref_type != REF_POINTER && b->ref_type != REF_HANDLE))
+        return;
+    const char *pool = pool_of(domain);
+    for (size_t i = 0; i < b->count; i++)
+        memscope__pool_free(pool, *(const void *const *)((const char *)b->refs + i * b->elem_size));
+}
+
+/* NVTX's entry point into an injection library for an extension module: 1 when memscope took
+ * the memory extension's calls, 0 for the other extensions (NVTX then disables them). */
+AGENT_API int InitializeInjectionNvtxExtension(struct nvtx_ext_module *m)
+{
+    if (!m || !agent.initialized || m->module_id != NVTX_EXT_MODULEID_MEM ||
+        m->compat_id != NVTX_EXT_COMPATID_MEM || m->nsegments < 1 || !m->segments ||
+        !m->segments[0].fn || m->segments[0].slots <= MEM_RegionsUnregister)
+        return 0;
+    intptr_t *slot = m->segments[0].fn;
+    slot[MEM_HeapRegister] = (intptr_t)&heap_register;
+    slot[MEM_HeapUnregister] = (intptr_t)&heap_unregister;
+    slot[MEM_HeapReset] = (intptr_t)&heap_reset;
+    slot[MEM_RegionsRegister] = (intptr_t)&regions_register;
+    slot[MEM_RegionsUnregister] = (intptr_t)&regions_unregister;
+    return 1;
 }

@@ -199,6 +199,12 @@ end" "$(q "$TMP/nvtx.db" "SELECT Name FROM memscope_dump WHERE \"Event Type\" = 
     assert_eq "nvtx: the 200-byte block is allocated inside mydomain::inner" "1" \
         "$(q "$TMP/nvtx.db" "SELECT count(*) FROM blocks b JOIN ranges r ON r.name = 'mydomain::inner'
             AND b.thread_id = r.thread_id AND b.alloc_ns BETWEEN r.start_ns AND r.end_ns WHERE b.size = 200")"
+    assert_eq "nvtx memory extension: the heap is a pool region, regions its blocks" \
+        "mydomain|pool:mydomain|3|1|2|131072|pool:mydomain:reserved|1|0|1048576" \
+        "$(q "$TMP/nvtx.db" "SELECT p.name, a.name, sa.allocs, sa.frees, sa.live_blocks, sa.live_bytes,
+            r.name, sr.allocs, sr.frees, sr.live_bytes FROM pools p
+            JOIN layers a ON a.id = p.layer JOIN process_stats sa ON sa.layer = p.layer
+            JOIN layers r ON r.id = p.reserve_layer JOIN process_stats sr ON sr.layer = p.reserve_layer")"
     out=$(NVTX_INJECTION64_PATH=/nonexistent/libother.so "$MEMSCOPE" run -o "$TMP/nvtx2.db" -- \
           "$CUDA_PROGS/nvtx_known" 2>&1)
     assert_match "nvtx: a user's injection is kept, and memscope says so" \

@@ -239,6 +239,7 @@ struct stream {
     size_t nsizes, size_next;
     const char *func;     /* the function name of the current pseudo record */
     uint64_t requested;   /* the size the program asked for (alloc), 0 when not known */
+    uint32_t owner_thread; /* PyTorch allocator: the thread whose owner its blocks take */
 };
 
 /* An alloc of the trace whose block is live in the snapshot's final state, which gives the
@@ -1378,7 +1379,9 @@ static int on_alloc(struct conv *c, const struct stream *s, int layer, const cha
     b->stack_id = stack;
     b->thread_id = s->thread;
     b->func = func;
-    b->owner_id = c->threads[s->thread - 1].owner_id;
+    /* PyTorch's allocator events name no thread: they take the owner of the process's first
+     * thread (the Python main thread, where a training loop runs), as it is at that time */
+    b->owner_id = c->threads[(s->pta ? s->owner_thread : s->thread) - 1].owner_id;
     b->base_owner_id = b->owner_id;
     b->step = p->steps + 1;
     struct layer_stats *ls = &lst->st;
@@ -2179,6 +2182,7 @@ static int pass2(struct conv *c)
     size_t nheap = 0;
     for (size_t i = 0, ti = 0; i < c->nprocs && rc == 0; i++) {
         struct ms_trace *t = &c->procs[i].tr;
+        size_t proc_first = ti; /* this process's first traced thread */
         for (size_t k = 0; k < t->nchunks; ti++) {
             struct stream *s = &streams[ti];
             struct thread *th = &c->threads[ti];
@@ -2194,6 +2198,7 @@ static int pass2(struct conv *c)
         }
         /* the PyTorch allocator: a thread per device (tid 0: events of no thread) */
         const struct ms_snapshot *pta = c->procs[i].pta;
+        uint32_t first_thread = ti > proc_first ? (uint32_t)proc_first + 1 : 0;
         for (uint64_t d = 0; pta && d < pta->ntraces; d++, ti++) {
             struct stream *s = &streams[ti];
             struct thread *th = &c->threads[ti];
@@ -2204,6 +2209,7 @@ static int pass2(struct conv *c)
             s->serial = th->serial;
             s->thread = (uint32_t)ti + 1;
             s->pta = &pta->traces[d];
+            s->owner_thread = first_thread ? first_thread : s->thread;
             if ((rc = pta_find_pre(c, pta, s->pta, s)) < 0)
                 break;
             if (stream_fill(c, s))

@@ -477,6 +477,8 @@ static void stop_following(void)
         unsetenv("LD_PRELOAD");
 }
 
+static void agent_at_exit(void);
+
 __attribute__((constructor)) static void agent_init(void)
 {
     struct tstate *t = &agent_tls;
@@ -511,6 +513,7 @@ __attribute__((constructor)) static void agent_init(void)
     have_exit_key = pthread_key_create(&exit_key, on_thread_exit) == 0;
     pthread_atfork(NULL, NULL, on_fork_child);
     agent.initialized = 1;
+    atexit(agent_at_exit);
     writer_process_record();
     modules_scan(t, &t->s[0]);
     stacks_warm_up();
@@ -549,8 +552,9 @@ AGENT_API int memscope__step(void)
     return rc;
 }
 
-/* At exit (the process's last destructors): what the GPU reports, for the last step. */
-__attribute__((destructor)) static void agent_fini(void)
+/* At exit: what the GPU reports, for the last step. An atexit handler, not a destructor: it
+ * runs before the libraries' destructors, while the CUDA driver and NVML still work. */
+static void agent_at_exit(void)
 {
     if (agent.initialized)
         cuda_sample_usage();

@@ -120,6 +120,7 @@ __asm__(".text\n"
         ".type dlsym, @function\n"
         "dlsym:\n"
         "    .cfi_startproc\n"
+        "    endbr64\n"             /* an indirect-branch target under CET (a NOP elsewhere) */
         "    cmpq $0, ms_real_dlsym(%rip)\n"
         "    je 2f\n"
         "    testq %rsi, %rsi\n"

@@ -102,6 +102,8 @@ static ms_fn_cuMemGetInfo_v2 *drv_mem_get_info;
 static ms_fn_cuFuncGetName *drv_func_get_name;
 typedef ms_CUresult ms_fn_cuMemGetAddressRange_v2(ms_CUdeviceptr *, size_t *, ms_CUdeviceptr);
 static ms_fn_cuMemGetAddressRange_v2 *drv_addr_range;
+static ms_fn_cuDeviceGetMemPool *drv_get_mem_pool;
+static ms_fn_cuMemPoolGetAttribute *drv_pool_attr;
 
 static int cuda_off;        /* MEMSCOPE_DEVICE=cpu: nothing of CUDA is hooked */
 static int record_launches; /* MEMSCOPE_EVENTS has launch */
@@ -184,6 +186,8 @@ static void bind_driver(uintptr_t fn)
         drv_mem_get_info = (ms_fn_cuMemGetInfo_v2 *)ms_real_dlsym(h, "cuMemGetInfo_v2");
         drv_func_get_name = (ms_fn_cuFuncGetName *)ms_real_dlsym(h, "cuFuncGetName");
         drv_addr_range = (ms_fn_cuMemGetAddressRange_v2 *)ms_real_dlsym(h, "cuMemGetAddressRange_v2");
+        drv_get_mem_pool = (ms_fn_cuDeviceGetMemPool *)ms_real_dlsym(h, "cuDeviceGetMemPool");
+        drv_pool_attr = (ms_fn_cuMemPoolGetAttribute *)ms_real_dlsym(h, "cuMemPoolGetAttribute");
         dlclose(h); /* RTLD_NOLOAD: only drops the reference just taken */
         __atomic_store_n(&driver_bound, 1, __ATOMIC_RELEASE);
     }
@@ -305,14 +309,45 @@ static void record(int ext, uint64_t *v, int n, int stack_at, void *fp, uint64_t
     agent_leave(t);
 }
 
-/* A memory call that succeeded (a free: ok 0 with its error in aux2 when it failed). */
-static void record_mem(int op, uint64_t dev, uint64_t addr, uint64_t size, uint64_t aux1,
-                       uint64_t aux2, void *fp, uint64_t ns)
+/* A memory call that succeeded (a free: its error in aux2 when it failed). */
+static void record_mem3(int op, uint64_t dev, uint64_t addr, uint64_t size, uint64_t aux1,
+                        uint64_t aux2, uint64_t aux3, void *fp, uint64_t ns)
 {
     if (!agent_active() || !device_wanted(dev))
         return;
-    uint64_t v[7] = {(uint64_t)op, dev, addr, size, 0, aux1, aux2};
-    record(MS_EXT_CUDA_MEM, v, 7, 4, fp, ns, NULL, 0);
+    uint64_t v[8] = {(uint64_t)op, dev, addr, size, 0, aux1, aux2, aux3};
+    record(MS_EXT_CUDA_MEM, v, 8, 4, fp, ns, NULL, 0);
+}
+
+static void record_mem(int op, uint64_t dev, uint64_t addr, uint64_t size, uint64_t aux1,
+                       uint64_t aux2, void *fp, uint64_t ns)
+{
+    record_mem3(op, dev, addr, size, aux1, aux2, 0, fp, ns);
+}
+
+static void alloc_done(ms_CUresult r, int op, uint64_t dev, uint64_t addr, uint64_t size,
+                       uint64_t aux1, uint64_t aux2, void *fp);
+
+/* A stream-ordered allocation: its pool (the device's current one when none was named) and the
+ * bytes the pool has reserved from the device after it (0 when the driver cannot say). */
+static void record_async(int op, ms_CUresult r, uint64_t dev, uint64_t addr, uint64_t size,
+                         ms_CUstream st, ms_CUmemoryPool pool, void *fp)
+{
+    if (r != MS_CUDA_SUCCESS) {
+        alloc_done(r, op, dev, addr, size, 0, 0, fp);
+        return;
+    }
+    if (!agent_active() || !device_wanted(dev))
+        return;
+    uint64_t reserved = 0;
+    agent_tls.internal++;
+    if (!pool && drv_get_mem_pool && dev && drv_get_mem_pool(&pool, (ms_CUdevice)(dev - 1)))
+        pool = NULL;
+    if (pool && drv_pool_attr &&
+        drv_pool_attr(pool, MS_CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) != MS_CUDA_SUCCESS)
+        reserved = 0;
+    agent_tls.internal--;
+    record_mem3(op, dev, addr, size, (uintptr_t)st, (uintptr_t)pool, reserved, fp, 0);
 }
 
 static void record_oom(int op, uint64_t dev, uint64_t size, void *fp)
@@ -435,16 +470,16 @@ static ms_CUresult w_cuMemFree_v2(ms_CUdeviceptr p)
     static ms_CUresult w_cuMemAllocAsync##sfx(ms_CUdeviceptr *dp, size_t n, ms_CUstream st) \
     {                                                                                        \
         ms_CUresult r = REAL(cuMemAllocAsync##sfx)(dp, n, st);                               \
-        alloc_done(r, MS_CU_MEM_ALLOC_ASYNC, current_device(), r ? 0 : *dp, n,               \
-                   (uintptr_t)st, 0, FP);                                                    \
+        record_async(MS_CU_MEM_ALLOC_ASYNC, r, current_device(), r ? 0 : *dp, n, st, NULL,   \
+                     FP);                                                                    \
         return r;                                                                            \
     }                                                                                        \
     static ms_CUresult w_cuMemAllocFromPoolAsync##sfx(ms_CUdeviceptr *dp, size_t n,          \
                                                       ms_CUmemoryPool pool, ms_CUstream st)  \
     {                                                                                        \
         ms_CUresult r = REAL(cuMemAllocFromPoolAsync##sfx)(dp, n, pool, st);                 \
-        alloc_done(r, MS_CU_MEM_ALLOC_FROM_POOL_ASYNC, current_device(), r ? 0 : *dp, n,     \
-                   (uintptr_t)st, (uintptr_t)pool, FP);                                      \
+        record_async(MS_CU_MEM_ALLOC_FROM_POOL_ASYNC, r, current_device(), r ? 0 : *dp, n,   \
+                     st, pool, FP);                                                          \
         return r;                                                                            \
     }                                                                                        \
     static ms_CUresult w_cuMemFreeAsync##sfx(ms_CUdeviceptr p, ms_CUstream st)              \

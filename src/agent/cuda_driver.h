@@ -36,6 +36,7 @@ enum { MS_CU_GET_PROC_ADDRESS_SUCCESS = 0, MS_CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOU
        MS_CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2 };
 
 enum { MS_CU_MEM_LOCATION_TYPE_DEVICE = 1 };
+enum { MS_CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5, MS_CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7 };
 
 /* The layouts memscope reads, under names of their own (tests/cuda/test_cuda_decls.c compares
  * them with cuda.h's structs field by field). */
@@ -82,6 +83,7 @@ typedef CUdriverProcAddressQueryResult ms_CUdriverProcAddressQueryResult;
 typedef CUmemAllocationProp ms_CUmemAllocationProp;
 typedef CUipcMemHandle ms_CUipcMemHandle;
 typedef CUlaunchConfig ms_CUlaunchConfig;
+typedef CUmemPool_attribute ms_CUmemPool_attribute;
 #else
 typedef unsigned int ms_CUresult; /* an enum of non-negative values: unsigned int to GCC */
 typedef int ms_CUdevice;
@@ -92,6 +94,7 @@ typedef unsigned int ms_CUdriverProcAddressQueryResult;
 typedef ms_CUmemAllocationProp_layout ms_CUmemAllocationProp;
 typedef ms_CUipcMemHandle_layout ms_CUipcMemHandle;
 typedef ms_CUlaunchConfig_layout ms_CUlaunchConfig;
+typedef unsigned int ms_CUmemPool_attribute; /* an enum of non-negative values */
 #endif
 
 /* The signatures memscope wraps or calls, by the exported name of their current ABI. */
@@ -144,5 +147,7 @@ typedef ms_fn_cuLaunchCooperativeKernel ms_fn_cuLaunchCooperativeKernel_ptsz;
 typedef ms_CUresult ms_fn_cuCtxGetDevice(ms_CUdevice *);
 typedef ms_CUresult ms_fn_cuMemGetInfo_v2(size_t *, size_t *);
 typedef ms_CUresult ms_fn_cuFuncGetName(const char **, ms_CUfunction);
+typedef ms_CUresult ms_fn_cuDeviceGetMemPool(ms_CUmemoryPool *, ms_CUdevice);
+typedef ms_CUresult ms_fn_cuMemPoolGetAttribute(ms_CUmemoryPool, ms_CUmemPool_attribute, void *);
 
 #endif

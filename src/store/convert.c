@@ -1776,7 +1776,7 @@ static int on_cuda_mem(struct conv *c, struct stream *s, struct sbuf *b)
 {
     struct proc *p = &c->procs[s->proc];
     const struct ms_record *r = &s->r;
-    uint64_t op = r->flags, dev = r->pcs[1], aux1 = r->pcs[5], aux2 = r->pcs[6];
+    uint64_t op = r->flags, dev = r->pcs[1], aux1 = r->pcs[5], aux2 = r->pcs[6], aux3 = r->pcs[7];
     const char *api = ms_cu_op_name(op) ? ms_cu_op_name(op) : "?"; /* op checked by the reader */
     int alloc, kind, rc, bad = 0;
     cuda_op_class(op, &alloc, &kind);
@@ -1789,8 +1789,10 @@ static int on_cuda_mem(struct conv *c, struct stream *s, struct sbuf *b)
         if (op == MS_CU_MEM_ALLOC_PITCH)
             bad |= sbuf_fmt(b, ",\"pitch\":\"%llu\"", (unsigned long long)aux1);
         if (kind == MS_CUDA_L_POOL)
-            bad |= sbuf_fmt(b, ",\"stream\":\"0x%llx\",\"pool\":\"%s%llx\"", (unsigned long long)aux1,
-                     aux2 ? "0x" : "default", aux2 ? (unsigned long long)aux2 : 0ull);
+            bad |= sbuf_fmt(b, ",\"stream\":\"0x%llx\",\"pool\":\"0x%llx\"", (unsigned long long)aux1,
+                            (unsigned long long)aux2);
+        if (kind == MS_CUDA_L_POOL && aux3)
+            bad |= sbuf_fmt(b, ",\"pool_reserved\":\"%llu\"", (unsigned long long)aux3);
         if (op == MS_CU_IPC_OPEN)
             bad |= sbuf_fmt(b, ",\"ipc\":\"true\"");
         if (op == MS_CU_MEM_MAP)

@@ -63,10 +63,11 @@
  *   0x8e PYCALL        dts id                   tracer on: a Python call of frame id
  *   0x8f PYRETURN      dts                      tracer on: the matching return
  * and the CUDA driver records (src/agent/cuda.c; device = CUDA ordinal + 1, 0 unknown):
- *   0x90 CUDA_MEM      dts op device addr size stack aux1 aux2
+ *   0x90 CUDA_MEM      dts op device addr size stack aux1 aux2 aux3
  *                      a driver memory call that succeeded (or a free that failed: aux2 = its
- *                      CUresult); op = MS_CU_*; aux1/aux2 by op: stream/pool (async), handle/
- *                      offset (cuMemMap), flags (managed, host alloc, register, IPC open)
+ *                      CUresult); op = MS_CU_*; aux1/aux2/aux3 by op: stream/pool/the pool's
+ *                      reserved bytes (async allocations), handle/offset (cuMemMap), flags
+ *                      (managed, host alloc, register, IPC open)
  *   0x91 CUDA_OOM      dts op device size stack free total
  *                      an allocation that failed with CUDA_ERROR_OUT_OF_MEMORY; free/total:
  *                      cuMemGetInfo of the device at that moment (0 when unknown)

@@ -316,7 +316,7 @@ static int decode_cuda(struct ms_trace_cursor *c, struct ms_record *r, struct ms
 {
     /* integers after dts, and the positions of op, addr, size, stack, device (-1: none) */
     static const int8_t layout[5][6] = {
-        {7, 0, 2, 3, 4, 1},      /* MEM: op device addr size stack aux1 aux2 */
+        {8, 0, 2, 3, 4, 1},      /* MEM: op device addr size stack aux1 aux2 aux3 */
         {6, 0, -1, 2, 3, 1},     /* OOM: op device size stack free total */
         {12, 0, -1, -1, 11, 1},  /* LAUNCH: op device func stream gx gy gz bx by bz shmem stack */
         {1, -1, 0, -1, -1, -1},  /* FUNC: func, then the name */

@@ -56,13 +56,14 @@ static __thread struct ctx *current;
 struct device {
     uintptr_t base, end, cursor; /* the PROT_NONE address range, bump cursor */
     uint64_t used;               /* bytes allocated (capacity check) */
+    uint64_t pool_used;          /* of which stream-ordered, live or not yet synchronized */
     uintptr_t free_addr[MAX_FREE];
     uint64_t free_size[MAX_FREE];
     unsigned nfree;
 };
 static struct device devs[MAX_DEVICES];
 
-enum { K_DEVICE = 1, K_MANAGED, K_HOST, K_REGISTERED, K_IPC };
+enum { K_DEVICE = 1, K_MANAGED, K_HOST, K_REGISTERED, K_IPC, K_ASYNC };
 struct live {
     uintptr_t addr;   /* 0: empty; 1: deleted */
     uint64_t size;
@@ -187,8 +188,10 @@ static void dev_release(int d, uintptr_t a, uint64_t n)
 
 static void block_release(struct live *b)
 {
-    if (b->kind == K_DEVICE)
+    if (b->kind == K_DEVICE || b->kind == K_ASYNC)
         dev_release(b->dev, b->addr, b->size);
+    if (b->kind == K_ASYNC)
+        devs[b->dev].pool_used -= round_up(b->size ? b->size : 1, 512);
     else if (b->kind == K_MANAGED || b->kind == K_HOST)
         syscall(SYS_munmap, b->addr, round_up(b->size, 4096));
     b->addr = 1;
@@ -450,7 +453,8 @@ API R cuMemAllocManaged(ms_CUdeviceptr *dp, size_t n, unsigned flags)
 static R free_locked(ms_CUdeviceptr p, int pending_ok)
 {
     struct live *b = find(p);
-    if (!b || (b->kind != K_DEVICE && b->kind != K_MANAGED) || (b->pending && !pending_ok))
+    if (!b || (b->kind != K_DEVICE && b->kind != K_MANAGED && b->kind != K_ASYNC) ||
+        (b->pending && !pending_ok))
         return MS_CUDA_ERROR_INVALID_VALUE;
     block_release(b);
     return MS_CUDA_SUCCESS;
@@ -557,6 +561,33 @@ API R cuDeviceGetDefaultMemPool(ms_CUmemoryPool *p, ms_CUdevice d)
     return MS_CUDA_SUCCESS;
 }
 
+/* The device's current pool (this driver has one per device, its default one). */
+API R cuDeviceGetMemPool(ms_CUmemoryPool *p, ms_CUdevice d)
+{
+    return cuDeviceGetDefaultMemPool(p, d);
+}
+
+static int pool_device(ms_CUmemoryPool p);
+
+/* A pool reserves device memory in 2 MiB chunks, as much as its blocks (live, or freed and not
+ * yet synchronized) need, and gives back what it does not need at synchronization. */
+API R cuMemPoolGetAttribute(ms_CUmemoryPool p, unsigned attr, void *value)
+{
+    int d = pool_device(p);
+    if (d < 0 || !value)
+        return MS_CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    uint64_t used = devs[d].pool_used;
+    pthread_mutex_unlock(&lock);
+    if (attr == MS_CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+        *(uint64_t *)value = round_up(used, GRANULARITY);
+    else if (attr == MS_CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+        *(uint64_t *)value = used;
+    else
+        return MS_CUDA_ERROR_INVALID_VALUE;
+    return MS_CUDA_SUCCESS;
+}
+
 static int pool_device(ms_CUmemoryPool p)
 {
     uintptr_t v = (uintptr_t)p;
@@ -569,14 +600,19 @@ static R alloc_async(ms_CUdeviceptr *dp, size_t n, int dev, ms_CUstream s)
 {
     if (stream_index(s) < 0 || dev < 0)
         return MS_CUDA_ERROR_INVALID_VALUE;
-    return alloc_locked(dp, n, K_DEVICE, dev);
+    R r = alloc_locked(dp, n, K_DEVICE, dev);
+    if (r == MS_CUDA_SUCCESS) {
+        find(*dp)->kind = K_ASYNC;
+        devs[dev].pool_used += round_up(n, 512);
+    }
+    return r;
 }
 
 static R free_async(ms_CUdeviceptr p, ms_CUstream s)
 {
     int i = stream_index(s);
     struct live *b = find(p);
-    if (i < 0 || !b || b->kind != K_DEVICE || b->pending)
+    if (i < 0 || !b || (b->kind != K_DEVICE && b->kind != K_ASYNC) || b->pending)
         return MS_CUDA_ERROR_INVALID_VALUE;
     b->pending = i + 1;
     if (i == 0)
@@ -1017,6 +1053,8 @@ static const struct proc {
     {"cuStreamSynchronize", 2000, 0, (void *)cuStreamSynchronize},
     {"cuStreamDestroy", 4000, 0, (void *)cuStreamDestroy_v2},
     {"cuDeviceGetDefaultMemPool", 11020, 0, (void *)cuDeviceGetDefaultMemPool},
+    {"cuDeviceGetMemPool", 11020, 0, (void *)cuDeviceGetMemPool},
+    {"cuMemPoolGetAttribute", 11020, 0, (void *)cuMemPoolGetAttribute},
     {"cuMemAllocAsync", 11020, 0, (void *)cuMemAllocAsync},
     {"cuMemAllocAsync", 11020, 1, (void *)cuMemAllocAsync_ptsz},
     {"cuMemAllocFromPoolAsync", 11020, 0, (void *)cuMemAllocFromPoolAsync},

@@ -48,6 +48,12 @@ alloc|4|pool" "$(q "$db" "SELECT json_extract(Attr, '\$.alloc_type'), count(*) F
         GROUP BY 1 ORDER BY 2 DESC;
         SELECT json_extract(Attr, '\$.alloc_type'), count(*), 'pool' FROM memscope_dump
         WHERE json_extract(Attr, '\$.pool') IS NOT NULL AND Event = 'MALLOC'")"
+    assert_eq "$mode: stream-ordered allocations: pool, its reserved bytes, stream" \
+        "cuMemAllocAsync|0x7000|2097152|0x5001|3
+cuMemAllocFromPoolAsync|0x7000|2097152|0x5001|1" "$(q "$db" "SELECT json_extract(Attr, '\$.api'),
+            json_extract(Attr, '\$.pool'), json_extract(Attr, '\$.pool_reserved'),
+            json_extract(Attr, '\$.stream'), count(*) FROM memscope_dump
+            WHERE Event = 'MALLOC' AND json_extract(Attr, '\$.pool') IS NOT NULL GROUP BY 1, 2, 3, 4")"
     assert_eq "$mode: managed, pitch, IPC-free attributes" "cuMemAllocManaged|true|65536
 cuMemAllocPitch|1024|10240" "$(q "$db" "SELECT json_extract(Attr, '\$.api'),
         COALESCE(json_extract(Attr, '\$.managed'), json_extract(Attr, '\$.pitch')), json_extract(Attr, '\$.size')

@@ -39,6 +39,8 @@ SAME_FN(cuGetProcAddress_v2)
 SAME_FN(cuCtxGetDevice)
 SAME_FN(cuMemGetInfo_v2)
 SAME_FN(cuFuncGetName)
+SAME_FN(cuDeviceGetMemPool)
+SAME_FN(cuMemPoolGetAttribute)
 
 /* cuGetProcAddress (CUDA 11.3's ABI) is no longer declared by cuda.h 12+: its type is that of
  * cuGetProcAddress_v2 without the last parameter, which memscope's declaration spells out. */
@@ -61,6 +63,8 @@ SAME(MS_CU_GET_PROC_ADDRESS_SUCCESS, CU_GET_PROC_ADDRESS_SUCCESS)
 SAME(MS_CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND)
 SAME(MS_CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT)
 SAME(MS_CU_MEM_LOCATION_TYPE_DEVICE, CU_MEM_LOCATION_TYPE_DEVICE)
+SAME(MS_CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+SAME(MS_CU_MEMPOOL_ATTR_USED_MEM_CURRENT, CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
 
 #define SAME_FIELD(ours, theirs, f)                                                   \
     SAME(offsetof(ours, f), offsetof(theirs, f))                                      \

@@ -48,16 +48,16 @@ static void build(struct tg *g, int threads, int events)
             c.p = ms_enc_munmap(c.p, &c.st, 1201, 0x7f0000000000, 4096);
             c.p = ms_enc_lost(c.p, &c.st, 1202, 1);
             { /* the CUDA records: a device alloc, a free, an OOM, a kernel name and launch */
-                uint64_t mem[7] = {MS_CU_MEM_ALLOC, 1, 0x7f1000000000, 1 << 20, 1, 0, 0};
-                uint64_t fr[7] = {MS_CU_MEM_FREE, 1, 0x7f1000000000, 0, 0, 0, 0};
+                uint64_t mem[8] = {MS_CU_MEM_ALLOC, 1, 0x7f1000000000, 1 << 20, 1, 0, 0, 0};
+                uint64_t fr[8] = {MS_CU_MEM_FREE, 1, 0x7f1000000000, 0, 0, 0, 0, 0};
                 uint64_t om[6] = {MS_CU_MEM_ALLOC, 2, 1ull << 34, 1, 1 << 20, 1ull << 34};
                 uint64_t fn[1] = {0x8000};
                 uint64_t la[12] = {MS_CU_LAUNCH_KERNEL, 1, 0x8000, 0x5001, 128, 1, 1, 256, 1, 1, 0, 1};
-                c.p = ms_enc_ext(c.p, &c.st, MS_EXT_CUDA_MEM, 1203, mem, 7, NULL, 0);
+                c.p = ms_enc_ext(c.p, &c.st, MS_EXT_CUDA_MEM, 1203, mem, 8, NULL, 0);
                 c.p = ms_enc_ext(c.p, &c.st, MS_EXT_CUDA_FUNC, 1203, fn, 1, "vector_add", 10);
                 c.p = ms_enc_ext(c.p, &c.st, MS_EXT_CUDA_LAUNCH, 1204, la, 12, NULL, 0);
                 c.p = ms_enc_ext(c.p, &c.st, MS_EXT_CUDA_OOM, 1205, om, 6, NULL, 0);
-                c.p = ms_enc_ext(c.p, &c.st, MS_EXT_CUDA_MEM, 1206, fr, 7, NULL, 0);
+                c.p = ms_enc_ext(c.p, &c.st, MS_EXT_CUDA_MEM, 1206, fr, 8, NULL, 0);
             }
             *c.p++ = 0xf0; /* an extension record of an unknown type: dts, then bytes */
             c.p = ms_put_varint(c.p, 4);

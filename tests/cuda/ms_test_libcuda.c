@@ -20,7 +20,9 @@
  * The driver's own memory comes from raw mmap syscalls and static tables, so that it adds nothing
  * to what memscope records of the program's heap and mmap. With MEMSCOPE_TEST_CUDA_PROC_ALIASES=1,
  * cuGetProcAddress hands out functions that are not the exported ones (same behaviour), as a
- * driver may. */
+ * driver may. Built with MS_TEST_CUDA_OLD (as cuda-test-driver-old/libcuda.so.1) it is a driver
+ * of the CUDA 11.3 era: no cuGetProcAddress_v2, cuLaunchKernelEx, cuFuncGetName,
+ * cuMemGetAddressRange, cuDeviceGetMemPool or cuMemPoolGetAttribute. */
 #include "cuda_driver.h"
 
 #include <pthread.h>
@@ -467,6 +469,7 @@ API R cuMemFree_v2(ms_CUdeviceptr p)
     LOCKED(free_locked(p, 0));
 }
 
+#ifndef MS_TEST_CUDA_OLD
 API R cuMemGetAddressRange_v2(ms_CUdeviceptr *base, size_t *size, ms_CUdeviceptr p)
 {
     pthread_mutex_lock(&lock);
@@ -481,6 +484,7 @@ API R cuMemGetAddressRange_v2(ms_CUdeviceptr *base, size_t *size, ms_CUdeviceptr
     pthread_mutex_unlock(&lock);
     return b ? MS_CUDA_SUCCESS : MS_CUDA_ERROR_NOT_FOUND;
 }
+#endif
 
 /* ---- streams and stream-ordered pools ---- */
 
@@ -562,15 +566,18 @@ API R cuDeviceGetDefaultMemPool(ms_CUmemoryPool *p, ms_CUdevice d)
 }
 
 /* The device's current pool (this driver has one per device, its default one). */
+#ifndef MS_TEST_CUDA_OLD
 API R cuDeviceGetMemPool(ms_CUmemoryPool *p, ms_CUdevice d)
 {
     return cuDeviceGetDefaultMemPool(p, d);
 }
+#endif
 
 static int pool_device(ms_CUmemoryPool p);
 
 /* A pool reserves device memory in 2 MiB chunks, as much as its blocks (live, or freed and not
  * yet synchronized) need, and gives back what it does not need at synchronization. */
+#ifndef MS_TEST_CUDA_OLD
 API R cuMemPoolGetAttribute(ms_CUmemoryPool p, unsigned attr, void *value)
 {
     int d = pool_device(p);
@@ -587,6 +594,7 @@ API R cuMemPoolGetAttribute(ms_CUmemoryPool p, unsigned attr, void *value)
         return MS_CUDA_ERROR_INVALID_VALUE;
     return MS_CUDA_SUCCESS;
 }
+#endif
 
 static int pool_device(ms_CUmemoryPool p)
 {
@@ -954,6 +962,7 @@ API R cuModuleGetFunction(ms_CUfunction *f, void *mod, const char *name)
     return MS_CUDA_SUCCESS;
 }
 
+#ifndef MS_TEST_CUDA_OLD
 API R cuFuncGetName(const char **name, ms_CUfunction f)
 {
     uintptr_t v = (uintptr_t)f;
@@ -962,6 +971,7 @@ API R cuFuncGetName(const char **name, ms_CUfunction f)
     *name = func_names[v - 0x8000];
     return MS_CUDA_SUCCESS;
 }
+#endif
 
 static R launch(ms_CUfunction f, ms_CUstream s)
 {
@@ -990,17 +1000,21 @@ API R cuLaunchKernel_ptsz(ms_CUfunction f, unsigned gx, unsigned gy, unsigned gz
     return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
 }
 
+#ifndef MS_TEST_CUDA_OLD
 API R cuLaunchKernelEx(const ms_CUlaunchConfig *c, ms_CUfunction f, void **params, void **extra)
 {
     (void)params, (void)extra;
     return c ? launch(f, c->hStream) : MS_CUDA_ERROR_INVALID_VALUE;
 }
+#endif
 
+#ifndef MS_TEST_CUDA_OLD
 API R cuLaunchKernelEx_ptsz(const ms_CUlaunchConfig *c, ms_CUfunction f, void **params,
                             void **extra)
 {
     return cuLaunchKernelEx(c, f, params, extra);
 }
+#endif
 
 API R cuLaunchCooperativeKernel(ms_CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                 unsigned bx, unsigned by, unsigned bz, unsigned shmem,
@@ -1048,13 +1062,19 @@ static const struct proc {
     {"cuMemAllocPitch", 3020, 0, (void *)cuMemAllocPitch_v2},
     {"cuMemAllocManaged", 6000, 0, (void *)cuMemAllocManaged},
     {"cuMemFree", 3020, 0, (void *)cuMemFree_v2},
+#ifndef MS_TEST_CUDA_OLD
     {"cuMemGetAddressRange", 3020, 0, (void *)cuMemGetAddressRange_v2},
+#endif
     {"cuStreamCreate", 2000, 0, (void *)cuStreamCreate},
     {"cuStreamSynchronize", 2000, 0, (void *)cuStreamSynchronize},
     {"cuStreamDestroy", 4000, 0, (void *)cuStreamDestroy_v2},
     {"cuDeviceGetDefaultMemPool", 11020, 0, (void *)cuDeviceGetDefaultMemPool},
+#ifndef MS_TEST_CUDA_OLD
     {"cuDeviceGetMemPool", 11020, 0, (void *)cuDeviceGetMemPool},
+#endif
+#ifndef MS_TEST_CUDA_OLD
     {"cuMemPoolGetAttribute", 11020, 0, (void *)cuMemPoolGetAttribute},
+#endif
     {"cuMemAllocAsync", 11020, 0, (void *)cuMemAllocAsync},
     {"cuMemAllocAsync", 11020, 1, (void *)cuMemAllocAsync_ptsz},
     {"cuMemAllocFromPoolAsync", 11020, 0, (void *)cuMemAllocFromPoolAsync},
@@ -1079,15 +1099,21 @@ static const struct proc {
     {"cuIpcCloseMemHandle", 4010, 0, (void *)cuIpcCloseMemHandle},
     {"cuModuleLoadData", 2000, 0, (void *)cuModuleLoadData},
     {"cuModuleGetFunction", 2000, 0, (void *)cuModuleGetFunction},
+#ifndef MS_TEST_CUDA_OLD
     {"cuFuncGetName", 12030, 0, (void *)cuFuncGetName},
+#endif
     {"cuLaunchKernel", 4000, 0, (void *)cuLaunchKernel},
     {"cuLaunchKernel", 7000, 1, (void *)cuLaunchKernel_ptsz},
+#ifndef MS_TEST_CUDA_OLD
     {"cuLaunchKernelEx", 11060, 0, (void *)cuLaunchKernelEx},
     {"cuLaunchKernelEx", 11060, 1, (void *)cuLaunchKernelEx_ptsz},
+#endif
     {"cuLaunchCooperativeKernel", 9000, 0, (void *)cuLaunchCooperativeKernel},
     {"cuLaunchCooperativeKernel", 9000, 1, (void *)cuLaunchCooperativeKernel_ptsz},
     {"cuGetProcAddress", 11030, 0, (void *)cuGetProcAddress},
+#ifndef MS_TEST_CUDA_OLD
     {"cuGetProcAddress", 12000, 0, (void *)cuGetProcAddress_v2},
+#endif
 };
 
 static R lookup(const char *sym, void **pfn, int version, ms_cuuint64_t flags, int *status)
@@ -1127,6 +1153,7 @@ API R cuGetProcAddress(const char *sym, void **pfn, int version, ms_cuuint64_t f
     return lookup(sym, pfn, version, flags, &status);
 }
 
+#ifndef MS_TEST_CUDA_OLD
 API R cuGetProcAddress_v2(const char *sym, void **pfn, int version, ms_cuuint64_t flags,
                           ms_CUdriverProcAddressQueryResult *status)
 {
@@ -1136,3 +1163,4 @@ API R cuGetProcAddress_v2(const char *sym, void **pfn, int version, ms_cuuint64_
         *status = st;
     return r;
 }
+#endif

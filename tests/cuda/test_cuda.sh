@@ -136,6 +136,21 @@ cuMemFree|2097152|0" "$(q "$TMP/dl.db" "SELECT json_extract(Attr, '\$.func'), js
         \"Call Stack(C)\" LIKE 'user_allocs (%cuda_user_lib.c:%' FROM memscope_dump
         WHERE \"Event Type\" = 'HAL' AND Event IN ('MALLOC', 'FREE') ORDER BY 1, 2")"
 
+# a driver of the CUDA 11.3 era: cuGetProcAddress's first ABI, no kernel names, no pool figures
+OLD_DRV="$(dirname "$CUDA_DRIVER_DIR")/cuda-test-driver-old"
+out=$(LD_LIBRARY_PATH="$OLD_DRV" "$MEMSCOPE" run -q --events=alloc,free,launch -o "$TMP/old.db" -- \
+      "$CUDA_PROGS/cuda_old" 2>&1; echo "rc=$?")
+assert_eq "old driver: program output" "ok
+rc=0" "$out"
+assert_eq "old driver: rows (through cuGetProcAddress v1)" "cuMemAlloc|MALLOC|1048576|
+cuMemAlloc|MALLOC|2097152|
+cuMemAllocAsync|MALLOC|4096|
+cuMemFree|FREE|1048576|" "$(q "$TMP/old.db" "SELECT json_extract(Attr, '\$.func'), Event,
+        json_extract(Attr, '\$.size'), json_extract(Attr, '\$.pool_reserved') FROM memscope_dump
+        WHERE \"Event Type\" = 'HAL' ORDER BY 1, 3")"
+assert_eq "old driver: launches named by their handle (no cuFuncGetName)" "0x8000|2" \
+    "$(q "$TMP/old.db" "SELECT name, count(*) FROM events WHERE kind = 10 GROUP BY 1")"
+
 # a program that never touches CUDA sees no difference (no cu* symbol; RTLD_NEXT unchanged)
 plain=$("$CUDA_PROGS/nocuda_probe")
 traced=$("$MEMSCOPE" run -q -o "$TMP/probe.db" -- "$CUDA_PROGS/nocuda_probe" 2>/dev/null)

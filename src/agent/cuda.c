@@ -105,7 +105,9 @@ static ms_fn_cuMemGetAddressRange_v2 *drv_addr_range;
 static ms_fn_cuDeviceGetMemPool *drv_get_mem_pool;
 static ms_fn_cuMemPoolGetAttribute *drv_pool_attr;
 
-static int cuda_off;        /* MEMSCOPE_DEVICE=cpu: nothing of CUDA is hooked */
+/* Nothing of CUDA is hooked until cuda_init() has run (an agent that cannot record never
+ * hands out a wrapper), nor with MEMSCOPE_DEVICE=cpu. */
+static int cuda_off = 1;
 static int record_launches; /* MEMSCOPE_EVENTS has launch */
 static uint64_t device_mask = ~0ull; /* devices recorded (bit d: ordinal d); ordinals >= 64 all */
 static int bind_lock;
@@ -688,6 +690,7 @@ void cuda_init(void)
     W(cuLaunchKernel_ptsz) W(cuLaunchKernelEx) W(cuLaunchKernelEx_ptsz)
     W(cuLaunchCooperativeKernel) W(cuLaunchCooperativeKernel_ptsz)
 #undef W
+    cuda_off = 0;
     parse_devices(getenv("MEMSCOPE_DEVICE"));
     has_launch(getenv("MEMSCOPE_EVENTS"));
     if (cuda_off)

@@ -151,6 +151,14 @@ cuMemFree|FREE|1048576|" "$(q "$TMP/old.db" "SELECT json_extract(Attr, '\$.func'
 assert_eq "old driver: launches named by their handle (no cuFuncGetName)" "0x8000|2" \
     "$(q "$TMP/old.db" "SELECT name, count(*) FROM events WHERE kind = 10 GROUP BY 1")"
 
+# an agent that cannot record (no trace directory) hands out no wrapper: the program runs as is
+AGENT="$(dirname "$MEMSCOPE")/libmemscope.so"
+out=$(LD_PRELOAD="$AGENT" MEMSCOPE_TRACE_DIR="$TMP/no/such/dir" LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" \
+      "$CUDA_PROGS/cuda_known" procaddr 2>"$TMP/cannot.err"; echo "rc=$?")
+assert_eq "agent that cannot record: the CUDA program's output and status" "ok
+rc=0" "$out"
+assert_eq "agent that cannot record: it says so" "1" "$(grep -c 'cannot record' "$TMP/cannot.err")"
+
 # a program that never touches CUDA sees no difference (no cu* symbol; RTLD_NEXT unchanged)
 plain=$("$CUDA_PROGS/nocuda_probe")
 traced=$("$MEMSCOPE" run -q -o "$TMP/probe.db" -- "$CUDA_PROGS/nocuda_probe" 2>/dev/null)

@@ -104,16 +104,26 @@ with describer(owner="encoder"):
     for fn, _ in list(torch.cuda._queued_calls):
         fn()
     time.sleep((max(times) - t0) / 1e6 + 0.25)
-print("done")
+# a tag after the fact, as the PyTorch layer tags weights: on a block live at the end
+live = [b["address"] for seg in snap["segments"] for b in seg["blocks"]
+        if b["state"] == "active_allocated"]
+describer(live[-1], owner="kv")
+print("done", live[-1])
 '''
 
 
 def test_blocks_take_the_main_threads_owner(tmp_path):
     snapshot_summary()
     db, p = run(tmp_path, OWNER % os.path.abspath(SNAP))
-    assert p.stdout == "done\n"
+    assert p.stdout.startswith("done ")
+    tagged = int(p.stdout.split()[1])
+    # the tag reaches the PyTorch block at that address: its owner at allocation, then @kv
+    assert query(db, "SELECT o.label FROM blocks b JOIN owners o ON o.id = b.owner_id JOIN layers l "
+                     "ON l.id = b.layer WHERE l.name = 'pta:0' AND b.addr = ? AND b.free_ns IS NULL",
+                 tagged) == [("encoder@kv",)]
     # every block PyTorch allocated while the main thread's owner was "encoder" carries it
     rows = query(db, "SELECT json_extract(Attr, '$.owner'), count(*) FROM memscope_dump WHERE "
                      "\"Event Type\" = 'PTA' AND Event = 'MALLOC' GROUP BY 1")
-    assert rows == [("encoder", query(db, "SELECT count(*) FROM blocks b JOIN layers l ON "
-                                          "l.id = b.layer WHERE l.name = 'pta:0'")[0][0])]
+    blocks = query(db, "SELECT count(*) FROM blocks b JOIN layers l ON l.id = b.layer "
+                       "WHERE l.name = 'pta:0'")[0][0]
+    assert rows == [("encoder", blocks - 1), ("encoder@kv", 1)]

@@ -1875,7 +1875,8 @@ static int cmp_largest(const void *a, const void *b)
 
 /* After an OOM on device dev (recorded: ordinal + 1) in process p, msMemScope's
  * --analysis=oom rows: up to K blocks live then, newest first (OOM_RECENT_ALLOC), and up to K,
- * largest first (OOM_TOP_ALLOC), from the device's memory layers and the process's pools. The
+ * largest first (OOM_TOP_ALLOC), from the device's memory layers, PyTorch's allocator blocks on
+ * it and the process's pools. The
  * rows are in the trigger's layer (so their Device Id is the device's); the block's layer is
  * their Attr's pool, their allocation_id the block's. */
 static int oom_rows(struct conv *c, const struct stream *s, uint64_t dev)
@@ -1890,8 +1891,9 @@ static int oom_rows(struct conv *c, const struct stream *s, uint64_t dev)
         if (l >= MS_LAYER_CUDA0) {
             size_t d = (l - MS_LAYER_CUDA0) / MS_CUDA_LAYERS, kind = (l - MS_LAYER_CUDA0) % MS_CUDA_LAYERS;
             size_t want = dev == 0 || dev > MS_CUDA_NODEV ? MS_CUDA_NODEV : dev - 1;
-            if (d != want || kind > MS_CUDA_L_PHYS)
-                continue;
+            if (d != want || kind == MS_CUDA_L_VA || kind == MS_CUDA_L_MAP ||
+                kind == MS_CUDA_L_PTA_SEG)
+                continue; /* address space, and segments the driver layer already has */
         } else if ((l - MS_LAYER_POOL0) % 2) {
             continue; /* a pool's reserved regions: the blocks are in its other layer */
         }

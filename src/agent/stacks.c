@@ -16,6 +16,7 @@
 #include "agent.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <execinfo.h>
 #include <link.h>
 #include <pthread.h>
@@ -102,11 +103,74 @@ void stacks_reset_after_fork(void)
     mod_adds = ~0ull;
 }
 
-/* Finds this thread's stack bounds once. */
+/* Parses "lo-hi" (hexadecimal) at the start of a /proc/self/maps line; 0 when malformed. */
+static int parse_range(const char *s, const char *end, uintptr_t *lo, uintptr_t *hi)
+{
+    uintptr_t v[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        int digits = 0;
+        for (; s < end; s++, digits++) {
+            int d = *s >= '0' && *s <= '9' ? *s - '0' : *s >= 'a' && *s <= 'f' ? *s - 'a' + 10 : -1;
+            if (d < 0)
+                break;
+            v[k] = v[k] << 4 | (uintptr_t)d;
+        }
+        if (!digits || digits > 16 || s == end || *s != (k ? ' ' : '-'))
+            return 0;
+        s++;
+    }
+    *lo = v[0];
+    *hi = v[1];
+    return 1;
+}
+
+/* The mapping that holds address a, from /proc/self/maps read with raw system calls into a
+ * buffer on the stack: no allocation and no lock an allocator may hold (glibc's
+ * pthread_getattr_np reallocs, and an allocator that maps memory under its own lock, jemalloc,
+ * would deadlock when its mmap is recorded). The file is open only while it is read; it takes
+ * the lowest free descriptor for that moment (docs/ARCHITECTURE.md). 1 when found. */
+static int mapping_of(uintptr_t a, uintptr_t *lo, uintptr_t *hi)
+{
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[2048];
+    size_t have = 0;
+    int found = 0;
+    for (;;) {
+        long n = syscall(SYS_read, fd, buf + have, sizeof buf - have);
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+        size_t start = 0;
+        for (size_t i = 0; i < have && !found; i++) {
+            if (buf[i] != '\n')
+                continue;
+            uintptr_t l, h;
+            if (parse_range(buf + start, buf + i, &l, &h) && a >= l && a < h) {
+                *lo = l;
+                *hi = h;
+                found = 1;
+            }
+            start = i + 1;
+        }
+        if (found)
+            break;
+        if (start == 0 && have == sizeof buf)
+            have = 0; /* a line longer than the buffer: its start was parsed already */
+        memmove(buf, buf + start, have - start);
+        have -= start;
+    }
+    syscall(SYS_close, fd);
+    return found;
+}
+
+/* Finds this thread's stack bounds once: the main thread's from __libc_stack_end and the stack
+ * limit, another thread's as the mapping its stack pointer is in (glibc puts the thread's
+ * descriptor and TLS at the top of that mapping, above every frame). */
 static void stack_bounds(struct tstate *t)
 {
     uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-    pthread_attr_t attr;
     if ((pid_t)syscall(SYS_gettid) == getpid()) {
         struct rlimit rl;
         uintptr_t top = (uintptr_t)__libc_stack_end;
@@ -116,18 +180,8 @@ static void stack_bounds(struct tstate *t)
             size = rl.rlim_cur;
         t->stack_hi = top + 64; /* main's frame sits just below __libc_stack_end */
         t->stack_lo = top > size ? top - size : 0;
-    } else {
-        t->internal++; /* pthread_getattr_np allocates */
-        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-            void *addr;
-            size_t size;
-            if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-                t->stack_lo = (uintptr_t)addr;
-                t->stack_hi = (uintptr_t)addr + size;
-            }
-            pthread_attr_destroy(&attr);
-        }
-        t->internal--;
+    } else if (!mapping_of(sp, &t->stack_lo, &t->stack_hi)) {
+        t->stack_hi = 0;
     }
     if (!t->stack_hi || sp < t->stack_lo || sp >= t->stack_hi)
         t->stack_lo = t->stack_hi = 1; /* unknown: record only the first frame */

@@ -490,6 +490,19 @@ __attribute__((constructor)) static void agent_init(void)
         return;
     }
     strcpy(agent.dir, dir);
+    const char *err = getenv("MEMSCOPE_STDERR"); /* "<dev>:<ino>" of memscope's stderr */
+    if (err && *err) {
+        unsigned long long dev = 0, ino = 0;
+        const char *s = err;
+        for (; *s >= '0' && *s <= '9'; s++)
+            dev = dev * 10 + (unsigned long long)(*s - '0');
+        if (*s == ':')
+            for (s++; *s >= '0' && *s <= '9'; s++)
+                ino = ino * 10 + (unsigned long long)(*s - '0');
+        agent.err_dev = dev;
+        agent.err_ino = ino;
+        agent.err_known = 1;
+    }
     agent.depth = env_uint("MEMSCOPE_DEPTH", 0, MS_TRACE_MAX_DEPTH);
     agent.py_depth = env_uint("MEMSCOPE_PY_DEPTH", 0, MS_TRACE_MAX_DEPTH);
     agent.flags = agent.depth ? MS_TRACE_F_STACKS : 0;

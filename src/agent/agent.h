@@ -76,6 +76,9 @@ struct agent_global {
     int initialized;
     int broken;               /* recording stopped for good after an error */
     int fd;                   /* trace file */
+    uint64_t err_dev, err_ino; /* memscope's stderr (MEMSCOPE_STDERR): fd 2 gets the agent's
+                                  messages only while it is still that file */
+    int err_known;            /* MEMSCOPE_STDERR was given: 1; absent (no memscope run): 0 */
     uint64_t fd_dev, fd_ino;  /* what fd must still be: a program that closes every fd and
                                  opens another file under the same number is not written to */
     struct ms_trace_file_header *hdr; /* shared mapping of the file header */
@@ -270,7 +273,12 @@ static inline uint64_t agent_now(void)
     return clock_mono();
 }
 
-/* Writes a message to stderr with write(2): "memscope agent: <msg>\n". */
+/* Tells the user "memscope agent: <msg>[: <detail>]": on fd 2 when it is still memscope's own
+ * stderr, else appended to <trace dir>/<pid>.msg, which memscope run prints after the program
+ * (a program that reopened fd 2 as its own file never finds the agent's words in it). */
 void agent_say(const char *msg, const char *detail);
+
+/* Whether descriptor fd is still the file (device, inode) the agent opened or was given. */
+int agent_fd_is(int fd, uint64_t dev, uint64_t ino);
 
 #endif

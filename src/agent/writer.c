@@ -32,6 +32,15 @@ static uint64_t real_now(void)
 }
 
 
+int agent_fd_is(int fd, uint64_t dev, uint64_t ino)
+{
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == dev &&
+           (uint64_t)st.st_ino == ino;
+}
+
+static char *put_dec(char *p, unsigned long v);
+
 void agent_say(const char *msg, const char *detail)
 {
     char buf[512];
@@ -40,8 +49,28 @@ void agent_say(const char *msg, const char *detail)
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         for (const char *s = parts[i]; *s && n < sizeof buf - 1; s++)
             buf[n++] = *s;
-    ssize_t w = write(2, buf, n);
-    (void)w;
+    if (!agent.err_known || agent_fd_is(2, agent.err_dev, agent.err_ino)) {
+        ssize_t w = write(2, buf, n);
+        (void)w;
+        return;
+    }
+    /* fd 2 is the program's own file now: the message goes where memscope run finds it */
+    char path[4200];
+    size_t dl = strnlen(agent.dir, sizeof agent.dir);
+    if (!dl || dl > 4000)
+        return;
+    char *p = path;
+    memcpy(p, agent.dir, dl);
+    p += dl;
+    *p++ = '/';
+    p = put_dec(p, (unsigned long)getpid());
+    memcpy(p, ".msg", 5);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+        ssize_t w = write(fd, buf, n);
+        (void)w;
+        close(fd);
+    }
 }
 
 
@@ -132,8 +161,21 @@ int writer_open(void)
     if (fd < 0)
         return -errno;
     /* Out of the way of programs that use low descriptor numbers on purpose (shells'
-     * `exec 3>file`, daemons that expect 3 to be their first file). */
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, 900);
+     * `exec 3>file`, daemons that expect 3 to be their first file): at 900, or as high as the
+     * descriptor limit allows (its last number), never where the program's next open lands. */
+    struct rlimit rl;
+    int want = 900;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur <= 900)
+        want = rl.rlim_cur > 4 ? (int)rl.rlim_cur - 1 : 3;
+    int high = -1;
+    for (int f = want; f >= 3 && high < 0 && f > fd; f--) {
+        if (fcntl(f, F_GETFD) < 0 && errno == EBADF) /* free: dup exactly there */
+            high = fcntl(fd, F_DUPFD_CLOEXEC, f);
+        if (high >= 0 && high != f) {
+            close(high);
+            high = -1;
+        }
+    }
     if (high >= 0) {
         close(fd);
         fd = high;
@@ -199,7 +241,9 @@ void writer_after_fork_child(void)
     if (agent.hdr)
         sys_munmap(agent.hdr, MS_TRACE_HEADER_SIZE);
     agent.hdr = NULL;
-    if (agent.fd >= 0)
+    /* Only the parent's trace file: a program that closed every descriptor may have opened its
+     * own file under that number since (the writer stopped then, writer_reserve_slow). */
+    if (agent.fd >= 0 && agent_fd_is(agent.fd, agent.fd_dev, agent.fd_ino))
         close(agent.fd);
     agent.fd = -1;
     agent.file_lock = 0;

@@ -291,6 +291,41 @@ static int mkdir_p(const char *path)
     return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
+/* Prints what agents could not say on the program's stderr (they write <pid>.msg in the trace
+ * directory when the program's fd 2 is no longer memscope's stderr), and removes those files. */
+static void print_agent_messages(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char path[PATH_MAX], buf[4096];
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 4, ".msg"))
+            continue;
+        if (strlen(dir) + len + 2 > sizeof path)
+            continue;
+        snprintf(path, sizeof path, "%.2048s/%.1024s", dir, e->d_name);
+        int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+            if (fd >= 0)
+                close(fd);
+            continue;
+        }
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n > 0) {
+            buf[n] = 0;
+            fprintf(stderr, "%s(pid %.*s, said while the program's stderr was elsewhere)\n", buf,
+                    (int)(len - 4), e->d_name);
+        }
+        unlink(path);
+    }
+    closedir(d);
+}
+
 static int remove_tree(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -721,7 +756,7 @@ int cmd_run(int argc, char **argv)
     const char *old_pp = getenv("PYTHONPATH");
     snprintf(env_pypath, sizeof env_pypath, "PYTHONPATH=%s%s%s", pydir,
              pydir[0] && old_pp && *old_pp ? ":" : "", old_pp ? old_pp : "");
-    char *env_add[16] = {env_preload,  env_dir,    env_depth,  env_deferred,
+    char *env_add[24] = {env_preload,  env_dir,    env_depth,  env_deferred,
                          env_nofollow, env_unwind, env_pydepth};
     size_t nenv = 7;
     if (pydir[0])
@@ -756,6 +791,15 @@ int cmd_run(int argc, char **argv)
         cli_log(1, "NVTX_INJECTION64_PATH is set (%s): NVTX ranges go there, not to memscope",
                 old_nvtx);
     }
+    /* The agent speaks on this stderr only while the program's fd 2 is still it (a program
+     * that reopened fd 2 as its own file gets nothing written there): its device and inode. */
+    static char env_stderr[64];
+    struct stat err_st;
+    if (fstat(2, &err_st) == 0) {
+        snprintf(env_stderr, sizeof env_stderr, "MEMSCOPE_STDERR=%llu:%llu",
+                 (unsigned long long)err_st.st_dev, (unsigned long long)err_st.st_ino);
+        env_add[nenv++] = env_stderr;
+    }
     static char env_device[128];
     if (o.device) {
         snprintf(env_device, sizeof env_device, "MEMSCOPE_DEVICE=%s", o.device);
@@ -782,6 +826,7 @@ int cmd_run(int argc, char **argv)
     child_pid = 0;
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGQUIT, &old_quit, NULL);
+    print_agent_messages(trace_dir);
 
     if (o.format == FMT_TRACE) {
         if (!o.no_pack)

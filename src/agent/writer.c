@@ -154,7 +154,7 @@ int writer_open(void)
         *p++ = '.';
         p = put_dec(p, seq);
         memcpy(p, ".mst", 5);
-        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0 || errno != EEXIST)
             break;
     }

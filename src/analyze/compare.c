@@ -12,6 +12,7 @@
  * (blocks.step); a run side is the blocks allocated over the whole run ("allocated") and the
  * blocks still live when their process ended ("live at end"). */
 #include "analyze.h"
+#include "files.h"
 
 #include "error.h"
 
@@ -532,9 +533,13 @@ static void csv_field(FILE *f, const char *s)
 static int write_csv(const char *path, const struct opseq *A, const struct opseq *B,
                      const struct edit *ed, size_t ne, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "w");
+    struct ms_output mo;
+    int orc = ms_output_open(&mo, path); /* renamed over path when complete (files.h) */
+    FILE *f = orc == 0 ? fdopen(mo.fd, "w") : NULL;
     if (!f) {
-        snprintf(err, errlen, "compare: cannot write '%s': %s", path, strerror(errno));
+        snprintf(err, errlen, "compare: cannot write '%s': %s", path,
+                 strerror(orc < 0 ? -orc : errno));
+        ms_output_abort(&mo);
         return MS_EIO;
     }
     fputs(",,,Base,Compare\nEvent,Name,Device Id,Allocated Memory(byte),"
@@ -557,7 +562,10 @@ static int write_csv(const char *path, const struct opseq *A, const struct opseq
         fprintf(f, "%lld\n", (b ? b->bytes : 0) - (a ? a->bytes : 0));
     }
     int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
+    bad |= fclose(f) != 0;
+    mo.fd = -1; /* fclose closed it */
+    if (bad || ms_output_commit(&mo) < 0) {
+        ms_output_abort(&mo);
         snprintf(err, errlen, "compare: cannot write '%s'", path);
         return MS_EIO;
     }

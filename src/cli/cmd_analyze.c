@@ -6,6 +6,7 @@
 
 #include "analyze.h"
 #include "error.h"
+#include "files.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -285,10 +286,14 @@ int cmd_analyze(int argc, char **argv)
     }
 
     FILE *f = stdout;
+    struct ms_output mo = {.fd = -1};
     if (out_path && strcmp(out_path, "-") != 0) {
-        f = fopen(out_path, "w");
+        /* a new file renamed over the target (a device or FIFO: written in place) */
+        int orc = ms_output_open(&mo, out_path);
+        f = orc == 0 ? fdopen(mo.fd, "w") : NULL;
         if (!f) {
-            error("analyze: cannot create %s: %s", out_path, strerror(errno));
+            error("analyze: cannot create %s: %s", out_path, ms_strerror(orc < 0 ? orc : -errno));
+            ms_output_abort(&mo);
             return 1;
         }
     }
@@ -299,10 +304,15 @@ int cmd_analyze(int argc, char **argv)
             snprintf(err, sizeof err, "cannot write %s: %s", out_path, strerror(errno));
             rc = MS_EIO;
         }
+        mo.fd = -1; /* fclose closed it */
         /* A failed analysis keeps what was written (the others' results are still useful);
-         * a rejected list wrote nothing. */
-        if (rc == MS_EINVAL)
-            unlink(out_path);
+         * a rejected list or a failed write leaves the target as it was. */
+        if (rc == MS_EINVAL || rc == MS_EIO)
+            ms_output_abort(&mo);
+        else if (ms_output_commit(&mo) < 0 && rc == 0) {
+            snprintf(err, sizeof err, "cannot write %s: %s", out_path, strerror(errno));
+            rc = MS_EIO;
+        }
     } else if (fflush(stdout) != 0 && rc == 0) {
         snprintf(err, sizeof err, "cannot write to stdout: %s", strerror(errno));
         rc = MS_EIO;

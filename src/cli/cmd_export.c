@@ -3,8 +3,10 @@
 #include "cli.h"
 
 #include "error.h"
+#include "files.h"
 #include "store.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -54,10 +56,15 @@ int cmd_export(int argc, char **argv)
         return usage_error("export: empty output file name");
 
     FILE *f = stdout;
+    struct ms_output mo = {.fd = -1};
     if (out && strcmp(out, "-") != 0) {
-        f = fopen(out, "w");
+        /* a new file renamed over OUT when complete: a failure leaves OUT as it was, and a
+         * device or FIFO given as OUT is written in place, never removed */
+        int orc = ms_output_open(&mo, out);
+        f = orc == 0 ? fdopen(mo.fd, "w") : NULL;
         if (!f) {
-            error("export: cannot create %s: %m", out);
+            error("export: cannot create %s: %s", out, ms_strerror(orc < 0 ? orc : -errno));
+            ms_output_abort(&mo);
             return 1;
         }
     }
@@ -68,8 +75,11 @@ int cmd_export(int argc, char **argv)
             snprintf(err, sizeof err, "cannot write %s: %m", out);
             rc = MS_EIO;
         }
+        mo.fd = -1; /* fclose closed it */
+        if (rc == 0 && (rc = ms_output_commit(&mo)) < 0)
+            snprintf(err, sizeof err, "cannot write %s: %s", out, ms_strerror(rc));
         if (rc < 0)
-            unlink(out);
+            ms_output_abort(&mo);
     } else if (fflush(stdout) != 0 && rc == 0) {
         snprintf(err, sizeof err, "cannot write to stdout: %m");
         rc = MS_EIO;

@@ -5,6 +5,7 @@
 #include "cli.h"
 
 #include "error.h"
+#include "files.h"
 #include "pack.h"
 #include "reader.h"
 
@@ -58,8 +59,8 @@ static int pack_one(const char *path, int workers, struct ms_pack_stats *total)
         error("pack: %s: %s", path, rc == MS_EFORMAT ? "not a memscope trace" : ms_strerror(rc));
         return -1;
     }
-    char tmp[PATH_MAX + 16];
-    if (snprintf(tmp, sizeof tmp, "%s.packing", path) >= (int)sizeof tmp) {
+    char tmp[PATH_MAX + 64];
+    if (ms_temp_name(tmp, sizeof tmp, path, ".packing.") < 0) {
         error("pack: %s: path too long", path);
         return -1;
     }
@@ -68,7 +69,8 @@ static int pack_one(const char *path, int workers, struct ms_pack_stats *total)
     if (rc == 0 && rename(tmp, path) < 0)
         rc = -errno;
     if (rc < 0) {
-        unlink(tmp);
+        if (rc != -EEXIST)
+            unlink(tmp); /* created by ms_pack_file (O_EXCL), unless it was there already */
         error("pack: %s: %s (the raw trace is unchanged)", path, ms_strerror(rc));
         return -1;
     }

@@ -10,6 +10,7 @@
 
 #include "analyze.h"
 #include "error.h"
+#include "files.h"
 #include "pack.h"
 #include "store.h"
 #include "version.h"
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -279,16 +281,61 @@ static int mkdir_p(const char *path)
         if (*p != '/')
             continue;
         *p = 0;
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
             return -errno;
         *p = '/';
     }
-    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+    if (mkdir(buf, 0700) < 0 && errno != EEXIST)
         return -errno;
     struct stat st;
     if (stat(buf, &st) < 0)
         return -errno;
     return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+/* The output file's lock (<output>.lock, flock): one run at a time writes a given output. */
+static int lock_fd = -1, lock_created;
+static char lock_path[PATH_MAX + 160];
+
+static void unlock_output(void)
+{
+    if (lock_fd < 0)
+        return;
+    if (lock_created)
+        unlink(lock_path); /* ours (O_EXCL), removed while still locked */
+    close(lock_fd);
+    lock_fd = -1;
+}
+
+/* Takes the lock of out_file for this process (released at exit): 0, -EBUSY when another run
+ * holds it, or -errno. A lock file left by a run that died is reused, not removed. */
+static int lock_output(const char *out_file)
+{
+    snprintf(lock_path, sizeof lock_path, "%s.lock", out_file);
+    for (int tries = 0; tries < 5; tries++) {
+        int fd = ms_file_create(lock_path);
+        lock_created = fd >= 0;
+        if (fd == -EEXIST && (fd = open(lock_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+            fd = -errno;
+        if (fd < 0)
+            return fd;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+            int e = errno;
+            close(fd);
+            if (lock_created)
+                unlink(lock_path);
+            return e == EWOULDBLOCK ? -EBUSY : -e;
+        }
+        struct stat a, b; /* still the file at that name (not removed by its last holder)? */
+        if (fstat(fd, &a) == 0 && lstat(lock_path, &b) == 0 && a.st_dev == b.st_dev &&
+            a.st_ino == b.st_ino) {
+            lock_fd = fd;
+            atexit(unlock_output);
+            return 0;
+        }
+        close(fd);
+    }
+    return -EBUSY;
 }
 
 /* Prints what agents could not say on the program's stderr (they write <pid>.msg in the trace
@@ -697,6 +744,19 @@ int cmd_run(int argc, char **argv)
         error("cannot create output directory '%s': %s", out_dir, ms_strerror(rc));
         return 1;
     }
+    struct stat out_st;
+    if (out_is_file && stat(out_file, &out_st) == 0 && S_ISDIR(out_st.st_mode)) {
+        error("cannot write '%s': it is a directory", out_file);
+        return 1;
+    }
+    if (out_is_file && (rc = lock_output(out_file)) < 0) {
+        if (rc == -EBUSY)
+            error("'%s' is being written by another memscope run; choose another output "
+                  "(the program was not started)", out_file);
+        else
+            error("cannot lock '%s.lock': %s", out_file, strerror(-rc));
+        return 1;
+    }
     if (access(out_dir, W_OK) != 0) {
         error("cannot write to output directory '%s': %s", out_dir, strerror(errno));
         return 1;
@@ -706,7 +766,7 @@ int cmd_run(int argc, char **argv)
     else {
         snprintf(trace_dir, sizeof trace_dir, "%s/.memscope-trace-%ld-%s", out_dir,
                  (long)getpid(), stamp);
-        if (mkdir(trace_dir, 0755) < 0) {
+        if (mkdir(trace_dir, 0700) < 0) {
             error("cannot create trace directory '%s': %s", trace_dir, strerror(errno));
             return 1;
         }
@@ -868,15 +928,22 @@ int cmd_run(int argc, char **argv)
         cli_log(2, "the agent could not record %llu events (see its message above)",
                 (unsigned long long)res.lost_events);
     if (o.format == FMT_CSV) {
-        FILE *f = fopen(out_file, "w");
+        struct ms_output mo;
+        rc = ms_output_open(&mo, out_file); /* renamed over out_file when complete */
+        FILE *f = rc == 0 ? fdopen(mo.fd, "w") : NULL;
         if (!f) {
-            error("cannot write '%s': %s", out_file, strerror(errno));
+            error("cannot write '%s': %s", out_file, strerror(rc < 0 ? -rc : errno));
+            ms_output_abort(&mo);
             return status ? status : 1;
         }
         rc = ms_store_export_csv(db_path, f, err, sizeof err);
         if (fclose(f) != 0 && rc == 0)
             rc = -errno;
+        mo.fd = -1; /* fclose closed it */
+        if (rc == 0)
+            rc = ms_output_commit(&mo);
         if (rc < 0) {
+            ms_output_abort(&mo);
             error("cannot write '%s': %s", out_file, err[0] ? err : ms_strerror(rc));
             return status ? status : 1;
         }

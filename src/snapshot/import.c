@@ -15,6 +15,7 @@
 #include "snapshot.h"
 
 #include "error.h"
+#include "files.h"
 #include "snap_addrmap.h"
 #include "version.h"
 
@@ -529,13 +530,20 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path,
     if (!schema_sql)
         return ierr(&m, MS_EINVAL, "no schema");
     char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp%d", db_path, (int)getpid()) >= (int)sizeof tmp)
+    if (ms_temp_name(tmp, sizeof tmp, db_path, ".tmp.") < 0)
         return ierr(&m, MS_EINVAL, "database path too long");
-    unlink(tmp);
     int64_t t0 = 0, t1 = 0;
+    int created = 0;
     int rc = collect(&m, &t0, &t1);
     if (rc)
         goto out;
+    int fd = ms_file_create(tmp); /* a new file of ours (files.h), opened by SQLite below */
+    if (fd < 0) {
+        rc = ierr(&m, MS_EIO, "cannot create %s: %s", tmp, strerror(-fd));
+        goto out;
+    }
+    close(fd);
+    created = 1;
     if (sqlite3_open(tmp, &m.db) != SQLITE_OK) {
         rc = ierr(&m, MS_EDB, "cannot create %s: %s", tmp, m.db ? sqlite3_errmsg(m.db) : "?");
         goto out;
@@ -635,7 +643,7 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path,
 out:
     if (m.db)
         sqlite3_close(m.db);
-    if (rc)
+    if (rc && created)
         unlink(tmp);
     free(m.ev);
     return rc;

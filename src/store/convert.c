@@ -21,6 +21,7 @@
 #include "addrmap.h"
 #include "batch.h"
 #include "error.h"
+#include "files.h"
 #include "reader.h"
 #include "snapshot.h"
 #include "schema.h"
@@ -2610,14 +2611,22 @@ static int flush_batches(struct conv *c)
 
 static int open_db(struct conv *c)
 {
-    size_t n = strlen(c->o->db_path);
-    c->tmp_path = malloc(n + 5);
+    /* A new file of this conversion's own (files.h): two runs converting to the same
+     * database never share it, and a link planted at the name is never followed. */
+    size_t n = strlen(c->o->db_path) + 64;
+    c->tmp_path = malloc(n);
     if (!c->tmp_path)
         return oom(c, "path");
-    memcpy(c->tmp_path, c->o->db_path, n);
-    memcpy(c->tmp_path + n, ".tmp", 5);
-    if (unlink(c->tmp_path) < 0 && errno != ENOENT)
-        return fail(c, -errno, "cannot replace %s: %s", c->tmp_path, strerror(errno));
+    int fd = ms_temp_name(c->tmp_path, n, c->o->db_path, ".tmp.");
+    if (fd == 0)
+        fd = ms_file_create(c->tmp_path);
+    if (fd < 0) {
+        int rc = fail(c, fd, "cannot create %s: %s", c->tmp_path, strerror(-fd));
+        free(c->tmp_path);
+        c->tmp_path = NULL; /* not ours: nothing to remove */
+        return rc;
+    }
+    close(fd); /* empty: SQLite opens it as a new database */
     /* One thread uses this connection: no mutexes (7% of the conversion time). */
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(c->tmp_path, &c->db, flags, NULL) != SQLITE_OK)
@@ -2769,14 +2778,13 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
         rc = flush_batches(&c);
     if (rc == 0)
         rc = exec_sql(&c, "COMMIT", "commit");
-    int have_db = c.db != NULL;
     const char *tmp = c.tmp_path;
     c.tmp_path = NULL;
     conv_release(&c); /* closes the database */
     if (rc == 0 && rename(tmp, o->db_path) < 0)
         rc = fail(&c, -errno, "cannot rename %s to %s: %s", tmp, o->db_path, strerror(errno));
-    if (rc < 0 && have_db)
-        unlink(tmp);
+    if (rc < 0 && tmp)
+        unlink(tmp); /* created by open_db (O_EXCL): ours */
     free((char *)tmp);
     if (rc < 0)
         memset(res, 0, sizeof *res);

@@ -1756,7 +1756,8 @@ int ms_pack_file(const char *in_path, const char *out_path, int workers, struct 
      * the magic last, as the agent does, so that a half-written file is never taken for a
      * trace. */
     uint8_t hdr[MS_TRACE_V2_HEADER_SIZE] = {0};
-    pl.fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* a new file (files.h): a link planted at out_path is never followed */
+    pl.fd = open(out_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (pl.fd < 0)
         rc = -errno;
     else

@@ -1,0 +1,63 @@
+#!/bin/bash
+# test_files.sh: the files memscope creates, replaces and removes (issue 24 items 4-6, 12, 13;
+# docs/cli.md "Files"): never through a planted symbolic link, never removing what it did not
+# create, one run at a time per output, a directory named like an output refused before the
+# program runs, and every file readable by its owner only.
+. "$(dirname "$0")/lib.sh"
+umask 022
+
+# 13: private files and directories
+"$MEMSCOPE" run -q -o "$TMP/out/r.db" -- "$PROGS/alloc_funcs" >/dev/null 2>&1
+assert_eq "the database is 0600" "600" "$(stat -c %a "$TMP/out/r.db")"
+assert_eq "an output directory memscope creates is 0700" "700" "$(stat -c %a "$TMP/out")"
+"$MEMSCOPE" run -q --format=trace -o "$TMP/tr" -- "$PROGS/alloc_funcs" >/dev/null 2>&1
+assert_eq "trace files are 0600" "600" "$(stat -c %a "$TMP"/tr/*.mst | sort -u)"
+"$MEMSCOPE" export "$TMP/out/r.db" -o "$TMP/r.csv"
+assert_eq "an exported CSV is 0600" "600" "$(stat -c %a "$TMP/r.csv")"
+
+# 5: a link planted where the packer writes is not followed (the pid of `exec` is the shell's)
+echo "precious" > "$TMP/victim"
+cp "$TMP"/tr/*.mst "$TMP/raw.mst"
+"$MEMSCOPE" run -q --format=trace --no-pack -o "$TMP/raw" -- "$PROGS/alloc_funcs" >/dev/null 2>&1
+t=$(ls "$TMP"/raw/*.mst | head -1)
+sh -c 'ln -s "$2" "$1.packing"; ln -s "$2" "$1.packing.$$.0"; exec "$3" pack "$1"' _ "$t" \
+    "$TMP/victim" "$MEMSCOPE" >/dev/null 2>&1
+assert_eq "pack: the planted link's target is untouched" "precious" "$(cat "$TMP/victim")"
+assert_eq "pack: the trace was packed all the same (version 2)" "2" \
+    "$(od -An -tu4 -j8 -N4 "$t" | tr -d ' ')"
+
+# 6: a failed export leaves the target as it was; a device is never removed
+echo "old,content" > "$TMP/keep.csv"
+"$MEMSCOPE" export "$TMP/no-such.db" -o "$TMP/keep.csv" 2>/dev/null
+assert_eq "export from a missing database: exit status" "1" "$?"
+assert_eq "export failed: the existing file is unchanged" "old,content" "$(cat "$TMP/keep.csv")"
+# (a node of our own with /dev/full's numbers: the system's is never put at risk)
+if mknod "$TMP/full" c 1 7 2>/dev/null; then
+    "$MEMSCOPE" export "$TMP/out/r.db" -o "$TMP/full" 2>/dev/null
+    assert_eq "export into a full device fails" "1" "$?"
+    assert_eq "and the device node is still there" "character special file" \
+        "$(stat -c %F "$TMP/full" 2>&1)"
+fi
+assert_eq "no temporary file left beside the CSV" "" "$(ls "$TMP" | grep -F 'keep.csv.tmp' || true)"
+
+# 4: two runs writing one database: the second refuses before running its program
+"$MEMSCOPE" run -q -o "$TMP/same.db" -- /bin/sh -c 'sleep 2; echo first' > "$TMP/a.out" 2>&1 &
+a=$!
+sleep 0.5
+"$MEMSCOPE" run -q -o "$TMP/same.db" -- /bin/sh -c "touch '$TMP/second-ran'" > "$TMP/b.out" 2>&1
+assert_eq "second run: exit status 1" "1" "$?"
+assert_match "second run: says the output is being written" "being written by another memscope run" \
+    "$(cat "$TMP/b.out")"
+assert_eq "second run: its program did not run" "no" "$([ -e "$TMP/second-ran" ] && echo yes || echo no)"
+wait $a
+assert_eq "first run: exit status and output" "0 first" "$? $(cat "$TMP/a.out")"
+assert_eq "first run: its database" "1" "$(q "$TMP/same.db" "SELECT count(*) > 0 FROM processes")"
+assert_eq "the lock file is gone after the run" "no" "$([ -e "$TMP/same.db.lock" ] && echo yes || echo no)"
+
+# 12: -o NAME.db that is a directory: refused before the program runs
+mkdir "$TMP/dir.db"
+"$MEMSCOPE" run -q -o "$TMP/dir.db" -- /bin/sh -c "touch '$TMP/dir-ran'" > "$TMP/d.out" 2>&1
+assert_eq "-o a directory named .db: exit status 1" "1" "$?"
+assert_match "-o a directory: says so" "is a directory" "$(cat "$TMP/d.out")"
+assert_eq "-o a directory: the program did not run" "no" "$([ -e "$TMP/dir-ran" ] && echo yes || echo no)"
+done_testing

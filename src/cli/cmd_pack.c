@@ -113,6 +113,10 @@ int cli_pack_path(const char *path, int workers, time_t since, struct ms_pack_st
         struct stat fs;
         if (snprintf(p, sizeof p, "%s/%s", path, e->d_name) >= (int)sizeof p)
             continue;
+        if (lstat(p, &fs) == 0 && !S_ISREG(fs.st_mode)) {
+            cli_log(2, "pack: %s: not a regular file; skipped", p); /* a FIFO would block */
+            continue;
+        }
         if (since && (stat(p, &fs) < 0 || fs.st_mtime < since))
             continue;
         int r = pack_one(p, workers, total);

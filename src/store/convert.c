@@ -401,6 +401,15 @@ static int list_traces(struct conv *c)
         size_t len = strlen(e->d_name);
         if (len < 5 || strcmp(e->d_name + len - 4, ".mst") != 0)
             continue;
+        struct stat st;
+        char full[PATH_MAX];
+        if ((size_t)snprintf(full, sizeof full, "%s/%s", dir, e->d_name) < sizeof full &&
+            lstat(full, &st) == 0 && !S_ISREG(st.st_mode)) {
+            if (!c->res->warning[0]) /* a FIFO, a device, a link: never opened */
+                snprintf(c->res->warning, sizeof c->res->warning,
+                         "%.400s: not a regular file; skipped", e->d_name);
+            continue;
+        }
         if (c->nprocs >= MAX_FILES) {
             rc = fail(c, MS_ELIMIT, "more than %u trace files in %s", MAX_FILES, dir);
             break;

@@ -195,7 +195,8 @@ int ms_trace_open_mem(struct ms_trace *t, const uint8_t *data, size_t len)
 int ms_trace_open(struct ms_trace *t, const char *path)
 {
     memset(t, 0, sizeof *t);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* non-blocking: a FIFO named like a trace must not block the reader (it is refused below) */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return -errno;
     struct stat st;

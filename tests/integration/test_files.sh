@@ -60,4 +60,12 @@ mkdir "$TMP/dir.db"
 assert_eq "-o a directory named .db: exit status 1" "1" "$?"
 assert_match "-o a directory: says so" "is a directory" "$(cat "$TMP/d.out")"
 assert_eq "-o a directory: the program did not run" "no" "$([ -e "$TMP/dir-ran" ] && echo yes || echo no)"
+# 9: a FIFO (or any non-regular file) named like a trace: skipped and said, never opened
+mkdir -p "$TMP/fifo" && cp "$TMP"/tr/*.mst "$TMP/fifo/" && mkfifo "$TMP/fifo/99999.0.mst"
+out=$(timeout 20 "$MEMSCOPE" import "$TMP/fifo" -o "$TMP/fifo.db" 2>&1; echo "rc=$?")
+assert_match "import with a FIFO among the traces: done, and it says what it skipped" \
+    "99999.0.mst: not a regular file; skipped.*rc=0" "${out//$'\n'/ }"
+out=$(timeout 20 "$MEMSCOPE" pack "$TMP/fifo" 2>&1; echo "rc=$?")
+assert_match "pack with a FIFO among the traces: done, and it says what it skipped" \
+    "99999.0.mst: not a regular file; skipped.*rc=0" "${out//$'\n'/ }"
 done_testing

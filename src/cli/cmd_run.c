@@ -399,6 +399,12 @@ static int ends_with(const char *s, const char *suffix)
 /* ---- child management ---- */
 
 static volatile pid_t child_pid;
+static volatile int stop_signal; /* SIGINT, SIGTERM or SIGHUP received during the conversion */
+
+static void on_stop_signal(int sig)
+{
+    stop_signal = sig;
+}
 
 static void forward_signal(int sig)
 {
@@ -886,6 +892,12 @@ int cmd_run(int argc, char **argv)
     child_pid = 0;
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGQUIT, &old_quit, NULL);
+    /* From here on a SIGINT, SIGTERM or SIGHUP stops the conversion cleanly: what is
+     * half-written goes, the traces stay, and memscope exits with the signal's status. */
+    struct sigaction stop = {.sa_handler = on_stop_signal};
+    sigaction(SIGINT, &stop, NULL);
+    sigaction(SIGTERM, &stop, NULL);
+    sigaction(SIGHUP, &stop, NULL);
     print_agent_messages(trace_dir);
 
     if (o.format == FMT_TRACE) {
@@ -913,11 +925,18 @@ int cmd_run(int argc, char **argv)
         .call_stack_c = o.c_depth,
         .events = o.events,
         .oom_k = oom_k_of(o.analysis),
+        .stop = &stop_signal,
         .symbolize = o.symbolize,
     };
     struct ms_store_result res;
     char err[512] = "";
     rc = ms_store_convert(&so, &res, err, sizeof err);
+    if (rc == -EINTR && stop_signal) {
+        error("stopped by %s during the conversion; the traces are kept in %s (convert them "
+              "with: memscope import %s -o %s)", strsignal(stop_signal), trace_dir, trace_dir,
+              db_path);
+        return 128 + stop_signal;
+    }
     if (rc < 0) {
         error("cannot write the database: %s; the raw traces are kept in %s", err, trace_dir);
         return status ? status : 1;

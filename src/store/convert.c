@@ -919,6 +919,10 @@ static int symbolize_process(struct conv *c, struct proc *p)
     struct sbuf text = {0}, pytext = {0};
     ms_addrmap_init(&pcs, MAX_PCS_PER_PROCESS);
     for (uint32_t s = p->stack_first; s < p->stack_end && rc == 0; s++) {
+        if ((s & 255) == 0 && c->o->stop && *c->o->stop) {
+            rc = fail(c, -EINTR, "interrupted");
+            break;
+        }
         struct stack_def *sd = &c->stacks[s];
         int64_t pos = 0;
         text.len = 0;
@@ -2233,8 +2237,12 @@ static int pass2(struct conv *c)
     c->nthreads = n;
     for (size_t i = nheap / 2; i-- > 0;)
         heap_down(heap, nheap, i);
-    while (nheap && rc == 0) {
+    for (uint64_t n_ev = 0; nheap && rc == 0; n_ev++) {
         struct stream *s = heap[0];
+        if ((n_ev & 4095) == 0 && c->o->stop && *c->o->stop) {
+            rc = fail(c, -EINTR, "interrupted");
+            break;
+        }
         rc = on_event(c, s);
         if (!stream_fill(c, s))
             heap[0] = heap[--nheap];

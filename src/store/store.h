@@ -19,6 +19,9 @@ struct ms_store_options {
     int symbolize;              /* nonzero: resolve frames to function/file/line */
     unsigned oom_k;             /* OOM_RECENT_ALLOC / OOM_TOP_ALLOC rows after each OOM
                                    (msMemScope's --analysis=oom:K); 0: the default, 10 */
+    const volatile int *stop;   /* when it becomes nonzero (a signal handler sets it) the
+                                   conversion stops with -EINTR and leaves nothing behind;
+                                   NULL: never */
 };
 
 struct ms_store_result {

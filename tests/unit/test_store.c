@@ -124,7 +124,7 @@ static void check_query(const char *sql, const char *want)
 
 static int convert(const char *trace_dir, int symbolize, struct ms_store_result *res, char *err)
 {
-    struct ms_store_options o = {trace_dir, db, NULL, -1, 0, NULL, symbolize, 0};
+    struct ms_store_options o = {trace_dir, db, NULL, -1, 0, NULL, symbolize, 0, NULL};
     return ms_store_convert(&o, res, err, 256);
 }
 

@@ -1,0 +1,36 @@
+#!/bin/bash
+# test_interrupt.sh: a signal during the conversion (issue 24 item 10): SIGINT and SIGTERM stop
+# it, remove what is half-written, keep the traces, say where they are and how to convert
+# them, and exit with the signal's status (130, 143). The signal is sent again and again until
+# memscope exits, so that one landing while the program is still exiting (ignored or passed on
+# then) does not make the test depend on timing; the conversion of 4M events takes seconds.
+. "$(dirname "$0")/lib.sh"
+
+for sig in INT TERM; do
+    out="$TMP/$sig"
+    mkdir -p "$out"
+    "$MEMSCOPE" run -o "$out/run.db" -- "$PROGS/threads" 2 1000000 >"$out/stdout" 2>"$out/stderr" &
+    ms=$!
+    while ! grep -q "threads ok" "$out/stdout" 2>/dev/null && kill -0 $ms 2>/dev/null; do
+        sleep 0.05
+    done
+    while kill -0 $ms 2>/dev/null; do
+        kill -$sig $ms 2>/dev/null
+        sleep 0.2
+    done
+    wait $ms
+    rc=$?
+    want=$([ $sig = INT ] && echo 130 || echo 143)
+    assert_eq "SIG$sig: exit status" "$want" "$rc"
+    assert_match "SIG$sig: says where the traces are and how to convert them" \
+        "stopped by .* during the conversion; the traces are kept in .*memscope import" \
+        "$(cat "$out/stderr")"
+    assert_eq "SIG$sig: no database, no half-written file" "" \
+        "$(ls "$out" | grep -E '\.db|\.tmp' || true)"
+    assert_ge "SIG$sig: the traces are kept" 1 "$(ls "$out"/.memscope-trace-*/*.mst 2>/dev/null | wc -l)"
+    dir=$(ls -d "$out"/.memscope-trace-* | head -1)
+    "$MEMSCOPE" import "$dir" -o "$out/later.db" >/dev/null 2>&1
+    assert_eq "SIG$sig: the kept traces convert afterwards" "2000000" \
+        "$(q "$out/later.db" "SELECT count(*) FROM events WHERE kind = 1 AND size BETWEEN 3001 AND 3003")"
+done
+done_testing

@@ -61,14 +61,26 @@ int ms_analyze_open(const char *path, int writable, sqlite3 **db, char *err, siz
         *db = NULL;
         return MS_EDB;
     }
+    /* Another process writing it (Insight, an analysis writing back): wait up to 5 s. */
+    sqlite3_busy_timeout(*db, 5000);
     sqlite3_stmt *st = NULL;
-    int version = -1;
-    if (sqlite3_prepare_v2(*db, "SELECT value FROM meta WHERE key = 'format_version'", -1, &st,
-                           NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        version = sqlite3_column_int(st, 0);
+    int version = -1, prc = sqlite3_prepare_v2(*db, "SELECT value FROM meta WHERE key = "
+                                                    "'format_version'", -1, &st, NULL);
+    int src = prc == SQLITE_OK ? sqlite3_step(st) : prc;
+    if (src == SQLITE_ROW)
+        version = sqlite3_column_type(st, 0) == SQLITE_INTEGER ||
+                          sqlite3_column_type(st, 0) == SQLITE_TEXT
+                      ? sqlite3_column_int(st, 0)
+                      : -1;
     sqlite3_finalize(st);
-    if (version < 0) {
+    if ((src & 0xff) == SQLITE_BUSY || (src & 0xff) == SQLITE_LOCKED) {
+        snprintf(err, errlen, "'%s' is locked by another process (waited 5 s); try again when "
+                              "it is done", path);
+        sqlite3_close(*db);
+        *db = NULL;
+        return MS_EDB;
+    }
+    if (version < 1) {
         snprintf(err, errlen, "'%s' is not a memscope database", path);
         sqlite3_close(*db);
         *db = NULL;

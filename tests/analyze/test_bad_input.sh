@@ -41,6 +41,22 @@ expect bad_pct 2 "--lazy-used needs ns or NN%" analyze inefficient "$DB" --lazy-
 expect bad_layer 2 "no layer named 'gpu'" analyze peak "$DB" --layer gpu
 expect bad_option 2 "unknown option '--frobnicate'" analyze peak "$DB" --frobnicate
 
+# A database locked by another process (issue 24 item 11): said so after a bounded wait.
+cp "$DB" "$TMP/locked.db"
+python3 -c '
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN EXCLUSIVE")
+open(sys.argv[2], "w").close()
+time.sleep(8)' "$TMP/locked.db" "$TMP/locked.ready" &
+while [ ! -e "$TMP/locked.ready" ]; do sleep 0.05; done
+expect locked 1 "is locked by another process" analyze peak "$TMP/locked.db"
+kill %1 2>/dev/null; wait 2>/dev/null
+# A format version below 1 (or not a number) is not a memscope database.
+cp "$DB" "$TMP/v0.db"
+sqlite3 "$TMP/v0.db" "UPDATE meta SET value = '0' WHERE key = 'format_version'"
+expect version0 1 "is not a memscope database" analyze peak "$TMP/v0.db"
+
 # -o with an unknown analysis leaves no file behind.
 ms no_file analyze bogus "$DB" -o "$TMP/report.txt"
 assert_eq "no report file for a rejected analysis" no "$([ -e "$TMP/report.txt" ] && echo yes || echo no)"

@@ -178,6 +178,12 @@ int cmd_analyze(int argc, char **argv)
     struct ms_analyze_opts o;
     ms_analyze_opts_init(&o);
     const char *kind = NULL, *db = NULL, *out_path = NULL, *layer = NULL;
+    if (argc == 2 && !strcmp(argv[1], "list")) { /* what this build has, one per line */
+        for (const struct ms_analysis *a = ms_analyses; a->name; a++)
+            if (a->run)
+                printf("%-16s %s\n", a->name, a->summary);
+        return 0;
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int missing = 0;

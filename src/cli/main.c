@@ -5,6 +5,7 @@
 
 #include "version.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -74,7 +75,22 @@ static const struct command {
 #endif
 };
 
+static int run_command(int argc, char **argv);
+
+/* Everything memscope printed on stdout must have reached it (a full disk, /dev/full): else the
+ * command fails, even --help and --version. */
 int main(int argc, char **argv)
+{
+    int rc = run_command(argc, argv);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        if (rc == 0)
+            fprintf(stderr, "memscope: cannot write to stdout: %s\n", strerror(errno));
+        return rc ? rc : 1;
+    }
+    return rc;
+}
+
+static int run_command(int argc, char **argv)
 {
     if (argc < 2) {
         fputs(usage, stderr);

@@ -85,4 +85,14 @@ assert_eq "--collect-mode=deferred: exit status" 0 "$RC"
 require_db "deferred" "$TMP/d.db"
 assert_eq "--collect-mode=deferred: no event before memscope_start()" 0 \
     "$(q "$TMP/d.db" "SELECT count(*) FROM events WHERE size IN (20011, 20021)")"
+# Output that cannot be written fails the command, even --help and --version (issue 24 item 12).
+if [ -c /dev/full ]; then
+    "$MEMSCOPE" --help >/dev/full 2>/dev/null
+    assert_eq "--help into /dev/full: status 1" 1 "$?"
+    "$MEMSCOPE" --version >/dev/full 2>/dev/null
+    assert_eq "--version into /dev/full: status 1" 1 "$?"
+fi
+# `memscope analyze list`: the analyses of this build, as docs/cli.md says.
+assert_match "analyze list names every analysis" "^leaks .*oom " \
+    "$("$MEMSCOPE" analyze list | awk '{printf "%s ", $1}')"
 done_testing

@@ -293,6 +293,82 @@ static int mkdir_p(const char *path)
     return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
+/* Whether dir holds nothing (but . and ..). */
+static int trace_dir_empty(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    struct dirent *e;
+    int empty = 1;
+    while (empty && (e = readdir(d)))
+        empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+    closedir(d);
+    return empty;
+}
+
+/* Why the agent could not load into program (found as execvp finds it): a static executable
+ * has no dynamic loader to honour LD_PRELOAD, and the loader ignores LD_PRELOAD for a setuid or
+ * setgid program run by another user. */
+static void untraceable_reason(const char *program, char *why, size_t len)
+{
+    char path[PATH_MAX];
+    const char *p = program;
+    if (!strchr(program, '/')) {
+        const char *dirs = getenv("PATH");
+        p = NULL;
+        for (const char *s = dirs ? dirs : "/usr/bin:/bin"; s && *s && !p;) {
+            const char *e = strchr(s, ':');
+            size_t n = e ? (size_t)(e - s) : strlen(s);
+            if (snprintf(path, sizeof path, "%.*s/%s", (int)n, n ? s : ".", program) <
+                    (int)sizeof path &&
+                access(path, X_OK) == 0)
+                p = path;
+            s = e ? e + 1 : NULL;
+        }
+    }
+    struct stat st;
+    int fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        if (fd >= 0)
+            close(fd);
+        snprintf(why, len, "memscope's agent did not load into it");
+        return;
+    }
+    if (((st.st_mode & S_ISUID) && st.st_uid != geteuid()) ||
+        ((st.st_mode & S_ISGID) && st.st_gid != getegid())) {
+        close(fd);
+        snprintf(why, len, "it is a setuid or setgid program, and the dynamic loader ignores "
+                           "LD_PRELOAD for those");
+        return;
+    }
+    /* ELF64: a dynamically linked program has a PT_INTERP program header. */
+    unsigned char eh[64];
+    int dynamic = -1;
+    if (pread(fd, eh, sizeof eh, 0) == (ssize_t)sizeof eh && !memcmp(eh, "\177ELF", 4) &&
+        eh[4] == 2) {
+        uint64_t phoff;
+        uint16_t phentsize, phnum;
+        memcpy(&phoff, eh + 32, 8);
+        memcpy(&phentsize, eh + 54, 2);
+        memcpy(&phnum, eh + 56, 2);
+        dynamic = 0;
+        for (uint16_t i = 0; i < phnum && i < 256 && phentsize >= 4; i++) {
+            uint32_t type;
+            if (pread(fd, &type, 4, (off_t)(phoff + (uint64_t)i * phentsize)) != 4)
+                break;
+            if (type == 3) /* PT_INTERP */
+                dynamic = 1;
+        }
+    }
+    close(fd);
+    if (dynamic == 0)
+        snprintf(why, len, "it is statically linked, so there is no dynamic loader to load "
+                           "memscope's agent (LD_PRELOAD) into it");
+    else
+        snprintf(why, len, "memscope's agent did not load into it (was LD_PRELOAD removed?)");
+}
+
 /* The output file's lock (<output>.lock, flock): one run at a time writes a given output. */
 static int lock_fd = -1, lock_created;
 static char lock_path[PATH_MAX + 160];
@@ -745,6 +821,8 @@ int cmd_run(int argc, char **argv)
     } else {
         snprintf(out_dir, sizeof out_dir, "%s", output);
     }
+    struct stat od_st;
+    int out_dir_existed = stat(out_dir, &od_st) == 0;
     int rc = mkdir_p(out_dir);
     if (rc < 0) {
         error("cannot create output directory '%s': %s", out_dir, ms_strerror(rc));
@@ -936,6 +1014,16 @@ int cmd_run(int argc, char **argv)
               "with: memscope import %s -o %s)", strsignal(stop_signal), trace_dir, trace_dir,
               db_path);
         return 128 + stop_signal;
+    }
+    if (rc == MS_ENOTFOUND && trace_dir_empty(trace_dir)) {
+        /* The agent never loaded: say why, and the program's status is the answer. */
+        char why[256];
+        untraceable_reason(prog[0], why, sizeof why);
+        error("'%s' ran untraced: %s; nothing was recorded", prog[0], why);
+        rmdir(trace_dir); /* ours, and empty */
+        if (!out_dir_existed && trace_dir_empty(out_dir))
+            rmdir(out_dir); /* created by this run, for nothing */
+        return status;
     }
     if (rc < 0) {
         error("cannot write the database: %s; the raw traces are kept in %s", err, trace_dir);

@@ -820,6 +820,9 @@ int cmd_run(int argc, char **argv)
             *slash = 0;
     } else {
         snprintf(out_dir, sizeof out_dir, "%s", output);
+        size_t l = strlen(out_dir); /* "dir/" names dir: no "dir//file" in messages */
+        while (l > 1 && out_dir[l - 1] == '/')
+            out_dir[--l] = 0;
     }
     struct stat od_st;
     int out_dir_existed = stat(out_dir, &od_st) == 0;

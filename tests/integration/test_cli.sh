@@ -95,4 +95,7 @@ fi
 # `memscope analyze list`: the analyses of this build, as docs/cli.md says.
 assert_match "analyze list names every analysis" "^leaks .*oom " \
     "$("$MEMSCOPE" analyze list | awk '{printf "%s ", $1}')"
+# -o dir/ (issue 14 item 8): the message names dir/file, not dir//file.
+out=$("$MEMSCOPE" run -o "$TMP/slash/" -- "$PROGS/alloc_funcs" 2>&1 >/dev/null)
+assert_match "-o dir/: one slash in the database's path" "written to $TMP/slash/memscope_[0-9]+_[0-9]+\.db" "$out"
 done_testing

@@ -98,4 +98,8 @@ assert_match "analyze list names every analysis" "^leaks .*oom " \
 # -o dir/ (issue 14 item 8): the message names dir/file, not dir//file.
 out=$("$MEMSCOPE" run -o "$TMP/slash/" -- "$PROGS/alloc_funcs" 2>&1 >/dev/null)
 assert_match "-o dir/: one slash in the database's path" "written to $TMP/slash/memscope_[0-9]+_[0-9]+\.db" "$out"
+# The summary's call sites (issue 14 item 8): one line for a site live in several processes.
+out=$("$MEMSCOPE" run -o "$TMP/two.db" -- /bin/sh -c "'$PROGS/live_at_exit'; '$PROGS/live_at_exit'" 2>&1 >/dev/null)
+assert_eq "summary: the leak site of two processes is one line, naming them" "1" \
+    "$(printf '%s\n' "$out" | grep -c 'ms_progs_leak_site (.*live_at_exit.c:[0-9]*)  (2 processes)')"
 done_testing

@@ -822,6 +822,24 @@ static const char *base_name(const char *path)
     return s ? s + 1 : path;
 }
 
+/* libstdc++'s demangler (a C function: <cxxabi.h> is C++ only). */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* The readable name of a C++ symbol ("_ZN3foo3barEi" -> "foo::bar(int)"), malloc'd, or NULL
+ * when name is not a mangled C++ name (or the demangler runs out of memory). */
+static char *demangle(const char *name)
+{
+    if (!name || name[0] != '_' || name[1] != 'Z' || strlen(name) > 4096)
+        return NULL;
+    int status = -1;
+    char *d = __cxa_demangle(name, NULL, NULL, &status);
+    if (status != 0) {
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
 /* Formats one c_text line (docs/database.md, "Symbolized frames"). */
 static int format_line(struct sbuf *b, const struct ms_sym_frame *f,
                        const struct ms_sym_module *m, uint64_t pc)
@@ -847,14 +865,22 @@ static int symbolize_pc(struct conv *c, struct ms_symbolizer *sym, uint64_t pc,
     pi->first_frame = c->next_frame + 1;
     pi->nframes = (uint32_t)n;
     for (int i = 0; i < n; i++) {
-        int64_t fid, sid;
+        int64_t fid, sid, lid = 0;
+        /* C++ names read demangled; the linkage (mangled) name is kept beside */
+        char *readable = demangle(fr[i].func);
+        const char *linkage = fr[i].func;
+        if (readable)
+            fr[i].func = readable;
         int rc = intern(c, fr[i].func, &fid);
+        if (rc == 0 && readable)
+            rc = intern(c, linkage, &lid);
         if (rc == 0)
             rc = intern(c, fr[i].file, &sid);
         if (rc == 0 && i)
             rc = sbuf_add(&b, "\n", 1);
         if (rc == 0)
             rc = format_line(&b, &fr[i], m, pc);
+        free(readable);
         if (rc == MS_ENOMEM)
             rc = oom(c, "c_text");
         if (rc < 0) {
@@ -869,6 +895,7 @@ static int symbolize_pc(struct conv *c, struct ms_symbolizer *sym, uint64_t pc,
         bind_opt(st, 5, fid, fid != 0);
         bind_opt(st, 6, sid, sid != 0);
         bind_opt(st, 7, fr[i].line, fr[i].file && fr[i].line > 0);
+        bind_opt(st, 8, lid, lid != 0);
         if ((rc = step_reset(c, st, "insert frame")) < 0) {
             free(b.p);
             return rc;
@@ -2674,7 +2701,7 @@ static int open_db(struct conv *c)
     if (rc == 0)
         rc = prepare(c, &c->ins_string, "INSERT INTO strings VALUES (?,?)");
     if (rc == 0)
-        rc = prepare(c, &c->ins_frame, "INSERT INTO frames VALUES (?,?,?,?,?,?,?)");
+        rc = prepare(c, &c->ins_frame, "INSERT INTO frames VALUES (?,?,?,?,?,?,?,?)");
     if (rc == 0)
         rc = prepare(c, &c->ins_stack, "INSERT INTO stacks VALUES (?,?,?,?,?)");
     if (rc == 0)

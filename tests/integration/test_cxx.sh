@@ -17,4 +17,13 @@ assert_eq "FREE events (delete[] and delete)" "4|2" \
 assert_match "stack of new[] names the allocating function" "ms_progs_cxx_new_array" \
     "$(q "$DB" "SELECT \"Call Stack(C)\" FROM memscope_dump WHERE Event = 'MALLOC'
                 AND json_extract(Attr, '$.size') = '90001' LIMIT 1")"
+# C++ names are demangled in stacks (issue 14 item 4); the linkage name stays in the database.
+assert_match "stack: operator new demangled, the helper with its parameters" \
+    "operator new\(unsigned long\) \(libstdc\+\+[^)]*\).ms_progs_cxx_new_array\(unsigned long\) \(" \
+    "$(q "$DB" "SELECT replace(\"Call Stack(C)\", char(10), '|') FROM memscope_dump WHERE Event = 'MALLOC'
+                AND json_extract(Attr, '$.size') = '90001' LIMIT 1")"
+assert_eq "frames keep the linkage name beside the readable one" "_Znwm|_Z22ms_progs_cxx_new_arraym" \
+    "$(q "$DB" "SELECT group_concat(l.text, '|') FROM (SELECT DISTINCT f.linkage_id FROM frames f
+        JOIN strings s ON s.id = f.function_id WHERE s.text IN ('operator new(unsigned long)',
+        'ms_progs_cxx_new_array(unsigned long)') ORDER BY f.linkage_id) x JOIN strings l ON l.id = x.linkage_id")"
 done_testing

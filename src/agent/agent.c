@@ -116,6 +116,102 @@ static __attribute__((noinline)) void record_free(int type, const void *p, size_
     agent_leave(t);
 }
 
+/* ---- before the agent's constructor ---- */
+
+/* Allocations made before the agent's constructor ran (a library constructor initialized
+ * before it: libselinux's, libstdc++'s emergency pool) are kept here, with their time and
+ * native stack, and written to the trace when the agent starts: recording begins at the
+ * first allocation of the process. Nothing here calls into the allocator, takes a lock or
+ * touches the agent's state: an allocator may call us from inside its own initialization.
+ * Main thread only (constructors run there); beyond EARLY_MAX events they are counted lost. */
+#define EARLY_MAX 4096
+#define EARLY_DEPTH 32
+static struct early_ev {
+    uint64_t ns, addr, size;
+    uint32_t type, depth;  /* type 0: not written yet */
+    uint64_t pcs[EARLY_DEPTH];
+} early[EARLY_MAX];
+static unsigned nearly;     /* atomic: slots claimed */
+static int early_state;     /* 0 undecided, 1 keeping events, 2 not (agent started, or idle) */
+static unsigned early_depth;
+
+static unsigned env_uint(const char *name, unsigned def, unsigned max);
+
+static __attribute__((noinline, cold)) void early_record(int type, const void *p, size_t n,
+                                                         void *fp)
+{
+    int st = __atomic_load_n(&early_state, __ATOMIC_ACQUIRE);
+    if (st == 2 || agent_tls.internal)
+        return;
+    if (st == 0) {
+        const char *d = getenv("MEMSCOPE_TRACE_DIR");
+        early_depth = env_uint("MEMSCOPE_DEPTH", 0, EARLY_DEPTH);
+        st = d && *d && !env_uint("MEMSCOPE_DEFERRED", 0, 1) ? 1 : 2;
+        __atomic_store_n(&early_state, st, __ATOMIC_RELEASE);
+        if (st == 2)
+            return;
+    }
+    if ((pid_t)syscall(SYS_gettid) != getpid())
+        return; /* threads before the agent: not kept */
+    unsigned i = __atomic_fetch_add(&nearly, 1, __ATOMIC_RELAXED);
+    if (i >= EARLY_MAX)
+        return;
+    struct early_ev *e = &early[i];
+    e->ns = clock_mono();
+    e->addr = (uintptr_t)p;
+    e->size = n;
+    e->depth = 0;
+    /* frame pointers, bounded by the main thread's stack (caller's frames lie above fp) */
+    extern void *__libc_stack_end;
+    uintptr_t hi = (uintptr_t)__libc_stack_end + 64, f = (uintptr_t)fp;
+    for (unsigned k = 0; fp && k < early_depth && f >= (uintptr_t)&e && f + 16 <= hi && !(f & 7);
+         k++) {
+        uintptr_t next = ((uintptr_t *)f)[0], ret = ((uintptr_t *)f)[1];
+        if (!ret)
+            break;
+        e->pcs[e->depth++] = ret;
+        if (next <= f)
+            break;
+        f = next;
+    }
+    __atomic_store_n(&e->type, (uint32_t)type, __ATOMIC_RELEASE);
+}
+
+/* Writes the events kept before the agent started into thread t's stream (agent_init). */
+static void early_replay(struct tstate *t)
+{
+    __atomic_store_n(&early_state, 2, __ATOMIC_RELEASE);
+    unsigned n = __atomic_load_n(&nearly, __ATOMIC_ACQUIRE);
+    struct stream *s = &t->s[0];
+    for (unsigned i = 0; i < n && i < EARLY_MAX; i++) {
+        struct early_ev *e = &early[i];
+        uint32_t type = __atomic_load_n(&e->type, __ATOMIC_ACQUIRE);
+        if (!type)
+            continue;
+        uint32_t sid = agent.depth && e->depth ? stacks_intern(t, s, e->pcs, e->depth) : 0;
+        uint8_t *w = writer_reserve(t, s, MS_REC_MAX_EVENT);
+        if (!w)
+            return;
+        writer_commit(s, type == MS_REC_HEAP_FREE
+                             ? ms_enc_free(w, &s->enc, e->ns, e->addr)
+                             : ms_enc_alloc(w, &s->enc, (int)type, e->ns, e->addr, e->size, sid));
+    }
+    for (unsigned i = EARLY_MAX; i < n; i++)
+        writer_lost();
+}
+
+/* Whether to record this allocation, keeping it for later when the agent has not started. */
+static inline int active_or_early(int type, const void *p, size_t n, void *fp)
+{
+    if (likely(agent_active()))
+        return 1;
+    if (unlikely(!agent.initialized))
+        early_record(type, p, n, fp);
+    return 0;
+}
+
+#define FP_HERE __builtin_frame_address(0)
+
 #define REC_ALLOC(fn, p, n) \
     record_alloc(MS_REC_HEAP_ALLOC + (fn), (p), (n), __builtin_frame_address(0), 0)
 
@@ -184,7 +280,7 @@ AGENT_API void *malloc(size_t n)
         resolve();
     }
     void *p = real.malloc(n);
-    if (likely(p != NULL) && agent_active()) {
+    if (likely(p != NULL) && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_MALLOC, p, n, FP_HERE)) {
         struct tstate *t = &agent_tls;
         struct stream *s = fast_enter(t);
         if (likely(s != NULL)) {
@@ -207,7 +303,7 @@ AGENT_API void free(void *p)
             return; /* cannot happen with glibc; leaking is the safe answer */
         resolve();
     }
-    if (agent_active()) {
+    if (active_or_early(MS_REC_HEAP_FREE, p, 0, NULL)) {
         struct tstate *t = &agent_tls;
         struct stream *s = fast_enter(t);
         if (likely(s != NULL))
@@ -229,7 +325,7 @@ AGENT_API void *calloc(size_t n, size_t m)
         resolve();
     }
     void *p = real.calloc(n, m);
-    if (likely(p != NULL) && agent_active())
+    if (likely(p != NULL) && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_CALLOC, p, n * m, FP_HERE))
         REC_ALLOC(MS_FN_CALLOC, p, n * m);
     return p;
 }
@@ -284,7 +380,7 @@ AGENT_API int posix_memalign(void **out, size_t align, size_t n)
     if (unlikely(!real.posix_memalign))
         resolve();
     int rc = real.posix_memalign(out, align, n);
-    if (rc == 0 && agent_active())
+    if (rc == 0 && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_POSIX_MEMALIGN, *out, n, FP_HERE))
         REC_ALLOC(MS_FN_POSIX_MEMALIGN, *out, n);
     return rc;
 }
@@ -294,7 +390,7 @@ AGENT_API void *aligned_alloc(size_t align, size_t n)
     if (unlikely(!real.aligned_alloc))
         resolve();
     void *p = real.aligned_alloc(align, n);
-    if (p && agent_active())
+    if (p && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_ALIGNED_ALLOC, p, n, FP_HERE))
         REC_ALLOC(MS_FN_ALIGNED_ALLOC, p, n);
     return p;
 }
@@ -304,7 +400,7 @@ AGENT_API void *memalign(size_t align, size_t n)
     if (unlikely(!real.memalign))
         resolve();
     void *p = real.memalign(align, n);
-    if (p && agent_active())
+    if (p && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_MEMALIGN, p, n, FP_HERE))
         REC_ALLOC(MS_FN_MEMALIGN, p, n);
     return p;
 }
@@ -314,7 +410,7 @@ AGENT_API void *valloc(size_t n)
     if (unlikely(!real.valloc))
         resolve();
     void *p = real.valloc(n);
-    if (p && agent_active())
+    if (p && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_VALLOC, p, n, FP_HERE))
         REC_ALLOC(MS_FN_VALLOC, p, n);
     return p;
 }
@@ -324,7 +420,7 @@ AGENT_API void *pvalloc(size_t n)
     if (unlikely(!real.pvalloc))
         resolve();
     void *p = real.pvalloc(n);
-    if (p && agent_active())
+    if (p && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_PVALLOC, p, n, FP_HERE))
         REC_ALLOC(MS_FN_PVALLOC, p, n);
     return p;
 }
@@ -519,6 +615,7 @@ __attribute__((constructor)) static void agent_init(void)
         rc = writer_open();
     if (rc < 0) {
         agent.broken = 1;
+        __atomic_store_n(&early_state, 2, __ATOMIC_RELEASE); /* kept events go nowhere */
         agent_say("cannot record: cannot create the trace file in", agent.dir);
         t->internal = 0;
         return;
@@ -530,6 +627,7 @@ __attribute__((constructor)) static void agent_init(void)
     writer_process_record();
     modules_scan(t, &t->s[0]);
     stacks_warm_up();
+    early_replay(t);
     cuda_init();
     if (!deferred && !agent.broken)
         __atomic_store_n(&agent.recording, 1, __ATOMIC_RELEASE);

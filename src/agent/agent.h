@@ -178,6 +178,8 @@ void stacks_reset_after_fork(void);
  * writing STACK and MODULE records for what is new. */
 uint32_t stacks_capture(struct tstate *t, struct stream *s, void *fp);
 void modules_scan(struct tstate *t, struct stream *s);
+/* The id of the stack pcs[0..n) (return addresses, innermost first), adding it when new. */
+uint32_t stacks_intern(struct tstate *t, struct stream *s, const uint64_t *pcs, unsigned n);
 void stacks_warm_up(void);
 
 /* attach.c: makes every loaded object except the agent, the dynamic loader and the object

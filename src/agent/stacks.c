@@ -422,6 +422,16 @@ static unsigned py_snapshot(const struct tstate *t, uint32_t *out)
     return n;
 }
 
+static inline __attribute__((always_inline)) uint32_t intern(struct tstate *t, struct stream *s,
+                                                             uint64_t h, const uint64_t *pcs,
+                                                             unsigned n, const uint32_t *py,
+                                                             unsigned npy);
+
+uint32_t stacks_intern(struct tstate *t, struct stream *s, const uint64_t *pcs, unsigned n)
+{
+    return n ? intern(t, s, hash_stack(pcs, n), pcs, n, NULL, 0) : 0;
+}
+
 /* stacks_capture() with room for agent.depth return addresses in pcs and agent.py_depth
  * Python entries in py. */
 static inline __attribute__((always_inline)) uint32_t capture(struct tstate *t, struct stream *s,
@@ -440,6 +450,16 @@ static inline __attribute__((always_inline)) uint32_t capture(struct tstate *t, 
     }
     if (n == 0 && npy == 0)
         return 0;
+    return intern(t, s, h, pcs, n, py, npy);
+}
+
+/* The id of the stack of hash h (native pcs[0..n), Python py[0..2*npy)), adding it (and its
+ * STACK, PYSTACK and MODULE records) when new. */
+static inline __attribute__((always_inline)) uint32_t intern(struct tstate *t, struct stream *s,
+                                                             uint64_t h, const uint64_t *pcs,
+                                                             unsigned n, const uint32_t *py,
+                                                             unsigned npy)
+{
     for (unsigned i = 0; i < 2 * npy; i++) { /* the Python part is part of the key */
         h ^= py[i] + 0x9e3779b97f4a7c15ull;
         h *= 0xff51afd7ed558ccdull;

@@ -293,6 +293,27 @@ static int mkdir_p(const char *path)
     return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
+/* The pid of a process that is still running and writing one of the traces in dir (a
+ * descendant that outlived the program), or 0. */
+static long running_writer(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    struct dirent *e;
+    long pid = 0;
+    while (!pid && (e = readdir(d))) {
+        unsigned long long p, n;
+        char tail[8];
+        if (sscanf(e->d_name, "%llu.%llu.%7s", &p, &n, tail) == 3 && !strcmp(tail, "mst") &&
+            p > 0 && p != (unsigned long long)getpid() &&
+            (kill((pid_t)p, 0) == 0 || errno == EPERM))
+            pid = (long)p;
+    }
+    closedir(d);
+    return pid;
+}
+
 /* Whether dir holds nothing (but . and ..). */
 static int trace_dir_empty(const char *dir)
 {
@@ -1116,7 +1137,14 @@ int cmd_run(int argc, char **argv)
     }
     if (o.format == FMT_CSV)
         unlink(db_path);
-    if (!o.keep_trace)
+    long running = running_writer(trace_dir);
+    if (running > 0) {
+        /* a descendant that outlived the program (a daemon) still writes its trace: the
+         * database has what it wrote so far; nothing it writes is deleted */
+        cli_log(2, "process %ld (started by the program) is still running and writing its "
+                "trace: the traces are kept in %s (convert them again with memscope import %s "
+                "-o NEW.db once it has ended)", running, trace_dir, trace_dir);
+    } else if (!o.keep_trace)
         remove_tree(trace_dir);
     else if (!o.no_pack)
         pack_traces(trace_dir, run_start);

@@ -144,6 +144,9 @@ static __attribute__((noinline, cold)) void early_record(int type, const void *p
     if (st == 2 || agent_tls.internal)
         return;
     if (st == 0) {
+        extern char **environ;
+        if (!environ)
+            return; /* libc not initialized yet: decide at a later allocation */
         const char *d = getenv("MEMSCOPE_TRACE_DIR");
         early_depth = env_uint("MEMSCOPE_DEPTH", 0, EARLY_DEPTH);
         st = d && *d && !env_uint("MEMSCOPE_DEFERRED", 0, 1) ? 1 : 2;

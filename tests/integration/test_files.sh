@@ -60,6 +60,22 @@ mkdir "$TMP/dir.db"
 assert_eq "-o a directory named .db: exit status 1" "1" "$?"
 assert_match "-o a directory: says so" "is a directory" "$(cat "$TMP/d.out")"
 assert_eq "-o a directory: the program did not run" "no" "$([ -e "$TMP/dir-ran" ] && echo yes || echo no)"
+# 12: two --format=trace runs into one directory at once: each packs only its own traces,
+# without false errors, and every trace reads
+mkdir -p "$TMP/both"
+"$MEMSCOPE" run --format=trace -o "$TMP/both" -- "$PROGS/threads" 2 300000 >/dev/null 2>"$TMP/both1.err" &
+first=$!
+sleep 0.2
+"$MEMSCOPE" run --format=trace -o "$TMP/both" -- "$PROGS/threads" 2 100000 >/dev/null 2>"$TMP/both2.err"
+second=$?
+wait $first
+assert_eq "two trace runs into one directory: both exit 0" "0 0" "$? $second"
+assert_eq "two trace runs into one directory: no error or warning" "" \
+    "$(cat "$TMP/both1.err" "$TMP/both2.err" | grep -v 'traces kept in' || true)"
+"$MEMSCOPE" import "$TMP/both" -o "$TMP/both.db" >/dev/null 2>&1
+assert_eq "two trace runs into one directory: all their allocations read back" "800000" \
+    "$(q "$TMP/both.db" "SELECT count(*) FROM events WHERE kind = 1 AND size BETWEEN 3001 AND 3003")"
+
 # 9: a FIFO (or any non-regular file) named like a trace: skipped and said, never opened
 mkdir -p "$TMP/fifo" && cp "$TMP"/tr/*.mst "$TMP/fifo/" && mkfifo "$TMP/fifo/99999.0.mst"
 out=$(timeout 20 "$MEMSCOPE" import "$TMP/fifo" -o "$TMP/fifo.db" 2>&1; echo "rc=$?")

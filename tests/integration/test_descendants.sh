@@ -19,4 +19,14 @@ sleep 2.5 # the descendant ends (it runs alloc_funcs after 1.5 s)
 ms again import "$dir" -o "$TMP/again.db"
 assert_eq "the kept traces convert again, the descendant's work included" "1" \
     "$(q "$TMP/again.db" "SELECT count(*) > 0 FROM processes WHERE exe LIKE '%alloc_funcs'")"
+# A child in a new pid namespace is pid 1 there: it is not taken for a process still running
+# (pid 1 here is init), and the traces go as usual.
+if unshare -p -f true 2>/dev/null; then
+    mkdir -p "$TMP/ns" && cd "$TMP/ns" || exit 1
+    ms ns run -o "$TMP/ns/n.db" -- unshare -p -f /bin/sh -c 'echo in ns'
+    assert_eq "pid namespace: exit status and output" "0 in ns" "$RC $(cat "$TMP/ns.out")"
+    assert_eq "pid namespace: no process said to be still running" "0" \
+        "$(grep -c 'still running' "$TMP/ns.err")"
+    assert_eq "pid namespace: no trace directory left" "" "$(ls -d "$TMP"/ns/.memscope-trace-* 2>/dev/null)"
+fi
 done_testing

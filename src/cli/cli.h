@@ -31,4 +31,8 @@ int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern int cli_log_level;
 void cli_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Whether process pid holds the file path (an absolute, resolved path) open: a traced process
+ * still writing its trace (its agent keeps the descriptor). */
+int cli_holds_file(long pid, const char *path);
+
 #endif

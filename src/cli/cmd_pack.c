@@ -49,8 +49,10 @@ static int pack_one(const char *path, int workers, struct ms_pack_stats *total)
     }
     pid_t pid = rc == 0 ? (pid_t)t.hdr.pid : 0;
     ms_trace_release(&t);
-    /* Packing replaces the file: events a live writer adds after that would be lost. */
-    if (rc == 0 && !force && pid > 0 && (kill(pid, 0) == 0 || errno == EPERM)) {
+    /* Packing replaces the file: events a live writer adds after that would be lost. A writer
+     * holds the file open (a pid of another namespace, or reused, does not). */
+    char real[PATH_MAX];
+    if (rc == 0 && !force && pid > 0 && realpath(path, real) && cli_holds_file(pid, real)) {
         cli_log(2, "pack: %s: process %ld is still running and may be writing it; left raw",
                 path, (long)pid);
         return 0;

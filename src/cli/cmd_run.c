@@ -293,30 +293,6 @@ static int mkdir_p(const char *path)
     return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
-/* Whether process pid holds the file path (its agent's trace descriptor) open. */
-static int holds_file(long pid, const char *path)
-{
-    char fds[64], link[PATH_MAX + 32], target[PATH_MAX];
-    snprintf(fds, sizeof fds, "/proc/%ld/fd", pid);
-    DIR *d = opendir(fds);
-    if (!d)
-        return 0;
-    struct dirent *e;
-    int held = 0;
-    while (!held && (e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(link, sizeof link, "%s/%s", fds, e->d_name);
-        ssize_t n = readlink(link, target, sizeof target - 1);
-        if (n > 0) {
-            target[n] = 0;
-            held = !strcmp(target, path);
-        }
-    }
-    closedir(d);
-    return held;
-}
-
 /* The pid of a process that is still running and writing one of the traces in dir (a
  * descendant that outlived the program), or 0. A process counts when it holds the trace file
  * open: a pid of another pid namespace (a child of unshare -p is pid 1 there) or a reused pid
@@ -336,7 +312,7 @@ static long running_writer(const char *dir)
             p == 0 || p == (unsigned long long)getpid())
             continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (realpath(path, real) && holds_file((long)p, real))
+        if (realpath(path, real) && cli_holds_file((long)p, real))
             pid = (long)p;
     }
     closedir(d);

@@ -5,10 +5,13 @@
 
 #include "version.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int cli_log_level = 1;
 
@@ -74,6 +77,30 @@ static const struct command {
     {"snapshot", cmd_snapshot},
 #endif
 };
+
+/* Whether process pid holds the file path (its agent's trace descriptor) open. */
+int cli_holds_file(long pid, const char *path)
+{
+    char fds[64], link[PATH_MAX + 32], target[PATH_MAX];
+    snprintf(fds, sizeof fds, "/proc/%ld/fd", pid);
+    DIR *d = opendir(fds);
+    if (!d)
+        return 0;
+    struct dirent *e;
+    int held = 0;
+    while (!held && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(link, sizeof link, "%s/%s", fds, e->d_name);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n > 0) {
+            target[n] = 0;
+            held = !strcmp(target, path);
+        }
+    }
+    closedir(d);
+    return held;
+}
 
 static int run_command(int argc, char **argv);
 

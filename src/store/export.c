@@ -243,6 +243,21 @@ static int64_t int_at(const int64_t *a, size_t n, int64_t id)
     return id >= 0 && (size_t)id < n ? a[id] : -1;
 }
 
+/* Whether table has a column named col (a database of an older memscope may not). */
+static int has_column(sqlite3 *db, const char *table, const char *col)
+{
+    sqlite3_stmt *st;
+    int found = 0;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", -1, &st,
+                           NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, col, -1, SQLITE_STATIC);
+        found = sqlite3_step(st) == SQLITE_ROW;
+    }
+    sqlite3_finalize(st);
+    return found;
+}
+
 static int write_rows(struct exp *e, FILE *f)
 {
     struct out *o = malloc(sizeof *o);
@@ -252,13 +267,27 @@ static int write_rows(struct exp *e, FILE *f)
     o->len = 0;
     o->failed = 0;
     sqlite3_stmt *st;
+    /* The rows of memscope_dump (schema.c): address-space and PyTorch-segment layers of a
+     * device are left out there, and so here. A database written before events.attr and
+     * layers.device existed has neither. */
+    int new_db = has_column(e->db, "events", "attr") && has_column(e->db, "layers", "device");
     if (sqlite3_prepare_v2(e->db,
-                           "SELECT e.id, e.kind, e.layer, e.ts_ns, e.process_id, e.thread_id, "
-                           "e.addr, e.size, e.func, e.stack_id, e.allocation_id, e.name, e.flags, "
-                           "o.label, (SELECT group_concat(key || ':' || value, ',') "
-                           "FROM json_each(e.attr)) FROM events e LEFT JOIN blocks b ON e.kind = 1 AND "
-                           "b.allocation_id = e.allocation_id LEFT JOIN owners o ON "
-                           "o.id = b.owner_id ORDER BY e.id",
+                           new_db
+                               ? "SELECT e.id, e.kind, e.layer, e.ts_ns, e.process_id, "
+                                 "e.thread_id, e.addr, e.size, e.func, e.stack_id, "
+                                 "e.allocation_id, e.name, e.flags, o.label, "
+                                 "(SELECT group_concat(key || ':' || value, ',') FROM "
+                                 "json_each(e.attr)) FROM events e JOIN layers l ON l.id = "
+                                 "e.layer LEFT JOIN blocks b ON e.kind = 1 AND b.allocation_id = "
+                                 "e.allocation_id LEFT JOIN owners o ON o.id = b.owner_id WHERE "
+                                 "NOT (l.device IS NOT NULL AND l.event_type IN ('VMM_RESERVE', "
+                                 "'VMM_MAP', 'PTA_SEGMENT')) ORDER BY e.id"
+                               : "SELECT e.id, e.kind, e.layer, e.ts_ns, e.process_id, "
+                                 "e.thread_id, e.addr, e.size, e.func, e.stack_id, "
+                                 "e.allocation_id, e.name, e.flags, o.label, NULL FROM events e "
+                                 "LEFT JOIN blocks b ON e.kind = 1 AND b.allocation_id = "
+                                 "e.allocation_id LEFT JOIN owners o ON o.id = b.owner_id ORDER BY "
+                                 "e.id",
                            -1, &st, NULL) != SQLITE_OK) {
         free(o);
         return db_fail(e, "cannot read events");
@@ -408,9 +437,11 @@ int ms_store_export_csv(const char *db_path, FILE *out, char *err, size_t errlen
     if (rc == 0)
         rc = load(&e, "SELECT id, event_type FROM layers", MAX_SMALL_ID, &e.layers, 0, NULL,
                   &e.nlayers);
-    if (rc == 0)
-        rc = load(&e, "SELECT id, COALESCE(device, 'N/A') FROM layers", MAX_SMALL_ID, &e.devices,
-                  0, NULL, &e.ndevices);
+    if (rc == 0) /* a database of an older memscope has no layers.device: its rows read N/A */
+        rc = load(&e, has_column(e.db, "layers", "device")
+                          ? "SELECT id, COALESCE(device, 'N/A') FROM layers"
+                          : "SELECT id, 'N/A' FROM layers",
+                  MAX_SMALL_ID, &e.devices, 0, NULL, &e.ndevices);
     if (rc == 0)
         rc = load(&e, "SELECT id, pid FROM processes", MAX_ID, NULL, 0, &e.pids, &e.npids);
     if (rc == 0)

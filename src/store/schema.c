@@ -129,6 +129,10 @@ const char ms_schema_sql[] =
     "  LEFT JOIN stacks s ON s.id = e.stack_id\n"
     "  LEFT JOIN blocks b ON e.kind = 1 AND b.allocation_id = e.allocation_id\n"
     "  LEFT JOIN owners o ON o.id = b.owner_id\n"
+    /* A device's address reservations and mappings, and PyTorch's segments (the driver layer
+     * has them as HAL rows already), stay in memscope's own tables: Insight's breakdown refuses
+     * MALLOC rows of event types outside its vocabulary (docs/cuda.md). */
+    "WHERE NOT (l.device IS NOT NULL AND l.event_type IN ('VMM_RESERVE', 'VMM_MAP', 'PTA_SEGMENT'))\n"
     "ORDER BY e.id;\n";
 
 /* Only the indexes that queries cannot do without: events.id and blocks.allocation_id are

@@ -40,6 +40,16 @@ FREE|1|203
 MALLOC|0|212
 MALLOC|1|205" "$(q "$db" "SELECT Event, \"Device Id\", count(*) FROM memscope_dump
         WHERE \"Device Id\" NOT IN ('N/A','','host') AND \"Event Type\" = 'HAL' GROUP BY 1, 2")"
+    # Insight's own statement, then its breakdown's rule: MALLOC rows of PTA, MINDSPORE, ATB,
+    # HAL, PTA_WORKSPACE, HOST_PINNED only (address-space rows stay in memscope's tables)
+    assert_eq "$mode: every MALLOC row Insight reads has an Event Type its breakdown accepts" "0" \
+        "$(q "$db" "SELECT count(*) FROM (SELECT * FROM memscope_dump WHERE \"Device Id\" NOT IN
+            ('N/A','','host') ORDER BY \"Timestamp(ns)\") WHERE Event = 'MALLOC' AND \"Event Type\"
+            NOT IN ('PTA','MINDSPORE','ATB','HAL','PTA_WORKSPACE','HOST_PINNED','HOST')")"
+    assert_eq "$mode: the reservation and mappings stay in memscope's tables" "1|2|0" \
+        "$(q "$db" "SELECT (SELECT count(*) FROM blocks b JOIN layers l ON l.id = b.layer WHERE l.name = 'cuda_va:0'),
+            (SELECT count(*) FROM blocks b JOIN layers l ON l.id = b.layer WHERE l.name = 'cuda_map:0'),
+            (SELECT count(*) FROM memscope_dump WHERE \"Event Type\" IN ('VMM_RESERVE', 'VMM_MAP'))")"
     assert_eq "$mode: HAL MALLOC attrs" "alloc|208
 create|2
 alloc|4|pool" "$(q "$db" "SELECT json_extract(Attr, '\$.alloc_type'), count(*) FROM memscope_dump
@@ -249,4 +259,7 @@ assert_eq "CSV: OOM row" 'OOM_DETAIL,OOM_TRIGGER,N/A,1,N/A,"{func:cuMemAlloc,req
     "$(grep -o 'OOM_DETAIL,OOM_TRIGGER,N/A,[0-9]*,[0-9]*,[0-9]*,1,N/A,"{func:cuMemAlloc,req_size:[0-9]*' "$TMP/k.csv" |
        sed -E 's/N\/A,[0-9]+,[0-9]+,[0-9]+,/N\/A,/')"
 assert_eq "CSV: HAL rows on device 1" "408" "$(grep -c ',HAL,N/A,[0-9]*,[0-9]*,[0-9]*,1,0x' "$TMP/k.csv")"
+assert_eq "CSV: no address-space rows (as memscope_dump)" "0" "$(grep -c ',VMM_' "$TMP/k.csv")"
+assert_eq "CSV: as many rows as memscope_dump" "$(q "$TMP/dlsym.db" "SELECT count(*) + 1 FROM memscope_dump")" \
+    "$(python3 -c 'import csv, sys; print(sum(1 for _ in csv.reader(open(sys.argv[1]))))' "$TMP/k.csv")"
 done_testing

@@ -48,4 +48,12 @@ f=$(cd "$TMP/csvdir" 2>/dev/null && ls)
 assert_match "--format=csv -o DIR: memscope_<pid>_<timestamp>.csv" "^memscope_[0-9]+_20[0-9]{12}\.csv$" "$f"
 [ -f "$TMP/csvdir/$f" ] && assert_eq "--format=csv -o DIR: known MALLOC rows" "$EXPECTED" \
     "$(summary "$TMP/csvdir/$f")"
+# A database of an older memscope (no events.attr, no layers.device) still exports.
+cp "$DB" "$TMP/older.db"
+sqlite3 "$TMP/older.db" "DROP VIEW memscope_dump; ALTER TABLE events DROP COLUMN attr;
+    ALTER TABLE layers DROP COLUMN device"
+ms older export "$TMP/older.db" --format=csv -o "$TMP/older.csv"
+assert_eq "older database: export status" 0 "$RC"
+assert_eq "older database: same rows, Device Id N/A" \
+    "$(grep -c ',cpu,0x' "$TMP/e.csv")" "$(grep -c ',N/A,0x' "$TMP/older.csv")"
 done_testing

@@ -1744,6 +1744,13 @@ static int pytrace_write(struct conv *c, struct thread *t, int64_t end_ns)
 
 /* ---- CUDA driver records (src/agent/cuda.c; docs/cuda.md) ---- */
 
+/* Each CUDA layer kind's name (layers.name is "<name>:<ordinal>") and event type. */
+static const char *const cuda_layer_names[MS_CUDA_LAYERS][2] = {
+    [MS_CUDA_L_HAL] = {"cuda", "HAL"}, [MS_CUDA_L_POOL] = {"cuda_pool", "HAL"},
+    [MS_CUDA_L_PHYS] = {"cuda_vmm", "HAL"}, [MS_CUDA_L_VA] = {"cuda_va", "VMM_RESERVE"},
+    [MS_CUDA_L_MAP] = {"cuda_map", "VMM_MAP"}, [MS_CUDA_L_PTA] = {"pta", "PTA"},
+    [MS_CUDA_L_PTA_SEG] = {"pta_segment", "PTA_SEGMENT"}, [7] = {"cuda_other", "HAL"}};
+
 /* The layer of kind k (MS_CUDA_L_*) on recorded device dev (ordinal + 1, 0: unknown). */
 static int cuda_layer(struct conv *c, int k, uint64_t dev)
 {
@@ -1874,8 +1881,7 @@ static int on_cuda_mem(struct conv *c, struct stream *s, struct sbuf *b)
 /* The name a layer gets in the layers table (pools: their first name; CUDA: write_cuda_layers). */
 static void layer_label(const struct conv *c, int layer, char *buf, size_t len)
 {
-    static const char *const kinds[] = {"cuda", "cuda_pool", "cuda_vmm", "cuda_va", "cuda_map",
-                                        "pta", "pta_segment", "cuda_other"};
+    const char *const(*kinds)[2] = cuda_layer_names;
     if (layer == MS_LAYER_HEAP || layer == MS_LAYER_MMAP) {
         snprintf(buf, len, "%s", layer == MS_LAYER_HEAP ? "heap" : "mmap");
     } else if (layer == MS_LAYER_PINNED) {
@@ -1883,9 +1889,9 @@ static void layer_label(const struct conv *c, int layer, char *buf, size_t len)
     } else if (layer >= MS_LAYER_CUDA0) {
         int d = (layer - MS_LAYER_CUDA0) / MS_CUDA_LAYERS, k = (layer - MS_LAYER_CUDA0) % MS_CUDA_LAYERS;
         if (d == MS_CUDA_NODEV)
-            snprintf(buf, len, "%s:?", kinds[k]);
+            snprintf(buf, len, "%s:?", kinds[k][0]);
         else
-            snprintf(buf, len, "%s:%d", kinds[k], d);
+            snprintf(buf, len, "%s:%d", kinds[k][0], d);
     } else if (layer >= MS_LAYER_POOL0 && (size_t)(layer - MS_LAYER_POOL0) / 2 < c->npools) {
         snprintf(buf, len, "pool:%s%s", c->pools[(layer - MS_LAYER_POOL0) / 2],
                  (layer - MS_LAYER_POOL0) % 2 ? ":reserved" : "");
@@ -2290,11 +2296,7 @@ static int pass2(struct conv *c)
 /* The layers rows of the CUDA layers some event used (docs/cuda.md). */
 static int write_cuda_layers(struct conv *c)
 {
-    static const char *const kinds[][2] = {
-        [MS_CUDA_L_HAL] = {"cuda", "HAL"}, [MS_CUDA_L_POOL] = {"cuda_pool", "HAL"},
-        [MS_CUDA_L_PHYS] = {"cuda_vmm", "HAL"}, [MS_CUDA_L_VA] = {"cuda_va", "VMM_RESERVE"},
-        [MS_CUDA_L_MAP] = {"cuda_map", "VMM_MAP"}, [MS_CUDA_L_PTA] = {"pta", "PTA"},
-        [MS_CUDA_L_PTA_SEG] = {"pta_segment", "PTA_SEGMENT"}, [7] = {"cuda_other", "HAL"}};
+    const char *const(*kinds)[2] = cuda_layer_names;
     sqlite3_stmt *ly;
     int rc = prepare(c, &ly, "INSERT INTO layers VALUES (?,?,?,?)");
     int pinned = 0;

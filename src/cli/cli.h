@@ -35,4 +35,17 @@ void cli_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
  * still writing its trace (its agent keeps the descriptor). */
 int cli_holds_file(long pid, const char *path);
 
+/* run_files.c (memscope run's helpers; docs/cli.md, "Files") */
+/* Takes the lock of out_file (<out_file>.lock) until exit: 0, -EBUSY when another run holds it,
+ * or -errno. */
+int run_lock_output(const char *out_file);
+/* Prints the agents' <pid>.msg files of the trace directory dir on stderr and removes them. */
+void run_print_agent_messages(const char *dir);
+/* Whether directory dir holds nothing. */
+int run_dir_empty(const char *dir);
+/* Why the agent could not load into program (static, setuid/setgid, or unknown), in why. */
+void run_untraceable_reason(const char *program, char *why, size_t len);
+/* The pid of a process still writing one of the traces in dir (it holds the file open), or 0. */
+long run_running_writer(const char *dir);
+
 #endif

@@ -70,7 +70,7 @@ int cmd_import(int argc, char **argv)
         return 1;
     }
     if (res.warning[0])
-        cli_log(2, "import: damaged trace converted up to the damage: %s", res.warning);
+        cli_log(2, "import: damaged data was skipped, the rest converted: %s", res.warning);
     if (res.lost_events)
         cli_log(2, "import: %llu events were not recorded by the agent",
                 (unsigned long long)res.lost_events);

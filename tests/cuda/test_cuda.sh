@@ -253,6 +253,17 @@ else
     echo "skip: nvtx_known was not built (no nvtx3/nvToolsExt.h)"
 fi
 
+# a damaged PyTorch history beside a trace (<pid>.pta.pickle): a warning, the rest converts
+LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run -q --format=trace -o "$TMP/hist" -- \
+    "$CUDA_PROGS/cuda_known" dlsym >/dev/null 2>&1
+t=$(ls "$TMP"/hist/*.mst | head -1)
+printf '\x80\x04\x95garbage' > "${t%.*.mst}.pta.pickle"
+out=$("$MEMSCOPE" import "$TMP/hist" -o "$TMP/hist.db" 2>&1; echo "rc=$?")
+assert_match "damaged PyTorch history: a warning naming it, and the import succeeds" \
+    "pta.pickle: PyTorch's allocator history is unreadable and left out.*rc=0" "${out//$'\n'/ }"
+assert_eq "damaged PyTorch history: the driver rows are all there" "cuda:0|208" \
+    "$(q "$TMP/hist.db" "SELECT l.name, s.allocs FROM process_stats s JOIN layers l ON l.id = s.layer WHERE l.name = 'cuda:0'")"
+
 # the CSV export: Device Id and the CUDA rows
 "$MEMSCOPE" export "$TMP/dlsym.db" --format=csv > "$TMP/k.csv"
 assert_eq "CSV: OOM row" 'OOM_DETAIL,OOM_TRIGGER,N/A,1,N/A,"{func:cuMemAlloc,req_size:17179869184' \

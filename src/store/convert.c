@@ -15,54 +15,12 @@
  *     the events and blocks rows 64 to a statement (batch.c), blocks rows in about allocation
  *     order (write_block), indexes are created before loading (open_db), and the file is renamed
  *     over db_path on success only.
+ *   - The CUDA driver records and PyTorch's allocator history are convert_cuda.c's; the state
+ *     both files share is in convert_internal.h.
  * Caps (MAX_*) bound what a hostile or corrupt trace can make us allocate. */
-#include "store.h"
+#include "convert_internal.h"
 
-#include "addrmap.h"
-#include "batch.h"
-#include "error.h"
-#include "files.h"
-#include "reader.h"
-#include "snapshot.h"
-#include "schema.h"
-#include "strtab.h"
-#include "symbolize.h"
-#include "version.h"
-
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <sqlite3.h>
-#include <stdarg.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#define MAX_FILES 65536u
-#define MAX_THREADS (1u << 20)        /* over all files */
-#define MAX_STACKS (1u << 26)         /* over all files */
-#define MAX_STACK_PCS (1ull << 30)    /* pcs held over all stacks */
-#define MAX_MODULES 65536u            /* per process */
-#define MAX_LIVE (1u << 28)           /* live blocks over all processes */
-#define MAX_PCS_PER_PROCESS (1u << 26)
-#define MAX_STRINGS (1u << 26)
-#define MAX_STRING_BYTES (1ull << 32)
-#define MAX_CTEXT (1u << 24)          /* bytes of one stack's c_text */
-#define MAX_POOLS 1024u
-#define MAX_OWNER_DEPTH 64
-#define MAX_OWNER_BYTES 4096
-#define MAX_OPEN_RANGES 4096
-#define REORDER 65536u                /* blocks rows awaiting their turn (a power of two) */
-
-/* A growable byte buffer (for c_text, JSON and cmdlines); NUL-terminated after each add. */
-struct sbuf {
-    char *p;
-    size_t len, cap;
-};
-
-static int sbuf_add(struct sbuf *b, const char *s, size_t n)
+int sbuf__add(struct sbuf *b, const char *s, size_t n)
 {
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
@@ -80,13 +38,12 @@ static int sbuf_add(struct sbuf *b, const char *s, size_t n)
     return 0;
 }
 
-static int sbuf_str(struct sbuf *b, const char *s)
+int sbuf__str(struct sbuf *b, const char *s)
 {
-    return sbuf_add(b, s, strlen(s));
+    return sbuf__add(b, s, strlen(s));
 }
 
-static int sbuf_fmt(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int sbuf_fmt(struct sbuf *b, const char *fmt, ...)
+int sbuf__fmt(struct sbuf *b, const char *fmt, ...)
 {
     char tmp[512];
     va_list ap;
@@ -95,216 +52,27 @@ static int sbuf_fmt(struct sbuf *b, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return MS_EINVAL;
-    return sbuf_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+    return sbuf__add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
 /* Appends s as a JSON string literal. */
-static int sbuf_json(struct sbuf *b, const char *s, size_t n)
+int sbuf__json(struct sbuf *b, const char *s, size_t n)
 {
-    int rc = sbuf_add(b, "\"", 1);
+    int rc = sbuf__add(b, "\"", 1);
     for (size_t i = 0; i < n && rc == 0; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == '"' || c == '\\') {
             char e[2] = {'\\', (char)c};
-            rc = sbuf_add(b, e, 2);
+            rc = sbuf__add(b, e, 2);
         } else if (c < 0x20) {
-            rc = sbuf_fmt(b, "\\u%04x", c);
+            rc = sbuf__fmt(b, "\\u%04x", c);
         } else {
-            rc = sbuf_add(b, (const char *)&s[i], 1);
+            rc = sbuf__add(b, (const char *)&s[i], 1);
         }
     }
-    return rc ? rc : sbuf_add(b, "\"", 1);
+    return rc ? rc : sbuf__add(b, "\"", 1);
 }
 
-struct layer_stats {
-    int64_t allocs, frees, alloc_bytes, peak_bytes, peak_ns, live_bytes, live_blocks, unmatched;
-};
-
-/* One memory layer of one process: its live blocks and statistics. */
-struct layer_state {
-    struct ms_addrmap live; /* address -> conv.blocks slot */
-    struct layer_stats st;
-    int used;               /* a process_stats row is written (heap and mmap always) */
-};
-
-struct module {
-    uint64_t bias, lo, hi;
-    char *path;
-};
-
-/* One trace file = one traced process image. */
-struct proc {
-    char *path;
-    const char *name;          /* file name within the trace dir */
-    struct ms_trace tr;
-    int64_t id;                /* processes.id */
-    int have_process;
-    uint64_t ppid;
-    char *exe, *cmdline;       /* from the PROCESS record; cmdline NUL-separated, cmdlen bytes */
-    size_t cmdlen;
-    struct module *mods;
-    size_t nmods, amods;
-    struct ms_addrmap stack_ids; /* trace stack id -> database stack id */
-    struct ms_addrmap pyframe_ids; /* trace Python frame id -> conv.pyframes index + 1 */
-    struct ms_addrmap pystack_ids; /* trace stack id -> conv.pystacks index + 1 */
-    struct ms_addrmap kernels;   /* CUDA function handle -> conv.kernels index + 1 */
-    /* PyTorch's CUDA caching allocator as the Python package saved it at exit
-     * (<pid>.pta.pickle beside the trace, docs/cuda.md), NULL when none */
-    struct ms_snapshot *pta;
-    uint32_t stack_first, stack_end; /* this file's range in conv.stacks */
-    int64_t first_ns, last_ns;
-    int have_events;
-    uint64_t lost;
-    struct layer_state *ls;    /* by layer id; see proc_layer() */
-    size_t nls;
-    int64_t steps;             /* memscope_step() calls so far: the current step is steps + 1 */
-    int64_t step_start_ns;
-};
-
-/* Trace stack ids of the PyTorch allocator's stacks: PTA_STACK_BASE + the snapshot's stack id
- * (the agent's ids are below 2^21). */
-#define PTA_STACK_BASE 0xc0000000u
-
-struct stack_def {
-    uint64_t *pcs;
-    uint32_t depth;
-    uint32_t trace_id;  /* the id in its trace file (for its PYSTACK record) */
-};
-
-/* A Python code object described by a PYFRAME record. */
-struct pyframe {
-    char *file, *func;
-    int64_t firstline;
-};
-
-/* The Python part of a stack (PYSTACK record): frame ids and lines, innermost first. */
-struct pystack {
-    uint32_t *pairs;
-    uint32_t depth;
-};
-
-/* A range (memscope_range_push) not popped yet. */
-struct open_range {
-    int64_t id, start_ns, start_event;
-    char *name;
-};
-
-struct thread {
-    uint32_t proc, serial, tid;
-    int64_t first_ns, last_ns;
-    uint64_t events;
-    /* Owner labels pushed on this thread, joined with '@' in owner (owner_len bytes);
-     * owner_ends[i] is the length after label i. owner_id is the owners row of the join. */
-    char *owner;
-    size_t owner_len, owner_cap;
-    size_t owner_ends[MAX_OWNER_DEPTH];
-    int owner_depth, owner_overflow;
-    int64_t owner_id;
-    struct open_range *ranges;
-    int nranges, aranges;
-    /* Tracer calls not returned yet: frame id and start time. */
-    struct pycall { uint32_t frame; int64_t start_ns; } *calls;
-    size_t ncalls, acalls_sz;
-};
-
-/* A block that is live now. */
-struct block {
-    int64_t alloc_id, addr, size, alloc_ns, alloc_event_id, stack_id; /* stack_id 0: none */
-    int64_t owner_id, step; /* owner_id 0: none */
-    int64_t base_owner_id;  /* the owner at allocation (describe tags extend it) */
-    uint32_t thread_id;   /* threads.id */
-    uint32_t next_free;   /* free-list link when the slot is unused */
-    const char *func;
-};
-
-/* A blocks row waiting in conv.closed to be written (block_close). */
-struct closed_block {
-    struct block b;           /* b.alloc_id 0: an empty place */
-    int64_t process_id, free_ns, free_event;
-    int layer, have_free;
-};
-
-/* One thread's records, positioned at its next event. */
-struct stream {
-    struct ms_trace_stream s;
-    struct ms_record r;
-    int64_t ts;           /* r.ns as epoch ns */
-    uint32_t proc, serial, thread;
-    /* A stream of the PyTorch allocator's events of one device (the snapshot's device trace),
-     * merged by time with the traced threads; NULL for a traced thread. */
-    const struct ms_snap_trace *pta;
-    uint64_t pta_next;
-    struct pta_pre *pre;  /* blocks and segments older than the trace, streamed first */
-    size_t npre, pre_next;
-    struct pta_size *sizes; /* the allocs whose block is live at the end, by event index */
-    size_t nsizes, size_next;
-    const char *func;     /* the function name of the current pseudo record */
-    uint64_t requested;   /* the size the program asked for (alloc), 0 when not known */
-    uint32_t owner_thread; /* PyTorch allocator: the thread whose owner its blocks take */
-};
-
-/* An alloc of the trace whose block is live in the snapshot's final state, which gives the
- * block's size as the allocator rounded it. */
-struct pta_size {
-    uint64_t event, size;
-};
-
-/* A PyTorch allocator block or segment allocated before its trace began (its free is in the
- * trace, or it is live in the snapshot's final state, without an alloc in the trace). */
-struct pta_pre {
-    uint64_t addr, size;
-    uint32_t stack;
-    int seg;
-};
-
-struct conv {
-    const struct ms_store_options *o;
-    struct ms_store_result *res;
-    char *err;
-    size_t errlen;
-    sqlite3 *db;
-    char *tmp_path;
-
-    struct proc *procs;
-    size_t nprocs;
-    struct stack_def *stacks;
-    size_t nstacks, astacks;
-    uint64_t stack_pcs;
-    struct thread *threads;
-    size_t nthreads;
-    struct block *blocks;
-    size_t nblocks, ablocks;
-    uint32_t free_block;
-    size_t live_total;
-    /* Blocks rows are written in allocation-id order as far as a window of REORDER ids allows
-     * (write_block): closed[id % REORDER] holds closed block id until every id before it is
-     * written or passed over. closed_next: the smallest id neither written nor passed over. */
-    struct closed_block *closed;
-    int64_t closed_next;
-
-    int64_t next_event, next_alloc, next_frame, next_module, next_range;
-    struct ms_strtab strings;
-    struct ms_strtab owners;  /* owner strings -> owners.id */
-    struct ms_symcache symcache; /* ELF files read for symbolization, shared by processes */
-    char **pools;             /* pool names; pool i has layers MS_LAYER_POOL0 + 2i and + 2i + 1 */
-    size_t npools;
-    struct pyframe *pyframes;
-    size_t npyframes, apyframes;
-    struct pystack *pystacks;
-    size_t npystacks, apystacks;
-
-    char **kernels;           /* CUDA kernel names (CUDA_FUNC records) */
-    size_t nkernels, akernels;
-    uint8_t cuda_layers[MS_CUDA_LAYERS * (MS_CUDA_NODEV + 1)]; /* device layers used */
-    /* The Attr additions of the next events row (JSON object text), NULL for none: set by the
-     * CUDA events just before they write their row, taken by write_event_full. */
-    const char *attr;
-    size_t attr_len;
-
-    struct ms_batch events_ins, blocks_ins; /* multi-row INSERTs of the per-event rows */
-    sqlite3_stmt *ins_string, *ins_frame, *ins_stack, *ins_stack_frame;
-    sqlite3_stmt *ins_owner, *ins_step, *ins_range, *ins_pytrace;
-};
 
 static int fail(struct conv *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(struct conv *c, int rc, const char *fmt, ...)
@@ -323,7 +91,7 @@ static int db_fail(struct conv *c, const char *what)
     return fail(c, MS_EDB, "database %s: %s: %s", c->tmp_path, what, sqlite3_errmsg(c->db));
 }
 
-static int oom(struct conv *c, const char *what)
+int conv__oom(struct conv *c, const char *what)
 {
     return fail(c, MS_ENOMEM, "out of memory or over a size cap (%s)", what);
 }
@@ -331,11 +99,11 @@ static int oom(struct conv *c, const char *what)
 /* An error of an ms_batch call (what: the insert). */
 static int batch_fail(struct conv *c, int rc, const char *what)
 {
-    return rc == MS_EDB ? db_fail(c, what) : oom(c, what);
+    return rc == MS_EDB ? db_fail(c, what) : conv__oom(c, what);
 }
 
 /* Runs one prepared insert that has its parameters bound. */
-static int step_reset(struct conv *c, sqlite3_stmt *st, const char *what)
+int conv__step_reset(struct conv *c, sqlite3_stmt *st, const char *what)
 {
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
@@ -347,7 +115,7 @@ static int exec_sql(struct conv *c, const char *sql, const char *what)
     return sqlite3_exec(c->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : db_fail(c, what);
 }
 
-static int prepare(struct conv *c, sqlite3_stmt **st, const char *sql)
+int conv__prepare(struct conv *c, sqlite3_stmt **st, const char *sql)
 {
     return sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) == SQLITE_OK
                ? 0 : db_fail(c, "prepare");
@@ -418,7 +186,7 @@ static int list_traces(struct conv *c)
             cap = cap ? cap * 2 : 16;
             struct proc *p = realloc(c->procs, cap * sizeof *p);
             if (!p) {
-                rc = oom(c, "trace list");
+                rc = conv__oom(c, "trace list");
                 break;
             }
             c->procs = p;
@@ -428,7 +196,7 @@ static int list_traces(struct conv *c)
         size_t dl = strlen(dir);
         p->path = malloc(dl + len + 2);
         if (!p->path) {
-            rc = oom(c, "trace list");
+            rc = conv__oom(c, "trace list");
             break;
         }
         memcpy(p->path, dir, dl);
@@ -457,33 +225,6 @@ static unsigned trace_version(const char *path)
         close(fd);
     }
     return v;
-}
-
-/* Loads <trace dir>/<pid>.pta.pickle, PyTorch's allocator history that memscope's Python
- * package saved when the process exited. A file that cannot be read is a warning: the rest of
- * the run converts without it. */
-static void load_pta(struct conv *c, struct proc *p)
-{
-    char path[PATH_MAX];
-    struct stat st;
-    snprintf(path, sizeof path, "%s/%llu.pta.pickle", c->o->trace_dir,
-             (unsigned long long)p->tr.hdr.pid);
-    if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
-        return;
-    struct ms_snapshot *s = calloc(1, sizeof *s);
-    if (!s)
-        return;
-    ms_snapshot_init(s, NULL);
-    if (ms_snapshot_load_file(s, path) < 0) {
-        if (!c->res->warning[0])
-            snprintf(c->res->warning, sizeof c->res->warning,
-                     "%.200s: PyTorch's allocator history is unreadable and left out: %.250s",
-                     path, s->err);
-        ms_snapshot_release(s);
-        free(s);
-        return;
-    }
-    p->pta = s;
 }
 
 static int open_traces(struct conv *c)
@@ -522,30 +263,29 @@ static int open_traces(struct conv *c)
     }
     for (size_t i = 0; i < c->nprocs; i++)
         if (i + 1 == c->nprocs || c->procs[i + 1].tr.hdr.pid != c->procs[i].tr.hdr.pid)
-            load_pta(c, &c->procs[i]); /* the pid's last image: the one that exited */
+            conv__load_pta(c, &c->procs[i]); /* the pid's last image: the one that exited */
     return 0;
 }
 
-static struct layer_state *proc_layer(struct conv *c, struct proc *p, int layer);
 
 /* Every process has heap and mmap statistics, even when empty. */
 static int init_layers(struct conv *c)
 {
     for (size_t i = 0; i < c->nprocs; i++)
-        if (!proc_layer(c, &c->procs[i], MS_LAYER_HEAP) ||
-            !proc_layer(c, &c->procs[i], MS_LAYER_MMAP))
+        if (!conv__proc_layer(c, &c->procs[i], MS_LAYER_HEAP) ||
+            !conv__proc_layer(c, &c->procs[i], MS_LAYER_MMAP))
             return MS_ENOMEM;
     return 0;
 }
 
 /* The state of layer id in process p, created on first use; NULL when out of memory. */
-static struct layer_state *proc_layer(struct conv *c, struct proc *p, int layer)
+struct layer_state *conv__proc_layer(struct conv *c, struct proc *p, int layer)
 {
     if ((size_t)layer >= p->nls) {
         size_t n = (size_t)layer + 1 < MS_LAYER_POOL0 ? MS_LAYER_POOL0 : (size_t)layer + 8;
         struct layer_state *ls = realloc(p->ls, n * sizeof *ls);
         if (!ls) {
-            oom(c, "layers");
+            conv__oom(c, "layers");
             return NULL;
         }
         for (size_t i = p->nls; i < n; i++) {
@@ -567,12 +307,12 @@ static int add_stack(struct conv *c, struct proc *p, const struct ms_record *r)
     if (ms_addrmap_get(&p->stack_ids, r->stack_id, &have))
         return 0; /* first definition wins */
     if (c->nstacks >= MAX_STACKS || c->stack_pcs + r->depth > MAX_STACK_PCS)
-        return oom(c, "stacks");
+        return conv__oom(c, "stacks");
     if (c->nstacks == c->astacks) {
         size_t n = c->astacks ? c->astacks * 2 : 1024;
         struct stack_def *s = realloc(c->stacks, n * sizeof *s);
         if (!s)
-            return oom(c, "stacks");
+            return conv__oom(c, "stacks");
         c->stacks = s;
         c->astacks = n;
     }
@@ -583,18 +323,18 @@ static int add_stack(struct conv *c, struct proc *p, const struct ms_record *r)
     if (r->depth) {
         s->pcs = malloc(r->depth * sizeof *s->pcs);
         if (!s->pcs)
-            return oom(c, "stacks");
+            return conv__oom(c, "stacks");
         memcpy(s->pcs, r->pcs, r->depth * sizeof *s->pcs);
     }
     c->stack_pcs += r->depth;
     c->nstacks++;
     if (ms_addrmap_put(&p->stack_ids, r->stack_id, (uint32_t)c->nstacks) < 0)
-        return oom(c, "stack ids");
+        return conv__oom(c, "stack ids");
     return 0;
 }
 
 /* Grows array *a of n elements of size sz to hold one more (cap: max elements). */
-static int grow(void **a, size_t *alloc, size_t n, size_t sz, size_t max)
+int conv__grow(void **a, size_t *alloc, size_t n, size_t sz, size_t max)
 {
     if (n < *alloc)
         return 0;
@@ -614,9 +354,9 @@ static int add_pyframe(struct conv *c, struct proc *p, const struct ms_record *r
     uint32_t have;
     if (ms_addrmap_get(&p->pyframe_ids, r->addr, &have))
         return 0;
-    if (grow((void **)&c->pyframes, &c->apyframes, c->npyframes, sizeof *c->pyframes,
-             MAX_STACKS) < 0)
-        return oom(c, "Python frames");
+    if (conv__grow((void **)&c->pyframes, &c->apyframes, c->npyframes, sizeof *c->pyframes,
+                   MAX_STACKS) < 0)
+        return conv__oom(c, "Python frames");
     const char *nul = memchr(r->str1, 0, r->len1);
     size_t fl = nul ? (size_t)(nul - r->str1) : r->len1;
     size_t nl = nul ? r->len1 - fl - 1 : 0;
@@ -627,11 +367,11 @@ static int add_pyframe(struct conv *c, struct proc *p, const struct ms_record *r
     if (!f->file || !f->func) {
         free(f->file);
         free(f->func);
-        return oom(c, "Python frames");
+        return conv__oom(c, "Python frames");
     }
     c->npyframes++;
     if (ms_addrmap_put(&p->pyframe_ids, r->addr, (uint32_t)c->npyframes) < 0)
-        return oom(c, "Python frames");
+        return conv__oom(c, "Python frames");
     return 0;
 }
 
@@ -640,19 +380,19 @@ static int add_pystack(struct conv *c, struct proc *p, const struct ms_record *r
     uint32_t have;
     if (ms_addrmap_get(&p->pystack_ids, r->stack_id, &have))
         return 0;
-    if (grow((void **)&c->pystacks, &c->apystacks, c->npystacks, sizeof *c->pystacks,
-             MAX_STACKS) < 0)
-        return oom(c, "Python stacks");
+    if (conv__grow((void **)&c->pystacks, &c->apystacks, c->npystacks, sizeof *c->pystacks,
+                   MAX_STACKS) < 0)
+        return conv__oom(c, "Python stacks");
     struct pystack *ps = &c->pystacks[c->npystacks];
     ps->depth = r->depth;
     ps->pairs = malloc((2 * (size_t)r->depth + 1) * sizeof *ps->pairs);
     if (!ps->pairs)
-        return oom(c, "Python stacks");
+        return conv__oom(c, "Python stacks");
     for (size_t i = 0; i < 2 * (size_t)r->depth; i++)
         ps->pairs[i] = (uint32_t)r->pcs[i];
     c->npystacks++;
     if (ms_addrmap_put(&p->pystack_ids, r->stack_id, (uint32_t)c->npystacks) < 0)
-        return oom(c, "Python stacks");
+        return conv__oom(c, "Python stacks");
     return 0;
 }
 
@@ -668,9 +408,9 @@ static int py_text(struct conv *c, struct proc *p, const struct stack_def *sd, s
         uint32_t st = sd->trace_id - PTA_STACK_BASE;
         for (uint32_t k = 0, f; (f = ms_snapshot_stack_frame(p->pta, st, k)) != 0; k++) {
             const struct ms_snap_frame *fr = &p->pta->frames[f];
-            if (sbuf_fmt(b, "%s%.*s(%lld): %.*s", k ? "\n" : "", (int)fr->file.n, fr->file.p,
-                         (long long)fr->line, (int)fr->func.n, fr->func.p) < 0)
-                return oom(c, "Python stack text");
+            if (sbuf__fmt(b, "%s%.*s(%lld): %.*s", k ? "\n" : "", (int)fr->file.n, fr->file.p,
+                          (long long)fr->line, (int)fr->func.n, fr->func.p) < 0)
+                return conv__oom(c, "Python stack text");
         }
         return 0;
     }
@@ -684,8 +424,8 @@ static int py_text(struct conv *c, struct proc *p, const struct stack_def *sd, s
             file = c->pyframes[fi - 1].file;
             func = c->pyframes[fi - 1].func;
         }
-        if (sbuf_fmt(b, "%s%s(%u): %s", i ? "\n" : "", file, ps->pairs[2 * i + 1], func) < 0)
-            return oom(c, "Python stack text");
+        if (sbuf__fmt(b, "%s%s(%u): %s", i ? "\n" : "", file, ps->pairs[2 * i + 1], func) < 0)
+            return conv__oom(c, "Python stack text");
     }
     return 0;
 }
@@ -697,19 +437,19 @@ static int add_module(struct conv *c, struct proc *p, const struct ms_record *r)
             strlen(p->mods[i].path) == r->len1 && !memcmp(p->mods[i].path, r->str1, r->len1))
             return 0;
     if (p->nmods >= MAX_MODULES)
-        return oom(c, "modules");
+        return conv__oom(c, "modules");
     if (p->nmods == p->amods) {
         size_t n = p->amods ? p->amods * 2 : 32;
         struct module *m = realloc(p->mods, n * sizeof *m);
         if (!m)
-            return oom(c, "modules");
+            return conv__oom(c, "modules");
         p->mods = m;
         p->amods = n;
     }
     struct module *m = &p->mods[p->nmods];
     m->path = strndup(r->str1, r->len1);
     if (!m->path)
-        return oom(c, "modules");
+        return conv__oom(c, "modules");
     m->bias = r->bias;
     m->lo = r->lo;
     m->hi = r->hi;
@@ -724,7 +464,7 @@ static int add_process(struct conv *c, struct proc *p, const struct ms_record *r
     p->exe = strndup(r->str1, r->len1);
     p->cmdline = malloc(r->len2 + 1);
     if (!p->exe || !p->cmdline)
-        return oom(c, "process record");
+        return conv__oom(c, "process record");
     memcpy(p->cmdline, r->str2, r->len2);
     p->cmdline[r->len2] = 0;
     p->cmdlen = r->len2;
@@ -738,16 +478,17 @@ static int add_kernel(struct conv *c, struct proc *p, const struct ms_record *r)
 {
     if (c->nkernels >= MAX_STACKS)
         return fail(c, MS_ELIMIT, "more than %u kernel names", MAX_STACKS);
-    if (grow((void **)&c->kernels, &c->akernels, c->nkernels, sizeof *c->kernels, MAX_STACKS) < 0)
-        return oom(c, "kernel names");
+    if (conv__grow((void **)&c->kernels, &c->akernels, c->nkernels, sizeof *c->kernels,
+                   MAX_STACKS) < 0)
+        return conv__oom(c, "kernel names");
     char *name = malloc(r->len1 + 1);
     if (!name)
-        return oom(c, "kernel names");
+        return conv__oom(c, "kernel names");
     memcpy(name, r->str1, r->len1);
     name[r->len1] = 0;
     c->kernels[c->nkernels++] = name;
     if (ms_addrmap_put(&p->kernels, r->addr, (uint32_t)c->nkernels) < 0)
-        return oom(c, "kernel names");
+        return conv__oom(c, "kernel names");
     return 0;
 }
 
@@ -755,7 +496,7 @@ static int pass1(struct conv *c)
 {
     struct ms_trace_cursor *cur = calloc(1, sizeof *cur);
     if (!cur)
-        return oom(c, "cursor");
+        return conv__oom(c, "cursor");
     int rc = 0;
     for (size_t i = 0; i < c->nprocs && rc == 0; i++) {
         struct proc *p = &c->procs[i];
@@ -808,12 +549,12 @@ static int intern(struct conv *c, const char *s, int64_t *id)
         return 0;
     }
     if (ms_strtab_intern(&c->strings, s, strlen(s), id, &is_new) < 0)
-        return oom(c, "strings");
+        return conv__oom(c, "strings");
     if (!is_new)
         return 0;
     sqlite3_bind_int64(c->ins_string, 1, *id);
     sqlite3_bind_text(c->ins_string, 2, s, -1, SQLITE_STATIC);
-    return step_reset(c, c->ins_string, "insert string");
+    return conv__step_reset(c, c->ins_string, "insert string");
 }
 
 static const char *base_name(const char *path)
@@ -844,13 +585,13 @@ static char *demangle(const char *name)
 static int format_line(struct sbuf *b, const struct ms_sym_frame *f,
                        const struct ms_sym_module *m, uint64_t pc)
 {
-    int rc = sbuf_str(b, f->func ? f->func : "??");
+    int rc = sbuf__str(b, f->func ? f->func : "??");
     if (rc == 0 && f->file)
-        rc = sbuf_fmt(b, " (%s:%d)", f->file, f->line);
+        rc = sbuf__fmt(b, " (%s:%d)", f->file, f->line);
     else if (rc == 0 && m)
-        rc = sbuf_fmt(b, " (%s+0x%llx)", base_name(m->path), (unsigned long long)(pc - m->bias));
+        rc = sbuf__fmt(b, " (%s+0x%llx)", base_name(m->path), (unsigned long long)(pc - m->bias));
     else if (rc == 0)
-        rc = sbuf_fmt(b, " (0x%llx)", (unsigned long long)pc);
+        rc = sbuf__fmt(b, " (0x%llx)", (unsigned long long)pc);
     return rc;
 }
 
@@ -877,12 +618,12 @@ static int symbolize_pc(struct conv *c, struct ms_symbolizer *sym, uint64_t pc,
         if (rc == 0)
             rc = intern(c, fr[i].file, &sid);
         if (rc == 0 && i)
-            rc = sbuf_add(&b, "\n", 1);
+            rc = sbuf__add(&b, "\n", 1);
         if (rc == 0)
             rc = format_line(&b, &fr[i], m, pc);
         free(readable);
         if (rc == MS_ENOMEM)
-            rc = oom(c, "c_text");
+            rc = conv__oom(c, "c_text");
         if (rc < 0) {
             free(b.p);
             return rc;
@@ -896,7 +637,7 @@ static int symbolize_pc(struct conv *c, struct ms_symbolizer *sym, uint64_t pc,
         bind_opt(st, 6, sid, sid != 0);
         bind_opt(st, 7, fr[i].line, fr[i].file && fr[i].line > 0);
         bind_opt(st, 8, lid, lid != 0);
-        if ((rc = step_reset(c, st, "insert frame")) < 0) {
+        if ((rc = conv__step_reset(c, st, "insert frame")) < 0) {
             free(b.p);
             return rc;
         }
@@ -908,7 +649,7 @@ static int symbolize_pc(struct conv *c, struct ms_symbolizer *sym, uint64_t pc,
 static int write_modules(struct conv *c, struct proc *p, struct ms_sym_module *out)
 {
     sqlite3_stmt *st;
-    int rc = prepare(c, &st, "INSERT INTO modules VALUES (?,?,?,?,?,?)");
+    int rc = conv__prepare(c, &st, "INSERT INTO modules VALUES (?,?,?,?,?,?)");
     for (size_t i = 0; i < p->nmods && rc == 0; i++) {
         struct module *m = &p->mods[i];
         /* The main program may be reported without a path (dl_iterate_phdr's ""). */
@@ -920,7 +661,7 @@ static int write_modules(struct conv *c, struct proc *p, struct ms_sym_module *o
         sqlite3_bind_int64(st, 4, (int64_t)m->bias);
         sqlite3_bind_int64(st, 5, (int64_t)m->lo);
         sqlite3_bind_int64(st, 6, (int64_t)m->hi);
-        rc = step_reset(c, st, "insert module");
+        rc = conv__step_reset(c, st, "insert module");
     }
     sqlite3_finalize(st);
     return rc;
@@ -930,12 +671,12 @@ static int symbolize_process(struct conv *c, struct proc *p)
 {
     struct ms_sym_module *mods = calloc(p->nmods + 1, sizeof *mods);
     if (!mods)
-        return oom(c, "modules");
+        return conv__oom(c, "modules");
     int rc = write_modules(c, p, mods);
     struct ms_symbolizer sym;
     if (rc == 0 && ms_symbolizer_init(&sym, c->o->symbolize ? &c->symcache : NULL, mods,
                                       p->nmods) < 0)
-        rc = oom(c, "symbolizer");
+        rc = conv__oom(c, "symbolizer");
     free(mods);
     if (rc < 0)
         return rc;
@@ -963,7 +704,7 @@ static int symbolize_process(struct conv *c, struct proc *p)
                     size_t n = ainfo ? ainfo * 2 : 1024;
                     struct pcinfo *ni = realloc(info, n * sizeof *ni);
                     if (!ni) {
-                        rc = oom(c, "pcs");
+                        rc = conv__oom(c, "pcs");
                         break;
                     }
                     info = ni;
@@ -971,7 +712,7 @@ static int symbolize_process(struct conv *c, struct proc *p)
                 }
                 idx = (uint32_t)ninfo;
                 if (ms_addrmap_put(&pcs, pc, idx) < 0) {
-                    rc = oom(c, "pcs");
+                    rc = conv__oom(c, "pcs");
                     break;
                 }
                 info[ninfo].text = NULL;
@@ -981,18 +722,18 @@ static int symbolize_process(struct conv *c, struct proc *p)
             }
             const struct pcinfo *pi = &info[idx];
             if (text.len + strlen(pi->text) + 1 > MAX_CTEXT) {
-                rc = oom(c, "c_text");
+                rc = conv__oom(c, "c_text");
                 break;
             }
-            if ((k && sbuf_add(&text, "\n", 1) < 0) || sbuf_str(&text, pi->text) < 0) {
-                rc = oom(c, "c_text");
+            if ((k && sbuf__add(&text, "\n", 1) < 0) || sbuf__str(&text, pi->text) < 0) {
+                rc = conv__oom(c, "c_text");
                 break;
             }
             for (uint32_t f = 0; f < pi->nframes && rc == 0; f++) {
                 sqlite3_bind_int64(c->ins_stack_frame, 1, (int64_t)s + 1);
                 sqlite3_bind_int64(c->ins_stack_frame, 2, pos++);
                 sqlite3_bind_int64(c->ins_stack_frame, 3, pi->first_frame + f);
-                rc = step_reset(c, c->ins_stack_frame, "insert stack frame");
+                rc = conv__step_reset(c, c->ins_stack_frame, "insert stack frame");
             }
         }
         if (rc < 0)
@@ -1008,7 +749,7 @@ static int symbolize_process(struct conv *c, struct proc *p)
         else
             sqlite3_bind_null(c->ins_stack, 5);
         if (rc == 0)
-            rc = step_reset(c, c->ins_stack, "insert stack");
+            rc = conv__step_reset(c, c->ins_stack, "insert stack");
         free(sd->pcs); /* no longer needed: events refer to the stack by id */
         sd->pcs = NULL;
     }
@@ -1051,144 +792,12 @@ static void heap_down(struct stream **h, size_t n, size_t i)
     h[i] = x;
 }
 
-/* The PyTorch allocator's actions that are memory events (docs/cuda.md), as pseudo records:
- * fn = PTA_FN + the action. */
-#define PTA_FN 0x1000
-
-static int cmp_u64(const void *a, const void *b);
-
-/* The blocks and segments of device trace t (of snapshot sn) allocated before the trace began,
- * as import.c finds them: freed in the trace without an alloc there, or live in the final state
- * without one. Fills s->pre; 0 or an error (set). */
-static int pta_find_pre(struct conv *c, const struct ms_snapshot *sn, const struct ms_snap_trace *t,
-                        struct stream *s)
-{
-    struct ms_addrmap live[2];
-    size_t cap = 0, scap = 0;
-    int rc = 0;
-    ms_addrmap_init(&live[0], MAX_LIVE);
-    ms_addrmap_init(&live[1], MAX_LIVE);
-#define PRE(a_, n_, st_, seg_)                                                                  \
-    do {                                                                                        \
-        if (grow((void **)&s->pre, &cap, s->npre, sizeof *s->pre, MAX_LIVE) < 0) {              \
-            rc = oom(c, "PyTorch allocator");                                                   \
-            goto out;                                                                           \
-        }                                                                                       \
-        s->pre[s->npre++] = (struct pta_pre){(a_), (n_), (st_), (seg_)};                        \
-    } while (0)
-    for (uint64_t i = 0; i < t->nevents; i++) {
-        const struct ms_snap_event *e = &t->events[i];
-        int seg = e->action >= MS_SA_SEGMENT_ALLOC && e->action <= MS_SA_SEGMENT_UNMAP;
-        uint32_t v;
-        if (e->action == MS_SA_ALLOC || e->action == MS_SA_SEGMENT_ALLOC ||
-            e->action == MS_SA_SEGMENT_MAP) {
-            if (i >= UINT32_MAX || ms_addrmap_put(&live[seg], e->addr, (uint32_t)i) < 0) {
-                rc = oom(c, "PyTorch allocator");
-                goto out;
-            }
-        } else if (e->action == MS_SA_FREE_COMPLETED || e->action == MS_SA_SEGMENT_FREE ||
-                   e->action == MS_SA_SEGMENT_UNMAP) {
-            if (!ms_addrmap_del(&live[seg], e->addr, &v))
-                PRE(e->addr, e->size, e->stack, seg);
-        }
-    }
-    for (uint64_t i = 0; i < sn->nsegs; i++) {
-        const struct ms_snap_segment *g = &sn->segs[i];
-        uint32_t v;
-        if (g->device != t->device)
-            continue;
-        if (!ms_addrmap_get(&live[1], g->addr, &v))
-            PRE(g->addr, g->total, g->stack, 1);
-        for (uint64_t j = 0; j < g->nblocks; j++) {
-            const struct ms_snap_block *b = &sn->blocks[g->first_block + j];
-            if (b->state != MS_SB_ACTIVE_ALLOCATED && b->state != MS_SB_ACTIVE_PENDING_FREE)
-                continue;
-            if (!ms_addrmap_get(&live[0], b->addr, &v)) {
-                PRE(b->addr, b->size, b->stack, 0);
-            } else { /* allocated in the trace: its rounded size */
-                if (grow((void **)&s->sizes, &scap, s->nsizes, sizeof *s->sizes, MAX_LIVE) < 0) {
-                    rc = oom(c, "PyTorch allocator");
-                    goto out;
-                }
-                s->sizes[s->nsizes++] = (struct pta_size){v, b->size};
-            }
-        }
-    }
-    qsort(s->sizes, s->nsizes, sizeof *s->sizes, cmp_u64); /* by event (the first member) */
-#undef PRE
-out:
-    ms_addrmap_release(&live[0]);
-    ms_addrmap_release(&live[1]);
-    return rc;
-}
-
-/* Advances a PyTorch allocator stream to its next memory event; 1, or 0 at its end. */
-static int pta_fill(struct conv *c, struct stream *s)
-{
-    struct proc *p = &c->procs[s->proc];
-    if (s->pre_next < s->npre) { /* older than the trace: at its first time */
-        const struct pta_pre *x = &s->pre[s->pre_next++];
-        for (uint64_t i = 0; !s->ts && i < s->pta->nevents; i++)
-            if (s->pta->events[i].time_us != MS_SNAP_NO_TIME &&
-                s->pta->events[i].time_us > 0 && s->pta->events[i].time_us < INT64_MAX / 1000)
-                s->ts = s->pta->events[i].time_us * 1000;
-        if (!s->ts)
-            s->ts = (int64_t)p->tr.hdr.start_real_ns;
-        memset(&s->r, 0, sizeof s->r);
-        s->r.type = MS_REC_EXTENSION;
-        s->r.fn = PTA_FN + (x->seg ? MS_SA_SEGMENT_ALLOC : MS_SA_ALLOC);
-        s->r.addr = x->addr;
-        s->r.size = x->size;
-        s->r.stack_id = x->stack ? PTA_STACK_BASE + x->stack : 0;
-        s->func = "pre_trace";
-        s->requested = 0;
-        return 1;
-    }
-    s->func = NULL;
-    while (s->pta_next < s->pta->nevents) {
-        const struct ms_snap_event *e = &s->pta->events[s->pta_next++];
-        if (e->time_us != MS_SNAP_NO_TIME && e->time_us > INT64_MIN / 1000 &&
-            e->time_us < INT64_MAX / 1000)
-            s->ts = e->time_us * 1000; /* epoch us (PyTorch's approximate clock) */
-        else if (!s->ts)
-            s->ts = (int64_t)(p->tr.hdr.start_real_ns); /* no time yet: the process's start */
-        switch (e->action) {
-        case MS_SA_ALLOC: case MS_SA_FREE_COMPLETED: case MS_SA_SEGMENT_ALLOC:
-        case MS_SA_SEGMENT_MAP: case MS_SA_SEGMENT_FREE: case MS_SA_SEGMENT_UNMAP:
-            memset(&s->r, 0, sizeof s->r);
-            s->r.type = MS_REC_EXTENSION;
-            s->r.fn = PTA_FN + e->action;
-            s->r.addr = e->addr;
-            s->r.size = e->size;
-            s->r.stack_id = e->stack ? PTA_STACK_BASE + e->stack : 0;
-            s->requested = 0;
-            if (e->action == MS_SA_ALLOC) {
-                /* PyTorch's trace has the size asked for; blocks are the allocator's rounded
-                 * size (what torch.cuda.memory_allocated() counts): the final state's for a
-                 * block live at the end, else the allocator's rounding to 512 bytes. */
-                uint64_t i = s->pta_next - 1;
-                while (s->size_next < s->nsizes && s->sizes[s->size_next].event < i)
-                    s->size_next++;
-                s->requested = e->size;
-                if (s->size_next < s->nsizes && s->sizes[s->size_next].event == i)
-                    s->r.size = s->sizes[s->size_next].size;
-                else
-                    s->r.size = e->size < 512 ? 512 : (e->size + 511) / 512 * 512;
-            }
-            return 1;
-        default:
-            break; /* free_requested (the block ends at free_completed), oom, snapshot, ... */
-        }
-    }
-    return 0;
-}
-
 /* Advances s to its next event record; returns 1, or 0 at the end of the thread. */
 static int stream_fill(struct conv *c, struct stream *s)
 {
     struct proc *p = &c->procs[s->proc];
     if (s->pta)
-        return pta_fill(c, s);
+        return conv__pta_fill(c, s);
     while (ms_trace_stream_next(&s->s, &s->r) == 1) {
         switch (s->r.type) {
         case MS_REC_HEAP_ALLOC:
@@ -1224,12 +833,12 @@ static int block_alloc(struct conv *c, uint32_t *slot)
         return 0;
     }
     if (c->nblocks >= MAX_LIVE)
-        return oom(c, "live blocks");
+        return conv__oom(c, "live blocks");
     if (c->nblocks == c->ablocks) {
         size_t n = c->ablocks ? c->ablocks * 2 : 4096;
         struct block *b = realloc(c->blocks, n * sizeof *b);
         if (!b)
-            return oom(c, "live blocks");
+            return conv__oom(c, "live blocks");
         c->blocks = b;
         c->ablocks = n;
     }
@@ -1293,7 +902,7 @@ static int write_block(struct conv *c, const struct closed_block *cb)
     if (!c->closed) {
         c->closed = calloc(REORDER, sizeof *c->closed);
         if (!c->closed)
-            return oom(c, "blocks");
+            return conv__oom(c, "blocks");
         c->closed_next = 1;
     }
     if (id < c->closed_next)
@@ -1327,10 +936,10 @@ static int block_close(struct conv *c, struct proc *p, int layer, uint32_t slot,
 }
 
 /* Writes an events row; name and flags are the annotation columns (NULL / -1 for none). */
-static int write_event_full(struct conv *c, const struct stream *s, int kind, int layer,
-                            int64_t addr, int have_addr, int64_t size, int have_size,
-                            const char *func, int64_t stack, int64_t alloc_id, const char *name,
-                            size_t name_len, int flags)
+int conv__write_event_full(struct conv *c, const struct stream *s, int kind, int layer,
+                           int64_t addr, int have_addr, int64_t size, int have_size,
+                           const char *func, int64_t stack, int64_t alloc_id, const char *name,
+                           size_t name_len, int flags)
 {
     struct ms_cell *row;
     int rc = ms_batch_row(&c->events_ins, &row);
@@ -1358,21 +967,22 @@ static int write_event_full(struct conv *c, const struct stream *s, int kind, in
     return 0;
 }
 
-static int write_event(struct conv *c, const struct stream *s, int kind, int layer,
-                       int64_t addr, int64_t size, int have_size, const char *func,
-                       int64_t stack, int64_t alloc_id)
+int conv__write_event(struct conv *c, const struct stream *s, int kind, int layer, int64_t addr,
+                      int64_t size, int have_size, const char *func, int64_t stack,
+                      int64_t alloc_id)
 {
-    return write_event_full(c, s, kind, layer, addr, 1, size, have_size, func, stack, alloc_id,
-                            NULL, 0, -1);
+    return conv__write_event_full(c, s, kind, layer, addr, 1, size, have_size, func, stack,
+                                  alloc_id, NULL, 0, -1);
 }
 
 /* Ends the live block in slot with a FREE event by s. */
-static int free_block(struct conv *c, const struct stream *s, int layer, uint32_t slot,
-                      const char *func)
+int conv__free_block(struct conv *c, const struct stream *s, int layer, uint32_t slot,
+                     const char *func)
 {
     struct proc *p = &c->procs[s->proc];
     struct block *b = &c->blocks[slot];
-    int rc = write_event(c, s, MS_KIND_FREE, layer, b->addr, b->size, 1, func, 0, b->alloc_id);
+    int rc =
+        conv__write_event(c, s, MS_KIND_FREE, layer, b->addr, b->size, 1, func, 0, b->alloc_id);
     if (rc == 0) {
         p->ls[layer].st.frees++;
         rc = block_close(c, p, layer, slot, 1, s->ts, c->next_event);
@@ -1381,11 +991,11 @@ static int free_block(struct conv *c, const struct stream *s, int layer, uint32_
 }
 
 /* func: the allocating function's name (NULL: from the record type). */
-static int on_alloc(struct conv *c, const struct stream *s, int layer, const char *func)
+int conv__on_alloc(struct conv *c, const struct stream *s, int layer, const char *func)
 {
     struct proc *p = &c->procs[s->proc];
     const struct ms_record *r = &s->r;
-    struct layer_state *lst = proc_layer(c, p, layer);
+    struct layer_state *lst = conv__proc_layer(c, p, layer);
     if (!lst)
         return MS_ENOMEM;
     struct ms_addrmap *live = &lst->live;
@@ -1405,11 +1015,11 @@ static int on_alloc(struct conv *c, const struct stream *s, int layer, const cha
     if ((rc = block_alloc(c, &slot)) < 0)
         return rc;
     if (ms_addrmap_put(live, r->addr, slot) < 0)
-        return oom(c, "live blocks");
+        return conv__oom(c, "live blocks");
     c->live_total++;
     int64_t alloc_id = ++c->next_alloc;
-    if ((rc = write_event(c, s, MS_KIND_MALLOC, layer, (int64_t)r->addr, (int64_t)r->size, 1,
-                          func, stack, alloc_id)) < 0)
+    if ((rc = conv__write_event(c, s, MS_KIND_MALLOC, layer, (int64_t)r->addr, (int64_t)r->size, 1,
+                                func, stack, alloc_id)) < 0)
         return rc;
     struct block *b = &c->blocks[slot];
     b->alloc_id = alloc_id;
@@ -1438,20 +1048,20 @@ static int on_alloc(struct conv *c, const struct stream *s, int layer, const cha
 }
 
 /* A free of the block at s->r.addr in layer (heap free, pool free, pool release). */
-static int on_free(struct conv *c, const struct stream *s, int layer, const char *func)
+int conv__on_free(struct conv *c, const struct stream *s, int layer, const char *func)
 {
     struct proc *p = &c->procs[s->proc];
-    struct layer_state *lst = proc_layer(c, p, layer);
+    struct layer_state *lst = conv__proc_layer(c, p, layer);
     uint32_t slot;
     if (!lst)
         return MS_ENOMEM;
     if (ms_addrmap_del(&lst->live, s->r.addr, &slot))
-        return free_block(c, s, layer, slot, func);
+        return conv__free_block(c, s, layer, slot, func);
     lst->st.unmatched++;
-    return write_event(c, s, MS_KIND_FREE, layer, (int64_t)s->r.addr, 0, 0, func, 0, 0);
+    return conv__write_event(c, s, MS_KIND_FREE, layer, (int64_t)s->r.addr, 0, 0, func, 0, 0);
 }
 
-static int cmp_u64(const void *a, const void *b)
+int conv__cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
@@ -1464,7 +1074,7 @@ static int cmp_u64(const void *a, const void *b)
 static int on_munmap(struct conv *c, const struct stream *s)
 {
     struct proc *p = &c->procs[s->proc];
-    struct layer_state *lst = proc_layer(c, p, MS_LAYER_MMAP);
+    struct layer_state *lst = conv__proc_layer(c, p, MS_LAYER_MMAP);
     if (!lst)
         return MS_ENOMEM;
     struct ms_addrmap *live = &lst->live;
@@ -1476,7 +1086,7 @@ static int on_munmap(struct conv *c, const struct stream *s)
     if (live->count && len) {
         hits = malloc(live->count * sizeof *hits);
         if (!hits)
-            return oom(c, "munmap");
+            return conv__oom(c, "munmap");
         uint64_t key;
         uint32_t val;
         if (len / 4096 <= 4 * live->count) {
@@ -1491,19 +1101,19 @@ static int on_munmap(struct conv *c, const struct stream *s)
             for (size_t pos = 0; ms_addrmap_next(live, &pos, &key, &val);)
                 if (key >= addr && key < end)
                     hits[nhits++] = key;
-            qsort(hits, nhits, sizeof *hits, cmp_u64);
+            qsort(hits, nhits, sizeof *hits, conv__cmp_u64);
         }
     }
     for (size_t i = 0; i < nhits && rc == 0; i++) {
         uint32_t slot;
         ms_addrmap_del(live, hits[i], &slot);
-        rc = free_block(c, s, MS_LAYER_MMAP, slot, "munmap");
+        rc = conv__free_block(c, s, MS_LAYER_MMAP, slot, "munmap");
     }
     free(hits);
     if (rc == 0 && nhits == 0) {
         lst->st.unmatched++;
-        rc = write_event(c, s, MS_KIND_FREE, MS_LAYER_MMAP, (int64_t)addr, (int64_t)len, 1,
-                         "munmap", 0, 0);
+        rc = conv__write_event(c, s, MS_KIND_FREE, MS_LAYER_MMAP, (int64_t)addr, (int64_t)len, 1,
+                               "munmap", 0, 0);
     }
     return rc;
 }
@@ -1524,7 +1134,7 @@ static int pool_index(struct conv *c, const struct ms_record *r)
         c->pools = pools;
     if (!pools || !name) {
         free(name);
-        return oom(c, "pools"), -1;
+        return conv__oom(c, "pools"), -1;
     }
     memcpy(name, r->str1, r->len1);
     name[r->len1] = 0;
@@ -1541,12 +1151,12 @@ static int owner_update(struct conv *c, struct thread *t)
     }
     int is_new = 0;
     if (ms_strtab_intern(&c->owners, t->owner, t->owner_len, &t->owner_id, &is_new) < 0)
-        return oom(c, "owners");
+        return conv__oom(c, "owners");
     if (!is_new)
         return 0;
     sqlite3_bind_int64(c->ins_owner, 1, t->owner_id);
     sqlite3_bind_text(c->ins_owner, 2, t->owner, (int)t->owner_len, SQLITE_STATIC);
-    return step_reset(c, c->ins_owner, "insert owner");
+    return conv__step_reset(c, c->ins_owner, "insert owner");
 }
 
 static int owner_push(struct conv *c, struct thread *t, const char *label, size_t len)
@@ -1559,7 +1169,7 @@ static int owner_push(struct conv *c, struct thread *t, const char *label, size_
     if (need + 1 > t->owner_cap) {
         char *b = realloc(t->owner, MAX_OWNER_BYTES + 1);
         if (!b)
-            return oom(c, "owner labels");
+            return conv__oom(c, "owner labels");
         t->owner = b;
         t->owner_cap = MAX_OWNER_BYTES + 1;
     }
@@ -1599,7 +1209,7 @@ static int range_write(struct conv *c, struct thread *t, int i, int64_t end_ns, 
     bind_opt(st, 8, end_ns, end_event != 0);
     sqlite3_bind_int64(st, 9, o->start_event);
     bind_opt(st, 10, end_event, end_event != 0);
-    int rc = step_reset(c, st, "insert range");
+    int rc = conv__step_reset(c, st, "insert range");
     free(o->name);
     o->name = NULL;
     return rc;
@@ -1708,11 +1318,11 @@ static int apply_tag(struct conv *c, struct proc *p, const char *m, size_t n)
     int64_t id;
     int is_new = 0;
     if (ms_strtab_intern(&c->owners, buf, len, &id, &is_new) < 0)
-        return oom(c, "owners");
+        return conv__oom(c, "owners");
     if (is_new) {
         sqlite3_bind_int64(c->ins_owner, 1, id);
         sqlite3_bind_text(c->ins_owner, 2, buf, (int)len, SQLITE_TRANSIENT);
-        int rc = step_reset(c, c->ins_owner, "insert owner");
+        int rc = conv__step_reset(c, c->ins_owner, "insert owner");
         if (rc < 0)
             return rc;
     }
@@ -1739,305 +1349,7 @@ static int pytrace_write(struct conv *c, struct thread *t, int64_t end_ns)
     sqlite3_bind_int64(st, 4, t->tid);
     sqlite3_bind_int64(st, 5, (int64_t)p->tr.hdr.pid);
     sqlite3_bind_int64(st, 6, t->ncalls);
-    return step_reset(c, st, "insert python trace");
-}
-
-/* ---- CUDA driver records (src/agent/cuda.c; docs/cuda.md) ---- */
-
-/* Each CUDA layer kind's name (layers.name is "<name>:<ordinal>") and event type. */
-static const char *const cuda_layer_names[MS_CUDA_LAYERS][2] = {
-    [MS_CUDA_L_HAL] = {"cuda", "HAL"}, [MS_CUDA_L_POOL] = {"cuda_pool", "HAL"},
-    [MS_CUDA_L_PHYS] = {"cuda_vmm", "HAL"}, [MS_CUDA_L_VA] = {"cuda_va", "VMM_RESERVE"},
-    [MS_CUDA_L_MAP] = {"cuda_map", "VMM_MAP"}, [MS_CUDA_L_PTA] = {"pta", "PTA"},
-    [MS_CUDA_L_PTA_SEG] = {"pta_segment", "PTA_SEGMENT"}, [7] = {"cuda_other", "HAL"}};
-
-/* The layer of kind k (MS_CUDA_L_*) on recorded device dev (ordinal + 1, 0: unknown). */
-static int cuda_layer(struct conv *c, int k, uint64_t dev)
-{
-    uint64_t d = dev == 0 || dev > MS_CUDA_NODEV ? MS_CUDA_NODEV : dev - 1;
-    c->cuda_layers[d * MS_CUDA_LAYERS + (uint64_t)k] = 1;
-    return MS_LAYER_CUDA0 + (int)(d * MS_CUDA_LAYERS) + k;
-}
-
-/* What a CUDA_MEM op does: allocates (1) or frees (0), in which layer kind (-1: pinned host). */
-static void cuda_op_class(uint64_t op, int *alloc, int *kind)
-{
-    *alloc = 1;
-    switch (op) {
-    case MS_CU_MEM_FREE: case MS_CU_IPC_CLOSE: *alloc = 0; /* fallthrough */
-    case MS_CU_MEM_ALLOC: case MS_CU_MEM_ALLOC_PITCH: case MS_CU_MEM_ALLOC_MANAGED:
-    case MS_CU_IPC_OPEN: *kind = MS_CUDA_L_HAL; break;
-    case MS_CU_MEM_FREE_ASYNC: *alloc = 0; /* fallthrough */
-    case MS_CU_MEM_ALLOC_ASYNC: case MS_CU_MEM_ALLOC_FROM_POOL_ASYNC: *kind = MS_CUDA_L_POOL; break;
-    case MS_CU_MEM_RELEASE: *alloc = 0; /* fallthrough */
-    case MS_CU_MEM_CREATE: *kind = MS_CUDA_L_PHYS; break;
-    case MS_CU_MEM_ADDRESS_FREE: *alloc = 0; /* fallthrough */
-    case MS_CU_MEM_ADDRESS_RESERVE: *kind = MS_CUDA_L_VA; break;
-    case MS_CU_MEM_UNMAP: *alloc = 0; /* fallthrough */
-    case MS_CU_MEM_MAP: *kind = MS_CUDA_L_MAP; break;
-    case MS_CU_MEM_FREE_HOST: case MS_CU_MEM_HOST_UNREGISTER: *alloc = 0; /* fallthrough */
-    default: *kind = -1; break; /* host alloc, alloc host, host register */
-    }
-}
-
-/* The live block at addr in a layer of kind k of process p: the recorded device's layer first,
- * then the other devices' (a free names no device; the current context's may differ). A free
- * of device memory also looks in the pools' layers (cuMemFree of a stream-ordered block). */
-static int cuda_find(struct conv *c, struct proc *p, int k, uint64_t dev, uint64_t addr,
-                     int *layer, uint32_t *slot)
-{
-    if (k < 0) {
-        *layer = MS_LAYER_PINNED;
-        return (size_t)MS_LAYER_PINNED < p->nls && p->ls[MS_LAYER_PINNED].used &&
-               ms_addrmap_del(&p->ls[MS_LAYER_PINNED].live, addr, slot);
-    }
-    int first = cuda_layer(c, k, dev);
-    *layer = first;
-    for (int kk = 0; kk < 2; kk++) {
-        int kind = kk ? (k == MS_CUDA_L_HAL ? MS_CUDA_L_POOL : k == MS_CUDA_L_POOL ? MS_CUDA_L_HAL : -1) : k;
-        if (kind < 0)
-            break;
-        for (int d = -1; d <= MS_CUDA_NODEV; d++) {
-            int l = d < 0 ? first - k + kind : MS_LAYER_CUDA0 + d * MS_CUDA_LAYERS + kind;
-            if (d >= 0 && l == first - k + kind)
-                continue;
-            if ((size_t)l < p->nls && p->ls[l].used && ms_addrmap_del(&p->ls[l].live, addr, slot)) {
-                *layer = l;
-                return 1;
-            }
-        }
-    }
-    return 0;
-}
-
-/* Makes b the next events row's Attr additions; bad: building it failed. */
-static int cuda_attr(struct conv *c, struct sbuf *b, int bad)
-{
-    if (bad || !b->p)
-        return oom(c, "event attributes");
-    c->attr = b->p;
-    c->attr_len = b->len;
-    return 0;
-}
-
-static int on_cuda_mem(struct conv *c, struct stream *s, struct sbuf *b)
-{
-    struct proc *p = &c->procs[s->proc];
-    const struct ms_record *r = &s->r;
-    uint64_t op = r->flags, dev = r->pcs[1], aux1 = r->pcs[5], aux2 = r->pcs[6], aux3 = r->pcs[7];
-    const char *api = ms_cu_op_name(op) ? ms_cu_op_name(op) : "?"; /* op checked by the reader */
-    int alloc, kind, rc, bad = 0;
-    cuda_op_class(op, &alloc, &kind);
-    bad |= sbuf_fmt(b, "{\"api\":\"%s\"", api);
-    if (alloc) {
-        if (kind == MS_CUDA_L_HAL || kind == MS_CUDA_L_POOL || kind == MS_CUDA_L_PHYS)
-            bad |= sbuf_fmt(b, ",\"alloc_type\":\"%s\"", kind == MS_CUDA_L_PHYS ? "create" : "alloc");
-        if (op == MS_CU_MEM_ALLOC_MANAGED)
-            bad |= sbuf_fmt(b, ",\"managed\":\"true\"");
-        if (op == MS_CU_MEM_ALLOC_PITCH)
-            bad |= sbuf_fmt(b, ",\"pitch\":\"%llu\"", (unsigned long long)aux1);
-        if (kind == MS_CUDA_L_POOL)
-            bad |= sbuf_fmt(b, ",\"stream\":\"0x%llx\",\"pool\":\"0x%llx\"", (unsigned long long)aux1,
-                            (unsigned long long)aux2);
-        if (kind == MS_CUDA_L_POOL && aux3)
-            bad |= sbuf_fmt(b, ",\"pool_reserved\":\"%llu\"", (unsigned long long)aux3);
-        if (op == MS_CU_IPC_OPEN)
-            bad |= sbuf_fmt(b, ",\"ipc\":\"true\"");
-        if (op == MS_CU_MEM_MAP)
-            bad |= sbuf_fmt(b, ",\"handle\":\"0x%llx\",\"offset\":\"%llu\"", (unsigned long long)aux1,
-                     (unsigned long long)aux2);
-        if (kind < 0)
-            bad |= sbuf_fmt(b, ",\"pinned\":\"true\"");
-        bad |= sbuf_add(b, "}", 1);
-        if ((rc = cuda_attr(c, b, bad)) < 0)
-            return rc;
-        rc = on_alloc(c, s, kind < 0 ? MS_LAYER_PINNED : cuda_layer(c, kind, dev), api);
-        c->attr = NULL;
-        return rc;
-    }
-    if (op == MS_CU_MEM_FREE_ASYNC)
-        bad |= sbuf_fmt(b, ",\"stream\":\"0x%llx\"", (unsigned long long)aux1);
-    if (aux2) /* the driver refused it: recorded, nothing ends */
-        bad |= sbuf_fmt(b, ",\"result\":\"%llu\"", (unsigned long long)aux2);
-    bad |= sbuf_add(b, "}", 1);
-    if ((rc = cuda_attr(c, b, bad)) < 0)
-        return rc;
-    int layer = kind < 0 ? MS_LAYER_PINNED : cuda_layer(c, kind, dev);
-    uint32_t slot;
-    if (!aux2 && cuda_find(c, p, kind, dev, r->addr, &layer, &slot)) {
-        rc = free_block(c, s, layer, slot, api);
-    } else {
-        struct layer_state *lst = proc_layer(c, p, layer);
-        if (!lst)
-            return MS_ENOMEM;
-        lst->st.unmatched++;
-        rc = write_event(c, s, MS_KIND_FREE, layer, (int64_t)r->addr, (int64_t)r->size,
-                         r->size != 0, api, 0, 0);
-    }
-    c->attr = NULL;
-    return rc;
-}
-
-/* The name a layer gets in the layers table (pools: their first name; CUDA: write_cuda_layers). */
-static void layer_label(const struct conv *c, int layer, char *buf, size_t len)
-{
-    const char *const(*kinds)[2] = cuda_layer_names;
-    if (layer == MS_LAYER_HEAP || layer == MS_LAYER_MMAP) {
-        snprintf(buf, len, "%s", layer == MS_LAYER_HEAP ? "heap" : "mmap");
-    } else if (layer == MS_LAYER_PINNED) {
-        snprintf(buf, len, "cuda_pinned");
-    } else if (layer >= MS_LAYER_CUDA0) {
-        int d = (layer - MS_LAYER_CUDA0) / MS_CUDA_LAYERS, k = (layer - MS_LAYER_CUDA0) % MS_CUDA_LAYERS;
-        if (d == MS_CUDA_NODEV)
-            snprintf(buf, len, "%s:?", kinds[k][0]);
-        else
-            snprintf(buf, len, "%s:%d", kinds[k][0], d);
-    } else if (layer >= MS_LAYER_POOL0 && (size_t)(layer - MS_LAYER_POOL0) / 2 < c->npools) {
-        snprintf(buf, len, "pool:%s%s", c->pools[(layer - MS_LAYER_POOL0) / 2],
-                 (layer - MS_LAYER_POOL0) % 2 ? ":reserved" : "");
-    } else {
-        snprintf(buf, len, "layer%d", layer);
-    }
-}
-
-struct oom_cand {
-    int64_t alloc_id, size;
-    uint32_t slot;
-    int layer;
-};
-
-static int cmp_recent(const void *a, const void *b)
-{
-    const struct oom_cand *x = a, *y = b;
-    return x->alloc_id < y->alloc_id ? 1 : x->alloc_id > y->alloc_id ? -1 : 0;
-}
-
-static int cmp_largest(const void *a, const void *b)
-{
-    const struct oom_cand *x = a, *y = b;
-    if (x->size != y->size)
-        return x->size < y->size ? 1 : -1;
-    return cmp_recent(a, b);
-}
-
-/* After an OOM on device dev (recorded: ordinal + 1) in process p, msMemScope's
- * --analysis=oom rows: up to K blocks live then, newest first (OOM_RECENT_ALLOC), and up to K,
- * largest first (OOM_TOP_ALLOC), from the device's memory layers, PyTorch's allocator blocks on
- * it and the process's pools. The
- * rows are in the trigger's layer (so their Device Id is the device's); the block's layer is
- * their Attr's pool, their allocation_id the block's. */
-static int oom_rows(struct conv *c, const struct stream *s, uint64_t dev)
-{
-    struct proc *p = &c->procs[s->proc];
-    size_t k = c->o->oom_k ? c->o->oom_k : 10, n = 0, cap = 0;
-    struct oom_cand *v = NULL;
-    int rc = 0;
-    for (size_t l = MS_LAYER_POOL0; l < p->nls && rc == 0; l++) {
-        if (!p->ls[l].used)
-            continue;
-        if (l >= MS_LAYER_CUDA0) {
-            size_t d = (l - MS_LAYER_CUDA0) / MS_CUDA_LAYERS, kind = (l - MS_LAYER_CUDA0) % MS_CUDA_LAYERS;
-            size_t want = dev == 0 || dev > MS_CUDA_NODEV ? MS_CUDA_NODEV : dev - 1;
-            if (d != want || kind == MS_CUDA_L_VA || kind == MS_CUDA_L_MAP ||
-                kind == MS_CUDA_L_PTA_SEG)
-                continue; /* address space, and segments the driver layer already has */
-        } else if ((l - MS_LAYER_POOL0) % 2) {
-            continue; /* a pool's reserved regions: the blocks are in its other layer */
-        }
-        struct ms_addrmap *live = &p->ls[l].live;
-        uint64_t key;
-        uint32_t slot;
-        for (size_t pos = 0; ms_addrmap_next(live, &pos, &key, &slot);) {
-            if (n == cap && grow((void **)&v, &cap, n, sizeof *v, MAX_LIVE) < 0) {
-                rc = oom(c, "OOM rows");
-                break;
-            }
-            v[n++] = (struct oom_cand){c->blocks[slot].alloc_id, c->blocks[slot].size, slot, (int)l};
-        }
-    }
-    for (int pass = 0; pass < 2 && rc == 0; pass++) {
-        qsort(v, n, sizeof *v, pass ? cmp_largest : cmp_recent);
-        for (size_t i = 0; i < n && i < k && rc == 0; i++) {
-            const struct block *b = &c->blocks[v[i].slot];
-            char label[MS_TRACE_MAX_LABEL + 32], attr[MS_TRACE_MAX_LABEL + 200];
-            layer_label(c, v[i].layer, label, sizeof label);
-            struct sbuf js = {0};
-            int bad = sbuf_json(&js, label, strlen(label));
-            snprintf(attr, sizeof attr,
-                     "{\"pool\":%s,\"ptr\":\"0x%016llx\",\"size\":\"%lld\",\"timestamp\":\"%lld\"}",
-                     js.p ? js.p : "\"\"", (unsigned long long)b->addr, (long long)b->size,
-                     (long long)b->alloc_ns);
-            free(js.p);
-            if (bad) {
-                rc = oom(c, "OOM rows");
-                break;
-            }
-            c->attr = attr;
-            c->attr_len = strlen(attr);
-            rc = write_event_full(c, s, pass ? MS_KIND_OOM_TOP : MS_KIND_OOM_RECENT,
-                                  cuda_layer(c, MS_CUDA_L_HAL, dev),
-                                  b->addr, 1, b->size, 1, b->func, b->stack_id, b->alloc_id, NULL,
-                                  0, -1);
-        }
-    }
-    free(v);
-    return rc;
-}
-
-static int on_cuda(struct conv *c, struct stream *s)
-{
-    struct proc *p = &c->procs[s->proc];
-    const struct ms_record *r = &s->r;
-    struct sbuf b = {0};
-    int rc, bad = 0;
-    uint32_t stack = 0;
-    if (r->stack_id && !ms_addrmap_get(&p->stack_ids, r->stack_id, &stack))
-        stack = 0;
-    if (r->fn == MS_EXT_CUDA_MEM) {
-        rc = on_cuda_mem(c, s, &b);
-    } else if (r->fn == MS_EXT_CUDA_USAGE) { /* device process_used device_used device_total */
-        const uint64_t *v = r->pcs;
-        bad |= sbuf_fmt(&b, "{\"process_used\":\"%llu\",\"device_used\":\"%llu\","
-                        "\"device_total\":\"%llu\"}", (unsigned long long)v[1],
-                        (unsigned long long)v[2], (unsigned long long)v[3]);
-        if ((rc = cuda_attr(c, &b, bad)) == 0)
-            rc = write_event_full(c, s, MS_KIND_DEVICE_USAGE, cuda_layer(c, MS_CUDA_L_HAL, v[0]),
-                                  0, 0, (int64_t)v[1], 1, "nvml", 0, 0, NULL, 0, -1);
-    } else if (r->fn == MS_EXT_CUDA_OOM) {
-        const uint64_t *v = r->pcs;
-        bad |= sbuf_fmt(&b, "{\"func\":\"%s\",\"req_size\":\"%llu\"", ms_cu_op_name(r->flags),
-                 (unsigned long long)r->size);
-        if (v[5])
-            bad |= sbuf_fmt(&b, ",\"device_free\":\"%llu\",\"device_total\":\"%llu\"",
-                     (unsigned long long)v[4], (unsigned long long)v[5]);
-        bad |= sbuf_add(&b, "}", 1);
-        if ((rc = cuda_attr(c, &b, bad)) == 0)
-            rc = write_event_full(c, s, MS_KIND_OOM, cuda_layer(c, MS_CUDA_L_HAL, v[1]), 0, 0,
-                                  (int64_t)r->size, 1, ms_cu_op_name(r->flags), stack, 0, NULL, 0,
-                                  -1);
-        if (rc == 0)
-            rc = oom_rows(c, s, v[1]);
-    } else {
-        const uint64_t *v = r->pcs; /* op device func stream gx gy gz bx by bz shmem stack */
-        uint32_t k = 0;
-        char hex[32];
-        const char *name = hex;
-        if (ms_addrmap_get(&p->kernels, v[2], &k) && k && *c->kernels[k - 1])
-            name = c->kernels[k - 1];
-        else
-            snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)v[2]);
-        bad |= sbuf_fmt(&b, "{\"streamId\":\"0x%llx\",\"grid\":\"%llux%llux%llu\",\"block\":\"%llux%llux%llu\","
-                 "\"shmem\":\"%llu\"}", (unsigned long long)v[3], (unsigned long long)v[4],
-                 (unsigned long long)v[5], (unsigned long long)v[6], (unsigned long long)v[7],
-                 (unsigned long long)v[8], (unsigned long long)v[9], (unsigned long long)v[10]);
-        if ((rc = cuda_attr(c, &b, bad)) == 0)
-            rc = write_event_full(c, s, MS_KIND_KERNEL_LAUNCH, cuda_layer(c, MS_CUDA_L_HAL, v[1]),
-                                  0, 0, 0, 0, ms_cu_op_name(r->flags), stack, 0, name,
-                                  strlen(name), -1);
-    }
-    c->attr = NULL;
-    free(b.p);
-    return rc;
+    return conv__step_reset(c, st, "insert python trace");
 }
 
 static int on_annotation(struct conv *c, struct stream *s)
@@ -2051,8 +1363,8 @@ static int on_annotation(struct conv *c, struct stream *s)
     case MS_EXT_STEP: {
         p->steps++;
         snprintf(num, sizeof num, "%lld", (long long)p->steps);
-        rc = write_event_full(c, s, MS_KIND_STEP, MS_LAYER_ANNOTATION, 0, 0, 0, 0, NULL, 0, 0,
-                              num, strlen(num), -1);
+        rc = conv__write_event_full(c, s, MS_KIND_STEP, MS_LAYER_ANNOTATION, 0, 0, 0, 0, NULL, 0, 0,
+                                    num, strlen(num), -1);
         if (rc < 0)
             return rc;
         sqlite3_bind_int64(c->ins_step, 1, p->id);
@@ -2061,15 +1373,15 @@ static int on_annotation(struct conv *c, struct stream *s)
         sqlite3_bind_int64(c->ins_step, 4, s->ts);
         sqlite3_bind_int64(c->ins_step, 5, c->next_event);
         p->step_start_ns = s->ts;
-        return step_reset(c, c->ins_step, "insert step");
+        return conv__step_reset(c, c->ins_step, "insert step");
     }
     case MS_EXT_OWNER_PUSH:
         return owner_push(c, t, r->str1, r->len1);
     case MS_EXT_OWNER_POP:
         return owner_pop(c, t);
     case MS_EXT_MARK:
-        rc = write_event_full(c, s, MS_KIND_MARK, MS_LAYER_ANNOTATION, 0, 0, 0, 0, NULL, 0, 0,
-                              r->str1, r->len1, -1);
+        rc = conv__write_event_full(c, s, MS_KIND_MARK, MS_LAYER_ANNOTATION, 0, 0, 0, 0, NULL, 0, 0,
+                                    r->str1, r->len1, -1);
         return rc < 0 ? rc : apply_tag(c, p, r->str1, r->len1);
     case MS_EXT_RANGE_PUSH: {
         if (t->nranges >= MAX_OPEN_RANGES)
@@ -2079,18 +1391,18 @@ static int on_annotation(struct conv *c, struct stream *s)
             int n = t->aranges ? t->aranges * 2 : 16;
             struct open_range *o = realloc(t->ranges, (size_t)n * sizeof *o);
             if (!o)
-                return oom(c, "ranges");
+                return conv__oom(c, "ranges");
             t->ranges = o;
             t->aranges = n;
         }
-        rc = write_event_full(c, s, MS_KIND_RANGE_START, MS_LAYER_ANNOTATION, 0, 0, 0, 0, NULL,
-                              0, 0, r->str1, r->len1, -1);
+        rc = conv__write_event_full(c, s, MS_KIND_RANGE_START, MS_LAYER_ANNOTATION, 0, 0, 0, 0,
+                                    NULL, 0, 0, r->str1, r->len1, -1);
         if (rc < 0)
             return rc;
         struct open_range *o = &t->ranges[t->nranges];
         o->name = malloc(r->len1 + 1);
         if (!o->name)
-            return oom(c, "ranges");
+            return conv__oom(c, "ranges");
         memcpy(o->name, r->str1, r->len1);
         o->name[r->len1] = 0;
         o->id = ++c->next_range;
@@ -2103,8 +1415,8 @@ static int on_annotation(struct conv *c, struct stream *s)
         if (t->nranges == 0)
             return 0; /* a pop without a push: ignored */
         struct open_range *o = &t->ranges[t->nranges - 1];
-        rc = write_event_full(c, s, MS_KIND_RANGE_END, MS_LAYER_ANNOTATION, 0, 0, 0, 0, NULL, 0,
-                              0, o->name, strlen(o->name), -1);
+        rc = conv__write_event_full(c, s, MS_KIND_RANGE_END, MS_LAYER_ANNOTATION, 0, 0, 0, 0, NULL,
+                                    0, 0, o->name, strlen(o->name), -1);
         if (rc == 0)
             rc = range_write(c, t, t->nranges - 1, s->ts, c->next_event);
         t->nranges--;
@@ -2114,22 +1426,22 @@ static int on_annotation(struct conv *c, struct stream *s)
         int layer = MS_LAYER_HEAP;
         int64_t alloc_id = 0;
         access_block(p, r->addr, &layer, &alloc_id, c->blocks);
-        return write_event_full(c, s, MS_KIND_ACCESS, layer, (int64_t)r->addr, 1,
-                                (int64_t)r->size, 1, NULL, 0, alloc_id, r->str1, r->len1,
-                                (int)r->flags);
+        return conv__write_event_full(c, s, MS_KIND_ACCESS, layer, (int64_t)r->addr, 1,
+                                      (int64_t)r->size, 1, NULL, 0, alloc_id, r->str1, r->len1,
+                                      (int)r->flags);
     }
     case MS_EXT_POOL_ALLOC:
     case MS_EXT_POOL_RESERVE:
         if ((pool = pool_index(c, r)) < 0)
             return MS_ENOMEM;
-        return on_alloc(c, s, MS_LAYER_POOL0 + 2 * pool + (r->fn == MS_EXT_POOL_RESERVE),
-                        r->fn == MS_EXT_POOL_RESERVE ? "pool_reserve" : "pool_alloc");
+        return conv__on_alloc(c, s, MS_LAYER_POOL0 + 2 * pool + (r->fn == MS_EXT_POOL_RESERVE),
+                              r->fn == MS_EXT_POOL_RESERVE ? "pool_reserve" : "pool_alloc");
     case MS_EXT_PYCALL:
         if (t->ncalls >= MS_TRACE_MAX_DEPTH * 64)
             return 0; /* deeper than any real recursion limit: ignored */
-        if (grow((void **)&t->calls, &t->acalls_sz, t->ncalls, sizeof *t->calls,
-                 MS_TRACE_MAX_DEPTH * 64) < 0)
-            return oom(c, "tracer calls");
+        if (conv__grow((void **)&t->calls, &t->acalls_sz, t->ncalls, sizeof *t->calls,
+                       MS_TRACE_MAX_DEPTH * 64) < 0)
+            return conv__oom(c, "tracer calls");
         t->calls[t->ncalls].frame = (uint32_t)r->addr;
         t->calls[t->ncalls].start_ns = s->ts;
         t->ncalls++;
@@ -2140,44 +1452,15 @@ static int on_annotation(struct conv *c, struct stream *s)
     case MS_EXT_CUDA_OOM:
     case MS_EXT_CUDA_LAUNCH:
     case MS_EXT_CUDA_USAGE:
-        return on_cuda(c, s);
+        return conv__on_cuda(c, s);
     case MS_EXT_POOL_FREE:
     case MS_EXT_POOL_RELEASE:
         if ((pool = pool_index(c, r)) < 0)
             return MS_ENOMEM;
-        return on_free(c, s, MS_LAYER_POOL0 + 2 * pool + (r->fn == MS_EXT_POOL_RELEASE),
-                       r->fn == MS_EXT_POOL_RELEASE ? "pool_release" : "pool_free");
+        return conv__on_free(c, s, MS_LAYER_POOL0 + 2 * pool + (r->fn == MS_EXT_POOL_RELEASE),
+                             r->fn == MS_EXT_POOL_RELEASE ? "pool_release" : "pool_free");
     default:
         return 0;
-    }
-}
-
-/* A PyTorch allocator event: blocks in pta:N, segments in pta_segment:N (a pool of the pools
- * table, so that `analyze fragmentation` reads the caching allocator). */
-static int on_pta(struct conv *c, struct stream *s)
-{
-    uint64_t dev = (uint64_t)s->pta->device + 1;
-    int action = s->r.fn - PTA_FN;
-    const char *func = s->func ? s->func : ms_snap_action_names[action];
-    char attr[48];
-    int rc;
-    switch (action) {
-    case MS_SA_ALLOC:
-        if (s->requested) {
-            snprintf(attr, sizeof attr, "{\"requested\":\"%llu\"}",
-                     (unsigned long long)s->requested);
-            c->attr = attr;
-            c->attr_len = strlen(attr);
-        }
-        rc = on_alloc(c, s, cuda_layer(c, MS_CUDA_L_PTA, dev), func);
-        c->attr = NULL;
-        return rc;
-    case MS_SA_FREE_COMPLETED:
-        return on_free(c, s, cuda_layer(c, MS_CUDA_L_PTA, dev), func);
-    case MS_SA_SEGMENT_ALLOC: case MS_SA_SEGMENT_MAP:
-        return on_alloc(c, s, cuda_layer(c, MS_CUDA_L_PTA_SEG, dev), func);
-    default:
-        return on_free(c, s, cuda_layer(c, MS_CUDA_L_PTA_SEG, dev), func);
     }
 }
 
@@ -2197,13 +1480,13 @@ static int on_event(struct conv *c, struct stream *s)
     c->res->events++;
     switch (s->r.type) {
     case MS_REC_HEAP_ALLOC:
-        return on_alloc(c, s, MS_LAYER_HEAP, NULL);
+        return conv__on_alloc(c, s, MS_LAYER_HEAP, NULL);
     case MS_REC_MMAP_ALLOC:
-        return on_alloc(c, s, MS_LAYER_MMAP, NULL);
+        return conv__on_alloc(c, s, MS_LAYER_MMAP, NULL);
     case MS_REC_HEAP_FREE:
-        return on_free(c, s, MS_LAYER_HEAP, "free");
+        return conv__on_free(c, s, MS_LAYER_HEAP, "free");
     case MS_REC_EXTENSION:
-        return s->pta ? on_pta(c, s) : on_annotation(c, s);
+        return s->pta ? conv__on_pta(c, s) : on_annotation(c, s);
     default:
         return on_munmap(c, s);
     }
@@ -2229,7 +1512,7 @@ static int pass2(struct conv *c)
     struct stream **heap = calloc(n + 1, sizeof *heap);
     int rc = 0;
     if (!c->threads || !streams || !heap)
-        rc = oom(c, "threads");
+        rc = conv__oom(c, "threads");
     size_t nheap = 0;
     for (size_t i = 0, ti = 0; i < c->nprocs && rc == 0; i++) {
         struct ms_trace *t = &c->procs[i].tr;
@@ -2261,7 +1544,7 @@ static int pass2(struct conv *c)
             s->thread = (uint32_t)ti + 1;
             s->pta = &pta->traces[d];
             s->owner_thread = first_thread ? first_thread : s->thread;
-            if ((rc = pta_find_pre(c, pta, s->pta, s)) < 0)
+            if ((rc = conv__pta_find_pre(c, pta, s->pta, s)) < 0)
                 break;
             if (stream_fill(c, s))
                 heap[nheap++] = s;
@@ -2293,59 +1576,6 @@ static int pass2(struct conv *c)
 
 /* ---- Final rows ------------------------------------------------------------------------------ */
 
-/* The layers rows of the CUDA layers some event used (docs/cuda.md). */
-static int write_cuda_layers(struct conv *c)
-{
-    const char *const(*kinds)[2] = cuda_layer_names;
-    sqlite3_stmt *ly;
-    int rc = prepare(c, &ly, "INSERT INTO layers VALUES (?,?,?,?)");
-    int pinned = 0;
-    for (size_t i = 0; i < c->nprocs && !pinned; i++)
-        pinned = (size_t)MS_LAYER_PINNED < c->procs[i].nls && c->procs[i].ls[MS_LAYER_PINNED].used;
-    if (rc == 0 && pinned) {
-        sqlite3_bind_int(ly, 1, MS_LAYER_PINNED);
-        sqlite3_bind_text(ly, 2, "cuda_pinned", -1, SQLITE_STATIC);
-        sqlite3_bind_text(ly, 3, "HOST_PINNED", -1, SQLITE_STATIC);
-        sqlite3_bind_text(ly, 4, "cpu", -1, SQLITE_STATIC);
-        rc = step_reset(c, ly, "insert layer");
-    }
-    for (size_t i = 0; i < sizeof c->cuda_layers && rc == 0; i++) {
-        size_t d = i / MS_CUDA_LAYERS, k = i % MS_CUDA_LAYERS;
-        if (!c->cuda_layers[i])
-            continue;
-        char name[48], dev[16];
-        snprintf(dev, sizeof dev, "%zu", d);
-        snprintf(name, sizeof name, "%s:%s", kinds[k][0], d == MS_CUDA_NODEV ? "?" : dev);
-        sqlite3_bind_int64(ly, 1, MS_LAYER_CUDA0 + (int64_t)i);
-        sqlite3_bind_text(ly, 2, name, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(ly, 3, kinds[k][1], -1, SQLITE_STATIC);
-        if (d == MS_CUDA_NODEV)
-            sqlite3_bind_null(ly, 4);
-        else
-            sqlite3_bind_text(ly, 4, dev, -1, SQLITE_TRANSIENT);
-        rc = step_reset(c, ly, "insert layer");
-    }
-    sqlite3_finalize(ly);
-    /* PyTorch's allocator of each device is a pool: its blocks carved from its segments */
-    sqlite3_stmt *pl = NULL;
-    if (rc == 0)
-        rc = prepare(c, &pl, "INSERT INTO pools VALUES (?,?,?,?)");
-    for (size_t d = 0, id = c->npools; d <= MS_CUDA_NODEV && rc == 0; d++) {
-        size_t base = d * MS_CUDA_LAYERS;
-        if (!c->cuda_layers[base + MS_CUDA_L_PTA] && !c->cuda_layers[base + MS_CUDA_L_PTA_SEG])
-            continue;
-        char name[32];
-        snprintf(name, sizeof name, d == MS_CUDA_NODEV ? "PTA:?" : "PTA:%zu", d);
-        sqlite3_bind_int64(pl, 1, (int64_t)++id);
-        sqlite3_bind_text(pl, 2, name, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(pl, 3, MS_LAYER_CUDA0 + (int64_t)(base + MS_CUDA_L_PTA));
-        sqlite3_bind_int64(pl, 4, MS_LAYER_CUDA0 + (int64_t)(base + MS_CUDA_L_PTA_SEG));
-        rc = step_reset(c, pl, "insert pool");
-    }
-    sqlite3_finalize(pl);
-    return rc;
-}
-
 /* Ranges never popped, the unfinished last step of each process, and the pools. */
 static int write_annotations(struct conv *c)
 {
@@ -2365,7 +1595,7 @@ static int write_annotations(struct conv *c)
                  "\"FuncInfo\", \"StartTime(ns)\", \"EndTime(ns)\", \"Thread Id\", "
                  "\"Process Id\" FROM python_trace WHERE \"Process Id\" = %llu", pid, pid);
         sqlite3_stmt *q;
-        if (prepare(c, &q, "SELECT 1 FROM python_trace WHERE \"Process Id\" = ? LIMIT 1") < 0)
+        if (conv__prepare(c, &q, "SELECT 1 FROM python_trace WHERE \"Process Id\" = ? LIMIT 1") < 0)
             return MS_EDB;
         sqlite3_bind_int64(q, 1, (int64_t)pid);
         int have = sqlite3_step(q) == SQLITE_ROW;
@@ -2382,13 +1612,13 @@ static int write_annotations(struct conv *c)
         sqlite3_bind_int64(c->ins_step, 3, p->step_start_ns);
         sqlite3_bind_int64(c->ins_step, 4, p->last_ns);
         sqlite3_bind_null(c->ins_step, 5);
-        rc = step_reset(c, c->ins_step, "insert step");
+        rc = conv__step_reset(c, c->ins_step, "insert step");
     }
     sqlite3_stmt *pl = NULL, *ly = NULL;
     if (rc == 0 && c->npools) {
-        rc = prepare(c, &pl, "INSERT INTO pools VALUES (?,?,?,?)");
+        rc = conv__prepare(c, &pl, "INSERT INTO pools VALUES (?,?,?,?)");
         if (rc == 0)
-            rc = prepare(c, &ly, "INSERT INTO layers VALUES (?,?,?,NULL)");
+            rc = conv__prepare(c, &ly, "INSERT INTO layers VALUES (?,?,?,NULL)");
     }
     for (size_t i = 0; i < c->npools && rc == 0; i++) {
         int layer = MS_LAYER_POOL0 + 2 * (int)i;
@@ -2397,25 +1627,25 @@ static int write_annotations(struct conv *c)
         sqlite3_bind_text(pl, 2, c->pools[i], -1, SQLITE_STATIC);
         sqlite3_bind_int64(pl, 3, layer);
         sqlite3_bind_int64(pl, 4, layer + 1);
-        rc = step_reset(c, pl, "insert pool");
+        rc = conv__step_reset(c, pl, "insert pool");
         for (int k = 0; k < 2 && rc == 0; k++) {
             snprintf(name, sizeof name, "pool:%s%s", c->pools[i], k ? ":reserved" : "");
             snprintf(type, sizeof type, "%s%s", c->pools[i], k ? "_RESERVED" : "");
             sqlite3_bind_int64(ly, 1, layer + k);
             sqlite3_bind_text(ly, 2, name, -1, SQLITE_TRANSIENT);
             sqlite3_bind_text(ly, 3, type, -1, SQLITE_TRANSIENT);
-            rc = step_reset(c, ly, "insert layer");
+            rc = conv__step_reset(c, ly, "insert layer");
         }
     }
     sqlite3_finalize(pl);
     sqlite3_finalize(ly);
-    return rc ? rc : write_cuda_layers(c);
+    return rc ? rc : conv__write_cuda_layers(c);
 }
 
 static int write_threads(struct conv *c)
 {
     sqlite3_stmt *st;
-    int rc = prepare(c, &st, "INSERT INTO threads VALUES (?,?,?,?,?,?)");
+    int rc = conv__prepare(c, &st, "INSERT INTO threads VALUES (?,?,?,?,?,?)");
     for (size_t i = 0; i < c->nthreads && rc == 0; i++) {
         struct thread *t = &c->threads[i];
         sqlite3_bind_int64(st, 1, (int64_t)i + 1);
@@ -2424,7 +1654,7 @@ static int write_threads(struct conv *c)
         bind_opt(st, 4, t->first_ns, t->events != 0);
         bind_opt(st, 5, t->last_ns, t->events != 0);
         sqlite3_bind_int64(st, 6, (int64_t)t->events);
-        rc = step_reset(c, st, "insert thread");
+        rc = conv__step_reset(c, st, "insert thread");
     }
     sqlite3_finalize(st);
     return rc;
@@ -2441,9 +1671,9 @@ static int cmp_slot(const void *x, const void *y, void *ctx)
 static int write_processes(struct conv *c)
 {
     sqlite3_stmt *st = NULL, *ps = NULL;
-    int rc = prepare(c, &st, "INSERT INTO processes VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+    int rc = conv__prepare(c, &st, "INSERT INTO processes VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
     if (rc == 0)
-        rc = prepare(c, &ps, "INSERT INTO process_stats VALUES (?,?,?,?,?,?,?,?,?,?)");
+        rc = conv__prepare(c, &ps, "INSERT INTO process_stats VALUES (?,?,?,?,?,?,?,?,?,?)");
     for (size_t i = 0; i < c->nprocs && rc == 0; i++) {
         struct proc *p = &c->procs[i];
         const struct ms_trace_file_header *h = &p->tr.hdr;
@@ -2475,7 +1705,7 @@ static int write_processes(struct conv *c)
             sqlite3_bind_text(st, 12, p->tr.warning, -1, SQLITE_STATIC);
         else
             sqlite3_bind_null(st, 12);
-        rc = step_reset(c, st, "insert process");
+        rc = conv__step_reset(c, st, "insert process");
 
         /* Blocks live at the end, in allocation order. */
         for (size_t l = 0; l < p->nls && rc == 0; l++) {
@@ -2487,7 +1717,7 @@ static int write_processes(struct conv *c)
             uint64_t key;
             uint32_t val;
             if (!slots) {
-                rc = oom(c, "live blocks");
+                rc = conv__oom(c, "live blocks");
                 break;
             }
             while (ms_addrmap_next(live, &pos, &key, &val))
@@ -2511,7 +1741,7 @@ static int write_processes(struct conv *c)
             sqlite3_bind_int64(ps, 8, ls->live_bytes);
             sqlite3_bind_int64(ps, 9, ls->live_blocks);
             sqlite3_bind_int64(ps, 10, ls->unmatched);
-            rc = step_reset(c, ps, "insert process stats");
+            rc = conv__step_reset(c, ps, "insert process stats");
         }
         c->res->damaged_chunks += p->tr.damaged_chunks;
         c->res->lost_events += lost;
@@ -2531,7 +1761,7 @@ static int put_meta(struct conv *c, sqlite3_stmt *st, const char *key, const cha
         sqlite3_bind_text(st, 2, value, -1, SQLITE_TRANSIENT);
     else
         sqlite3_bind_null(st, 2);
-    return step_reset(c, st, "insert meta");
+    return conv__step_reset(c, st, "insert meta");
 }
 
 static int put_meta_int(struct conv *c, sqlite3_stmt *st, const char *key, long long v)
@@ -2545,13 +1775,13 @@ static int put_meta_int(struct conv *c, sqlite3_stmt *st, const char *key, long 
  * the first process whose parent was not traced (the root of the run). */
 static int command_json(struct conv *c, struct sbuf *b)
 {
-    int rc = sbuf_add(b, "[", 1);
+    int rc = sbuf__add(b, "[", 1);
     if (c->o->argv) {
         for (size_t i = 0; c->o->argv[i] && rc == 0; i++) {
             if (i)
-                rc = sbuf_add(b, ",", 1);
+                rc = sbuf__add(b, ",", 1);
             if (rc == 0)
-                rc = sbuf_json(b, c->o->argv[i], strlen(c->o->argv[i]));
+                rc = sbuf__json(b, c->o->argv[i], strlen(c->o->argv[i]));
         }
     } else {
         const struct proc *root = NULL;
@@ -2571,19 +1801,19 @@ static int command_json(struct conv *c, struct sbuf *b)
             while (e < n && root->cmdline[e])
                 e++;
             if (!first)
-                rc = sbuf_add(b, ",", 1);
+                rc = sbuf__add(b, ",", 1);
             if (rc == 0)
-                rc = sbuf_json(b, root->cmdline + k, e - k);
+                rc = sbuf__json(b, root->cmdline + k, e - k);
             k = e + 1;
         }
     }
-    return rc ? rc : sbuf_add(b, "]", 1);
+    return rc ? rc : sbuf__add(b, "]", 1);
 }
 
 static int write_meta(struct conv *c)
 {
     sqlite3_stmt *st;
-    int rc = prepare(c, &st, "INSERT INTO meta VALUES (?,?)");
+    int rc = conv__prepare(c, &st, "INSERT INTO meta VALUES (?,?)");
     if (rc < 0)
         return rc;
     struct sbuf cmd = {0};
@@ -2610,7 +1840,7 @@ static int write_meta(struct conv *c)
     if (end < start)
         end = start;
     if (command_json(c, &cmd) < 0)
-        rc = oom(c, "command line");
+        rc = conv__oom(c, "command line");
     if (rc == 0)
         rc = put_meta_int(c, st, "format_version", MS_DB_FORMAT_VERSION);
     if (rc == 0)
@@ -2662,7 +1892,7 @@ static int open_db(struct conv *c)
     size_t n = strlen(c->o->db_path) + 64;
     c->tmp_path = malloc(n);
     if (!c->tmp_path)
-        return oom(c, "path");
+        return conv__oom(c, "path");
     int fd = ms_temp_name(c->tmp_path, n, c->o->db_path, ".tmp.");
     if (fd == 0)
         fd = ms_file_create(c->tmp_path);
@@ -2693,21 +1923,21 @@ static int open_db(struct conv *c)
     if (rc == 0 && (rc = ms_batch_init(&c->blocks_ins, c->db, "blocks", 14, 1)) < 0)
         rc = batch_fail(c, rc, "prepare");
     if (rc == 0)
-        rc = prepare(c, &c->ins_owner, "INSERT INTO owners VALUES (?,?)");
+        rc = conv__prepare(c, &c->ins_owner, "INSERT INTO owners VALUES (?,?)");
     if (rc == 0)
-        rc = prepare(c, &c->ins_step, "INSERT INTO steps VALUES (?,?,?,?,?)");
+        rc = conv__prepare(c, &c->ins_step, "INSERT INTO steps VALUES (?,?,?,?,?)");
     if (rc == 0)
-        rc = prepare(c, &c->ins_range, "INSERT INTO ranges VALUES (?,?,?,?,?,?,?,?,?,?)");
+        rc = conv__prepare(c, &c->ins_range, "INSERT INTO ranges VALUES (?,?,?,?,?,?,?,?,?,?)");
     if (rc == 0)
-        rc = prepare(c, &c->ins_pytrace, "INSERT INTO python_trace VALUES (?,?,?,?,?,?)");
+        rc = conv__prepare(c, &c->ins_pytrace, "INSERT INTO python_trace VALUES (?,?,?,?,?,?)");
     if (rc == 0)
-        rc = prepare(c, &c->ins_string, "INSERT INTO strings VALUES (?,?)");
+        rc = conv__prepare(c, &c->ins_string, "INSERT INTO strings VALUES (?,?)");
     if (rc == 0)
-        rc = prepare(c, &c->ins_frame, "INSERT INTO frames VALUES (?,?,?,?,?,?,?,?)");
+        rc = conv__prepare(c, &c->ins_frame, "INSERT INTO frames VALUES (?,?,?,?,?,?,?,?)");
     if (rc == 0)
-        rc = prepare(c, &c->ins_stack, "INSERT INTO stacks VALUES (?,?,?,?,?)");
+        rc = conv__prepare(c, &c->ins_stack, "INSERT INTO stacks VALUES (?,?,?,?,?)");
     if (rc == 0)
-        rc = prepare(c, &c->ins_stack_frame, "INSERT INTO stack_frames VALUES (?,?,?)");
+        rc = conv__prepare(c, &c->ins_stack_frame, "INSERT INTO stack_frames VALUES (?,?,?)");
     return rc;
 }
 

@@ -1,0 +1,296 @@
+/* convert_internal.h: the converter's state (struct conv and what it holds), shared by
+ * convert.c (the two passes, the host events and the database) and convert_cuda.c (the CUDA
+ * driver records and PyTorch's allocator history). Private to src/store. */
+#ifndef MS_CONVERT_INTERNAL_H
+#define MS_CONVERT_INTERNAL_H
+
+#include "store.h"
+
+#include "addrmap.h"
+#include "batch.h"
+#include "error.h"
+#include "files.h"
+#include "reader.h"
+#include "snapshot.h"
+#include "schema.h"
+#include "strtab.h"
+#include "symbolize.h"
+#include "version.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_FILES 65536u
+#define MAX_THREADS (1u << 20)        /* over all files */
+#define MAX_STACKS (1u << 26)         /* over all files */
+#define MAX_STACK_PCS (1ull << 30)    /* pcs held over all stacks */
+#define MAX_MODULES 65536u            /* per process */
+#define MAX_LIVE (1u << 28)           /* live blocks over all processes */
+#define MAX_PCS_PER_PROCESS (1u << 26)
+#define MAX_STRINGS (1u << 26)
+#define MAX_STRING_BYTES (1ull << 32)
+#define MAX_CTEXT (1u << 24)          /* bytes of one stack's c_text */
+#define MAX_POOLS 1024u
+#define MAX_OWNER_DEPTH 64
+#define MAX_OWNER_BYTES 4096
+#define MAX_OPEN_RANGES 4096
+#define REORDER 65536u                /* blocks rows awaiting their turn (a power of two) */
+
+/* A growable byte buffer (for c_text, JSON and cmdlines); NUL-terminated after each add. */
+struct sbuf {
+    char *p;
+    size_t len, cap;
+};
+
+struct layer_stats {
+    int64_t allocs, frees, alloc_bytes, peak_bytes, peak_ns, live_bytes, live_blocks, unmatched;
+};
+
+/* One memory layer of one process: its live blocks and statistics. */
+struct layer_state {
+    struct ms_addrmap live; /* address -> conv.blocks slot */
+    struct layer_stats st;
+    int used;               /* a process_stats row is written (heap and mmap always) */
+};
+
+struct module {
+    uint64_t bias, lo, hi;
+    char *path;
+};
+
+/* One trace file = one traced process image. */
+struct proc {
+    char *path;
+    const char *name;          /* file name within the trace dir */
+    struct ms_trace tr;
+    int64_t id;                /* processes.id */
+    int have_process;
+    uint64_t ppid;
+    char *exe, *cmdline;       /* from the PROCESS record; cmdline NUL-separated, cmdlen bytes */
+    size_t cmdlen;
+    struct module *mods;
+    size_t nmods, amods;
+    struct ms_addrmap stack_ids; /* trace stack id -> database stack id */
+    struct ms_addrmap pyframe_ids; /* trace Python frame id -> conv.pyframes index + 1 */
+    struct ms_addrmap pystack_ids; /* trace stack id -> conv.pystacks index + 1 */
+    struct ms_addrmap kernels;   /* CUDA function handle -> conv.kernels index + 1 */
+    /* PyTorch's CUDA caching allocator as the Python package saved it at exit
+     * (<pid>.pta.pickle beside the trace, docs/cuda.md), NULL when none */
+    struct ms_snapshot *pta;
+    uint32_t stack_first, stack_end; /* this file's range in conv.stacks */
+    int64_t first_ns, last_ns;
+    int have_events;
+    uint64_t lost;
+    struct layer_state *ls;    /* by layer id; see proc_layer() */
+    size_t nls;
+    int64_t steps;             /* memscope_step() calls so far: the current step is steps + 1 */
+    int64_t step_start_ns;
+};
+
+/* Trace stack ids of the PyTorch allocator's stacks: PTA_STACK_BASE + the snapshot's stack id
+ * (the agent's ids are below 2^21). */
+#define PTA_STACK_BASE 0xc0000000u
+
+struct stack_def {
+    uint64_t *pcs;
+    uint32_t depth;
+    uint32_t trace_id;  /* the id in its trace file (for its PYSTACK record) */
+};
+
+/* A Python code object described by a PYFRAME record. */
+struct pyframe {
+    char *file, *func;
+    int64_t firstline;
+};
+
+/* The Python part of a stack (PYSTACK record): frame ids and lines, innermost first. */
+struct pystack {
+    uint32_t *pairs;
+    uint32_t depth;
+};
+
+/* A range (memscope_range_push) not popped yet. */
+struct open_range {
+    int64_t id, start_ns, start_event;
+    char *name;
+};
+
+struct thread {
+    uint32_t proc, serial, tid;
+    int64_t first_ns, last_ns;
+    uint64_t events;
+    /* Owner labels pushed on this thread, joined with '@' in owner (owner_len bytes);
+     * owner_ends[i] is the length after label i. owner_id is the owners row of the join. */
+    char *owner;
+    size_t owner_len, owner_cap;
+    size_t owner_ends[MAX_OWNER_DEPTH];
+    int owner_depth, owner_overflow;
+    int64_t owner_id;
+    struct open_range *ranges;
+    int nranges, aranges;
+    /* Tracer calls not returned yet: frame id and start time. */
+    struct pycall { uint32_t frame; int64_t start_ns; } *calls;
+    size_t ncalls, acalls_sz;
+};
+
+/* A block that is live now. */
+struct block {
+    int64_t alloc_id, addr, size, alloc_ns, alloc_event_id, stack_id; /* stack_id 0: none */
+    int64_t owner_id, step; /* owner_id 0: none */
+    int64_t base_owner_id;  /* the owner at allocation (describe tags extend it) */
+    uint32_t thread_id;   /* threads.id */
+    uint32_t next_free;   /* free-list link when the slot is unused */
+    const char *func;
+};
+
+/* A blocks row waiting in conv.closed to be written (block_close). */
+struct closed_block {
+    struct block b;           /* b.alloc_id 0: an empty place */
+    int64_t process_id, free_ns, free_event;
+    int layer, have_free;
+};
+
+/* One thread's records, positioned at its next event. */
+struct stream {
+    struct ms_trace_stream s;
+    struct ms_record r;
+    int64_t ts;           /* r.ns as epoch ns */
+    uint32_t proc, serial, thread;
+    /* A stream of the PyTorch allocator's events of one device (the snapshot's device trace),
+     * merged by time with the traced threads; NULL for a traced thread. */
+    const struct ms_snap_trace *pta;
+    uint64_t pta_next;
+    struct pta_pre *pre;  /* blocks and segments older than the trace, streamed first */
+    size_t npre, pre_next;
+    struct pta_size *sizes; /* the allocs whose block is live at the end, by event index */
+    size_t nsizes, size_next;
+    const char *func;     /* the function name of the current pseudo record */
+    uint64_t requested;   /* the size the program asked for (alloc), 0 when not known */
+    uint32_t owner_thread; /* PyTorch allocator: the thread whose owner its blocks take */
+};
+
+/* An alloc of the trace whose block is live in the snapshot's final state, which gives the
+ * block's size as the allocator rounded it. */
+struct pta_size {
+    uint64_t event, size;
+};
+
+/* A PyTorch allocator block or segment allocated before its trace began (its free is in the
+ * trace, or it is live in the snapshot's final state, without an alloc in the trace). */
+struct pta_pre {
+    uint64_t addr, size;
+    uint32_t stack;
+    int seg;
+};
+
+struct conv {
+    const struct ms_store_options *o;
+    struct ms_store_result *res;
+    char *err;
+    size_t errlen;
+    sqlite3 *db;
+    char *tmp_path;
+
+    struct proc *procs;
+    size_t nprocs;
+    struct stack_def *stacks;
+    size_t nstacks, astacks;
+    uint64_t stack_pcs;
+    struct thread *threads;
+    size_t nthreads;
+    struct block *blocks;
+    size_t nblocks, ablocks;
+    uint32_t free_block;
+    size_t live_total;
+    /* Blocks rows are written in allocation-id order as far as a window of REORDER ids allows
+     * (write_block): closed[id % REORDER] holds closed block id until every id before it is
+     * written or passed over. closed_next: the smallest id neither written nor passed over. */
+    struct closed_block *closed;
+    int64_t closed_next;
+
+    int64_t next_event, next_alloc, next_frame, next_module, next_range;
+    struct ms_strtab strings;
+    struct ms_strtab owners;  /* owner strings -> owners.id */
+    struct ms_symcache symcache; /* ELF files read for symbolization, shared by processes */
+    char **pools;             /* pool names; pool i has layers MS_LAYER_POOL0 + 2i and + 2i + 1 */
+    size_t npools;
+    struct pyframe *pyframes;
+    size_t npyframes, apyframes;
+    struct pystack *pystacks;
+    size_t npystacks, apystacks;
+
+    char **kernels;           /* CUDA kernel names (CUDA_FUNC records) */
+    size_t nkernels, akernels;
+    uint8_t cuda_layers[MS_CUDA_LAYERS * (MS_CUDA_NODEV + 1)]; /* device layers used */
+    /* The Attr additions of the next events row (JSON object text), NULL for none: set by the
+     * CUDA events just before they write their row, taken by write_event_full. */
+    const char *attr;
+    size_t attr_len;
+
+    struct ms_batch events_ins, blocks_ins; /* multi-row INSERTs of the per-event rows */
+    sqlite3_stmt *ins_string, *ins_frame, *ins_stack, *ins_stack_frame;
+    sqlite3_stmt *ins_owner, *ins_step, *ins_range, *ins_pytrace;
+};
+
+/* ---- convert.c: helpers convert_cuda.c uses too ---------------------------------------------- */
+
+/* sbuf: append n bytes of s, s, printf output, s as a JSON string literal; 0 or MS_ENOMEM. */
+int sbuf__add(struct sbuf *b, const char *s, size_t n);
+int sbuf__str(struct sbuf *b, const char *s);
+int sbuf__fmt(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int sbuf__json(struct sbuf *b, const char *s, size_t n);
+
+/* Sets the out-of-memory error (what was being done); returns its code. */
+int conv__oom(struct conv *c, const char *what);
+/* Prepares sql into *st; 0 or an error (set). */
+int conv__prepare(struct conv *c, sqlite3_stmt **st, const char *sql);
+/* Runs one prepared insert that has its parameters bound. */
+int conv__step_reset(struct conv *c, sqlite3_stmt *st, const char *what);
+/* Grows array *a of n elements of size sz to hold one more (cap: max elements). */
+int conv__grow(void **a, size_t *alloc, size_t n, size_t sz, size_t max);
+/* qsort comparison of uint64_t values (or structs that start with one). */
+int conv__cmp_u64(const void *a, const void *b);
+/* The state of layer id in process p, created on first use; NULL when out of memory. */
+struct layer_state *conv__proc_layer(struct conv *c, struct proc *p, int layer);
+
+/* Writes an events row; name and flags are the annotation columns (NULL / -1 for none). */
+int conv__write_event_full(struct conv *c, const struct stream *s, int kind, int layer,
+                           int64_t addr, int have_addr, int64_t size, int have_size,
+                           const char *func, int64_t stack, int64_t alloc_id, const char *name,
+                           size_t name_len, int flags);
+int conv__write_event(struct conv *c, const struct stream *s, int kind, int layer, int64_t addr,
+                      int64_t size, int have_size, const char *func, int64_t stack,
+                      int64_t alloc_id);
+/* An alloc of s->r in layer; func: the allocating function's name (NULL: from the record). */
+int conv__on_alloc(struct conv *c, const struct stream *s, int layer, const char *func);
+/* A free of the block at s->r.addr in layer (heap free, pool free, pool release). */
+int conv__on_free(struct conv *c, const struct stream *s, int layer, const char *func);
+/* Ends the live block in slot with a FREE event by s. */
+int conv__free_block(struct conv *c, const struct stream *s, int layer, uint32_t slot,
+                     const char *func);
+
+/* ---- convert_cuda.c: called by convert.c ---------------------------------------------------- */
+
+/* Loads <trace dir>/<pid>.pta.pickle into p->pta; a file that cannot be read is a warning. */
+void conv__load_pta(struct conv *c, struct proc *p);
+/* Fills s->pre with the PyTorch blocks and segments of device trace t older than the trace. */
+int conv__pta_find_pre(struct conv *c, const struct ms_snapshot *sn, const struct ms_snap_trace *t,
+                       struct stream *s);
+/* Advances a PyTorch allocator stream to its next memory event; 1, or 0 at its end. */
+int conv__pta_fill(struct conv *c, struct stream *s);
+/* A CUDA driver record (CUDA_MEM, OOM, LAUNCH, USAGE); 0 or an error (set). */
+int conv__on_cuda(struct conv *c, struct stream *s);
+/* A PyTorch allocator event: blocks in pta:N, segments in pta_segment:N. */
+int conv__on_pta(struct conv *c, struct stream *s);
+/* The layers rows of the CUDA layers some event used (docs/cuda.md). */
+int conv__write_cuda_layers(struct conv *c);
+
+#endif

@@ -13,6 +13,7 @@ int cmd_pack(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 #endif
 
+#include <stdio.h>
 #include <time.h>
 struct ms_pack_stats;
 /* Packs the raw trace at path, or every raw *.mst in the directory path (those modified at or
@@ -47,5 +48,9 @@ int run_dir_empty(const char *dir);
 void run_untraceable_reason(const char *program, char *why, size_t len);
 /* The pid of a process still writing one of the traces in dir (it holds the file open), or 0. */
 long run_running_writer(const char *dir);
+
+/* run_summary.c: prints the run's summary from database db_path on out; 0, or -1 when the
+ * database cannot be opened. */
+int run_print_summary(const char *db_path, FILE *out);
 
 #endif

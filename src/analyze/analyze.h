@@ -18,6 +18,7 @@ struct ms_analyze_opts {
     int warmup;               /* leaks: steps <= warmup are ignored (default 1: steps 0 and 1) */
     int step_a, step_b;       /* compare --steps A,B (0 = not given) */
     const char *other_db;     /* compare: a second database (NULL: compare steps of one) */
+    const char *other_name;   /* compare: how to name it (NULL: other_db's file name) */
     uint64_t limit;           /* trend --limit BYTES (0 = none) */
     int64_t at_ns;            /* decompose --at NS (epoch ns; 0 = not given) */
     int at_step;              /* decompose --step N (0 = not given) */
@@ -41,6 +42,8 @@ struct ms_analysis {
     const char *summary; /* one line for --help */
     int (*run)(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err,
                size_t errlen);
+    int compact;         /* reads a compact database as it is (its tables have what the
+                            analysis needs); 0: ms_analyze_run_list gives it the full one */
 };
 
 extern const struct ms_analysis ms_analyses[]; /* terminated by a {NULL} entry */

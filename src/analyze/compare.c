@@ -775,9 +775,10 @@ int ms_analyze_compare(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, 
         sb.db = db2;
         sb.has_owner = ms__has_column(db2, "blocks", "owner_id");
         sa.live = sb.live = 1;
-        const char *base = strrchr(o->other_db, '/');
+        const char *name = o->other_name ? o->other_name : o->other_db;
+        const char *base = strrchr(name, '/');
         snprintf(label_a, sizeof label_a, "this run");
-        snprintf(label_b, sizeof label_b, "%s", base ? base + 1 : o->other_db);
+        snprintf(label_b, sizeof label_b, "%s", base ? base + 1 : name);
     }
 
     struct result res;

@@ -167,17 +167,18 @@ static int64_t first_event_at(sqlite3_stmt *seek, int64_t ns, int64_t lo, int64_
 }
 
 /* The fast path: the converter already found each peak (process_stats.peak_bytes, peak_ns);
- * the MALLOC that reached it is the first one of that process and layer at peak_ns (the
- * events(process_id, ts_ns) index). live_at_peaks() then checks that the blocks live at that
+ * the MALLOC that reached it is process_stats.peak_event_id (databases of memscope before it:
+ * the first MALLOC of that process and layer at peak_ns). live_at_peaks() then checks that the blocks live at that
  * event add up to peak_bytes. Returns 1 when every peak was placed, 0 when the caller must
  * replay the events instead (no process_stats rows, a peak without a MALLOC at its time). */
 static int peaks_from_stats(struct pctx *P)
 {
     char sql[512];
+    int have_ids = ms__has_column(P->db, "process_stats", "peak_event_id");
     snprintf(sql, sizeof sql,
-             "SELECT process_id, layer, peak_bytes, peak_ns FROM process_stats e "
+             "SELECT process_id, layer, peak_bytes, peak_ns, %s FROM process_stats e "
              "WHERE allocs > 0 AND %s ORDER BY process_id, layer",
-             P->layer_sql);
+             have_ids ? "peak_event_id, peak_allocation_id" : "NULL, NULL", P->layer_sql);
     sqlite3_stmt *st = NULL, *ev = NULL, *seek = NULL, *ids = NULL;
     int ok = 1, s = SQLITE_DONE;
     size_t cap = 0;
@@ -218,6 +219,12 @@ static int peaks_from_stats(struct pctx *P)
         k->bytes = sqlite3_column_int64(st, 2);
         k->ns = sqlite3_column_int64(st, 3);
         k->stats_bytes = k->bytes;
+        if (sqlite3_column_type(st, 4) != SQLITE_NULL && sqlite3_column_type(st, 5) != SQLITE_NULL) {
+            /* the converter named the MALLOC (the compact database has no MALLOC rows) */
+            k->event_id = sqlite3_column_int64(st, 4);
+            k->alloc_id = sqlite3_column_int64(st, 5);
+            continue;
+        }
         /* The events at exactly peak_ns: [first at ns, first after ns). */
         int64_t lo = first_event_at(seek, k->ns, min_id, max_id);
         int64_t hi = k->ns < INT64_MAX ? first_event_at(seek, k->ns + 1, lo, max_id) : max_id + 1;

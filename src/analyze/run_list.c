@@ -8,6 +8,7 @@
 #include "analyze.h"
 
 #include "error.h"
+#include "store.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,10 @@ static int parse_names(const char *names, const struct ms_analysis **list, int *
     return n;
 }
 
+static int copy_findings(const char *from, const char *to, char *err, size_t errlen);
+static int run_all(sqlite3 *db, const struct ms_analysis **list, int n, int all,
+                   const struct ms_analyze_opts *o, FILE *out, char *err, size_t errlen);
+
 int ms_analyze_run_list(const char *db_path, const char *names, const struct ms_analyze_opts *o,
                         FILE *out, char *err, size_t errlen)
 {
@@ -109,11 +114,72 @@ int ms_analyze_run_list(const char *db_path, const char *names, const struct ms_
     int rc = ms_analyze_open(db_path, o->write_back, &db, err, errlen);
     if (rc < 0)
         return rc;
-    if (n == 1 && !all) {
-        rc = list[0]->run(db, o, out, err, errlen);
+    /* A compact database: an analysis that reads every event gets the full database, expanded
+     * once for the whole list (NEEDSWORK: such analyses should read the packed traces). */
+    struct ms_store_full full = {.dir = ""}, other = {.dir = ""};
+    struct ms_analyze_opts oo = *o;
+    int need_full = 0;
+    for (int i = 0; i < n; i++)
+        need_full |= !list[i]->compact;
+    if (need_full && ms_store_is_compact(db)) {
         sqlite3_close(db);
+        db = NULL;
+        if ((rc = ms_store_full_open(&full, db_path, err, errlen)) == 0)
+            rc = ms_analyze_open(full.path, o->write_back, &db, err, errlen);
+    }
+    if (rc == 0 && o->other_db) {
+        if ((rc = ms_store_full_open(&other, o->other_db, err, errlen)) == 0) {
+            oo.other_db = other.path;
+            oo.other_name = o->other_name ? o->other_name : o->other_db;
+        }
+    }
+    if (rc < 0) {
+        sqlite3_close(db);
+        ms_store_full_close(&full);
+        ms_store_full_close(&other);
         return rc;
     }
+    rc = run_all(db, list, n, all, &oo, out, err, errlen);
+    sqlite3_close(db);
+    if (full.dir[0] && o->write_back && rc == 0)
+        rc = copy_findings(full.path, db_path, err, errlen);
+    ms_store_full_close(&full);
+    ms_store_full_close(&other);
+    return rc;
+}
+
+/* The inefficient findings written back into an expanded database go into the compact one. */
+static int copy_findings(const char *from, const char *to, char *err, size_t errlen)
+{
+    sqlite3 *db;
+    int rc = ms_analyze_open(to, 1, &db, err, errlen);
+    if (rc < 0)
+        return rc;
+    sqlite3_stmt *att;
+    if (sqlite3_prepare_v2(db, "ATTACH ? AS f", -1, &att, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(att, 1, from, -1, SQLITE_STATIC);
+        if (sqlite3_step(att) != SQLITE_DONE)
+            rc = MS_EDB;
+        sqlite3_finalize(att);
+    } else {
+        rc = MS_EDB;
+    }
+    if (rc == 0 &&
+        sqlite3_exec(db, "BEGIN; DELETE FROM inefficient; INSERT INTO inefficient SELECT * FROM "
+                         "f.inefficient; COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        rc = MS_EDB;
+    if (rc < 0)
+        snprintf(err, errlen, "cannot write the findings into %s: %s", to, sqlite3_errmsg(db));
+    sqlite3_close(db);
+    return rc;
+}
+
+static int run_all(sqlite3 *db, const struct ms_analysis **list, int n, int all,
+                   const struct ms_analyze_opts *o, FILE *out, char *err, size_t errlen)
+{
+    int rc;
+    if (n == 1 && !all)
+        return list[0]->run(db, o, out, err, errlen);
     int first_rc = 0;
     char one_err[512];
     if (o->json)
@@ -126,7 +192,6 @@ int ms_analyze_run_list(const char *db_path, const char *names, const struct ms_
             FILE *mem = open_memstream(&buf, &len);
             if (!mem) {
                 snprintf(err, errlen, "out of memory");
-                sqlite3_close(db);
                 return MS_ENOMEM;
             }
             rc = list[i]->run(db, o, mem, one_err, sizeof one_err);
@@ -170,6 +235,5 @@ int ms_analyze_run_list(const char *db_path, const char *names, const struct ms_
     }
     if (o->json)
         fputs("}\n", out);
-    sqlite3_close(db);
     return first_rc;
 }

@@ -1,5 +1,7 @@
 /* cmd_export.c: `memscope export run.db --format=csv [-o out.csv]`: writes the database's
- * events as msMemScope's memscope_dump CSV (ms_store_export_csv), to stdout by default. */
+ * events as msMemScope's memscope_dump CSV (ms_store_export_csv), to stdout by default;
+ * `memscope export run.db --format=db -o full.db`: the full database (one row per event,
+ * memscope_dump) of a compact one (ms_store_expand). */
 #include "cli.h"
 
 #include "error.h"
@@ -13,10 +15,36 @@
 
 static const char export_usage[] =
     "usage: memscope export run.db --format=csv [-o out.csv]\n"
+    "       memscope export run.db --format=db -o full.db\n"
     "\n"
-    "Writes every event of run.db in msMemScope's CSV form (stdout by default).\n"
-    "  --format=csv        the output format (csv is the only one)\n"
-    "  -o, --output=FILE   write to FILE instead of stdout\n";
+    "csv: writes every event of run.db in msMemScope's CSV form (stdout by default).\n"
+    "db:  writes the full database of a compact one (memscope run's default output): one row\n"
+    "     per event and msMemScope's memscope_dump, as `memscope run --format=db` writes it.\n"
+    "  --format=csv|db     the output format\n"
+    "  -o, --output=FILE   write to FILE instead of stdout (required for db)\n";
+
+/* --format=db: the full database of a compact one. */
+static int export_db(const char *db, const char *out)
+{
+    if (!out || !strcmp(out, "-"))
+        return usage_error("export: --format=db needs an output file (-o full.db)");
+    if (access(db, R_OK) != 0) {
+        error("export: cannot open database %s: %s", db, strerror(errno));
+        return 1;
+    }
+    char err[512] = "";
+    int rc = ms_store_expand(db, out, NULL, err, sizeof err);
+    if (rc == MS_EINVAL) {
+        error("export: %s is already a full database (it has every event)", db);
+        return 1;
+    }
+    if (rc < 0) {
+        error("export: %s", err[0] ? err : ms_strerror(rc));
+        return 1;
+    }
+    cli_log(1, "wrote %s", out);
+    return 0;
+}
 
 int cmd_export(int argc, char **argv)
 {
@@ -50,10 +78,12 @@ int cmd_export(int argc, char **argv)
     }
     if (!db)
         return usage_error("export: no database given");
-    if (format && strcmp(format, "csv") != 0)
-        return usage_error("export: unknown format '%s' (supported: csv)", format);
+    if (format && strcmp(format, "csv") != 0 && strcmp(format, "db") != 0)
+        return usage_error("export: unknown format '%s' (supported: csv, db)", format);
     if (out && !out[0])
         return usage_error("export: empty output file name");
+    if (format && !strcmp(format, "db"))
+        return export_db(db, out);
 
     FILE *f = stdout;
     struct ms_output mo = {.fd = -1};

@@ -1,5 +1,7 @@
-/* cmd_import.c: `memscope import TRACE_DIR -o run.db [--no-symbols]`: converts the raw traces
- * of a run (<pid>.<n>.mst files) into the database of docs/database.md via ms_store_convert().
+/* cmd_import.c: `memscope import TRACE_DIR -o run.db [--format=compact|db] [--no-symbols]`:
+ * converts the traces of a run (<pid>.<n>.mst files) into the database of docs/database.md via
+ * ms_store_convert(): the compact database (the default, as `memscope run` writes it) or the
+ * full one.
  * Useful when `memscope run` was interrupted or the traces were copied from another machine. */
 #include "cli.h"
 
@@ -10,16 +12,18 @@
 #include <string.h>
 
 static const char import_usage[] =
-    "usage: memscope import TRACE_DIR -o run.db [--no-symbols]\n"
+    "usage: memscope import TRACE_DIR -o run.db [--format=compact|db] [--no-symbols]\n"
     "\n"
     "Converts the raw traces in TRACE_DIR into a memscope database.\n"
     "  -o, --output=FILE   the database to write (replaced if it exists)\n"
+    "  --format=compact|db compact (default): summary tables and the packed traces;\n"
+    "                      db: one row per event (msMemScope's memscope_dump)\n"
     "  --no-symbols        keep module offsets, do not read debug information\n";
 
 int cmd_import(int argc, char **argv)
 {
     const char *dir = NULL, *db = NULL;
-    int symbolize = 1;
+    int symbolize = 1, compact = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -33,6 +37,12 @@ int cmd_import(int argc, char **argv)
             db = a + 9;
         } else if (!strncmp(a, "-o", 2) && a[2]) {
             db = a + 2;
+        } else if (!strcmp(a, "--format=compact")) {
+            compact = 1;
+        } else if (!strcmp(a, "--format=db")) {
+            compact = 0;
+        } else if (!strncmp(a, "--format", 8)) {
+            return usage_error("import: --format: expected compact or db, not '%s'", a);
         } else if (!strcmp(a, "--no-symbols")) {
             symbolize = 0;
         } else if (!strcmp(a, "--")) {
@@ -61,6 +71,7 @@ int cmd_import(int argc, char **argv)
         .call_stack_c = 0,
         .events = NULL,
         .symbolize = symbolize,
+        .compact = compact,
     };
     struct ms_store_result res;
     char err[512];

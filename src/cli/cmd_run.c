@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum format { FMT_DB, FMT_CSV, FMT_TRACE };
+enum format { FMT_COMPACT, FMT_DB, FMT_CSV, FMT_TRACE };
 
 struct run_options {
     unsigned c_depth;        /* 0 = no native stacks */
@@ -60,9 +60,13 @@ static const char run_usage[] =
     "\n"
     "  -o, --output-path=PATH   a .db (or .csv) file, or a directory that receives\n"
     "                           memscope_<pid>_<YYYYmmddHHMMSS>.db (default: memscopeDumpResults/)\n"
-    "      --format=db|csv|trace  db: SQLite (default); csv: msMemScope's CSV;\n"
-    "                           trace: keep the traces in PATH, packed (memscope import\n"
-    "                           converts them)\n"
+    "      --format=compact|db|csv|trace\n"
+    "                           compact (default): a SQLite database of the run's tables\n"
+    "                           and its packed traces, about 3 bytes per event; db: SQLite\n"
+    "                           with one row per event (msMemScope's memscope_dump, what\n"
+    "                           Insight opens; `memscope export --format=db` makes it from\n"
+    "                           a compact one); csv: msMemScope's CSV; trace: keep the\n"
+    "                           traces in PATH, packed (memscope import converts them)\n"
     "      --call-stack=c[:N][,python[:N]]\n"
     "                           native stack depth N in 0..1000 (default when given: 50);\n"
     "                           without this option: c:32, or python:32 when the program\n"
@@ -405,7 +409,7 @@ static void pack_traces(const char *dir, time_t run_start)
 
 int cmd_run(int argc, char **argv)
 {
-    struct run_options o = {.c_depth = 32, .format = FMT_DB, .symbolize = 1};
+    struct run_options o = {.c_depth = 32, .format = FMT_COMPACT, .symbolize = 1};
     int stack_given = 0;
     int log_explicit = 0, quiet = 0, verbose = 0;
     enum { OPT_EVENTS = 256, OPT_STACK, OPT_FORMAT, OPT_LOG, OPT_COLLECT, OPT_NOFOLLOW, OPT_KEEP, OPT_NOSYM, OPT_UNWIND, OPT_ANALYSIS,
@@ -413,6 +417,7 @@ int cmd_run(int argc, char **argv)
     static const struct option longopts[] = {
         {"output-path", required_argument, NULL, 'o'},
         {"format", required_argument, NULL, OPT_FORMAT},
+        {"data-format", required_argument, NULL, OPT_FORMAT}, /* msMemScope's older name */
         {"call-stack", required_argument, NULL, OPT_STACK},
         {"events", required_argument, NULL, OPT_EVENTS},
         {"collect-mode", required_argument, NULL, OPT_COLLECT},
@@ -443,14 +448,17 @@ int cmd_run(int argc, char **argv)
             o.output = optarg;
             break;
         case OPT_FORMAT:
-            if (!strcmp(optarg, "db"))
+            if (!strcmp(optarg, "compact"))
+                o.format = FMT_COMPACT;
+            else if (!strcmp(optarg, "db"))
                 o.format = FMT_DB;
             else if (!strcmp(optarg, "csv"))
                 o.format = FMT_CSV;
             else if (!strcmp(optarg, "trace"))
                 o.format = FMT_TRACE;
             else
-                return usage_error("--format: expected db, csv or trace, not '%s'", optarg);
+                return usage_error("--format: expected compact, db, csv or trace, not '%s'",
+                                   optarg);
             break;
         case OPT_STACK:
             stack_given = 1;
@@ -787,6 +795,7 @@ int cmd_run(int argc, char **argv)
         .oom_k = oom_k_of(o.analysis),
         .stop = &stop_signal,
         .symbolize = o.symbolize,
+        .compact = o.format == FMT_COMPACT,
     };
     struct ms_store_result res;
     char err[512] = "";

@@ -451,7 +451,7 @@ static int write_events(struct imp *m, int64_t *thread_of_dev_first, int64_t nde
     for (int L = 0; L < 2; L++) {
         snprintf(sql, sizeof sql,
                  "INSERT INTO process_stats VALUES (1, %d, %llu, %llu, %llu, %llu, %lld, %llu, "
-                 "%llu, %llu)",
+                 "%llu, %llu, NULL, NULL)",
                  L ? LAYER_SEG : LAYER_PTA, (unsigned long long)ls[L].allocs,
                  (unsigned long long)ls[L].frees, (unsigned long long)ls[L].alloc_bytes,
                  (unsigned long long)ls[L].peak_bytes, (long long)ls[L].peak_ns,

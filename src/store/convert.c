@@ -916,6 +916,60 @@ static int write_block(struct conv *c, const struct closed_block *cb)
     return id == c->closed_next ? closed_drain(c, 0) : 0;
 }
 
+/* Appends cb to the array *a of *n (capacity *cap) closed blocks. */
+static int closed_push(struct conv *c, struct closed_block **a, size_t *n, size_t *cap,
+                       const struct closed_block *cb)
+{
+    if (*n == *cap && conv__grow((void **)a, cap, *n, sizeof **a, MAX_LIVE) < 0)
+        return conv__oom(c, "blocks of the compact database");
+    (*a)[(*n)++] = *cb;
+    return 0;
+}
+
+/* Compact output: keeps the row of a closed block that an analysis reads from the compact
+ * database: live at exit, live at the end of a step or at an OOM (one happened in its process
+ * while it was live), or live at its layer's peak. Whether a block was live at the peak is known only at the end: a block
+ * closed after the current peak and allocated before it waits in peak_closed, which a new
+ * peak empties (nothing closed before a peak is live at it). */
+static int compact_block(struct conv *c, struct proc *p, const struct closed_block *cb)
+{
+    if (!cb->have_free || cb->b.moments != p->moments)
+        return closed_push(c, &c->kept, &c->nkept, &c->akept, cb);
+    struct layer_state *ls = &p->ls[cb->layer];
+    if (ls->st.peak_alloc && cb->b.alloc_id <= ls->st.peak_alloc)
+        return closed_push(c, &ls->peak_closed, &ls->npeak_closed, &ls->apeak_closed, cb);
+    return 0;
+}
+
+static int cmp_closed(const void *a, const void *b)
+{
+    const struct closed_block *x = a, *y = b;
+    return x->b.alloc_id < y->b.alloc_id ? -1 : x->b.alloc_id > y->b.alloc_id;
+}
+
+/* Compact output: writes the kept blocks rows, in allocation order. */
+static int compact_write_blocks(struct conv *c)
+{
+    for (size_t i = 0; i < c->nprocs; i++) {
+        struct proc *p = &c->procs[i];
+        for (size_t l = 0; l < p->nls; l++) {
+            struct layer_state *ls = &p->ls[l];
+            for (size_t k = 0; k < ls->npeak_closed; k++) {
+                int rc = closed_push(c, &c->kept, &c->nkept, &c->akept, &ls->peak_closed[k]);
+                if (rc < 0)
+                    return rc;
+            }
+        }
+    }
+    qsort(c->kept, c->nkept, sizeof *c->kept, cmp_closed);
+    for (size_t i = 0; i < c->nkept; i++) {
+        int rc = block_row(c, &c->kept[i]);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 /* Writes the blocks row of the block in slot and frees the slot. free_event 0: no free event
  * (replaced by an allocation at the same address); have_free 0: still live at the end. */
 static int block_close(struct conv *c, struct proc *p, int layer, uint32_t slot, int have_free,
@@ -923,7 +977,7 @@ static int block_close(struct conv *c, struct proc *p, int layer, uint32_t slot,
 {
     struct block *b = &c->blocks[slot];
     struct closed_block cb = {*b, p->id, free_ns, free_event, layer, have_free};
-    int rc = write_block(c, &cb);
+    int rc = c->o->compact ? compact_block(c, p, &cb) : write_block(c, &cb);
     if (have_free) {
         struct layer_stats *ls = &p->ls[layer].st;
         ls->live_bytes -= b->size;
@@ -941,6 +995,12 @@ int conv__write_event_full(struct conv *c, const struct stream *s, int kind, int
                            const char *func, int64_t stack, int64_t alloc_id, const char *name,
                            size_t name_len, int flags)
 {
+    if (c->o->compact && (kind == MS_KIND_MALLOC || kind == MS_KIND_FREE)) {
+        /* in the packed trace only; the id is still taken, as in a full database */
+        c->next_event++;
+        c->attr = NULL;
+        return 0;
+    }
     struct ms_cell *row;
     int rc = ms_batch_row(&c->events_ins, &row);
     if (rc < 0)
@@ -1035,6 +1095,7 @@ int conv__on_alloc(struct conv *c, const struct stream *s, int layer, const char
     b->owner_id = c->threads[(s->pta ? s->owner_thread : s->thread) - 1].owner_id;
     b->base_owner_id = b->owner_id;
     b->step = p->steps + 1;
+    b->moments = p->moments;
     struct layer_stats *ls = &lst->st;
     ls->allocs++;
     ls->alloc_bytes += (int64_t)r->size;
@@ -1043,6 +1104,9 @@ int conv__on_alloc(struct conv *c, const struct stream *s, int layer, const char
     if (ls->live_bytes > ls->peak_bytes) {
         ls->peak_bytes = ls->live_bytes;
         ls->peak_ns = s->ts;
+        ls->peak_event = c->next_event;
+        ls->peak_alloc = alloc_id;
+        lst->npeak_closed = 0; /* closed before this peak: not live at it */
     }
     return 0;
 }
@@ -1362,6 +1426,7 @@ static int on_annotation(struct conv *c, struct stream *s)
     switch (r->fn) {
     case MS_EXT_STEP: {
         p->steps++;
+        p->moments++;
         snprintf(num, sizeof num, "%lld", (long long)p->steps);
         rc = conv__write_event_full(c, s, MS_KIND_STEP, MS_LAYER_ANNOTATION, 0, 0, 0, 0, NULL, 0, 0,
                                     num, strlen(num), -1);
@@ -1673,7 +1738,7 @@ static int write_processes(struct conv *c)
     sqlite3_stmt *st = NULL, *ps = NULL;
     int rc = conv__prepare(c, &st, "INSERT INTO processes VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
     if (rc == 0)
-        rc = conv__prepare(c, &ps, "INSERT INTO process_stats VALUES (?,?,?,?,?,?,?,?,?,?)");
+        rc = conv__prepare(c, &ps, "INSERT INTO process_stats VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
     for (size_t i = 0; i < c->nprocs && rc == 0; i++) {
         struct proc *p = &c->procs[i];
         const struct ms_trace_file_header *h = &p->tr.hdr;
@@ -1741,6 +1806,8 @@ static int write_processes(struct conv *c)
             sqlite3_bind_int64(ps, 8, ls->live_bytes);
             sqlite3_bind_int64(ps, 9, ls->live_blocks);
             sqlite3_bind_int64(ps, 10, ls->unmatched);
+            bind_opt(ps, 11, ls->peak_event, ls->peak_bytes > 0);
+            bind_opt(ps, 12, ls->peak_alloc, ls->peak_bytes > 0);
             rc = conv__step_reset(c, ps, "insert process stats");
         }
         c->res->damaged_chunks += p->tr.damaged_chunks;
@@ -1865,6 +1932,8 @@ static int write_meta(struct conv *c)
         rc = put_meta(c, st, "events", c->o->events);
     if (rc == 0)
         rc = put_meta(c, st, "trace_dir", dir);
+    if (rc == 0) /* the compact database has not every events row */
+        rc = put_meta_int(c, st, "event_count", c->next_event);
     free(cmd.p);
     sqlite3_finalize(st);
     return rc;
@@ -1941,8 +2010,61 @@ static int open_db(struct conv *c)
     return rc;
 }
 
+/* Compact output: starts packing the traces (and PyTorch's allocator pickles beside them) on
+ * other threads while this one converts. */
+static int compact_start(struct conv *c)
+{
+    const char **paths = calloc(2 * c->nprocs + 1, sizeof *paths);
+    char **pickles = calloc(c->nprocs + 1, sizeof *pickles);
+    size_t n = 0, np = 0;
+    int rc = 0;
+    if (!paths || !pickles)
+        rc = conv__oom(c, "paths");
+    for (size_t i = 0; i < c->nprocs && rc == 0; i++) {
+        struct proc *p = &c->procs[i];
+        paths[n++] = p->path;
+        size_t len = strlen(c->o->trace_dir) + 48;
+        char *pk = malloc(len);
+        if (!pk) {
+            rc = conv__oom(c, "paths");
+            break;
+        }
+        snprintf(pk, len, "%s/%llu.pta.pickle", c->o->trace_dir,
+                 (unsigned long long)p->tr.hdr.pid);
+        struct stat st;
+        int dup = 0;
+        for (size_t k = 0; k < np; k++)
+            dup |= strcmp(pickles[k], pk) == 0;
+        if (!dup && stat(pk, &st) == 0 && S_ISREG(st.st_mode)) {
+            pickles[np++] = pk;
+            paths[n++] = pk;
+        } else {
+            free(pk);
+        }
+    }
+    if (rc == 0)
+        rc = ms_embed_start(&c->embed, paths, n, c->o->db_path, c->err, c->errlen);
+    for (size_t k = 0; k < np; k++)
+        free(pickles[k]);
+    free(pickles);
+    free(paths);
+    return rc;
+}
+
+/* Compact output: the traces go into trace_files; memscope_dump, one row per event, is left to
+ * the full database (docs/database.md). */
+static int compact_finish(struct conv *c)
+{
+    int rc = exec_sql(c, "DROP VIEW memscope_dump; INSERT INTO meta VALUES ('store', 'compact')",
+                      "compact database");
+    if (rc == 0 && (rc = ms_embed_finish(&c->embed, c->db, c->err, c->errlen)) < 0)
+        return rc;
+    return rc;
+}
+
 static void conv_release(struct conv *c)
 {
+    ms_embed_release(&c->embed);
     sqlite3_stmt *sts[] = {c->ins_string, c->ins_frame, c->ins_stack, c->ins_stack_frame,
                            c->ins_owner,  c->ins_step,  c->ins_range, c->ins_pytrace};
     for (size_t i = 0; i < sizeof sts / sizeof sts[0]; i++)
@@ -1968,8 +2090,10 @@ static void conv_release(struct conv *c)
             ms_snapshot_release(p->pta);
             free(p->pta);
         }
-        for (size_t l = 0; l < p->nls; l++)
+        for (size_t l = 0; l < p->nls; l++) {
             ms_addrmap_release(&p->ls[l].live);
+            free(p->ls[l].peak_closed);
+        }
         free(p->ls);
     }
     free(c->procs);
@@ -2003,6 +2127,7 @@ static void conv_release(struct conv *c)
     free(c->threads);
     free(c->blocks);
     free(c->closed);
+    free(c->kept);
     ms_strtab_release(&c->strings);
     free(c->tmp_path);
 }
@@ -2036,6 +2161,8 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
         rc = init_layers(&c);
     if (rc == 0)
         rc = pass1(&c);
+    if (rc == 0 && o->compact)
+        rc = compact_start(&c);
     if (rc == 0)
         rc = open_db(&c);
     for (size_t i = 0; i < c.nprocs && rc == 0; i++)
@@ -2050,8 +2177,12 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
         rc = write_threads(&c);
     if (rc == 0)
         rc = write_processes(&c);
+    if (rc == 0 && o->compact)
+        rc = compact_write_blocks(&c);
     if (rc == 0)
         rc = flush_batches(&c);
+    if (rc == 0 && o->compact)
+        rc = compact_finish(&c);
     if (rc == 0)
         rc = exec_sql(&c, "COMMIT", "commit");
     const char *tmp = c.tmp_path;

@@ -441,6 +441,7 @@ int conv__on_cuda(struct conv *c, struct stream *s)
                                         NULL, 0, -1);
         if (rc == 0)
             rc = oom_rows(c, s, v[1]);
+        p->moments++; /* what is live now keeps its row in the compact database */
     } else {
         const uint64_t *v = r->pcs; /* op device func stream gx gy gz bx by bz shmem stack */
         uint32_t k = 0;

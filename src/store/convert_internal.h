@@ -8,6 +8,7 @@
 
 #include "addrmap.h"
 #include "batch.h"
+#include "embed.h"
 #include "error.h"
 #include "files.h"
 #include "reader.h"
@@ -52,6 +53,7 @@ struct sbuf {
 
 struct layer_stats {
     int64_t allocs, frees, alloc_bytes, peak_bytes, peak_ns, live_bytes, live_blocks, unmatched;
+    int64_t peak_event, peak_alloc; /* the MALLOC that reached the peak: event and block ids */
 };
 
 /* One memory layer of one process: its live blocks and statistics. */
@@ -59,6 +61,10 @@ struct layer_state {
     struct ms_addrmap live; /* address -> conv.blocks slot */
     struct layer_stats st;
     int used;               /* a process_stats row is written (heap and mmap always) */
+    /* Compact output: the blocks closed since the current peak that were live at it (the
+     * peak's live set is these and the blocks still live that were allocated before it). */
+    struct closed_block *peak_closed;
+    size_t npeak_closed, apeak_closed;
 };
 
 struct module {
@@ -92,6 +98,8 @@ struct proc {
     struct layer_state *ls;    /* by layer id; see proc_layer() */
     size_t nls;
     int64_t steps;             /* memscope_step() calls so far: the current step is steps + 1 */
+    int64_t moments;           /* step ends and OOMs so far: a block whose life spans one keeps
+                                  its row in the compact database */
     int64_t step_start_ns;
 };
 
@@ -146,6 +154,7 @@ struct block {
     int64_t alloc_id, addr, size, alloc_ns, alloc_event_id, stack_id; /* stack_id 0: none */
     int64_t owner_id, step; /* owner_id 0: none */
     int64_t base_owner_id;  /* the owner at allocation (describe tags extend it) */
+    int64_t moments;        /* its process's moments at allocation */
     uint32_t thread_id;   /* threads.id */
     uint32_t next_free;   /* free-list link when the slot is unused */
     const char *func;
@@ -215,6 +224,11 @@ struct conv {
      * written or passed over. closed_next: the smallest id neither written nor passed over. */
     struct closed_block *closed;
     int64_t closed_next;
+    /* Compact output (o->compact): no MALLOC or FREE rows, and blocks rows only for the blocks
+     * the analyses read there (docs/database.md): those kept so far, written at the end. */
+    struct closed_block *kept;
+    size_t nkept, akept;
+    struct ms_embed embed;    /* the packed traces on their way into trace_files */
 
     int64_t next_event, next_alloc, next_frame, next_module, next_range;
     struct ms_strtab strings;

@@ -416,14 +416,26 @@ static int write_rows(struct exp *e, FILE *f)
     return rc;
 }
 
+static int export_full(const char *db_path, FILE *out, char *err, size_t errlen);
+
 int ms_store_export_csv(const char *db_path, FILE *out, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = 0;
+    struct ms_store_full full; /* a compact database: its events from the traces it holds */
+    int rc = ms_store_full_open(&full, db_path, err, errlen);
+    if (rc == 0)
+        rc = export_full(full.path, out, err, errlen);
+    ms_store_full_close(&full);
+    return rc;
+}
+
+static int export_full(const char *db_path, FILE *out, char *err, size_t errlen)
 {
     struct exp e;
     memset(&e, 0, sizeof e);
     e.err = err;
     e.errlen = errlen;
-    if (err && errlen)
-        err[0] = 0;
     if (sqlite3_open_v2(db_path, &e.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         int rc = fail(&e, MS_EIO, "cannot open database %s: %s", db_path,
                       e.db ? sqlite3_errmsg(e.db) : "out of memory");

@@ -6,6 +6,7 @@
 #ifndef MS_STORE_H
 #define MS_STORE_H
 
+#include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -19,6 +20,10 @@ struct ms_store_options {
     int symbolize;              /* nonzero: resolve frames to function/file/line */
     unsigned oom_k;             /* OOM_RECENT_ALLOC / OOM_TOP_ALLOC rows after each OOM
                                    (msMemScope's --analysis=oom:K); 0: the default, 10 */
+    int compact;                /* the compact database (docs/database.md): no MALLOC/FREE
+                                   events rows, blocks rows only for the blocks live at exit,
+                                   at a peak or across a step end, and the traces themselves,
+                                   packed, in trace_files */
     const volatile int *stop;   /* when it becomes nonzero (a signal handler sets it) the
                                    conversion stops with -EINTR and leaves nothing behind;
                                    NULL: never */
@@ -36,6 +41,26 @@ struct ms_store_result {
  * err (errlen bytes). On error no partial database is left at db_path. */
 int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *res, char *err,
                      size_t errlen);
+
+/* 1 when db is a compact database (meta store = compact: docs/database.md), else 0. */
+int ms_store_is_compact(sqlite3 *db);
+
+/* Writes the full database (one row per event) of the compact database at compact_path to
+ * db_path (replaced when complete; nothing is left there on error): its traces are converted
+ * again, with the compact database's stacks, meta and findings. stop as in ms_store_options.
+ * Returns 0 or a negative code with a reason in err (MS_EINVAL: not a compact database). */
+int ms_store_expand(const char *compact_path, const char *db_path, const volatile int *stop,
+                    char *err, size_t errlen);
+
+/* A full database to read where a compact one was given: ms_store_full_open() expands a compact
+ * database into a private temporary directory (TMPDIR, else /tmp) and sets path to it; for any
+ * other file path is db_path itself. ms_store_full_close() removes what open created. */
+struct ms_store_full {
+    char path[4096 + 64];
+    char dir[4096];  /* "" when nothing was created */
+};
+int ms_store_full_open(struct ms_store_full *f, const char *db_path, char *err, size_t errlen);
+void ms_store_full_close(struct ms_store_full *f);
 
 /* Writes every event of the database at db_path to out as msMemScope's CSV (header included).
  * Returns 0 or a negative code with a reason in err. Refuses databases of a newer format. */

@@ -63,7 +63,7 @@ same_without_agent() {
     local plain_out plain_rc traced_rc
     plain_out=$("$@" 2>"$TMP/plain.err")
     plain_rc=$?
-    "$MEMSCOPE" run -q -o "$TMP/plain_vs.db" -- "$@" >"$TMP/traced.out" 2>"$TMP/traced.err"
+    "$MEMSCOPE" run --format=db -q -o "$TMP/plain_vs.db" -- "$@" >"$TMP/traced.out" 2>"$TMP/traced.err"
     traced_rc=$?
     assert_eq "$(basename "$1"): exit status without the agent = with it" "$traced_rc" "$plain_rc"
     assert_eq "$(basename "$1"): stdout without the agent = with it" "$(cat "$TMP/traced.out")" \

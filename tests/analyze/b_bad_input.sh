@@ -7,8 +7,8 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
-"$MEMSCOPE" run -o "$T/steps.db" -- "$PROGS/b_steps" >/dev/null 2>&1 || bad "run b_steps"
-"$MEMSCOPE" run -o "$T/pool.db" -- "$PROGS/b_pool" >/dev/null 2>&1 || bad "run b_pool"
+"$MEMSCOPE" run --format=db -o "$T/steps.db" -- "$PROGS/b_steps" >/dev/null 2>&1 || bad "run b_steps"
+"$MEMSCOPE" run --format=db -o "$T/pool.db" -- "$PROGS/b_pool" >/dev/null 2>&1 || bad "run b_pool"
 
 expect() { # exit-status pattern args...
     local want=$1 pat=$2
@@ -22,7 +22,7 @@ expect() { # exit-status pattern args...
 }
 expect 2 "step 9 does not exist" compare "$T/steps.db" --steps 2,9
 expect 2 "steps 1 to 4" compare "$T/steps.db" --steps 9,1
-"$MEMSCOPE" run -o "$T/nostep.db" -- "$PROGS/b_ineff" >/dev/null 2>&1 || bad "run b_ineff"
+"$MEMSCOPE" run --format=db -o "$T/nostep.db" -- "$PROGS/b_ineff" >/dev/null 2>&1 || bad "run b_ineff"
 expect 2 "never called memscope_step" compare "$T/nostep.db" --steps 1,2
 expect 2 "--steps A,B" compare "$T/steps.db"
 expect 2 "not both" compare "$T/steps.db" --steps 1,2 --with "$T/steps.db"

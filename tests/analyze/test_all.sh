@@ -5,7 +5,7 @@
 . "$(dirname "$0")/an_lib.sh"
 
 DB=$TMP/leak.db
-ms run run -q -o "$DB" -- "$PROGS/an_leak_steps"
+ms run run --format=db -q -o "$DB" -- "$PROGS/an_leak_steps"
 require_db "an_leak_steps" "$DB"
 
 ms all analyze all "$DB"
@@ -28,8 +28,8 @@ assert_eq "peak,leaks: sections in the order given" "=== memscope analyze peak =
 === memscope analyze leaks ===" "$(grep '^=== ' "$TMP/twot.out")"
 
 # memscope run --analysis=leaks,peak (wired by cmd_run.c).
-if "$MEMSCOPE" run --help 2>&1 | grep -q -- '--analysis'; then
-    ms runan run -q --analysis=leaks,peak -o "$TMP/r.db" -- "$PROGS/an_leak_steps"
+if "$MEMSCOPE" run --format=db --help 2>&1 | grep -q -- '--analysis'; then
+    ms runan run --format=db -q --analysis=leaks,peak -o "$TMP/r.db" -- "$PROGS/an_leak_steps"
     assert_eq "run --analysis: status" 0 "$RC"
     assert_eq "run --analysis: the leak lines" 2 \
         "$(cat "$TMP/runan.out" "$TMP/runan.err" | grep -c '^Direct heap leak')"

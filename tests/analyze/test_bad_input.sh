@@ -5,7 +5,7 @@
 . "$(dirname "$0")/an_lib.sh"
 
 DB=$TMP/ok.db
-ms run run -q -o "$DB" -- "$PROGS/an_peak"
+ms run run --format=db -q -o "$DB" -- "$PROGS/an_peak"
 require_db "an_peak" "$DB"
 
 # expect NAME STATUS REGEX ARGS...: status, exactly one stderr line matching REGEX, no stdout.

@@ -7,7 +7,7 @@
 
 # The schema: a real run's database with its rows taken out (same DDL as the converter's).
 DB=$TMP/fx.db
-ms run run -q -o "$DB" -- "$PROGS/an_peak"
+ms run run --format=db -q -o "$DB" -- "$PROGS/an_peak"
 require_db "schema donor" "$DB"
 sqlite3 "$DB" <<'SQL' || fail "fixture SQL"
 DELETE FROM events; DELETE FROM blocks; DELETE FROM process_stats; DELETE FROM steps;

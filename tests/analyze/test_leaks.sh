@@ -6,7 +6,7 @@
 . "$(dirname "$0")/an_lib.sh"
 
 DB=$TMP/leak.db
-ms run run -q -o "$DB" -- "$PROGS/an_leak_steps"
+ms run run --format=db -q -o "$DB" -- "$PROGS/an_leak_steps"
 assert_eq "run exit status" 0 "$RC"
 require_db "an_leak_steps" "$DB"
 assert_eq "steps recorded" 7 "$(q "$DB" 'SELECT count(*) FROM steps')"
@@ -56,7 +56,7 @@ assert_eq "--warmup 0 flags steps 1, 3, 4" "1
 4" "$(grep '^Direct ' "$TMP/w0.out" | sed -E 's/.* at step ([0-9]+)\./\1/')"
 
 # A run without steps: the check says so and finds nothing.
-ms nosteps run -q -o "$TMP/peak.db" -- "$PROGS/an_peak"
+ms nosteps run --format=db -q -o "$TMP/peak.db" -- "$PROGS/an_peak"
 ms leaks2 analyze leaks "$TMP/peak.db"
 assert_eq "no steps: analyze leaks exit status" 0 "$RC"
 assert_match "no steps: said so" "no steps recorded" "$(cat "$TMP/leaks2.out")"

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/an_lib.sh"
 
 DB=$TMP/peak.db
-ms run run -q -o "$DB" -- "$PROGS/an_peak"
+ms run run --format=db -q -o "$DB" -- "$PROGS/an_peak"
 assert_eq "run exit status" 0 "$RC"
 require_db "an_peak" "$DB"
 

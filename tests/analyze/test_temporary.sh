@@ -5,7 +5,7 @@
 . "$(dirname "$0")/an_lib.sh"
 
 DB=$TMP/temp.db
-ms run run -q -o "$DB" -- "$PROGS/an_temp"
+ms run run --format=db -q -o "$DB" -- "$PROGS/an_temp"
 assert_eq "run exit status" 0 "$RC"
 require_db "an_temp" "$DB"
 

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/an_lib.sh"
 
 DB=$TMP/trend.db
-ms run run -q -o "$DB" -- "$PROGS/an_trend"
+ms run run --format=db -q -o "$DB" -- "$PROGS/an_trend"
 assert_eq "run exit status" 0 "$RC"
 require_db "an_trend" "$DB"
 

@@ -30,7 +30,7 @@ for mode in direct dlsym procaddr procaddr-alias; do
         direct) prog="$CUDA_PROGS/cuda_known_direct" ;;
         procaddr-alias) arg=procaddr; env=(MEMSCOPE_TEST_CUDA_PROC_ALIASES=1) ;;
     esac
-    out=$(env "${env[@]}" LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run -q --events=alloc,free,launch \
+    out=$(env "${env[@]}" LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run --format=db -q --events=alloc,free,launch \
           -o "$db" -- "$prog" "$arg" 2>"$TMP/err")
     assert_eq "$mode: program output" "ok" "$out"
     assert_eq "$mode: layers (allocs, frees, live, unmatched)" "$EXPECT_STATS" "$(q "$db" "$STATS")"
@@ -102,26 +102,26 @@ done
 
 # A program linked with -lcuda run plainly and under memscope: same output and status.
 plain=$("$CUDA_PROGS/cuda_known_direct" direct; echo "rc=$?")
-traced=$("$MEMSCOPE" run -q -o "$TMP/d2.db" -- "$CUDA_PROGS/cuda_known_direct" direct 2>/dev/null; echo "rc=$?")
+traced=$("$MEMSCOPE" run --format=db -q -o "$TMP/d2.db" -- "$CUDA_PROGS/cuda_known_direct" direct 2>/dev/null; echo "rc=$?")
 assert_eq "direct: same output and status under memscope" "$plain" "$traced"
 assert_eq "launches are not recorded without --events=launch" "0" \
     "$(q "$TMP/d2.db" "SELECT count(*) FROM events WHERE kind = 10")"
 
 # --device selects devices; cpu turns the CUDA hooks off
-LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run -q --device=cuda:1 -o "$TMP/dev1.db" -- \
+LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run --format=db -q --device=cuda:1 -o "$TMP/dev1.db" -- \
     "$CUDA_PROGS/cuda_known" dlsym >/dev/null 2>&1
 assert_eq "--device=cuda:1: only device 1's layers (and pinned host memory)" "cuda_pinned
 cuda:1
 cuda_vmm:1" "$(q "$TMP/dev1.db" "SELECT name FROM layers WHERE name LIKE 'cuda%' ORDER BY id")"
-LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run -q --device=cpu -o "$TMP/cpu.db" -- \
+LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run --format=db -q --device=cpu -o "$TMP/cpu.db" -- \
     "$CUDA_PROGS/cuda_known" dlsym >/dev/null 2>&1
 assert_eq "--device=cpu: no CUDA rows" "0" \
     "$(q "$TMP/cpu.db" "SELECT count(*) FROM layers WHERE name LIKE 'cuda%'")"
-out=$("$MEMSCOPE" run --device=gpu -o "$TMP/x.db" -- true 2>&1; echo "rc=$?")
+out=$("$MEMSCOPE" run --format=db --device=gpu -o "$TMP/x.db" -- true 2>&1; echo "rc=$?")
 assert_match "--device=gpu is refused" "--device: expected.*rc=2" "${out//$'\n'/ }"
 
 # fork + IPC: the child's trace has the imported block and its own allocation
-out=$(LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run -q -o "$TMP/fork.db" -- "$CUDA_PROGS/cuda_fork" 2>/dev/null)
+out=$(LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run --format=db -q -o "$TMP/fork.db" -- "$CUDA_PROGS/cuda_fork" 2>/dev/null)
 assert_eq "fork: program output" "ok" "$out"
 assert_eq "fork: per process (parent first): HAL allocs, frees, live, IPC opens" "1|1|1|0|0
 2|2|2|0|1" "$(q "$TMP/fork.db" "SELECT s.process_id, s.allocs, s.frees, s.live_blocks,
@@ -133,7 +133,7 @@ assert_eq "fork: the imported block has the exporter's size and ipc:true" "10485
 
 # direct binding in a library dlopen'ed after start (as PyTorch's libcaffe2_nvrtc.so)
 plain=$(LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$CUDA_PROGS/cuda_dlopen"; echo "rc=$?")
-traced=$(LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run -q -o "$TMP/dl.db" -- "$CUDA_PROGS/cuda_dlopen" 2>/dev/null; echo "rc=$?")
+traced=$(LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run --format=db -q -o "$TMP/dl.db" -- "$CUDA_PROGS/cuda_dlopen" 2>/dev/null; echo "rc=$?")
 assert_eq "dlopen: same output and status (the library's RUNPATH still finds its plugin)" "plugin: two
 ok
 rc=0" "$traced"
@@ -148,7 +148,7 @@ cuMemFree|2097152|0" "$(q "$TMP/dl.db" "SELECT json_extract(Attr, '\$.func'), js
 
 # a driver of the CUDA 11.3 era: cuGetProcAddress's first ABI, no kernel names, no pool figures
 OLD_DRV="$(dirname "$CUDA_DRIVER_DIR")/cuda-test-driver-old"
-out=$(LD_LIBRARY_PATH="$OLD_DRV" "$MEMSCOPE" run -q --events=alloc,free,launch -o "$TMP/old.db" -- \
+out=$(LD_LIBRARY_PATH="$OLD_DRV" "$MEMSCOPE" run --format=db -q --events=alloc,free,launch -o "$TMP/old.db" -- \
       "$CUDA_PROGS/cuda_old" 2>&1; echo "rc=$?")
 assert_eq "old driver: program output" "ok
 rc=0" "$out"
@@ -171,16 +171,16 @@ assert_eq "agent that cannot record: it says so" "1" "$(grep -c 'cannot record' 
 
 # a program that never touches CUDA sees no difference (no cu* symbol; RTLD_NEXT unchanged)
 plain=$("$CUDA_PROGS/nocuda_probe")
-traced=$("$MEMSCOPE" run -q -o "$TMP/probe.db" -- "$CUDA_PROGS/nocuda_probe" 2>/dev/null)
+traced=$("$MEMSCOPE" run --format=db -q -o "$TMP/probe.db" -- "$CUDA_PROGS/nocuda_probe" 2>/dev/null)
 assert_eq "no CUDA: the program sees the same" "$plain" "$traced"
 assert_match "no CUDA: dlsym(RTLD_NEXT) from a library finds the next library's" "from a library: two" "$traced"
 # no driver at all: the program's own answer
-out=$("$MEMSCOPE" run -q -o "$TMP/nodrv.db" -- "$CUDA_PROGS/cuda_known" dlsym 2>/dev/null; echo "rc=$?")
+out=$("$MEMSCOPE" run --format=db -q -o "$TMP/nodrv.db" -- "$CUDA_PROGS/cuda_known" dlsym 2>/dev/null; echo "rc=$?")
 assert_eq "no driver: the program's output and status" "no CUDA driver
 rc=3" "$out"
 
 # OOM: the rows after the trigger (--analysis=oom:2) and memscope analyze oom
-out=$(MEMSCOPE_TEST_CUDA_CAPACITY=67108864 LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run -q \
+out=$(MEMSCOPE_TEST_CUDA_CAPACITY=67108864 LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run --format=db -q \
       --analysis=oom:2 -o "$TMP/oom.db" -- "$CUDA_PROGS/cuda_oom" 2>"$TMP/oom.err")
 assert_eq "oom: program output" "ok" "$out"
 assert_eq "oom: OOM_DETAIL rows in order (type, pool, size)" "OOM_TRIGGER|0||104857600
@@ -217,7 +217,7 @@ assert_eq "nvml: the driver layer's live bytes at exit = what NVML reports" "209
     "$(q "$TMP/oom.db" "SELECT sum(s.live_bytes) FROM process_stats s JOIN layers l ON l.id = s.layer
         WHERE l.device = '0' AND l.event_type = 'HAL'")"
 mkdir -p "$TMP/nonvml" && ln -sf "$CUDA_DRIVER_DIR/libcuda.so.1" "$TMP/nonvml/libcuda.so.1"
-MEMSCOPE_TEST_CUDA_CAPACITY=67108864 LD_LIBRARY_PATH="$TMP/nonvml" "$MEMSCOPE" run -q \
+MEMSCOPE_TEST_CUDA_CAPACITY=67108864 LD_LIBRARY_PATH="$TMP/nonvml" "$MEMSCOPE" run --format=db -q \
     -o "$TMP/nonvml.db" -- "$CUDA_PROGS/cuda_oom" >/dev/null 2>&1
 assert_eq "nvml: absent, no DEVICE_USAGE rows and the same device rows" "0|20971520" \
     "$(q "$TMP/nonvml.db" "SELECT (SELECT count(*) FROM events WHERE kind = 13), sum(s.live_bytes)
@@ -225,7 +225,7 @@ assert_eq "nvml: absent, no DEVICE_USAGE rows and the same device rows" "0|20971
 
 # NVTX (NVIDIA's header-only library, where a toolkit provides it): ranges and marks
 if [ -x "$CUDA_PROGS/nvtx_known" ]; then
-    out=$("$MEMSCOPE" run -q -o "$TMP/nvtx.db" -- "$CUDA_PROGS/nvtx_known" 2>/dev/null)
+    out=$("$MEMSCOPE" run --format=db -q -o "$TMP/nvtx.db" -- "$CUDA_PROGS/nvtx_known" 2>/dev/null)
     assert_eq "nvtx: program output" "ok" "$out"
     assert_eq "nvtx: ranges (name, depth, parent, closed)" "outer|0||1
 mydomain::inner|1|outer|1
@@ -244,7 +244,7 @@ end" "$(q "$TMP/nvtx.db" "SELECT Name FROM memscope_dump WHERE \"Event Type\" = 
             r.name, sr.allocs, sr.frees, sr.live_bytes FROM pools p
             JOIN layers a ON a.id = p.layer JOIN process_stats sa ON sa.layer = p.layer
             JOIN layers r ON r.id = p.reserve_layer JOIN process_stats sr ON sr.layer = p.reserve_layer")"
-    out=$(NVTX_INJECTION64_PATH=/nonexistent/libother.so "$MEMSCOPE" run -o "$TMP/nvtx2.db" -- \
+    out=$(NVTX_INJECTION64_PATH=/nonexistent/libother.so "$MEMSCOPE" run --format=db -o "$TMP/nvtx2.db" -- \
           "$CUDA_PROGS/nvtx_known" 2>&1)
     assert_match "nvtx: a user's injection is kept, and memscope says so" \
         "NVTX_INJECTION64_PATH is set \(/nonexistent/libother.so\)" "$out"
@@ -254,11 +254,11 @@ else
 fi
 
 # a damaged PyTorch history beside a trace (<pid>.pta.pickle): a warning, the rest converts
-LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run -q --format=trace -o "$TMP/hist" -- \
+LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run --format=db -q --format=trace -o "$TMP/hist" -- \
     "$CUDA_PROGS/cuda_known" dlsym >/dev/null 2>&1
 t=$(ls "$TMP"/hist/*.mst | head -1)
 printf '\x80\x04\x95garbage' > "${t%.*.mst}.pta.pickle"
-out=$("$MEMSCOPE" import "$TMP/hist" -o "$TMP/hist.db" 2>&1; echo "rc=$?")
+out=$("$MEMSCOPE" import --format=db "$TMP/hist" -o "$TMP/hist.db" 2>&1; echo "rc=$?")
 assert_match "damaged PyTorch history: a warning naming it, and the import succeeds" \
     "pta.pickle: PyTorch's allocator history is unreadable and left out.*rc=0" "${out//$'\n'/ }"
 assert_eq "damaged PyTorch history: the driver rows are all there" "cuda:0|208" \

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 
 DB=$TMP/a.db
-ms run run -o "$DB" -- "$PROGS/alloc_funcs"
+ms run run --format=db -o "$DB" -- "$PROGS/alloc_funcs"
 assert_eq "exit status" 0 "$RC"
 assert_eq "program stdout untouched" "alloc_funcs ok" "$(cat "$TMP/run.out")"
 require_db "alloc_funcs" "$DB"

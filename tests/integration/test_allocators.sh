@@ -17,7 +17,7 @@ for lib in libjemalloc.so.2 libtcmalloc_minimal.so.4 libmimalloc.so.2; do
     db="$TMP/$lib.db"
     # the allocator is preloaded into the program only (after the agent, as a user's
     # LD_PRELOAD would be), not into memscope itself (an ASan build refuses that)
-    out=$(timeout 60 "$MEMSCOPE" run -q -o "$db" -- /bin/sh -c \
+    out=$(timeout 60 "$MEMSCOPE" run --format=db -q -o "$db" -- /bin/sh -c \
           'LD_PRELOAD="$LD_PRELOAD:$1" exec "$2" 4 20000' _ "$path" "$PROGS/threads" 2>&1)
     assert_eq "$lib: output and status (no hang: timeout's 124 otherwise)" "threads ok 4 20000
 rc=0" "$out

@@ -4,7 +4,7 @@
 # rows. The plain run (progs_annotate) checks the no-agent side.
 . "$(dirname "$0")/lib.sh"
 
-ms run run -o "$TMP/a.db" -- "$PROGS/annotate"
+ms run run --format=db -o "$TMP/a.db" -- "$PROGS/annotate"
 assert_eq "exit status" 0 "$RC"
 assert_eq "every API call returns 0 under the agent" "annotate ok 0" "$(head -1 "$TMP/run.out")"
 require_db "annotate" "$TMP/a.db"
@@ -53,7 +53,7 @@ assert_eq "CSV MSTX name quoted, Ptr N/A" 'MSTX,Mark,"hello",N/A,"{}"' \
 assert_eq "CSV ACCESS row" "ACCESS,WRITE,matmul" "$(grep -m1 ',ACCESS,' "$TMP/a.csv" | cut -d, -f2-4)"
 assert_match "CSV owner in the MALLOC Attr" 'size:1000,func:malloc,owner:model\}' "$(cat "$TMP/a.csv")"
 # Owner tags after the fact (MARKs the Python package writes; the store applies them).
-ms tags run -o "$TMP/t.db" -- "$PROGS/tag_marks"
+ms tags run --format=db -o "$TMP/t.db" -- "$PROGS/tag_marks"
 assert_eq "tag_marks exit status" 0 "$RC"
 assert_eq "describe tags extend the allocation's owner (the last one wins); memscope-tag replaces" \
     $'1111|model@w2\n2222|PTA@weight' \

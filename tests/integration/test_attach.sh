@@ -42,7 +42,7 @@ attached_run() {
         "$(cat "$TMP/$name.out")"
     assert_eq "$name: the agent said nothing on stderr" "" "$(grep -v '^pre 0x' "$TMP/$name.err")"
     assert_eq "$name: one trace file" 1 "$(find "$dir" -name '*.mst' | wc -l)"
-    ms "$name-import" import "$dir" -o "$db"
+    ms "$name-import" import --format=db "$dir" -o "$db"
     assert_eq "$name: import status" 0 "$RC"
     require_db "$name" "$db"
     sanity "$db"
@@ -73,7 +73,7 @@ attached_run global global
 
 # Under LD_PRELOAD (memscope run) the agent is already interposed: attach and detach do nothing,
 # nothing is recorded twice, and what happens before attach and after detach is recorded too.
-ms run run -o "$TMP/pre.db" -- "$HOST" "$AGENT" "$TMP/unused"
+ms run run --format=db -o "$TMP/pre.db" -- "$HOST" "$AGENT" "$TMP/unused"
 assert_eq "preloaded: exit status" 0 "$RC"
 assert_eq "preloaded: stdout" "$(cat "$TMP/plain.out")" "$(cat "$TMP/run.out")"
 require_db "preloaded" "$TMP/pre.db"

@@ -35,10 +35,10 @@ usage_case output-no-value "output|-o|'o'" run --output-path
 usage_case no-program "program" run -o "$TMP/u.db"
 
 # A program that does not exist: a clear error naming it, non-zero exit.
-ms missing run -o "$TMP/m.db" -- "$TMP/no/such/program"
+ms missing run --format=db -o "$TMP/m.db" -- "$TMP/no/such/program"
 assert_ne "missing program: exit status" 0 "$RC"
 assert_match "missing program: message names it" "no/such/program" "$(cat "$TMP/missing.err")"
-ms missing2 run -o "$TMP/m2.db" -- memscope-no-such-command-anywhere
+ms missing2 run --format=db -o "$TMP/m2.db" -- memscope-no-such-command-anywhere
 assert_ne "program not on PATH: exit status" 0 "$RC"
 assert_match "program not on PATH: message names it" "memscope-no-such-command-anywhere" \
     "$(cat "$TMP/missing2.err")"
@@ -48,7 +48,7 @@ assert_match "program not on PATH: message names it" "memscope-no-such-command-a
 : >"$TMP/afile"
 for o in "$TMP/afile/x.db" "$TMP/afile/dir"; do
     rm -f "$W"
-    ms unwritable run -o "$o" -- $(witness)
+    ms unwritable run --format=db -o "$o" -- $(witness)
     assert_ne "unwritable -o $o: exit status" 0 "$RC"
     assert_match "unwritable -o $o: message names the path" "afile" "$(cat "$TMP/unwritable.err")"
     echo "  info: with -o $o the program $([ -e "$W" ] && echo ran || echo did not run)"
@@ -57,20 +57,20 @@ done
 # memscope import: corrupt traces.
 mkdir -p "$TMP/garbage"
 head -c 100000 /dev/urandom >"$TMP/garbage/1234.0.mst"
-ms garbage import "$TMP/garbage" -o "$TMP/g.db"
+ms garbage import --format=db "$TMP/garbage" -o "$TMP/g.db"
 assert_ne "import of a random-bytes trace: exit status" 0 "$RC"
 assert_eq "import of a random-bytes trace: stderr lines" 1 "$(wc -l <"$TMP/garbage.err")"
 assert_match "import of a random-bytes trace: message names the file" "1234\.0\.mst" "$(cat "$TMP/garbage.err")"
-ms noimportdir import "$TMP/no-such-dir" -o "$TMP/g2.db"
+ms noimportdir import --format=db "$TMP/no-such-dir" -o "$TMP/g2.db"
 assert_ne "import of a missing directory: exit status" 0 "$RC"
 assert_match "import of a missing directory: message names it" "no-such-dir" "$(cat "$TMP/noimportdir.err")"
 mkdir -p "$TMP/empty"
-ms emptydir import "$TMP/empty" -o "$TMP/g3.db"
+ms emptydir import --format=db "$TMP/empty" -o "$TMP/g3.db"
 assert_ne "import of a directory without traces: exit status" 0 "$RC"
 
 # A real trace, damaged: truncated in the middle of its records, then with its records
 # overwritten by random bytes. Read up to the damage with a clear message; never a crash.
-ms trace run --format=trace -o "$TMP/tr" -- "$PROGS/threads" 2 20000
+ms trace run --format=db --format=trace -o "$TMP/tr" -- "$PROGS/threads" 2 20000
 assert_eq "--format=trace run: exit status" 0 "$RC"
 mst=$(ls "$TMP/tr"/*.mst 2>/dev/null | head -1)
 if [ -z "$mst" ]; then
@@ -79,7 +79,7 @@ else
     size=$(stat -c %s "$mst")
     mkdir -p "$TMP/trunc" "$TMP/noise"
     head -c $((size / 2 + 777)) "$mst" >"$TMP/trunc/$(basename "$mst")"
-    ms trunc import "$TMP/trunc" -o "$TMP/t.db"
+    ms trunc import --format=db "$TMP/trunc" -o "$TMP/t.db"
     assert_eq "import of a truncated trace: exit status" 0 "$RC"
     assert_match "import of a truncated trace: says where it is damaged" "$(basename "$mst")" \
         "$(cat "$TMP/trunc.err")"
@@ -91,7 +91,7 @@ else
     fi
     cp "$mst" "$TMP/noise/"
     dd if=/dev/urandom of="$TMP/noise/$(basename "$mst")" bs=4096 seek=2 count=4 conv=notrunc 2>/dev/null
-    ms noise import "$TMP/noise" -o "$TMP/n.db"
+    ms noise import --format=db "$TMP/noise" -o "$TMP/n.db"
     assert_ne "import of a trace with random pages: no crash" 1 $((RC >= 128))
     assert_match "import of a trace with random pages: a message" "." "$(cat "$TMP/noise.err")"
 fi

@@ -10,7 +10,7 @@
 # the agent wrote, under the same limit.
 (
     ulimit -f 1000
-    "$MEMSCOPE" run --format=trace -o "$TMP/tr" -- "$PROGS/threads" 2 100000 \
+    "$MEMSCOPE" run --format=db --format=trace -o "$TMP/tr" -- "$PROGS/threads" 2 100000 \
         >"$TMP/run.out" 2>"$TMP/run.err" </dev/null
 )
 RC=$?
@@ -19,7 +19,7 @@ assert_eq "program stdout untouched" "threads ok 2 100000" "$(cat "$TMP/run.out"
 sed 's/^/  stderr: /' "$TMP/run.err"
 assert_ge "a message on stderr" 1 "$(grep -ci 'record' "$TMP/run.err")"
 
-ms import import "$TMP/tr" -o "$TMP/i.db"
+ms import import --format=db "$TMP/tr" -o "$TMP/i.db"
 assert_eq "import of what was recorded: exit status" 0 "$RC"
 require_db "partial trace" "$TMP/i.db"
 sanity "$TMP/i.db"
@@ -31,7 +31,7 @@ assert_ne "the database says recording stopped (stopped_errno or lost_events)" "
 
 # A program that closes every descriptor and opens a file that may get the trace's number:
 # the agent stops (EBADF), never writes into that file, and counts what it could not record.
-ms closefds run -o "$TMP/c.db" -- "$PROGS/close_fds" "$TMP/victim.log"
+ms closefds run --format=db -o "$TMP/c.db" -- "$PROGS/close_fds" "$TMP/victim.log"
 assert_eq "close_fds: exit status" 0 "$RC"
 assert_eq "close_fds: the program's file is untouched" "log ok: hello" "$(cat "$TMP/closefds.out")"
 assert_ge "close_fds: a message on stderr" 1 "$(grep -c 'recording stopped' "$TMP/closefds.err")"

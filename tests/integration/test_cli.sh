@@ -12,7 +12,7 @@ assert_eq "--version = -V" "$(cat "$TMP/version.out")" "$(cat "$TMP/version2.out
 ms help --help
 assert_eq "--help: exit status" 0 "$RC"
 assert_match "--help: shows usage" "memscope run" "$(cat "$TMP/help.out")"
-ms runhelp run --help
+ms runhelp run --format=db --help
 assert_eq "run --help: exit status" 0 "$RC"
 for opt in --call-stack --format --output-path --events --collect-mode --no-follow --log-level; do
     assert_match "run --help mentions $opt" "$opt" "$(cat "$TMP/runhelp.out" "$TMP/runhelp.err")"
@@ -20,7 +20,7 @@ done
 
 # Subcommand form, -o FILE.db; program stdout and stderr untouched, stdin passed.
 printf 'some input\n' >"$TMP/in.txt"
-"$MEMSCOPE" run -o "$TMP/a.db" -- /bin/sh -c 'cat; echo to-stderr >&2; exit 42' \
+"$MEMSCOPE" run --format=db -o "$TMP/a.db" -- /bin/sh -c 'cat; echo to-stderr >&2; exit 42' \
     <"$TMP/in.txt" >"$TMP/sh.out" 2>"$TMP/sh.err"
 assert_eq "exit status passed through" 42 "$?"
 assert_eq "stdin reaches the program, stdout untouched" "some input" "$(cat "$TMP/sh.out")"
@@ -50,7 +50,7 @@ ms progopts -o "$TMP/c.db" "$PROGS/threads" 2 10
 assert_eq "program args after the program are not memscope's" "threads ok 2 10" "$(cat "$TMP/progopts.out")"
 
 # -o DIR: created if needed, receives memscope_<pid>_<YYYYmmddHHMMSS>.db.
-ms dir run -o "$TMP/new/sub" -- "$PROGS/live_at_exit"
+ms dir run --format=db -o "$TMP/new/sub" -- "$PROGS/live_at_exit"
 assert_eq "-o DIR: exit status" 0 "$RC"
 files=$(cd "$TMP/new/sub" 2>/dev/null && ls)
 assert_match "-o DIR: one file named memscope_<pid>_<timestamp>.db" \
@@ -61,18 +61,18 @@ if [ -f "$TMP/new/sub/$files" ]; then
 fi
 
 # -q: nothing from memscope on stderr; the program's stderr still there.
-ms quiet run -q -o "$TMP/q.db" -- /bin/sh -c 'echo only-this >&2'
+ms quiet run --format=db -q -o "$TMP/q.db" -- /bin/sh -c 'echo only-this >&2'
 assert_eq "-q: exit status" 0 "$RC"
 assert_eq "-q: stderr holds only the program's" "only-this" "$(cat "$TMP/quiet.err")"
 for lvl in debug info warning error; do
-    ms "log$lvl" run --log-level=$lvl -o "$TMP/log$lvl.db" -- "$PROGS/live_at_exit"
+    ms "log$lvl" run --format=db --log-level=$lvl -o "$TMP/log$lvl.db" -- "$PROGS/live_at_exit"
     assert_eq "--log-level=$lvl: exit status" 0 "$RC"
 done
-ms verbose run -v -o "$TMP/v.db" -- "$PROGS/live_at_exit"
+ms verbose run --format=db -v -o "$TMP/v.db" -- "$PROGS/live_at_exit"
 assert_eq "-v: exit status" 0 "$RC"
 
 # Options given explicitly with their default values change nothing.
-ms explicit run --events=alloc,free --collect-mode=immediate --format=db --call-stack=c:32 \
+ms explicit run --format=db --events=alloc,free --collect-mode=immediate --format=db --call-stack=c:32 \
     --output-path="$TMP/x.db" -- "$PROGS/live_at_exit"
 assert_eq "explicit defaults: exit status" 0 "$RC"
 require_db "explicit defaults" "$TMP/x.db"
@@ -80,7 +80,7 @@ assert_eq "explicit defaults: leaked blocks" 8 \
     "$(q "$TMP/x.db" "SELECT count(*) FROM blocks WHERE size IN (20011, 20021) AND free_ns IS NULL")"
 
 # Deferred collection: nothing is recorded until the program calls memscope_start().
-ms deferred run --collect-mode=deferred -o "$TMP/d.db" -- "$PROGS/live_at_exit"
+ms deferred run --format=db --collect-mode=deferred -o "$TMP/d.db" -- "$PROGS/live_at_exit"
 assert_eq "--collect-mode=deferred: exit status" 0 "$RC"
 require_db "deferred" "$TMP/d.db"
 assert_eq "--collect-mode=deferred: no event before memscope_start()" 0 \
@@ -96,10 +96,10 @@ fi
 assert_match "analyze list names every analysis" "^leaks .*oom " \
     "$("$MEMSCOPE" analyze list | awk '{printf "%s ", $1}')"
 # -o dir/ (issue 14 item 8): the message names dir/file, not dir//file.
-out=$("$MEMSCOPE" run -o "$TMP/slash/" -- "$PROGS/alloc_funcs" 2>&1 >/dev/null)
+out=$("$MEMSCOPE" run --format=db -o "$TMP/slash/" -- "$PROGS/alloc_funcs" 2>&1 >/dev/null)
 assert_match "-o dir/: one slash in the database's path" "written to $TMP/slash/memscope_[0-9]+_[0-9]+\.db" "$out"
 # The summary's call sites (issue 14 item 8): one line for a site live in several processes.
-out=$("$MEMSCOPE" run -o "$TMP/two.db" -- /bin/sh -c "'$PROGS/live_at_exit'; '$PROGS/live_at_exit'" 2>&1 >/dev/null)
+out=$("$MEMSCOPE" run --format=db -o "$TMP/two.db" -- /bin/sh -c "'$PROGS/live_at_exit'; '$PROGS/live_at_exit'" 2>&1 >/dev/null)
 assert_eq "summary: the leak site of two processes is one line, naming them" "1" \
     "$(printf '%s\n' "$out" | grep -c 'ms_progs_leak_site (.*live_at_exit.c:[0-9]*)  (2 processes)')"
 done_testing

@@ -6,7 +6,7 @@
 
 check_mode() { # MODE EXPECTED_STATUS
     local mode=$1 want=$2 db=$TMP/$1.db
-    ms "$mode" run -o "$db" -- "$PROGS/die_after_leak" "$mode"
+    ms "$mode" run --format=db -o "$db" -- "$PROGS/die_after_leak" "$mode"
     assert_eq "$mode: exit status" "$want" "$RC"
     assert_eq "$mode: program stdout kept" "leaked" "$(cat "$TMP/$mode.out")"
     require_db "$mode" "$db"

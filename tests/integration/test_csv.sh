@@ -14,7 +14,7 @@ ids ascending True
 summary() { $CHECK "$1" 10001 10017 10051 10112 | grep -v '^rows '; }
 
 DB=$TMP/a.db
-ms run run -o "$DB" -- "$PROGS/alloc_funcs"
+ms run run --format=db -o "$DB" -- "$PROGS/alloc_funcs"
 assert_eq "exit status" 0 "$RC"
 require_db "alloc_funcs" "$DB"
 events=$(q "$DB" 'SELECT count(*) FROM events')
@@ -37,12 +37,12 @@ assert_eq "export rows = memscope_dump rows (ID,Event,Event Type,Ptr for size 10
     "$(grep -E '^[0-9]+,MALLOC,.*size:10001,' "$TMP/e.csv" | cut -d, -f1-9)"
 
 # Recording straight to CSV: same header, same known rows.
-ms csvrun run --format=csv -o "$TMP/r.csv" -- "$PROGS/alloc_funcs"
+ms csvrun run --format=db --format=csv -o "$TMP/r.csv" -- "$PROGS/alloc_funcs"
 assert_eq "--format=csv: exit status" 0 "$RC"
 assert_eq "--format=csv: program stdout" "alloc_funcs ok" "$(cat "$TMP/csvrun.out")"
 assert_eq "--format=csv: header line" "$HEADER" "$(head -1 "$TMP/r.csv" 2>&1)"
 assert_eq "--format=csv: known MALLOC rows" "$EXPECTED" "$(summary "$TMP/r.csv" 2>&1)"
-ms csvdir run --format=csv -o "$TMP/csvdir" -- "$PROGS/alloc_funcs"
+ms csvdir run --format=db --format=csv -o "$TMP/csvdir" -- "$PROGS/alloc_funcs"
 assert_eq "--format=csv -o DIR: exit status" 0 "$RC"
 f=$(cd "$TMP/csvdir" 2>/dev/null && ls)
 assert_match "--format=csv -o DIR: memscope_<pid>_<timestamp>.csv" "^memscope_[0-9]+_20[0-9]{12}\.csv$" "$f"

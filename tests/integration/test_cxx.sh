@@ -4,7 +4,7 @@
 [ -x "$PROGS/cxx_new" ] || skip "no C++ compiler: cxx_new not built"
 
 DB=$TMP/c.db
-ms run run -o "$DB" -- "$PROGS/cxx_new"
+ms run run --format=db -o "$DB" -- "$PROGS/cxx_new"
 assert_eq "exit status" 0 "$RC"
 assert_eq "program stdout untouched" "cxx_new ok" "$(cat "$TMP/run.out")"
 require_db "cxx_new" "$DB"

@@ -5,7 +5,7 @@
 # agent keeps such events in static memory and writes them when it starts.
 . "$(dirname "$0")/lib.sh"
 
-ms ctor run -o "$TMP/c.db" -- "$PROGS/ctor_main"
+ms ctor run --format=db -o "$TMP/c.db" -- "$PROGS/ctor_main"
 assert_eq "exit status and output" "0 ctor ok" "$RC $(cat "$TMP/ctor.out")"
 assert_eq "the constructor's three blocks: allocated and freed (matched)" "3|3" \
     "$(q "$TMP/c.db" "SELECT count(*), count(free_event_id) FROM blocks WHERE size = 12345")"
@@ -18,7 +18,7 @@ assert_eq "they come first, before main's block" "1" \
 assert_eq "no unmatched free in the program" "0" \
     "$(q "$TMP/c.db" "SELECT sum(unmatched_frees) FROM process_stats WHERE layer = 1")"
 if [ -x "$PROGS/cxx_new" ]; then
-    ms cxx run -o "$TMP/x.db" -- "$PROGS/cxx_new"
+    ms cxx run --format=db -o "$TMP/x.db" -- "$PROGS/cxx_new"
     assert_ge "C++: libstdc++'s emergency pool is recorded (one block of 64 KiB or more)" 1 \
         "$(q "$TMP/x.db" "SELECT count(*) FROM blocks WHERE size >= 65536 AND size < 90001
             AND free_ns IS NULL")"

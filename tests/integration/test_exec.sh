@@ -6,7 +6,7 @@
 pid_of() { sed -n "s/^$1 pid //p" "$2"; }
 
 DB=$TMP/e.db
-ms run run -o "$DB" -- "$PROGS/exec_parent" "$PROGS/exec_child"
+ms run run --format=db -o "$DB" -- "$PROGS/exec_parent" "$PROGS/exec_child"
 assert_eq "exit status (the exec'd image's)" 7 "$RC"
 pid=$(pid_of exec_parent "$TMP/run.out")
 assert_eq "both images ran in one pid" "$pid" "$(pid_of exec_child "$TMP/run.out")"
@@ -26,7 +26,7 @@ assert_eq "exec_parent's blocks end live (the exec discarded them, nothing freed
 assert_eq "meta.exit_status" 7 "$(q "$DB" "SELECT value FROM meta WHERE key = 'exit_status'")"
 
 DB=$TMP/n.db
-ms nofollow run --no-follow -o "$DB" -- "$PROGS/exec_parent" "$PROGS/exec_child"
+ms nofollow run --format=db --no-follow -o "$DB" -- "$PROGS/exec_parent" "$PROGS/exec_child"
 assert_eq "--no-follow: exit status" 7 "$RC"
 assert_match "--no-follow: the exec'd program still runs" "^exec_child pid [0-9]+$" \
     "$(sed -n 2p "$TMP/nofollow.out")"

@@ -7,10 +7,10 @@
 umask 022
 
 # 13: private files and directories
-"$MEMSCOPE" run -q -o "$TMP/out/r.db" -- "$PROGS/alloc_funcs" >/dev/null 2>&1
+"$MEMSCOPE" run --format=db -q -o "$TMP/out/r.db" -- "$PROGS/alloc_funcs" >/dev/null 2>&1
 assert_eq "the database is 0600" "600" "$(stat -c %a "$TMP/out/r.db")"
 assert_eq "an output directory memscope creates is 0700" "700" "$(stat -c %a "$TMP/out")"
-"$MEMSCOPE" run -q --format=trace -o "$TMP/tr" -- "$PROGS/alloc_funcs" >/dev/null 2>&1
+"$MEMSCOPE" run --format=db -q --format=trace -o "$TMP/tr" -- "$PROGS/alloc_funcs" >/dev/null 2>&1
 assert_eq "trace files are 0600" "600" "$(stat -c %a "$TMP"/tr/*.mst | sort -u)"
 "$MEMSCOPE" export "$TMP/out/r.db" -o "$TMP/r.csv"
 assert_eq "an exported CSV is 0600" "600" "$(stat -c %a "$TMP/r.csv")"
@@ -18,7 +18,7 @@ assert_eq "an exported CSV is 0600" "600" "$(stat -c %a "$TMP/r.csv")"
 # 5: a link planted where the packer writes is not followed (the pid of `exec` is the shell's)
 echo "precious" > "$TMP/victim"
 cp "$TMP"/tr/*.mst "$TMP/raw.mst"
-"$MEMSCOPE" run -q --format=trace --no-pack -o "$TMP/raw" -- "$PROGS/alloc_funcs" >/dev/null 2>&1
+"$MEMSCOPE" run --format=db -q --format=trace --no-pack -o "$TMP/raw" -- "$PROGS/alloc_funcs" >/dev/null 2>&1
 t=$(ls "$TMP"/raw/*.mst | head -1)
 sh -c 'ln -s "$2" "$1.packing"; ln -s "$2" "$1.packing.$$.0"; exec "$3" pack "$1"' _ "$t" \
     "$TMP/victim" "$MEMSCOPE" >/dev/null 2>&1
@@ -41,10 +41,10 @@ fi
 assert_eq "no temporary file left beside the CSV" "" "$(ls "$TMP" | grep -F 'keep.csv.tmp' || true)"
 
 # 4: two runs writing one database: the second refuses before running its program
-"$MEMSCOPE" run -q -o "$TMP/same.db" -- /bin/sh -c 'sleep 2; echo first' > "$TMP/a.out" 2>&1 &
+"$MEMSCOPE" run --format=db -q -o "$TMP/same.db" -- /bin/sh -c 'sleep 2; echo first' > "$TMP/a.out" 2>&1 &
 a=$!
 sleep 0.5
-"$MEMSCOPE" run -q -o "$TMP/same.db" -- /bin/sh -c "touch '$TMP/second-ran'" > "$TMP/b.out" 2>&1
+"$MEMSCOPE" run --format=db -q -o "$TMP/same.db" -- /bin/sh -c "touch '$TMP/second-ran'" > "$TMP/b.out" 2>&1
 assert_eq "second run: exit status 1" "1" "$?"
 assert_match "second run: says the output is being written" "being written by another memscope run" \
     "$(cat "$TMP/b.out")"
@@ -56,29 +56,29 @@ assert_eq "the lock file is gone after the run" "no" "$([ -e "$TMP/same.db.lock"
 
 # 12: -o NAME.db that is a directory: refused before the program runs
 mkdir "$TMP/dir.db"
-"$MEMSCOPE" run -q -o "$TMP/dir.db" -- /bin/sh -c "touch '$TMP/dir-ran'" > "$TMP/d.out" 2>&1
+"$MEMSCOPE" run --format=db -q -o "$TMP/dir.db" -- /bin/sh -c "touch '$TMP/dir-ran'" > "$TMP/d.out" 2>&1
 assert_eq "-o a directory named .db: exit status 1" "1" "$?"
 assert_match "-o a directory: says so" "is a directory" "$(cat "$TMP/d.out")"
 assert_eq "-o a directory: the program did not run" "no" "$([ -e "$TMP/dir-ran" ] && echo yes || echo no)"
 # 12: two --format=trace runs into one directory at once: each packs only its own traces,
 # without false errors, and every trace reads
 mkdir -p "$TMP/both"
-"$MEMSCOPE" run --format=trace -o "$TMP/both" -- "$PROGS/threads" 2 300000 >/dev/null 2>"$TMP/both1.err" &
+"$MEMSCOPE" run --format=db --format=trace -o "$TMP/both" -- "$PROGS/threads" 2 300000 >/dev/null 2>"$TMP/both1.err" &
 first=$!
 sleep 0.2
-"$MEMSCOPE" run --format=trace -o "$TMP/both" -- "$PROGS/threads" 2 100000 >/dev/null 2>"$TMP/both2.err"
+"$MEMSCOPE" run --format=db --format=trace -o "$TMP/both" -- "$PROGS/threads" 2 100000 >/dev/null 2>"$TMP/both2.err"
 second=$?
 wait $first
 assert_eq "two trace runs into one directory: both exit 0" "0 0" "$? $second"
 assert_eq "two trace runs into one directory: no error or warning" "" \
     "$(cat "$TMP/both1.err" "$TMP/both2.err" | grep -v 'traces kept in' || true)"
-"$MEMSCOPE" import "$TMP/both" -o "$TMP/both.db" >/dev/null 2>&1
+"$MEMSCOPE" import --format=db "$TMP/both" -o "$TMP/both.db" >/dev/null 2>&1
 assert_eq "two trace runs into one directory: all their allocations read back" "800000" \
     "$(q "$TMP/both.db" "SELECT count(*) FROM events WHERE kind = 1 AND size BETWEEN 3001 AND 3003")"
 
 # 9: a FIFO (or any non-regular file) named like a trace: skipped and said, never opened
 mkdir -p "$TMP/fifo" && cp "$TMP"/tr/*.mst "$TMP/fifo/" && mkfifo "$TMP/fifo/99999.0.mst"
-out=$(timeout 20 "$MEMSCOPE" import "$TMP/fifo" -o "$TMP/fifo.db" 2>&1; echo "rc=$?")
+out=$(timeout 20 "$MEMSCOPE" import --format=db "$TMP/fifo" -o "$TMP/fifo.db" 2>&1; echo "rc=$?")
 assert_match "import with a FIFO among the traces: done, and it says what it skipped" \
     "99999.0.mst: not a regular file; skipped.*rc=0" "${out//$'\n'/ }"
 out=$(timeout 20 "$MEMSCOPE" pack "$TMP/fifo" 2>&1; echo "rc=$?")

@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 
 DB=$TMP/f.db
-ms run run -o "$DB" -- "$PROGS/forker" "$TMP/pids"
+ms run run --format=db -o "$DB" -- "$PROGS/forker" "$TMP/pids"
 assert_eq "exit status" 0 "$RC"
 assert_eq "program stdout untouched" "forker ok" "$(cat "$TMP/run.out")"
 require_db "forker" "$DB"

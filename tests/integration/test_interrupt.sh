@@ -9,7 +9,7 @@
 for sig in INT TERM; do
     out="$TMP/$sig"
     mkdir -p "$out"
-    "$MEMSCOPE" run -o "$out/run.db" -- "$PROGS/threads" 2 1000000 >"$out/stdout" 2>"$out/stderr" &
+    "$MEMSCOPE" run --format=db -o "$out/run.db" -- "$PROGS/threads" 2 1000000 >"$out/stdout" 2>"$out/stderr" &
     ms=$!
     while ! grep -q "threads ok" "$out/stdout" 2>/dev/null && kill -0 $ms 2>/dev/null; do
         sleep 0.05
@@ -29,7 +29,7 @@ for sig in INT TERM; do
         "$(ls "$out" | grep -E '\.db|\.tmp' || true)"
     assert_ge "SIG$sig: the traces are kept" 1 "$(ls "$out"/.memscope-trace-*/*.mst 2>/dev/null | wc -l)"
     dir=$(ls -d "$out"/.memscope-trace-* | head -1)
-    "$MEMSCOPE" import "$dir" -o "$out/later.db" >/dev/null 2>&1
+    "$MEMSCOPE" import --format=db "$dir" -o "$out/later.db" >/dev/null 2>&1
     assert_eq "SIG$sig: the kept traces convert afterwards" "2000000" \
         "$(q "$out/later.db" "SELECT count(*) FROM events WHERE kind = 1 AND size BETWEEN 3001 AND 3003")"
 done

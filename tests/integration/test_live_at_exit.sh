@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 
 DB=$TMP/l.db
-ms run run -o "$DB" -- "$PROGS/live_at_exit"
+ms run run --format=db -o "$DB" -- "$PROGS/live_at_exit"
 assert_eq "exit status" 0 "$RC"
 assert_eq "program stdout untouched" "live_at_exit ok" "$(cat "$TMP/run.out")"
 require_db "live_at_exit" "$DB"

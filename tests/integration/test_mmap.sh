@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 
 DB=$TMP/m.db
-ms run run -o "$DB" -- "$PROGS/mmap_anon"
+ms run run --format=db -o "$DB" -- "$PROGS/mmap_anon"
 assert_eq "exit status" 0 "$RC"
 assert_eq "program stdout untouched" "mmap_anon ok" "$(cat "$TMP/run.out")"
 require_db "mmap_anon" "$DB"

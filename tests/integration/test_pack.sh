@@ -70,10 +70,10 @@ known_counts() {
 }
 
 # --- run --format=trace: packed by default, raw with --no-pack --------------------------------
-ms packed run --format=trace -o "$TMP/p" -- "$PROGS/threads" $THREADS $PAIRS
+ms packed run --format=db --format=trace -o "$TMP/p" -- "$PROGS/threads" $THREADS $PAIRS
 assert_eq "run (packed): exit status" 0 "$RC"
 assert_eq "run (packed): program stdout" "threads ok $THREADS $PAIRS" "$(cat "$TMP/packed.out")"
-ms raw run --format=trace --no-pack -o "$TMP/r" -- "$PROGS/threads" $THREADS $PAIRS
+ms raw run --format=db --format=trace --no-pack -o "$TMP/r" -- "$PROGS/threads" $THREADS $PAIRS
 assert_eq "run --no-pack: exit status" 0 "$RC"
 assert_match "packed trace: version 2" "^[0-9]+\.0\.mst:2$" "$(versions "$TMP/p")"
 assert_match "--no-pack trace: version 1" "^[0-9]+\.0\.mst:1$" "$(versions "$TMP/r")"
@@ -88,13 +88,13 @@ else
     fail "the packed trace is not smaller: $P_BYTES vs $R_BYTES bytes"
 fi
 
-ms import_p import "$TMP/p" -o "$TMP/p.db"
+ms import_p import --format=db "$TMP/p" -o "$TMP/p.db"
 assert_eq "import (packed): exit status" 0 "$RC"
 assert_eq "import (packed): no warning" "" "$(grep -i warn "$TMP/import_p.err")"
 require_db "import (packed)" "$TMP/p.db"
 sanity "$TMP/p.db"
 known_counts "import (packed)" "$TMP/p.db"
-ms import_r import "$TMP/r" -o "$TMP/r.db"
+ms import_r import --format=db "$TMP/r" -o "$TMP/r.db"
 assert_eq "import (raw): exit status" 0 "$RC"
 require_db "import (raw)" "$TMP/r.db"
 known_counts "import (raw)" "$TMP/r.db"
@@ -122,7 +122,7 @@ ms pack_file pack "$TMP"/c/*.mst
 assert_eq "pack FILE (already packed): exit status" 0 "$RC"
 assert_eq "pack FILE (already packed): unchanged" "$SUM1" "$(cat "$TMP"/c/*.mst | sha256sum)"
 
-ms import_c import "$TMP/c" -o "$TMP/c.db"
+ms import_c import --format=db "$TMP/c" -o "$TMP/c.db"
 assert_eq "import (packed in place): exit status" 0 "$RC"
 require_db "import (packed in place)" "$TMP/c.db"
 same_db "raw vs the same trace packed" "$TMP/r.db" "$TMP/c.db"
@@ -158,7 +158,7 @@ assert_match "pack of a missing file: names it" "no-such-trace\.mst" "$(cat "$TM
 
 # --- --keep-trace: packed traces beside the database --------------------------------------------
 mkdir "$TMP/k"
-ms keep run --keep-trace -o "$TMP/k/k.db" -- "$PROGS/threads" $THREADS $PAIRS
+ms keep run --format=db --keep-trace -o "$TMP/k/k.db" -- "$PROGS/threads" $THREADS $PAIRS
 assert_eq "run --keep-trace: exit status" 0 "$RC"
 KDIR=$(find "$TMP/k" -maxdepth 1 -name '.memscope-trace-*' | head -1)
 assert_match "run --keep-trace: a trace directory beside the database" "/k/\.memscope-trace-" \
@@ -166,18 +166,18 @@ assert_match "run --keep-trace: a trace directory beside the database" "/k/\.mem
 assert_match "run --keep-trace: its traces are packed" "^[0-9]+\.0\.mst:2$" "$(versions "$KDIR")"
 require_db "run --keep-trace" "$TMP/k/k.db"
 known_counts "run --keep-trace" "$TMP/k/k.db"
-ms import_k import "$KDIR" -o "$TMP/k2.db"
+ms import_k import --format=db "$KDIR" -o "$TMP/k2.db"
 assert_eq "import of the kept trace: exit status" 0 "$RC"
 same_db "the run's database vs an import of its kept packed trace" "$TMP/k/k.db" "$TMP/k2.db"
 mkdir "$TMP/kr"
-ms keep_raw run --keep-trace --no-pack -o "$TMP/kr/k.db" -- "$PROGS/threads" 2 100
+ms keep_raw run --format=db --keep-trace --no-pack -o "$TMP/kr/k.db" -- "$PROGS/threads" 2 100
 assert_match "run --keep-trace --no-pack: raw traces kept" "^[0-9]+\.0\.mst:1$" \
     "$(versions "$(find "$TMP/kr" -maxdepth 1 -name '.memscope-trace-*' | head -1)")"
 
 # --- damage: a packed trace cut in half --------------------------------------------------------
 cp -r "$TMP/p" "$TMP/h"
 for f in "$TMP"/h/*.mst; do truncate -s $(($(stat -c %s "$f") / 2)) "$f"; done
-ms import_h import "$TMP/h" -o "$TMP/h.db"
+ms import_h import --format=db "$TMP/h" -o "$TMP/h.db"
 assert_eq "import of a packed trace cut in half: exit status" 0 "$RC"
 assert_match "import of a packed trace cut in half: warns" "warning.*(damage|truncated)" \
     "$(cat "$TMP/import_h.err")"
@@ -199,16 +199,16 @@ assert_eq "import of a packed trace cut in half: its events are the full trace's
 run_both() {
     local name=$1
     shift
-    ms "run_$name" run --format=trace --no-pack -o "$TMP/$name.raw" "$@"
+    ms "run_$name" run --format=db --format=trace --no-pack -o "$TMP/$name.raw" "$@"
     assert_eq "$name: exit status" 0 "$RC"
     cp -r "$TMP/$name.raw" "$TMP/$name.pk"
     ms "pack_$name" pack "$TMP/$name.pk"
     assert_eq "$name: pack exit status" 0 "$RC"
     assert_match "$name: packed" "^([0-9]+\.0\.mst:2 ?)+$" \
         "$(versions "$TMP/$name.pk" | tr '\n' ' ' | sed 's/ $//')"
-    ms "imraw_$name" import "$TMP/$name.raw" -o "$TMP/$name.raw.db"
+    ms "imraw_$name" import --format=db "$TMP/$name.raw" -o "$TMP/$name.raw.db"
     local rc_raw=$RC
-    ms "impk_$name" import "$TMP/$name.pk" -o "$TMP/$name.pk.db"
+    ms "impk_$name" import --format=db "$TMP/$name.pk" -o "$TMP/$name.pk.db"
     assert_eq "$name: import exit statuses (raw, packed)" "0 0" "$rc_raw $RC"
     same_db "$name: raw vs packed" "$TMP/$name.raw.db" "$TMP/$name.pk.db"
 }
@@ -226,7 +226,7 @@ run_both mmap -- "$PROGS/mmap_anon"
 run_both fork -- "$PROGS/forker" "$TMP/pids"
 
 # --- a file-size limit (ulimit -f) below the packed size: an error, the raw trace kept ---------
-ms efbig_run run --format=trace --no-pack -o "$TMP/efbig" -- "$PROGS/threads" 2 20000
+ms efbig_run run --format=db --format=trace --no-pack -o "$TMP/efbig" -- "$PROGS/threads" 2 20000
 assert_eq "file-size limit: recording exit status" 0 "$RC"
 before=$(cat "$TMP"/efbig/*.mst | sha256sum)
 (
@@ -246,7 +246,7 @@ assert_eq "file-size limit: no partial file left" "" "$(others "$TMP/efbig")"
 # sh starts a child (fork image n=0, then sleep after exec, n=1) and exits half a second later
 # (time for the child to create its traces); packing would replace a file that the running
 # child still writes to.
-ms linger run --format=trace -o "$TMP/linger" -- /bin/sh -c 'sleep 3 & sleep 0.5; echo started'
+ms linger run --format=db --format=trace -o "$TMP/linger" -- /bin/sh -c 'sleep 3 & sleep 0.5; echo started'
 assert_eq "lingering child: exit status" 0 "$RC"
 assert_match "lingering child: a message names the running process" \
     "process [0-9]+ is still running and may be writing it; left raw" "$(cat "$TMP/linger.err")"

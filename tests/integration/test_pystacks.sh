@@ -5,7 +5,7 @@
 # python in --call-stack.
 . "$(dirname "$0")/lib.sh"
 
-ms py run --call-stack=c:8,python:8 -o "$TMP/p.db" -- "$PROGS/pystack_sim"
+ms py run --format=db --call-stack=c:8,python:8 -o "$TMP/p.db" -- "$PROGS/pystack_sim"
 assert_eq "exit status" 0 "$RC"
 require_db "pystack_sim" "$TMP/p.db"
 assert_eq "Python stack of each allocation" \
@@ -23,15 +23,15 @@ PID=$(q "$TMP/p.db" "SELECT pid FROM processes")
 assert_eq "msMemScope's python_trace_<pid> table" 2 \
     "$(q "$TMP/p.db" "SELECT count(*) FROM python_trace_$PID")"
 
-ms py1 run --call-stack=c:8,python:1 -o "$TMP/p1.db" -- "$PROGS/pystack_sim"
+ms py1 run --format=db --call-stack=c:8,python:1 -o "$TMP/p1.db" -- "$PROGS/pystack_sim"
 assert_eq "python:1 keeps the innermost frame" "222|model.py(12): forward" \
     "$(q "$TMP/p1.db" "SELECT b.size, s.py_text FROM blocks b JOIN stacks s ON s.id = b.stack_id WHERE b.size = 222")"
 
-ms noc run --call-stack=python:4 -o "$TMP/p2.db" -- "$PROGS/pystack_sim"
+ms noc run --format=db --call-stack=python:4 -o "$TMP/p2.db" -- "$PROGS/pystack_sim"
 assert_eq "python only: no native frames, Python stack kept" "222|0|model.py(12): forward" \
     "$(q "$TMP/p2.db" "SELECT b.size, s.depth, substr(s.py_text, 1, instr(s.py_text, char(10)) - 1) FROM blocks b JOIN stacks s ON s.id = b.stack_id WHERE b.size = 222")"
 
-ms nopy run --call-stack=c:8 -o "$TMP/p3.db" -- "$PROGS/pystack_sim"
+ms nopy run --format=db --call-stack=c:8 -o "$TMP/p3.db" -- "$PROGS/pystack_sim"
 assert_eq "without python in --call-stack: no Python stacks" 0 \
     "$(q "$TMP/p3.db" "SELECT count(*) FROM stacks WHERE py_text IS NOT NULL")"
 done_testing

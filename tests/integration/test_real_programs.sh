@@ -11,7 +11,7 @@ same() {
     shift 2
     (cd "$dir" && "$@") >"$TMP/$name.plain" 2>/dev/null </dev/null
     local want=$?
-    (cd "$dir" && "$MEMSCOPE" run -q -o "$TMP/$name.db" -- "$@") >"$TMP/$name.out" \
+    (cd "$dir" && "$MEMSCOPE" run --format=db -q -o "$TMP/$name.db" -- "$@") >"$TMP/$name.out" \
         2>"$TMP/$name.err" </dev/null
     local got=$?
     assert_eq "$name: exit status as without memscope" "$want" "$got"
@@ -52,7 +52,7 @@ else
     assert_ge "python without the Python package: native frames" 1 \
         "$(q "$DB" "SELECT count(*) FROM stacks WHERE depth > 0")"
 fi
-"$MEMSCOPE" run -q --call-stack=c:16 -o "$TMP/pyc.db" -- $PYTHON -c 'print(len(bytes(5000)))' \
+"$MEMSCOPE" run --format=db -q --call-stack=c:16 -o "$TMP/pyc.db" -- $PYTHON -c 'print(len(bytes(5000)))' \
     >/dev/null 2>&1
 assert_match "python --call-stack=c:16: stacks name CPython functions" "Py|_Py" \
     "$(q "$TMP/pyc.db" "SELECT c_text FROM stacks ORDER BY id LIMIT 200")"
@@ -65,7 +65,7 @@ CREATE INDEX tb ON t(b);
 SELECT count(*), sum(a), max(b) FROM t WHERE b LIKE '%7%';"
 rm -f "$TMP/w1.sqlite" "$TMP/w2.sqlite"
 sqlite3 "$TMP/w1.sqlite" "$SQL" >"$TMP/sqlite.plain"
-"$MEMSCOPE" run -q -o "$TMP/sqlite.db" -- sqlite3 "$TMP/w2.sqlite" "$SQL" >"$TMP/sqlite.out" 2>"$TMP/sqlite.err"
+"$MEMSCOPE" run --format=db -q -o "$TMP/sqlite.db" -- sqlite3 "$TMP/w2.sqlite" "$SQL" >"$TMP/sqlite.out" 2>"$TMP/sqlite.err"
 assert_eq "sqlite3: exit status" 0 "$?"
 assert_eq "sqlite3: stdout as without memscope" "$(cat "$TMP/sqlite.plain")" "$(cat "$TMP/sqlite.out")"
 assert_eq "sqlite3: the database it wrote has the same content" \
@@ -96,7 +96,7 @@ if command -v gcc >/dev/null; then
     printf '#include <stdio.h>\nint main(void) { puts("built"); return 3; }\n' >"$TMP/hello.c"
     mkdir -p "$TMP/plain" "$TMP/traced"
     gcc -O1 -o "$TMP/plain/hello" "$TMP/hello.c"
-    "$MEMSCOPE" run -q -o "$TMP/gcc.db" -- gcc -O1 -o "$TMP/traced/hello" "$TMP/hello.c" \
+    "$MEMSCOPE" run --format=db -q -o "$TMP/gcc.db" -- gcc -O1 -o "$TMP/traced/hello" "$TMP/hello.c" \
         >"$TMP/gcc.out" 2>"$TMP/gcc.err"
     assert_eq "gcc: exit status" 0 "$?"
     assert_eq "gcc: the program it built runs" "built|3" "$("$TMP/traced/hello" | tr -d "\n"; echo "|${PIPESTATUS[0]}")"

@@ -10,7 +10,7 @@ N=1000
 # start NAME: starts memscope on wait_for_kill in the background (MS_PID) and waits until the
 # program is ready (PROG_PID). Ends the test when it never gets ready.
 start() {
-    "$MEMSCOPE" run -o "$TMP/$1.db" -- "$PROGS/wait_for_kill" $N "$TMP/$1.ready" \
+    "$MEMSCOPE" run --format=db -o "$TMP/$1.db" -- "$PROGS/wait_for_kill" $N "$TMP/$1.ready" \
         >"$TMP/$1.out" 2>"$TMP/$1.err" </dev/null &
     MS_PID=$!
     for _ in $(seq 600); do

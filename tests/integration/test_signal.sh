@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 
 DB=$TMP/s.db
-ms run run -o "$DB" -- "$PROGS/signal_alloc" 200
+ms run run --format=db -o "$DB" -- "$PROGS/signal_alloc" 200
 assert_eq "exit status" 0 "$RC"
 read -r word loops handled <"$TMP/run.out"
 assert_eq "program stdout" "signal_alloc 200" "$word $handled"

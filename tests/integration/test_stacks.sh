@@ -7,7 +7,7 @@
 SRC=$(cd "$(dirname "$0")/../progs" && pwd)
 
 DB=$TMP/a.db
-ms run run -o "$DB" -- "$PROGS/alloc_funcs"
+ms run run --format=db -o "$DB" -- "$PROGS/alloc_funcs"
 assert_eq "exit status" 0 "$RC"
 require_db "alloc_funcs" "$DB"
 assert_eq "meta.call_stack_c (default)" 32 "$(q "$DB" "SELECT value FROM meta WHERE key = 'call_stack_c'")"
@@ -49,7 +49,7 @@ assert_eq "FREE events carry no stack" 0 \
 leaf=$(grep_line "$SRC/deep_stack.c" "/* SITE:deep_leaf */")
 for n in 0 1 5 32 1000; do
     DB=$TMP/d$n.db
-    ms "deep$n" run --call-stack=c:$n -o "$DB" -- "$PROGS/deep_stack" 60
+    ms "deep$n" run --format=db --call-stack=c:$n -o "$DB" -- "$PROGS/deep_stack" 60
     assert_eq "c:$n: exit status" 0 "$RC"
     require_db "c:$n" "$DB"
     assert_eq "c:$n: meta.call_stack_c" $n "$(q "$DB" "SELECT value FROM meta WHERE key = 'call_stack_c'")"
@@ -79,7 +79,7 @@ done
 # A library loaded with dlopen after start and unloaded before the end: its frames are
 # symbolized from the module map the agent recorded.
 DB=$TMP/dl.db
-ms dl run -o "$DB" -- "$PROGS/dl_main" "$PROGS/libms_progs_dl.so"
+ms dl run --format=db -o "$DB" -- "$PROGS/dl_main" "$PROGS/libms_progs_dl.so"
 assert_eq "dlopen: exit status" 0 "$RC"
 require_db "dlopen" "$DB"
 assert_eq "dlopen: MALLOC events through the plugin" 3 "$(count_ev "$DB" MALLOC HOST 17011)"

@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 
 DB=$TMP/t.db
-ms run run -o "$DB" -- "$PROGS/threads" 8 100000
+ms run run --format=db -o "$DB" -- "$PROGS/threads" 8 100000
 assert_eq "exit status" 0 "$RC"
 assert_eq "program stdout untouched" "threads ok 8 100000" "$(cat "$TMP/run.out")"
 require_db "threads" "$DB"

@@ -14,7 +14,7 @@ EPS=1000
 check_run() {
     local tag=$1 db=$TMP/$1.db csv=$TMP/$1.csv
     shift
-    ms "$tag" run -o "$db" -- "$PROGS/timed_allocs" "$csv"
+    ms "$tag" run --format=db -o "$db" -- "$PROGS/timed_allocs" "$csv"
     assert_eq "$tag: exit status" 0 "$RC"
     read -r word ok handoffs signals <"$TMP/$tag.out"
     assert_eq "$tag: program stdout" "timed_allocs ok 2000" "$word $ok $handoffs"

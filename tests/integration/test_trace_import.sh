@@ -4,7 +4,7 @@
 # two processes, exact counts per pid).
 . "$(dirname "$0")/lib.sh"
 
-ms run run --format=trace -o "$TMP/tr" -- "$PROGS/forker" "$TMP/pids"
+ms run run --format=db --format=trace -o "$TMP/tr" -- "$PROGS/forker" "$TMP/pids"
 assert_eq "exit status" 0 "$RC"
 read -r parent child <"$TMP/pids"
 assert_eq "one trace file per process: <pid>.<n>.mst" \
@@ -12,7 +12,7 @@ assert_eq "one trace file per process: <pid>.<n>.mst" \
     "$(cd "$TMP/tr" 2>/dev/null && ls -- *.mst | sort)"
 assert_eq "trace files start with the magic" "MSTRACE" "$(head -c 7 "$TMP/tr/$parent.0.mst" 2>&1)"
 
-ms import import "$TMP/tr" -o "$TMP/i.db"
+ms import import --format=db "$TMP/tr" -o "$TMP/i.db"
 assert_eq "import: exit status" 0 "$RC"
 require_db "imported" "$TMP/i.db"
 sanity "$TMP/i.db"
@@ -25,7 +25,7 @@ assert_match "stacks symbolized at import" "^ms_progs_fork_alloc \((.*/)?forker\
                       WHERE e.size = 40003 LIMIT 1")"
 assert_eq "meta.trace_dir" "$TMP/tr" "$(q "$TMP/i.db" "SELECT value FROM meta WHERE key = 'trace_dir'")"
 # Importing twice gives the same events.
-ms import2 import "$TMP/tr" -o "$TMP/i2.db"
+ms import2 import --format=db "$TMP/tr" -o "$TMP/i2.db"
 assert_eq "import is repeatable (same events)" \
     "$(q "$TMP/i.db" 'SELECT count(*), sum(size), sum(ts_ns % 1000003) FROM events')" \
     "$(q "$TMP/i2.db" 'SELECT count(*), sum(size), sum(ts_ns % 1000003) FROM events')"

@@ -33,9 +33,11 @@ def script(name):
 
 
 def run_cli(tmp_path, name, *args, call_stack="c:8,python:32", extra=(), db="run.db"):
-    """Runs scripts/name under `memscope run` and returns the database path."""
+    """Runs scripts/name under `memscope run` and returns the path of its full database (one
+    row per event: the tests read the events)."""
     out = str(tmp_path / db)
-    cmd = [memscope_bin(), "run", "-q", "--call-stack=" + call_stack, *extra, "-o", out, "--",
+    cmd = [memscope_bin(), "run", "-q", "--format=db", "--call-stack=" + call_stack, *extra,
+           "-o", out, "--",
            PYTHON, script(name), *args]
     r = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, "memscope run failed:\n%s\n%s" % (r.stdout, r.stderr)

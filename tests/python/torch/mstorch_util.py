@@ -52,7 +52,8 @@ def run(tmp_path, script, args=(), opts=("--call-stack=c:0",), extra_env=None, c
     src = tmp_path / "prog.py"
     src.write_text(script)
     db = tmp_path / "run.db"
-    cmd = [memscope_bin(), "run", "-q", "-o", str(db), *opts, "--", PYTHON, *args, str(src)]
+    cmd = [memscope_bin(), "run", "-q", "--format=db", "-o", str(db), *opts, "--", PYTHON, *args,
+           str(src)]
     p = subprocess.run(cmd, env=env(**(extra_env or {})), cwd=str(tmp_path),
                        capture_output=True, text=True, timeout=600)
     if check:

@@ -148,7 +148,8 @@ int ms_analyze_run_list(const char *db_path, const char *names, const struct ms_
     return rc;
 }
 
-/* The inefficient findings written back into an expanded database go into the compact one. */
+/* The inefficient findings written back into an expanded database go into the compact one,
+ * with the blocks rows of the flagged blocks (a compact database has only some). */
 static int copy_findings(const char *from, const char *to, char *err, size_t errlen)
 {
     sqlite3 *db;
@@ -166,7 +167,9 @@ static int copy_findings(const char *from, const char *to, char *err, size_t err
     }
     if (rc == 0 &&
         sqlite3_exec(db, "BEGIN; DELETE FROM inefficient; INSERT INTO inefficient SELECT * FROM "
-                         "f.inefficient; COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+                         "f.inefficient; INSERT OR IGNORE INTO blocks SELECT * FROM f.blocks "
+                         "WHERE allocation_id IN (SELECT allocation_id FROM f.inefficient); "
+                         "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         rc = MS_EDB;
     if (rc < 0)
         snprintf(err, errlen, "cannot write the findings into %s: %s", to, sqlite3_errmsg(db));

@@ -1976,8 +1976,13 @@ static int open_db(struct conv *c)
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(c->tmp_path, &c->db, flags, NULL) != SQLITE_OK)
         return db_fail(c, "open");
-    int rc = exec_sql(c,
-                      "PRAGMA page_size=65536; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+    /* Big pages for the full database's big tables; the compact one has small tables (one
+     * page each at least) and blobs, which take 4 KiB pages as well. */
+    int rc = exec_sql(c, c->o->compact ? "PRAGMA page_size=4096;" : "PRAGMA page_size=65536;",
+                      "setup");
+    if (rc == 0)
+        rc = exec_sql(c,
+                      "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
                       "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;"
                       "PRAGMA cache_size=-262144; PRAGMA threads=2; BEGIN;",
                       "setup");

@@ -21,7 +21,7 @@ done
 run() { # db prog args...
     local db=$1
     shift
-    "$MEMSCOPE" run --format=db -o "$T/$db" -- "$@" >"$T/$db.log" 2>&1 || { cat "$T/$db.log"; bad "memscope run $*"; }
+    "$MEMSCOPE" run -o "$T/$db" -- "$@" >"$T/$db.log" 2>&1 || { cat "$T/$db.log"; bad "memscope run $*"; }
 }
 run steps.db "$PROGS/b_steps"
 run base.db "$PROGS/b_steps" base

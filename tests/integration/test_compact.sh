@@ -1,0 +1,150 @@
+#!/bin/bash
+# test_compact.sh: the compact database (memscope run's default output, docs/database.md)
+# against the full one made from the same traces. Each program is recorded once (--format=trace
+# --no-pack); `memscope import` makes the compact database and `import --format=db` the full
+# one. Then:
+# - the compact database's tables equal the full one's, except events (only the rows that are
+#   not MALLOC or FREE) and blocks (exactly the blocks live at exit, live at a peak of their
+#   process and layer, or live across a step end or an OOM: computed here with SQL on the full
+#   database);
+# - every analysis (`analyze all`, text and JSON) reports the same on both;
+# - `export --format=csv` writes the same bytes, and `export --format=db` makes the full
+#   database again (every table equal);
+# - a compact database is small: at most 12 bytes per event on a 400,000-event run.
+# Also the default `memscope run` (packing while converting), and bad input.
+. "$(dirname "$0")/lib.sh"
+AN=$PROGS/../analyze
+# memscope's temporary expansions go here, where nothing else runs
+export TMPDIR=$TMP/tmpdir
+mkdir "$TMPDIR"
+
+# Every table's rows in a fixed order (tables of both kinds of database; the full one's first).
+dump_table() { # DB TABLE [WHERE]
+    sqlite3 "$1" "SELECT * FROM $2 ${3:-} ORDER BY 1, 2, 3" 2>&1
+}
+TABLES="meta processes threads strings modules frames stacks stack_frames event_kinds layers
+owners steps ranges pools process_stats python_trace inefficient"
+
+# The blocks a compact database keeps, computed on the full one: live at exit; live at the
+# peak event of their process and layer; live when a STEP or OOM event of their process happened.
+KEPT_SQL="SELECT b.* FROM blocks b WHERE b.free_ns IS NULL
+  OR EXISTS (SELECT 1 FROM process_stats s WHERE s.process_id = b.process_id AND
+     s.layer = b.layer AND s.peak_bytes > 0 AND b.alloc_event_id <= s.peak_event_id AND
+     (b.free_event_id > s.peak_event_id OR (b.free_event_id IS NULL AND
+      b.free_ns >= (SELECT ts_ns FROM events WHERE id = s.peak_event_id))))
+  OR EXISTS (SELECT 1 FROM events e WHERE e.process_id = b.process_id AND e.kind IN (4, 9) AND
+     e.id > b.alloc_event_id AND (b.free_event_id > e.id OR (b.free_event_id IS NULL AND
+      b.free_ns >= e.ts_ns)))
+  ORDER BY b.allocation_id"
+
+compare_formats() { # NAME PROGRAM ARGS...
+    local name=$1
+    shift
+    local t=$TMP/$name.trace c=$TMP/$name.c.db f=$TMP/$name.f.db
+    ms "$name-rec" run --format=trace --no-pack -o "$t" -- "$@"
+    ms "$name-c" import "$t" -o "$c"
+    assert_eq "$name: compact import status" 0 "$RC"
+    ms "$name-f" import --format=db "$t" -o "$f"
+    assert_eq "$name: full import status" 0 "$RC"
+    assert_eq "$name: the compact database says so" "compact" \
+        "$(sqlite3 "$c" "SELECT value FROM meta WHERE key = 'store'")"
+    assert_eq "$name: it has no memscope_dump (one row per event: the full database's)" "0" \
+        "$(sqlite3 "$c" "SELECT count(*) FROM sqlite_master WHERE name = 'memscope_dump'")"
+    assert_ne "$name: its traces are in trace_files" "0" \
+        "$(sqlite3 "$c" "SELECT count(*) FROM trace_files")"
+    local tb diffs=""
+    for tb in $TABLES; do
+        if [ "$tb" = meta ]; then
+            [ "$(dump_table "$c" meta "WHERE key != 'store'")" = "$(dump_table "$f" meta)" ] ||
+                diffs="$diffs meta"
+        elif [ "$(dump_table "$c" "$tb")" != "$(dump_table "$f" "$tb")" ]; then
+            diffs="$diffs $tb"
+        fi
+    done
+    assert_eq "$name: tables equal to the full database's" "" "$diffs"
+    assert_eq "$name: events rows: the full database's that are not MALLOC or FREE" \
+        "$(dump_table "$f" events "WHERE kind NOT IN (1, 2)")" "$(dump_table "$c" events)"
+    assert_eq "$name: blocks rows: live at exit, at a peak, across a step end or an OOM" \
+        "$(sqlite3 "$f" "$KEPT_SQL")" "$(sqlite3 "$c" "SELECT * FROM blocks ORDER BY 1")"
+    local j
+    for j in "" --json; do
+        ms "$name-allc$j" analyze all "$c" $j
+        ms "$name-allf$j" analyze all "$f" $j
+        assert_eq "$name: analyze all $j: same report" "$(cat "$TMP/$name-allf$j.out")" \
+            "$(cat "$TMP/$name-allc$j.out")"
+    done
+    ms "$name-csvc" export "$c" --format=csv
+    ms "$name-csvf" export "$f" --format=csv
+    assert_eq "$name: CSV export: same bytes" "$(md5sum <"$TMP/$name-csvf.out")" \
+        "$(md5sum <"$TMP/$name-csvc.out")"
+    ms "$name-exp" export "$c" --format=db -o "$TMP/$name.e.db"
+    assert_eq "$name: export --format=db status" 0 "$RC"
+    diffs=""
+    for tb in $TABLES events blocks; do
+        [ "$(dump_table "$TMP/$name.e.db" "$tb")" = "$(dump_table "$f" "$tb")" ] ||
+            diffs="$diffs $tb"
+    done
+    assert_eq "$name: export --format=db: every table equal to the full database's" "" "$diffs"
+}
+
+compare_formats peak "$AN/an_peak"
+compare_formats leak_steps "$AN/an_leak_steps"
+compare_formats steps "$AN/b_steps"
+compare_formats pool "$AN/b_pool"
+compare_formats ineff "$AN/b_ineff"
+compare_formats threads "$PROGS/threads" 4 2000
+compare_formats mmap "$PROGS/mmap_anon"
+compare_formats annotate "$PROGS/annotate"
+compare_formats tags "$PROGS/tag_marks"
+compare_formats fork "$PROGS/forker" "$TMP/fork.pid"
+compare_formats exec "$PROGS/exec_parent" "$PROGS/exec_child"
+
+# The default output of memscope run: a compact database, packed while converting.
+ms def run -o "$TMP/def.db" -- "$PROGS/threads" 4 50000
+assert_eq "default run: status" 0 "$RC"
+assert_eq "default run: a compact database" "compact" \
+    "$(sqlite3 "$TMP/def.db" "SELECT value FROM meta WHERE key = 'store'")"
+assert_eq "default run: its summary counts every event (2 x 200000 + the rest)" \
+    "$(sqlite3 "$TMP/def.db" "SELECT value FROM meta WHERE key = 'event_count'")" \
+    "$(sed -n 's/^memscope: \([0-9]*\) events from 1 process$/\1/p' "$TMP/def.err")"
+assert_eq "default run: the stored trace is packed (format version 2, little-endian at 8)" \
+    "4D5354524143450002000000" \
+    "$(sqlite3 "$TMP/def.db" "SELECT hex(substr(data, 1, 12)) FROM trace_files WHERE part = 0")"
+events=$(sqlite3 "$TMP/def.db" "SELECT value FROM meta WHERE key = 'event_count'")
+bytes=$(stat -c %s "$TMP/def.db")
+assert_ge "default run: 400000 events or more" 400000 "$events"
+assert_eq "default run: at most 12 bytes per event ($bytes bytes)" 1 \
+    "$(awk -v b="$bytes" -v e="$events" 'BEGIN {print (b / e <= 12) ? 1 : 0}')"
+ms defleaks analyze leaks "$TMP/def.db" --json
+assert_eq "default run: leaks runs on it" 0 "$RC"
+ls "$TMP" | grep -q 'packing' && fail "a packing directory was left behind" ||
+    pass "no packing directory left behind"
+
+# Bad input: a compact database whose traces were damaged or removed.
+cp "$TMP/peak.c.db" "$TMP/bad.db"
+sqlite3 "$TMP/bad.db" "DELETE FROM trace_files"
+ms badexp export "$TMP/bad.db" --format=db -o "$TMP/bad.e.db"
+assert_eq "no traces: export --format=db fails" 1 "$RC"
+assert_match "no traces: says why" "holds no traces" "$(cat "$TMP/badexp.err")"
+assert_eq "no traces: nothing written" "no" "$([ -e "$TMP/bad.e.db" ] && echo yes || echo no)"
+ms badleaks analyze leaks "$TMP/bad.db"
+assert_eq "no traces: leaks still runs (it reads the tables)" 0 "$RC"
+ms badtemp analyze temporary "$TMP/bad.db"
+assert_eq "no traces: temporary (reads every event) fails" 1 "$RC"
+cp "$TMP/peak.c.db" "$TMP/bad2.db"
+sqlite3 "$TMP/bad2.db" "UPDATE trace_files SET name = '../escape.mst'"
+ms badname export "$TMP/bad2.db" --format=db -o "$TMP/bad2.e.db"
+assert_eq "a hostile file name: export fails" 1 "$RC"
+assert_eq "a hostile file name: nothing written outside" "no" \
+    "$([ -e "$TMP/escape.mst" ] && echo yes || echo no)"
+cp "$TMP/peak.c.db" "$TMP/bad3.db"
+sqlite3 "$TMP/bad3.db" "UPDATE trace_files SET data = zeroblob(100)"
+ms badblob export "$TMP/bad3.db" --format=db -o "$TMP/bad3.e.db"
+assert_eq "damaged traces: export fails" 1 "$RC"
+assert_match "damaged traces: says why" "trace" "$(cat "$TMP/badblob.err")"
+ms fullexp export "$TMP/peak.f.db" --format=db -o "$TMP/again.db"
+assert_eq "export --format=db of a full database: refused" 1 "$RC"
+assert_match "... and says why" "already a full database" "$(cat "$TMP/fullexp.err")"
+assert_eq "no temporary expansion left in TMPDIR" "" "$(ls -A "$TMPDIR")"
+
+done_testing

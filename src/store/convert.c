@@ -110,7 +110,7 @@ int conv__step_reset(struct conv *c, sqlite3_stmt *st, const char *what)
     return rc == SQLITE_DONE ? 0 : db_fail(c, what);
 }
 
-static int exec_sql(struct conv *c, const char *sql, const char *what)
+int conv__exec(struct conv *c, const char *sql, const char *what)
 {
     return sqlite3_exec(c->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : db_fail(c, what);
 }
@@ -847,7 +847,7 @@ static int block_alloc(struct conv *c, uint32_t *slot)
 }
 
 /* Writes the blocks row of cb now. */
-static int block_row(struct conv *c, const struct closed_block *cb)
+int conv__block_row(struct conv *c, const struct closed_block *cb)
 {
     const struct block *b = &cb->b;
     struct ms_cell *row;
@@ -884,7 +884,7 @@ static int closed_drain(struct conv *c, int64_t upto)
                 return 0;
             continue; /* still live: passed over */
         }
-        if ((rc = block_row(c, cb)) < 0)
+        if ((rc = conv__block_row(c, cb)) < 0)
             return rc;
         cb->b.alloc_id = 0;
     }
@@ -906,7 +906,7 @@ static int write_block(struct conv *c, const struct closed_block *cb)
         c->closed_next = 1;
     }
     if (id < c->closed_next)
-        return block_row(c, cb); /* passed over while it was live */
+        return conv__block_row(c, cb); /* passed over while it was live */
     int rc = 0;
     if (id - c->closed_next >= (int64_t)REORDER)
         rc = closed_drain(c, id - (int64_t)REORDER + 1);
@@ -916,60 +916,6 @@ static int write_block(struct conv *c, const struct closed_block *cb)
     return id == c->closed_next ? closed_drain(c, 0) : 0;
 }
 
-/* Appends cb to the array *a of *n (capacity *cap) closed blocks. */
-static int closed_push(struct conv *c, struct closed_block **a, size_t *n, size_t *cap,
-                       const struct closed_block *cb)
-{
-    if (*n == *cap && conv__grow((void **)a, cap, *n, sizeof **a, MAX_LIVE) < 0)
-        return conv__oom(c, "blocks of the compact database");
-    (*a)[(*n)++] = *cb;
-    return 0;
-}
-
-/* Compact output: keeps the row of a closed block that an analysis reads from the compact
- * database: live at exit, live at the end of a step or at an OOM (one happened in its process
- * while it was live), or live at its layer's peak. Whether a block was live at the peak is known only at the end: a block
- * closed after the current peak and allocated before it waits in peak_closed, which a new
- * peak empties (nothing closed before a peak is live at it). */
-static int compact_block(struct conv *c, struct proc *p, const struct closed_block *cb)
-{
-    if (!cb->have_free || cb->b.moments != p->moments)
-        return closed_push(c, &c->kept, &c->nkept, &c->akept, cb);
-    struct layer_state *ls = &p->ls[cb->layer];
-    if (ls->st.peak_alloc && cb->b.alloc_id <= ls->st.peak_alloc)
-        return closed_push(c, &ls->peak_closed, &ls->npeak_closed, &ls->apeak_closed, cb);
-    return 0;
-}
-
-static int cmp_closed(const void *a, const void *b)
-{
-    const struct closed_block *x = a, *y = b;
-    return x->b.alloc_id < y->b.alloc_id ? -1 : x->b.alloc_id > y->b.alloc_id;
-}
-
-/* Compact output: writes the kept blocks rows, in allocation order. */
-static int compact_write_blocks(struct conv *c)
-{
-    for (size_t i = 0; i < c->nprocs; i++) {
-        struct proc *p = &c->procs[i];
-        for (size_t l = 0; l < p->nls; l++) {
-            struct layer_state *ls = &p->ls[l];
-            for (size_t k = 0; k < ls->npeak_closed; k++) {
-                int rc = closed_push(c, &c->kept, &c->nkept, &c->akept, &ls->peak_closed[k]);
-                if (rc < 0)
-                    return rc;
-            }
-        }
-    }
-    qsort(c->kept, c->nkept, sizeof *c->kept, cmp_closed);
-    for (size_t i = 0; i < c->nkept; i++) {
-        int rc = block_row(c, &c->kept[i]);
-        if (rc < 0)
-            return rc;
-    }
-    return 0;
-}
-
 /* Writes the blocks row of the block in slot and frees the slot. free_event 0: no free event
  * (replaced by an allocation at the same address); have_free 0: still live at the end. */
 static int block_close(struct conv *c, struct proc *p, int layer, uint32_t slot, int have_free,
@@ -977,7 +923,7 @@ static int block_close(struct conv *c, struct proc *p, int layer, uint32_t slot,
 {
     struct block *b = &c->blocks[slot];
     struct closed_block cb = {*b, p->id, free_ns, free_event, layer, have_free};
-    int rc = c->o->compact ? compact_block(c, p, &cb) : write_block(c, &cb);
+    int rc = c->o->compact ? conv__compact_block(c, p, &cb) : write_block(c, &cb);
     if (have_free) {
         struct layer_stats *ls = &p->ls[layer].st;
         ls->live_bytes -= b->size;
@@ -1666,7 +1612,7 @@ static int write_annotations(struct conv *c)
         int have = sqlite3_step(q) == SQLITE_ROW;
         sqlite3_finalize(q);
         if (have)
-            rc = exec_sql(c, sql, "create python_trace view");
+            rc = conv__exec(c, sql, "create python_trace view");
     }
     for (size_t i = 0; i < c->nprocs && rc == 0; i++) {
         struct proc *p = &c->procs[i];
@@ -1978,20 +1924,20 @@ static int open_db(struct conv *c)
         return db_fail(c, "open");
     /* Big pages for the full database's big tables; the compact one has small tables (one
      * page each at least) and blobs, which take 4 KiB pages as well. */
-    int rc = exec_sql(c, c->o->compact ? "PRAGMA page_size=4096;" : "PRAGMA page_size=65536;",
+    int rc = conv__exec(c, c->o->compact ? "PRAGMA page_size=4096;" : "PRAGMA page_size=65536;",
                       "setup");
     if (rc == 0)
-        rc = exec_sql(c,
+        rc = conv__exec(c,
                       "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
                       "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;"
                       "PRAGMA cache_size=-262144; PRAGMA threads=2; BEGIN;",
                       "setup");
     if (rc == 0)
-        rc = exec_sql(c, ms_schema_sql, "create schema");
+        rc = conv__exec(c, ms_schema_sql, "create schema");
     /* Before loading: the events indexes are partial (annotation rows only), so keeping them
      * costs a row two comparisons, while building them after would read all of events twice. */
     if (rc == 0)
-        rc = exec_sql(c, ms_schema_index_sql, "create indexes");
+        rc = conv__exec(c, ms_schema_index_sql, "create indexes");
     if (rc == 0 && (rc = ms_batch_init(&c->events_ins, c->db, "events", 14, 1)) < 0)
         rc = batch_fail(c, rc, "prepare");
     if (rc == 0 && (rc = ms_batch_init(&c->blocks_ins, c->db, "blocks", 14, 1)) < 0)
@@ -2012,58 +1958,6 @@ static int open_db(struct conv *c)
         rc = conv__prepare(c, &c->ins_stack, "INSERT INTO stacks VALUES (?,?,?,?,?)");
     if (rc == 0)
         rc = conv__prepare(c, &c->ins_stack_frame, "INSERT INTO stack_frames VALUES (?,?,?)");
-    return rc;
-}
-
-/* Compact output: starts packing the traces (and PyTorch's allocator pickles beside them) on
- * other threads while this one converts. */
-static int compact_start(struct conv *c)
-{
-    const char **paths = calloc(2 * c->nprocs + 1, sizeof *paths);
-    char **pickles = calloc(c->nprocs + 1, sizeof *pickles);
-    size_t n = 0, np = 0;
-    int rc = 0;
-    if (!paths || !pickles)
-        rc = conv__oom(c, "paths");
-    for (size_t i = 0; i < c->nprocs && rc == 0; i++) {
-        struct proc *p = &c->procs[i];
-        paths[n++] = p->path;
-        size_t len = strlen(c->o->trace_dir) + 48;
-        char *pk = malloc(len);
-        if (!pk) {
-            rc = conv__oom(c, "paths");
-            break;
-        }
-        snprintf(pk, len, "%s/%llu.pta.pickle", c->o->trace_dir,
-                 (unsigned long long)p->tr.hdr.pid);
-        struct stat st;
-        int dup = 0;
-        for (size_t k = 0; k < np; k++)
-            dup |= strcmp(pickles[k], pk) == 0;
-        if (!dup && stat(pk, &st) == 0 && S_ISREG(st.st_mode)) {
-            pickles[np++] = pk;
-            paths[n++] = pk;
-        } else {
-            free(pk);
-        }
-    }
-    if (rc == 0)
-        rc = ms_embed_start(&c->embed, paths, n, c->o->db_path, c->err, c->errlen);
-    for (size_t k = 0; k < np; k++)
-        free(pickles[k]);
-    free(pickles);
-    free(paths);
-    return rc;
-}
-
-/* Compact output: the traces go into trace_files; memscope_dump, one row per event, is left to
- * the full database (docs/database.md). */
-static int compact_finish(struct conv *c)
-{
-    int rc = exec_sql(c, "DROP VIEW memscope_dump; INSERT INTO meta VALUES ('store', 'compact')",
-                      "compact database");
-    if (rc == 0 && (rc = ms_embed_finish(&c->embed, c->db, c->err, c->errlen)) < 0)
-        return rc;
     return rc;
 }
 
@@ -2167,7 +2061,7 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
     if (rc == 0)
         rc = pass1(&c);
     if (rc == 0 && o->compact)
-        rc = compact_start(&c);
+        rc = conv__compact_start(&c);
     if (rc == 0)
         rc = open_db(&c);
     for (size_t i = 0; i < c.nprocs && rc == 0; i++)
@@ -2183,13 +2077,13 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
     if (rc == 0)
         rc = write_processes(&c);
     if (rc == 0 && o->compact)
-        rc = compact_write_blocks(&c);
+        rc = conv__compact_write_blocks(&c);
     if (rc == 0)
         rc = flush_batches(&c);
     if (rc == 0 && o->compact)
-        rc = compact_finish(&c);
+        rc = conv__compact_finish(&c);
     if (rc == 0)
-        rc = exec_sql(&c, "COMMIT", "commit");
+        rc = conv__exec(&c, "COMMIT", "commit");
     const char *tmp = c.tmp_path;
     c.tmp_path = NULL;
     conv_release(&c); /* closes the database */

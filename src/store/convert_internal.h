@@ -291,6 +291,22 @@ int conv__on_free(struct conv *c, const struct stream *s, int layer, const char 
 int conv__free_block(struct conv *c, const struct stream *s, int layer, uint32_t slot,
                      const char *func);
 
+/* Runs sql (several statements); 0 or an error (set). */
+int conv__exec(struct conv *c, const char *sql, const char *what);
+/* Writes the blocks row of cb now. */
+int conv__block_row(struct conv *c, const struct closed_block *cb);
+
+/* ---- convert_compact.c: called by convert.c when o->compact is set -------------------------- */
+
+/* Starts packing the traces (and PyTorch's allocator pickles beside them) on other threads. */
+int conv__compact_start(struct conv *c);
+/* Keeps the row of a closed block if the compact database has it. */
+int conv__compact_block(struct conv *c, struct proc *p, const struct closed_block *cb);
+/* Writes the kept blocks rows, in allocation order. */
+int conv__compact_write_blocks(struct conv *c);
+/* Drops memscope_dump, marks the database compact and stores the packed traces. */
+int conv__compact_finish(struct conv *c);
+
 /* ---- convert_cuda.c: called by convert.c ---------------------------------------------------- */
 
 /* Loads <trace dir>/<pid>.pta.pickle into p->pta; a file that cannot be read is a warning. */

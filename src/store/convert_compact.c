@@ -1,0 +1,112 @@
+/* convert_compact.c: what the compact database (o->compact, docs/database.md) adds to the
+ * conversion: which blocks rows it keeps (live at exit, at a peak, across a step end or an OOM),
+ * and its traces, packed on other threads while the conversion reads them, stored in
+ * trace_files. Workload: one call per closed block (most return at once); the packing runs
+ * beside the whole conversion. */
+#include "convert_internal.h"
+
+/* Appends cb to the array *a of *n (capacity *cap) closed blocks. */
+static int closed_push(struct conv *c, struct closed_block **a, size_t *n, size_t *cap,
+                       const struct closed_block *cb)
+{
+    if (*n == *cap && conv__grow((void **)a, cap, *n, sizeof **a, MAX_LIVE) < 0)
+        return conv__oom(c, "blocks of the compact database");
+    (*a)[(*n)++] = *cb;
+    return 0;
+}
+
+/* Compact output: keeps the row of a closed block that an analysis reads from the compact
+ * database: live at exit, live at the end of a step or at an OOM (one happened in its process
+ * while it was live), or live at its layer's peak. Whether a block was live at the peak is known only at the end: a block
+ * closed after the current peak and allocated before it waits in peak_closed, which a new
+ * peak empties (nothing closed before a peak is live at it). */
+int conv__compact_block(struct conv *c, struct proc *p, const struct closed_block *cb)
+{
+    if (!cb->have_free || cb->b.moments != p->moments)
+        return closed_push(c, &c->kept, &c->nkept, &c->akept, cb);
+    struct layer_state *ls = &p->ls[cb->layer];
+    if (ls->st.peak_alloc && cb->b.alloc_id <= ls->st.peak_alloc)
+        return closed_push(c, &ls->peak_closed, &ls->npeak_closed, &ls->apeak_closed, cb);
+    return 0;
+}
+
+static int cmp_closed(const void *a, const void *b)
+{
+    const struct closed_block *x = a, *y = b;
+    return x->b.alloc_id < y->b.alloc_id ? -1 : x->b.alloc_id > y->b.alloc_id;
+}
+
+/* Compact output: writes the kept blocks rows, in allocation order. */
+int conv__compact_write_blocks(struct conv *c)
+{
+    for (size_t i = 0; i < c->nprocs; i++) {
+        struct proc *p = &c->procs[i];
+        for (size_t l = 0; l < p->nls; l++) {
+            struct layer_state *ls = &p->ls[l];
+            for (size_t k = 0; k < ls->npeak_closed; k++) {
+                int rc = closed_push(c, &c->kept, &c->nkept, &c->akept, &ls->peak_closed[k]);
+                if (rc < 0)
+                    return rc;
+            }
+        }
+    }
+    qsort(c->kept, c->nkept, sizeof *c->kept, cmp_closed);
+    for (size_t i = 0; i < c->nkept; i++) {
+        int rc = conv__block_row(c, &c->kept[i]);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Compact output: starts packing the traces (and PyTorch's allocator pickles beside them) on
+ * other threads while this one converts. */
+int conv__compact_start(struct conv *c)
+{
+    const char **paths = calloc(2 * c->nprocs + 1, sizeof *paths);
+    char **pickles = calloc(c->nprocs + 1, sizeof *pickles);
+    size_t n = 0, np = 0;
+    int rc = 0;
+    if (!paths || !pickles)
+        rc = conv__oom(c, "paths");
+    for (size_t i = 0; i < c->nprocs && rc == 0; i++) {
+        struct proc *p = &c->procs[i];
+        paths[n++] = p->path;
+        size_t len = strlen(c->o->trace_dir) + 48;
+        char *pk = malloc(len);
+        if (!pk) {
+            rc = conv__oom(c, "paths");
+            break;
+        }
+        snprintf(pk, len, "%s/%llu.pta.pickle", c->o->trace_dir,
+                 (unsigned long long)p->tr.hdr.pid);
+        struct stat st;
+        int dup = 0;
+        for (size_t k = 0; k < np; k++)
+            dup |= strcmp(pickles[k], pk) == 0;
+        if (!dup && stat(pk, &st) == 0 && S_ISREG(st.st_mode)) {
+            pickles[np++] = pk;
+            paths[n++] = pk;
+        } else {
+            free(pk);
+        }
+    }
+    if (rc == 0)
+        rc = ms_embed_start(&c->embed, paths, n, c->o->db_path, c->err, c->errlen);
+    for (size_t k = 0; k < np; k++)
+        free(pickles[k]);
+    free(pickles);
+    free(paths);
+    return rc;
+}
+
+/* Compact output: the traces go into trace_files; memscope_dump, one row per event, is left to
+ * the full database (docs/database.md). */
+int conv__compact_finish(struct conv *c)
+{
+    int rc = conv__exec(c, "DROP VIEW memscope_dump; INSERT INTO meta VALUES ('store', 'compact')",
+                      "compact database");
+    if (rc == 0 && (rc = ms_embed_finish(&c->embed, c->db, c->err, c->errlen)) < 0)
+        return rc;
+    return rc;
+}

@@ -35,7 +35,7 @@ echo "recording churn $ops $threads with memscope and heaptrack ..." >&2
 t0=$EPOCHREALTIME
 "$MEMSCOPE" run -q --call-stack=c:32 --format=trace --no-pack -o "$work/trace" -- ./churn "$ops" "$threads" \
     >rec.log 2>&1
-"$MEMSCOPE" import "$work/trace" -o "$work/x.db" >import.log 2>&1
+"$MEMSCOPE" import --format=db "$work/trace" -o "$work/x.db" >import.log 2>&1
 t1=$EPOCHREALTIME
 heaptrack -o "$work/ht" ./churn "$ops" "$threads" >ht.log 2>&1
 ht=$(ls "$work"/ht*.zst 2>/dev/null | head -1)

@@ -42,8 +42,8 @@ for r in $(seq "$rounds"); do
     timed heaptrack heaptrack -o "$work/ht" ./churn "$ops" "$threads"
     timed ms_raw "$MEMSCOPE" "${ms_args[@]}" --format=trace --no-pack -o "$work/raw" -- ./churn "$ops" "$threads"
     timed ms_trace "$MEMSCOPE" "${ms_args[@]}" --format=trace -o "$work/trace" -- ./churn "$ops" "$threads"
-    timed ms_db "$MEMSCOPE" "${ms_args[@]}" -o "$work/x.db" -- ./churn "$ops" "$threads"
-    timed import "$MEMSCOPE" import "$work/trace" -o "$work/i.db"
+    timed ms_db "$MEMSCOPE" "${ms_args[@]}" --format=db -o "$work/x.db" -- ./churn "$ops" "$threads"
+    timed import "$MEMSCOPE" import --format=db "$work/trace" -o "$work/i.db"
 done
 
 events=$(sqlite3 i.db 'SELECT count(*) FROM events')
@@ -75,8 +75,8 @@ memscope: \`$("$MEMSCOPE" --version)\` (tree $(git -C "$root" describe --always 
 | heaptrack | $(f "$h") | $(r "$h" "$p") | 1.00 |
 | memscope, recording only (\`--format=trace --no-pack\`) | $(f "$w") | $(r "$w" "$p") | $(r "$w" "$h") |
 | memscope, recording + packing (\`--format=trace\`) | $(f "$t") | $(r "$t" "$p") | $(r "$t" "$h") |
-| memscope, recording + database | $(f "$d") | $(r "$d" "$p") | $(r "$d" "$h") |
-| \`memscope import\` (packed trace -> database) | $(f "$i") | | |
+| memscope, recording + full database (\`--format=db\`) | $(f "$d") | $(r "$d" "$p") | $(r "$d" "$h") |
+| \`memscope import --format=db\` (packed trace -> full database) | $(f "$i") | | |
 
 | output | bytes | events | bytes / event |
 |---|---:|---:|---:|

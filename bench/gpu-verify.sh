@@ -24,7 +24,7 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cma
 MS=$build/memscope
 
 # 1. PyTorch
-"$MS" run -q --events=alloc,free,launch -o "$work/train.db" -- "$PY" "$root/bench/gpu_train.py" "$work/torch.json" || exit 1
+"$MS" run -q --format=db --events=alloc,free,launch -o "$work/train.db" -- "$PY" "$root/bench/gpu_train.py" "$work/torch.json" || exit 1
 alloc=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['allocated'])" "$work/torch.json")
 reserved=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['reserved'])" "$work/torch.json")
 check "PTA live bytes at exit = memory_allocated()" "$alloc" \
@@ -58,7 +58,7 @@ int main() {
     return 0;
 }
 CU
-    nvcc -o "$work/rt" "$work/rt.cu" && "$MS" run -q --events=alloc,free,launch -o "$work/rt.db" -- "$work/rt" >/dev/null
+    nvcc -o "$work/rt" "$work/rt.cu" && "$MS" run -q --format=db --events=alloc,free,launch -o "$work/rt.db" -- "$work/rt" >/dev/null
     check "cudart: the 1 and 2 MiB blocks" "1048576|2097152" \
         "$(q "$work/rt.db" "SELECT group_concat(size, '|') FROM (SELECT size FROM blocks b JOIN layers l ON l.id = b.layer WHERE l.name = 'cuda:0' AND size IN (1048576, 2097152) ORDER BY size)")"
     check "cudart: the kernel launch" "1" "$(q "$work/rt.db" "SELECT count(*) FROM events WHERE kind = 10 AND name LIKE '%fill%'")"

@@ -41,7 +41,7 @@ for r in $(seq "$rounds"); do
     timed plain "$py" "$prog" "$steps"
     timed heaptrack heaptrack -o "$work/ht" "$py" "$prog" "$steps"
     timed ms_py "$MEMSCOPE" run -q --call-stack=python:32 --format=trace --no-pack -o "$work/tr1" -- "$py" "$prog" "$steps"
-    timed ms_py_db "$MEMSCOPE" run -q --call-stack=python:32 -o "$work/x.db" -- "$py" "$prog" "$steps"
+    timed ms_py_db "$MEMSCOPE" run -q --call-stack=python:32 --format=db -o "$work/x.db" -- "$py" "$prog" "$steps"
     timed ms_cpy "$MEMSCOPE" run -q --call-stack=c:32,python:32 --format=trace --no-pack -o "$work/tr2" -- "$py" "$prog" "$steps"
 done
 events=$(sqlite3 x.db 'SELECT count(*) FROM events')

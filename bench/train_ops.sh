@@ -34,7 +34,7 @@ timed() { # NAME CMD...: bench_timed, plus the loop seconds printed to NAME.loop
     sed -n 's/^train_cpu loop seconds \([0-9.]*\)$/\1/p' "$1.log" | tail -1 >>"$1.loop"
 }
 
-ms=("$MEMSCOPE" run -q --call-stack=python:32)
+ms=("$MEMSCOPE" run -q --format=db --call-stack=python:32)
 for r in $(seq "$rounds"); do
     echo "round $r/$rounds" >&2
     rm -rf tr1 tr2 x.db

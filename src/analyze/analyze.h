@@ -42,8 +42,9 @@ struct ms_analysis {
     const char *summary; /* one line for --help */
     int (*run)(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err,
                size_t errlen);
-    int compact;         /* reads a compact database as it is (its tables have what the
-                            analysis needs); 0: ms_analyze_run_list gives it the full one */
+    /* Whether it reads a compact database as it is with these options (its tables have what
+     * the analysis needs); else ms_analyze_run_list gives it the full database. NULL: never. */
+    int (*compact)(const struct ms_analyze_opts *o);
 };
 
 extern const struct ms_analysis ms_analyses[]; /* terminated by a {NULL} entry */

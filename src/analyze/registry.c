@@ -18,24 +18,42 @@ DECLARE(ms_analyze_trend);
 DECLARE(ms_analyze_fragmentation);
 DECLARE(ms_analyze_oom);
 
+static int always(const struct ms_analyze_opts *o)
+{
+    (void)o;
+    return 1;
+}
+
+/* site_stats counts the default layers */
+static int default_layers(const struct ms_analyze_opts *o)
+{
+    return o->layer == 0;
+}
+
+/* without --steps or --with compare only says what it needs */
+static int compare_compact(const struct ms_analyze_opts *o)
+{
+    return !o->step_a && !o->other_db;
+}
+
 const struct ms_analysis ms_analyses[] = {
     {"leaks", "blocks live at exit by call site; step-aware leak check; growth per step",
-     ms_analyze_leaks, 1},
+     ms_analyze_leaks, always},
     {"peak", "the moment of peak live bytes per process and layer, and what was live then",
-     ms_analyze_peak, 1},
+     ms_analyze_peak, always},
     {"compare", "two steps (--steps A,B) or two runs (--with other.db), by call site and owner",
-     ms_analyze_compare, 0},
+     ms_analyze_compare, compare_compact},
     {"inefficient", "early allocation, late deallocation, temporary idleness; Insight thresholds",
-     ms_analyze_inefficient, 0},
+     ms_analyze_inefficient, NULL},
     {"decompose", "the owner tree at a time, a step end or the peak; live bytes per owner",
-     ms_analyze_decompose, 0},
+     ms_analyze_decompose, NULL},
     {"temporary", "allocations freed with no other allocation in between, by call site",
-     ms_analyze_temporary, 0},
+     ms_analyze_temporary, default_layers},
     {"trend", "live bytes over time and per step, growth rate, time to reach --limit",
-     ms_analyze_trend, 0},
+     ms_analyze_trend, NULL},
     {"fragmentation", "pool layers: reserved vs used, largest free extent, fragmentation",
-     ms_analyze_fragmentation, 0},
+     ms_analyze_fragmentation, NULL},
     {"oom", "CUDA out-of-memory: what was live at each OOM, by layer, owner and call site",
-     ms_analyze_oom, 0},
-    {NULL, NULL, NULL, 0},
+     ms_analyze_oom, always},
+    {NULL, NULL, NULL, NULL},
 };

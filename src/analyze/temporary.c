@@ -10,10 +10,12 @@
  * temporary, as in heaptrack.
  *
  * Called through ms_analyses[]. Workload: one rowid-order scan of events; per thread the last
- * allocation, per stack a counter. */
+ * allocation, per stack a counter. A compact database has the counts already (site_stats, made
+ * by the conversion with the same rule over the default layers): one read of that table. */
 #include "analyze.h"
 
 #include "error.h"
+#include "store.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +76,43 @@ int ms_analyze_temporary(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out
     sqlite3_stmt *st = NULL;
     char layer_sql[256], sql[512];
     ms__layer_filter(db, o, "e.layer", layer_sql, sizeof layer_sql);
+    if (ms_store_is_compact(db)) {
+        /* the conversion counted them (site_stats, for the default layers) */
+        snprintf(sql, sizeof sql,
+                 "SELECT process_id, layer, stack_id, allocs, alloc_bytes, temporary, "
+                 "temporary_bytes FROM site_stats e WHERE %s",
+                 layer_sql);
+        if (o->layer || sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+            snprintf(err, errlen, "temporary: this compact database counts the default layers "
+                                  "only (--layer: use its full database, memscope export "
+                                  "--format=db)");
+            rc = MS_EINVAL;
+            goto out;
+        }
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            if (n == cap) {
+                size_t nc = cap ? 2 * cap : 256;
+                struct site_stat *nv = realloc(v, nc * sizeof *nv);
+                if (!nv)
+                    goto oom;
+                v = nv;
+                cap = nc;
+            }
+            struct site_stat *ss = &v[n++];
+            memset(ss, 0, sizeof *ss);
+            ss->process_id = sqlite3_column_int64(st, 0);
+            ss->layer = sqlite3_column_int64(st, 1);
+            ss->stack = sqlite3_column_int64(st, 2);
+            ss->allocs = sqlite3_column_int64(st, 3);
+            ss->bytes = sqlite3_column_int64(st, 4);
+            ss->temporary = sqlite3_column_int64(st, 5);
+            ss->temp_bytes = sqlite3_column_int64(st, 6);
+            allocs += ss->allocs;
+            temporary += ss->temporary;
+            temp_bytes += ss->temp_bytes;
+        }
+        goto sites;
+    }
     snprintf(sql, sizeof sql,
              "SELECT kind, layer, process_id, thread_id, allocation_id, stack_id, size "
              "FROM events e WHERE kind IN (1, 2) AND %s ORDER BY id",
@@ -150,6 +189,7 @@ int ms_analyze_temporary(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out
         goto out;
     }
 
+sites:
     /* Stacks -> call sites. */
     for (size_t i = 0; i < n; i++)
         if (!(v[i].site = ms__sites_get(&sites, v[i].stack)))

@@ -945,7 +945,7 @@ int conv__write_event_full(struct conv *c, const struct stream *s, int kind, int
         /* in the packed trace only; the id is still taken, as in a full database */
         c->next_event++;
         c->attr = NULL;
-        return 0;
+        return conv__compact_event(c, s, kind, layer, have_size ? size : 0, stack, alloc_id);
     }
     struct ms_cell *row;
     int rc = ms_batch_row(&c->events_ins, &row);
@@ -2027,6 +2027,8 @@ static void conv_release(struct conv *c)
     free(c->blocks);
     free(c->closed);
     free(c->kept);
+    free(c->sites);
+    ms_addrmap_release(&c->site_ids);
     ms_strtab_release(&c->strings);
     free(c->tmp_path);
 }
@@ -2049,6 +2051,7 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
     c.free_block = MS_ADDRMAP_EMPTY;
     ms_strtab_init(&c.strings, MAX_STRINGS, MAX_STRING_BYTES);
     ms_strtab_init(&c.owners, MAX_STRINGS, MAX_STRING_BYTES);
+    ms_addrmap_init(&c.site_ids, MAX_STACKS);
     ms_symcache_init(&c.symcache);
     if (!o || !o->trace_dir || !o->db_path)
         return fail(&c, MS_EINVAL, "ms_store_convert: trace_dir and db_path are required");

@@ -5,6 +5,76 @@
  * beside the whole conversion. */
 #include "convert_internal.h"
 
+/* The regions pools carve from (a user pool's reserve layer, PyTorch's segments): not among
+ * the layers an analysis covers by default (ms__layer_filter), so they take no part in the
+ * temporary counts, which are those of the default layers. */
+static int reserve_layer(int layer)
+{
+    if (layer >= MS_LAYER_CUDA0)
+        return (layer - MS_LAYER_CUDA0) % MS_CUDA_LAYERS == MS_CUDA_L_PTA_SEG;
+    return layer >= MS_LAYER_POOL0 && (layer - MS_LAYER_POOL0) % 2 == 1;
+}
+
+int conv__compact_event(struct conv *c, const struct stream *s, int kind, int layer, int64_t size,
+                        int64_t stack, int64_t alloc_id)
+{
+    struct thread *t = &c->threads[s->thread - 1];
+    if (kind == MS_KIND_FREE) {
+        if (reserve_layer(layer))
+            return 0;
+        if (alloc_id && t->tmp_alloc == alloc_id) {
+            c->sites[t->tmp_site].temporary++;
+            c->sites[t->tmp_site].temp_bytes += size;
+        }
+        t->tmp_alloc = 0;
+        return 0;
+    }
+    int64_t proc = c->procs[s->proc].id;
+    /* stack ids are unique over the database (below 2^26), layers below 4096 */
+    uint64_t key = stack > 0 ? (uint64_t)stack << 12 | (uint64_t)layer
+                             : 1ull << 63 | (uint64_t)proc << 12 | (uint64_t)layer;
+    uint32_t i;
+    if (!ms_addrmap_get(&c->site_ids, key, &i)) {
+        if (c->nsites == c->asites &&
+            conv__grow((void **)&c->sites, &c->asites, c->nsites, sizeof *c->sites, MAX_STACKS) < 0)
+            return conv__oom(c, "call sites");
+        i = (uint32_t)c->nsites++;
+        if (ms_addrmap_put(&c->site_ids, key, i) < 0)
+            return conv__oom(c, "call sites");
+        c->sites[i] = (struct site_stat){.process_id = proc, .stack_id = stack, .layer = layer};
+    }
+    c->sites[i].allocs++;
+    c->sites[i].bytes += size;
+    if (!reserve_layer(layer)) {
+        t->tmp_alloc = alloc_id;
+        t->tmp_site = i;
+    }
+    return 0;
+}
+
+/* The site_stats rows. */
+static int write_sites(struct conv *c)
+{
+    sqlite3_stmt *st;
+    int rc = conv__prepare(c, &st, "INSERT INTO site_stats VALUES (?,?,?,?,?,?,?)");
+    for (size_t i = 0; i < c->nsites && rc == 0; i++) {
+        const struct site_stat *v = &c->sites[i];
+        sqlite3_bind_int64(st, 1, v->process_id);
+        sqlite3_bind_int64(st, 2, v->layer);
+        if (v->stack_id > 0)
+            sqlite3_bind_int64(st, 3, v->stack_id);
+        else
+            sqlite3_bind_null(st, 3);
+        sqlite3_bind_int64(st, 4, v->allocs);
+        sqlite3_bind_int64(st, 5, v->bytes);
+        sqlite3_bind_int64(st, 6, v->temporary);
+        sqlite3_bind_int64(st, 7, v->temp_bytes);
+        rc = conv__step_reset(c, st, "insert site_stats");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 /* Appends cb to the array *a of *n (capacity *cap) closed blocks. */
 static int closed_push(struct conv *c, struct closed_block **a, size_t *n, size_t *cap,
                        const struct closed_block *cb)
@@ -106,6 +176,8 @@ int conv__compact_finish(struct conv *c)
 {
     int rc = conv__exec(c, "DROP VIEW memscope_dump; INSERT INTO meta VALUES ('store', 'compact')",
                       "compact database");
+    if (rc == 0)
+        rc = write_sites(c);
     if (rc == 0 && (rc = ms_embed_finish(&c->embed, c->db, c->err, c->errlen)) < 0)
         return rc;
     return rc;

@@ -144,6 +144,10 @@ struct thread {
     int64_t owner_id;
     struct open_range *ranges;
     int nranges, aranges;
+    /* Compact output: the block of this thread's last MALLOC while no MALLOC or FREE came
+     * after it (a FREE of it now makes it temporary), and its site_stats index. */
+    int64_t tmp_alloc;
+    uint32_t tmp_site;
     /* Tracer calls not returned yet: frame id and start time. */
     struct pycall { uint32_t frame; int64_t start_ns; } *calls;
     size_t ncalls, acalls_sz;
@@ -229,6 +233,14 @@ struct conv {
     struct closed_block *kept;
     size_t nkept, akept;
     struct ms_embed embed;    /* the packed traces on their way into trace_files */
+    /* Compact output: allocations per (process, layer, stack): the site_stats rows. */
+    struct site_stat {
+        int64_t process_id, stack_id;
+        int layer;
+        int64_t allocs, bytes, temporary, temp_bytes;
+    } *sites;
+    size_t nsites, asites;
+    struct ms_addrmap site_ids; /* (process, layer, stack) key -> sites index */
 
     int64_t next_event, next_alloc, next_frame, next_module, next_range;
     struct ms_strtab strings;
@@ -300,6 +312,9 @@ int conv__block_row(struct conv *c, const struct closed_block *cb);
 
 /* Starts packing the traces (and PyTorch's allocator pickles beside them) on other threads. */
 int conv__compact_start(struct conv *c);
+/* Counts a MALLOC or FREE in site_stats (instead of its events row). */
+int conv__compact_event(struct conv *c, const struct stream *s, int kind, int layer, int64_t size,
+                        int64_t stack, int64_t alloc_id);
 /* Keeps the row of a closed block if the compact database has it. */
 int conv__compact_block(struct conv *c, struct proc *p, const struct closed_block *cb);
 /* Writes the kept blocks rows, in allocation order. */

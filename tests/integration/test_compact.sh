@@ -130,7 +130,14 @@ assert_eq "no traces: nothing written" "no" "$([ -e "$TMP/bad.e.db" ] && echo ye
 ms badleaks analyze leaks "$TMP/bad.db"
 assert_eq "no traces: leaks still runs (it reads the tables)" 0 "$RC"
 ms badtemp analyze temporary "$TMP/bad.db"
-assert_eq "no traces: temporary (reads every event) fails" 1 "$RC"
+assert_eq "no traces: temporary still runs (site_stats)" 0 "$RC"
+ms badtrend analyze trend "$TMP/bad.db"
+assert_eq "no traces: trend (reads every event) fails" 1 "$RC"
+assert_match "... and says why" "holds no traces" "$(cat "$TMP/badtrend.err")"
+# temporary of one layer: the compact database counts the default layers; the full one answers
+ms templ analyze temporary "$TMP/threads.c.db" --layer 1 --json
+ms templf analyze temporary "$TMP/threads.f.db" --layer 1 --json
+assert_eq "temporary --layer 1: the same on both" "$(cat "$TMP/templf.out")" "$(cat "$TMP/templ.out")"
 cp "$TMP/peak.c.db" "$TMP/bad2.db"
 sqlite3 "$TMP/bad2.db" "UPDATE trace_files SET name = '../escape.mst'"
 ms badname export "$TMP/bad2.db" --format=db -o "$TMP/bad2.e.db"

@@ -204,6 +204,20 @@ g = lambda k: ",".join("%s=%d/%d" % (x["name"], x["bytes"], x["blocks"]) for x i
 print("|".join(map(str, [r["live_bytes"], r["live_blocks"], r["device_total"], r["device_free"],
       g("layers"), g("owners"), g("pools_reserved_unallocated")])))' "$TMP/oom.json")"
 assert_match "oom: text report: call sites" "cuda_oom.c:[0-9]+" "$("$MEMSCOPE" analyze oom "$TMP/oom.db")"
+# The default output (compact database): oom (and every analysis) reads it as it is and says
+# what its full database says
+MEMSCOPE_TEST_CUDA_CAPACITY=67108864 LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run -q \
+    -o "$TMP/oomc.db" -- "$CUDA_PROGS/cuda_oom" >/dev/null 2>&1
+"$MEMSCOPE" export "$TMP/oomc.db" --format=db -o "$TMP/oomf.db" 2>/dev/null
+assert_eq "compact: a compact database" "compact" \
+    "$(q "$TMP/oomc.db" "SELECT value FROM meta WHERE key = 'store'")"
+for a in "oom --json" "oom" "all --json" "fragmentation --json"; do
+    # shellcheck disable=SC2086 # the analysis and its option
+    assert_eq "compact: analyze $a: the same as on its full database" \
+        "$("$MEMSCOPE" analyze $a "$TMP/oomf.db" 2>&1)" "$("$MEMSCOPE" analyze $a "$TMP/oomc.db" 2>&1)"
+done
+assert_eq "compact: blocks live at the OOM kept" "5" \
+    "$("$MEMSCOPE" analyze oom "$TMP/oomc.db" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["ooms"][0]["live_blocks"])')"
 # NVML (the test NVML beside the test driver): at both steps and at exit, per device
 assert_eq "nvml: DEVICE_USAGE rows (device, process_used, device_used, total)" "0|6291456|6291456|67108864
 1|0|0|67108864

@@ -101,6 +101,18 @@ int ms__has_column(sqlite3 *db, const char *table, const char *column);
 void ms__layer_filter(sqlite3 *db, const struct ms_analyze_opts *o, const char *col, char *buf,
                       size_t len);
 
+/* The layers ms__layer_filter selects, as a test in C (for rows that do not come from SQL). */
+#define MS_MAX_RESERVE 64
+struct ms_layer_set {
+    int layer;            /* o->layer, 0: every memory layer but ... */
+    int reserve[MS_MAX_RESERVE]; /* ... the regions pools carve from (pools.reserve_layer) */
+    int nreserve;
+};
+/* Loads the set for o; 0 or MS_EDB. */
+int ms__layer_set_load(sqlite3 *db, const struct ms_analyze_opts *o, struct ms_layer_set *s);
+/* 1 when layer is selected. */
+int ms__layer_selected(const struct ms_layer_set *s, int64_t layer);
+
 /* The run's start (meta.start_time_ns, else the first event), for relative times. */
 int64_t ms__run_start_ns(sqlite3 *db);
 

@@ -212,14 +212,14 @@ void ms__layer_filter(sqlite3 *db, const struct ms_analyze_opts *o, const char *
         snprintf(buf, len, "%s = %d", col, o->layer);
         return;
     }
-    char ids[512] = "";
+    char ids[MS_MAX_RESERVE * 12 + 16] = "";
     size_t n = 0;
     sqlite3_stmt *st;
     if (ms__has_column(db, "pools", "reserve_layer") &&
         sqlite3_prepare_v2(db, "SELECT reserve_layer FROM pools ORDER BY 1", -1, &st, NULL) ==
             SQLITE_OK) {
-        /* NEEDSWORK: more than ~40 pools overflow ids; their regions are then counted too. */
-        while (sqlite3_step(st) == SQLITE_ROW && n + 24 < sizeof ids)
+        /* NEEDSWORK: beyond MS_MAX_RESERVE pools their regions are counted too. */
+        for (int i = 0; i < MS_MAX_RESERVE && sqlite3_step(st) == SQLITE_ROW; i++)
             n += (size_t)snprintf(ids + n, sizeof ids - n, "%s%d", n ? ", " : "",
                                   sqlite3_column_int(st, 0));
         sqlite3_finalize(st);
@@ -228,6 +228,35 @@ void ms__layer_filter(sqlite3 *db, const struct ms_analyze_opts *o, const char *
         snprintf(buf, len, "%s > 0 AND %s NOT IN (%s)", col, col, ids);
     else
         snprintf(buf, len, "%s > 0", col);
+}
+
+int ms__layer_set_load(sqlite3 *db, const struct ms_analyze_opts *o, struct ms_layer_set *s)
+{
+    memset(s, 0, sizeof *s);
+    s->layer = o->layer;
+    sqlite3_stmt *st;
+    if (o->layer > 0 || !ms__has_column(db, "pools", "reserve_layer"))
+        return 0;
+    if (sqlite3_prepare_v2(db, "SELECT reserve_layer FROM pools ORDER BY 1", -1, &st, NULL) !=
+        SQLITE_OK)
+        return MS_EDB;
+    /* as ms__layer_filter: the first MS_MAX_RESERVE only */
+    while (s->nreserve < MS_MAX_RESERVE && sqlite3_step(st) == SQLITE_ROW)
+        s->reserve[s->nreserve++] = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return 0;
+}
+
+int ms__layer_selected(const struct ms_layer_set *s, int64_t layer)
+{
+    if (s->layer > 0)
+        return layer == s->layer;
+    if (layer <= 0)
+        return 0;
+    for (int i = 0; i < s->nreserve; i++)
+        if (layer == s->reserve[i])
+            return 0;
+    return 1;
 }
 
 int64_t ms__run_start_ns(sqlite3 *db)

@@ -50,7 +50,7 @@ const struct ms_analysis ms_analyses[] = {
     {"temporary", "allocations freed with no other allocation in between, by call site",
      ms_analyze_temporary, default_layers},
     {"trend", "live bytes over time and per step, growth rate, time to reach --limit",
-     ms_analyze_trend, NULL},
+     ms_analyze_trend, always},
     {"fragmentation", "pool layers: reserved vs used, largest free extent, fragmentation",
      ms_analyze_fragmentation, NULL},
     {"oom", "CUDA out-of-memory: what was live at each OOM, by layer, owner and call site",

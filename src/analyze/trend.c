@@ -4,12 +4,14 @@
  * at which live bytes reach the limit.
  *
  * Called through ms_analyses[]. Workload: one rowid-order scan of events (MALLOC, FREE and
- * STEP) replayed with ms__live_apply; the time series is TREND_POINTS + 1 evenly spaced samples
+ * STEP) replayed with ms__live_apply (a compact database: the same rows from its traces,
+ * ms_store_replay, without SQL); the time series is TREND_POINTS + 1 evenly spaced samples
  * of the total live bytes of the selected layers over all processes; the step series is the
  * live bytes of the stepping process (all its selected layers) at each of its STEP events. */
 #include "analyze.h"
 
 #include "error.h"
+#include "store.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -76,6 +78,11 @@ struct tctx {
     size_t nps;
     char *err;
     size_t errlen;
+    /* the replay */
+    struct ms_live live;
+    struct ms_layer_set layers;
+    int64_t total;
+    int k;
 };
 
 static int add_step(struct tctx *T, int64_t proc, double step, double live)
@@ -122,19 +129,75 @@ static int64_t proc_live(const struct ms_live *l, int64_t proc)
     return v;
 }
 
+/* One events row (MALLOC or FREE of a selected layer, or STEP), in id order. */
+static int on_row(struct tctx *T, int64_t ts, int kind, int64_t layer, int64_t proc, int64_t addr,
+                  int64_t size, int has_alloc_id, const char *name)
+{
+    /* Sample k is taken at t0 + span * k / TREND_POINTS, in integers: epoch nanoseconds do
+     * not fit a double's 53 bits. */
+    int64_t span = T->t1 - T->t0;
+    while (T->k <= TREND_POINTS &&
+           T->t0 + span / TREND_POINTS * T->k + span % TREND_POINTS * T->k / TREND_POINTS < ts)
+        T->samples[T->k++] = T->total;
+    if (kind == 4)
+        return name ? add_step(T, proc, atof(name), (double)proc_live(&T->live, proc)) : 0;
+    if (!ms__live_apply(&T->live, kind, proc, layer, addr, size, has_alloc_id))
+        return MS_ENOMEM;
+    T->total = 0;
+    for (size_t i = 0; i < T->live.n; i++)
+        T->total += T->live.pl[i].live;
+    if (T->total > T->max_live)
+        T->max_live = T->total;
+    return 0;
+}
+
+/* The rows of a compact database's replay (ms_store_replay). */
+static int on_replayed(void *ctx, const struct ms_store_row *r)
+{
+    struct tctx *T = ctx;
+    if (r->kind == 4) {
+        char name[32];
+        snprintf(name, sizeof name, "%.*s", (int)(r->name_len < 31 ? r->name_len : 31),
+                 r->name ? r->name : "");
+        return on_row(T, r->ts_ns, 4, r->layer, r->process_id, 0, 0, 0, r->name ? name : NULL);
+    }
+    if ((r->kind != 1 && r->kind != 2) || !ms__layer_selected(&T->layers, r->layer))
+        return 0;
+    return on_row(T, r->ts_ns, r->kind, r->layer, r->process_id, r->addr, r->size,
+                  r->allocation_id != 0, NULL);
+}
+
 static int replay(struct tctx *T)
 {
     sqlite3_stmt *st;
-    /* events.id is in time order: the first and last rows hold the extremes. */
-    if (sqlite3_prepare_v2(T->db, "SELECT (SELECT ts_ns FROM events ORDER BY id LIMIT 1), "
-                                "(SELECT ts_ns FROM events ORDER BY id DESC LIMIT 1)", -1, &st, NULL) !=
-        SQLITE_OK)
+    int compact = ms_store_is_compact(T->db);
+    /* events.id is in time order: the first and last rows hold the extremes (a compact
+     * database, without MALLOC and FREE rows, has them in meta). */
+    if (sqlite3_prepare_v2(T->db, compact ? "SELECT (SELECT value FROM meta WHERE key = "
+                                            "'first_event_ns'), (SELECT value FROM meta WHERE "
+                                            "key = 'last_event_ns')"
+                                          : "SELECT (SELECT ts_ns FROM events ORDER BY id LIMIT "
+                                            "1), (SELECT ts_ns FROM events ORDER BY id DESC "
+                                            "LIMIT 1)",
+                           -1, &st, NULL) != SQLITE_OK)
         goto db_fail;
     if (sqlite3_step(st) == SQLITE_ROW) {
         T->t0 = sqlite3_column_int64(st, 0);
         T->t1 = sqlite3_column_int64(st, 1);
     }
     sqlite3_finalize(st);
+    ms__live_init(&T->live);
+    int rc = 0, s = SQLITE_DONE;
+    if (compact) {
+        if ((rc = ms__layer_set_load(T->db, T->o, &T->layers)) == 0)
+            rc = ms_store_replay(sqlite3_db_filename(T->db, "main"), on_replayed, T, T->err,
+                                 T->errlen);
+        if (rc < 0) {
+            ms__live_release(&T->live);
+            return rc;
+        }
+        goto done;
+    }
 
     int has_name = ms__has_column(T->db, "events", "name");
     char layer_sql[256], sql[768];
@@ -143,52 +206,28 @@ static int replay(struct tctx *T)
              "SELECT ts_ns, kind, layer, process_id, addr, size, allocation_id, %s FROM events e "
              "WHERE (kind IN (1, 2) AND %s)%s ORDER BY id",
              has_name ? "name" : "NULL", layer_sql, has_name ? " OR kind = 4" : "");
-    if (sqlite3_prepare_v2(T->db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(T->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        ms__live_release(&T->live);
         goto db_fail;
-    struct ms_live live;
-    ms__live_init(&live);
-    int64_t total = 0;
-    int k = 0, s, rc = 0;
-    /* Sample k is taken at t0 + span * k / TREND_POINTS, in integers: epoch nanoseconds do
-     * not fit a double's 53 bits. */
-    int64_t span = T->t1 - T->t0;
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t ts = sqlite3_column_int64(st, 0);
-        while (k <= TREND_POINTS && T->t0 + span / TREND_POINTS * k +
-                                            span % TREND_POINTS * k / TREND_POINTS < ts)
-            T->samples[k++] = total;
-        int kind = sqlite3_column_int(st, 1);
-        int64_t proc = sqlite3_column_int64(st, 3);
-        if (kind == 4) {
-            const char *name = (const char *)sqlite3_column_text(st, 7);
-            if (name && (rc = add_step(T, proc, atof(name), (double)proc_live(&live, proc))) < 0)
-                break;
-            continue;
-        }
-        struct ms_live_pl *pl = ms__live_apply(&live, kind, proc, sqlite3_column_int64(st, 2),
-                                               sqlite3_column_int64(st, 4),
-                                               sqlite3_column_int64(st, 5),
-                                               sqlite3_column_type(st, 6) != SQLITE_NULL);
-        if (!pl) {
-            rc = MS_ENOMEM;
-            break;
-        }
-        total = 0;
-        for (size_t i = 0; i < live.n; i++)
-            total += live.pl[i].live;
-        if (total > T->max_live)
-            T->max_live = total;
     }
-    while (k <= TREND_POINTS)
-        T->samples[k++] = total;
-    T->final_live = total;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW &&
+           (rc = on_row(T, sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1),
+                        sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
+                        sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5),
+                        sqlite3_column_type(st, 6) != SQLITE_NULL,
+                        (const char *)sqlite3_column_text(st, 7))) == 0)
+        ;
     if (!rc && s != SQLITE_DONE) {
         sqlite3_finalize(st);
-        ms__live_release(&live);
+        ms__live_release(&T->live);
         goto db_fail;
     }
     sqlite3_finalize(st);
-    ms__live_release(&live);
+done:
+    while (T->k <= TREND_POINTS)
+        T->samples[T->k++] = T->total;
+    T->final_live = T->total;
+    ms__live_release(&T->live);
     if (rc)
         snprintf(T->err, T->errlen, "trend: %s", ms_strerror(rc));
     return rc;

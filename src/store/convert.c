@@ -923,7 +923,9 @@ static int block_close(struct conv *c, struct proc *p, int layer, uint32_t slot,
 {
     struct block *b = &c->blocks[slot];
     struct closed_block cb = {*b, p->id, free_ns, free_event, layer, have_free};
-    int rc = c->o->compact ? conv__compact_block(c, p, &cb) : write_block(c, &cb);
+    int rc = c->o->sink      ? 0 /* a replay writes no rows */
+             : c->o->compact ? conv__compact_block(c, p, &cb)
+                             : write_block(c, &cb);
     if (have_free) {
         struct layer_stats *ls = &p->ls[layer].st;
         ls->live_bytes -= b->size;
@@ -941,6 +943,20 @@ int conv__write_event_full(struct conv *c, const struct stream *s, int kind, int
                            const char *func, int64_t stack, int64_t alloc_id, const char *name,
                            size_t name_len, int flags)
 {
+    if (!c->next_event)
+        c->first_event_ns = s->ts;
+    c->last_event_ns = s->ts;
+    if (c->o->sink) {
+        struct ms_store_row row = {
+            .id = ++c->next_event, .ts_ns = s->ts, .process_id = c->procs[s->proc].id,
+            .thread_id = s->thread, .addr = addr, .size = size, .stack_id = stack,
+            .allocation_id = alloc_id, .kind = kind, .layer = layer, .flags = flags,
+            .has_addr = have_addr, .has_size = have_size, .func = func, .name = name,
+            .name_len = name_len};
+        c->attr = NULL;
+        int rc = c->o->sink(c->o->sink_ctx, &row);
+        return rc < 0 ? fail(c, rc, "stopped by the replay's reader") : 0;
+    }
     if (c->o->compact && (kind == MS_KIND_MALLOC || kind == MS_KIND_FREE)) {
         /* in the packed trace only; the id is still taken, as in a full database */
         c->next_event++;
@@ -1880,6 +1896,10 @@ static int write_meta(struct conv *c)
         rc = put_meta(c, st, "trace_dir", dir);
     if (rc == 0) /* the compact database has not every events row */
         rc = put_meta_int(c, st, "event_count", c->next_event);
+    if (rc == 0 && c->next_event)
+        rc = put_meta_int(c, st, "first_event_ns", c->first_event_ns);
+    if (rc == 0 && c->next_event)
+        rc = put_meta_int(c, st, "last_event_ns", c->last_event_ns);
     free(cmd.p);
     sqlite3_finalize(st);
     return rc;
@@ -1900,8 +1920,15 @@ static int flush_batches(struct conv *c)
     return rc < 0 ? batch_fail(c, rc, "insert block") : 0;
 }
 
+static int open_schema(struct conv *c);
+
 static int open_db(struct conv *c)
 {
+    if (c->o->sink) /* a replay: the small tables in memory, for the code that writes them */
+        return sqlite3_open_v2(":memory:", &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY,
+                               NULL) == SQLITE_OK
+                   ? open_schema(c)
+                   : db_fail(c, "open");
     /* A new file of this conversion's own (files.h): two runs converting to the same
      * database never share it, and a link planted at the name is never followed. */
     size_t n = strlen(c->o->db_path) + 64;
@@ -1922,6 +1949,12 @@ static int open_db(struct conv *c)
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(c->tmp_path, &c->db, flags, NULL) != SQLITE_OK)
         return db_fail(c, "open");
+    return open_schema(c);
+}
+
+/* The schema and the prepared inserts, in c->db. */
+static int open_schema(struct conv *c)
+{
     /* Big pages for the full database's big tables; the compact one has small tables (one
      * page each at least) and blobs, which take 4 KiB pages as well. */
     int rc = conv__exec(c, c->o->compact ? "PRAGMA page_size=4096;" : "PRAGMA page_size=65536;",
@@ -2053,7 +2086,7 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
     ms_strtab_init(&c.owners, MAX_STRINGS, MAX_STRING_BYTES);
     ms_addrmap_init(&c.site_ids, MAX_STACKS);
     ms_symcache_init(&c.symcache);
-    if (!o || !o->trace_dir || !o->db_path)
+    if (!o || !o->trace_dir || (!o->db_path && !o->sink))
         return fail(&c, MS_EINVAL, "ms_store_convert: trace_dir and db_path are required");
 
     int rc = list_traces(&c);
@@ -2063,7 +2096,7 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
         rc = init_layers(&c);
     if (rc == 0)
         rc = pass1(&c);
-    if (rc == 0 && o->compact)
+    if (rc == 0 && o->compact && !o->sink)
         rc = conv__compact_start(&c);
     if (rc == 0)
         rc = open_db(&c);
@@ -2079,18 +2112,18 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
         rc = write_threads(&c);
     if (rc == 0)
         rc = write_processes(&c);
-    if (rc == 0 && o->compact)
+    if (rc == 0 && o->compact && !o->sink)
         rc = conv__compact_write_blocks(&c);
     if (rc == 0)
         rc = flush_batches(&c);
-    if (rc == 0 && o->compact)
+    if (rc == 0 && o->compact && !o->sink)
         rc = conv__compact_finish(&c);
     if (rc == 0)
         rc = conv__exec(&c, "COMMIT", "commit");
     const char *tmp = c.tmp_path;
     c.tmp_path = NULL;
     conv_release(&c); /* closes the database */
-    if (rc == 0 && rename(tmp, o->db_path) < 0)
+    if (rc == 0 && tmp && rename(tmp, o->db_path) < 0)
         rc = fail(&c, -errno, "cannot rename %s to %s: %s", tmp, o->db_path, strerror(errno));
     if (rc < 0 && tmp)
         unlink(tmp); /* created by open_db (O_EXCL): ours */

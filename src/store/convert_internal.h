@@ -243,6 +243,7 @@ struct conv {
     struct ms_addrmap site_ids; /* (process, layer, stack) key -> sites index */
 
     int64_t next_event, next_alloc, next_frame, next_module, next_range;
+    int64_t first_event_ns, last_event_ns; /* of the events rows (meta) */
     struct ms_strtab strings;
     struct ms_strtab owners;  /* owner strings -> owners.id */
     struct ms_symcache symcache; /* ELF files read for symbolization, shared by processes */

@@ -205,3 +205,43 @@ void ms_store_full_close(struct ms_store_full *f)
         f->dir[0] = 0;
     }
 }
+
+int ms_store_replay(const char *compact_path, int (*sink)(void *ctx, const struct ms_store_row *row),
+                    void *ctx, char *err, size_t errlen)
+{
+    sqlite3 *db;
+    if (sqlite3_open_v2(compact_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "cannot open %s: %s", compact_path, sqlite3_errmsg(db));
+        sqlite3_close(db);
+        return MS_EIO;
+    }
+    const char *t = getenv("TMPDIR");
+    char dir[PATH_MAX];
+    if ((size_t)snprintf(dir, sizeof dir, "%s/memscope-replay-XXXXXX", t && *t ? t : "/tmp") >=
+        sizeof dir) {
+        snprintf(err, errlen, "TMPDIR is too long");
+        sqlite3_close(db);
+        return -ENAMETOOLONG;
+    }
+    if (!mkdtemp(dir)) {
+        int rc = -errno;
+        snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+        sqlite3_close(db);
+        return rc;
+    }
+    int rc = ms_embed_extract(db, dir, err, errlen);
+    unsigned depth = (unsigned)meta_int(db, "call_stack_c", 0);
+    sqlite3_close(db);
+    if (rc == 0) {
+        snprintf(err, errlen, "%s holds no traces", compact_path);
+        rc = MS_EFORMAT;
+    }
+    if (rc > 0) {
+        struct ms_store_options o = {.trace_dir = dir, .exit_status = -1, .call_stack_c = depth,
+                                     .compact = 1, .sink = sink, .sink_ctx = ctx};
+        struct ms_store_result res;
+        rc = ms_store_convert(&o, &res, err, errlen);
+    }
+    remove_dir(dir);
+    return rc;
+}

@@ -10,6 +10,17 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* One events row as the conversion makes it (docs/database.md, table events): the values of
+ * its columns, has_* 0 where the column is NULL. Text is valid during the sink call only. */
+struct ms_store_row {
+    int64_t id, ts_ns, process_id, thread_id, addr, size, stack_id, allocation_id;
+    int kind, layer, flags; /* flags -1: NULL */
+    int has_addr, has_size;
+    const char *func;       /* NULL: NULL */
+    const char *name;       /* NULL: NULL; name_len bytes */
+    size_t name_len;
+};
+
 struct ms_store_options {
     const char *trace_dir;      /* directory holding the run's <pid>.<n>.mst files */
     const char *db_path;        /* database to create; an existing file is replaced */
@@ -24,6 +35,10 @@ struct ms_store_options {
                                    events rows, blocks rows only for the blocks live at exit,
                                    at a peak or across a step end, and the traces themselves,
                                    packed, in trace_files */
+    /* Replay: every events row goes to sink (in id order) instead of a database, and db_path
+     * is not written (NULL); see ms_store_replay. */
+    int (*sink)(void *ctx, const struct ms_store_row *row);
+    void *sink_ctx;
     const volatile int *stop;   /* when it becomes nonzero (a signal handler sets it) the
                                    conversion stops with -EINTR and leaves nothing behind;
                                    NULL: never */
@@ -41,6 +56,13 @@ struct ms_store_result {
  * err (errlen bytes). On error no partial database is left at db_path. */
 int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *res, char *err,
                      size_t errlen);
+
+/* Replays the events of the compact database at compact_path: its traces converted again
+ * (written out to a private directory beside it, removed after), every events row of a full
+ * database handed to sink in id order, and nothing written. Returns 0, the sink's negative
+ * code (which stops the replay), or a negative code with a reason in err. */
+int ms_store_replay(const char *compact_path, int (*sink)(void *ctx, const struct ms_store_row *row),
+                    void *ctx, char *err, size_t errlen);
 
 /* 1 when db is a compact database (meta store = compact: docs/database.md), else 0. */
 int ms_store_is_compact(sqlite3 *db);

@@ -230,7 +230,8 @@ static void check_rows(void)
     check_query("SELECT key, value FROM meta WHERE key NOT IN ('cwd', 'hostname', 'trace_dir',"
                 " 'memscope_version') ORDER BY key",
                 "call_stack_c|64\ncommand_line|[\"app\",\"--fast\"]\nend_time_ns|" T(01150) "\n"
-                "event_count|14\nevents|NULL\nexit_status|NULL\nformat_version|1\nstart_time_ns|" T(00000) "\n");
+                "event_count|14\nevents|NULL\nexit_status|NULL\nfirst_event_ns|" T(00100) "\nformat_version|1\n"
+                "last_event_ns|" T(01150) "\nstart_time_ns|" T(00000) "\n");
     check_query("SELECT * FROM event_kinds", "1|MALLOC\n2|FREE\n4|STEP\n5|MARK\n"
                                             "6|RANGE_START\n7|RANGE_END\n8|ACCESS\n9|OOM\n10|KERNEL_LAUNCH\n"
                 "11|OOM_RECENT_ALLOC\n12|OOM_TOP_ALLOC\n13|DEVICE_USAGE\n");

@@ -44,7 +44,7 @@ struct ms_analysis {
                size_t errlen);
     /* Whether it reads a compact database as it is with these options (its tables have what
      * the analysis needs); else ms_analyze_run_list gives it the full database. NULL: never. */
-    int (*compact)(const struct ms_analyze_opts *o);
+    int (*compact)(sqlite3 *db, const struct ms_analyze_opts *o);
 };
 
 extern const struct ms_analysis ms_analyses[]; /* terminated by a {NULL} entry */

@@ -10,10 +10,12 @@
  * Workload: two passes per pool over its blocks' allocation and free points in event order
  * (one UNION ALL query over blocks, sorted by SQLite), the first to find the peak, the second
  * to take the snapshots; a hash map of live blocks by address; each snapshot sorts the live
- * blocks by address. Memory: O(live blocks of the pool). */
+ * blocks by address. Memory: O(live blocks of the pool). A compact database keeps every blocks
+ * row of a pool's layers: the same queries. */
 #include "analyze.h"
 
 #include "error.h"
+#include "store.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -232,8 +234,15 @@ static int points(sqlite3 *db, int64_t peak_eid, struct snap **out, size_t *n)
 static void snap_times(sqlite3 *db, struct snap *s, size_t n)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "SELECT ts_ns FROM events WHERE id <= ? ORDER BY id DESC LIMIT 1",
-                           -1, &st, NULL) != SQLITE_OK)
+    /* A snapshot's event is a STEP, a pool block's MALLOC (the peak) or the last event: a
+     * compact database, without MALLOC rows, has the MALLOC's time in blocks and the last
+     * event's in meta. */
+    const char *q = ms_store_is_compact(db)
+                        ? "SELECT COALESCE((SELECT ts_ns FROM events WHERE id = ?1), (SELECT "
+                          "alloc_ns FROM blocks WHERE alloc_event_id = ?1), (SELECT CAST(value "
+                          "AS INTEGER) FROM meta WHERE key = 'last_event_ns'))"
+                        : "SELECT ts_ns FROM events WHERE id <= ? ORDER BY id DESC LIMIT 1";
+    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
         return;
     for (size_t i = 0; i < n; i++) {
         sqlite3_bind_int64(st, 1, s[i].eid);

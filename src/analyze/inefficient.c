@@ -9,12 +9,15 @@
  *   in ns (o->*_ns) or percent of the block's lifetime (o->*_pct), either one firing.
  * With o->write_back the findings replace the rows of table `inefficient` (docs/database.md).
  *
- * Workload: one scan of the memory, range and access events in id order; state per live block
+ * Workload: one scan of the memory, range and access events in id order (a compact database:
+ * the same rows from its traces, ms_store_replay; none when it has no ACCESS rows, since only
+ * accessed blocks can be flagged); state per live block
  * (a hash map keyed by allocation_id, entries removed at the free), per process and per thread.
  * Memory: O(live blocks + flagged blocks). */
 #include "analyze.h"
 
 #include "error.h"
+#include "store.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +71,7 @@ struct state {
     struct ms_imap accessed;    /* --accessed-only: allocation ids with an ACCESS */
     struct finding *found;
     size_t nfound, capfound;
+    struct ms_layer_set layers; /* a compact database's replay: the selected layers */
 };
 
 static void classify(struct proc *p)
@@ -199,6 +203,52 @@ static int grow_ints(int **v, size_t *n, size_t want)
     return 0;
 }
 
+/* One events row (MALLOC or FREE of a selected layer, RANGE_START, RANGE_END, ACCESS), in id
+ * order. */
+static int on_row(struct state *s, int kind, int process, int64_t thread, int64_t aid,
+                  int has_aid, int64_t size, int64_t ts)
+{
+    if (process <= 0 || process >= s->nproc || thread < 0)
+        return 0; /* not a row the store writes */
+    struct proc *p = &s->procs[process];
+    if (kind == EV_RANGE_START || kind == EV_RANGE_END) {
+        int rc = grow_ints(&s->depth, &s->nthreads, (size_t)thread);
+        if (rc < 0)
+            return rc;
+        int *d = &s->depth[thread];
+        if (kind == EV_RANGE_START) {
+            /* An outermost op starts: a new API (ATEN_START in msMemScope). NEEDSWORK:
+             * ops overlapping on several threads of one process each start an API, and
+             * the events in between count for the latest; classification waits until
+             * all of them have ended. */
+            if ((*d)++ == 0) {
+                p->open++;
+                p->api++;
+            }
+        } else if (*d > 0 && --(*d) == 0 && p->open > 0 && --p->open == 0) {
+            classify(p);
+        }
+        return 0;
+    }
+    if (s->o->accessed_only && kind != EV_ACCESS &&
+        (!has_aid || !ms__imap_get(&s->accessed, aid)))
+        return 0; /* not a tensor: neither an API nor a candidate */
+    return memory_event(s, p, kind, aid, has_aid, size, ts, process);
+}
+
+static int on_replayed(void *ctx, const struct ms_store_row *r)
+{
+    struct state *s = ctx;
+    if (r->kind == EV_MALLOC || r->kind == EV_FREE) {
+        if (!ms__layer_selected(&s->layers, r->layer))
+            return 0;
+    } else if (r->kind != EV_RANGE_START && r->kind != EV_RANGE_END && r->kind != EV_ACCESS) {
+        return 0;
+    }
+    return on_row(s, r->kind, (int)r->process_id, r->thread_id, r->allocation_id,
+                  r->allocation_id != 0, r->has_size ? r->size : 0, r->ts_ns);
+}
+
 static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
@@ -244,53 +294,41 @@ static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
             return rc;
         }
     }
-    char filter[640], q[1000];
-    ms__layer_filter(db, s->o, "layer", filter, sizeof filter);
-    snprintf(q, sizeof q,
-             "SELECT id, kind, process_id, thread_id, allocation_id, size, ts_ns FROM events "
-             "WHERE kind IN (6, 7, 8) OR (kind IN (1, 2) AND %s) ORDER BY id",
-             filter);
-    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "inefficient: %s", sqlite3_errmsg(db));
-        return MS_EDB;
-    }
-    int r;
-    while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
-        int kind = sqlite3_column_int(st, 1);
-        int process = sqlite3_column_int(st, 2);
-        int64_t thread = sqlite3_column_int64(st, 3);
-        if (process <= 0 || process >= s->nproc || thread < 0)
-            continue; /* not a row the store writes */
-        struct proc *p = &s->procs[process];
-        if (kind == EV_RANGE_START || kind == EV_RANGE_END) {
-            if ((rc = grow_ints(&s->depth, &s->nthreads, (size_t)thread)) < 0)
-                break;
-            int *d = &s->depth[thread];
-            if (kind == EV_RANGE_START) {
-                /* An outermost op starts: a new API (ATEN_START in msMemScope). NEEDSWORK:
-                 * ops overlapping on several threads of one process each start an API, and
-                 * the events in between count for the latest; classification waits until
-                 * all of them have ended. */
-                if ((*d)++ == 0) {
-                    p->open++;
-                    p->api++;
-                }
-            } else if (*d > 0 && --(*d) == 0 && p->open > 0 && --p->open == 0) {
-                classify(p);
-            }
-            continue;
+    if (ms_store_is_compact(db)) {
+        /* the same rows from the traces (ms_store_replay); without an ACCESS row nothing can
+         * be flagged */
+        int accesses = 0;
+        if (sqlite3_prepare_v2(db, "SELECT 1 FROM events WHERE kind = 8 LIMIT 1", -1, &st,
+                               NULL) == SQLITE_OK)
+            accesses = sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+        if (!accesses)
+            return 0;
+        if ((rc = ms__layer_set_load(db, s->o, &s->layers)) == 0)
+            rc = ms_store_replay(sqlite3_db_filename(db, "main"), on_replayed, s, err, errlen);
+        if (rc < 0)
+            return rc;
+    } else {
+        char filter[640], q[1000];
+        ms__layer_filter(db, s->o, "layer", filter, sizeof filter);
+        snprintf(q, sizeof q,
+                 "SELECT id, kind, process_id, thread_id, allocation_id, size, ts_ns FROM events "
+                 "WHERE kind IN (6, 7, 8) OR (kind IN (1, 2) AND %s) ORDER BY id",
+                 filter);
+        if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) {
+            snprintf(err, errlen, "inefficient: %s", sqlite3_errmsg(db));
+            return MS_EDB;
         }
-        if (s->o->accessed_only && kind != EV_ACCESS &&
-            (sqlite3_column_type(st, 4) == SQLITE_NULL ||
-             !ms__imap_get(&s->accessed, sqlite3_column_int64(st, 4))))
-            continue; /* not a tensor: neither an API nor a candidate */
-        rc = memory_event(s, p, kind, sqlite3_column_int64(st, 4),
-                          sqlite3_column_type(st, 4) != SQLITE_NULL,
-                          sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6), process);
+        int r;
+        while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW)
+            rc = on_row(s, sqlite3_column_int(st, 1), sqlite3_column_int(st, 2),
+                        sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4),
+                        sqlite3_column_type(st, 4) != SQLITE_NULL, sqlite3_column_int64(st, 5),
+                        sqlite3_column_int64(st, 6));
+        if (!rc && r != SQLITE_DONE)
+            rc = MS_EDB;
+        sqlite3_finalize(st);
     }
-    if (!rc && r != SQLITE_DONE)
-        rc = MS_EDB;
-    sqlite3_finalize(st);
     /* Blocks live at the end: their lifetime ends with their process (Insight ends them at
      * the trace's last timestamp). */
     for (size_t i = 0; !rc && i < s->blocks.cap; i++) {

@@ -18,21 +18,24 @@ DECLARE(ms_analyze_trend);
 DECLARE(ms_analyze_fragmentation);
 DECLARE(ms_analyze_oom);
 
-static int always(const struct ms_analyze_opts *o)
+static int always(sqlite3 *db, const struct ms_analyze_opts *o)
 {
+    (void)db;
     (void)o;
     return 1;
 }
 
 /* site_stats counts the default layers */
-static int default_layers(const struct ms_analyze_opts *o)
+static int default_layers(sqlite3 *db, const struct ms_analyze_opts *o)
 {
+    (void)db;
     return o->layer == 0;
 }
 
 /* without --steps or --with compare only says what it needs */
-static int compare_compact(const struct ms_analyze_opts *o)
+static int compare_compact(sqlite3 *db, const struct ms_analyze_opts *o)
 {
+    (void)db;
     return !o->step_a && !o->other_db;
 }
 
@@ -44,7 +47,7 @@ const struct ms_analysis ms_analyses[] = {
     {"compare", "two steps (--steps A,B) or two runs (--with other.db), by call site and owner",
      ms_analyze_compare, compare_compact},
     {"inefficient", "early allocation, late deallocation, temporary idleness; Insight thresholds",
-     ms_analyze_inefficient, NULL},
+     ms_analyze_inefficient, always},
     {"decompose", "the owner tree at a time, a step end or the peak; live bytes per owner",
      ms_analyze_decompose, NULL},
     {"temporary", "allocations freed with no other allocation in between, by call site",
@@ -52,7 +55,7 @@ const struct ms_analysis ms_analyses[] = {
     {"trend", "live bytes over time and per step, growth rate, time to reach --limit",
      ms_analyze_trend, always},
     {"fragmentation", "pool layers: reserved vs used, largest free extent, fragmentation",
-     ms_analyze_fragmentation, NULL},
+     ms_analyze_fragmentation, always},
     {"oom", "CUDA out-of-memory: what was live at each OOM, by layer, owner and call site",
      ms_analyze_oom, always},
     {NULL, NULL, NULL, NULL},

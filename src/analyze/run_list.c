@@ -120,7 +120,7 @@ int ms_analyze_run_list(const char *db_path, const char *names, const struct ms_
     struct ms_analyze_opts oo = *o;
     int need_full = 0;
     for (int i = 0; i < n; i++)
-        need_full |= !list[i]->compact || !list[i]->compact(o);
+        need_full |= !list[i]->compact || !list[i]->compact(db, o);
     if (need_full && ms_store_is_compact(db)) {
         sqlite3_close(db);
         db = NULL;

@@ -1058,6 +1058,7 @@ int conv__on_alloc(struct conv *c, const struct stream *s, int layer, const char
     b->base_owner_id = b->owner_id;
     b->step = p->steps + 1;
     b->moments = p->moments;
+    b->keep = 0;
     struct layer_stats *ls = &lst->st;
     ls->allocs++;
     ls->alloc_bytes += (int64_t)r->size;
@@ -1258,12 +1259,13 @@ static int64_t live_block_at(const struct proc *p, uint64_t addr, int *layer)
 }
 
 static int access_block(struct proc *p, uint64_t addr, int *layer, int64_t *alloc_id,
-                        const struct block *blocks)
+                        struct block *blocks)
 {
     int64_t slot = live_block_at(p, addr, layer);
     if (slot < 0)
         return 0;
     *alloc_id = blocks[slot].alloc_id;
+    blocks[slot].keep = 1; /* the compact database keeps an accessed block's row */
     return 1;
 }
 
@@ -1353,6 +1355,8 @@ static int apply_tag(struct conv *c, struct proc *p, const char *m, size_t n)
             return rc;
     }
     b->owner_id = id;
+    b->keep = 1; /* retagged: the compact database keeps its row (its owner is not the one
+                  * its MALLOC had) */
     return 0;
 }
 

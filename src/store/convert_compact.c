@@ -87,12 +87,23 @@ static int closed_push(struct conv *c, struct closed_block **a, size_t *n, size_
 
 /* Compact output: keeps the row of a closed block that an analysis reads from the compact
  * database: live at exit, live at the end of a step or at an OOM (one happened in its process
- * while it was live), or live at its layer's peak. Whether a block was live at the peak is known only at the end: a block
+ * while it was live), accessed, retagged, of a pool, or live at its layer's peak. Whether a block was live at the peak is known only at the end: a block
  * closed after the current peak and allocated before it waits in peak_closed, which a new
  * peak empties (nothing closed before a peak is live at it). */
+/* The layers of pools (a user pool's blocks and regions, PyTorch's blocks and segments):
+ * the compact database keeps all their blocks rows (fragmentation reads them). */
+static int pool_layer(int layer)
+{
+    if (layer >= MS_LAYER_CUDA0) {
+        int k = (layer - MS_LAYER_CUDA0) % MS_CUDA_LAYERS;
+        return k == MS_CUDA_L_PTA || k == MS_CUDA_L_PTA_SEG;
+    }
+    return layer >= MS_LAYER_POOL0;
+}
+
 int conv__compact_block(struct conv *c, struct proc *p, const struct closed_block *cb)
 {
-    if (!cb->have_free || cb->b.moments != p->moments)
+    if (!cb->have_free || cb->b.moments != p->moments || cb->b.keep || pool_layer(cb->layer))
         return closed_push(c, &c->kept, &c->nkept, &c->akept, cb);
     struct layer_state *ls = &p->ls[cb->layer];
     if (ls->st.peak_alloc && cb->b.alloc_id <= ls->st.peak_alloc)

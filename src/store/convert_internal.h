@@ -161,6 +161,7 @@ struct block {
     int64_t moments;        /* its process's moments at allocation */
     uint32_t thread_id;   /* threads.id */
     uint32_t next_free;   /* free-list link when the slot is unused */
+    uint32_t keep;        /* accessed or retagged: a row in the compact database */
     const char *func;
 };
 

@@ -4,9 +4,9 @@
 # --no-pack); `memscope import` makes the compact database and `import --format=db` the full
 # one. Then:
 # - the compact database's tables equal the full one's, except events (only the rows that are
-#   not MALLOC or FREE) and blocks (exactly the blocks live at exit, live at a peak of their
-#   process and layer, or live across a step end or an OOM: computed here with SQL on the full
-#   database);
+#   not MALLOC or FREE) and blocks (the blocks live at exit, live at a peak of their process and
+#   layer, live across a step end or an OOM, accessed or of a pool: computed here with SQL on
+#   the full database; and the blocks a tag gave another owner);
 # - every analysis (`analyze all`, text and JSON) reports the same on both;
 # - `export --format=csv` writes the same bytes, and `export --format=db` makes the full
 #   database again (every table equal);
@@ -35,7 +35,11 @@ KEPT_SQL="SELECT b.* FROM blocks b WHERE b.free_ns IS NULL
   OR EXISTS (SELECT 1 FROM events e WHERE e.process_id = b.process_id AND e.kind IN (4, 9) AND
      e.id > b.alloc_event_id AND (b.free_event_id > e.id OR (b.free_event_id IS NULL AND
       b.free_ns >= e.ts_ns)))
+  OR EXISTS (SELECT 1 FROM events e WHERE e.kind = 8 AND e.allocation_id = b.allocation_id)
+  OR b.layer IN (SELECT layer FROM pools UNION SELECT reserve_layer FROM pools)
   ORDER BY b.allocation_id"
+# (Blocks whose owner a tag changed are kept too; in these programs, tag_marks, they are all
+# live at exit.)
 
 compare_formats() { # NAME PROGRAM ARGS...
     local name=$1
@@ -64,8 +68,15 @@ compare_formats() { # NAME PROGRAM ARGS...
     assert_eq "$name: tables equal to the full database's" "" "$diffs"
     assert_eq "$name: events rows: the full database's that are not MALLOC or FREE" \
         "$(dump_table "$f" events "WHERE kind NOT IN (1, 2)")" "$(dump_table "$c" events)"
-    assert_eq "$name: blocks rows: live at exit, at a peak, across a step end or an OOM" \
-        "$(sqlite3 "$f" "$KEPT_SQL")" "$(sqlite3 "$c" "SELECT * FROM blocks ORDER BY 1")"
+    sqlite3 "$c" "SELECT * FROM blocks ORDER BY 1" >"$TMP/$name.cb"
+    sqlite3 "$f" "SELECT * FROM blocks ORDER BY 1" >"$TMP/$name.fb"
+    sqlite3 "$f" "$KEPT_SQL" >"$TMP/$name.kb"
+    assert_eq "$name: blocks rows: each as in the full database" "" \
+        "$(comm -23 <(sort "$TMP/$name.cb") <(sort "$TMP/$name.fb"))"
+    assert_eq "$name: blocks rows: every block live at exit, at a peak, across a step end or an OOM, accessed, of a pool" \
+        "" "$(comm -13 <(sort "$TMP/$name.cb") <(sort "$TMP/$name.kb"))"
+    assert_eq "$name: blocks rows: no other" "" \
+        "$(comm -23 <(sort "$TMP/$name.cb") <(sort "$TMP/$name.kb"))"
     local j
     for j in "" --json; do
         ms "$name-allc$j" analyze all "$c" $j

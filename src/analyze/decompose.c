@@ -14,6 +14,7 @@
 #include "analyze.h"
 
 #include "error.h"
+#include "store.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -255,6 +256,87 @@ static int scalar(sqlite3 *db, const char *q, long long *v)
     return rc;
 }
 
+/* The scan's state. */
+struct scan_ctx {
+    struct series *s;
+    long long nstepproc;
+    int64_t t0, t1;
+    int sample;                 /* next time sample (no steps) */
+    /* a compact database's replay */
+    struct ms_layer_set layers;
+    struct ms_imap owner_of;    /* allocation id -> owner, for the blocks it has rows of */
+    struct ms_imap pid_of;      /* process id -> pid */
+    int has_owner;
+};
+
+/* One row: a MALLOC or FREE (with its block, of a selected layer) or a STEP, in id order;
+ * w is the block's owner (0: none), name the STEP's. */
+static int on_row(struct scan_ctx *x, int64_t id, int kind, int64_t ts, long long size,
+                  long long w, const char *name, int pid)
+{
+    struct series *s = x->s;
+    char label[40];
+    int rc = 0;
+    if (!x->nstepproc) {
+        while (!rc && x->sample < NSAMPLES &&
+               ts > x->t0 + (int64_t)((double)(x->t1 - x->t0) * (x->sample + 1) / NSAMPLES)) {
+            snprintf(label, sizeof label, "%d/%d of the run", x->sample + 1, NSAMPLES);
+            rc = add_point(s, label, x->t0 + (int64_t)((double)(x->t1 - x->t0) *
+                                                       (x->sample + 1) / NSAMPLES));
+            x->sample++;
+        }
+    }
+    if (rc)
+        return rc;
+    if (kind == 4) {
+        if (x->nstepproc > 1)
+            snprintf(label, sizeof label, "pid %d step %s", pid, name ? name : "?");
+        else
+            snprintf(label, sizeof label, "step %s", name ? name : "?");
+        return add_point(s, label, ts);
+    }
+    if (w < 0 || w >= s->nowners)
+        w = 0;
+    if (kind == 1) {
+        s->live[w] += size;
+        s->total += size;
+        if (s->live[w] > s->peak[w])
+            s->peak[w] = s->live[w];
+        if (s->total > s->total_peak) {
+            s->total_peak = s->total;
+            s->peak_id = id;
+            s->peak_ts = ts;
+        }
+    } else {
+        s->live[w] -= size;
+        s->total -= size;
+    }
+    return 0;
+}
+
+static int on_replayed(void *ctx, const struct ms_store_row *r)
+{
+    struct scan_ctx *x = ctx;
+    if (r->kind == 4) {
+        if (!x->nstepproc)
+            return 0;
+        char name[32];
+        snprintf(name, sizeof name, "%.*s", (int)(r->name_len < 31 ? r->name_len : 31),
+                 r->name ? r->name : "");
+        const int64_t *pid = ms__imap_get(&x->pid_of, r->process_id);
+        return on_row(x, r->id, 4, r->ts_ns, 0, 0, r->name ? name : NULL, pid ? (int)*pid : 0);
+    }
+    if ((r->kind != 1 && r->kind != 2) || !r->allocation_id ||
+        !ms__layer_selected(&x->layers, r->layer))
+        return 0;
+    int64_t w = 0;
+    if (x->has_owner) {
+        const int64_t *o = ms__imap_get(&x->owner_of, r->allocation_id);
+        w = o ? *o : r->owner_id;
+    }
+    return on_row(x, r->id, r->kind, r->ts_ns, r->has_size ? r->size : 0, w, NULL, 0);
+}
+
 /* One scan of the memory and STEP events: live bytes per owner, the peak, the sample points. */
 static int scan(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, struct series *s,
                 int64_t t0, int64_t t1)
@@ -289,64 +371,72 @@ static int scan(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, str
         }
         sqlite3_finalize(st);
     }
-    char filter[640], q[1200];
-    ms__layer_filter(db, o, "e.layer", filter, sizeof filter);
-    snprintf(q, sizeof q,
-             "SELECT e.id, e.kind, e.ts_ns, e.size, %s, %s, p.pid FROM events e "
-             "LEFT JOIN blocks b ON b.allocation_id = e.allocation_id "
-             "LEFT JOIN processes p ON p.id = e.process_id "
-             "WHERE (e.kind IN (1, 2) AND e.allocation_id IS NOT NULL AND %s)%s ORDER BY e.id",
-             has_owner ? "b.owner_id" : "NULL", nstepproc ? "e.name" : "NULL", filter,
-             nstepproc ? " OR e.kind = 4" : "");
-    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
-        return MS_EDB;
-    int rc = 0, r;
-    int sample = 0; /* next time sample (no steps) */
-    char label[40];
-    while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
-        int kind = sqlite3_column_int(st, 1);
-        int64_t ts = sqlite3_column_int64(st, 2);
-        if (!nstepproc) {
-            while (sample < NSAMPLES &&
-                   ts > t0 + (int64_t)((double)(t1 - t0) * (sample + 1) / NSAMPLES)) {
-                snprintf(label, sizeof label, "%d/%d of the run", sample + 1, NSAMPLES);
-                rc = add_point(s, label, t0 + (int64_t)((double)(t1 - t0) * (sample + 1) /
-                                                         NSAMPLES));
-                sample++;
+    struct scan_ctx x = {.s = s, .nstepproc = nstepproc, .t0 = t0, .t1 = t1};
+    int rc = 0;
+    if (ms_store_is_compact(db)) {
+        /* the same rows from the traces (ms_store_replay); a block's owner is that of its
+         * MALLOC unless a tag changed it, and then the compact database has its row */
+        rc = ms__layer_set_load(db, o, &x.layers);
+        ms__imap_init(&x.owner_of, sizeof(int64_t));
+        ms__imap_init(&x.pid_of, sizeof(int64_t));
+        if (rc == 0 && has_owner &&
+            sqlite3_prepare_v2(db, "SELECT allocation_id, COALESCE(owner_id, 0) FROM blocks", -1,
+                               &st, NULL) == SQLITE_OK) {
+            int isnew;
+            while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+                int64_t *v = ms__imap_put(&x.owner_of, sqlite3_column_int64(st, 0), &isnew);
+                if (!v)
+                    rc = MS_ENOMEM;
+                else
+                    *v = sqlite3_column_int64(st, 1);
             }
+            sqlite3_finalize(st);
         }
-        if (kind == 4) {
-            const char *name = (const char *)sqlite3_column_text(st, 5);
-            if (nstepproc > 1)
-                snprintf(label, sizeof label, "pid %d step %s", sqlite3_column_int(st, 6),
-                         name ? name : "?");
-            else
-                snprintf(label, sizeof label, "step %s", name ? name : "?");
-            rc = add_point(s, label, ts);
-            continue;
-        }
-        long long size = sqlite3_column_int64(st, 3);
-        long long w = sqlite3_column_int64(st, 4);
-        if (w < 0 || w >= s->nowners)
-            w = 0;
-        if (kind == 1) {
-            s->live[w] += size;
-            s->total += size;
-            if (s->live[w] > s->peak[w])
-                s->peak[w] = s->live[w];
-            if (s->total > s->total_peak) {
-                s->total_peak = s->total;
-                s->peak_id = sqlite3_column_int64(st, 0);
-                s->peak_ts = ts;
+        if (rc == 0 && sqlite3_prepare_v2(db, "SELECT id, pid FROM processes", -1, &st, NULL) ==
+                           SQLITE_OK) {
+            int isnew;
+            while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+                int64_t *v = ms__imap_put(&x.pid_of, sqlite3_column_int64(st, 0), &isnew);
+                if (!v)
+                    rc = MS_ENOMEM;
+                else
+                    *v = sqlite3_column_int64(st, 1);
             }
-        } else {
-            s->live[w] -= size;
-            s->total -= size;
+            sqlite3_finalize(st);
         }
+        x.has_owner = has_owner;
+        char err[256];
+        if (rc == 0)
+            rc = ms_store_replay(sqlite3_db_filename(db, "main"), on_replayed, &x, err,
+                                 sizeof err);
+        ms__imap_release(&x.owner_of);
+        ms__imap_release(&x.pid_of);
+        if (rc < 0)
+            return rc;
+    } else {
+        char filter[640], q[1200];
+        ms__layer_filter(db, o, "e.layer", filter, sizeof filter);
+        snprintf(q, sizeof q,
+                 "SELECT e.id, e.kind, e.ts_ns, e.size, %s, %s, p.pid FROM events e "
+                 "LEFT JOIN blocks b ON b.allocation_id = e.allocation_id "
+                 "LEFT JOIN processes p ON p.id = e.process_id "
+                 "WHERE (e.kind IN (1, 2) AND e.allocation_id IS NOT NULL AND %s)%s ORDER BY e.id",
+                 has_owner ? "b.owner_id" : "NULL", nstepproc ? "e.name" : "NULL", filter,
+                 nstepproc ? " OR e.kind = 4" : "");
+        if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+            return MS_EDB;
+        int r;
+        while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW)
+            rc = on_row(&x, sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1),
+                        sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
+                        sqlite3_column_int64(st, 4), (const char *)sqlite3_column_text(st, 5),
+                        sqlite3_column_int(st, 6));
+        if (!rc && r != SQLITE_DONE)
+            rc = MS_EDB;
+        sqlite3_finalize(st);
     }
-    if (!rc && r != SQLITE_DONE)
-        rc = MS_EDB;
-    sqlite3_finalize(st);
+    int sample = x.sample;
+    char label[40];
     /* The last point: the end of the run (the unfinished last step, or the last sample). */
     if (!rc && nstepproc)
         rc = add_point(s, "end", t1);
@@ -445,7 +535,10 @@ int ms_analyze_decompose(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out
     int has_owner = ms__has_column(db, "blocks", "owner_id");
     int64_t t0 = ms__run_start_ns(db);
     long long t1 = 0;
-    scalar(db, "SELECT COALESCE(MAX(ts_ns), 0) FROM events", &t1);
+    scalar(db, ms_store_is_compact(db) ? "SELECT COALESCE((SELECT CAST(value AS INTEGER) FROM meta "
+                                         "WHERE key = 'last_event_ns'), 0)"
+                                       : "SELECT COALESCE(MAX(ts_ns), 0) FROM events",
+           &t1);
     if (t1 < t0)
         t1 = t0;
     struct series s;
@@ -483,8 +576,8 @@ int ms_analyze_decompose(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out
     if (o->at_step) {
         sqlite3_stmt *st;
         if (sqlite3_prepare_v2(db,
-                               "SELECT s.process_id, COALESCE(s.end_event_id, (SELECT MAX(id) "
-                               "FROM events WHERE process_id = s.process_id)), s.end_ns "
+                               "SELECT s.process_id, COALESCE(s.end_event_id, "
+                               "9223372036854775807), s.end_ns " /* the last: every event */
                                "FROM steps s WHERE s.step = ? ORDER BY s.process_id",
                                -1, &st, NULL) != SQLITE_OK) {
             rc = MS_EDB;

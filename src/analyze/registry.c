@@ -32,6 +32,13 @@ static int default_layers(sqlite3 *db, const struct ms_analyze_opts *o)
     return o->layer == 0;
 }
 
+/* --at: the blocks live at any moment are in the full database only */
+static int not_at(sqlite3 *db, const struct ms_analyze_opts *o)
+{
+    (void)db;
+    return o->at_ns == 0;
+}
+
 /* without --steps or --with compare only says what it needs */
 static int compare_compact(sqlite3 *db, const struct ms_analyze_opts *o)
 {
@@ -49,7 +56,7 @@ const struct ms_analysis ms_analyses[] = {
     {"inefficient", "early allocation, late deallocation, temporary idleness; Insight thresholds",
      ms_analyze_inefficient, always},
     {"decompose", "the owner tree at a time, a step end or the peak; live bytes per owner",
-     ms_analyze_decompose, NULL},
+     ms_analyze_decompose, not_at},
     {"temporary", "allocations freed with no other allocation in between, by call site",
      ms_analyze_temporary, default_layers},
     {"trend", "live bytes over time and per step, growth rate, time to reach --limit",

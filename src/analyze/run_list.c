@@ -96,9 +96,37 @@ static int parse_names(const char *names, const struct ms_analysis **list, int *
     return n;
 }
 
+/* The databases the analyses of one list read: the one given, and for the analyses that cannot
+ * read a compact database as it is, its full database, expanded on first need. */
+struct dbs {
+    const char *path;
+    sqlite3 *db;      /* the database given */
+    int compact;      /* it is a compact database */
+    sqlite3 *full;    /* its expansion, NULL until needed */
+    struct ms_store_full f;
+    int wrote_full;   /* an analysis wrote findings back into the expansion */
+};
+
 static int copy_findings(const char *from, const char *to, char *err, size_t errlen);
-static int run_all(sqlite3 *db, const struct ms_analysis **list, int n, int all,
+static int run_all(struct dbs *d, const struct ms_analysis **list, int n, int all,
                    const struct ms_analyze_opts *o, FILE *out, char *err, size_t errlen);
+
+/* The database analysis a reads; NULL with err set when the expansion failed. */
+static sqlite3 *db_for(struct dbs *d, const struct ms_analysis *a, const struct ms_analyze_opts *o,
+                       int *rc, char *err, size_t errlen)
+{
+    if (!d->compact || (a->compact && a->compact(d->db, o)))
+        return d->db;
+    if (!d->full) {
+        /* NEEDSWORK: decompose (and compare --steps/--with, temporary --layer) should read
+         * the packed traces (ms_store_replay) instead */
+        if ((*rc = ms_store_full_open(&d->f, d->path, err, errlen)) < 0 ||
+            (*rc = ms_analyze_open(d->f.path, o->write_back, &d->full, err, errlen)) < 0)
+            return NULL;
+    }
+    d->wrote_full |= o->write_back && !strcmp(a->name, "inefficient"); /* the one that writes */
+    return d->full;
+}
 
 int ms_analyze_run_list(const char *db_path, const char *names, const struct ms_analyze_opts *o,
                         FILE *out, char *err, size_t errlen)
@@ -110,40 +138,26 @@ int ms_analyze_run_list(const char *db_path, const char *names, const struct ms_
     int n = parse_names(names, list, &all, err, errlen);
     if (n < 0)
         return n;
-    sqlite3 *db;
-    int rc = ms_analyze_open(db_path, o->write_back, &db, err, errlen);
+    struct dbs d = {.path = db_path, .f = {.dir = ""}};
+    int rc = ms_analyze_open(db_path, o->write_back, &d.db, err, errlen);
     if (rc < 0)
         return rc;
-    /* A compact database: an analysis that reads every event gets the full database, expanded
-     * once for the whole list (NEEDSWORK: such analyses should read the packed traces). */
-    struct ms_store_full full = {.dir = ""}, other = {.dir = ""};
+    d.compact = ms_store_is_compact(d.db);
+    struct ms_store_full other = {.dir = ""};
     struct ms_analyze_opts oo = *o;
-    int need_full = 0;
-    for (int i = 0; i < n; i++)
-        need_full |= !list[i]->compact || !list[i]->compact(db, o);
-    if (need_full && ms_store_is_compact(db)) {
-        sqlite3_close(db);
-        db = NULL;
-        if ((rc = ms_store_full_open(&full, db_path, err, errlen)) == 0)
-            rc = ms_analyze_open(full.path, o->write_back, &db, err, errlen);
-    }
-    if (rc == 0 && o->other_db) {
+    if (o->other_db) { /* compare --with a compact database: its full database */
         if ((rc = ms_store_full_open(&other, o->other_db, err, errlen)) == 0) {
             oo.other_db = other.path;
             oo.other_name = o->other_name ? o->other_name : o->other_db;
         }
     }
-    if (rc < 0) {
-        sqlite3_close(db);
-        ms_store_full_close(&full);
-        ms_store_full_close(&other);
-        return rc;
-    }
-    rc = run_all(db, list, n, all, &oo, out, err, errlen);
-    sqlite3_close(db);
-    if (full.dir[0] && o->write_back && rc == 0)
-        rc = copy_findings(full.path, db_path, err, errlen);
-    ms_store_full_close(&full);
+    if (rc == 0)
+        rc = run_all(&d, list, n, all, &oo, out, err, errlen);
+    sqlite3_close(d.db);
+    sqlite3_close(d.full);
+    if (d.full && d.wrote_full && rc == 0)
+        rc = copy_findings(d.f.path, db_path, err, errlen);
+    ms_store_full_close(&d.f);
     ms_store_full_close(&other);
     return rc;
 }
@@ -177,12 +191,14 @@ static int copy_findings(const char *from, const char *to, char *err, size_t err
     return rc;
 }
 
-static int run_all(sqlite3 *db, const struct ms_analysis **list, int n, int all,
+static int run_all(struct dbs *d, const struct ms_analysis **list, int n, int all,
                    const struct ms_analyze_opts *o, FILE *out, char *err, size_t errlen)
 {
-    int rc;
+    int rc = 0;
+    sqlite3 *db;
     if (n == 1 && !all)
-        return list[0]->run(db, o, out, err, errlen);
+        return (db = db_for(d, list[0], o, &rc, err, errlen)) ? list[0]->run(db, o, out, err, errlen)
+                                                              : rc;
     int first_rc = 0;
     char one_err[512];
     if (o->json)
@@ -197,7 +213,9 @@ static int run_all(sqlite3 *db, const struct ms_analysis **list, int n, int all,
                 snprintf(err, errlen, "out of memory");
                 return MS_ENOMEM;
             }
-            rc = list[i]->run(db, o, mem, one_err, sizeof one_err);
+            rc = (db = db_for(d, list[i], o, &rc, one_err, sizeof one_err))
+                     ? list[i]->run(db, o, mem, one_err, sizeof one_err)
+                     : rc;
             fclose(mem);
             /* Names are plain identifiers: no escaping needed for the key. */
             fprintf(out, "%s\"%s\":", i ? "," : "", list[i]->name);
@@ -221,7 +239,9 @@ static int run_all(sqlite3 *db, const struct ms_analysis **list, int n, int all,
         } else {
             fprintf(out, "%s=== memscope analyze %s ===\n", i ? "\n" : "", list[i]->name);
             fflush(out);
-            rc = list[i]->run(db, o, out, one_err, sizeof one_err);
+            rc = (db = db_for(d, list[i], o, &rc, one_err, sizeof one_err))
+                     ? list[i]->run(db, o, out, one_err, sizeof one_err)
+                     : rc;
             if (rc < 0)
                 fprintf(out, "%s: %s: %s\n", list[i]->name,
                         all && rc == MS_EINVAL ? "skipped" : "error",

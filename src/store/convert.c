@@ -952,8 +952,9 @@ int conv__write_event_full(struct conv *c, const struct stream *s, int kind, int
             .thread_id = s->thread, .addr = addr, .size = size, .stack_id = stack,
             .allocation_id = alloc_id, .kind = kind, .layer = layer, .flags = flags,
             .has_addr = have_addr, .has_size = have_size, .func = func, .name = name,
-            .name_len = name_len};
+            .name_len = name_len, .owner_id = c->row_owner};
         c->attr = NULL;
+        c->row_owner = 0;
         int rc = c->o->sink(c->o->sink_ctx, &row);
         return rc < 0 ? fail(c, rc, "stopped by the replay's reader") : 0;
     }
@@ -1003,6 +1004,7 @@ int conv__free_block(struct conv *c, const struct stream *s, int layer, uint32_t
 {
     struct proc *p = &c->procs[s->proc];
     struct block *b = &c->blocks[slot];
+    c->row_owner = b->owner_id;
     int rc =
         conv__write_event(c, s, MS_KIND_FREE, layer, b->addr, b->size, 1, func, 0, b->alloc_id);
     if (rc == 0) {
@@ -1040,6 +1042,10 @@ int conv__on_alloc(struct conv *c, const struct stream *s, int layer, const char
         return conv__oom(c, "live blocks");
     c->live_total++;
     int64_t alloc_id = ++c->next_alloc;
+    /* PyTorch's allocator events name no thread: they take the owner of the process's first
+     * thread (the Python main thread, where a training loop runs), as it is at that time */
+    int64_t owner = c->threads[(s->pta ? s->owner_thread : s->thread) - 1].owner_id;
+    c->row_owner = owner;
     if ((rc = conv__write_event(c, s, MS_KIND_MALLOC, layer, (int64_t)r->addr, (int64_t)r->size, 1,
                                 func, stack, alloc_id)) < 0)
         return rc;
@@ -1052,9 +1058,7 @@ int conv__on_alloc(struct conv *c, const struct stream *s, int layer, const char
     b->stack_id = stack;
     b->thread_id = s->thread;
     b->func = func;
-    /* PyTorch's allocator events name no thread: they take the owner of the process's first
-     * thread (the Python main thread, where a training loop runs), as it is at that time */
-    b->owner_id = c->threads[(s->pta ? s->owner_thread : s->thread) - 1].owner_id;
+    b->owner_id = owner;
     b->base_owner_id = b->owner_id;
     b->step = p->steps + 1;
     b->moments = p->moments;
@@ -2064,6 +2068,7 @@ static void conv_release(struct conv *c)
     free(c->blocks);
     free(c->closed);
     free(c->kept);
+    free(c->all_closed);
     free(c->sites);
     ms_addrmap_release(&c->site_ids);
     ms_strtab_release(&c->strings);

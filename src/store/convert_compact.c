@@ -22,6 +22,8 @@ int conv__compact_event(struct conv *c, const struct stream *s, int kind, int la
     if (kind == MS_KIND_FREE) {
         if (reserve_layer(layer))
             return 0;
+        if (alloc_id)
+            c->all_live -= size;
         if (alloc_id && t->tmp_alloc == alloc_id) {
             c->sites[t->tmp_site].temporary++;
             c->sites[t->tmp_site].temp_bytes += size;
@@ -48,6 +50,12 @@ int conv__compact_event(struct conv *c, const struct stream *s, int kind, int la
     if (!reserve_layer(layer)) {
         t->tmp_alloc = alloc_id;
         t->tmp_site = i;
+        c->all_live += size;
+        if (c->all_live > c->all_peak) {
+            c->all_peak = c->all_live;
+            c->all_peak_alloc = alloc_id;
+            c->nall_closed = 0; /* closed before this peak: not live at it */
+        }
     }
     return 0;
 }
@@ -87,7 +95,8 @@ static int closed_push(struct conv *c, struct closed_block **a, size_t *n, size_
 
 /* Compact output: keeps the row of a closed block that an analysis reads from the compact
  * database: live at exit, live at the end of a step or at an OOM (one happened in its process
- * while it was live), accessed, retagged, of a pool, or live at its layer's peak. Whether a block was live at the peak is known only at the end: a block
+ * while it was live), accessed, retagged, of a pool, or live at its layer's peak or at the peak
+ * of all default layers (decompose's moment). Whether a block was live at the peak is known only at the end: a block
  * closed after the current peak and allocated before it waits in peak_closed, which a new
  * peak empties (nothing closed before a peak is live at it). */
 /* The layers of pools (a user pool's blocks and regions, PyTorch's blocks and segments):
@@ -106,9 +115,13 @@ int conv__compact_block(struct conv *c, struct proc *p, const struct closed_bloc
     if (!cb->have_free || cb->b.moments != p->moments || cb->b.keep || pool_layer(cb->layer))
         return closed_push(c, &c->kept, &c->nkept, &c->akept, cb);
     struct layer_state *ls = &p->ls[cb->layer];
+    int rc = 0;
     if (ls->st.peak_alloc && cb->b.alloc_id <= ls->st.peak_alloc)
-        return closed_push(c, &ls->peak_closed, &ls->npeak_closed, &ls->apeak_closed, cb);
-    return 0;
+        rc = closed_push(c, &ls->peak_closed, &ls->npeak_closed, &ls->apeak_closed, cb);
+    if (rc == 0 && !reserve_layer(cb->layer) && c->all_peak_alloc &&
+        cb->b.alloc_id <= c->all_peak_alloc)
+        rc = closed_push(c, &c->all_closed, &c->nall_closed, &c->aall_closed, cb);
+    return rc;
 }
 
 static int cmp_closed(const void *a, const void *b)
@@ -131,8 +144,15 @@ int conv__compact_write_blocks(struct conv *c)
             }
         }
     }
+    for (size_t k = 0; k < c->nall_closed; k++) {
+        int rc = closed_push(c, &c->kept, &c->nkept, &c->akept, &c->all_closed[k]);
+        if (rc < 0)
+            return rc;
+    }
     qsort(c->kept, c->nkept, sizeof *c->kept, cmp_closed);
     for (size_t i = 0; i < c->nkept; i++) {
+        if (i && c->kept[i].b.alloc_id == c->kept[i - 1].b.alloc_id)
+            continue; /* live at both peaks */
         int rc = conv__block_row(c, &c->kept[i]);
         if (rc < 0)
             return rc;

@@ -242,6 +242,12 @@ struct conv {
     } *sites;
     size_t nsites, asites;
     struct ms_addrmap site_ids; /* (process, layer, stack) key -> sites index */
+    /* Compact output: live bytes over the default layers of every process as MALLOC and FREE
+     * rows add and remove them (decompose's total), its peak, and the blocks closed since that
+     * were live at it (kept, as peak_closed per layer) */
+    int64_t all_live, all_peak, all_peak_alloc;
+    struct closed_block *all_closed;
+    size_t nall_closed, aall_closed;
 
     int64_t next_event, next_alloc, next_frame, next_module, next_range;
     int64_t first_event_ns, last_event_ns; /* of the events rows (meta) */
@@ -262,6 +268,7 @@ struct conv {
      * CUDA events just before they write their row, taken by write_event_full. */
     const char *attr;
     size_t attr_len;
+    int64_t row_owner;  /* a replay: the owner of the next row's block (ms_store_row.owner_id) */
 
     struct ms_batch events_ins, blocks_ins; /* multi-row INSERTs of the per-event rows */
     sqlite3_stmt *ins_string, *ins_frame, *ins_stack, *ins_stack_frame;

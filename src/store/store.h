@@ -14,6 +14,8 @@
  * its columns, has_* 0 where the column is NULL. Text is valid during the sink call only. */
 struct ms_store_row {
     int64_t id, ts_ns, process_id, thread_id, addr, size, stack_id, allocation_id;
+    int64_t owner_id;       /* MALLOC and FREE: the block's owner then (a tag may change it
+                               later: blocks.owner_id is the last), 0: none */
     int kind, layer, flags; /* flags -1: NULL */
     int has_addr, has_size;
     const char *func;       /* NULL: NULL */

@@ -110,6 +110,28 @@ compare_formats tags "$PROGS/tag_marks"
 compare_formats fork "$PROGS/forker" "$TMP/fork.pid"
 compare_formats exec "$PROGS/exec_parent" "$PROGS/exec_child"
 
+# Analyses with options, on both: those that read the compact database as it is, through the
+# replay, and through the expansion (compare of steps, decompose at a time, one layer)
+at=$(sqlite3 "$TMP/steps.f.db" "SELECT ts_ns FROM events WHERE kind = 4 AND name = '2'")
+while read -r db args; do
+    # shellcheck disable=SC2086 # the analysis and its options
+    assert_eq "$db: analyze $args: the same on both" \
+        "$("$MEMSCOPE" analyze $args "$TMP/$db.f.db" 2>&1)" "$("$MEMSCOPE" analyze $args "$TMP/$db.c.db" 2>&1)"
+done <<EOT
+steps decompose --step 1 --json
+steps decompose --step 4 --json
+steps decompose --at $at --json
+steps compare --steps 2,3 --json
+steps leaks --warmup 0 --json
+steps trend --layer heap --json
+ineff inefficient --accessed-only --json
+ineff inefficient --idle-threshold 5 --lazy-used 100000000 --json
+leak_steps decompose --step 3
+leak_steps trend --json --limit 1000000
+pool leaks --layer pool:arena --json
+threads temporary --json --top 3
+EOT
+
 # The default output of memscope run: a compact database, packed while converting.
 ms def run -o "$TMP/def.db" -- "$PROGS/threads" 4 50000
 assert_eq "default run: status" 0 "$RC"

@@ -203,6 +203,7 @@ struct series {
     long long total, total_peak;
     int by_steps; /* points are step ends (else evenly spaced times) */
     int64_t peak_id, peak_ts;
+    char err[256]; /* why the replay of a compact database failed */
 };
 
 static void series_release(struct series *s)
@@ -405,10 +406,9 @@ static int scan(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, str
             sqlite3_finalize(st);
         }
         x.has_owner = has_owner;
-        char err[256];
         if (rc == 0)
-            rc = ms_store_replay(sqlite3_db_filename(db, "main"), on_replayed, &x, err,
-                                 sizeof err);
+            rc = ms_store_replay(sqlite3_db_filename(db, "main"), on_replayed, &x, s->err,
+                                 sizeof s->err);
         ms__imap_release(&x.owner_of);
         ms__imap_release(&x.pid_of);
         if (rc < 0)
@@ -571,8 +571,15 @@ int ms_analyze_decompose(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out
         rc = MS_ENOMEM;
         goto fail;
     }
-    if ((rc = scan(db, o, has_owner, &s, t0, t1)) < 0)
+    if ((rc = scan(db, o, has_owner, &s, t0, t1)) < 0) {
+        if (s.err[0]) { /* the replay's reason */
+            snprintf(err, errlen, "decompose: %s", s.err);
+            node_release(&root);
+            series_release(&s);
+            return rc;
+        }
         goto fail;
+    }
     if (o->at_step) {
         sqlite3_stmt *st;
         if (sqlite3_prepare_v2(db,

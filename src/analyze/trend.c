@@ -167,6 +167,47 @@ static int on_replayed(void *ctx, const struct ms_store_row *r)
                   r->allocation_id != 0, NULL);
 }
 
+/* A compact database's series of the default layers, computed by the conversion (live_samples,
+ * step_live, meta): 1 when read, 0 when it has none (the caller replays), or an error. */
+static int precomputed(struct tctx *T)
+{
+    sqlite3_stmt *st;
+    int have = 0, rc = 0;
+    if (sqlite3_prepare_v2(T->db, "SELECT (SELECT value FROM meta WHERE key = "
+                                  "'max_live_bytes'), (SELECT value FROM meta WHERE key = "
+                                  "'final_live_bytes'), (SELECT count(*) FROM live_samples)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return 0; /* a compact database of before these tables */
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL &&
+        sqlite3_column_int(st, 2) == TREND_POINTS + 1) {
+        have = 1;
+        T->max_live = sqlite3_column_int64(st, 0);
+        T->final_live = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (!have)
+        return 0;
+    if (sqlite3_prepare_v2(T->db, "SELECT k, live_bytes FROM live_samples ORDER BY k", -1, &st,
+                           NULL) != SQLITE_OK)
+        return MS_EDB;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int k = sqlite3_column_int(st, 0);
+        if (k >= 0 && k <= TREND_POINTS)
+            T->samples[k] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(T->db, "SELECT process_id, step, live_bytes FROM step_live ORDER BY "
+                                  "event_id", -1, &st, NULL) != SQLITE_OK)
+        return MS_EDB;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW)
+        rc = add_step(T, sqlite3_column_int64(st, 0), (double)sqlite3_column_int64(st, 1),
+                      (double)sqlite3_column_int64(st, 2));
+    sqlite3_finalize(st);
+    if (rc)
+        snprintf(T->err, T->errlen, "trend: %s", ms_strerror(rc));
+    return rc < 0 ? rc : 1;
+}
+
 static int replay(struct tctx *T)
 {
     sqlite3_stmt *st;
@@ -188,6 +229,10 @@ static int replay(struct tctx *T)
     sqlite3_finalize(st);
     ms__live_init(&T->live);
     int rc = 0, s = SQLITE_DONE;
+    if (compact && !T->o->layer && (rc = precomputed(T)) != 0) {
+        ms__live_release(&T->live);
+        return rc < 0 ? rc : 0;
+    }
     if (compact) {
         if ((rc = ms__layer_set_load(T->db, T->o, &T->layers)) == 0)
             rc = ms_store_replay(sqlite3_db_filename(T->db, "main"), on_replayed, T, T->err,

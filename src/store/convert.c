@@ -492,8 +492,27 @@ static int add_kernel(struct conv *c, struct proc *p, const struct ms_record *r)
     return 0;
 }
 
+/* A record pass 2 reads as an event (stream_fill). */
+static int event_record(const struct ms_record *r)
+{
+    switch (r->type) {
+    case MS_REC_HEAP_ALLOC:
+    case MS_REC_HEAP_FREE:
+    case MS_REC_MMAP_ALLOC:
+    case MS_REC_MUNMAP:
+        return 1;
+    case MS_REC_EXTENSION:
+        return (r->fn >= MS_EXT_STEP && r->fn <= MS_EXT_POOL_RELEASE) || r->fn == MS_EXT_PYCALL ||
+               r->fn == MS_EXT_PYRETURN || r->fn == MS_EXT_CUDA_MEM || r->fn == MS_EXT_CUDA_OOM ||
+               r->fn == MS_EXT_CUDA_LAUNCH || r->fn == MS_EXT_CUDA_USAGE;
+    default:
+        return 0;
+    }
+}
+
 static int pass1(struct conv *c)
 {
+    c->trend_ok = c->o->compact && !c->o->sink;
     struct ms_trace_cursor *cur = calloc(1, sizeof *cur);
     if (!cur)
         return conv__oom(c, "cursor");
@@ -503,12 +522,19 @@ static int pass1(struct conv *c)
         p->stack_first = (uint32_t)c->nstacks;
         for (size_t k = 0; k < p->tr.nchunks && rc == 0; k++) {
             struct ms_record r;
-            if (p->tr.chunks[k].packed)
+            if (p->tr.chunks[k].packed) {
+                c->trend_ok = 0; /* its events' times are not read here */
                 continue; /* events only: a packed trace keeps descriptions in raw chunks */
+            }
             ms_trace_cursor_init(cur, &p->tr, k);
             /* Damage is counted in pass 2, by the streams; here it just ends the chunk. */
             while (rc == 0 && ms_trace_cursor_next(cur, &r) == 1) {
-                if (r.type == MS_REC_STACK)
+                if (event_record(&r)) { /* the time of the last event, probably */
+                    int64_t ts = (int64_t)(r.ns - p->tr.hdr.start_mono_ns +
+                                           p->tr.hdr.start_real_ns);
+                    if (ts > c->t1_guess)
+                        c->t1_guess = ts;
+                } else if (r.type == MS_REC_STACK)
                     rc = add_stack(c, p, &r);
                 else if (r.type == MS_REC_MODULE)
                     rc = add_module(c, p, &r);
@@ -522,6 +548,8 @@ static int pass1(struct conv *c)
                     rc = add_kernel(c, p, &r);
             }
         }
+        if (p->pta)
+            c->trend_ok = 0; /* its events come from the pickle */
         for (uint32_t k = 1; rc == 0 && p->pta && k < p->pta->nstacks; k++) {
             struct ms_record r = {.stack_id = PTA_STACK_BASE + k}; /* depth 0: Python only */
             rc = add_stack(c, p, &r);
@@ -808,10 +836,7 @@ static int stream_fill(struct conv *c, struct stream *s)
             s->ts = (int64_t)(s->r.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
             return 1;
         case MS_REC_EXTENSION:
-            if ((s->r.fn < MS_EXT_STEP || s->r.fn > MS_EXT_POOL_RELEASE) &&
-                s->r.fn != MS_EXT_PYCALL && s->r.fn != MS_EXT_PYRETURN &&
-                s->r.fn != MS_EXT_CUDA_MEM && s->r.fn != MS_EXT_CUDA_OOM &&
-                s->r.fn != MS_EXT_CUDA_LAUNCH && s->r.fn != MS_EXT_CUDA_USAGE)
+            if (!event_record(&s->r))
                 break; /* pass 1's records, or a later version's: skipped */
             s->ts = (int64_t)(s->r.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
             return 1;
@@ -930,6 +955,8 @@ static int block_close(struct conv *c, struct proc *p, int layer, uint32_t slot,
         struct layer_stats *ls = &p->ls[layer].st;
         ls->live_bytes -= b->size;
         ls->live_blocks--;
+        if (c->trend_ok && conv__default_layer(layer))
+            conv__compact_live(c, -b->size);
         b->next_free = c->free_block;
         c->free_block = slot;
         c->live_total--;
@@ -1068,6 +1095,8 @@ int conv__on_alloc(struct conv *c, const struct stream *s, int layer, const char
     ls->alloc_bytes += (int64_t)r->size;
     ls->live_bytes += (int64_t)r->size;
     ls->live_blocks++;
+    if (c->trend_ok && conv__default_layer(layer))
+        conv__compact_live(c, (int64_t)r->size);
     if (ls->live_bytes > ls->peak_bytes) {
         ls->peak_bytes = ls->live_bytes;
         ls->peak_ns = s->ts;
@@ -1408,6 +1437,8 @@ static int on_annotation(struct conv *c, struct stream *s)
         sqlite3_bind_int64(c->ins_step, 4, s->ts);
         sqlite3_bind_int64(c->ins_step, 5, c->next_event);
         p->step_start_ns = s->ts;
+        if (c->trend_ok && (rc = conv__compact_step(c, p)) < 0)
+            return rc;
         return conv__step_reset(c, c->ins_step, "insert step");
     }
     case MS_EXT_OWNER_PUSH:
@@ -1594,6 +1625,8 @@ static int pass2(struct conv *c)
             rc = fail(c, -EINTR, "interrupted");
             break;
         }
+        if (c->trend_ok)
+            conv__compact_sample(c, s->ts);
         rc = on_event(c, s);
         if (!stream_fill(c, s))
             heap[0] = heap[--nheap];
@@ -2069,6 +2102,7 @@ static void conv_release(struct conv *c)
     free(c->closed);
     free(c->kept);
     free(c->all_closed);
+    free(c->step_lives);
     free(c->sites);
     ms_addrmap_release(&c->site_ids);
     ms_strtab_release(&c->strings);

@@ -15,6 +15,85 @@ static int reserve_layer(int layer)
     return layer >= MS_LAYER_POOL0 && (layer - MS_LAYER_POOL0) % 2 == 1;
 }
 
+int conv__default_layer(int layer)
+{
+    return layer > 0 && !reserve_layer(layer);
+}
+
+void conv__compact_live(struct conv *c, int64_t delta)
+{
+    c->trend_live += delta;
+    if (c->trend_live > c->trend_max)
+        c->trend_max = c->trend_live;
+}
+
+void conv__compact_sample(struct conv *c, int64_t ts)
+{
+    if (!c->next_event)
+        return; /* the first events row is t0: nothing is due before it */
+    /* analyze trend's sample times, to the same integer arithmetic */
+    int64_t t0 = c->first_event_ns, span = c->t1_guess - t0;
+    while (c->trend_k <= TREND_POINTS &&
+           t0 + span / TREND_POINTS * c->trend_k + span % TREND_POINTS * c->trend_k / TREND_POINTS <
+               ts)
+        c->trend_samples[c->trend_k++] = c->trend_live;
+}
+
+int conv__compact_step(struct conv *c, const struct proc *p)
+{
+    int64_t live = 0;
+    for (size_t l = 0; l < p->nls; l++)
+        if (p->ls[l].used && conv__default_layer((int)l))
+            live += p->ls[l].st.live_bytes;
+    if (c->nstep_lives == c->astep_lives &&
+        conv__grow((void **)&c->step_lives, &c->astep_lives, c->nstep_lives,
+                   sizeof *c->step_lives, 1u << 26) < 0)
+        return conv__oom(c, "step ends");
+    c->step_lives[c->nstep_lives++] =
+        (struct step_live){c->next_event, p->id, p->steps, live};
+    return 0;
+}
+
+/* Trend's series (live_samples, step_live, meta), when the time of the last event was known
+ * at the start: the samples were taken at the times analyze trend takes them. */
+static int write_trend(struct conv *c)
+{
+    if (!c->trend_ok || !c->next_event || c->t1_guess != c->last_event_ns)
+        return 0; /* analyze trend replays the traces */
+    while (c->trend_k <= TREND_POINTS)
+        c->trend_samples[c->trend_k++] = c->trend_live;
+    sqlite3_stmt *st = NULL, *sl = NULL, *m = NULL;
+    int rc = conv__prepare(c, &st, "INSERT INTO live_samples VALUES (?,?)");
+    if (rc == 0)
+        rc = conv__prepare(c, &sl, "INSERT INTO step_live VALUES (?,?,?,?)");
+    if (rc == 0)
+        rc = conv__prepare(c, &m, "INSERT INTO meta VALUES (?, ?)");
+    for (int k = 0; k <= TREND_POINTS && rc == 0; k++) {
+        sqlite3_bind_int(st, 1, k);
+        sqlite3_bind_int64(st, 2, c->trend_samples[k]);
+        rc = conv__step_reset(c, st, "insert live_samples");
+    }
+    for (size_t i = 0; i < c->nstep_lives && rc == 0; i++) {
+        const struct step_live *v = &c->step_lives[i];
+        sqlite3_bind_int64(sl, 1, v->event_id);
+        sqlite3_bind_int64(sl, 2, v->process_id);
+        sqlite3_bind_int64(sl, 3, v->step);
+        sqlite3_bind_int64(sl, 4, v->live);
+        rc = conv__step_reset(c, sl, "insert step_live");
+    }
+    const char *keys[] = {"max_live_bytes", "final_live_bytes"};
+    int64_t vals[] = {c->trend_max, c->trend_live};
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        sqlite3_bind_text(m, 1, keys[i], -1, SQLITE_STATIC);
+        sqlite3_bind_int64(m, 2, vals[i]);
+        rc = conv__step_reset(c, m, "insert meta");
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(sl);
+    sqlite3_finalize(m);
+    return rc;
+}
+
 int conv__compact_event(struct conv *c, const struct stream *s, int kind, int layer, int64_t size,
                         int64_t stack, int64_t alloc_id)
 {
@@ -209,6 +288,8 @@ int conv__compact_finish(struct conv *c)
                       "compact database");
     if (rc == 0)
         rc = write_sites(c);
+    if (rc == 0)
+        rc = write_trend(c);
     if (rc == 0 && (rc = ms_embed_finish(&c->embed, c->db, c->err, c->errlen)) < 0)
         return rc;
     return rc;

@@ -44,6 +44,7 @@
 #define MAX_OWNER_BYTES 4096
 #define MAX_OPEN_RANGES 4096
 #define REORDER 65536u                /* blocks rows awaiting their turn (a power of two) */
+#define TREND_POINTS 100              /* analyze trend's time samples: TREND_POINTS + 1 */
 
 /* A growable byte buffer (for c_text, JSON and cmdlines); NUL-terminated after each add. */
 struct sbuf {
@@ -248,6 +249,16 @@ struct conv {
     int64_t all_live, all_peak, all_peak_alloc;
     struct closed_block *all_closed;
     size_t nall_closed, aall_closed;
+    /* Compact output: trend's series over the default layers, computed here when the last
+     * event's time is known before pass 2 (t1_guess: raw traces only; checked at the end) */
+    int trend_ok;
+    int64_t t1_guess, trend_live, trend_max;
+    int64_t trend_samples[TREND_POINTS + 1];
+    int trend_k;
+    struct step_live {
+        int64_t event_id, process_id, step, live;
+    } *step_lives;
+    size_t nstep_lives, astep_lives;
 
     int64_t next_event, next_alloc, next_frame, next_module, next_range;
     int64_t first_event_ns, last_event_ns; /* of the events rows (meta) */
@@ -324,6 +335,14 @@ int conv__compact_start(struct conv *c);
 /* Counts a MALLOC or FREE in site_stats (instead of its events row). */
 int conv__compact_event(struct conv *c, const struct stream *s, int kind, int layer, int64_t size,
                         int64_t stack, int64_t alloc_id);
+/* 1 for a layer the analyses cover by default (not the annotations, not a pool's regions). */
+int conv__default_layer(int layer);
+/* Live bytes of the default layers change by delta (trend's series). */
+void conv__compact_live(struct conv *c, int64_t delta);
+/* Trend's time samples due before an event at ts. */
+void conv__compact_sample(struct conv *c, int64_t ts);
+/* A STEP row of process p was written: trend's live bytes of p at that step end. */
+int conv__compact_step(struct conv *c, const struct proc *p);
 /* Keeps the row of a closed block if the compact database has it. */
 int conv__compact_block(struct conv *c, struct proc *p, const struct closed_block *cb);
 /* Writes the kept blocks rows, in allocation order. */

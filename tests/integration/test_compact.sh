@@ -110,6 +110,22 @@ compare_formats tags "$PROGS/tag_marks"
 compare_formats fork "$PROGS/forker" "$TMP/fork.pid"
 compare_formats exec "$PROGS/exec_parent" "$PROGS/exec_child"
 
+# Trend's series is computed by the conversion of raw traces (the time of the last event is
+# known before); from packed ones analyze trend replays them: the same either way.
+assert_eq "trend's series in the compact database (raw traces)" "101" \
+    "$(sqlite3 "$TMP/leak_steps.c.db" "SELECT count(*) FROM live_samples")"
+ms packed-rec run --format=trace -o "$TMP/packed.trace" -- "$AN/an_leak_steps"
+ms packed-c import "$TMP/packed.trace" -o "$TMP/packed.c.db"
+ms packed-f import --format=db "$TMP/packed.trace" -o "$TMP/packed.f.db"
+assert_eq "packed traces: no series in the compact database" "0" \
+    "$(sqlite3 "$TMP/packed.c.db" "SELECT count(*) FROM live_samples")"
+for j in "" --json; do
+    ms "packed-trend-c$j" analyze trend "$TMP/packed.c.db" $j
+    ms "packed-trend-f$j" analyze trend "$TMP/packed.f.db" $j
+    assert_eq "packed traces: analyze trend $j (replayed): the same on both" \
+        "$(cat "$TMP/packed-trend-f$j.out")" "$(cat "$TMP/packed-trend-c$j.out")"
+done
+
 # Analyses with options, on both: those that read the compact database as it is, through the
 # replay, and through the expansion (compare of steps, decompose at a time, one layer)
 at=$(sqlite3 "$TMP/steps.f.db" "SELECT ts_ns FROM events WHERE kind = 4 AND name = '2'")
@@ -130,6 +146,8 @@ leak_steps decompose --step 3
 leak_steps trend --json --limit 1000000
 pool leaks --layer pool:arena --json
 threads temporary --json --top 3
+threads temporary --layer heap --json
+leak_steps trend --layer heap --json
 EOT
 
 # The default output of memscope run: a compact database, packed while converting.
@@ -165,12 +183,10 @@ assert_eq "no traces: leaks still runs (it reads the tables)" 0 "$RC"
 ms badtemp analyze temporary "$TMP/bad.db"
 assert_eq "no traces: temporary still runs (site_stats)" 0 "$RC"
 ms badtrend analyze trend "$TMP/bad.db"
-assert_eq "no traces: trend (reads every event) fails" 1 "$RC"
-assert_match "... and says why" "holds no traces" "$(cat "$TMP/badtrend.err")"
-# temporary of one layer: the compact database counts the default layers; the full one answers
-ms templ analyze temporary "$TMP/threads.c.db" --layer 1 --json
-ms templf analyze temporary "$TMP/threads.f.db" --layer 1 --json
-assert_eq "temporary --layer 1: the same on both" "$(cat "$TMP/templf.out")" "$(cat "$TMP/templ.out")"
+assert_eq "no traces: trend still runs (the conversion computed its series)" 0 "$RC"
+ms baddec analyze decompose "$TMP/bad.db"
+assert_eq "no traces: decompose (reads every event) fails" 1 "$RC"
+assert_match "... and says why" "holds no traces" "$(cat "$TMP/baddec.err")"
 cp "$TMP/peak.c.db" "$TMP/bad2.db"
 sqlite3 "$TMP/bad2.db" "UPDATE trace_files SET name = '../escape.mst'"
 ms badname export "$TMP/bad2.db" --format=db -o "$TMP/bad2.e.db"

@@ -338,6 +338,69 @@ static int on_replayed(void *ctx, const struct ms_store_row *r)
     return on_row(x, r->id, r->kind, r->ts_ns, r->has_size ? r->size : 0, w, NULL, 0);
 }
 
+/* A compact database's owner series of the default layers, computed by the conversion
+ * (decompose_points, decompose_live, owner_peaks, meta all_peak_*): 1 when read, 0 when it has
+ * none (the caller replays), or an error. */
+static int precomputed(sqlite3 *db, struct series *s, long long nstepproc)
+{
+    long long n = 0;
+    if (scalar(db, "SELECT count(*) FROM decompose_points", &n) < 0 || n == 0)
+        return 0;
+    long long v;
+    if (scalar(db, "SELECT value FROM meta WHERE key = 'all_peak_event_id'", &v) == 0) {
+        s->peak_id = v;
+        if (scalar(db, "SELECT value FROM meta WHERE key = 'all_peak_ns'", &v) == 0)
+            s->peak_ts = v;
+        if (scalar(db, "SELECT value FROM meta WHERE key = 'all_peak_bytes'", &v) == 0)
+            s->total_peak = v;
+    }
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "SELECT owner_id, peak_bytes FROM owner_peaks", -1, &st, NULL) !=
+        SQLITE_OK)
+        return MS_EDB;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        long long w = sqlite3_column_int64(st, 0);
+        s->peak[w >= 0 && w < s->nowners ? w : 0] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    sqlite3_stmt *lv;
+    if (sqlite3_prepare_v2(db, "SELECT p.point, p.kind, p.step, p.ts_ns, (SELECT pid FROM "
+                               "processes WHERE id = p.process_id) FROM decompose_points p "
+                               "ORDER BY p.point",
+                           -1, &st, NULL) != SQLITE_OK)
+        return MS_EDB;
+    if (sqlite3_prepare_v2(db, "SELECT owner_id, live_bytes FROM decompose_live WHERE point = ?",
+                           -1, &lv, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return MS_EDB;
+    }
+    int rc = 0, sample = 0;
+    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+        memset(s->live, 0, (size_t)s->nowners * sizeof *s->live);
+        sqlite3_bind_int64(lv, 1, sqlite3_column_int64(st, 0));
+        while (sqlite3_step(lv) == SQLITE_ROW) {
+            long long w = sqlite3_column_int64(lv, 0);
+            s->live[w >= 0 && w < s->nowners ? w : 0] += sqlite3_column_int64(lv, 1);
+        }
+        sqlite3_reset(lv);
+        char label[40];
+        int kind = sqlite3_column_int(st, 1);
+        if (kind == 0 && nstepproc > 1)
+            snprintf(label, sizeof label, "pid %d step %lld", sqlite3_column_int(st, 4),
+                     (long long)sqlite3_column_int64(st, 2));
+        else if (kind == 0)
+            snprintf(label, sizeof label, "step %lld", (long long)sqlite3_column_int64(st, 2));
+        else if (kind == 1)
+            snprintf(label, sizeof label, "%d/%d of the run", ++sample, NSAMPLES);
+        else
+            snprintf(label, sizeof label, "end");
+        rc = add_point(s, label, sqlite3_column_int64(st, 3));
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(lv);
+    return rc < 0 ? rc : 1;
+}
+
 /* One scan of the memory and STEP events: live bytes per owner, the peak, the sample points. */
 static int scan(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, struct series *s,
                 int64_t t0, int64_t t1)
@@ -374,6 +437,8 @@ static int scan(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, str
     }
     struct scan_ctx x = {.s = s, .nstepproc = nstepproc, .t0 = t0, .t1 = t1};
     int rc = 0;
+    if (ms_store_is_compact(db) && !o->layer && (rc = precomputed(db, s, nstepproc)) != 0)
+        return rc < 0 ? rc : 0;
     if (ms_store_is_compact(db)) {
         /* the same rows from the traces (ms_store_replay); a block's owner is that of its
          * MALLOC unless a tag changed it, and then the compact database has its row */

@@ -513,6 +513,9 @@ static int event_record(const struct ms_record *r)
 static int pass1(struct conv *c)
 {
     c->trend_ok = c->o->compact && !c->o->sink;
+    for (size_t i = 0; i < c->nprocs; i++) /* meta.start_time_ns */
+        if (i == 0 || (int64_t)c->procs[i].tr.hdr.start_real_ns < c->run_start_ns)
+            c->run_start_ns = (int64_t)c->procs[i].tr.hdr.start_real_ns;
     struct ms_trace_cursor *cur = calloc(1, sizeof *cur);
     if (!cur)
         return conv__oom(c, "cursor");
@@ -1388,6 +1391,7 @@ static int apply_tag(struct conv *c, struct proc *p, const char *m, size_t n)
             return rc;
     }
     b->owner_id = id;
+    c->retagged = 1;
     b->keep = 1; /* retagged: the compact database keeps its row (its owner is not the one
                   * its MALLOC had) */
     return 0;
@@ -1437,7 +1441,7 @@ static int on_annotation(struct conv *c, struct stream *s)
         sqlite3_bind_int64(c->ins_step, 4, s->ts);
         sqlite3_bind_int64(c->ins_step, 5, c->next_event);
         p->step_start_ns = s->ts;
-        if (c->trend_ok && (rc = conv__compact_step(c, p)) < 0)
+        if (c->trend_ok && (rc = conv__compact_step(c, p, s->ts)) < 0)
             return rc;
         return conv__step_reset(c, c->ins_step, "insert step");
     }
@@ -1625,8 +1629,8 @@ static int pass2(struct conv *c)
             rc = fail(c, -EINTR, "interrupted");
             break;
         }
-        if (c->trend_ok)
-            conv__compact_sample(c, s->ts);
+        if (c->trend_ok && (rc = conv__compact_sample(c, s->ts)) < 0)
+            break;
         rc = on_event(c, s);
         if (!stream_fill(c, s))
             heap[0] = heap[--nheap];
@@ -2103,6 +2107,10 @@ static void conv_release(struct conv *c)
     free(c->kept);
     free(c->all_closed);
     free(c->step_lives);
+    free(c->own_live);
+    free(c->own_peak);
+    free(c->dpoints);
+    free(c->dpairs);
     free(c->sites);
     ms_addrmap_release(&c->site_ids);
     ms_strtab_release(&c->strings);

@@ -27,20 +27,85 @@ void conv__compact_live(struct conv *c, int64_t delta)
         c->trend_max = c->trend_live;
 }
 
-void conv__compact_sample(struct conv *c, int64_t ts)
+/* Decompose's point: the live bytes of every owner now. */
+static int owner_point(struct conv *c, int kind, int64_t process_id, int64_t step, int64_t ts)
 {
-    if (!c->next_event)
-        return; /* the first events row is t0: nothing is due before it */
-    /* analyze trend's sample times, to the same integer arithmetic */
+    if (c->ndpoints == c->adpoints &&
+        conv__grow((void **)&c->dpoints, &c->adpoints, c->ndpoints, sizeof *c->dpoints,
+                   1u << 24) < 0)
+        return conv__oom(c, "owner series");
+    struct dpoint *d = &c->dpoints[c->ndpoints++];
+    *d = (struct dpoint){kind, process_id, step, ts, c->ndpairs, 0};
+    for (size_t w = 0; w < c->nown; w++) {
+        if (!c->own_live[w])
+            continue;
+        if (c->ndpairs == c->adpairs &&
+            conv__grow((void **)&c->dpairs, &c->adpairs, c->ndpairs, sizeof *c->dpairs,
+                       1u << 28) < 0)
+            return conv__oom(c, "owner series");
+        c->dpairs[c->ndpairs][0] = (int64_t)w;
+        c->dpairs[c->ndpairs++][1] = c->own_live[w];
+        d->n++;
+    }
+    return 0;
+}
+
+/* decompose's time sample k (0..9) of a run from t0 to t1, to the same arithmetic */
+static int64_t dsample_ts(int64_t t0, int64_t t1, int k)
+{
+    if (t1 < t0)
+        t1 = t0;
+    return t0 + (int64_t)((double)(t1 - t0) * (k + 1) / 10);
+}
+
+int conv__compact_sample(struct conv *c, int64_t ts)
+{
+    /* analyze trend's sample times, to the same integer arithmetic (its t0 is the first events
+     * row: nothing is due before it) */
     int64_t t0 = c->first_event_ns, span = c->t1_guess - t0;
-    while (c->trend_k <= TREND_POINTS &&
+    while (c->next_event && c->trend_k <= TREND_POINTS &&
            t0 + span / TREND_POINTS * c->trend_k + span % TREND_POINTS * c->trend_k / TREND_POINTS <
                ts)
         c->trend_samples[c->trend_k++] = c->trend_live;
+    /* analyze decompose's, without steps (taken in any case: steps are known at the end) */
+    while (c->dsample < 10 && ts > dsample_ts(c->run_start_ns, c->t1_guess, c->dsample)) {
+        int rc = owner_point(c, 1, 0, 0, dsample_ts(c->run_start_ns, c->t1_guess, c->dsample));
+        if (rc < 0)
+            return rc;
+        c->dsample++;
+    }
+    return 0;
 }
 
-int conv__compact_step(struct conv *c, const struct proc *p)
+/* A MALLOC (delta > 0) or FREE of a block of owner w: decompose's live bytes per owner. */
+static int owner_live(struct conv *c, int64_t w, int64_t delta)
 {
+    if (w < 0)
+        w = 0;
+    if ((size_t)w >= c->nown) {
+        size_t n = (size_t)w + 64;
+        int64_t *a = realloc(c->own_live, n * sizeof *a), *b;
+        if (!a)
+            return conv__oom(c, "owner series");
+        c->own_live = a;
+        if (!(b = realloc(c->own_peak, n * sizeof *b)))
+            return conv__oom(c, "owner series");
+        c->own_peak = b;
+        memset(a + c->nown, 0, (n - c->nown) * sizeof *a);
+        memset(b + c->nown, 0, (n - c->nown) * sizeof *b);
+        c->nown = n;
+    }
+    c->own_live[w] += delta;
+    if (c->own_live[w] > c->own_peak[w])
+        c->own_peak[w] = c->own_live[w];
+    return 0;
+}
+
+int conv__compact_step(struct conv *c, const struct proc *p, int64_t ts)
+{
+    int rc = owner_point(c, 0, p->id, p->steps, ts);
+    if (rc < 0)
+        return rc;
     int64_t live = 0;
     for (size_t l = 0; l < p->nls; l++)
         if (p->ls[l].used && conv__default_layer((int)l))
@@ -94,15 +159,86 @@ static int write_trend(struct conv *c)
     return rc;
 }
 
+/* Decompose's moment (the peak of all default layers) and, when exact, its owner series
+ * (decompose_points, decompose_live, owner_peaks). */
+static int write_decompose(struct conv *c)
+{
+    sqlite3_stmt *m = NULL, *pt = NULL, *lv = NULL, *pk = NULL;
+    int rc = conv__prepare(c, &m, "INSERT INTO meta VALUES (?, ?)");
+    const char *keys[] = {"all_peak_event_id", "all_peak_ns", "all_peak_bytes"};
+    int64_t vals[] = {c->all_peak_event, c->all_peak_ns, c->all_peak};
+    for (int i = 0; i < 3 && rc == 0 && c->all_peak_event; i++) {
+        sqlite3_bind_text(m, 1, keys[i], -1, SQLITE_STATIC);
+        sqlite3_bind_int64(m, 2, vals[i]);
+        rc = conv__step_reset(c, m, "insert meta");
+    }
+    sqlite3_finalize(m);
+    int steps = 0;
+    for (size_t i = 0; i < c->ndpoints; i++)
+        steps |= c->dpoints[i].kind == 0;
+    /* exact: no tag changed an owner, and without steps the samples' times were right */
+    if (rc < 0 || !c->trend_ok || c->retagged || !c->next_event ||
+        (!steps && c->t1_guess != c->last_event_ns))
+        return rc;
+    int64_t t1 = c->last_event_ns;
+    if (steps)
+        rc = owner_point(c, 2, 0, 0, t1 < c->run_start_ns ? c->run_start_ns : t1);
+    while (rc == 0 && !steps && c->dsample < 10) {
+        rc = owner_point(c, 1, 0, 0, dsample_ts(c->run_start_ns, t1, c->dsample));
+        c->dsample++;
+    }
+    if (rc == 0)
+        rc = conv__prepare(c, &pt, "INSERT INTO decompose_points VALUES (?,?,?,?,?)");
+    if (rc == 0)
+        rc = conv__prepare(c, &lv, "INSERT INTO decompose_live VALUES (?,?,?)");
+    if (rc == 0)
+        rc = conv__prepare(c, &pk, "INSERT INTO owner_peaks VALUES (?,?)");
+    for (size_t i = 0, n = 0; i < c->ndpoints && rc == 0; i++) {
+        const struct dpoint *d = &c->dpoints[i];
+        if (steps ? d->kind == 1 : d->kind != 1)
+            continue; /* the other series */
+        sqlite3_bind_int64(pt, 1, (int64_t)n);
+        sqlite3_bind_int(pt, 2, d->kind);
+        sqlite3_bind_int64(pt, 3, d->process_id);
+        sqlite3_bind_int64(pt, 4, d->step);
+        sqlite3_bind_int64(pt, 5, d->ts);
+        rc = conv__step_reset(c, pt, "insert decompose_points");
+        for (size_t k = d->first; k < d->first + d->n && rc == 0; k++) {
+            sqlite3_bind_int64(lv, 1, (int64_t)n);
+            sqlite3_bind_int64(lv, 2, c->dpairs[k][0]);
+            sqlite3_bind_int64(lv, 3, c->dpairs[k][1]);
+            rc = conv__step_reset(c, lv, "insert decompose_live");
+        }
+        n++;
+    }
+    for (size_t w = 0; w < c->nown && rc == 0; w++) {
+        if (!c->own_peak[w])
+            continue;
+        sqlite3_bind_int64(pk, 1, (int64_t)w);
+        sqlite3_bind_int64(pk, 2, c->own_peak[w]);
+        rc = conv__step_reset(c, pk, "insert owner_peaks");
+    }
+    sqlite3_finalize(pt);
+    sqlite3_finalize(lv);
+    sqlite3_finalize(pk);
+    return rc;
+}
+
 int conv__compact_event(struct conv *c, const struct stream *s, int kind, int layer, int64_t size,
                         int64_t stack, int64_t alloc_id)
 {
     struct thread *t = &c->threads[s->thread - 1];
+    int64_t owner = c->row_owner;
+    c->row_owner = 0;
     if (kind == MS_KIND_FREE) {
         if (reserve_layer(layer))
             return 0;
-        if (alloc_id)
+        if (alloc_id) {
             c->all_live -= size;
+            int rc = c->trend_ok ? owner_live(c, owner, -size) : 0;
+            if (rc < 0)
+                return rc;
+        }
         if (alloc_id && t->tmp_alloc == alloc_id) {
             c->sites[t->tmp_site].temporary++;
             c->sites[t->tmp_site].temp_bytes += size;
@@ -133,8 +269,12 @@ int conv__compact_event(struct conv *c, const struct stream *s, int kind, int la
         if (c->all_live > c->all_peak) {
             c->all_peak = c->all_live;
             c->all_peak_alloc = alloc_id;
+            c->all_peak_event = c->next_event;
+            c->all_peak_ns = s->ts;
             c->nall_closed = 0; /* closed before this peak: not live at it */
         }
+        if (c->trend_ok)
+            return owner_live(c, owner, size);
     }
     return 0;
 }
@@ -290,6 +430,8 @@ int conv__compact_finish(struct conv *c)
         rc = write_sites(c);
     if (rc == 0)
         rc = write_trend(c);
+    if (rc == 0)
+        rc = write_decompose(c);
     if (rc == 0 && (rc = ms_embed_finish(&c->embed, c->db, c->err, c->errlen)) < 0)
         return rc;
     return rc;

@@ -259,6 +259,22 @@ struct conv {
         int64_t event_id, process_id, step, live;
     } *step_lives;
     size_t nstep_lives, astep_lives;
+    /* Compact output: decompose's owner series (live bytes per owner at each STEP row, or at
+     * ten times over the run, and at the end; each owner's peak), exact unless a tag changed a
+     * block's owner (retagged) */
+    int retagged;
+    int64_t all_peak_event, all_peak_ns, run_start_ns;
+    int64_t *own_live, *own_peak;
+    size_t nown;
+    struct dpoint {
+        int kind;             /* 0: a STEP row, 1: a time sample */
+        int64_t process_id, step, ts;
+        size_t first, n;      /* its (owner, live) pairs in dpairs */
+    } *dpoints;
+    size_t ndpoints, adpoints;
+    int64_t (*dpairs)[2];
+    size_t ndpairs, adpairs;
+    int dsample;              /* time samples taken */
 
     int64_t next_event, next_alloc, next_frame, next_module, next_range;
     int64_t first_event_ns, last_event_ns; /* of the events rows (meta) */
@@ -339,10 +355,11 @@ int conv__compact_event(struct conv *c, const struct stream *s, int kind, int la
 int conv__default_layer(int layer);
 /* Live bytes of the default layers change by delta (trend's series). */
 void conv__compact_live(struct conv *c, int64_t delta);
-/* Trend's time samples due before an event at ts. */
-void conv__compact_sample(struct conv *c, int64_t ts);
-/* A STEP row of process p was written: trend's live bytes of p at that step end. */
-int conv__compact_step(struct conv *c, const struct proc *p);
+/* Trend's and decompose's time samples due before an event at ts. */
+int conv__compact_sample(struct conv *c, int64_t ts);
+/* A STEP row of process p was written: trend's live bytes of p at that step end, decompose's
+ * live bytes per owner. */
+int conv__compact_step(struct conv *c, const struct proc *p, int64_t ts);
 /* Keeps the row of a closed block if the compact database has it. */
 int conv__compact_block(struct conv *c, struct proc *p, const struct closed_block *cb);
 /* Writes the kept blocks rows, in allocation order. */

@@ -550,6 +550,7 @@ static int pass1(struct conv *c)
                 else if (r.type == MS_REC_EXTENSION && r.fn == MS_EXT_CUDA_FUNC)
                     rc = add_kernel(c, p, &r);
             }
+            ms_trace_drop_chunk(&p->tr, k); /* pass 2 reads it again, from the page cache */
         }
         if (p->pta)
             c->trend_ok = 0; /* its events come from the pickle */
@@ -2002,13 +2003,16 @@ static int open_schema(struct conv *c)
 {
     /* Big pages for the full database's big tables; the compact one has small tables (one
      * page each at least) and blobs, which take 4 KiB pages as well. */
-    int rc = conv__exec(c, c->o->compact ? "PRAGMA page_size=4096;" : "PRAGMA page_size=65536;",
-                      "setup");
+    /* (the compact database's pages are mostly its traces, written once: a small cache) */
+    int rc = conv__exec(c,
+                        c->o->compact ? "PRAGMA page_size=4096; PRAGMA cache_size=-16384;"
+                                      : "PRAGMA page_size=65536; PRAGMA cache_size=-262144;",
+                        "setup");
     if (rc == 0)
         rc = conv__exec(c,
                       "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
                       "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;"
-                      "PRAGMA cache_size=-262144; PRAGMA threads=2; BEGIN;",
+                      "PRAGMA threads=2; BEGIN;",
                       "setup");
     if (rc == 0)
         rc = conv__exec(c, ms_schema_sql, "create schema");

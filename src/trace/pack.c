@@ -1702,6 +1702,8 @@ static void *worker(void *arg)
             pack(&pl->jobs[i], m);
         else
             pl->jobs[i].rc = MS_ENOMEM;
+        for (size_t k = pl->jobs[i].first; k < pl->jobs[i].end; k++)
+            ms_trace_drop_chunk(pl->jobs[i].t, k); /* packed: not read again */
         pthread_mutex_lock(&pl->lock);
         pl->jobs[i].done = 1;
         write_done(pl);

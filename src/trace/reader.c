@@ -527,6 +527,20 @@ size_t ms_trace_stream_init(struct ms_trace_stream *s, struct ms_trace *t, size_
     return end;
 }
 
+void ms_trace_drop_chunk(const struct ms_trace *t, size_t k)
+{
+    if (!t->mapped || k >= t->nchunks)
+        return;
+    /* the whole pages inside the chunk (a packed chunk shares its first and last) */
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)(t->data + t->chunks[k].offset);
+    uintptr_t hi = lo + t->chunks[k].size;
+    lo = (lo + page - 1) & ~(page - 1);
+    hi &= ~(page - 1);
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 int ms_trace_stream_next(struct ms_trace_stream *s, struct ms_record *r)
 {
     while (s->chunk < s->end) {
@@ -538,6 +552,7 @@ int ms_trace_stream_next(struct ms_trace_stream *s, struct ms_record *r)
             t->damaged_chunks++;
             warn_once(t, "malformed record in chunk", t->chunks[s->chunk].offset);
         }
+        ms_trace_drop_chunk(s->t, s->chunk); /* read: its pages leave the process */
         if (++s->chunk < s->end)
             ms_trace_cursor_init(&s->cur, s->t, s->chunk);
     }

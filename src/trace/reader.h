@@ -51,6 +51,10 @@ int ms_trace_open_mem(struct ms_trace *t, const uint8_t *data, size_t len);
 /* Frees what ms_trace_open* allocated. Accepts a zeroed or already released struct. */
 void ms_trace_release(struct ms_trace *t);
 
+/* Says chunk k will not be read soon: its pages of a mapped file leave the process (they are
+ * read again from the file if it is). Keeps a reader of a big trace from holding all of it. */
+void ms_trace_drop_chunk(const struct ms_trace *t, size_t k);
+
 /* One decoded record. Pointers point into the file or into the cursor and are valid until the
  * next call on the same cursor. */
 struct ms_record {

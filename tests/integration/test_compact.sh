@@ -213,4 +213,27 @@ assert_eq "export --format=db of a full database: refused" 1 "$RC"
 assert_match "... and says why" "already a full database" "$(cat "$TMP/fullexp.err")"
 assert_eq "no temporary expansion left in TMPDIR" "" "$(ls -A "$TMPDIR")"
 
+# A full disk during the conversion (the file size limit stands in for it, SIGXFSZ ignored as
+# memscope's own writes then fail with EFBIG): a clear error, nothing half-written left, and the
+# traces untouched. 8 KiB stops the packing of the trace; 8 KiB less than the database, whose
+# tables take more than that beside the packed trace, its commit.
+ms big-rec run --format=trace --no-pack -o "$TMP/big.trace" -- "$PROGS/threads" 4 50000
+before=$(md5sum "$TMP"/big.trace/*.mst)
+ms big-ok import "$TMP/big.trace" -o "$TMP/big.db"
+for kib in 8 $(($(stat -c %s "$TMP/big.db") / 1024 - 8)); do
+    mkdir "$TMP/out$kib"
+    (
+        trap '' XFSZ
+        ulimit -f $kib
+        "$MEMSCOPE" import "$TMP/big.trace" -o "$TMP/out$kib/x.db" >"$TMP/full$kib.out" 2>"$TMP/full$kib.err"
+    ) </dev/null
+    rc=$?
+    assert_eq "disk full ($kib KiB): import fails" 1 "$rc"
+    assert_match "disk full ($kib KiB): says why" "cannot pack .*File too large|disk I/O error" \
+        "$(cat "$TMP/full$kib.err")"
+    assert_eq "disk full ($kib KiB): nothing left beside the database" "" \
+        "$(ls -A "$TMP/out$kib" 2>/dev/null)"
+done
+assert_eq "disk full: the traces untouched" "$before" "$(md5sum "$TMP"/big.trace/*.mst)"
+
 done_testing

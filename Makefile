@@ -15,8 +15,9 @@ example: all
 	$(BUILD)/memscope run -o out/example.db -- $(BUILD)/leaky
 	@echo "--- the same run, analysed (memscope analyze leaks):"
 	$(BUILD)/memscope analyze leaks out/example.db --top 3
-	@echo "--- and straight from the database (sqlite3 out/example.db):"
-	sqlite3 -header -column out/example.db \
+	@echo "--- its full database, one row per event as msMemScope's memscope_dump:"
+	$(BUILD)/memscope export out/example.db --format=db -o out/example-full.db
+	sqlite3 -header -column out/example-full.db \
 	  "SELECT \"Event\", count(*) AS events, sum(json_extract(\"Attr\", '$$.size')) AS bytes FROM memscope_dump GROUP BY 1"
 
 check: check-werror check-asan check-fuzz

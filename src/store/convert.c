@@ -1639,7 +1639,7 @@ static int pass2(struct conv *c)
             heap_down(heap, nheap, 0);
     }
     free(heap);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; streams && i < n; i++) {
         free(streams[i].pre);
         free(streams[i].sizes);
     }

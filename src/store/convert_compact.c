@@ -1,8 +1,11 @@
 /* convert_compact.c: what the compact database (o->compact, docs/database.md) adds to the
- * conversion: which blocks rows it keeps (live at exit, at a peak, across a step end or an OOM),
- * and its traces, packed on other threads while the conversion reads them, stored in
- * trace_files. Workload: one call per closed block (most return at once); the packing runs
- * beside the whole conversion. */
+ * conversion: which blocks rows it keeps (conv__compact_block); what the analyses would
+ * otherwise replay every event for, computed in the same pass: allocations and temporaries per
+ * call site (site_stats), trend's series, decompose's moment and owner series; and its traces,
+ * packed on other threads while the conversion reads them, stored in trace_files.
+ * Workload: a few additions per MALLOC and FREE and per closed block; a snapshot of the owners'
+ * live bytes per STEP (capped: MAX_DPOINTS, MAX_DPAIRS); the packing runs beside the whole
+ * conversion. */
 #include "convert_internal.h"
 
 /* The regions pools carve from (a user pool's reserve layer, PyTorch's segments): not among
@@ -27,12 +30,21 @@ void conv__compact_live(struct conv *c, int64_t delta)
         c->trend_max = c->trend_live;
 }
 
+/* Beyond these the series are not computed (the analyses replay the traces) rather than take
+ * more memory: 1M points, 8M (owner, live) pairs (128 MiB). */
+#define MAX_DPOINTS (1u << 20)
+#define MAX_DPAIRS (1u << 23)
+
 /* Decompose's point: the live bytes of every owner now. */
 static int owner_point(struct conv *c, int kind, int64_t process_id, int64_t step, int64_t ts)
 {
+    if (c->ndpoints >= MAX_DPOINTS || c->ndpairs + c->nown > MAX_DPAIRS) {
+        c->trend_ok = 0; /* too many steps and owners: trend and decompose will replay */
+        return 0;
+    }
     if (c->ndpoints == c->adpoints &&
         conv__grow((void **)&c->dpoints, &c->adpoints, c->ndpoints, sizeof *c->dpoints,
-                   1u << 24) < 0)
+                   MAX_DPOINTS) < 0)
         return conv__oom(c, "owner series");
     struct dpoint *d = &c->dpoints[c->ndpoints++];
     *d = (struct dpoint){kind, process_id, step, ts, c->ndpairs, 0};
@@ -41,7 +53,7 @@ static int owner_point(struct conv *c, int kind, int64_t process_id, int64_t ste
             continue;
         if (c->ndpairs == c->adpairs &&
             conv__grow((void **)&c->dpairs, &c->adpairs, c->ndpairs, sizeof *c->dpairs,
-                       1u << 28) < 0)
+                       MAX_DPAIRS) < 0)
             return conv__oom(c, "owner series");
         c->dpairs[c->ndpairs][0] = (int64_t)w;
         c->dpairs[c->ndpairs++][1] = c->own_live[w];
@@ -104,7 +116,7 @@ static int owner_live(struct conv *c, int64_t w, int64_t delta)
 int conv__compact_step(struct conv *c, const struct proc *p, int64_t ts)
 {
     int rc = owner_point(c, 0, p->id, p->steps, ts);
-    if (rc < 0)
+    if (rc < 0 || !c->trend_ok)
         return rc;
     int64_t live = 0;
     for (size_t l = 0; l < p->nls; l++)
@@ -112,7 +124,7 @@ int conv__compact_step(struct conv *c, const struct proc *p, int64_t ts)
             live += p->ls[l].st.live_bytes;
     if (c->nstep_lives == c->astep_lives &&
         conv__grow((void **)&c->step_lives, &c->astep_lives, c->nstep_lives,
-                   sizeof *c->step_lives, 1u << 26) < 0)
+                   sizeof *c->step_lives, MAX_DPOINTS) < 0)
         return conv__oom(c, "step ends");
     c->step_lives[c->nstep_lives++] =
         (struct step_live){c->next_event, p->id, p->steps, live};

@@ -18,7 +18,6 @@ struct ms_analyze_opts {
     int warmup;               /* leaks: steps <= warmup are ignored (default 1: steps 0 and 1) */
     int step_a, step_b;       /* compare --steps A,B (0 = not given) */
     const char *other_db;     /* compare: a second database (NULL: compare steps of one) */
-    const char *other_name;   /* compare: how to name it (NULL: other_db's file name) */
     uint64_t limit;           /* trend --limit BYTES (0 = none) */
     int64_t at_ns;            /* decompose --at NS (epoch ns; 0 = not given) */
     int at_step;              /* decompose --step N (0 = not given) */
@@ -112,6 +111,10 @@ struct ms_layer_set {
 int ms__layer_set_load(sqlite3 *db, const struct ms_analyze_opts *o, struct ms_layer_set *s);
 /* 1 when layer is selected. */
 int ms__layer_selected(const struct ms_layer_set *s, int64_t layer);
+
+/* 1 when a compact database says a tag changed a block's owner after its allocation (its
+ * site_stats then name the owners blocks had when allocated, not their last). */
+int ms__compact_retagged(sqlite3 *db);
 
 /* The run's start (meta.start_time_ns, else the first event), for relative times. */
 int64_t ms__run_start_ns(sqlite3 *db);

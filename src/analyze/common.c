@@ -259,6 +259,17 @@ int ms__layer_selected(const struct ms_layer_set *s, int64_t layer)
     return 1;
 }
 
+int ms__compact_retagged(sqlite3 *db)
+{
+    sqlite3_stmt *st;
+    int yes = 0;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM meta WHERE key = 'retagged'", -1, &st, NULL) ==
+        SQLITE_OK)
+        yes = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return yes;
+}
+
 int64_t ms__run_start_ns(sqlite3 *db)
 {
     sqlite3_stmt *st;

@@ -15,6 +15,7 @@
 #include "files.h"
 
 #include "error.h"
+#include "store.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -136,15 +137,26 @@ static int load_side(const struct side *sd, const struct ms_analyze_opts *o, int
     char stepc[48] = "";
     if (sd->step > 0)
         snprintf(stepc, sizeof stepc, " AND b.step = %d", sd->step);
-    /* One scan: grouped by (layer, stack, owner), then summed by site and by owner here. */
-    snprintf(q, sizeof q,
-             "SELECT l.name, b.stack_id, %s, COUNT(*), SUM(b.size), SUM(b.free_ns IS NULL), "
-             "TOTAL(CASE WHEN b.free_ns IS NULL THEN b.size END) "
-             "FROM blocks b LEFT JOIN layers l ON l.id = b.layer %s WHERE %s%s "
-             "GROUP BY b.layer, b.stack_id%s",
-             sd->has_owner ? "w.label" : "NULL",
-             sd->has_owner ? "LEFT JOIN owners w ON w.id = b.owner_id" : "", filter, stepc,
-             sd->has_owner ? ", b.owner_id" : "");
+    /* One scan: grouped by (layer, stack, owner), then summed by site and by owner here. A
+     * compact database has these sums by (process, layer, stack, owner, step) in site_stats. */
+    if (ms_store_is_compact(sd->db))
+        snprintf(q, sizeof q,
+                 "SELECT l.name, b.stack_id, %s, SUM(b.allocs), SUM(b.alloc_bytes), "
+                 "SUM(b.live_blocks), TOTAL(b.live_bytes) "
+                 "FROM site_stats b LEFT JOIN layers l ON l.id = b.layer %s WHERE %s%s "
+                 "GROUP BY b.layer, b.stack_id%s",
+                 sd->has_owner ? "w.label" : "NULL",
+                 sd->has_owner ? "LEFT JOIN owners w ON w.id = b.owner_id" : "", filter, stepc,
+                 sd->has_owner ? ", b.owner_id" : "");
+    else
+        snprintf(q, sizeof q,
+                 "SELECT l.name, b.stack_id, %s, COUNT(*), SUM(b.size), SUM(b.free_ns IS NULL), "
+                 "TOTAL(CASE WHEN b.free_ns IS NULL THEN b.size END) "
+                 "FROM blocks b LEFT JOIN layers l ON l.id = b.layer %s WHERE %s%s "
+                 "GROUP BY b.layer, b.stack_id%s",
+                 sd->has_owner ? "w.label" : "NULL",
+                 sd->has_owner ? "LEFT JOIN owners w ON w.id = b.owner_id" : "", filter, stepc,
+                 sd->has_owner ? ", b.owner_id" : "");
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(sd->db, q, -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "compare: %s", sqlite3_errmsg(sd->db));
@@ -273,96 +285,126 @@ static int load_bounds(sqlite3 *db, int step, struct bounds *b)
 
 /* Reads the ops of db (of step `step` when > 0: those whose RANGE_END falls in the step), in
  * the order they end, with the bytes allocated inside each. */
+/* The op scan's state. */
+struct opctx {
+    int step;
+    struct bounds bd;
+    struct tstack **threads;
+    size_t nthreads;
+    struct opseq *out;
+    struct ms_layer_set layers; /* a compact database's replay */
+};
+
+/* One row: RANGE_START (6), RANGE_END (7) or MALLOC (1, of a selected layer), in id order. */
+static int op_row(struct opctx *x, int64_t id, int kind, int proc, int64_t tid, long long size,
+                  const char *name)
+{
+    struct opseq *out = x->out;
+    if (tid < 0 || tid > (1 << 24)) /* hostile input: thread ids are dense from 1 */
+        return 0;
+    if ((size_t)tid >= x->nthreads) {
+        if (kind == 1)
+            return 0; /* no op ever opened on this thread */
+        size_t nn = (size_t)tid + 16;
+        struct tstack **t = realloc(x->threads, nn * sizeof *t);
+        if (!t)
+            return MS_ENOMEM;
+        memset(t + x->nthreads, 0, (nn - x->nthreads) * sizeof *t);
+        x->threads = t;
+        x->nthreads = nn;
+    }
+    struct tstack *ts = x->threads[tid];
+    if (kind == 1) {
+        if (!ts)
+            return 0;
+        for (int d = 0; d < ts->depth && d < MAX_OP_DEPTH; d++)
+            out->v[ts->idx[d]].bytes += size;
+    } else if (kind == 6) {
+        if (!ts && !(ts = x->threads[tid] = calloc(1, sizeof *ts)))
+            return MS_ENOMEM;
+        if (ts->depth >= MAX_OP_DEPTH) {
+            ts->depth++; /* too deep: counted, not recorded */
+            return 0;
+        }
+        if (out->n == out->cap) {
+            size_t ncap = out->cap ? out->cap * 2 : 256;
+            struct op *v = realloc(out->v, ncap * sizeof *v);
+            if (!v)
+                return MS_ENOMEM;
+            out->v = v;
+            out->cap = ncap;
+        }
+        struct op *op = &out->v[out->n];
+        op->name = strdup(name ? name : "");
+        op->bytes = 0;
+        op->end_id = 0;
+        if (!op->name)
+            return MS_ENOMEM;
+        ts->idx[ts->depth++] = out->n++;
+    } else if (ts && ts->depth > 0) {
+        ts->depth--;
+        if (ts->depth < MAX_OP_DEPTH) {
+            int in = x->step <= 0 || (proc > 0 && proc < x->bd.nproc && id > x->bd.lo[proc] &&
+                                      id <= x->bd.hi[proc]);
+            /* end_id -1 marks ops outside the step, dropped below. */
+            out->v[ts->idx[ts->depth]].end_id = in ? id : -1;
+        }
+    }
+    return 0;
+}
+
+static int op_replayed(void *ctx, const struct ms_store_row *r)
+{
+    struct opctx *x = ctx;
+    if (r->kind == 1 ? !ms__layer_selected(&x->layers, r->layer) : r->kind != 6 && r->kind != 7)
+        return 0;
+    char *name = NULL;
+    if (r->kind == 6 && r->name && !(name = strndup(r->name, r->name_len)))
+        return MS_ENOMEM;
+    int rc = op_row(x, r->id, r->kind, (int)r->process_id, r->thread_id, r->has_size ? r->size : 0,
+                    name);
+    free(name);
+    return rc;
+}
+
 static int load_ops(sqlite3 *db, const struct ms_analyze_opts *o, int step, struct opseq *out,
                     char *err, size_t errlen)
 {
-    struct bounds bd = {0};
-    struct tstack **threads = NULL;
-    size_t nthreads = 0;
-    int rc = 0;
-    if (step > 0 && (rc = load_bounds(db, step, &bd)) < 0)
+    struct opctx x = {.step = step, .out = out};
+    int rc = 0, s = SQLITE_DONE;
+    sqlite3_stmt *st = NULL;
+    if (step > 0 && (rc = load_bounds(db, step, &x.bd)) < 0)
         goto done;
-    char filter[640], q[900];
-    ms__layer_filter(db, o, "layer", filter, sizeof filter);
-    snprintf(q, sizeof q,
-             "SELECT id, kind, process_id, thread_id, size, name FROM events "
-             "WHERE kind IN (6, 7) OR (kind = 1 AND %s) ORDER BY id",
-             filter);
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) {
-        rc = MS_EDB;
-        goto done;
-    }
-    int s;
-    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
-        int kind = sqlite3_column_int(st, 1);
-        int proc = sqlite3_column_int(st, 2);
-        int64_t tid = sqlite3_column_int64(st, 3);
-        if (tid < 0 || tid > (1 << 24)) /* hostile input: thread ids are dense from 1 */
-            continue;
-        if ((size_t)tid >= nthreads) {
-            if (kind == 1)
-                continue; /* no op ever opened on this thread */
-            size_t nn = (size_t)tid + 16;
-            struct tstack **t = realloc(threads, nn * sizeof *t);
-            if (!t) {
-                rc = MS_ENOMEM;
-                break;
-            }
-            memset(t + nthreads, 0, (nn - nthreads) * sizeof *t);
-            threads = t;
-            nthreads = nn;
+    if (ms_store_is_compact(db)) { /* the same rows from its traces */
+        if ((rc = ms__layer_set_load(db, o, &x.layers)) == 0)
+            rc = ms_store_replay(sqlite3_db_filename(db, "main"), op_replayed, &x, err, errlen);
+        if (rc < 0) {
+            for (size_t i = 0; i < x.nthreads; i++)
+                free(x.threads[i]);
+            free(x.threads);
+            free(x.bd.lo);
+            free(x.bd.hi);
+            return rc; /* err says why */
         }
-        struct tstack *ts = threads[tid];
-        if (kind == 1) {
-            if (!ts)
-                continue;
-            long long size = sqlite3_column_int64(st, 4);
-            for (int d = 0; d < ts->depth && d < MAX_OP_DEPTH; d++)
-                out->v[ts->idx[d]].bytes += size;
-        } else if (kind == 6) {
-            if (!ts && !(ts = threads[tid] = calloc(1, sizeof *ts))) {
-                rc = MS_ENOMEM;
-                break;
-            }
-            if (ts->depth >= MAX_OP_DEPTH) {
-                ts->depth++; /* too deep: counted, not recorded */
-                continue;
-            }
-            if (out->n == out->cap) {
-                size_t ncap = out->cap ? out->cap * 2 : 256;
-                struct op *v = realloc(out->v, ncap * sizeof *v);
-                if (!v) {
-                    rc = MS_ENOMEM;
-                    break;
-                }
-                out->v = v;
-                out->cap = ncap;
-            }
-            const char *name = (const char *)sqlite3_column_text(st, 5);
-            struct op *op = &out->v[out->n];
-            op->name = strdup(name ? name : "");
-            op->bytes = 0;
-            op->end_id = 0;
-            if (!op->name) {
-                rc = MS_ENOMEM;
-                break;
-            }
-            ts->idx[ts->depth++] = out->n++;
-        } else if (ts && ts->depth > 0) {
-            ts->depth--;
-            if (ts->depth < MAX_OP_DEPTH) {
-                int in = step <= 0 || (proc > 0 && proc < bd.nproc && id > bd.lo[proc] &&
-                                       id <= bd.hi[proc]);
-                /* end_id -1 marks ops outside the step, dropped below. */
-                out->v[ts->idx[ts->depth]].end_id = in ? id : -1;
-            }
+    } else {
+        char filter[640], q[900];
+        ms__layer_filter(db, o, "layer", filter, sizeof filter);
+        snprintf(q, sizeof q,
+                 "SELECT id, kind, process_id, thread_id, size, name FROM events "
+                 "WHERE kind IN (6, 7) OR (kind = 1 AND %s) ORDER BY id",
+                 filter);
+        if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) {
+            rc = MS_EDB;
+            goto done;
         }
+        while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW)
+            rc = op_row(&x, sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1),
+                        sqlite3_column_int(st, 2), sqlite3_column_int64(st, 3),
+                        sqlite3_column_int64(st, 4), (const char *)sqlite3_column_text(st, 5));
+        if (!rc && s != SQLITE_DONE)
+            rc = MS_EDB;
+        sqlite3_finalize(st);
     }
-    if (!rc && s != SQLITE_DONE)
-        rc = MS_EDB;
-    sqlite3_finalize(st);
     if (!rc) {
         size_t w = 0;
         for (size_t i = 0; i < out->n; i++) {
@@ -376,11 +418,11 @@ static int load_ops(sqlite3 *db, const struct ms_analyze_opts *o, int step, stru
             qsort(out->v, out->n, sizeof *out->v, by_end);
     }
 done:
-    for (size_t i = 0; i < nthreads; i++)
-        free(threads[i]);
-    free(threads);
-    free(bd.lo);
-    free(bd.hi);
+    for (size_t i = 0; i < x.nthreads; i++)
+        free(x.threads[i]);
+    free(x.threads);
+    free(x.bd.lo);
+    free(x.bd.hi);
     if (rc)
         snprintf(err, errlen, "compare: reading ops: %s",
                  rc == MS_EDB ? sqlite3_errmsg(db) : ms_strerror(rc));
@@ -734,6 +776,7 @@ int ms_analyze_compare(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, 
         return MS_EINVAL;
     }
     sqlite3 *db2 = NULL;
+    struct ms_store_full other = {.dir = ""};
     struct side sa = {db, 0, 0, ms__has_column(db, "blocks", "owner_id")};
     struct side sb = sa;
     char label_a[300], label_b[300];
@@ -770,15 +813,24 @@ int ms_analyze_compare(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, 
         snprintf(label_a, sizeof label_a, "step %d", o->step_a);
         snprintf(label_b, sizeof label_b, "step %d", o->step_b);
     } else {
+        /* a compact database whose owners a tag changed: its full database */
         if ((rc = ms_analyze_open(o->other_db, 0, &db2, err, errlen)) < 0)
             return rc;
+        if (ms_store_is_compact(db2) && ms__compact_retagged(db2)) {
+            sqlite3_close(db2);
+            db2 = NULL;
+            if ((rc = ms_store_full_open(&other, o->other_db, err, errlen)) < 0 ||
+                (rc = ms_analyze_open(other.path, 0, &db2, err, errlen)) < 0) {
+                ms_store_full_close(&other);
+                return rc;
+            }
+        }
         sb.db = db2;
         sb.has_owner = ms__has_column(db2, "blocks", "owner_id");
         sa.live = sb.live = 1;
-        const char *name = o->other_name ? o->other_name : o->other_db;
-        const char *base = strrchr(name, '/');
+        const char *base = strrchr(o->other_db, '/');
         snprintf(label_a, sizeof label_a, "this run");
-        snprintf(label_b, sizeof label_b, "%s", base ? base + 1 : name);
+        snprintf(label_b, sizeof label_b, "%s", base ? base + 1 : o->other_db);
     }
 
     struct result res;
@@ -908,5 +960,6 @@ done:
     cset_release(&res.live_owner);
     if (db2)
         sqlite3_close(db2);
+    ms_store_full_close(&other);
     return rc;
 }

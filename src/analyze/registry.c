@@ -39,11 +39,10 @@ static int not_at(sqlite3 *db, const struct ms_analyze_opts *o)
     return o->at_ns == 0;
 }
 
-/* without --steps or --with compare only says what it needs */
+/* compare reads site_stats, whose owners are those at allocation */
 static int compare_compact(sqlite3 *db, const struct ms_analyze_opts *o)
 {
-    (void)db;
-    return !o->step_a && !o->other_db;
+    return (!o->step_a && !o->other_db) || !ms__compact_retagged(db);
 }
 
 const struct ms_analysis ms_analyses[] = {

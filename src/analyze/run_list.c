@@ -143,22 +143,12 @@ int ms_analyze_run_list(const char *db_path, const char *names, const struct ms_
     if (rc < 0)
         return rc;
     d.compact = ms_store_is_compact(d.db);
-    struct ms_store_full other = {.dir = ""};
-    struct ms_analyze_opts oo = *o;
-    if (o->other_db) { /* compare --with a compact database: its full database */
-        if ((rc = ms_store_full_open(&other, o->other_db, err, errlen)) == 0) {
-            oo.other_db = other.path;
-            oo.other_name = o->other_name ? o->other_name : o->other_db;
-        }
-    }
-    if (rc == 0)
-        rc = run_all(&d, list, n, all, &oo, out, err, errlen);
+    rc = run_all(&d, list, n, all, o, out, err, errlen);
     sqlite3_close(d.db);
     sqlite3_close(d.full);
     if (d.full && d.wrote_full && rc == 0)
         rc = copy_findings(d.f.path, db_path, err, errlen);
     ms_store_full_close(&d.f);
-    ms_store_full_close(&other);
     return rc;
 }
 

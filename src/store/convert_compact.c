@@ -236,6 +236,45 @@ static int write_decompose(struct conv *c)
     return rc;
 }
 
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* The site_stats row of (process, layer, stack, owner at allocation, step), created when new:
+ * keyed by a hash of the five, a different key tried while another row holds it. */
+static int site_index(struct conv *c, int64_t proc, int layer, int64_t stack, int64_t owner,
+                      int64_t step, uint32_t *out)
+{
+    uint64_t k = mix64((uint64_t)stack ^ mix64((uint64_t)layer ^ mix64((uint64_t)proc ^
+                       mix64((uint64_t)owner ^ mix64((uint64_t)step)))));
+    for (;;) {
+        uint32_t i;
+        if (!ms_addrmap_get(&c->site_ids, k, &i))
+            break;
+        const struct site_stat *v = &c->sites[i];
+        if (v->process_id == proc && v->layer == layer && v->stack_id == stack &&
+            v->owner_id == owner && v->step == step) {
+            *out = i;
+            return 0;
+        }
+        k = mix64(k + 1);
+    }
+    if (c->nsites == c->asites &&
+        conv__grow((void **)&c->sites, &c->asites, c->nsites, sizeof *c->sites, MAX_STACKS) < 0)
+        return conv__oom(c, "call sites");
+    *out = (uint32_t)c->nsites++;
+    if (ms_addrmap_put(&c->site_ids, k, *out) < 0)
+        return conv__oom(c, "call sites");
+    c->sites[*out] = (struct site_stat){.process_id = proc, .stack_id = stack,
+                                        .owner_id = owner, .step = step, .layer = layer};
+    return 0;
+}
+
 int conv__compact_event(struct conv *c, const struct stream *s, int kind, int layer, int64_t size,
                         int64_t stack, int64_t alloc_id)
 {
@@ -258,20 +297,11 @@ int conv__compact_event(struct conv *c, const struct stream *s, int kind, int la
         t->tmp_alloc = 0;
         return 0;
     }
-    int64_t proc = c->procs[s->proc].id;
-    /* stack ids are unique over the database (below 2^26), layers below 4096 */
-    uint64_t key = stack > 0 ? (uint64_t)stack << 12 | (uint64_t)layer
-                             : 1ull << 63 | (uint64_t)proc << 12 | (uint64_t)layer;
+    const struct proc *p = &c->procs[s->proc];
     uint32_t i;
-    if (!ms_addrmap_get(&c->site_ids, key, &i)) {
-        if (c->nsites == c->asites &&
-            conv__grow((void **)&c->sites, &c->asites, c->nsites, sizeof *c->sites, MAX_STACKS) < 0)
-            return conv__oom(c, "call sites");
-        i = (uint32_t)c->nsites++;
-        if (ms_addrmap_put(&c->site_ids, key, i) < 0)
-            return conv__oom(c, "call sites");
-        c->sites[i] = (struct site_stat){.process_id = proc, .stack_id = stack, .layer = layer};
-    }
+    int rc = site_index(c, p->id, layer, stack, owner, p->steps + 1, &i);
+    if (rc < 0)
+        return rc;
     c->sites[i].allocs++;
     c->sites[i].bytes += size;
     if (!reserve_layer(layer)) {
@@ -291,11 +321,11 @@ int conv__compact_event(struct conv *c, const struct stream *s, int kind, int la
     return 0;
 }
 
-/* The site_stats rows. */
+/* The site_stats rows, and meta retagged. */
 static int write_sites(struct conv *c)
 {
     sqlite3_stmt *st;
-    int rc = conv__prepare(c, &st, "INSERT INTO site_stats VALUES (?,?,?,?,?,?,?)");
+    int rc = conv__prepare(c, &st, "INSERT INTO site_stats VALUES (?,?,?,?,?,?,?,?,?,?,?)");
     for (size_t i = 0; i < c->nsites && rc == 0; i++) {
         const struct site_stat *v = &c->sites[i];
         sqlite3_bind_int64(st, 1, v->process_id);
@@ -304,13 +334,22 @@ static int write_sites(struct conv *c)
             sqlite3_bind_int64(st, 3, v->stack_id);
         else
             sqlite3_bind_null(st, 3);
-        sqlite3_bind_int64(st, 4, v->allocs);
-        sqlite3_bind_int64(st, 5, v->bytes);
-        sqlite3_bind_int64(st, 6, v->temporary);
-        sqlite3_bind_int64(st, 7, v->temp_bytes);
+        if (v->owner_id > 0)
+            sqlite3_bind_int64(st, 4, v->owner_id);
+        else
+            sqlite3_bind_null(st, 4);
+        sqlite3_bind_int64(st, 5, v->step);
+        sqlite3_bind_int64(st, 6, v->allocs);
+        sqlite3_bind_int64(st, 7, v->bytes);
+        sqlite3_bind_int64(st, 8, v->temporary);
+        sqlite3_bind_int64(st, 9, v->temp_bytes);
+        sqlite3_bind_int64(st, 10, v->live_blocks);
+        sqlite3_bind_int64(st, 11, v->live_bytes);
         rc = conv__step_reset(c, st, "insert site_stats");
     }
     sqlite3_finalize(st);
+    if (rc == 0 && c->retagged) /* owners in site_stats are those at allocation */
+        rc = conv__exec(c, "INSERT INTO meta VALUES ('retagged', '1')", "meta");
     return rc;
 }
 
@@ -343,6 +382,15 @@ static int pool_layer(int layer)
 
 int conv__compact_block(struct conv *c, struct proc *p, const struct closed_block *cb)
 {
+    if (!cb->have_free) { /* live at the end: counted in its site_stats row */
+        uint32_t i;
+        int rc = site_index(c, cb->process_id, cb->layer, cb->b.stack_id, cb->b.base_owner_id,
+                            cb->b.step, &i);
+        if (rc < 0)
+            return rc;
+        c->sites[i].live_blocks++;
+        c->sites[i].live_bytes += cb->b.size;
+    }
     if (!cb->have_free || cb->b.moments != p->moments || cb->b.keep || pool_layer(cb->layer))
         return closed_push(c, &c->kept, &c->nkept, &c->akept, cb);
     struct layer_state *ls = &p->ls[cb->layer];

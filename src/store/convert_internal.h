@@ -237,12 +237,12 @@ struct conv {
     struct ms_embed embed;    /* the packed traces on their way into trace_files */
     /* Compact output: allocations per (process, layer, stack): the site_stats rows. */
     struct site_stat {
-        int64_t process_id, stack_id;
+        int64_t process_id, stack_id, owner_id, step; /* owner at allocation */
         int layer;
-        int64_t allocs, bytes, temporary, temp_bytes;
+        int64_t allocs, bytes, temporary, temp_bytes, live_blocks, live_bytes;
     } *sites;
     size_t nsites, asites;
-    struct ms_addrmap site_ids; /* (process, layer, stack) key -> sites index */
+    struct ms_addrmap site_ids; /* hash of (process, layer, stack, owner, step) -> sites index */
     /* Compact output: live bytes over the default layers of every process as MALLOC and FREE
      * rows add and remove them (decompose's total), its peak, and the blocks closed since that
      * were live at it (kept, as peak_closed per layer) */

@@ -109,6 +109,7 @@ compare_formats annotate "$PROGS/annotate"
 compare_formats tags "$PROGS/tag_marks"
 compare_formats fork "$PROGS/forker" "$TMP/fork.pid"
 compare_formats exec "$PROGS/exec_parent" "$PROGS/exec_child"
+compare_formats base "$AN/b_steps" base
 
 # Trend's and decompose's series are computed by the conversion of raw traces (the time of the
 # last event is known before); from packed ones the analyses replay them: the same either way.
@@ -134,6 +135,28 @@ assert_ne "decompose's series in the compact database" "0" \
 assert_eq "retagged blocks: no decompose series" "0" \
     "$(sqlite3 "$TMP/tags.c.db" "SELECT count(*) FROM decompose_points")"
 
+# compare of two runs, each kind against its own kind and a compact one against a full one
+mkdir -p "$TMP/cmpc" "$TMP/cmpf"
+cp "$TMP/base.c.db" "$TMP/cmpc/base.db"
+cp "$TMP/base.f.db" "$TMP/cmpf/base.db"
+for j in "" --json; do
+    ms "cmpc$j" analyze compare "$TMP/steps.c.db" --with "$TMP/cmpc/base.db" $j
+    ms "cmpf$j" analyze compare "$TMP/steps.f.db" --with "$TMP/cmpf/base.db" $j
+    ms "cmpx$j" analyze compare "$TMP/steps.c.db" --with "$TMP/cmpf/base.db" $j
+    assert_eq "compare --with $j: the same on both" "$(cat "$TMP/cmpf$j.out")" "$(cat "$TMP/cmpc$j.out")"
+    assert_eq "compare --with $j: compact against full, the same" "$(cat "$TMP/cmpf$j.out")" \
+        "$(cat "$TMP/cmpx$j.out")"
+done
+assert_match "compare --with: a report" "allocated" "$(cat "$TMP/cmpc.out")"
+# a compact database whose owners a tag changed: compare reads its full database
+cp "$TMP/tags.c.db" "$TMP/cmpc/tags.db"
+cp "$TMP/tags.f.db" "$TMP/cmpf/tags.db"
+ms cmpt analyze compare "$TMP/steps.c.db" --with "$TMP/cmpc/tags.db" --json
+ms cmptf analyze compare "$TMP/steps.f.db" --with "$TMP/cmpf/tags.db" --json
+assert_eq "compare --with a retagged compact database: the same" "$(cat "$TMP/cmptf.out")" \
+    "$(cat "$TMP/cmpt.out")"
+assert_match "... whose owners are the tags' (block B: PTA@weight)" "PTA@weight" "$(cat "$TMP/cmpt.out")"
+
 # Analyses with options, on both: those that read the compact database as it is, through the
 # replay, and through the expansion (compare of steps, decompose at a time, one layer)
 at=$(sqlite3 "$TMP/steps.f.db" "SELECT ts_ns FROM events WHERE kind = 4 AND name = '2'")
@@ -146,6 +169,8 @@ steps decompose --step 1 --json
 steps decompose --step 4 --json
 steps decompose --at $at --json
 steps compare --steps 2,3 --json
+steps compare --steps 1,3
+tags compare --steps 1,2 --json
 steps leaks --warmup 0 --json
 steps trend --layer heap --json
 ineff inefficient --accessed-only --json

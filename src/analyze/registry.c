@@ -25,20 +25,6 @@ static int always(sqlite3 *db, const struct ms_analyze_opts *o)
     return 1;
 }
 
-/* site_stats counts the default layers */
-static int default_layers(sqlite3 *db, const struct ms_analyze_opts *o)
-{
-    (void)db;
-    return o->layer == 0;
-}
-
-/* --at: the blocks live at any moment are in the full database only */
-static int not_at(sqlite3 *db, const struct ms_analyze_opts *o)
-{
-    (void)db;
-    return o->at_ns == 0;
-}
-
 /* compare reads site_stats, whose owners are those at allocation */
 static int compare_compact(sqlite3 *db, const struct ms_analyze_opts *o)
 {
@@ -55,9 +41,9 @@ const struct ms_analysis ms_analyses[] = {
     {"inefficient", "early allocation, late deallocation, temporary idleness; Insight thresholds",
      ms_analyze_inefficient, always},
     {"decompose", "the owner tree at a time, a step end or the peak; live bytes per owner",
-     ms_analyze_decompose, not_at},
+     ms_analyze_decompose, always},
     {"temporary", "allocations freed with no other allocation in between, by call site",
-     ms_analyze_temporary, default_layers},
+     ms_analyze_temporary, always},
     {"trend", "live bytes over time and per step, growth rate, time to reach --limit",
      ms_analyze_trend, always},
     {"fragmentation", "pool layers: reserved vs used, largest free extent, fragmentation",

@@ -57,6 +57,82 @@ static int cmp_temp(const void *a, const void *b)
     return strcmp(x->site, y->site);
 }
 
+/* The scan of the MALLOC and FREE rows of the selected layers, in id order. */
+struct tscan {
+    struct site_stat *v;
+    size_t n, cap;
+    struct last_alloc *threads;
+    size_t nthreads;
+    struct ms_imap *bykey;      /* (stack or process, layer) -> v index */
+    int64_t allocs, temporary, temp_bytes;
+    struct ms_layer_set layers; /* a compact database's replay */
+};
+
+static int on_row(struct tscan *x, int kind, int64_t layer, int64_t proc, int64_t tid,
+                  int64_t alloc_id, int64_t stack, int64_t size)
+{
+    if (tid < 0 || tid >= MAX_THREADS)
+        return MS_ELIMIT;
+    if ((size_t)tid >= x->nthreads) {
+        size_t nn = (size_t)tid + 64;
+        struct last_alloc *nt = realloc(x->threads, nn * sizeof *nt);
+        if (!nt)
+            return MS_ENOMEM;
+        memset(nt + x->nthreads, 0, (nn - x->nthreads) * sizeof *nt);
+        x->threads = nt;
+        x->nthreads = nn;
+    }
+    struct last_alloc *t = &x->threads[tid];
+    if (kind == 2) {
+        if (alloc_id && t->alloc_id == alloc_id) {
+            x->v[t->stat].temporary++;
+            x->v[t->stat].temp_bytes += size;
+            x->temporary++;
+            x->temp_bytes += size;
+        }
+        t->alloc_id = 0;
+        return 0;
+    }
+    /* Stack ids are unique over the database; without a stack, key by process (layers are
+     * below 4096). */
+    int64_t key = stack > 0 ? stack * 4096 + (layer & 4095) : -((proc * 4096 + (layer & 4095)) + 1);
+    int isnew;
+    size_t *slot = ms__imap_put(x->bykey, key, &isnew);
+    if (!slot)
+        return MS_ENOMEM;
+    if (isnew) {
+        if (x->n == x->cap) {
+            size_t nc = x->cap ? 2 * x->cap : 256;
+            struct site_stat *nv = realloc(x->v, nc * sizeof *nv);
+            if (!nv)
+                return MS_ENOMEM;
+            x->v = nv;
+            x->cap = nc;
+        }
+        memset(&x->v[x->n], 0, sizeof x->v[x->n]);
+        x->v[x->n].process_id = proc;
+        x->v[x->n].layer = layer;
+        x->v[x->n].stack = stack > 0 ? stack : 0;
+        *slot = x->n++;
+    }
+    struct site_stat *ss = &x->v[*slot];
+    ss->allocs++;
+    ss->bytes += size;
+    x->allocs++;
+    t->alloc_id = alloc_id;
+    t->stat = *slot;
+    return 0;
+}
+
+static int on_replayed(void *ctx, const struct ms_store_row *r)
+{
+    struct tscan *x = ctx;
+    if ((r->kind != 1 && r->kind != 2) || !ms__layer_selected(&x->layers, r->layer))
+        return 0;
+    return on_row(x, r->kind, r->layer, r->process_id, r->thread_id, r->allocation_id,
+                  r->stack_id, r->has_size ? r->size : 0);
+}
+
 int ms_analyze_temporary(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err,
                          size_t errlen)
 {
@@ -71,22 +147,19 @@ int ms_analyze_temporary(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out
     struct site_stat *v = NULL;
     size_t n = 0, cap = 0;
     struct last_alloc *threads = NULL;
-    size_t nthreads = 0;
     int64_t allocs = 0, temporary = 0, temp_bytes = 0;
     sqlite3_stmt *st = NULL;
     char layer_sql[256], sql[512];
     ms__layer_filter(db, o, "e.layer", layer_sql, sizeof layer_sql);
-    if (ms_store_is_compact(db)) {
+    if (ms_store_is_compact(db) && !o->layer) {
         /* the conversion counted them (site_stats, for the default layers) */
         snprintf(sql, sizeof sql,
                  "SELECT process_id, layer, stack_id, allocs, alloc_bytes, temporary, "
                  "temporary_bytes FROM site_stats e WHERE %s",
                  layer_sql);
-        if (o->layer || sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-            snprintf(err, errlen, "temporary: this compact database counts the default layers "
-                                  "only (--layer: use its full database, memscope export "
-                                  "--format=db)");
-            rc = MS_EINVAL;
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+            snprintf(err, errlen, "temporary: site_stats: %s", sqlite3_errmsg(db));
+            rc = MS_EDB;
             goto out;
         }
         while (sqlite3_step(st) == SQLITE_ROW) {
@@ -113,81 +186,44 @@ int ms_analyze_temporary(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out
         }
         goto sites;
     }
-    snprintf(sql, sizeof sql,
-             "SELECT kind, layer, process_id, thread_id, allocation_id, stack_id, size "
-             "FROM events e WHERE kind IN (1, 2) AND %s ORDER BY id",
-             layer_sql);
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "temporary: events: %s", sqlite3_errmsg(db));
-        rc = MS_EDB;
-        goto out;
-    }
-    int s;
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        int kind = sqlite3_column_int(st, 0);
-        int64_t tid = sqlite3_column_int64(st, 3);
-        if (tid < 0 || tid >= MAX_THREADS) {
-            snprintf(err, errlen, "temporary: thread id %lld out of range", (long long)tid);
-            rc = MS_ELIMIT;
+    struct tscan x = {.bykey = &bykey, .layers = {0}};
+    if (ms_store_is_compact(db)) { /* one layer: the rows from its traces */
+        if ((rc = ms__layer_set_load(db, o, &x.layers)) == 0)
+            rc = ms_store_replay(sqlite3_db_filename(db, "main"), on_replayed, &x, err, errlen);
+    } else {
+        snprintf(sql, sizeof sql,
+                 "SELECT kind, layer, process_id, thread_id, allocation_id, stack_id, size "
+                 "FROM events e WHERE kind IN (1, 2) AND %s ORDER BY id",
+                 layer_sql);
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+            snprintf(err, errlen, "temporary: events: %s", sqlite3_errmsg(db));
+            rc = MS_EDB;
             goto out;
         }
-        if ((size_t)tid >= nthreads) {
-            size_t nn = (size_t)tid + 64;
-            struct last_alloc *nt = realloc(threads, nn * sizeof *nt);
-            if (!nt)
-                goto oom;
-            memset(nt + nthreads, 0, (nn - nthreads) * sizeof *nt);
-            threads = nt;
-            nthreads = nn;
+        int s;
+        while ((s = sqlite3_step(st)) == SQLITE_ROW &&
+               (rc = on_row(&x, sqlite3_column_int(st, 0), sqlite3_column_int64(st, 1),
+                            sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
+                            sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5),
+                            sqlite3_column_int64(st, 6))) == 0)
+            ;
+        if (rc == 0 && s != SQLITE_DONE) {
+            snprintf(err, errlen, "temporary: events: %s", sqlite3_errmsg(db));
+            rc = MS_EDB;
         }
-        struct last_alloc *t = &threads[tid];
-        int64_t alloc_id = sqlite3_column_int64(st, 4);
-        if (kind == 2) {
-            if (alloc_id && t->alloc_id == alloc_id) {
-                v[t->stat].temporary++;
-                v[t->stat].temp_bytes += sqlite3_column_int64(st, 6);
-                temporary++;
-                temp_bytes += sqlite3_column_int64(st, 6);
-            }
-            t->alloc_id = 0;
-            continue;
-        }
-        int64_t layer = sqlite3_column_int64(st, 1), proc = sqlite3_column_int64(st, 2);
-        int64_t stack = sqlite3_column_int64(st, 5);
-        /* Stack ids are unique over the database; without a stack, key by process. */
-        int64_t key = stack > 0 ? stack * 1024 + (layer & 1023)
-                                : -((proc * 1024 + (layer & 1023)) + 1);
-        int isnew;
-        size_t *slot = ms__imap_put(&bykey, key, &isnew);
-        if (!slot)
-            goto oom;
-        if (isnew) {
-            if (n == cap) {
-                size_t nc = cap ? 2 * cap : 256;
-                struct site_stat *nv = realloc(v, nc * sizeof *nv);
-                if (!nv)
-                    goto oom;
-                v = nv;
-                cap = nc;
-            }
-            memset(&v[n], 0, sizeof v[n]);
-            v[n].process_id = proc;
-            v[n].layer = layer;
-            v[n].stack = stack > 0 ? stack : 0;
-            *slot = n++;
-        }
-        struct site_stat *ss = &v[*slot];
-        ss->allocs++;
-        ss->bytes += sqlite3_column_int64(st, 6);
-        allocs++;
-        t->alloc_id = alloc_id;
-        t->stat = *slot;
     }
-    if (s != SQLITE_DONE) {
-        snprintf(err, errlen, "temporary: events: %s", sqlite3_errmsg(db));
-        rc = MS_EDB;
+    v = x.v;
+    n = x.n;
+    threads = x.threads;
+    allocs = x.allocs;
+    temporary = x.temporary;
+    temp_bytes = x.temp_bytes;
+    if (rc == MS_ELIMIT && !err[0])
+        snprintf(err, errlen, "temporary: a thread id out of range");
+    if (rc == MS_ENOMEM)
+        goto oom;
+    if (rc < 0)
         goto out;
-    }
 
 sites:
     /* Stacks -> call sites. */

@@ -160,6 +160,7 @@ assert_match "... whose owners are the tags' (block B: PTA@weight)" "PTA@weight"
 # Analyses with options, on both: those that read the compact database as it is, through the
 # replay, and through the expansion (compare of steps, decompose at a time, one layer)
 at=$(sqlite3 "$TMP/steps.f.db" "SELECT ts_ns FROM events WHERE kind = 4 AND name = '2'")
+tat=$(sqlite3 "$TMP/tags.f.db" "SELECT ts_ns FROM events WHERE id = (SELECT max(id) / 2 FROM events)")
 while read -r db args; do
     # shellcheck disable=SC2086 # the analysis and its options
     assert_eq "$db: analyze $args: the same on both" \
@@ -168,6 +169,8 @@ done <<EOT
 steps decompose --step 1 --json
 steps decompose --step 4 --json
 steps decompose --at $at --json
+steps decompose --at $at --by=stack
+tags decompose --at $tat --json
 steps compare --steps 2,3 --json
 steps compare --steps 1,3
 tags compare --steps 1,2 --json

@@ -1,6 +1,7 @@
 /* common.c: what every analysis shares: opening and checking the database, describing a call
  * site, human-readable sizes, the options' defaults, and the table of analyses. */
 #include "analyze.h"
+#include "db_ids.h"
 
 #include "error.h"
 
@@ -9,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MS_DB_FORMAT_VERSION 1
 
 void ms_analyze_opts_init(struct ms_analyze_opts *o)
 {
@@ -639,7 +639,7 @@ struct ms_live_pl *ms__live_apply(struct ms_live *l, int kind, int64_t process_i
     }
     if (addr == INT64_MIN)
         addr = INT64_MIN + 1; /* the map's empty key; no real address */
-    if (kind == 1) {
+    if (kind == MS_KIND_MALLOC) {
         int isnew;
         int64_t *v = ms__imap_put(&p->addrs, addr, &isnew);
         if (!v)
@@ -651,7 +651,7 @@ struct ms_live_pl *ms__live_apply(struct ms_live *l, int kind, int64_t process_i
         *v = size;
         p->live += size;
         p->blocks++;
-    } else if (kind == 2 && has_alloc_id) {
+    } else if (kind == MS_KIND_FREE && has_alloc_id) {
         int64_t *v = ms__imap_get(&p->addrs, addr);
         if (v) {
             p->live -= *v;

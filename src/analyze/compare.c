@@ -12,6 +12,7 @@
  * (blocks.step); a run side is the blocks allocated over the whole run ("allocated") and the
  * blocks still live when their process ended ("live at end"). */
 #include "analyze.h"
+#include "db_ids.h"
 #include "files.h"
 
 #include "error.h"
@@ -295,7 +296,7 @@ struct opctx {
     struct ms_layer_set layers; /* a compact database's replay */
 };
 
-/* One row: RANGE_START (6), RANGE_END (7) or MALLOC (1, of a selected layer), in id order. */
+/* One row: RANGE_START, RANGE_END or MALLOC (of a selected layer), in id order. */
 static int op_row(struct opctx *x, int64_t id, int kind, int proc, int64_t tid, long long size,
                   const char *name)
 {
@@ -303,7 +304,7 @@ static int op_row(struct opctx *x, int64_t id, int kind, int proc, int64_t tid, 
     if (tid < 0 || tid > (1 << 24)) /* hostile input: thread ids are dense from 1 */
         return 0;
     if ((size_t)tid >= x->nthreads) {
-        if (kind == 1)
+        if (kind == MS_KIND_MALLOC)
             return 0; /* no op ever opened on this thread */
         size_t nn = (size_t)tid + 16;
         struct tstack **t = realloc(x->threads, nn * sizeof *t);
@@ -314,12 +315,12 @@ static int op_row(struct opctx *x, int64_t id, int kind, int proc, int64_t tid, 
         x->nthreads = nn;
     }
     struct tstack *ts = x->threads[tid];
-    if (kind == 1) {
+    if (kind == MS_KIND_MALLOC) {
         if (!ts)
             return 0;
         for (int d = 0; d < ts->depth && d < MAX_OP_DEPTH; d++)
             out->v[ts->idx[d]].bytes += size;
-    } else if (kind == 6) {
+    } else if (kind == MS_KIND_RANGE_START) {
         if (!ts && !(ts = x->threads[tid] = calloc(1, sizeof *ts)))
             return MS_ENOMEM;
         if (ts->depth >= MAX_OP_DEPTH) {
@@ -356,10 +357,11 @@ static int op_row(struct opctx *x, int64_t id, int kind, int proc, int64_t tid, 
 static int op_replayed(void *ctx, const struct ms_store_row *r)
 {
     struct opctx *x = ctx;
-    if (r->kind == 1 ? !ms__layer_selected(&x->layers, r->layer) : r->kind != 6 && r->kind != 7)
+    if (r->kind == MS_KIND_MALLOC ? !ms__layer_selected(&x->layers, r->layer)
+                                  : r->kind != MS_KIND_RANGE_START && r->kind != MS_KIND_RANGE_END)
         return 0;
     char *name = NULL;
-    if (r->kind == 6 && r->name && !(name = strndup(r->name, r->name_len)))
+    if (r->kind == MS_KIND_RANGE_START && r->name && !(name = strndup(r->name, r->name_len)))
         return MS_ENOMEM;
     int rc = op_row(x, r->id, r->kind, (int)r->process_id, r->thread_id, r->has_size ? r->size : 0,
                     name);
@@ -391,7 +393,8 @@ static int load_ops(sqlite3 *db, const struct ms_analyze_opts *o, int step, stru
         ms__layer_filter(db, o, "layer", filter, sizeof filter);
         snprintf(q, sizeof q,
                  "SELECT id, kind, process_id, thread_id, size, name FROM events "
-                 "WHERE kind IN (6, 7) OR (kind = 1 AND %s) ORDER BY id",
+                 "WHERE kind IN (" MS_SQL_RANGE_START ", " MS_SQL_RANGE_END ") OR (kind = " MS_SQL_MALLOC
+                 " AND %s) ORDER BY id",
                  filter);
         if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) {
             rc = MS_EDB;

@@ -12,6 +12,7 @@
  * (a primary-key lookup), then one GROUP BY over blocks for the tree. Memory: one counter per
  * owner per sample point, and the tree. */
 #include "analyze.h"
+#include "db_ids.h"
 
 #include "error.h"
 #include "store.h"
@@ -289,7 +290,7 @@ static int on_row(struct scan_ctx *x, int64_t id, int kind, int64_t ts, long lon
     }
     if (rc)
         return rc;
-    if (kind == 4) {
+    if (kind == MS_KIND_STEP) {
         if (x->nstepproc > 1)
             snprintf(label, sizeof label, "pid %d step %s", pid, name ? name : "?");
         else
@@ -298,7 +299,7 @@ static int on_row(struct scan_ctx *x, int64_t id, int kind, int64_t ts, long lon
     }
     if (w < 0 || w >= s->nowners)
         w = 0;
-    if (kind == 1) {
+    if (kind == MS_KIND_MALLOC) {
         s->live[w] += size;
         s->total += size;
         if (s->live[w] > s->peak[w])
@@ -318,16 +319,16 @@ static int on_row(struct scan_ctx *x, int64_t id, int kind, int64_t ts, long lon
 static int on_replayed(void *ctx, const struct ms_store_row *r)
 {
     struct scan_ctx *x = ctx;
-    if (r->kind == 4) {
+    if (r->kind == MS_KIND_STEP) {
         if (!x->nstepproc)
             return 0;
         char name[32];
         snprintf(name, sizeof name, "%.*s", (int)(r->name_len < 31 ? r->name_len : 31),
                  r->name ? r->name : "");
         const int64_t *pid = ms__imap_get(&x->pid_of, r->process_id);
-        return on_row(x, r->id, 4, r->ts_ns, 0, 0, r->name ? name : NULL, pid ? (int)*pid : 0);
+        return on_row(x, r->id, MS_KIND_STEP, r->ts_ns, 0, 0, r->name ? name : NULL, pid ? (int)*pid : 0);
     }
-    if ((r->kind != 1 && r->kind != 2) || !r->allocation_id ||
+    if ((r->kind != MS_KIND_MALLOC && r->kind != MS_KIND_FREE) || !r->allocation_id ||
         !ms__layer_selected(&x->layers, r->layer))
         return 0;
     int64_t w = 0;
@@ -485,9 +486,10 @@ static int scan(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, str
                  "SELECT e.id, e.kind, e.ts_ns, e.size, %s, %s, p.pid FROM events e "
                  "LEFT JOIN blocks b ON b.allocation_id = e.allocation_id "
                  "LEFT JOIN processes p ON p.id = e.process_id "
-                 "WHERE (e.kind IN (1, 2) AND e.allocation_id IS NOT NULL AND %s)%s ORDER BY e.id",
+                 "WHERE (e.kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ") AND e.allocation_id IS NOT "
+                 "NULL AND %s)%s ORDER BY e.id",
                  has_owner ? "b.owner_id" : "NULL", nstepproc ? "e.name" : "NULL", filter,
-                 nstepproc ? " OR e.kind = 4" : "");
+                 nstepproc ? " OR e.kind = " MS_SQL_STEP : "");
         if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
             return MS_EDB;
         int r;
@@ -645,9 +647,9 @@ static int at_replayed(void *ctx, const struct ms_store_row *r)
         return 0; /* NEEDSWORK: the replay could stop here */
     }
     x->eid = r->id;
-    if ((r->kind != 1 && r->kind != 2) || !r->allocation_id)
+    if ((r->kind != MS_KIND_MALLOC && r->kind != MS_KIND_FREE) || !r->allocation_id)
         return 0;
-    if (r->kind == 2) {
+    if (r->kind == MS_KIND_FREE) {
         const struct at_block *b = ms__imap_get(&x->live, r->allocation_id);
         if (b) {
             int64_t *slot = addr_slot(x, b->process_id, b->layer, b->addr, 0);

@@ -15,6 +15,7 @@
  * (a hash map keyed by allocation_id, entries removed at the free), per process and per thread.
  * Memory: O(live blocks + flagged blocks). */
 #include "analyze.h"
+#include "db_ids.h"
 
 #include "error.h"
 #include "store.h"
@@ -38,7 +39,13 @@ static const char *const kind_names[NKINDS] = {"early_allocation", "late_dealloc
 
 #define NONE INT64_MAX /* msMemScope's MAX_UINT64: "no such API yet" */
 
-enum { EV_MALLOC = 1, EV_FREE = 2, EV_RANGE_START = 6, EV_RANGE_END = 7, EV_ACCESS = 8 };
+enum {
+    EV_MALLOC = MS_KIND_MALLOC,
+    EV_FREE = MS_KIND_FREE,
+    EV_RANGE_START = MS_KIND_RANGE_START,
+    EV_RANGE_END = MS_KIND_RANGE_END,
+    EV_ACCESS = MS_KIND_ACCESS,
+};
 
 struct blk {
     int64_t malloc_api, fa_api; /* fa: the first ACCESS API != malloc_api, NONE until seen */
@@ -279,7 +286,7 @@ static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
     sqlite3_finalize(st);
 
     if (s->o->accessed_only) {
-        if (sqlite3_prepare_v2(db, "SELECT DISTINCT allocation_id FROM events WHERE kind = 8 "
+        if (sqlite3_prepare_v2(db, "SELECT DISTINCT allocation_id FROM events WHERE kind = " MS_SQL_ACCESS " "
                                    "AND allocation_id IS NOT NULL", -1, &st, NULL) != SQLITE_OK) {
             snprintf(err, errlen, "inefficient: %s", sqlite3_errmsg(db));
             return MS_EDB;
@@ -298,7 +305,7 @@ static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
         /* the same rows from the traces (ms_store_replay); without an ACCESS row nothing can
          * be flagged */
         int accesses = 0;
-        if (sqlite3_prepare_v2(db, "SELECT 1 FROM events WHERE kind = 8 LIMIT 1", -1, &st,
+        if (sqlite3_prepare_v2(db, "SELECT 1 FROM events WHERE kind = " MS_SQL_ACCESS " LIMIT 1", -1, &st,
                                NULL) == SQLITE_OK)
             accesses = sqlite3_step(st) == SQLITE_ROW;
         sqlite3_finalize(st);
@@ -313,7 +320,8 @@ static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
         ms__layer_filter(db, s->o, "layer", filter, sizeof filter);
         snprintf(q, sizeof q,
                  "SELECT id, kind, process_id, thread_id, allocation_id, size, ts_ns FROM events "
-                 "WHERE kind IN (6, 7, 8) OR (kind IN (1, 2) AND %s) ORDER BY id",
+                 "WHERE kind IN (" MS_SQL_RANGE_START ", " MS_SQL_RANGE_END ", " MS_SQL_ACCESS
+                 ") OR (kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ") AND %s) ORDER BY id",
                  filter);
         if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) {
             snprintf(err, errlen, "inefficient: %s", sqlite3_errmsg(db));

@@ -8,6 +8,7 @@
  * Computed first (one struct per OOM, from SQL over blocks: alloc_event_id before the trigger,
  * not freed before it), then rendered as text or JSON. */
 #include "analyze.h"
+#include "db_ids.h"
 
 #include "error.h"
 
@@ -90,7 +91,7 @@ static int groups(sqlite3 *db, const char *sql, const struct oom_report *r, int 
     return rc;
 }
 
-/* The OOM_TOP_ALLOC (kind 12) or OOM_RECENT_ALLOC (11) rows that follow trigger r. */
+/* The OOM_TOP_ALLOC (MS_KIND_OOM_TOP) or OOM_RECENT_ALLOC rows that follow trigger r. */
 static int detail_rows(sqlite3 *db, const struct oom_report *r, int kind, struct oom_block **out,
                        size_t *n)
 {
@@ -99,7 +100,7 @@ static int detail_rows(sqlite3 *db, const struct oom_report *r, int kind, struct
                            "SELECT e.allocation_id, e.addr, e.size, l.name, e.stack_id FROM events e "
                            "JOIN layers l ON l.id = e.layer WHERE e.id > ?1 AND e.kind = ?2 AND "
                            "e.id < COALESCE((SELECT min(id) FROM events WHERE id > ?1 AND kind NOT "
-                           "IN (11, 12)), 1 << 62) ORDER BY e.id",
+                           "IN (" MS_SQL_OOM_RECENT ", " MS_SQL_OOM_TOP ")), 1 << 62) ORDER BY e.id",
                            -1, &st, NULL) != SQLITE_OK)
         return MS_EDB;
     sqlite3_bind_int64(st, 1, r->event_id);
@@ -158,9 +159,9 @@ static int compute(sqlite3 *db, struct oom_report *r)
                     ") FROM pools p ORDER BY p.id",
                     r, 0, &r->pools, &r->npools);
     if (rc == 0)
-        rc = detail_rows(db, r, 12 /* OOM_TOP_ALLOC */, &r->top, &r->ntop);
+        rc = detail_rows(db, r, MS_KIND_OOM_TOP, &r->top, &r->ntop);
     if (rc == 0)
-        rc = detail_rows(db, r, 11 /* OOM_RECENT_ALLOC */, &r->recent, &r->nrecent);
+        rc = detail_rows(db, r, MS_KIND_OOM_RECENT, &r->recent, &r->nrecent);
     return rc;
 }
 
@@ -317,7 +318,7 @@ int ms_analyze_oom(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char
                            "e.size, CAST(json_extract(e.attr, '$.device_free') AS INTEGER), "
                            "CAST(json_extract(e.attr, '$.device_total') AS INTEGER) FROM events e "
                            "JOIN processes p ON p.id = e.process_id JOIN layers l ON l.id = e.layer "
-                           "WHERE e.kind = 9 ORDER BY e.id LIMIT 1001",
+                           "WHERE e.kind = " MS_SQL_OOM " ORDER BY e.id LIMIT 1001",
                            -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "oom: cannot read the database: %s", sqlite3_errmsg(db));
         return MS_EDB;

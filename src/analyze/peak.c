@@ -11,6 +11,7 @@
  * ms__live_apply, which finds the first moment of the maximum itself. Memory: the live set by
  * stack and owner (and, on the slow path, an address map of the live blocks). */
 #include "analyze.h"
+#include "db_ids.h"
 
 #include "error.h"
 
@@ -76,7 +77,7 @@ static int find_peaks(struct pctx *P)
     char sql[512];
     snprintf(sql, sizeof sql,
              "SELECT id, ts_ns, kind, layer, process_id, addr, size, allocation_id FROM events e "
-             "WHERE kind IN (1, 2) AND %s ORDER BY id",
+             "WHERE kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ") AND %s ORDER BY id",
              P->layer_sql);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(P->db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -96,7 +97,7 @@ static int find_peaks(struct pctx *P)
             rc = oom(P);
             break;
         }
-        if (kind != 1)
+        if (kind != MS_KIND_MALLOC)
             continue;
         if (!last || last->process_id != proc || last->layer != layer) {
             last = NULL;
@@ -184,7 +185,7 @@ static int peaks_from_stats(struct pctx *P)
     size_t cap = 0;
     if (sqlite3_prepare_v2(P->db, sql, -1, &st, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(P->db, "SELECT id, allocation_id FROM events WHERE id >= ?4 AND "
-                                  "id < ?5 AND process_id = ?1 AND ts_ns = ?2 AND kind = 1 AND "
+                                  "id < ?5 AND process_id = ?1 AND ts_ns = ?2 AND kind = " MS_SQL_MALLOC " AND "
                                   "layer = ?3 ORDER BY id LIMIT 1",
                            -1, &ev, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(P->db, "SELECT id, ts_ns FROM events WHERE id >= ? ORDER BY id LIMIT 1",

@@ -13,6 +13,7 @@
  * allocation, per stack a counter. A compact database has the counts already (site_stats, made
  * by the conversion with the same rule over the default layers): one read of that table. */
 #include "analyze.h"
+#include "db_ids.h"
 
 #include "error.h"
 #include "store.h"
@@ -83,7 +84,7 @@ static int on_row(struct tscan *x, int kind, int64_t layer, int64_t proc, int64_
         x->nthreads = nn;
     }
     struct last_alloc *t = &x->threads[tid];
-    if (kind == 2) {
+    if (kind == MS_KIND_FREE) {
         if (alloc_id && t->alloc_id == alloc_id) {
             x->v[t->stat].temporary++;
             x->v[t->stat].temp_bytes += size;
@@ -127,7 +128,7 @@ static int on_row(struct tscan *x, int kind, int64_t layer, int64_t proc, int64_
 static int on_replayed(void *ctx, const struct ms_store_row *r)
 {
     struct tscan *x = ctx;
-    if ((r->kind != 1 && r->kind != 2) || !ms__layer_selected(&x->layers, r->layer))
+    if ((r->kind != MS_KIND_MALLOC && r->kind != MS_KIND_FREE) || !ms__layer_selected(&x->layers, r->layer))
         return 0;
     return on_row(x, r->kind, r->layer, r->process_id, r->thread_id, r->allocation_id,
                   r->stack_id, r->has_size ? r->size : 0);
@@ -193,7 +194,7 @@ int ms_analyze_temporary(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out
     } else {
         snprintf(sql, sizeof sql,
                  "SELECT kind, layer, process_id, thread_id, allocation_id, stack_id, size "
-                 "FROM events e WHERE kind IN (1, 2) AND %s ORDER BY id",
+                 "FROM events e WHERE kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ") AND %s ORDER BY id",
                  layer_sql);
         if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
             snprintf(err, errlen, "temporary: events: %s", sqlite3_errmsg(db));

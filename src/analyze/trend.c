@@ -9,6 +9,7 @@
  * of the total live bytes of the selected layers over all processes; the step series is the
  * live bytes of the stepping process (all its selected layers) at each of its STEP events. */
 #include "analyze.h"
+#include "db_ids.h"
 
 #include "error.h"
 #include "store.h"
@@ -139,7 +140,7 @@ static int on_row(struct tctx *T, int64_t ts, int kind, int64_t layer, int64_t p
     while (T->k <= TREND_POINTS &&
            T->t0 + span / TREND_POINTS * T->k + span % TREND_POINTS * T->k / TREND_POINTS < ts)
         T->samples[T->k++] = T->total;
-    if (kind == 4)
+    if (kind == MS_KIND_STEP)
         return name ? add_step(T, proc, atof(name), (double)proc_live(&T->live, proc)) : 0;
     if (!ms__live_apply(&T->live, kind, proc, layer, addr, size, has_alloc_id))
         return MS_ENOMEM;
@@ -155,13 +156,13 @@ static int on_row(struct tctx *T, int64_t ts, int kind, int64_t layer, int64_t p
 static int on_replayed(void *ctx, const struct ms_store_row *r)
 {
     struct tctx *T = ctx;
-    if (r->kind == 4) {
+    if (r->kind == MS_KIND_STEP) {
         char name[32];
         snprintf(name, sizeof name, "%.*s", (int)(r->name_len < 31 ? r->name_len : 31),
                  r->name ? r->name : "");
-        return on_row(T, r->ts_ns, 4, r->layer, r->process_id, 0, 0, 0, r->name ? name : NULL);
+        return on_row(T, r->ts_ns, MS_KIND_STEP, r->layer, r->process_id, 0, 0, 0, r->name ? name : NULL);
     }
-    if ((r->kind != 1 && r->kind != 2) || !ms__layer_selected(&T->layers, r->layer))
+    if ((r->kind != MS_KIND_MALLOC && r->kind != MS_KIND_FREE) || !ms__layer_selected(&T->layers, r->layer))
         return 0;
     return on_row(T, r->ts_ns, r->kind, r->layer, r->process_id, r->addr, r->size,
                   r->allocation_id != 0, NULL);
@@ -249,8 +250,8 @@ static int replay(struct tctx *T)
     ms__layer_filter(T->db, T->o, "e.layer", layer_sql, sizeof layer_sql);
     snprintf(sql, sizeof sql,
              "SELECT ts_ns, kind, layer, process_id, addr, size, allocation_id, %s FROM events e "
-             "WHERE (kind IN (1, 2) AND %s)%s ORDER BY id",
-             has_name ? "name" : "NULL", layer_sql, has_name ? " OR kind = 4" : "");
+             "WHERE (kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ") AND %s)%s ORDER BY id",
+             has_name ? "name" : "NULL", layer_sql, has_name ? " OR kind = " MS_SQL_STEP : "");
     if (sqlite3_prepare_v2(T->db, sql, -1, &st, NULL) != SQLITE_OK) {
         ms__live_release(&T->live);
         goto db_fail;

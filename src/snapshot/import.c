@@ -14,6 +14,7 @@
  * by one piece of SQL. Workload: one SQLite transaction, prepared statements, O(events). */
 #include "snapshot.h"
 
+#include "db_ids.h"
 #include "error.h"
 #include "files.h"
 #include "snap_addrmap.h"
@@ -25,8 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-enum { LAYER_PTA = 3, LAYER_SEG = 4, KIND_MALLOC = 1, KIND_FREE = 2, KIND_FREE_REQ = 3 };
 
 /* One row of the events table before ids are known. */
 struct iev {
@@ -138,13 +137,13 @@ static int collect(struct imp *m, int64_t *t0, int64_t *t1)
             struct iev x = {ev_ts(t, i, has_time, &last), e->addr, e->size, t->device, e->stack,
                             0, 0, ms_snap_action_names[e->action]};
             switch (e->action) {
-            case MS_SA_ALLOC: x.kind = KIND_MALLOC, x.layer = LAYER_PTA; break;
-            case MS_SA_FREE_REQUESTED: x.kind = KIND_FREE_REQ, x.layer = LAYER_PTA; break;
-            case MS_SA_FREE_COMPLETED: x.kind = KIND_FREE, x.layer = LAYER_PTA; break;
+            case MS_SA_ALLOC: x.kind = MS_KIND_MALLOC, x.layer = MS_LAYER_PTA; break;
+            case MS_SA_FREE_REQUESTED: x.kind = MS_KIND_FREE_REQUESTED, x.layer = MS_LAYER_PTA; break;
+            case MS_SA_FREE_COMPLETED: x.kind = MS_KIND_FREE, x.layer = MS_LAYER_PTA; break;
             case MS_SA_SEGMENT_ALLOC:
-            case MS_SA_SEGMENT_MAP: x.kind = KIND_MALLOC, x.layer = LAYER_SEG; break;
+            case MS_SA_SEGMENT_MAP: x.kind = MS_KIND_MALLOC, x.layer = MS_LAYER_PTA_SEGMENT; break;
             case MS_SA_SEGMENT_FREE:
-            case MS_SA_SEGMENT_UNMAP: x.kind = KIND_FREE, x.layer = LAYER_SEG; break;
+            case MS_SA_SEGMENT_UNMAP: x.kind = MS_KIND_FREE, x.layer = MS_LAYER_PTA_SEGMENT; break;
             default: continue; /* marks */
             }
             if ((rc = add_ev(m, x)))
@@ -199,19 +198,19 @@ static int collect(struct imp *m, int64_t *t0, int64_t *t1)
             }                                                                                \
             pre = p_;                                                                        \
         }                                                                                    \
-        pre[npre++] = (struct iev){*t0, (addr_), (size_), (dev_), (stack_), KIND_MALLOC,     \
+        pre[npre++] = (struct iev){*t0, (addr_), (size_), (dev_), (stack_), MS_KIND_MALLOC,     \
                                    (uint8_t)(layer_), "pre_trace"};                          \
     } while (0)
     rc = 0;
     for (uint64_t i = 0; i < m->nev; i++) {
         struct iev *e = &m->ev[i];
-        struct addrmap *lv = &live[e->layer == LAYER_SEG];
-        if (e->kind == KIND_MALLOC) {
+        struct addrmap *lv = &live[e->layer == MS_LAYER_PTA_SEGMENT];
+        if (e->kind == MS_KIND_MALLOC) {
             if (addrmap_put(lv, e->addr, 1)) {
                 rc = ierr(m, MS_ENOMEM, "out of memory");
                 goto out;
             }
-        } else if (e->kind == KIND_FREE || e->kind == KIND_FREE_REQ) {
+        } else if (e->kind == MS_KIND_FREE || e->kind == MS_KIND_FREE_REQUESTED) {
             if (addrmap_find(lv, e->addr) == UINT64_MAX) {
                 PRE(e->addr, e->size, e->device, e->stack, e->layer);
                 if (addrmap_put(lv, e->addr, 1)) {
@@ -219,19 +218,19 @@ static int collect(struct imp *m, int64_t *t0, int64_t *t1)
                     goto out;
                 }
             }
-            if (e->kind == KIND_FREE)
+            if (e->kind == MS_KIND_FREE)
                 addrmap_del(lv, e->addr);
         }
     }
     for (uint64_t i = 0; i < s->nsegs; i++) {
         const struct ms_snap_segment *g = &s->segs[i];
         if (addrmap_find(&live[1], g->addr) == UINT64_MAX)
-            PRE(g->addr, g->total, g->device, g->stack, LAYER_SEG);
+            PRE(g->addr, g->total, g->device, g->stack, MS_LAYER_PTA_SEGMENT);
         for (uint64_t j = 0; j < g->nblocks; j++) {
             const struct ms_snap_block *b = &s->blocks[g->first_block + j];
             if ((b->state == MS_SB_ACTIVE_ALLOCATED || b->state == MS_SB_ACTIVE_PENDING_FREE) &&
                 addrmap_find(&live[0], b->addr) == UINT64_MAX)
-                PRE(b->addr, b->size, g->device, b->stack, LAYER_PTA);
+                PRE(b->addr, b->size, g->device, b->stack, MS_LAYER_PTA);
         }
     }
     if (npre) {
@@ -367,13 +366,13 @@ static int write_events(struct imp *m, int64_t *thread_of_dev_first, int64_t nde
     }
     for (uint64_t i = 0; i < m->nev; i++) {
         const struct iev *e = &m->ev[i];
-        int L = e->layer == LAYER_SEG;
+        int L = e->layer == MS_LAYER_PTA_SEGMENT;
         struct addrmap *lv = &live[L];
         struct layer_stats *st = &ls[L];
         int64_t tid = e->device - ndev_min + *thread_of_dev_first;
         int64_t alloc_id = 0;
         uint64_t j = addrmap_find(lv, e->addr);
-        if (e->kind == KIND_MALLOC) {
+        if (e->kind == MS_KIND_MALLOC) {
             if (j != UINT64_MAX) { /* an alloc over a live block closes it first */
                 uint64_t old = lv->vals[j];
                 sqlite3_bind_int64(fin, 1, e->ts);
@@ -414,7 +413,7 @@ static int write_events(struct imp *m, int64_t *thread_of_dev_first, int64_t nde
                 goto out2;
         } else if (j != UINT64_MAX) {
             alloc_id = (int64_t)lv->vals[j];
-            if (e->kind == KIND_FREE) {
+            if (e->kind == MS_KIND_FREE) {
                 sqlite3_bind_int64(fin, 1, e->ts);
                 sqlite3_bind_int64(fin, 2, (int64_t)i + 1);
                 sqlite3_bind_int64(fin, 3, alloc_id);
@@ -425,7 +424,7 @@ static int write_events(struct imp *m, int64_t *thread_of_dev_first, int64_t nde
                 st->live_blocks--;
                 addrmap_del(lv, e->addr);
             }
-        } else if (e->kind == KIND_FREE) {
+        } else if (e->kind == MS_KIND_FREE) {
             st->unmatched++;
         }
         sqlite3_bind_int64(ev, 1, (int64_t)i + 1);
@@ -436,7 +435,7 @@ static int write_events(struct imp *m, int64_t *thread_of_dev_first, int64_t nde
         sqlite3_bind_int64(ev, 6, (int64_t)e->addr);
         sqlite3_bind_int64(ev, 7, (int64_t)e->size);
         sqlite3_bind_text(ev, 8, e->func, -1, SQLITE_STATIC);
-        if (e->stack && e->kind == KIND_MALLOC)
+        if (e->stack && e->kind == MS_KIND_MALLOC)
             sqlite3_bind_int64(ev, 9, e->stack);
         else
             sqlite3_bind_null(ev, 9);
@@ -452,7 +451,7 @@ static int write_events(struct imp *m, int64_t *thread_of_dev_first, int64_t nde
         snprintf(sql, sizeof sql,
                  "INSERT INTO process_stats VALUES (1, %d, %llu, %llu, %llu, %llu, %lld, %llu, "
                  "%llu, %llu, NULL, NULL)",
-                 L ? LAYER_SEG : LAYER_PTA, (unsigned long long)ls[L].allocs,
+                 L ? MS_LAYER_PTA_SEGMENT : MS_LAYER_PTA, (unsigned long long)ls[L].allocs,
                  (unsigned long long)ls[L].frees, (unsigned long long)ls[L].alloc_bytes,
                  (unsigned long long)ls[L].peak_bytes, (long long)ls[L].peak_ns,
                  (unsigned long long)ls[L].live_bytes, (unsigned long long)ls[L].live_blocks,

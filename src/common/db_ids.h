@@ -1,0 +1,66 @@
+/* db_ids.h: the vocabulary of the memscope database (docs/database.md): its format version and
+ * the ids of its layers and event kinds (tables layers and event_kinds), in C and as SQL text.
+ *
+ * One place for the store (the DDL in src/store/schema.c, the conversion), the snapshot import,
+ * the analyses and the CLI: a query writes "kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ")", not
+ * "kind IN (1, 2)". Header only. */
+#ifndef MS_DB_IDS_H
+#define MS_DB_IDS_H
+
+/* The database format version this code writes and the highest it reads (meta.format_version). */
+#define MS_DB_FORMAT_VERSION 1
+
+/* Layer ids. */
+enum {
+    MS_LAYER_ANNOTATION = 0,
+    MS_LAYER_HEAP = 1,
+    MS_LAYER_MMAP = 2,
+    MS_LAYER_PTA = 3,         /* snapshot import: PyTorch's caching-allocator blocks */
+    MS_LAYER_PTA_SEGMENT = 4, /* ... and its segments */
+    MS_LAYER_PINNED = 5,      /* CUDA pinned host memory (HOST_PINNED) */
+    MS_LAYER_POOL0 = 16,
+    /* CUDA device memory: layer MS_LAYER_CUDA0 + MS_CUDA_LAYERS * d + k for device ordinal d
+     * (d = MS_CUDA_NODEV when unknown) and kind k (MS_CUDA_L_*) */
+    MS_LAYER_CUDA0 = 1024,
+};
+enum {
+    MS_CUDA_L_HAL, MS_CUDA_L_POOL, MS_CUDA_L_PHYS, MS_CUDA_L_VA, MS_CUDA_L_MAP,
+    MS_CUDA_L_PTA,     /* PyTorch's caching allocator: blocks */
+    MS_CUDA_L_PTA_SEG, /* ... and the segments it got from the driver */
+    MS_CUDA_LAYERS = 8
+};
+#define MS_CUDA_NODEV 64
+
+/* Event kinds. */
+enum {
+    MS_KIND_MALLOC = 1,
+    MS_KIND_FREE = 2,
+    MS_KIND_FREE_REQUESTED = 3, /* snapshot import */
+    MS_KIND_STEP = 4,
+    MS_KIND_MARK = 5,
+    MS_KIND_RANGE_START = 6,
+    MS_KIND_RANGE_END = 7,
+    MS_KIND_ACCESS = 8,
+    MS_KIND_OOM = 9,
+    MS_KIND_KERNEL_LAUNCH = 10,
+    MS_KIND_OOM_RECENT = 11,   /* after an OOM: a live block, newest first */
+    MS_KIND_OOM_TOP = 12,      /* after an OOM: a live block, largest first */
+    MS_KIND_DEVICE_USAGE = 13, /* what NVML reports at a step and at exit */
+};
+
+/* The kinds as SQL text (checked against the enum below). */
+#define MS_SQL_MALLOC "1"
+#define MS_SQL_FREE "2"
+#define MS_SQL_STEP "4"
+#define MS_SQL_RANGE_START "6"
+#define MS_SQL_RANGE_END "7"
+#define MS_SQL_ACCESS "8"
+#define MS_SQL_OOM "9"
+#define MS_SQL_OOM_RECENT "11"
+#define MS_SQL_OOM_TOP "12"
+_Static_assert(MS_KIND_MALLOC == 1 && MS_KIND_FREE == 2 && MS_KIND_STEP == 4 &&
+                   MS_KIND_RANGE_START == 6 && MS_KIND_RANGE_END == 7 && MS_KIND_ACCESS == 8 &&
+                   MS_KIND_OOM == 9 && MS_KIND_OOM_RECENT == 11 && MS_KIND_OOM_TOP == 12,
+               "MS_SQL_* name the MS_KIND_* ids");
+
+#endif

@@ -15,8 +15,11 @@
  *     the events and blocks rows 64 to a statement (batch.c), blocks rows in about allocation
  *     order (write_block), indexes are created before loading (open_db), and the file is renamed
  *     over db_path on success only.
- *   - The CUDA driver records and PyTorch's allocator history are convert_cuda.c's; the state
- *     both files share is in convert_internal.h.
+ *   - Symbolization is convert_symbols.c's; the CUDA driver records and PyTorch's allocator
+ *     history convert_cuda.c's; what the compact database adds (o->compact: the blocks it
+ *     keeps, the tables computed in pass 2, the packed traces) convert_compact.c's; a replay
+ *     (o->sink) hands the events rows to a callback instead of writing them. The state these
+ *     files share is in convert_internal.h.
  * Caps (MAX_*) bound what a hostile or corrupt trace can make us allocate. */
 #include "convert_internal.h"
 
@@ -74,8 +77,7 @@ int sbuf__json(struct sbuf *b, const char *s, size_t n)
 }
 
 
-static int fail(struct conv *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(struct conv *c, int rc, const char *fmt, ...)
+int conv__fail(struct conv *c, int rc, const char *fmt, ...)
 {
     if (c->err && c->errlen && !c->err[0]) {
         va_list ap;
@@ -88,12 +90,12 @@ static int fail(struct conv *c, int rc, const char *fmt, ...)
 
 static int db_fail(struct conv *c, const char *what)
 {
-    return fail(c, MS_EDB, "database %s: %s: %s", c->tmp_path, what, sqlite3_errmsg(c->db));
+    return conv__fail(c, MS_EDB, "database %s: %s: %s", c->tmp_path, what, sqlite3_errmsg(c->db));
 }
 
 int conv__oom(struct conv *c, const char *what)
 {
-    return fail(c, MS_ENOMEM, "out of memory or over a size cap (%s)", what);
+    return conv__fail(c, MS_ENOMEM, "out of memory or over a size cap (%s)", what);
 }
 
 /* An error of an ms_batch call (what: the insert). */
@@ -121,7 +123,7 @@ int conv__prepare(struct conv *c, sqlite3_stmt **st, const char *sql)
                ? 0 : db_fail(c, "prepare");
 }
 
-static void bind_opt(sqlite3_stmt *st, int i, int64_t v, int present)
+void conv__bind_opt(sqlite3_stmt *st, int i, int64_t v, int present)
 {
     if (present)
         sqlite3_bind_int64(st, i, v);
@@ -161,7 +163,7 @@ static int list_traces(struct conv *c)
     const char *dir = c->o->trace_dir;
     DIR *d = opendir(dir);
     if (!d)
-        return fail(c, -errno, "cannot open trace directory %s: %s", dir, strerror(errno));
+        return conv__fail(c, -errno, "cannot open trace directory %s: %s", dir, strerror(errno));
     size_t cap = 0;
     struct dirent *e;
     int rc = 0;
@@ -179,7 +181,7 @@ static int list_traces(struct conv *c)
             continue;
         }
         if (c->nprocs >= MAX_FILES) {
-            rc = fail(c, MS_ELIMIT, "more than %u trace files in %s", MAX_FILES, dir);
+            rc = conv__fail(c, MS_ELIMIT, "more than %u trace files in %s", MAX_FILES, dir);
             break;
         }
         if (c->nprocs == cap) {
@@ -209,7 +211,7 @@ static int list_traces(struct conv *c)
     if (rc < 0)
         return rc;
     if (!c->nprocs)
-        return fail(c, MS_ENOTFOUND, "no trace files (*.mst) in %s", dir);
+        return conv__fail(c, MS_ENOTFOUND, "no trace files (*.mst) in %s", dir);
     qsort(c->procs, c->nprocs, sizeof *c->procs, cmp_proc);
     return 0;
 }
@@ -242,17 +244,17 @@ static int open_traces(struct conv *c)
             continue;
         }
         if (rc == MS_EFORMAT)
-            return fail(c, rc, "%s: not a memscope trace", p->path);
+            return conv__fail(c, rc, "%s: not a memscope trace", p->path);
         if (rc == MS_EVERSION)
-            return fail(c, rc, "%s: written by trace format version %u; this memscope reads "
+            return conv__fail(c, rc, "%s: written by trace format version %u; this memscope reads "
                         "version %u or older", p->path, trace_version(p->path), MS_TRACE_MAX_VERSION);
         if (rc < 0)
-            return fail(c, rc, "cannot read %s: %s", p->path, ms_strerror(rc));
+            return conv__fail(c, rc, "cannot read %s: %s", p->path, ms_strerror(rc));
         c->procs[kept++] = *p;
     }
     c->nprocs = kept;
     if (!kept)
-        return fail(c, MS_ENOTFOUND, "no readable trace in %s", c->o->trace_dir);
+        return conv__fail(c, MS_ENOTFOUND, "no readable trace in %s", c->o->trace_dir);
     for (size_t i = 0; i < c->nprocs; i++) {
         struct proc *p = &c->procs[i];
         p->id = (int64_t)i + 1;
@@ -398,7 +400,7 @@ static int add_pystack(struct conv *c, struct proc *p, const struct ms_record *r
 
 /* Formats the Python part of stack sd as msMemScope's Call Stack(Python): "file(line): func"
  * per frame, innermost first, lines joined by newlines. Empty when the stack has none. */
-static int py_text(struct conv *c, struct proc *p, const struct stack_def *sd, struct sbuf *b)
+int conv__py_text(struct conv *c, struct proc *p, const struct stack_def *sd, struct sbuf *b)
 {
     uint32_t idx;
     b->len = 0;
@@ -477,7 +479,7 @@ static int add_process(struct conv *c, struct proc *p, const struct ms_record *r
 static int add_kernel(struct conv *c, struct proc *p, const struct ms_record *r)
 {
     if (c->nkernels >= MAX_STACKS)
-        return fail(c, MS_ELIMIT, "more than %u kernel names", MAX_STACKS);
+        return conv__fail(c, MS_ELIMIT, "more than %u kernel names", MAX_STACKS);
     if (conv__grow((void **)&c->kernels, &c->akernels, c->nkernels, sizeof *c->kernels,
                    MAX_STACKS) < 0)
         return conv__oom(c, "kernel names");
@@ -562,236 +564,6 @@ static int pass1(struct conv *c)
     }
     ms_trace_cursor_release(cur);
     free(cur);
-    return rc;
-}
-
-/* ---- Symbolization: modules, strings, frames, stacks ---------------------------------------- */
-
-struct pcinfo {
-    int64_t first_frame;  /* frames.id of its innermost line */
-    uint32_t nframes;
-    char *text;           /* its c_text lines, "\n"-separated, owned */
-};
-
-static int intern(struct conv *c, const char *s, int64_t *id)
-{
-    int is_new;
-    if (!s) {
-        *id = 0;
-        return 0;
-    }
-    if (ms_strtab_intern(&c->strings, s, strlen(s), id, &is_new) < 0)
-        return conv__oom(c, "strings");
-    if (!is_new)
-        return 0;
-    sqlite3_bind_int64(c->ins_string, 1, *id);
-    sqlite3_bind_text(c->ins_string, 2, s, -1, SQLITE_STATIC);
-    return conv__step_reset(c, c->ins_string, "insert string");
-}
-
-static const char *base_name(const char *path)
-{
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
-}
-
-/* libstdc++'s demangler (a C function: <cxxabi.h> is C++ only). */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
-
-/* The readable name of a C++ symbol ("_ZN3foo3barEi" -> "foo::bar(int)"), malloc'd, or NULL
- * when name is not a mangled C++ name (or the demangler runs out of memory). */
-static char *demangle(const char *name)
-{
-    if (!name || name[0] != '_' || name[1] != 'Z' || strlen(name) > 4096)
-        return NULL;
-    int status = -1;
-    char *d = __cxa_demangle(name, NULL, NULL, &status);
-    if (status != 0) {
-        free(d);
-        return NULL;
-    }
-    return d;
-}
-
-/* Formats one c_text line (docs/database.md, "Symbolized frames"). */
-static int format_line(struct sbuf *b, const struct ms_sym_frame *f,
-                       const struct ms_sym_module *m, uint64_t pc)
-{
-    int rc = sbuf__str(b, f->func ? f->func : "??");
-    if (rc == 0 && f->file)
-        rc = sbuf__fmt(b, " (%s:%d)", f->file, f->line);
-    else if (rc == 0 && m)
-        rc = sbuf__fmt(b, " (%s+0x%llx)", base_name(m->path), (unsigned long long)(pc - m->bias));
-    else if (rc == 0)
-        rc = sbuf__fmt(b, " (0x%llx)", (unsigned long long)pc);
-    return rc;
-}
-
-/* Symbolizes pc and writes its frames rows. */
-static int symbolize_pc(struct conv *c, struct ms_symbolizer *sym, uint64_t pc,
-                        struct pcinfo *pi)
-{
-    struct ms_sym_frame fr[MS_SYM_MAX_INLINE];
-    int n = ms_symbolizer_lookup(sym, pc, fr);
-    const struct ms_sym_module *m = ms_symbolizer_module(sym, pc);
-    struct sbuf b = {0};
-    pi->first_frame = c->next_frame + 1;
-    pi->nframes = (uint32_t)n;
-    for (int i = 0; i < n; i++) {
-        int64_t fid, sid, lid = 0;
-        /* C++ names read demangled; the linkage (mangled) name is kept beside */
-        char *readable = demangle(fr[i].func);
-        const char *linkage = fr[i].func;
-        if (readable)
-            fr[i].func = readable;
-        int rc = intern(c, fr[i].func, &fid);
-        if (rc == 0 && readable)
-            rc = intern(c, linkage, &lid);
-        if (rc == 0)
-            rc = intern(c, fr[i].file, &sid);
-        if (rc == 0 && i)
-            rc = sbuf__add(&b, "\n", 1);
-        if (rc == 0)
-            rc = format_line(&b, &fr[i], m, pc);
-        free(readable);
-        if (rc == MS_ENOMEM)
-            rc = conv__oom(c, "c_text");
-        if (rc < 0) {
-            free(b.p);
-            return rc;
-        }
-        sqlite3_stmt *st = c->ins_frame;
-        sqlite3_bind_int64(st, 1, ++c->next_frame);
-        bind_opt(st, 2, m ? m->db_id : 0, m != NULL);
-        sqlite3_bind_int64(st, 3, (int64_t)pc);
-        sqlite3_bind_int64(st, 4, i == n - 1 ? 0 : i + 1);
-        bind_opt(st, 5, fid, fid != 0);
-        bind_opt(st, 6, sid, sid != 0);
-        bind_opt(st, 7, fr[i].line, fr[i].file && fr[i].line > 0);
-        bind_opt(st, 8, lid, lid != 0);
-        if ((rc = conv__step_reset(c, st, "insert frame")) < 0) {
-            free(b.p);
-            return rc;
-        }
-    }
-    pi->text = b.p;
-    return 0;
-}
-
-static int write_modules(struct conv *c, struct proc *p, struct ms_sym_module *out)
-{
-    sqlite3_stmt *st;
-    int rc = conv__prepare(c, &st, "INSERT INTO modules VALUES (?,?,?,?,?,?)");
-    for (size_t i = 0; i < p->nmods && rc == 0; i++) {
-        struct module *m = &p->mods[i];
-        /* The main program may be reported without a path (dl_iterate_phdr's ""). */
-        const char *path = !m->path[0] && p->exe ? p->exe : m->path;
-        out[i] = (struct ms_sym_module){m->bias, m->lo, m->hi, path, ++c->next_module};
-        sqlite3_bind_int64(st, 1, out[i].db_id);
-        sqlite3_bind_int64(st, 2, p->id);
-        sqlite3_bind_text(st, 3, path, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 4, (int64_t)m->bias);
-        sqlite3_bind_int64(st, 5, (int64_t)m->lo);
-        sqlite3_bind_int64(st, 6, (int64_t)m->hi);
-        rc = conv__step_reset(c, st, "insert module");
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
-
-static int symbolize_process(struct conv *c, struct proc *p)
-{
-    struct ms_sym_module *mods = calloc(p->nmods + 1, sizeof *mods);
-    if (!mods)
-        return conv__oom(c, "modules");
-    int rc = write_modules(c, p, mods);
-    struct ms_symbolizer sym;
-    if (rc == 0 && ms_symbolizer_init(&sym, c->o->symbolize ? &c->symcache : NULL, mods,
-                                      p->nmods) < 0)
-        rc = conv__oom(c, "symbolizer");
-    free(mods);
-    if (rc < 0)
-        return rc;
-
-    struct ms_addrmap pcs;       /* pc -> index in info */
-    struct pcinfo *info = NULL;
-    size_t ninfo = 0, ainfo = 0;
-    struct sbuf text = {0}, pytext = {0};
-    ms_addrmap_init(&pcs, MAX_PCS_PER_PROCESS);
-    for (uint32_t s = p->stack_first; s < p->stack_end && rc == 0; s++) {
-        if ((s & 255) == 0 && c->o->stop && *c->o->stop) {
-            rc = fail(c, -EINTR, "interrupted");
-            break;
-        }
-        struct stack_def *sd = &c->stacks[s];
-        int64_t pos = 0;
-        text.len = 0;
-        if (text.p)
-            text.p[0] = 0;
-        for (uint32_t k = 0; k < sd->depth && rc == 0; k++) {
-            uint64_t pc = sd->pcs[k];
-            uint32_t idx;
-            if (!ms_addrmap_get(&pcs, pc, &idx)) {
-                if (ninfo == ainfo) {
-                    size_t n = ainfo ? ainfo * 2 : 1024;
-                    struct pcinfo *ni = realloc(info, n * sizeof *ni);
-                    if (!ni) {
-                        rc = conv__oom(c, "pcs");
-                        break;
-                    }
-                    info = ni;
-                    ainfo = n;
-                }
-                idx = (uint32_t)ninfo;
-                if (ms_addrmap_put(&pcs, pc, idx) < 0) {
-                    rc = conv__oom(c, "pcs");
-                    break;
-                }
-                info[ninfo].text = NULL;
-                ninfo++;
-                if ((rc = symbolize_pc(c, &sym, pc, &info[idx])) < 0)
-                    break;
-            }
-            const struct pcinfo *pi = &info[idx];
-            if (text.len + strlen(pi->text) + 1 > MAX_CTEXT) {
-                rc = conv__oom(c, "c_text");
-                break;
-            }
-            if ((k && sbuf__add(&text, "\n", 1) < 0) || sbuf__str(&text, pi->text) < 0) {
-                rc = conv__oom(c, "c_text");
-                break;
-            }
-            for (uint32_t f = 0; f < pi->nframes && rc == 0; f++) {
-                sqlite3_bind_int64(c->ins_stack_frame, 1, (int64_t)s + 1);
-                sqlite3_bind_int64(c->ins_stack_frame, 2, pos++);
-                sqlite3_bind_int64(c->ins_stack_frame, 3, pi->first_frame + f);
-                rc = conv__step_reset(c, c->ins_stack_frame, "insert stack frame");
-            }
-        }
-        if (rc < 0)
-            break;
-        sqlite3_bind_int64(c->ins_stack, 1, (int64_t)s + 1);
-        sqlite3_bind_int64(c->ins_stack, 2, p->id);
-        sqlite3_bind_int64(c->ins_stack, 3, sd->depth);
-        sqlite3_bind_text(c->ins_stack, 4, text.p ? text.p : "", (int)text.len, SQLITE_STATIC);
-        if (rc == 0)
-            rc = py_text(c, p, sd, &pytext);
-        if (rc == 0 && pytext.len)
-            sqlite3_bind_text(c->ins_stack, 5, pytext.p, (int)pytext.len, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(c->ins_stack, 5);
-        if (rc == 0)
-            rc = conv__step_reset(c, c->ins_stack, "insert stack");
-        free(sd->pcs); /* no longer needed: events refer to the stack by id */
-        sd->pcs = NULL;
-    }
-    for (size_t i = 0; i < ninfo; i++)
-        free(info[i].text);
-    free(info);
-    free(text.p);
-    free(pytext.p);
-    ms_addrmap_release(&pcs);
-    ms_symbolizer_release(&sym);
     return rc;
 }
 
@@ -987,7 +759,7 @@ int conv__write_event_full(struct conv *c, const struct stream *s, int kind, int
         c->attr = NULL;
         c->row_owner = 0;
         int rc = c->o->sink(c->o->sink_ctx, &row);
-        return rc < 0 ? fail(c, rc, "stopped by the replay's reader") : 0;
+        return rc < 0 ? conv__fail(c, rc, "stopped by the replay's reader") : 0;
     }
     if (c->o->compact && (kind == MS_KIND_MALLOC || kind == MS_KIND_FREE)) {
         /* in the packed trace only; the id is still taken, as in a full database */
@@ -1191,7 +963,7 @@ static int pool_index(struct conv *c, const struct ms_record *r)
         if (strlen(c->pools[i]) == r->len1 && !memcmp(c->pools[i], r->str1, r->len1))
             return (int)i;
     if (c->npools >= MAX_POOLS)
-        return fail(c, MS_ELIMIT, "more than %u pools", MAX_POOLS), -1;
+        return conv__fail(c, MS_ELIMIT, "more than %u pools", MAX_POOLS), -1;
     char **pools = realloc(c->pools, (c->npools + 1) * sizeof *pools);
     char *name = malloc(r->len1 + 1);
     if (pools)
@@ -1268,11 +1040,11 @@ static int range_write(struct conv *c, struct thread *t, int i, int64_t end_ns, 
     sqlite3_bind_int64(st, 3, (int64_t)(t - c->threads) + 1);
     sqlite3_bind_text(st, 4, o->name, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 5, i);
-    bind_opt(st, 6, i ? t->ranges[i - 1].id : 0, i > 0);
+    conv__bind_opt(st, 6, i ? t->ranges[i - 1].id : 0, i > 0);
     sqlite3_bind_int64(st, 7, o->start_ns);
-    bind_opt(st, 8, end_ns, end_event != 0);
+    conv__bind_opt(st, 8, end_ns, end_event != 0);
     sqlite3_bind_int64(st, 9, o->start_event);
-    bind_opt(st, 10, end_event, end_event != 0);
+    conv__bind_opt(st, 10, end_event, end_event != 0);
     int rc = conv__step_reset(c, st, "insert range");
     free(o->name);
     o->name = NULL;
@@ -1456,7 +1228,7 @@ static int on_annotation(struct conv *c, struct stream *s)
         return rc < 0 ? rc : apply_tag(c, p, r->str1, r->len1);
     case MS_EXT_RANGE_PUSH: {
         if (t->nranges >= MAX_OPEN_RANGES)
-            return fail(c, MS_ELIMIT, "more than %d nested ranges on one thread",
+            return conv__fail(c, MS_ELIMIT, "more than %d nested ranges on one thread",
                         MAX_OPEN_RANGES);
         if (t->nranges == t->aranges) {
             int n = t->aranges ? t->aranges * 2 : 16;
@@ -1570,7 +1342,7 @@ static int pass2(struct conv *c)
         struct ms_trace *t = &c->procs[i].tr;
         for (size_t k = 0; k < t->nchunks; n++) {
             if (n >= MAX_THREADS)
-                return fail(c, MS_ELIMIT, "more than %u threads in the traces", MAX_THREADS);
+                return conv__fail(c, MS_ELIMIT, "more than %u threads in the traces", MAX_THREADS);
             size_t e = k + 1;
             while (e < t->nchunks && t->chunks[e].thread_serial == t->chunks[k].thread_serial)
                 e++;
@@ -1627,7 +1399,7 @@ static int pass2(struct conv *c)
     for (uint64_t n_ev = 0; nheap && rc == 0; n_ev++) {
         struct stream *s = heap[0];
         if ((n_ev & 4095) == 0 && c->o->stop && *c->o->stop) {
-            rc = fail(c, -EINTR, "interrupted");
+            rc = conv__fail(c, -EINTR, "interrupted");
             break;
         }
         if (c->trend_ok && (rc = conv__compact_sample(c, s->ts)) < 0)
@@ -1724,8 +1496,8 @@ static int write_threads(struct conv *c)
         sqlite3_bind_int64(st, 1, (int64_t)i + 1);
         sqlite3_bind_int64(st, 2, c->procs[t->proc].id);
         sqlite3_bind_int64(st, 3, t->tid);
-        bind_opt(st, 4, t->first_ns, t->events != 0);
-        bind_opt(st, 5, t->last_ns, t->events != 0);
+        conv__bind_opt(st, 4, t->first_ns, t->events != 0);
+        conv__bind_opt(st, 5, t->last_ns, t->events != 0);
         sqlite3_bind_int64(st, 6, (int64_t)t->events);
         rc = conv__step_reset(c, st, "insert thread");
     }
@@ -1769,8 +1541,8 @@ static int write_processes(struct conv *c)
             sqlite3_bind_text(st, 6, p->cmdline, (int)cl, SQLITE_STATIC);
         else
             sqlite3_bind_null(st, 6);
-        bind_opt(st, 7, p->first_ns, p->have_events);
-        bind_opt(st, 8, p->last_ns, p->have_events);
+        conv__bind_opt(st, 7, p->first_ns, p->have_events);
+        conv__bind_opt(st, 8, p->last_ns, p->have_events);
         sqlite3_bind_text(st, 9, p->path, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 10, (int64_t)lost);
         sqlite3_bind_int64(st, 11, (int64_t)h->stopped_errno);
@@ -1810,12 +1582,12 @@ static int write_processes(struct conv *c)
             sqlite3_bind_int64(ps, 4, ls->frees);
             sqlite3_bind_int64(ps, 5, ls->alloc_bytes);
             sqlite3_bind_int64(ps, 6, ls->peak_bytes);
-            bind_opt(ps, 7, ls->peak_ns, ls->peak_bytes > 0);
+            conv__bind_opt(ps, 7, ls->peak_ns, ls->peak_bytes > 0);
             sqlite3_bind_int64(ps, 8, ls->live_bytes);
             sqlite3_bind_int64(ps, 9, ls->live_blocks);
             sqlite3_bind_int64(ps, 10, ls->unmatched);
-            bind_opt(ps, 11, ls->peak_event, ls->peak_bytes > 0);
-            bind_opt(ps, 12, ls->peak_alloc, ls->peak_bytes > 0);
+            conv__bind_opt(ps, 11, ls->peak_event, ls->peak_bytes > 0);
+            conv__bind_opt(ps, 12, ls->peak_alloc, ls->peak_bytes > 0);
             rc = conv__step_reset(c, ps, "insert process stats");
         }
         c->res->damaged_chunks += p->tr.damaged_chunks;
@@ -1985,7 +1757,7 @@ static int open_db(struct conv *c)
     if (fd == 0)
         fd = ms_file_create(c->tmp_path);
     if (fd < 0) {
-        int rc = fail(c, fd, "cannot create %s: %s", c->tmp_path, strerror(-fd));
+        int rc = conv__fail(c, fd, "cannot create %s: %s", c->tmp_path, strerror(-fd));
         free(c->tmp_path);
         c->tmp_path = NULL; /* not ours: nothing to remove */
         return rc;
@@ -2142,7 +1914,7 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
     ms_addrmap_init(&c.site_ids, MAX_STACKS);
     ms_symcache_init(&c.symcache);
     if (!o || !o->trace_dir || (!o->db_path && !o->sink))
-        return fail(&c, MS_EINVAL, "ms_store_convert: trace_dir and db_path are required");
+        return conv__fail(&c, MS_EINVAL, "ms_store_convert: trace_dir and db_path are required");
 
     int rc = list_traces(&c);
     if (rc == 0)
@@ -2156,7 +1928,7 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
     if (rc == 0)
         rc = open_db(&c);
     for (size_t i = 0; i < c.nprocs && rc == 0; i++)
-        rc = symbolize_process(&c, &c.procs[i]);
+        rc = conv__symbolize_process(&c, &c.procs[i]);
     if (rc == 0)
         rc = pass2(&c);
     if (rc == 0)
@@ -2179,7 +1951,7 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
     c.tmp_path = NULL;
     conv_release(&c); /* closes the database */
     if (rc == 0 && tmp && rename(tmp, o->db_path) < 0)
-        rc = fail(&c, -errno, "cannot rename %s to %s: %s", tmp, o->db_path, strerror(errno));
+        rc = conv__fail(&c, -errno, "cannot rename %s to %s: %s", tmp, o->db_path, strerror(errno));
     if (rc < 0 && tmp)
         unlink(tmp); /* created by open_db (O_EXCL): ours */
     free((char *)tmp);

@@ -310,6 +310,10 @@ int sbuf__str(struct sbuf *b, const char *s);
 int sbuf__fmt(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int sbuf__json(struct sbuf *b, const char *s, size_t n);
 
+/* Sets err (the first error only) and returns rc. */
+int conv__fail(struct conv *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Binds v to parameter i, or NULL when not present. */
+void conv__bind_opt(sqlite3_stmt *st, int i, int64_t v, int present);
 /* Sets the out-of-memory error (what was being done); returns its code. */
 int conv__oom(struct conv *c, const char *what);
 /* Prepares sql into *st; 0 or an error (set). */
@@ -343,6 +347,14 @@ int conv__free_block(struct conv *c, const struct stream *s, int layer, uint32_t
 int conv__exec(struct conv *c, const char *sql, const char *what);
 /* Writes the blocks row of cb now. */
 int conv__block_row(struct conv *c, const struct closed_block *cb);
+
+/* Python stack text of sd ("file(line): function" lines, innermost first) into b. */
+int conv__py_text(struct conv *c, struct proc *p, const struct stack_def *sd, struct sbuf *b);
+
+/* ---- convert_symbols.c: called by convert.c ------------------------------------------------- */
+
+/* Symbolizes process p's stacks and writes its modules, strings, frames and stacks rows. */
+int conv__symbolize_process(struct conv *c, struct proc *p);
 
 /* ---- convert_compact.c: called by convert.c when o->compact is set -------------------------- */
 

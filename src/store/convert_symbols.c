@@ -1,0 +1,235 @@
+/* convert_symbols.c: the conversion's symbolization: each distinct return address of a process
+ * looked up once with libdw (symbolize.c: inlined frames included, C++ names demangled), its
+ * modules, strings, frames, stack_frames and stacks rows (c_text, py_text). Workload: once per
+ * process after pass 1; per distinct pc a lookup, per stack its frames joined. */
+#include "convert_internal.h"
+
+/* ---- Symbolization: modules, strings, frames, stacks ---------------------------------------- */
+
+struct pcinfo {
+    int64_t first_frame;  /* frames.id of its innermost line */
+    uint32_t nframes;
+    char *text;           /* its c_text lines, "\n"-separated, owned */
+};
+
+static int intern(struct conv *c, const char *s, int64_t *id)
+{
+    int is_new;
+    if (!s) {
+        *id = 0;
+        return 0;
+    }
+    if (ms_strtab_intern(&c->strings, s, strlen(s), id, &is_new) < 0)
+        return conv__oom(c, "strings");
+    if (!is_new)
+        return 0;
+    sqlite3_bind_int64(c->ins_string, 1, *id);
+    sqlite3_bind_text(c->ins_string, 2, s, -1, SQLITE_STATIC);
+    return conv__step_reset(c, c->ins_string, "insert string");
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* libstdc++'s demangler (a C function: <cxxabi.h> is C++ only). */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* The readable name of a C++ symbol ("_ZN3foo3barEi" -> "foo::bar(int)"), malloc'd, or NULL
+ * when name is not a mangled C++ name (or the demangler runs out of memory). */
+static char *demangle(const char *name)
+{
+    if (!name || name[0] != '_' || name[1] != 'Z' || strlen(name) > 4096)
+        return NULL;
+    int status = -1;
+    char *d = __cxa_demangle(name, NULL, NULL, &status);
+    if (status != 0) {
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* Formats one c_text line (docs/database.md, "Symbolized frames"). */
+static int format_line(struct sbuf *b, const struct ms_sym_frame *f,
+                       const struct ms_sym_module *m, uint64_t pc)
+{
+    int rc = sbuf__str(b, f->func ? f->func : "??");
+    if (rc == 0 && f->file)
+        rc = sbuf__fmt(b, " (%s:%d)", f->file, f->line);
+    else if (rc == 0 && m)
+        rc = sbuf__fmt(b, " (%s+0x%llx)", base_name(m->path), (unsigned long long)(pc - m->bias));
+    else if (rc == 0)
+        rc = sbuf__fmt(b, " (0x%llx)", (unsigned long long)pc);
+    return rc;
+}
+
+/* Symbolizes pc and writes its frames rows. */
+static int symbolize_pc(struct conv *c, struct ms_symbolizer *sym, uint64_t pc,
+                        struct pcinfo *pi)
+{
+    struct ms_sym_frame fr[MS_SYM_MAX_INLINE];
+    int n = ms_symbolizer_lookup(sym, pc, fr);
+    const struct ms_sym_module *m = ms_symbolizer_module(sym, pc);
+    struct sbuf b = {0};
+    pi->first_frame = c->next_frame + 1;
+    pi->nframes = (uint32_t)n;
+    for (int i = 0; i < n; i++) {
+        int64_t fid, sid, lid = 0;
+        /* C++ names read demangled; the linkage (mangled) name is kept beside */
+        char *readable = demangle(fr[i].func);
+        const char *linkage = fr[i].func;
+        if (readable)
+            fr[i].func = readable;
+        int rc = intern(c, fr[i].func, &fid);
+        if (rc == 0 && readable)
+            rc = intern(c, linkage, &lid);
+        if (rc == 0)
+            rc = intern(c, fr[i].file, &sid);
+        if (rc == 0 && i)
+            rc = sbuf__add(&b, "\n", 1);
+        if (rc == 0)
+            rc = format_line(&b, &fr[i], m, pc);
+        free(readable);
+        if (rc == MS_ENOMEM)
+            rc = conv__oom(c, "c_text");
+        if (rc < 0) {
+            free(b.p);
+            return rc;
+        }
+        sqlite3_stmt *st = c->ins_frame;
+        sqlite3_bind_int64(st, 1, ++c->next_frame);
+        conv__bind_opt(st, 2, m ? m->db_id : 0, m != NULL);
+        sqlite3_bind_int64(st, 3, (int64_t)pc);
+        sqlite3_bind_int64(st, 4, i == n - 1 ? 0 : i + 1);
+        conv__bind_opt(st, 5, fid, fid != 0);
+        conv__bind_opt(st, 6, sid, sid != 0);
+        conv__bind_opt(st, 7, fr[i].line, fr[i].file && fr[i].line > 0);
+        conv__bind_opt(st, 8, lid, lid != 0);
+        if ((rc = conv__step_reset(c, st, "insert frame")) < 0) {
+            free(b.p);
+            return rc;
+        }
+    }
+    pi->text = b.p;
+    return 0;
+}
+
+static int write_modules(struct conv *c, struct proc *p, struct ms_sym_module *out)
+{
+    sqlite3_stmt *st;
+    int rc = conv__prepare(c, &st, "INSERT INTO modules VALUES (?,?,?,?,?,?)");
+    for (size_t i = 0; i < p->nmods && rc == 0; i++) {
+        struct module *m = &p->mods[i];
+        /* The main program may be reported without a path (dl_iterate_phdr's ""). */
+        const char *path = !m->path[0] && p->exe ? p->exe : m->path;
+        out[i] = (struct ms_sym_module){m->bias, m->lo, m->hi, path, ++c->next_module};
+        sqlite3_bind_int64(st, 1, out[i].db_id);
+        sqlite3_bind_int64(st, 2, p->id);
+        sqlite3_bind_text(st, 3, path, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, (int64_t)m->bias);
+        sqlite3_bind_int64(st, 5, (int64_t)m->lo);
+        sqlite3_bind_int64(st, 6, (int64_t)m->hi);
+        rc = conv__step_reset(c, st, "insert module");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int conv__symbolize_process(struct conv *c, struct proc *p)
+{
+    struct ms_sym_module *mods = calloc(p->nmods + 1, sizeof *mods);
+    if (!mods)
+        return conv__oom(c, "modules");
+    int rc = write_modules(c, p, mods);
+    struct ms_symbolizer sym;
+    if (rc == 0 && ms_symbolizer_init(&sym, c->o->symbolize ? &c->symcache : NULL, mods,
+                                      p->nmods) < 0)
+        rc = conv__oom(c, "symbolizer");
+    free(mods);
+    if (rc < 0)
+        return rc;
+
+    struct ms_addrmap pcs;       /* pc -> index in info */
+    struct pcinfo *info = NULL;
+    size_t ninfo = 0, ainfo = 0;
+    struct sbuf text = {0}, pytext = {0};
+    ms_addrmap_init(&pcs, MAX_PCS_PER_PROCESS);
+    for (uint32_t s = p->stack_first; s < p->stack_end && rc == 0; s++) {
+        if ((s & 255) == 0 && c->o->stop && *c->o->stop) {
+            rc = conv__fail(c, -EINTR, "interrupted");
+            break;
+        }
+        struct stack_def *sd = &c->stacks[s];
+        int64_t pos = 0;
+        text.len = 0;
+        if (text.p)
+            text.p[0] = 0;
+        for (uint32_t k = 0; k < sd->depth && rc == 0; k++) {
+            uint64_t pc = sd->pcs[k];
+            uint32_t idx;
+            if (!ms_addrmap_get(&pcs, pc, &idx)) {
+                if (ninfo == ainfo) {
+                    size_t n = ainfo ? ainfo * 2 : 1024;
+                    struct pcinfo *ni = realloc(info, n * sizeof *ni);
+                    if (!ni) {
+                        rc = conv__oom(c, "pcs");
+                        break;
+                    }
+                    info = ni;
+                    ainfo = n;
+                }
+                idx = (uint32_t)ninfo;
+                if (ms_addrmap_put(&pcs, pc, idx) < 0) {
+                    rc = conv__oom(c, "pcs");
+                    break;
+                }
+                info[ninfo].text = NULL;
+                ninfo++;
+                if ((rc = symbolize_pc(c, &sym, pc, &info[idx])) < 0)
+                    break;
+            }
+            const struct pcinfo *pi = &info[idx];
+            if (text.len + strlen(pi->text) + 1 > MAX_CTEXT) {
+                rc = conv__oom(c, "c_text");
+                break;
+            }
+            if ((k && sbuf__add(&text, "\n", 1) < 0) || sbuf__str(&text, pi->text) < 0) {
+                rc = conv__oom(c, "c_text");
+                break;
+            }
+            for (uint32_t f = 0; f < pi->nframes && rc == 0; f++) {
+                sqlite3_bind_int64(c->ins_stack_frame, 1, (int64_t)s + 1);
+                sqlite3_bind_int64(c->ins_stack_frame, 2, pos++);
+                sqlite3_bind_int64(c->ins_stack_frame, 3, pi->first_frame + f);
+                rc = conv__step_reset(c, c->ins_stack_frame, "insert stack frame");
+            }
+        }
+        if (rc < 0)
+            break;
+        sqlite3_bind_int64(c->ins_stack, 1, (int64_t)s + 1);
+        sqlite3_bind_int64(c->ins_stack, 2, p->id);
+        sqlite3_bind_int64(c->ins_stack, 3, sd->depth);
+        sqlite3_bind_text(c->ins_stack, 4, text.p ? text.p : "", (int)text.len, SQLITE_STATIC);
+        if (rc == 0)
+            rc = conv__py_text(c, p, sd, &pytext);
+        if (rc == 0 && pytext.len)
+            sqlite3_bind_text(c->ins_stack, 5, pytext.p, (int)pytext.len, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(c->ins_stack, 5);
+        if (rc == 0)
+            rc = conv__step_reset(c, c->ins_stack, "insert stack");
+        free(sd->pcs); /* no longer needed: events refer to the stack by id */
+        sd->pcs = NULL;
+    }
+    for (size_t i = 0; i < ninfo; i++)
+        free(info[i].text);
+    free(info);
+    free(text.p);
+    free(pytext.p);
+    ms_addrmap_release(&pcs);
+    ms_symbolizer_release(&sym);
+    return rc;
+}

@@ -41,11 +41,12 @@ KEPT_SQL="SELECT b.* FROM blocks b WHERE b.free_ns IS NULL
 # (Blocks whose owner a tag changed are kept too; in these programs, tag_marks, they are all
 # live at exit.)
 
+REC_OPTS=() # memscope run options of the recording
 compare_formats() { # NAME PROGRAM ARGS...
     local name=$1
     shift
     local t=$TMP/$name.trace c=$TMP/$name.c.db f=$TMP/$name.f.db
-    ms "$name-rec" run --format=trace --no-pack -o "$t" -- "$@"
+    ms "$name-rec" run --format=trace --no-pack "${REC_OPTS[@]}" -o "$t" -- "$@"
     ms "$name-c" import "$t" -o "$c"
     assert_eq "$name: compact import status" 0 "$RC"
     ms "$name-f" import --format=db "$t" -o "$f"
@@ -110,6 +111,9 @@ compare_formats tags "$PROGS/tag_marks"
 compare_formats fork "$PROGS/forker" "$TMP/fork.pid"
 compare_formats exec "$PROGS/exec_parent" "$PROGS/exec_child"
 compare_formats base "$AN/b_steps" base
+REC_OPTS=(--call-stack=c:8,python:8) # Python stacks (py_text), as the Python layer records them
+compare_formats pystacks "$PROGS/pystack_sim"
+REC_OPTS=()
 
 # Trend's and decompose's series are computed by the conversion of raw traces (the time of the
 # last event is known before); from packed ones the analyses replay them: the same either way.

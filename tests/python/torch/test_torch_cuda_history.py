@@ -127,3 +127,34 @@ def test_blocks_take_the_main_threads_owner(tmp_path):
     blocks = query(db, "SELECT count(*) FROM blocks b JOIN layers l ON l.id = b.layer "
                        "WHERE l.name = 'pta:0'")[0][0]
     assert rows == [("encoder", blocks - 1), ("encoder@kv", 1)]
+
+
+def test_history_in_the_compact_database(tmp_path):
+    """memscope run's default output: the pickle is stored beside the trace, the tables say
+    what the snapshot says, and its full database and every analysis agree with it."""
+    summary = snapshot_summary()
+    dev = summary["devices"][0]
+    db, p = run(tmp_path, STAND_IN % os.path.abspath(SNAP),
+                opts=("--call-stack=c:0", "--format=compact"))
+    assert query(db, "SELECT value FROM meta WHERE key = 'store'") == [("compact",)]
+    names = [n for (n,) in query(db, "SELECT DISTINCT name FROM trace_files")]
+    assert any(n.endswith(".pta.pickle") for n in names), names
+    (live_blocks, live_bytes), = query(db, "SELECT s.live_blocks, s.live_bytes FROM process_stats s "
+                                           "JOIN layers l ON l.id = s.layer WHERE l.name = 'pta:0'")
+    assert (live_blocks, live_bytes) == (dev["blocks_by_state"]["active_allocated"]["count"],
+                                         dev["allocated_bytes"])
+    full = tmp_path / "full.db"
+    e = subprocess.run([memscope_bin(), "export", str(db), "--format=db", "-o", str(full)],
+                       capture_output=True, text=True, timeout=600)
+    assert e.returncode == 0, e.stderr
+    assert query(full, "SELECT count(*) FROM memscope_dump WHERE Event = 'MALLOC' AND "
+                       "\"Event Type\" = 'PTA' AND json_extract(Attr, '$.func') = 'alloc'") \
+        == [(dev["actions"]["alloc"],)]
+    out = []
+    for d in (db, full):
+        a = subprocess.run([memscope_bin(), "analyze", "all", str(d), "--json"],
+                           capture_output=True, text=True, timeout=600)
+        assert a.returncode == 0, a.stderr
+        out.append(a.stdout)
+    assert out[0] == out[1]
+    assert json.loads(out[0])["fragmentation"]["pools"][0]["name"] == "PTA:0"

@@ -13,6 +13,8 @@ int cmd_pack(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 #endif
 
+#include "store.h"
+
 #include <stdio.h>
 #include <time.h>
 struct ms_pack_stats;
@@ -48,6 +50,11 @@ int run_dir_empty(const char *dir);
 void run_untraceable_reason(const char *program, char *why, size_t len);
 /* The pid of a process still writing one of the traces in dir (it holds the file open), or 0. */
 long run_running_writer(const char *dir);
+
+/* run_convert.c: ms_store_convert(o) in a child process; a child that dies leaves an error in err
+ * (MS_EIO) and nothing half-written. *stop set by a signal handler is passed on to the child. */
+int run_convert(const struct ms_store_options *o, volatile int *stop, struct ms_store_result *res,
+                char *err, size_t errlen);
 
 /* run_summary.c: prints the run's summary from database db_path on out; 0, or -1 when the
  * database cannot be opened. */

@@ -75,7 +75,8 @@ int cmd_import(int argc, char **argv)
     };
     struct ms_store_result res;
     char err[512];
-    int rc = ms_store_convert(&o, &res, err, sizeof err);
+    static volatile int no_stop;
+    int rc = run_convert(&o, &no_stop, &res, err, sizeof err); /* a crash takes a child */
     if (rc < 0) {
         error("import: %s", err[0] ? err : ms_strerror(rc));
         return 1;

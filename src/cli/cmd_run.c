@@ -799,7 +799,7 @@ int cmd_run(int argc, char **argv)
     };
     struct ms_store_result res;
     char err[512] = "";
-    rc = ms_store_convert(&so, &res, err, sizeof err);
+    rc = run_convert(&so, &stop_signal, &res, err, sizeof err);
     if (rc == -EINTR && stop_signal) {
         error("stopped by %s during the conversion; the traces are kept in %s (convert them "
               "with: memscope import %s -o %s)", strsignal(stop_signal), trace_dir, trace_dir,

@@ -23,6 +23,8 @@
  * Caps (MAX_*) bound what a hostile or corrupt trace can make us allocate. */
 #include "convert_internal.h"
 
+#include <signal.h>
+
 int sbuf__add(struct sbuf *b, const char *s, size_t n)
 {
     if (b->len + n + 1 > b->cap) {
@@ -1929,6 +1931,9 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
         rc = open_db(&c);
     for (size_t i = 0; i < c.nprocs && rc == 0; i++)
         rc = conv__symbolize_process(&c, &c.procs[i]);
+    if (rc == 0 && getenv("MEMSCOPE_FAULT_CONVERT")) /* failure injection (tests): a crash
+                                                         * with its files half-written */
+        raise(SIGSEGV);
     if (rc == 0)
         rc = pass2(&c);
     if (rc == 0)

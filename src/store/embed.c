@@ -67,7 +67,7 @@ int ms_embed_start(struct ms_embed *e, const char *const *paths, size_t n, const
     memset(e, 0, sizeof *e);
     e->paths = calloc(n + 1, sizeof *e->paths);
     e->packed = calloc(n + 1, sizeof *e->packed);
-    size_t wl = strlen(db_path) + 32;
+    size_t wl = strlen(db_path) + 48;
     e->work_dir = malloc(wl);
     if (!e->paths || !e->packed || !e->work_dir) {
         snprintf(err, errlen, "out of memory");
@@ -79,7 +79,8 @@ int ms_embed_start(struct ms_embed *e, const char *const *paths, size_t n, const
             return MS_ENOMEM;
         }
     e->n = n;
-    snprintf(e->work_dir, wl, "%s.packing-XXXXXX", db_path);
+    /* named by this process (memscope run removes it if the conversion dies: run_convert.c) */
+    snprintf(e->work_dir, wl, "%s.packing-%ld-XXXXXX", db_path, (long)getpid());
     if (!mkdtemp(e->work_dir)) {
         int rc = -errno;
         snprintf(err, errlen, "cannot create %s: %s", e->work_dir, strerror(errno));

@@ -6,7 +6,7 @@
 set -u
 : "${MEMSCOPE:?}" "${PROGS:?}" "${ANALYZE_SRC:?}"
 PY=${PYTHON3:-/usr/bin/python3}
-GOLD=$ANALYZE_SRC/b_golden
+GOLD=$ANALYZE_SRC/golden
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail=0
@@ -66,7 +66,7 @@ json() { # out kind db args...
     local out=$1 kind=$2
     shift 2
     (cd "$T" && "$MEMSCOPE" analyze "$kind" "$@" --json) >"$T/$out" || bad "$kind --json $*"
-    "$PY" "$ANALYZE_SRC/b_json_check.py" "$kind" "$T/$out" || bad "$out: JSON keys"
+    "$PY" "$ANALYZE_SRC/check_json.py" "$kind" "$T/$out" || bad "$out: JSON keys"
 }
 json c.json compare steps.db --steps 2,3
 json cw.json compare steps.db --with base.db

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """check_json.py KIND FILE: checks a `memscope analyze KIND --json` document against the keys
-documented in docs/analyses.md (every listed key present with the listed type; no check of
-extra keys). KIND "all" checks an `analyze all --json` document: one key per analysis, each a
+documented in docs/analyses.md (every listed key present with the listed type, and the checks
+of EXTRA; no check of extra keys), for every analysis. KIND "all" checks an `analyze all --json` document: one key per analysis, each a
 document of that kind (or {"skipped"|"error": str}). Prints a one-line summary; exit 1 on the
 first mismatch."""
 import json
@@ -53,6 +53,71 @@ SCHEMAS = {
 }
 
 
+ROW = {"layer": STR, "a_bytes": INT, "a_count": INT, "b_bytes": INT, "b_count": INT,
+       "diff_bytes": INT, "diff_count": INT}
+SECTION = {"totals": {k: INT for k in ("a_bytes", "a_count", "b_bytes", "b_count", "diff_bytes",
+                                       "diff_count")},
+           "by_site": [dict(ROW, site=STR)], "by_owner": [dict(ROW, owner=STR)]}
+INEFF_KINDS = ["early_allocation", "late_deallocation", "temporary_idleness", "lazy_used",
+               "delayed_free", "long_idle"]
+SCHEMAS.update({
+    "compare": {"analysis": STR, "mode": STR, "a": STR, "b": STR, "allocated": SECTION},
+    "inefficient": {
+        "analysis": STR, "idle_threshold": INT, "flagged": INT, "written": BOOL,
+        "thresholds": {k: {"ns": INT, "percent": NUM} for k in INEFF_KINDS[3:]},
+        "counts": {k: {"blocks": INT, "bytes": INT} for k in INEFF_KINDS},
+        "blocks": [{"allocation_id": INT, "size": INT, "layer": STR, "types": [STR],
+                    "site": STR, "owner": OPT_STR}],
+    },
+    "decompose": {
+        "analysis": STR, "moment": STR, "tree": list,
+        "owners": [{"owner": OPT_STR, "peak_bytes": INT, "live": [INT]}],
+        "points": [{"label": STR, "ts_ns": INT}],
+    },
+    "fragmentation": {
+        "analysis": STR,
+        "pools": [{"name": STR, "layer": INT, "reserve_layer": INT, "peak_used": INT,
+                   "rows": [{"label": STR, "ts_ns": INT, "reserved": INT, "used": INT,
+                             "free": INT, "largest_free": INT, "fragmentation": NUM}]}],
+    },
+})
+
+
+def compare_extra(doc):
+    if doc["mode"] == "steps":
+        check(doc, {"step_a": INT, "step_b": INT}, "compare")
+    else:
+        check(doc, {"live_at_end": SECTION}, "compare")
+    if doc.get("ops") is not None:
+        check(doc["ops"], {"a_count": INT, "b_count": INT, "matched": INT, "only_a": INT,
+                           "only_b": INT, "differ": [{"name": STR, "a_bytes": OPT_INT,
+                                                      "b_bytes": OPT_INT, "diff_bytes": INT}]},
+              "compare.ops")
+
+
+def inefficient_extra(doc):
+    for b in doc["blocks"]:
+        for t in b["types"]:
+            if t not in INEFF_KINDS:
+                raise ValueError(f"inefficient: unknown type {t!r}")
+
+
+def decompose_extra(doc):
+    def node(n, path):
+        check(n, {"name": STR, "bytes": INT, "blocks": INT, "children": list}, path)
+        for i, c in enumerate(n["children"]):
+            node(c, f"{path}.children[{i}]")
+    for i, n in enumerate(doc["tree"]):
+        node(n, f"decompose.tree[{i}]")
+    for o in doc["owners"]:
+        if len(o["live"]) != len(doc["points"]):
+            raise ValueError("decompose: owners[].live and points differ in length")
+
+
+# Checks beyond the keys: keys that depend on a mode, recursive trees, lengths, vocabularies.
+EXTRA = {"compare": compare_extra, "inefficient": inefficient_extra, "decompose": decompose_extra}
+
+
 def check(v, schema, path):
     if isinstance(schema, dict):
         if not isinstance(v, dict):
@@ -86,12 +151,14 @@ def main():
                     continue
                 if name in SCHEMAS:
                     check(sub, SCHEMAS[name], name)
+                    EXTRA.get(name, lambda d: None)(sub)
             missing = [k for k in SCHEMAS if k not in doc]
             if missing:
                 raise ValueError(f"missing analyses {missing}")
             print(f"{len(doc)} analyses")
         else:
             check(doc, SCHEMAS[kind], kind)
+            EXTRA.get(kind, lambda d: None)(doc)
             if doc.get("analysis") != kind:
                 raise ValueError(f"analysis is {doc.get('analysis')!r}")
             print("ok")

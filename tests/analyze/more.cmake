@@ -1,7 +1,8 @@
 # tests/analyze/more.cmake: known-answer tests of compare, inefficient, decompose and
 # fragmentation (included by this directory's CMakeLists.txt). Programs b_*.c land beside the
 # other analysis programs; each b_<name>.sh is one ctest case, analyze_b_<name>, with the same
-# environment as the test_*.sh cases (MEMSCOPE, PROGS, ANALYZE_SRC); goldens in b_golden/.
+# environment as the test_*.sh cases (MEMSCOPE, PROGS, ANALYZE_SRC); goldens in golden/ and the
+# JSON checker check_json.py, shared with them.
 set(ms_an_b_progs b_steps b_pool b_ineff)
 foreach(p ${ms_an_b_progs})
   add_executable(msan_${p} ${p}.c)

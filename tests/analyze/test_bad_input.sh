@@ -71,4 +71,28 @@ assert_match "no arguments: usage" "usage: memscope analyze" "$(cat "$TMP/noargs
 ms help analyze --help
 assert_eq "--help: status" 0 "$RC"
 assert_match "--help lists leaks" "^  leaks " "$(cat "$TMP/help.out")"
+# compare, inefficient, decompose and fragmentation (tests/analyze/b_*.c programs)
+ms steps run --format=db -q -o "$TMP/steps.db" -- "$PROGS/b_steps"
+ms pool run --format=db -q -o "$TMP/pool.db" -- "$PROGS/b_pool"
+ms nostep run --format=db -q -o "$TMP/nostep.db" -- "$PROGS/b_ineff"
+expect cmp_step9 2 "step 9 does not exist" analyze compare "$TMP/steps.db" --steps 2,9
+expect cmp_steps14 2 "steps 1 to 4" analyze compare "$TMP/steps.db" --steps 9,1
+expect cmp_nostep 2 "never called memscope_step" analyze compare "$TMP/nostep.db" --steps 1,2
+expect cmp_noargs 2 "--steps A,B" analyze compare "$TMP/steps.db"
+expect cmp_both 2 "not both" analyze compare "$TMP/steps.db" --steps 1,2 --with "$TMP/steps.db"
+expect cmp_missing 1 "missing.db" analyze compare "$TMP/steps.db" --with "$TMP/missing.db"
+expect cmp_noops 2 "needs ops" analyze compare "$TMP/pool.db" --with "$TMP/pool.db" --csv "$TMP/x.csv"
+expect dec_step9 2 "step 9 does not exist" analyze decompose "$TMP/steps.db" --step 9
+expect dec_nostep 2 "never called memscope_step" analyze decompose "$TMP/nostep.db" --step 1
+expect dec_outside 2 "outside the run" analyze decompose "$TMP/steps.db" --at 1
+cp "$TMP/steps.db" "$TMP/new.db"
+sqlite3 "$TMP/new.db" "UPDATE meta SET value = '99' WHERE key = 'format_version'"
+for k in compare inefficient decompose fragmentation; do
+    expect "newer_$k" 1 "newer" analyze "$k" "$TMP/new.db" --steps 1,2
+done
+# No pools is an answer, not an error.
+ms nopools analyze fragmentation "$TMP/steps.db"
+assert_eq "fragmentation without pools: status" 0 "$RC"
+assert_match "fragmentation without pools: says so" "No pools" "$(cat "$TMP/nopools.out")"
+
 done_testing

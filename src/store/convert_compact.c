@@ -70,21 +70,35 @@ static int64_t dsample_ts(int64_t t0, int64_t t1, int k)
     return t0 + (int64_t)((double)(t1 - t0) * (k + 1) / 10);
 }
 
+/* analyze trend's sample time k, to the same integer arithmetic (its t0: the first events row) */
+static int64_t trend_ts(const struct conv *c, int k)
+{
+    int64_t t0 = c->first_event_ns, span = c->t1_guess - t0;
+    return t0 + span / TREND_POINTS * k + span % TREND_POINTS * k / TREND_POINTS;
+}
+
 int conv__compact_sample(struct conv *c, int64_t ts)
 {
-    /* analyze trend's sample times, to the same integer arithmetic (its t0 is the first events
-     * row: nothing is due before it) */
-    int64_t t0 = c->first_event_ns, span = c->t1_guess - t0;
-    while (c->next_event && c->trend_k <= TREND_POINTS &&
-           t0 + span / TREND_POINTS * c->trend_k + span % TREND_POINTS * c->trend_k / TREND_POINTS <
-               ts)
+    /* (the next times are kept: this runs for every event) */
+    if (c->next_event && !c->have_trend_next) { /* t0 is known from the first events row */
+        c->trend_next = trend_ts(c, c->trend_k);
+        c->have_trend_next = 1;
+    }
+    while (c->have_trend_next && c->trend_k <= TREND_POINTS && c->trend_next < ts) {
         c->trend_samples[c->trend_k++] = c->trend_live;
+        c->trend_next = trend_ts(c, c->trend_k);
+    }
     /* analyze decompose's, without steps (taken in any case: steps are known at the end) */
-    while (c->dsample < 10 && ts > dsample_ts(c->run_start_ns, c->t1_guess, c->dsample)) {
-        int rc = owner_point(c, 1, 0, 0, dsample_ts(c->run_start_ns, c->t1_guess, c->dsample));
+    if (c->dsample == 0 && !c->have_dsample_next) {
+        c->dsample_next = dsample_ts(c->run_start_ns, c->t1_guess, 0);
+        c->have_dsample_next = 1;
+    }
+    while (c->dsample < 10 && ts > c->dsample_next) {
+        int rc = owner_point(c, 1, 0, 0, c->dsample_next);
         if (rc < 0)
             return rc;
         c->dsample++;
+        c->dsample_next = dsample_ts(c->run_start_ns, c->t1_guess, c->dsample);
     }
     return 0;
 }
@@ -250,8 +264,9 @@ static uint64_t mix64(uint64_t x)
 static int site_index(struct conv *c, int64_t proc, int layer, int64_t stack, int64_t owner,
                       int64_t step, uint32_t *out)
 {
-    uint64_t k = mix64((uint64_t)stack ^ mix64((uint64_t)layer ^ mix64((uint64_t)proc ^
-                       mix64((uint64_t)owner ^ mix64((uint64_t)step)))));
+    uint64_t k = mix64((uint64_t)stack * 0x9e3779b97f4a7c15ull ^ (uint64_t)layer << 48 ^
+                       (uint64_t)proc << 32 ^ (uint64_t)owner * 0xc2b2ae3d27d4eb4full ^
+                       (uint64_t)step * 0x165667b19e3779f9ull);
     for (;;) {
         uint32_t i;
         if (!ms_addrmap_get(&c->site_ids, k, &i))
@@ -298,10 +313,15 @@ int conv__compact_event(struct conv *c, const struct stream *s, int kind, int la
         return 0;
     }
     const struct proc *p = &c->procs[s->proc];
-    uint32_t i;
-    int rc = site_index(c, p->id, layer, stack, owner, p->steps + 1, &i);
-    if (rc < 0)
-        return rc;
+    uint32_t i = t->last_site - 1; /* a thread allocates at one site many times in a row */
+    const struct site_stat *l = t->last_site ? &c->sites[i] : NULL;
+    if (!l || l->stack_id != stack || l->layer != layer || l->owner_id != owner ||
+        l->step != p->steps + 1 || l->process_id != p->id) {
+        int rc = site_index(c, p->id, layer, stack, owner, p->steps + 1, &i);
+        if (rc < 0)
+            return rc;
+        t->last_site = i + 1;
+    }
     c->sites[i].allocs++;
     c->sites[i].bytes += size;
     if (!reserve_layer(layer)) {

@@ -149,6 +149,7 @@ struct thread {
      * after it (a FREE of it now makes it temporary), and its site_stats index. */
     int64_t tmp_alloc;
     uint32_t tmp_site;
+    uint32_t last_site;  /* its last MALLOC's site_stats index + 1, 0: none */
     /* Tracer calls not returned yet: frame id and start time. */
     struct pycall { uint32_t frame; int64_t start_ns; } *calls;
     size_t ncalls, acalls_sz;
@@ -275,6 +276,8 @@ struct conv {
     int64_t (*dpairs)[2];
     size_t ndpairs, adpairs;
     int dsample;              /* time samples taken */
+    int64_t trend_next, dsample_next; /* the next sample times (trend's, decompose's) */
+    int have_trend_next, have_dsample_next;
 
     int64_t next_event, next_alloc, next_frame, next_module, next_range;
     int64_t first_event_ns, last_event_ns; /* of the events rows (meta) */

@@ -268,4 +268,18 @@ for kib in 8 $(($(stat -c %s "$TMP/big.db") / 1024 - 8)); do
 done
 assert_eq "disk full: the traces untouched" "$before" "$(md5sum "$TMP"/big.trace/*.mst)"
 
+# A trace cut anywhere: both kinds of database keep what is before the damage and say the same.
+for cut in 5000 300001 1000003; do
+    mkdir -p "$TMP/cut$cut"
+    head -c $cut "$(ls "$TMP"/big.trace/*.mst 2>/dev/null | head -1)" >"$TMP/cut$cut/1.0.mst"
+    ms "cut$cut-c" import "$TMP/cut$cut" -o "$TMP/cut$cut.c.db"
+    assert_eq "cut at $cut: compact import status" 0 "$RC"
+    assert_match "cut at $cut: says what was damaged" "truncated" "$(cat "$TMP/cut$cut-c.err")"
+    ms "cut$cut-f" import --format=db "$TMP/cut$cut" -o "$TMP/cut$cut.f.db"
+    ms "cut$cut-ac" analyze all "$TMP/cut$cut.c.db" --json
+    ms "cut$cut-af" analyze all "$TMP/cut$cut.f.db" --json
+    assert_eq "cut at $cut: analyze all: the same on both" "$(cat "$TMP/cut$cut-af.out")" \
+        "$(cat "$TMP/cut$cut-ac.out")"
+done
+
 done_testing

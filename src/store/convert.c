@@ -535,8 +535,16 @@ static int pass1(struct conv *c)
             }
             ms_trace_cursor_init(cur, &p->tr, k);
             /* Damage is counted in pass 2, by the streams; here it just ends the chunk. */
-            while (rc == 0 && ms_trace_cursor_next(cur, &r) == 1) {
-                if (event_record(&r)) { /* the time of the last event, probably */
+            for (;;) {
+                struct ms_heap_record h; /* most records: passed over on the fast path */
+                int64_t last = -1;
+                while (ms_trace_cursor_next_heap(cur, &h))
+                    last = (int64_t)(h.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
+                if (last > c->t1_guess)
+                    c->t1_guess = last; /* the time of the last event, probably */
+                if (rc != 0 || ms_trace_cursor_next(cur, &r) != 1)
+                    break;
+                if (event_record(&r)) {
                     int64_t ts = (int64_t)(r.ns - p->tr.hdr.start_mono_ns +
                                            p->tr.hdr.start_real_ns);
                     if (ts > c->t1_guess)

@@ -115,9 +115,11 @@ int ms_store_expand(const char *compact_path, const char *db_path, const volatil
         return MS_EIO;
     }
     if (!ms_store_is_compact(db)) {
-        snprintf(err, errlen, "%s is not a compact memscope database", compact_path);
+        int memscope = meta_int(db, "format_version", 0) > 0;
+        snprintf(err, errlen, memscope ? "%s is not a compact memscope database"
+                                       : "%s is not a memscope database", compact_path);
         sqlite3_close(db);
-        return MS_EINVAL;
+        return memscope ? MS_EINVAL : MS_EFORMAT;
     }
     char dir[PATH_MAX];
     if ((size_t)snprintf(dir, sizeof dir, "%s.traces-XXXXXX", db_path) >= sizeof dir) {

@@ -240,6 +240,13 @@ sqlite3 "$TMP/bad3.db" "UPDATE trace_files SET data = zeroblob(100)"
 ms badblob export "$TMP/bad3.db" --format=db -o "$TMP/bad3.e.db"
 assert_eq "damaged traces: export fails" 1 "$RC"
 assert_match "damaged traces: says why" "trace" "$(cat "$TMP/badblob.err")"
+sqlite3 "$TMP/other.db" "CREATE TABLE t (x)"
+printf 'not a database\n' >"$TMP/text.db"
+for f in other text; do
+    ms "notms-$f" export "$TMP/$f.db" --format=db -o "$TMP/$f.e.db"
+    assert_eq "not a memscope database ($f): export --format=db fails" 1 "$RC"
+    assert_match "... and says so" "not a memscope database" "$(cat "$TMP/notms-$f.err")"
+done
 ms fullexp export "$TMP/peak.f.db" --format=db -o "$TMP/again.db"
 assert_eq "export --format=db of a full database: refused" 1 "$RC"
 assert_match "... and says why" "already a full database" "$(cat "$TMP/fullexp.err")"

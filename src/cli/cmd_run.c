@@ -873,5 +873,9 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "memscope: %s written to %s%s%s\n",
                 o.format == FMT_CSV ? "CSV" : "database", out_file,
                 o.keep_trace ? "; traces kept in " : "", o.keep_trace ? trace_dir : "");
+    if (cli_log_level <= 1 && o.format == FMT_COMPACT) /* what used to be there */
+        fprintf(stderr, "memscope: (compact: `memscope analyze` reads it; one row per event, for "
+                        "MindStudio Insight: memscope export %s --format=db -o FULL.db)\n",
+                out_file);
     return status;
 }

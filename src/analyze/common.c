@@ -4,6 +4,7 @@
 #include "db_ids.h"
 
 #include "error.h"
+#include "grow.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -568,14 +569,9 @@ const char *ms__sites_get(struct ms_sites *s, int64_t stack_id)
         }
     }
     if (!text) {
-        if (s->ntexts == s->atexts) {
-            size_t na = s->atexts ? 2 * s->atexts : 64;
-            char **nt = realloc(s->texts, na * sizeof *nt);
-            if (!nt)
-                return NULL;
-            s->texts = nt;
-            s->atexts = na;
-        }
+        if (s->ntexts == s->atexts &&
+            ms_grow((void **)&s->texts, &s->atexts, s->ntexts, sizeof *s->texts, 64, MS_GROW_MAX) < 0)
+            return NULL;
         if (!(text = strdup(buf)))
             return NULL;
         s->texts[s->ntexts++] = text;
@@ -621,14 +617,9 @@ struct ms_live_pl *ms__live_apply(struct ms_live *l, int kind, int64_t process_i
                 break;
             }
         if (!p) {
-            if (l->n == l->cap) {
-                size_t nc = l->cap ? 2 * l->cap : 8;
-                struct ms_live_pl *np = realloc(l->pl, nc * sizeof *np);
-                if (!np)
-                    return NULL;
-                l->pl = np;
-                l->cap = nc;
-            }
+            if (l->n == l->cap &&
+                ms_grow((void **)&l->pl, &l->cap, l->n, sizeof *l->pl, 8, MS_GROW_MAX) < 0)
+                return NULL;
             p = &l->pl[l->n];
             memset(p, 0, sizeof *p);
             p->process_id = process_id;

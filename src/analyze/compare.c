@@ -16,6 +16,7 @@
 #include "files.h"
 
 #include "error.h"
+#include "grow.h"
 #include "store.h"
 
 #include <errno.h>
@@ -47,14 +48,9 @@ static void cset_release(struct cset *s)
 static int cset_add(struct cset *s, const char *layer, const char *key, int side, long long cnt,
                     long long bytes)
 {
-    if (s->n == s->cap) {
-        size_t ncap = s->cap ? s->cap * 2 : 64;
-        struct crow *v = realloc(s->v, ncap * sizeof *v);
-        if (!v)
-            return MS_ENOMEM;
-        s->v = v;
-        s->cap = ncap;
-    }
+    if (s->n == s->cap &&
+        ms_grow((void **)&s->v, &s->cap, s->n, sizeof *s->v, 64, MS_GROW_MAX) < 0)
+        return MS_ENOMEM;
     struct crow *r = &s->v[s->n];
     memset(r, 0, sizeof *r);
     r->layer = strdup(layer ? layer : "?");
@@ -327,14 +323,9 @@ static int op_row(struct opctx *x, int64_t id, int kind, int proc, int64_t tid, 
             ts->depth++; /* too deep: counted, not recorded */
             return 0;
         }
-        if (out->n == out->cap) {
-            size_t ncap = out->cap ? out->cap * 2 : 256;
-            struct op *v = realloc(out->v, ncap * sizeof *v);
-            if (!v)
-                return MS_ENOMEM;
-            out->v = v;
-            out->cap = ncap;
-        }
+        if (out->n == out->cap &&
+            ms_grow((void **)&out->v, &out->cap, out->n, sizeof *out->v, 256, MS_GROW_MAX) < 0)
+            return MS_ENOMEM;
         struct op *op = &out->v[out->n];
         op->name = strdup(name ? name : "");
         op->bytes = 0;

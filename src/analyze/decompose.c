@@ -15,6 +15,7 @@
 #include "db_ids.h"
 
 #include "error.h"
+#include "grow.h"
 #include "store.h"
 
 #include <stdlib.h>
@@ -43,14 +44,9 @@ static struct node *node_child(struct node *n, const char *name, size_t len)
     for (size_t i = 0; i < n->nkids; i++)
         if (strlen(n->kids[i].name) == len && !memcmp(n->kids[i].name, name, len))
             return &n->kids[i];
-    if (n->nkids == n->capkids) {
-        size_t ncap = n->capkids ? n->capkids * 2 : 4;
-        struct node *k = realloc(n->kids, ncap * sizeof *k);
-        if (!k)
-            return NULL;
-        n->kids = k;
-        n->capkids = ncap;
-    }
+    if (n->nkids == n->capkids &&
+        ms_grow((void **)&n->kids, &n->capkids, n->nkids, sizeof *n->kids, 4, MS_GROW_MAX) < 0)
+        return NULL;
     struct node *c = &n->kids[n->nkids];
     memset(c, 0, sizeof *c);
     if (!(c->name = strndup(name, len)))

@@ -18,6 +18,7 @@
 #include "db_ids.h"
 
 #include "error.h"
+#include "grow.h"
 #include "store.h"
 
 #include <stdlib.h>
@@ -116,14 +117,9 @@ static int finish_block(struct state *s, int64_t id, struct blk *b, int64_t end_
     }
     if (!b->flags)
         return 0;
-    if (s->nfound == s->capfound) {
-        size_t ncap = s->capfound ? s->capfound * 2 : 64;
-        struct finding *f = realloc(s->found, ncap * sizeof *f);
-        if (!f)
-            return MS_ENOMEM;
-        s->found = f;
-        s->capfound = ncap;
-    }
+    if (s->nfound == s->capfound &&
+        ms_grow((void **)&s->found, &s->capfound, s->nfound, sizeof *s->found, 64, MS_GROW_MAX) < 0)
+        return MS_ENOMEM;
     s->found[s->nfound++] = (struct finding){id, b->size, b->flags};
     return 0;
 }

@@ -11,6 +11,7 @@
 #include "analyze.h"
 
 #include "error.h"
+#include "grow.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -378,14 +379,9 @@ static struct ggroup *gset_get(struct gset *s, int64_t process_id, int64_t layer
         return &s->g[*slot];
     if (s->cells + nends + 1 > MAX_GROWTH_CELLS)
         return NULL;
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? 2 * s->cap : 64;
-        struct ggroup *ng = realloc(s->g, nc * sizeof *ng);
-        if (!ng)
-            return NULL;
-        s->g = ng;
-        s->cap = nc;
-    }
+    if (s->n == s->cap &&
+        ms_grow((void **)&s->g, &s->cap, s->n, sizeof *s->g, 64, MS_GROW_MAX) < 0)
+        return NULL;
     struct ggroup *g = &s->g[s->n];
     memset(g, 0, sizeof *g);
     g->process_id = process_id;

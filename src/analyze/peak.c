@@ -14,6 +14,7 @@
 #include "db_ids.h"
 
 #include "error.h"
+#include "grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -308,14 +309,9 @@ static struct part *parts_get(struct parts *p, size_t peak, int64_t key)
         return NULL;
     if (!isnew)
         return &p->v[*slot];
-    if (p->n == p->cap) {
-        size_t nc = p->cap ? 2 * p->cap : 64;
-        struct part *nv = realloc(p->v, nc * sizeof *nv);
-        if (!nv)
-            return NULL;
-        p->v = nv;
-        p->cap = nc;
-    }
+    if (p->n == p->cap &&
+        ms_grow((void **)&p->v, &p->cap, p->n, sizeof *p->v, 64, MS_GROW_MAX) < 0)
+        return NULL;
     struct part *r = &p->v[p->n];
     memset(r, 0, sizeof *r);
     r->peak = peak;

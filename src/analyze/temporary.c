@@ -16,6 +16,7 @@
 #include "db_ids.h"
 
 #include "error.h"
+#include "grow.h"
 #include "store.h"
 
 #include <stdlib.h>
@@ -102,14 +103,9 @@ static int on_row(struct tscan *x, int kind, int64_t layer, int64_t proc, int64_
     if (!slot)
         return MS_ENOMEM;
     if (isnew) {
-        if (x->n == x->cap) {
-            size_t nc = x->cap ? 2 * x->cap : 256;
-            struct site_stat *nv = realloc(x->v, nc * sizeof *nv);
-            if (!nv)
-                return MS_ENOMEM;
-            x->v = nv;
-            x->cap = nc;
-        }
+        if (x->n == x->cap &&
+            ms_grow((void **)&x->v, &x->cap, x->n, sizeof *x->v, 256, MS_GROW_MAX) < 0)
+            return MS_ENOMEM;
         memset(&x->v[x->n], 0, sizeof x->v[x->n]);
         x->v[x->n].process_id = proc;
         x->v[x->n].layer = layer;
@@ -164,14 +160,9 @@ int ms_analyze_temporary(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out
             goto out;
         }
         while (sqlite3_step(st) == SQLITE_ROW) {
-            if (n == cap) {
-                size_t nc = cap ? 2 * cap : 256;
-                struct site_stat *nv = realloc(v, nc * sizeof *nv);
-                if (!nv)
-                    goto oom;
-                v = nv;
-                cap = nc;
-            }
+            if (n == cap &&
+                ms_grow((void **)&v, &cap, n, sizeof *v, 256, MS_GROW_MAX) < 0)
+                goto oom;
             struct site_stat *ss = &v[n++];
             memset(ss, 0, sizeof *ss);
             ss->process_id = sqlite3_column_int64(st, 0);

@@ -340,17 +340,7 @@ static int add_stack(struct conv *c, struct proc *p, const struct ms_record *r)
 /* Grows array *a of n elements of size sz to hold one more (cap: max elements). */
 int conv__grow(void **a, size_t *alloc, size_t n, size_t sz, size_t max)
 {
-    if (n < *alloc)
-        return 0;
-    if (n >= max)
-        return -1;
-    size_t na = *alloc ? *alloc * 2 : 256;
-    void *b = realloc(*a, na * sz);
-    if (!b)
-        return -1;
-    *a = b;
-    *alloc = na;
-    return 0;
+    return ms_grow(a, alloc, n, sz, 256, max);
 }
 
 static int add_pyframe(struct conv *c, struct proc *p, const struct ms_record *r)

@@ -11,6 +11,7 @@
 #include "embed.h"
 #include "error.h"
 #include "files.h"
+#include "grow.h"
 #include "reader.h"
 #include "snapshot.h"
 #include "schema.h"

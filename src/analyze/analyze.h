@@ -112,9 +112,14 @@ int ms__layer_set_load(sqlite3 *db, const struct ms_analyze_opts *o, struct ms_l
 /* 1 when layer is selected. */
 int ms__layer_selected(const struct ms_layer_set *s, int64_t layer);
 
-/* 1 when a compact database says a tag changed a block's owner after its allocation (its
- * site_stats then name the owners blocks had when allocated, not their last). */
-int ms__compact_retagged(sqlite3 *db);
+/* 1 when table (one the conversion computes: site_stats, live_samples, decompose_points ...)
+ * has rows; databases of an older memscope, and made by hand, have none: the analysis then
+ * computes its answer from the events. */
+int ms__computed(sqlite3 *db, const char *table);
+
+/* 1 when the database says a tag changed a block's owner after its allocation (its site_stats
+ * then name the owners blocks had when allocated, not their last). */
+int ms__retagged(sqlite3 *db);
 
 /* The run's start (meta.start_time_ns, else the first event), for relative times. */
 int64_t ms__run_start_ns(sqlite3 *db);

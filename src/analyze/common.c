@@ -260,7 +260,19 @@ int ms__layer_selected(const struct ms_layer_set *s, int64_t layer)
     return 1;
 }
 
-int ms__compact_retagged(sqlite3 *db)
+int ms__computed(sqlite3 *db, const char *table)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT 1 FROM %s LIMIT 1", table);
+    sqlite3_stmt *st;
+    int yes = 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK)
+        yes = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return yes;
+}
+
+int ms__retagged(sqlite3 *db)
 {
     sqlite3_stmt *st;
     int yes = 0;

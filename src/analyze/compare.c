@@ -136,7 +136,7 @@ static int load_side(const struct side *sd, const struct ms_analyze_opts *o, int
         snprintf(stepc, sizeof stepc, " AND b.step = %d", sd->step);
     /* One scan: grouped by (layer, stack, owner), then summed by site and by owner here. A
      * compact database has these sums by (process, layer, stack, owner, step) in site_stats. */
-    if (ms_store_is_compact(sd->db))
+    if (ms__computed(sd->db, "site_stats") && !ms__retagged(sd->db))
         snprintf(q, sizeof q,
                  "SELECT l.name, b.stack_id, %s, SUM(b.allocs), SUM(b.alloc_bytes), "
                  "SUM(b.live_blocks), TOTAL(b.live_bytes) "
@@ -810,7 +810,7 @@ int ms_analyze_compare(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, 
         /* a compact database whose owners a tag changed: its full database */
         if ((rc = ms_analyze_open(o->other_db, 0, &db2, err, errlen)) < 0)
             return rc;
-        if (ms_store_is_compact(db2) && ms__compact_retagged(db2)) {
+        if (ms_store_is_compact(db2) && ms__retagged(db2)) {
             sqlite3_close(db2);
             db2 = NULL;
             if ((rc = ms_store_full_open(&other, o->other_db, err, errlen)) < 0 ||

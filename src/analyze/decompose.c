@@ -434,7 +434,8 @@ static int scan(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, str
     }
     struct scan_ctx x = {.s = s, .nstepproc = nstepproc, .t0 = t0, .t1 = t1};
     int rc = 0;
-    if (ms_store_is_compact(db) && !o->layer && (rc = precomputed(db, s, nstepproc)) != 0)
+    if (!o->layer && ms__computed(db, "decompose_points") &&
+        (rc = precomputed(db, s, nstepproc)) != 0)
         return rc < 0 ? rc : 0;
     if (ms_store_is_compact(db)) {
         /* the same rows from the traces (ms_store_replay); a block's owner is that of its

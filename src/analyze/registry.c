@@ -28,7 +28,7 @@ static int always(sqlite3 *db, const struct ms_analyze_opts *o)
 /* compare reads site_stats, whose owners are those at allocation */
 static int compare_compact(sqlite3 *db, const struct ms_analyze_opts *o)
 {
-    return (!o->step_a && !o->other_db) || !ms__compact_retagged(db);
+    return (!o->step_a && !o->other_db) || !ms__retagged(db);
 }
 
 const struct ms_analysis ms_analyses[] = {

@@ -148,7 +148,7 @@ int ms_analyze_temporary(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out
     sqlite3_stmt *st = NULL;
     char layer_sql[256], sql[512];
     ms__layer_filter(db, o, "e.layer", layer_sql, sizeof layer_sql);
-    if (ms_store_is_compact(db) && !o->layer) {
+    if (!o->layer && ms__computed(db, "site_stats")) {
         /* the conversion counted them (site_stats, for the default layers) */
         snprintf(sql, sizeof sql,
                  "SELECT process_id, layer, stack_id, allocs, alloc_bytes, temporary, "

@@ -230,7 +230,7 @@ static int replay(struct tctx *T)
     sqlite3_finalize(st);
     ms__live_init(&T->live);
     int rc = 0, s = SQLITE_DONE;
-    if (compact && !T->o->layer && (rc = precomputed(T)) != 0) {
+    if (!T->o->layer && (rc = precomputed(T)) != 0) {
         ms__live_release(&T->live);
         return rc < 0 ? rc : 0;
     }

@@ -506,7 +506,7 @@ static int event_record(const struct ms_record *r)
 
 static int pass1(struct conv *c)
 {
-    c->trend_ok = c->o->compact && !c->o->sink;
+    c->trend_ok = !c->o->sink;
     for (size_t i = 0; i < c->nprocs; i++) /* meta.start_time_ns */
         if (i == 0 || (int64_t)c->procs[i].tr.hdr.start_real_ns < c->run_start_ns)
             c->run_start_ns = (int64_t)c->procs[i].tr.hdr.start_real_ns;
@@ -726,7 +726,9 @@ static int block_close(struct conv *c, struct proc *p, int layer, uint32_t slot,
     struct closed_block cb = {*b, p->id, free_ns, free_event, layer, have_free};
     int rc = c->o->sink      ? 0 /* a replay writes no rows */
              : c->o->compact ? conv__compact_block(c, p, &cb)
-                             : write_block(c, &cb);
+                             : conv__live_at_end(c, &cb);
+    if (rc == 0 && !c->o->sink && !c->o->compact)
+        rc = write_block(c, &cb);
     if (have_free) {
         struct layer_stats *ls = &p->ls[layer].st;
         ls->live_bytes -= b->size;
@@ -761,11 +763,17 @@ int conv__write_event_full(struct conv *c, const struct stream *s, int kind, int
         int rc = c->o->sink(c->o->sink_ctx, &row);
         return rc < 0 ? conv__fail(c, rc, "stopped by the replay's reader") : 0;
     }
-    if (c->o->compact && (kind == MS_KIND_MALLOC || kind == MS_KIND_FREE)) {
-        /* in the packed trace only; the id is still taken, as in a full database */
-        c->next_event++;
-        c->attr = NULL;
-        return conv__compact_event(c, s, kind, layer, have_size ? size : 0, stack, alloc_id);
+    if (kind == MS_KIND_MALLOC || kind == MS_KIND_FREE) {
+        /* counted for the computed tables (site_stats, the series) in both kinds of database */
+        int rc = conv__compact_event(c, s, kind, layer, have_size ? size : 0, stack, alloc_id,
+                                     c->next_event + 1);
+        if (rc < 0)
+            return rc;
+        if (c->o->compact) { /* in the packed trace only; the id is taken as in a full one */
+            c->next_event++;
+            c->attr = NULL;
+            return 0;
+        }
     }
     struct ms_cell *row;
     int rc = ms_batch_row(&c->events_ins, &row);
@@ -1946,7 +1954,7 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
         rc = conv__compact_write_blocks(&c);
     if (rc == 0)
         rc = flush_batches(&c);
-    if (rc == 0 && o->compact && !o->sink)
+    if (rc == 0 && !o->sink)
         rc = conv__compact_finish(&c);
     if (rc == 0)
         rc = conv__exec(&c, "COMMIT", "commit");

@@ -1,8 +1,9 @@
-/* convert_compact.c: what the compact database (o->compact, docs/database.md) adds to the
- * conversion: which blocks rows it keeps (conv__compact_block); what the analyses would
- * otherwise replay every event for, computed in the same pass: allocations and temporaries per
- * call site (site_stats), trend's series, decompose's moment and owner series; and its traces,
- * packed on other threads while the conversion reads them, stored in trace_files.
+/* convert_compact.c: what the analyses would otherwise replay every event for, computed in the
+ * conversion's pass (both kinds of database): allocations, temporaries and live-at-end blocks
+ * per call site (site_stats), trend's series, decompose's moment and owner series; and what the
+ * compact database (o->compact, docs/database.md) adds: which blocks rows it keeps
+ * (conv__compact_block), and its traces, packed on other threads while the conversion reads
+ * them, stored in trace_files.
  * Workload: a few additions per MALLOC and FREE and per closed block; a snapshot of the owners'
  * live bytes per STEP (capped: MAX_DPOINTS, MAX_DPAIRS); the packing runs beside the whole
  * conversion. */
@@ -291,7 +292,7 @@ static int site_index(struct conv *c, int64_t proc, int layer, int64_t stack, in
 }
 
 int conv__compact_event(struct conv *c, const struct stream *s, int kind, int layer, int64_t size,
-                        int64_t stack, int64_t alloc_id)
+                        int64_t stack, int64_t alloc_id, int64_t event_id)
 {
     struct thread *t = &c->threads[s->thread - 1];
     int64_t owner = c->row_owner;
@@ -331,7 +332,7 @@ int conv__compact_event(struct conv *c, const struct stream *s, int kind, int la
         if (c->all_live > c->all_peak) {
             c->all_peak = c->all_live;
             c->all_peak_alloc = alloc_id;
-            c->all_peak_event = c->next_event;
+            c->all_peak_event = event_id;
             c->all_peak_ns = s->ts;
             c->nall_closed = 0; /* closed before this peak: not live at it */
         }
@@ -400,21 +401,28 @@ static int pool_layer(int layer)
     return layer >= MS_LAYER_POOL0;
 }
 
+int conv__live_at_end(struct conv *c, const struct closed_block *cb)
+{
+    if (cb->have_free)
+        return 0;
+    uint32_t i; /* live at the end: counted in its site_stats row */
+    int rc = site_index(c, cb->process_id, cb->layer, cb->b.stack_id, cb->b.base_owner_id,
+                        cb->b.step, &i);
+    if (rc < 0)
+        return rc;
+    c->sites[i].live_blocks++;
+    c->sites[i].live_bytes += cb->b.size;
+    return 0;
+}
+
 int conv__compact_block(struct conv *c, struct proc *p, const struct closed_block *cb)
 {
-    if (!cb->have_free) { /* live at the end: counted in its site_stats row */
-        uint32_t i;
-        int rc = site_index(c, cb->process_id, cb->layer, cb->b.stack_id, cb->b.base_owner_id,
-                            cb->b.step, &i);
-        if (rc < 0)
-            return rc;
-        c->sites[i].live_blocks++;
-        c->sites[i].live_bytes += cb->b.size;
-    }
+    int rc = conv__live_at_end(c, cb);
+    if (rc < 0)
+        return rc;
     if (!cb->have_free || cb->b.moments != p->moments || cb->b.keep || pool_layer(cb->layer))
         return closed_push(c, &c->kept, &c->nkept, &c->akept, cb);
     struct layer_state *ls = &p->ls[cb->layer];
-    int rc = 0;
     if (ls->st.peak_alloc && cb->b.alloc_id <= ls->st.peak_alloc)
         rc = closed_push(c, &ls->peak_closed, &ls->npeak_closed, &ls->apeak_closed, cb);
     if (rc == 0 && !reserve_layer(cb->layer) && c->all_peak_alloc &&
@@ -504,15 +512,16 @@ int conv__compact_start(struct conv *c)
  * the full database (docs/database.md). */
 int conv__compact_finish(struct conv *c)
 {
-    int rc = conv__exec(c, "DROP VIEW memscope_dump; INSERT INTO meta VALUES ('store', 'compact')",
-                      "compact database");
-    if (rc == 0)
-        rc = write_sites(c);
+    int rc = write_sites(c);
     if (rc == 0)
         rc = write_trend(c);
     if (rc == 0)
         rc = write_decompose(c);
-    if (rc == 0 && (rc = ms_embed_finish(&c->embed, c->db, c->err, c->errlen)) < 0)
+    if (!c->o->compact || rc < 0)
         return rc;
+    rc = conv__exec(c, "DROP VIEW memscope_dump; INSERT INTO meta VALUES ('store', 'compact')",
+                    "compact database");
+    if (rc == 0)
+        rc = ms_embed_finish(&c->embed, c->db, c->err, c->errlen);
     return rc;
 }

@@ -360,13 +360,15 @@ int conv__py_text(struct conv *c, struct proc *p, const struct stack_def *sd, st
 /* Symbolizes process p's stacks and writes its modules, strings, frames and stacks rows. */
 int conv__symbolize_process(struct conv *c, struct proc *p);
 
-/* ---- convert_compact.c: called by convert.c when o->compact is set -------------------------- */
+/* ---- convert_compact.c: the computed tables (both kinds), the compact database's part -------- */
 
 /* Starts packing the traces (and PyTorch's allocator pickles beside them) on other threads. */
 int conv__compact_start(struct conv *c);
-/* Counts a MALLOC or FREE in site_stats (instead of its events row). */
+/* Counts a MALLOC or FREE (events row event_id) in site_stats and the series. */
 int conv__compact_event(struct conv *c, const struct stream *s, int kind, int layer, int64_t size,
-                        int64_t stack, int64_t alloc_id);
+                        int64_t stack, int64_t alloc_id, int64_t event_id);
+/* Counts a block live at the end in its site_stats row (cb->have_free 0; else nothing). */
+int conv__live_at_end(struct conv *c, const struct closed_block *cb);
 /* 1 for a layer the analyses cover by default (not the annotations, not a pool's regions). */
 int conv__default_layer(int layer);
 /* Live bytes of the default layers change by delta (trend's series). */

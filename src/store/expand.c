@@ -2,7 +2,8 @@
  * traces are written out to a private directory and converted again, and what the compact
  * database already knew replaces what a second conversion would recompute: the symbolized
  * stacks (as they were when the run ended: binaries may have changed since), the run's meta,
- * trace file names and the inefficient findings written back. Workload: once per export or per
+ * trace file names, the tables computed for the analyses and the inefficient findings written
+ * back. Workload: once per export or per
  * analysis that reads every event; as fast as the conversion (about 0.7 s per million events). */
 #include "store.h"
 
@@ -93,6 +94,15 @@ static int carry_over(const char *path, const char *compact_path, char *err, siz
         "UPDATE processes SET trace_file = (SELECT p.trace_file FROM c.processes p "
         "  WHERE p.id = processes.id);"
         "DELETE FROM inefficient; INSERT INTO inefficient SELECT * FROM c.inefficient;"
+        /* what the first conversion computed (from raw traces it can do more than from the
+         * packed ones these are) */
+        "DELETE FROM site_stats; INSERT INTO site_stats SELECT * FROM c.site_stats;"
+        "DELETE FROM live_samples; INSERT INTO live_samples SELECT * FROM c.live_samples;"
+        "DELETE FROM step_live; INSERT INTO step_live SELECT * FROM c.step_live;"
+        "DELETE FROM decompose_points; INSERT INTO decompose_points SELECT * FROM "
+        "  c.decompose_points;"
+        "DELETE FROM decompose_live; INSERT INTO decompose_live SELECT * FROM c.decompose_live;"
+        "DELETE FROM owner_peaks; INSERT INTO owner_peaks SELECT * FROM c.owner_peaks;"
         "COMMIT; DETACH c;";
     if (rc == 0 && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
         rc = MS_EDB;

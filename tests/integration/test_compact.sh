@@ -3,7 +3,8 @@
 # against the full one made from the same traces. Each program is recorded once (--format=trace
 # --no-pack); `memscope import` makes the compact database and `import --format=db` the full
 # one. Then:
-# - the compact database's tables equal the full one's, except events (only the rows that are
+# - the compact database's tables (those the conversion computes for the analyses included)
+#   equal the full one's, except events (only the rows that are
 #   not MALLOC or FREE) and blocks (the blocks live at exit, live at a peak of their process and
 #   layer, live across a step end or an OOM, accessed or of a pool: computed here with SQL on
 #   the full database; and the blocks a tag gave another owner);
@@ -23,7 +24,8 @@ dump_table() { # DB TABLE [WHERE]
     sqlite3 "$1" "SELECT * FROM $2 ${3:-} ORDER BY 1, 2, 3" 2>&1
 }
 TABLES="meta processes threads strings modules frames stacks stack_frames event_kinds layers
-owners steps ranges pools process_stats python_trace inefficient"
+owners steps ranges pools process_stats python_trace inefficient site_stats live_samples step_live
+decompose_points decompose_live owner_peaks"
 
 # The blocks a compact database keeps, computed on the full one: live at exit; live at the
 # peak event of their process and layer; live when a STEP or OOM event of their process happened.
@@ -41,6 +43,13 @@ KEPT_SQL="SELECT b.* FROM blocks b WHERE b.free_ns IS NULL
 # (Blocks whose owner a tag changed are kept too; in these programs, tag_marks, they are all
 # live at exit.)
 
+# What the conversion computes for the analyses (docs/database.md), cleared: the analyses then
+# compute from the events, their own way.
+CLEAR_COMPUTED="DELETE FROM site_stats; DELETE FROM live_samples; DELETE FROM step_live;
+  DELETE FROM decompose_points; DELETE FROM decompose_live; DELETE FROM owner_peaks;
+  DELETE FROM meta WHERE key IN ('max_live_bytes', 'final_live_bytes', 'all_peak_event_id',
+  'all_peak_ns', 'all_peak_bytes', 'retagged');
+  UPDATE process_stats SET peak_event_id = NULL, peak_allocation_id = NULL"
 REC_OPTS=() # memscope run options of the recording
 compare_formats() { # NAME PROGRAM ARGS...
     local name=$1
@@ -84,6 +93,15 @@ compare_formats() { # NAME PROGRAM ARGS...
         ms "$name-allf$j" analyze all "$f" $j
         assert_eq "$name: analyze all $j: same report" "$(cat "$TMP/$name-allf$j.out")" \
             "$(cat "$TMP/$name-allc$j.out")"
+    done
+    # the computed tables against the analyses' own computation from the events: a copy of the
+    # full database without them answers the same
+    cp "$f" "$TMP/$name.s.db"
+    sqlite3 "$TMP/$name.s.db" "$CLEAR_COMPUTED"
+    for j in "" --json; do
+        ms "$name-alls$j" analyze all "$TMP/$name.s.db" $j
+        assert_eq "$name: analyze all $j: the same from the events alone" \
+            "$(cat "$TMP/$name-allf$j.out")" "$(cat "$TMP/$name-alls$j.out")"
     done
     ms "$name-csvc" export "$c" --format=csv
     ms "$name-csvf" export "$f" --format=csv

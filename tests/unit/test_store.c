@@ -229,9 +229,11 @@ static void check_rows(void)
                 "1|/nonexistent/lib\"q.so|140737337360384|140737337360384|140737337425920\n");
     check_query("SELECT key, value FROM meta WHERE key NOT IN ('cwd', 'hostname', 'trace_dir',"
                 " 'memscope_version') ORDER BY key",
+                "all_peak_bytes|12484\nall_peak_event_id|6\nall_peak_ns|" T(00300) "\n"
                 "call_stack_c|64\ncommand_line|[\"app\",\"--fast\"]\nend_time_ns|" T(01150) "\n"
-                "event_count|14\nevents|NULL\nexit_status|NULL\nfirst_event_ns|" T(00100) "\nformat_version|1\n"
-                "last_event_ns|" T(01150) "\nstart_time_ns|" T(00000) "\n");
+                "event_count|14\nevents|NULL\nexit_status|NULL\nfinal_live_bytes|63\n"
+                "first_event_ns|" T(00100) "\nformat_version|1\n"
+                "last_event_ns|" T(01150) "\nmax_live_bytes|12484\nstart_time_ns|" T(00000) "\n");
     check_query("SELECT * FROM event_kinds", "1|MALLOC\n2|FREE\n4|STEP\n5|MARK\n"
                                             "6|RANGE_START\n7|RANGE_END\n8|ACCESS\n9|OOM\n10|KERNEL_LAUNCH\n"
                 "11|OOM_RECENT_ALLOC\n12|OOM_TOP_ALLOC\n13|DEVICE_USAGE\n");

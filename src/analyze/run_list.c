@@ -96,18 +96,18 @@ static int parse_names(const char *names, const struct ms_analysis **list, int *
     return n;
 }
 
-/* The databases the analyses of one list read: the one given, and for the analyses that cannot
- * read a compact database as it is, its full database, expanded on first need. */
+/* The databases the analyses of one list read: the one given, and for an analysis that cannot
+ * read a compact database as it is with its options (compare of a database whose owners a tag
+ * changed), its full database, expanded on first need into a private temporary directory. The
+ * analyses that write (inefficient --write-back) read the compact database as it is. */
 struct dbs {
     const char *path;
     sqlite3 *db;      /* the database given */
     int compact;      /* it is a compact database */
     sqlite3 *full;    /* its expansion, NULL until needed */
     struct ms_store_full f;
-    int wrote_full;   /* an analysis wrote findings back into the expansion */
 };
 
-static int copy_findings(const char *from, const char *to, char *err, size_t errlen);
 static int run_all(struct dbs *d, const struct ms_analysis **list, int n, int all,
                    const struct ms_analyze_opts *o, FILE *out, char *err, size_t errlen);
 
@@ -117,14 +117,10 @@ static sqlite3 *db_for(struct dbs *d, const struct ms_analysis *a, const struct 
 {
     if (!d->compact || (a->compact && a->compact(d->db, o)))
         return d->db;
-    if (!d->full) {
-        /* NEEDSWORK: decompose (and compare --steps/--with, temporary --layer) should read
-         * the packed traces (ms_store_replay) instead */
-        if ((*rc = ms_store_full_open(&d->f, d->path, err, errlen)) < 0 ||
-            (*rc = ms_analyze_open(d->f.path, o->write_back, &d->full, err, errlen)) < 0)
-            return NULL;
-    }
-    d->wrote_full |= o->write_back && !strcmp(a->name, "inefficient"); /* the one that writes */
+    if (!d->full &&
+        ((*rc = ms_store_full_open(&d->f, d->path, err, errlen)) < 0 ||
+         (*rc = ms_analyze_open(d->f.path, 0, &d->full, err, errlen)) < 0))
+        return NULL;
     return d->full;
 }
 
@@ -146,38 +142,7 @@ int ms_analyze_run_list(const char *db_path, const char *names, const struct ms_
     rc = run_all(&d, list, n, all, o, out, err, errlen);
     sqlite3_close(d.db);
     sqlite3_close(d.full);
-    if (d.full && d.wrote_full && rc == 0)
-        rc = copy_findings(d.f.path, db_path, err, errlen);
     ms_store_full_close(&d.f);
-    return rc;
-}
-
-/* The inefficient findings written back into an expanded database go into the compact one,
- * with the blocks rows of the flagged blocks (a compact database has only some). */
-static int copy_findings(const char *from, const char *to, char *err, size_t errlen)
-{
-    sqlite3 *db;
-    int rc = ms_analyze_open(to, 1, &db, err, errlen);
-    if (rc < 0)
-        return rc;
-    sqlite3_stmt *att;
-    if (sqlite3_prepare_v2(db, "ATTACH ? AS f", -1, &att, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(att, 1, from, -1, SQLITE_STATIC);
-        if (sqlite3_step(att) != SQLITE_DONE)
-            rc = MS_EDB;
-        sqlite3_finalize(att);
-    } else {
-        rc = MS_EDB;
-    }
-    if (rc == 0 &&
-        sqlite3_exec(db, "BEGIN; DELETE FROM inefficient; INSERT INTO inefficient SELECT * FROM "
-                         "f.inefficient; INSERT OR IGNORE INTO blocks SELECT * FROM f.blocks "
-                         "WHERE allocation_id IN (SELECT allocation_id FROM f.inefficient); "
-                         "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-        rc = MS_EDB;
-    if (rc < 0)
-        snprintf(err, errlen, "cannot write the findings into %s: %s", to, sqlite3_errmsg(db));
-    sqlite3_close(db);
     return rc;
 }
 

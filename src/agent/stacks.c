@@ -393,15 +393,21 @@ static void check_modules(struct tstate *t, struct stream *s, const uint64_t *pc
     spin_unlock(&mod_lock);
 }
 
-/* The id of slot i, waiting briefly for the thread that claimed the slot to publish it;
- * 0 (no stack) if that thread is held up. */
+/* The id of slot i, waiting for the thread that claimed the slot to publish it (it does so
+ * right after claiming it): a short spin, then yielding the CPU, since on a loaded machine that
+ * thread may have been preempted in between (four threads interning the same new stack at
+ * once lost it). Bounded, never a lock: the claimer may be this very thread, interrupted by a
+ * signal handler that allocates; then the event goes without a stack (0). */
 static uint32_t published_id(uint32_t i)
 {
-    for (int spin = 0; spin < 1000; spin++) {
+    for (int spin = 0; spin < 1000 + 20000; spin++) {
         uint32_t id = __atomic_load_n(&stab_id[i], __ATOMIC_ACQUIRE);
         if (id)
             return id;
-        __builtin_ia32_pause();
+        if (spin < 1000)
+            __builtin_ia32_pause();
+        else
+            syscall(SYS_sched_yield); /* a raw system call: no libc state, signal-safe */
     }
     return 0;
 }

@@ -63,4 +63,24 @@ _Static_assert(MS_KIND_MALLOC == 1 && MS_KIND_FREE == 2 && MS_KIND_STEP == 4 &&
                    MS_KIND_OOM == 9 && MS_KIND_OOM_RECENT == 11 && MS_KIND_OOM_TOP == 12,
                "MS_SQL_* name the MS_KIND_* ids");
 
+/* MARK messages that are memscope's own bookkeeping, not the user's marks: owner tags (the
+ * store applies them, docs/database.md) and the PyTorch module log (docs/torch.md). They stay
+ * in table events; memscope_dump and the CSV, whose MSTX rows are the user's marks in
+ * msMemScope's files, leave them out. As SQL (a condition on the column col) and in C. */
+#define MS_SQL_OWN_MARK(col)                                                                   \
+    "(" #col " LIKE 'memscope-tag:%' OR " #col " LIKE 'memscope-module:%' OR " #col            \
+    " LIKE 'describe addr=%')"
+static inline int ms_own_mark(const char *s)
+{
+    static const char *const prefixes[] = {"memscope-tag:", "memscope-module:", "describe addr="};
+    for (unsigned i = 0; s && i < sizeof prefixes / sizeof prefixes[0]; i++) {
+        const char *p = prefixes[i], *q = s;
+        while (*p && *p == *q)
+            p++, q++;
+        if (!*p)
+            return 1;
+    }
+    return 0;
+}
+
 #endif

@@ -308,6 +308,8 @@ static int write_rows(struct exp *e, FILE *f)
         int64_t addr = sqlite3_column_int64(st, 6);
         int64_t k = sqlite3_column_int64(st, 1);
         const char *name = (const char *)sqlite3_column_text(st, 11);
+        if (k == MS_KIND_MARK && ms_own_mark(name))
+            continue; /* memscope's own bookkeeping, as memscope_dump leaves it out */
         int annotation = k >= MS_KIND_STEP && k <= MS_KIND_RANGE_END;
         int device_event = k >= MS_KIND_OOM && k <= MS_KIND_DEVICE_USAGE;
         static const char *const ann_event[] = {"SYSTEM", "MSTX", "MSTX", "MSTX"};

@@ -157,6 +157,8 @@ const char ms_schema_sql[] =
      * has them as HAL rows already), stay in memscope's own tables: Insight's breakdown refuses
      * MALLOC rows of event types outside its vocabulary (docs/cuda.md). */
     "WHERE NOT (l.device IS NOT NULL AND l.event_type IN ('VMM_RESERVE', 'VMM_MAP', 'PTA_SEGMENT'))\n"
+    /* memscope's own marks (owner tags, the module log) are not the user's MSTX rows */
+    "  AND NOT (e.kind = 5 AND " MS_SQL_OWN_MARK(e.name) ")\n"
     "ORDER BY e.id;\n";
 
 /* Only the indexes that queries cannot do without: events.id and blocks.allocation_id are

@@ -58,6 +58,13 @@ assert_eq "tag_marks exit status" 0 "$RC"
 assert_eq "describe tags extend the allocation's owner (the last one wins); memscope-tag replaces" \
     $'1111|model@w2\n2222|PTA@weight' \
     "$(q "$TMP/t.db" "SELECT b.size, o.label FROM blocks b JOIN owners o ON o.id = b.owner_id WHERE b.size IN (1111, 2222) ORDER BY b.size")"
-assert_eq "the tag MARKs stay in the dump" 4 \
+# The tags are memscope's bookkeeping, not the user's marks (issue 23): they stay in events,
+# while memscope_dump and the CSV, whose MSTX rows are the user's marks, leave them out.
+assert_eq "the tag MARKs stay in events" 4 "$(q "$TMP/t.db" "SELECT count(*) FROM events WHERE kind = 5")"
+assert_eq "... not in memscope_dump" 0 \
     "$(q "$TMP/t.db" "SELECT count(*) FROM memscope_dump WHERE \"Event Type\" = 'Mark'")"
+ms tcsv export "$TMP/t.db" --format=csv
+assert_eq "... nor in the CSV" 0 "$(grep -c ',MSTX,' "$TMP/tcsv.out")"
+assert_eq "... and the user's own marks stay in both (annotate: hello)" "3|3" \
+    "$(q "$D" "SELECT count(*) FROM memscope_dump WHERE \"Event Type\" = 'Mark'")|$(grep -c ',MSTX,Mark,"hello"' "$TMP/a.csv")"
 done_testing

@@ -582,7 +582,8 @@ const char *ms__sites_get(struct ms_sites *s, int64_t stack_id)
     }
     if (!text) {
         if (s->ntexts == s->atexts &&
-            ms_grow((void **)&s->texts, &s->atexts, s->ntexts, sizeof *s->texts, 64, MS_GROW_MAX) < 0)
+            ms_grow((void **)&s->texts, &s->atexts, s->ntexts, sizeof *s->texts, 64,
+                    MS_GROW_MAX) < 0)
             return NULL;
         if (!(text = strdup(buf)))
             return NULL;

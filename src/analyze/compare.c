@@ -384,8 +384,8 @@ static int load_ops(sqlite3 *db, const struct ms_analyze_opts *o, int step, stru
         ms__layer_filter(db, o, "layer", filter, sizeof filter);
         snprintf(q, sizeof q,
                  "SELECT id, kind, process_id, thread_id, size, name FROM events "
-                 "WHERE kind IN (" MS_SQL_RANGE_START ", " MS_SQL_RANGE_END ") OR (kind = " MS_SQL_MALLOC
-                 " AND %s) ORDER BY id",
+                 "WHERE kind IN (" MS_SQL_RANGE_START ", " MS_SQL_RANGE_END ") OR "
+                 "(kind = " MS_SQL_MALLOC " AND %s) ORDER BY id",
                  filter);
         if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) {
             rc = MS_EDB;

@@ -322,7 +322,8 @@ static int on_replayed(void *ctx, const struct ms_store_row *r)
         snprintf(name, sizeof name, "%.*s", (int)(r->name_len < 31 ? r->name_len : 31),
                  r->name ? r->name : "");
         const int64_t *pid = ms__imap_get(&x->pid_of, r->process_id);
-        return on_row(x, r->id, MS_KIND_STEP, r->ts_ns, 0, 0, r->name ? name : NULL, pid ? (int)*pid : 0);
+        return on_row(x, r->id, MS_KIND_STEP, r->ts_ns, 0, 0, r->name ? name : NULL,
+                      pid ? (int)*pid : 0);
     }
     if ((r->kind != MS_KIND_MALLOC && r->kind != MS_KIND_FREE) || !r->allocation_id ||
         !ms__layer_selected(&x->layers, r->layer))

@@ -282,8 +282,9 @@ static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
     sqlite3_finalize(st);
 
     if (s->o->accessed_only) {
-        if (sqlite3_prepare_v2(db, "SELECT DISTINCT allocation_id FROM events WHERE kind = " MS_SQL_ACCESS " "
-                                   "AND allocation_id IS NOT NULL", -1, &st, NULL) != SQLITE_OK) {
+        if (sqlite3_prepare_v2(db, "SELECT DISTINCT allocation_id FROM events WHERE kind = "
+                                   MS_SQL_ACCESS " AND allocation_id IS NOT NULL", -1, &st,
+                               NULL) != SQLITE_OK) {
             snprintf(err, errlen, "inefficient: %s", sqlite3_errmsg(db));
             return MS_EDB;
         }
@@ -301,8 +302,8 @@ static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
         /* the same rows from the traces (ms_store_replay); without an ACCESS row nothing can
          * be flagged */
         int accesses = 0;
-        if (sqlite3_prepare_v2(db, "SELECT 1 FROM events WHERE kind = " MS_SQL_ACCESS " LIMIT 1", -1, &st,
-                               NULL) == SQLITE_OK)
+        if (sqlite3_prepare_v2(db, "SELECT 1 FROM events WHERE kind = " MS_SQL_ACCESS " LIMIT 1",
+                               -1, &st, NULL) == SQLITE_OK)
             accesses = sqlite3_step(st) == SQLITE_ROW;
         sqlite3_finalize(st);
         if (!accesses)

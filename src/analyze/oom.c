@@ -100,7 +100,8 @@ static int detail_rows(sqlite3 *db, const struct oom_report *r, int kind, struct
                            "SELECT e.allocation_id, e.addr, e.size, l.name, e.stack_id FROM events e "
                            "JOIN layers l ON l.id = e.layer WHERE e.id > ?1 AND e.kind = ?2 AND "
                            "e.id < COALESCE((SELECT min(id) FROM events WHERE id > ?1 AND kind NOT "
-                           "IN (" MS_SQL_OOM_RECENT ", " MS_SQL_OOM_TOP ")), 1 << 62) ORDER BY e.id",
+                           "IN (" MS_SQL_OOM_RECENT ", " MS_SQL_OOM_TOP ")), 1 << 62) "
+                           "ORDER BY e.id",
                            -1, &st, NULL) != SQLITE_OK)
         return MS_EDB;
     sqlite3_bind_int64(st, 1, r->event_id);

@@ -170,9 +170,10 @@ static int64_t first_event_at(sqlite3_stmt *seek, int64_t ns, int64_t lo, int64_
 
 /* The fast path: the converter already found each peak (process_stats.peak_bytes, peak_ns);
  * the MALLOC that reached it is process_stats.peak_event_id (databases of memscope before it:
- * the first MALLOC of that process and layer at peak_ns). live_at_peaks() then checks that the blocks live at that
- * event add up to peak_bytes. Returns 1 when every peak was placed, 0 when the caller must
- * replay the events instead (no process_stats rows, a peak without a MALLOC at its time). */
+ * the first MALLOC of that process and layer at peak_ns). live_at_peaks() then checks that the
+ * blocks live at that event add up to peak_bytes. Returns 1 when every peak was placed, 0 when
+ * the caller must replay the events instead (no process_stats rows, a peak without a MALLOC at
+ * its time). */
 static int peaks_from_stats(struct pctx *P)
 {
     char sql[512];
@@ -186,8 +187,8 @@ static int peaks_from_stats(struct pctx *P)
     size_t cap = 0;
     if (sqlite3_prepare_v2(P->db, sql, -1, &st, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(P->db, "SELECT id, allocation_id FROM events WHERE id >= ?4 AND "
-                                  "id < ?5 AND process_id = ?1 AND ts_ns = ?2 AND kind = " MS_SQL_MALLOC " AND "
-                                  "layer = ?3 ORDER BY id LIMIT 1",
+                                  "id < ?5 AND process_id = ?1 AND ts_ns = ?2 AND kind = "
+                                  MS_SQL_MALLOC " AND layer = ?3 ORDER BY id LIMIT 1",
                            -1, &ev, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(P->db, "SELECT id, ts_ns FROM events WHERE id >= ? ORDER BY id LIMIT 1",
                            -1, &seek, NULL) != SQLITE_OK ||
@@ -221,7 +222,8 @@ static int peaks_from_stats(struct pctx *P)
         k->bytes = sqlite3_column_int64(st, 2);
         k->ns = sqlite3_column_int64(st, 3);
         k->stats_bytes = k->bytes;
-        if (sqlite3_column_type(st, 4) != SQLITE_NULL && sqlite3_column_type(st, 5) != SQLITE_NULL) {
+        if (sqlite3_column_type(st, 4) != SQLITE_NULL &&
+            sqlite3_column_type(st, 5) != SQLITE_NULL) {
             /* the converter named the MALLOC (the compact database has no MALLOC rows) */
             k->event_id = sqlite3_column_int64(st, 4);
             k->alloc_id = sqlite3_column_int64(st, 5);

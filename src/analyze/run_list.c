@@ -152,8 +152,9 @@ static int run_all(struct dbs *d, const struct ms_analysis **list, int n, int al
     int rc = 0;
     sqlite3 *db;
     if (n == 1 && !all)
-        return (db = db_for(d, list[0], o, &rc, err, errlen)) ? list[0]->run(db, o, out, err, errlen)
-                                                              : rc;
+        return (db = db_for(d, list[0], o, &rc, err, errlen))
+                   ? list[0]->run(db, o, out, err, errlen)
+                   : rc;
     int first_rc = 0;
     char one_err[512];
     if (o->json)

@@ -97,7 +97,8 @@ static int on_row(struct tscan *x, int kind, int64_t layer, int64_t proc, int64_
     }
     /* Stack ids are unique over the database; without a stack, key by process (layers are
      * below 4096). */
-    int64_t key = stack > 0 ? stack * 4096 + (layer & 4095) : -((proc * 4096 + (layer & 4095)) + 1);
+    int64_t key = stack > 0 ? stack * 4096 + (layer & 4095)
+                            : -((proc * 4096 + (layer & 4095)) + 1);
     int isnew;
     size_t *slot = ms__imap_put(x->bykey, key, &isnew);
     if (!slot)
@@ -124,7 +125,8 @@ static int on_row(struct tscan *x, int kind, int64_t layer, int64_t proc, int64_
 static int on_replayed(void *ctx, const struct ms_store_row *r)
 {
     struct tscan *x = ctx;
-    if ((r->kind != MS_KIND_MALLOC && r->kind != MS_KIND_FREE) || !ms__layer_selected(&x->layers, r->layer))
+    if ((r->kind != MS_KIND_MALLOC && r->kind != MS_KIND_FREE) ||
+        !ms__layer_selected(&x->layers, r->layer))
         return 0;
     return on_row(x, r->kind, r->layer, r->process_id, r->thread_id, r->allocation_id,
                   r->stack_id, r->has_size ? r->size : 0);
@@ -185,7 +187,8 @@ int ms_analyze_temporary(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out
     } else {
         snprintf(sql, sizeof sql,
                  "SELECT kind, layer, process_id, thread_id, allocation_id, stack_id, size "
-                 "FROM events e WHERE kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ") AND %s ORDER BY id",
+                 "FROM events e WHERE kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ") AND %s "
+                 "ORDER BY id",
                  layer_sql);
         if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
             snprintf(err, errlen, "temporary: events: %s", sqlite3_errmsg(db));

@@ -160,9 +160,11 @@ static int on_replayed(void *ctx, const struct ms_store_row *r)
         char name[32];
         snprintf(name, sizeof name, "%.*s", (int)(r->name_len < 31 ? r->name_len : 31),
                  r->name ? r->name : "");
-        return on_row(T, r->ts_ns, MS_KIND_STEP, r->layer, r->process_id, 0, 0, 0, r->name ? name : NULL);
+        return on_row(T, r->ts_ns, MS_KIND_STEP, r->layer, r->process_id, 0, 0, 0,
+                      r->name ? name : NULL);
     }
-    if ((r->kind != MS_KIND_MALLOC && r->kind != MS_KIND_FREE) || !ms__layer_selected(&T->layers, r->layer))
+    if ((r->kind != MS_KIND_MALLOC && r->kind != MS_KIND_FREE) ||
+        !ms__layer_selected(&T->layers, r->layer))
         return 0;
     return on_row(T, r->ts_ns, r->kind, r->layer, r->process_id, r->addr, r->size,
                   r->allocation_id != 0, NULL);

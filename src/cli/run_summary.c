@@ -26,7 +26,8 @@ int run_print_summary(const char *db_path, FILE *out)
         "GROUP BY s.layer ORDER BY s.layer";
     long long nproc = 0, nev = 0;
     if (sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM processes), COALESCE((SELECT value "
-                               "FROM meta WHERE key = 'event_count'), (SELECT max(id) FROM events))", -1, &st, NULL) == SQLITE_OK &&
+                               "FROM meta WHERE key = 'event_count'), (SELECT max(id) FROM "
+                               "events))", -1, &st, NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW) {
         nproc = sqlite3_column_int64(st, 0);
         nev = sqlite3_column_int64(st, 1);

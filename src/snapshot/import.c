@@ -138,7 +138,9 @@ static int collect(struct imp *m, int64_t *t0, int64_t *t1)
                             0, 0, ms_snap_action_names[e->action]};
             switch (e->action) {
             case MS_SA_ALLOC: x.kind = MS_KIND_MALLOC, x.layer = MS_LAYER_PTA; break;
-            case MS_SA_FREE_REQUESTED: x.kind = MS_KIND_FREE_REQUESTED, x.layer = MS_LAYER_PTA; break;
+            case MS_SA_FREE_REQUESTED:
+                x.kind = MS_KIND_FREE_REQUESTED, x.layer = MS_LAYER_PTA;
+                break;
             case MS_SA_FREE_COMPLETED: x.kind = MS_KIND_FREE, x.layer = MS_LAYER_PTA; break;
             case MS_SA_SEGMENT_ALLOC:
             case MS_SA_SEGMENT_MAP: x.kind = MS_KIND_MALLOC, x.layer = MS_LAYER_PTA_SEGMENT; break;

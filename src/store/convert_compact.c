@@ -384,12 +384,6 @@ static int closed_push(struct conv *c, struct closed_block **a, size_t *n, size_
     return 0;
 }
 
-/* Compact output: keeps the row of a closed block that an analysis reads from the compact
- * database: live at exit, live at the end of a step or at an OOM (one happened in its process
- * while it was live), accessed, retagged, of a pool, or live at its layer's peak or at the peak
- * of all default layers (decompose's moment). Whether a block was live at the peak is known only at the end: a block
- * closed after the current peak and allocated before it waits in peak_closed, which a new
- * peak empties (nothing closed before a peak is live at it). */
 /* The layers of pools (a user pool's blocks and regions, PyTorch's blocks and segments):
  * the compact database keeps all their blocks rows (fragmentation reads them). */
 static int pool_layer(int layer)
@@ -415,6 +409,13 @@ int conv__live_at_end(struct conv *c, const struct closed_block *cb)
     return 0;
 }
 
+/* Compact output: keeps the row of a closed block that an analysis reads from the compact
+ * database: live at exit, live at the end of a step or at an OOM (one happened in its process
+ * while it was live), accessed, retagged, of a pool, or live at its layer's peak or at the peak
+ * of all default layers (decompose's moment). Whether a block was live at a peak is known only
+ * at the end: a block closed after the current peak and allocated before it waits in
+ * peak_closed (all_closed), which a new peak empties (nothing closed before a peak is live at
+ * it). */
 int conv__compact_block(struct conv *c, struct proc *p, const struct closed_block *cb)
 {
     int rc = conv__live_at_end(c, cb);

@@ -218,8 +218,9 @@ void ms_store_full_close(struct ms_store_full *f)
     }
 }
 
-int ms_store_replay(const char *compact_path, int (*sink)(void *ctx, const struct ms_store_row *row),
-                    void *ctx, char *err, size_t errlen)
+int ms_store_replay(const char *compact_path,
+                    int (*sink)(void *ctx, const struct ms_store_row *row), void *ctx, char *err,
+                    size_t errlen)
 {
     sqlite3 *db;
     if (sqlite3_open_v2(compact_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {

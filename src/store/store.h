@@ -63,8 +63,9 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
  * (written out to a private directory beside it, removed after), every events row of a full
  * database handed to sink in id order, and nothing written. Returns 0, the sink's negative
  * code (which stops the replay), or a negative code with a reason in err. */
-int ms_store_replay(const char *compact_path, int (*sink)(void *ctx, const struct ms_store_row *row),
-                    void *ctx, char *err, size_t errlen);
+int ms_store_replay(const char *compact_path,
+                    int (*sink)(void *ctx, const struct ms_store_row *row), void *ctx, char *err,
+                    size_t errlen);
 
 /* 1 when db is a compact database (meta store = compact: docs/database.md), else 0. */
 int ms_store_is_compact(sqlite3 *db);

@@ -623,6 +623,11 @@ int cmd_run(int argc, char **argv)
         error("cannot write '%s': it is a directory", out_file);
         return 1;
     }
+    if (out_is_file && o.format != FMT_CSV && lstat(out_file, &out_st) == 0 &&
+        !S_ISREG(out_st.st_mode)) { /* a database is renamed into place: never over a FIFO */
+        error("cannot write '%s': it exists and is not a regular file", out_file);
+        return 1;
+    }
     if (out_is_file && (rc = run_lock_output(out_file)) < 0) {
         if (rc == -EBUSY)
             error("'%s' is being written by another memscope run; choose another output "
@@ -874,8 +879,9 @@ int cmd_run(int argc, char **argv)
                 o.format == FMT_CSV ? "CSV" : "database", out_file,
                 o.keep_trace ? "; traces kept in " : "", o.keep_trace ? trace_dir : "");
     if (cli_log_level <= 1 && o.format == FMT_COMPACT) /* what used to be there */
-        fprintf(stderr, "memscope: (compact: `memscope analyze` reads it; one row per event, for "
-                        "MindStudio Insight: memscope export %s --format=db -o FULL.db)\n",
+        fprintf(stderr, "memscope: a compact database, for memscope analyze; one row per event "
+                        "(what MindStudio Insight opens): memscope export %s --format=db -o "
+                        "FULL.db\n",
                 out_file);
     return status;
 }

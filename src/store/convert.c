@@ -1924,6 +1924,11 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
     if (!o || !o->trace_dir || (!o->db_path && !o->sink))
         return conv__fail(&c, MS_EINVAL, "ms_store_convert: trace_dir and db_path are required");
 
+    struct stat st;
+    if (o->db_path && lstat(o->db_path, &st) == 0 && !S_ISREG(st.st_mode))
+        return conv__fail(&c, MS_EINVAL, "%s exists and is not a regular file: a database is "
+                                         "written only to a regular file (it is renamed there)",
+                          o->db_path);
     int rc = list_traces(&c);
     if (rc == 0)
         rc = open_traces(&c);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int ms_store_is_compact(sqlite3 *db)
@@ -118,6 +119,12 @@ static int carry_over(const char *path, const char *compact_path, char *err, siz
 int ms_store_expand(const char *compact_path, const char *db_path, const volatile int *stop,
                     char *err, size_t errlen)
 {
+    struct stat st;
+    if (lstat(db_path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s exists and is not a regular file: a database is written only "
+                              "to a regular file (it is renamed there)", db_path);
+        return MS_EREFUSED;
+    }
     sqlite3 *db;
     if (sqlite3_open_v2(compact_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "cannot open %s: %s", compact_path, sqlite3_errmsg(db));

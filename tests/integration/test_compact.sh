@@ -265,6 +265,17 @@ for f in other text; do
     assert_eq "not a memscope database ($f): export --format=db fails" 1 "$RC"
     assert_match "... and says so" "not a memscope database" "$(cat "$TMP/notms-$f.err")"
 done
+# An output that exists and is not a regular file (a FIFO): refused, and left as it was
+mkfifo "$TMP/fifo.db"
+ms fiforun run -o "$TMP/fifo.db" -- "$AN/an_peak"
+assert_eq "a FIFO as run's database: refused before the program runs" "1|" \
+    "$RC|$(cat "$TMP/fiforun.out")"
+ms fifoimp import "$TMP/peak.trace" -o "$TMP/fifo.db"
+assert_eq "a FIFO as import's database: refused" 1 "$RC"
+ms fifoexp export "$TMP/peak.c.db" --format=db -o "$TMP/fifo.db"
+assert_eq "a FIFO as export's database: refused" 1 "$RC"
+assert_match "... saying why" "not a regular file" "$(cat "$TMP/fifoexp.err")"
+assert_eq "... and the FIFO is still there" "yes" "$([ -p "$TMP/fifo.db" ] && echo yes || echo no)"
 ms fullexp export "$TMP/peak.f.db" --format=db -o "$TMP/again.db"
 assert_eq "export --format=db of a full database: refused" 1 "$RC"
 assert_match "... and says why" "already a full database" "$(cat "$TMP/fullexp.err")"

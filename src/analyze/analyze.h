@@ -121,6 +121,14 @@ int ms__computed(sqlite3 *db, const char *table);
  * then name the owners blocks had when allocated, not their last). */
 int ms__retagged(sqlite3 *db);
 
+/* decompose_at.c: the blocks of a compact database live at time at, from a replay of its
+ * traces, in a new temporary table named blocks (allocation_id, layer, process_id, size,
+ * stack_id, owner_id (the last), alloc_event_id, free_ns, free_event_id) that queries then read
+ * instead of the database's; *eid: the last event at or before at. The caller drops the table
+ * (DROP TABLE temp.blocks); on error there is none. 0 or a negative code with err set. */
+int ms__blocks_at(sqlite3 *db, int has_owner, int64_t at, int64_t *eid, char *err,
+                  size_t errlen);
+
 /* The run's start (meta.start_time_ns, else the first event), for relative times. */
 int64_t ms__run_start_ns(sqlite3 *db);
 

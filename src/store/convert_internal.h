@@ -355,6 +355,13 @@ int conv__block_row(struct conv *c, const struct closed_block *cb);
 /* Python stack text of sd ("file(line): function" lines, innermost first) into b. */
 int conv__py_text(struct conv *c, struct proc *p, const struct stack_def *sd, struct sbuf *b);
 
+/* ---- convert_annotations.c: called by convert.c ---------------------------------------------- */
+
+/* An annotation record (EXTENSION) of a traced thread. */
+int conv__on_annotation(struct conv *c, struct stream *s);
+/* The rows of what was still open at the end: ranges, each process's last step, the pools. */
+int conv__write_annotations(struct conv *c);
+
 /* ---- convert_symbols.c: called by convert.c ------------------------------------------------- */
 
 /* Symbolizes process p's stacks and writes its modules, strings, frames and stacks rows. */

@@ -16,8 +16,8 @@
  *     order (write_block), indexes are created before loading (open_db), and the file is renamed
  *     over db_path on success only.
  *   - Symbolization is convert_symbols.c's; the annotation records (steps, owners, marks and
- *     their tags, ranges, accesses, pools) convert_annotations.c's; the CUDA driver records and PyTorch's allocator
- *     history convert_cuda.c's; what the compact database adds (o->compact: the blocks it
+ *     their tags, ranges, accesses, pools) convert_annotations.c's; the CUDA driver records
+ *     and PyTorch's allocator history convert_cuda.c's; what the compact database adds (o->compact: the blocks it
  *     keeps, the tables computed in pass 2, the packed traces) convert_compact.c's; a replay
  *     (o->sink) hands the events rows to a callback instead of writing them. The state these
  *     files share is in convert_internal.h.

@@ -98,8 +98,11 @@ def _out_path(cfg):
     os.makedirs(out, exist_ok=True)
     if fmt == "trace":
         return os.path.abspath(out)
+    # msMemScope's layout, as `memscope run` writes it (docs/cli.md): a folder of the run
     stamp = time.strftime("%Y%m%d%H%M%S")
-    return os.path.abspath(os.path.join(out, "memscope_%d_%s%s" % (os.getpid(), stamp, suffix)))
+    run_dir = os.path.join(out, "memscope_%d_%s" % (os.getpid(), stamp))
+    os.makedirs(run_dir, exist_ok=True)
+    return os.path.abspath(os.path.join(run_dir, "memscope_dump_%s%s" % (stamp, suffix)))
 
 
 def _attach():

@@ -363,7 +363,13 @@ static int write_back(sqlite3 *db, const struct state *s, char *err, size_t errl
                       "  allocation_id INTEGER NOT NULL, type TEXT NOT NULL,\n"
                       "  PRIMARY KEY (allocation_id, type)\n"
                       ") WITHOUT ROWID;\n"
-                      "BEGIN;\nDELETE FROM inefficient;\n";
+                      "BEGIN;\n"
+                      /* the blocks flagged before: their memscope_dump rows change too */
+                      "CREATE TEMP TABLE IF NOT EXISTS ineff_before (allocation_id INTEGER "
+                      "PRIMARY KEY);\nDELETE FROM temp.ineff_before;\n"
+                      "INSERT OR IGNORE INTO temp.ineff_before SELECT allocation_id FROM "
+                      "inefficient;\n"
+                      "DELETE FROM inefficient;\n";
     sqlite3_stmt *st = NULL;
     if (sqlite3_exec(db, ddl, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "INSERT INTO inefficient VALUES (?, ?)", -1, &st, NULL) !=
@@ -381,7 +387,16 @@ static int write_back(sqlite3 *db, const struct state *s, char *err, size_t errl
         }
     sqlite3_finalize(st);
     st = NULL;
-    if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+    char derr[256];
+    if (ms_dump_refresh(db, "SELECT alloc_event_id FROM blocks WHERE allocation_id IN (SELECT "
+                            "allocation_id FROM temp.ineff_before UNION SELECT allocation_id "
+                            "FROM inefficient)", derr, sizeof derr) < 0) {
+        snprintf(err, errlen, "inefficient: cannot record the findings in the database: %s",
+                 derr);
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        return MS_EDB;
+    }
+    if (sqlite3_exec(db, "DROP TABLE temp.ineff_before; COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         goto fail;
     return 0;
 fail:

@@ -1,6 +1,6 @@
 /* cmd_export.c: `memscope export run.db --format=csv [-o out.csv]`: writes the database's
  * events as msMemScope's memscope_dump CSV (ms_store_export_csv), to stdout by default;
- * `memscope export run.db --format=db -o full.db`: the full database (one row per event,
+ * `memscope export run.db --format=db [-o full.db]`: the full database (one row per event,
  * memscope_dump) of a compact one (ms_store_expand). */
 #include "cli.h"
 
@@ -11,29 +11,61 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char export_usage[] =
     "usage: memscope export run.db --format=csv [-o out.csv]\n"
-    "       memscope export run.db --format=db -o full.db\n"
+    "       memscope export run.db --format=db [-o full.db]\n"
     "\n"
     "csv: writes every event of run.db in msMemScope's CSV form (stdout by default).\n"
     "db:  writes the full database of a compact one (memscope run's default output): one row\n"
     "     per event and msMemScope's memscope_dump, as `memscope run --format=db` writes it.\n"
     "  --format=csv|db     the output format\n"
-    "  -o, --output=FILE   write to FILE instead of stdout (required for db)\n";
+    "  -o, --output=FILE   write to FILE; csv: stdout by default; db: by default\n"
+    "                      memscope_dump_<stamp>.db beside run.db (the name MindStudio\n"
+    "                      Insight imports; <stamp> from a name memscope_<stamp>.db, else\n"
+    "                      now), never over an existing file\n";
 
 /* --format=db: the full database of a compact one. */
+/* The default output of --format=db: memscope_dump_<stamp>.db in db's directory, <stamp> the
+ * 14 digits of a name memscope_<stamp>.db (memscope run's), else the local time now. */
+static void default_full_name(const char *db, char *out, size_t n)
+{
+    const char *base = strrchr(db, '/');
+    int dirlen = base ? (int)(base - db) + 1 : 0;
+    base = base ? base + 1 : db;
+    char stamp[32] = "";
+    size_t len = strlen(base);
+    if (len == 26 && !strncmp(base, "memscope_", 9) && !strcmp(base + 23, ".db") &&
+        strspn(base + 9, "0123456789") == 14)
+        snprintf(stamp, sizeof stamp, "%.14s", base + 9);
+    else {
+        time_t now = time(NULL);
+        strftime(stamp, sizeof stamp, "%Y%m%d%H%M%S", localtime(&now));
+    }
+    snprintf(out, n, "%.*smemscope_dump_%s.db", dirlen, db, stamp);
+}
+
 static int export_db(const char *db, const char *out)
 {
-    if (!out || !strcmp(out, "-"))
-        return usage_error("export: --format=db needs an output file (-o full.db)");
+    char dflt[4096 + 64];
+    if (out && !strcmp(out, "-"))
+        return usage_error("export: --format=db writes a file, not stdout");
+    if (!out) {
+        default_full_name(db, dflt, sizeof dflt);
+        if (access(dflt, F_OK) == 0) {
+            error("export: %s exists; name the output with -o", dflt);
+            return 1;
+        }
+        out = dflt;
+    }
     if (access(db, R_OK) != 0) {
         error("export: cannot open database %s: %s", db, strerror(errno));
         return 1;
     }
     char err[512] = "";
-    int rc = ms_store_expand(db, out, NULL, err, sizeof err);
+    int rc = ms_store_expand(db, out, 1, NULL, err, sizeof err);
     if (rc == MS_EINVAL) {
         error("export: %s is already a full database (it has every event)", db);
         return 1;

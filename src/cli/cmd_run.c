@@ -58,8 +58,10 @@ static const char run_usage[] =
     "\n"
     "Runs program with the memscope agent, then writes what it recorded.\n"
     "\n"
-    "  -o, --output-path=PATH   a .db (or .csv) file, or a directory that receives\n"
-    "                           memscope_<pid>_<YYYYmmddHHMMSS>.db (default: memscopeDumpResults/)\n"
+    "  -o, --output-path=PATH   a .db (or .csv) file, or a directory (default:\n"
+    "                           memscopeDumpResults/) that receives a folder of the run,\n"
+    "                           memscope_<pid>_<YYYYmmddHHMMSS>/, with memscope_<stamp>.db\n"
+    "                           (compact) or memscope_dump_<stamp>.db/.csv (msMemScope's)\n"
     "      --format=compact|db|csv|trace\n"
     "                           compact (default): a SQLite database of the run's tables\n"
     "                           and its packed traces, about 3 bytes per event; db: SQLite\n"
@@ -640,6 +642,25 @@ int cmd_run(int argc, char **argv)
         error("cannot write to output directory '%s': %s", out_dir, strerror(errno));
         return 1;
     }
+    /* A directory receives msMemScope's layout: a folder of this run, memscope_<pid>_<stamp>
+     * (<pid>: memscope's own, so that runs in the same second stay apart), holding
+     * memscope_dump_<stamp>.db or .csv (docs/cli.md). */
+    char base_dir[PATH_MAX];
+    snprintf(base_dir, sizeof base_dir, "%s", out_dir);
+    int made_run_dir = 0;
+    if (!out_is_file && o.format != FMT_TRACE) {
+        char run_dir[PATH_MAX + 64];
+        snprintf(run_dir, sizeof run_dir, "%s/memscope_%ld_%s", base_dir, (long)getpid(),
+                 stamp);
+        if (strlen(run_dir) >= sizeof out_dir) /* cannot happen: base_dir is short enough */
+            return usage_error("--output-path: path too long");
+        if (mkdir(run_dir, 0777) < 0) {
+            error("cannot create '%s': %s", run_dir, strerror(errno));
+            return 1;
+        }
+        memcpy(out_dir, run_dir, strlen(run_dir) + 1);
+        made_run_dir = 1;
+    }
     if (o.format == FMT_TRACE)
         snprintf(trace_dir, sizeof trace_dir, "%s", out_dir);
     else {
@@ -782,8 +803,8 @@ int cmd_run(int argc, char **argv)
         return status;
     }
     if (!out_is_file)
-        snprintf(out_file, sizeof out_file, "%s/memscope_%ld_%s%s", out_dir, (long)pid, stamp,
-                 suffix);
+        snprintf(out_file, sizeof out_file, "%s/%s_%s%s", out_dir,
+                 o.format == FMT_COMPACT ? "memscope" : "memscope_dump", stamp, suffix);
     char db_path[PATH_MAX + 160];
     if (o.format == FMT_CSV)
         snprintf(db_path, sizeof db_path, "%s.tmp.db", out_file);
@@ -817,8 +838,10 @@ int cmd_run(int argc, char **argv)
         run_untraceable_reason(prog[0], why, sizeof why);
         error("'%s' ran untraced: %s; nothing was recorded", prog[0], why);
         rmdir(trace_dir); /* ours, and empty */
-        if (!out_dir_existed && run_dir_empty(out_dir))
+        if (made_run_dir && run_dir_empty(out_dir))
             rmdir(out_dir); /* created by this run, for nothing */
+        if (!out_dir_existed && run_dir_empty(base_dir))
+            rmdir(base_dir);
         return status;
     }
     if (rc < 0) {
@@ -880,8 +903,8 @@ int cmd_run(int argc, char **argv)
                 o.keep_trace ? "; traces kept in " : "", o.keep_trace ? trace_dir : "");
     if (cli_log_level <= 1 && o.format == FMT_COMPACT) /* what used to be there */
         fprintf(stderr, "memscope: a compact database, for memscope analyze; one row per event "
-                        "(what MindStudio Insight opens): memscope export %s --format=db -o "
-                        "FULL.db\n",
+                        "(what MindStudio Insight opens: memscope_dump_<stamp>.db beside it): "
+                        "memscope export %s --format=db\n",
                 out_file);
     return status;
 }

@@ -6,6 +6,7 @@
 #include "error.h"
 #include "schema.h" /* the store's DDL: a snapshot database has the schema of a run's */
 #include "snapshot.h"
+#include "store.h"  /* memscope_dump */
 
 #include <errno.h>
 #include <stdio.h>
@@ -124,8 +125,18 @@ int cmd_snapshot(int argc, char **argv)
         }
     } else if (db) {
         char err[512] = "";
-        rc = ms_snapshot_write_db(&s, file, db, ms_schema_sql, ms_schema_index_sql, err,
-                                  sizeof err);
+        /* the indexes, then memscope_dump from the rows written */
+        char *dump = ms_dump_create_sql();
+        size_t n = dump ? strlen(ms_schema_index_sql) + strlen(dump) + 1 : 0;
+        char *final_sql = dump ? malloc(n) : NULL;
+        if (final_sql) {
+            snprintf(final_sql, n, "%s%s", ms_schema_index_sql, dump);
+            rc = ms_snapshot_write_db(&s, file, db, ms_schema_sql, final_sql, err, sizeof err);
+        } else {
+            rc = MS_ENOMEM;
+        }
+        free(final_sql);
+        free(dump);
         if (rc) {
             error("snapshot: %s: %s", db, err[0] ? err : ms_strerror(rc));
             status = 1;

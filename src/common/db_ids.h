@@ -83,4 +83,18 @@ static inline int ms_own_mark(const char *s)
     return 0;
 }
 
+/* Ranges that are PyTorch ops (memscope.torch names them by schema, `aten::addmm`): in
+ * memscope_dump and the CSV they are msMemScope's OP_LAUNCH rows ATEN_START / ATEN_END, named
+ * as msMemScope names them, `torch._ops.aten.addmm.default` (the overload is not recorded:
+ * `.default` unless the name carries one). As SQL (col the range name) and in C. */
+#define MS_SQL_ATEN_RANGE(col) "(" #col " GLOB 'aten::?*')"
+#define MS_SQL_ATEN_NAME(col)                                                                  \
+    "('torch._ops.aten.' || substr(" #col ", 7) || CASE WHEN instr(substr(" #col ", 7), '.') " \
+    "THEN '' ELSE '.default' END)"
+static inline int ms_aten_range(const char *s)
+{
+    return s && s[0] == 'a' && s[1] == 't' && s[2] == 'e' && s[3] == 'n' && s[4] == ':' &&
+           s[5] == ':' && s[6];
+}
+
 #endif

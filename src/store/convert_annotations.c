@@ -367,13 +367,22 @@ int conv__write_annotations(struct conv *c)
         while (t->ncalls && rc == 0) /* calls still running at the end: end them there */
             rc = pytrace_write(c, t, t->last_ns);
     }
-    /* msMemScope's per-process table names, as views. */
+    /* msMemScope's per-process tables: real tables in the full database (Insight looks them
+     * up with type = 'table', adds a Depth column and updates rows), views in a compact one. */
     for (size_t i = 0; i < c->nprocs && rc == 0; i++) {
-        char sql[256];
+        char sql[768];
         unsigned long long pid = (unsigned long long)c->procs[i].tr.hdr.pid;
-        snprintf(sql, sizeof sql, "CREATE VIEW IF NOT EXISTS python_trace_%llu AS SELECT "
-                 "\"FuncInfo\", \"StartTime(ns)\", \"EndTime(ns)\", \"Thread Id\", "
-                 "\"Process Id\" FROM python_trace WHERE \"Process Id\" = %llu", pid, pid);
+        const char *cols = "\"FuncInfo\", \"StartTime(ns)\", \"EndTime(ns)\", \"Thread Id\", "
+                           "\"Process Id\"";
+        if (c->o->compact)
+            snprintf(sql, sizeof sql, "CREATE VIEW IF NOT EXISTS python_trace_%llu AS SELECT %s "
+                     "FROM python_trace WHERE \"Process Id\" = %llu", pid, cols, pid);
+        else
+            snprintf(sql, sizeof sql, "CREATE TABLE IF NOT EXISTS python_trace_%llu (\"FuncInfo\" "
+                     "TEXT, \"StartTime(ns)\" INTEGER, \"EndTime(ns)\" INTEGER, \"Thread Id\" "
+                     "INTEGER, \"Process Id\" INTEGER); INSERT INTO python_trace_%llu SELECT %s "
+                     "FROM python_trace WHERE \"Process Id\" = %llu ORDER BY rowid", pid, pid,
+                     cols, pid);
         sqlite3_stmt *q;
         if (conv__prepare(c, &q, "SELECT 1 FROM python_trace WHERE \"Process Id\" = ? LIMIT 1") < 0)
             return MS_EDB;
@@ -381,7 +390,7 @@ int conv__write_annotations(struct conv *c)
         int have = sqlite3_step(q) == SQLITE_ROW;
         sqlite3_finalize(q);
         if (have)
-            rc = conv__exec(c, sql, "create python_trace view");
+            rc = conv__exec(c, sql, "create python_trace_<pid>");
     }
     for (size_t i = 0; i < c->nprocs && rc == 0; i++) {
         struct proc *p = &c->procs[i];

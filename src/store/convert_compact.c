@@ -510,7 +510,7 @@ int conv__compact_start(struct conv *c)
 }
 
 /* Compact output: the traces go into trace_files; memscope_dump, one row per event, is left to
- * the full database (docs/database.md). */
+ * the full database (docs/database.md). A full database gets it here. */
 int conv__compact_finish(struct conv *c)
 {
     int rc = write_sites(c);
@@ -518,10 +518,11 @@ int conv__compact_finish(struct conv *c)
         rc = write_trend(c);
     if (rc == 0)
         rc = write_decompose(c);
-    if (!c->o->compact || rc < 0)
+    if (rc < 0)
         return rc;
-    rc = conv__exec(c, "DROP VIEW memscope_dump; INSERT INTO meta VALUES ('store', 'compact')",
-                    "compact database");
+    if (!c->o->compact)
+        return c->o->no_dump ? 0 : ms_dump_create(c->db, c->err, c->errlen);
+    rc = conv__exec(c, "INSERT INTO meta VALUES ('store', 'compact')", "compact database");
     if (rc == 0)
         rc = ms_embed_finish(&c->embed, c->db, c->err, c->errlen);
     return rc;

@@ -389,7 +389,8 @@ int conv__compact_step(struct conv *c, const struct proc *p, int64_t ts);
 int conv__compact_block(struct conv *c, struct proc *p, const struct closed_block *cb);
 /* Writes the kept blocks rows, in allocation order. */
 int conv__compact_write_blocks(struct conv *c);
-/* Drops memscope_dump, marks the database compact and stores the packed traces. */
+/* The computed tables; then, for a compact database, its mark and the packed traces, and for a
+ * full one memscope_dump (unless o->no_dump). */
 int conv__compact_finish(struct conv *c);
 
 /* ---- convert_cuda.c: called by convert.c ---------------------------------------------------- */

@@ -116,8 +116,8 @@ static int carry_over(const char *path, const char *compact_path, char *err, siz
     return rc;
 }
 
-int ms_store_expand(const char *compact_path, const char *db_path, const volatile int *stop,
-                    char *err, size_t errlen)
+int ms_store_expand(const char *compact_path, const char *db_path, int dump,
+                    const volatile int *stop, char *err, size_t errlen)
 {
     struct stat st;
     if (lstat(db_path, &st) == 0 && !S_ISREG(st.st_mode)) {
@@ -166,12 +166,14 @@ int ms_store_expand(const char *compact_path, const char *db_path, const volatil
     if (rc == 0) {
         /* the stacks come from the compact database: no second symbolization */
         struct ms_store_options o = {.trace_dir = dir, .db_path = tmp, .exit_status = -1,
-                                     .call_stack_c = depth, .stop = stop};
+                                     .call_stack_c = depth, .stop = stop, .no_dump = 1};
         struct ms_store_result res;
         rc = ms_store_convert(&o, &res, err, errlen);
         if (rc == 0) { /* tmp is ours from here on */
-            if ((rc = carry_over(tmp, compact_path, err, errlen)) == 0 &&
-                rename(tmp, db_path) < 0) {
+            rc = carry_over(tmp, compact_path, err, errlen);
+            if (rc == 0 && dump) /* from the carried-over stacks and findings */
+                rc = ms_dump_create_file(tmp, err, errlen);
+            if (rc == 0 && rename(tmp, db_path) < 0) {
                 rc = -errno;
                 snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, db_path,
                          strerror(errno));
@@ -210,7 +212,7 @@ int ms_store_full_open(struct ms_store_full *f, const char *db_path, char *err, 
         return rc;
     }
     snprintf(f->path, sizeof f->path, "%s/full.db", f->dir);
-    int rc = ms_store_expand(db_path, f->path, NULL, err, errlen);
+    int rc = ms_store_expand(db_path, f->path, 0, NULL, err, errlen);
     if (rc < 0)
         ms_store_full_close(f);
     return rc;

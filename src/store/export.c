@@ -324,6 +324,9 @@ static int write_rows(struct exp *e, FILE *f)
         } else if (k == MS_KIND_DEVICE_USAGE) {
             kind = "SYSTEM";
             type = "DEVICE_USAGE";
+        } else if ((k == MS_KIND_RANGE_START || k == MS_KIND_RANGE_END) && ms_aten_range(name)) {
+            kind = "OP_LAUNCH"; /* a PyTorch op, as msMemScope writes it (db_ids.h) */
+            type = k == MS_KIND_RANGE_START ? "ATEN_START" : "ATEN_END";
         } else if (annotation) {
             kind = ann_event[k - MS_KIND_STEP];
             type = ann_type[k - MS_KIND_STEP];
@@ -339,7 +342,13 @@ static int write_rows(struct exp *e, FILE *f)
         out_add(o, ",", 1);
         if (!name)
             out_str(o, "N/A");
-        else if (k >= MS_KIND_MARK && k <= MS_KIND_RANGE_END)
+        else if (!strcmp(kind, "OP_LAUNCH")) {
+            int quote = strpbrk(name, ",\"\n\r") != NULL;
+            out_str(o, quote ? "\"torch._ops.aten." : "torch._ops.aten.");
+            out_escaped(o, name + 6);
+            out_str(o, strchr(name + 6, '.') ? "" : ".default");
+            out_str(o, quote ? "\"" : "");
+        } else if (k >= MS_KIND_MARK && k <= MS_KIND_RANGE_END)
             out_quoted(o, name); /* msMemScope quotes MSTX names */
         else
             out_field(o, name);

@@ -119,32 +119,62 @@ const char ms_schema_sql[] =
     "  (11, 'OOM_RECENT_ALLOC'), (12, 'OOM_TOP_ALLOC'),\n"
     "  (13, 'DEVICE_USAGE');\n"
     "INSERT INTO layers VALUES (0, 'annotation', 'N/A', NULL), (1, 'heap', 'HOST', 'cpu'),\n"
-    "  (2, 'mmap', 'MMAP', 'cpu');\n"
+    "  (2, 'mmap', 'MMAP', 'cpu');\n";
+
+/* Only the indexes that queries cannot do without: events.id and blocks.allocation_id are
+ * already in time order (binary-search them by id), and the analyses scan whole tables. */
+const char ms_schema_index_sql[] =
+    "CREATE INDEX events_annotation ON events(kind, ts_ns) WHERE kind >= 4;\n"
+    "CREATE INDEX events_access ON events(allocation_id) WHERE kind = 8;\n"
+    "CREATE INDEX ranges_process ON ranges(process_id, start_ns);\n"
+    "CREATE INDEX frames_pc ON frames(pc);\n";
+
+/* msMemScope's table (its DUMP_RECORD_TABLE_SQL, with "ID" the row id): a real table, since
+ * MindStudio Insight and msMemScope's analyzers look it up with type = 'table'. */
+const char ms_dump_ddl[] =
+    "CREATE TABLE memscope_dump (\"ID\" INTEGER PRIMARY KEY, \"Event\" TEXT, \"Event Type\" TEXT,\n"
+    "  \"Name\" TEXT, \"Timestamp(ns)\" INTEGER, \"Process Id\" INTEGER, \"Thread Id\" INTEGER,\n"
+    "  \"Device Id\" TEXT, \"Ptr\" TEXT, \"Attr\" TEXT, \"Call Stack(Python)\" TEXT,\n"
+    "  \"Call Stack(C)\" TEXT);\n";
+
+/* Its rows, from events (docs/database.md "memscope_dump"); callers add "AND ..." and order. */
+const char ms_dump_select[] =
     /* json_patch('{}', ...) drops the members whose value is NULL (RFC 7396), so a free of an
      * unknown address has no allocation_id key, as in the CSV export. */
-    "CREATE VIEW memscope_dump AS SELECT\n"
+    "SELECT\n"
     "  e.id AS \"ID\",\n"
-    "  CASE e.kind WHEN 4 THEN 'SYSTEM' WHEN 5 THEN 'MSTX' WHEN 6 THEN 'MSTX' WHEN 7 THEN 'MSTX'\n"
+    "  CASE WHEN e.kind IN (6, 7) AND " MS_SQL_ATEN_RANGE(e.name) " THEN 'OP_LAUNCH'\n"
+    "    ELSE CASE e.kind WHEN 4 THEN 'SYSTEM' WHEN 5 THEN 'MSTX' WHEN 6 THEN 'MSTX'\n"
+    "    WHEN 7 THEN 'MSTX'\n"
     "    WHEN 9 THEN 'OOM_DETAIL' WHEN 11 THEN 'OOM_DETAIL'\n"
-    "    WHEN 12 THEN 'OOM_DETAIL' WHEN 13 THEN 'SYSTEM' ELSE k.name END AS \"Event\",\n"
-    "  CASE e.kind WHEN 4 THEN 'STEP' WHEN 5 THEN 'Mark' WHEN 6 THEN 'Range_start'\n"
-    "    WHEN 7 THEN 'Range_end' WHEN 9 THEN 'OOM_TRIGGER' WHEN 10 THEN 'KERNEL_LAUNCH'\n"
+    "    WHEN 12 THEN 'OOM_DETAIL' WHEN 13 THEN 'SYSTEM' ELSE k.name END END AS \"Event\",\n"
+    "  CASE e.kind WHEN 4 THEN 'STEP' WHEN 5 THEN 'Mark'\n"
+    "    WHEN 6 THEN CASE WHEN " MS_SQL_ATEN_RANGE(e.name) " THEN 'ATEN_START'\n"
+    "      ELSE 'Range_start' END\n"
+    "    WHEN 7 THEN CASE WHEN " MS_SQL_ATEN_RANGE(e.name) " THEN 'ATEN_END'\n"
+    "      ELSE 'Range_end' END\n"
+    "    WHEN 9 THEN 'OOM_TRIGGER' WHEN 10 THEN 'KERNEL_LAUNCH'\n"
     "    WHEN 11 THEN 'OOM_RECENT_ALLOC' WHEN 12 THEN 'OOM_TOP_ALLOC'\n"
     "    WHEN 13 THEN 'DEVICE_USAGE'\n"
     "    WHEN 8 THEN CASE WHEN e.flags & 2 THEN 'WRITE' WHEN e.flags & 1 THEN 'READ'\n"
     "      ELSE 'UNKNOWN' END\n"
     "    ELSE l.event_type END AS \"Event Type\",\n"
-    "  COALESCE(e.name, 'N/A') AS \"Name\",\n"
+    "  CASE WHEN e.kind IN (6, 7) AND " MS_SQL_ATEN_RANGE(e.name) "\n"
+    "    THEN " MS_SQL_ATEN_NAME(e.name) "\n"
+    "    ELSE COALESCE(e.name, 'N/A') END AS \"Name\",\n"
     "  e.ts_ns AS \"Timestamp(ns)\", p.pid AS \"Process Id\", t.tid AS \"Thread Id\",\n"
     "  COALESCE(l.device, 'N/A') AS \"Device Id\",\n"
-    "  CASE WHEN e.kind IN (4, 5, 6, 7, 9, 10, 11, 12, 13) THEN 'N/A' ELSE printf('0x%016x', e.addr) END AS \"Ptr\",\n"
-    "  CASE WHEN e.kind IN (4, 5, 6, 7) THEN '{}' WHEN e.kind >= 9 THEN COALESCE(e.attr, '{}') ELSE\n"
+    "  CASE WHEN e.kind IN (4, 5, 6, 7, 9, 10, 11, 12, 13) THEN 'N/A'\n"
+    "    ELSE printf('0x%016x', e.addr) END AS \"Ptr\",\n"
+    "  CASE WHEN e.kind IN (4, 5, 6, 7) THEN '{}'\n"
+    "    WHEN e.kind >= 9 THEN COALESCE(e.attr, '{}') ELSE\n"
     "  json_patch(json_patch('{}', json_object('allocation_id', CAST(e.allocation_id AS TEXT),\n"
     "    'addr', printf('0x%016x', e.addr), 'size', CAST(e.size AS TEXT),\n"
     "    'func', CASE WHEN e.kind = 8 THEN NULL ELSE e.func END,\n"
     "    'owner', CASE WHEN e.kind = 1 THEN o.label END,\n"
     "    'inefficient_type', CASE WHEN e.kind = 1 THEN (SELECT group_concat(i.type, ',')\n"
-    "      FROM inefficient i WHERE i.allocation_id = e.allocation_id) END)), COALESCE(e.attr, '{}'))\n"
+    "      FROM inefficient i WHERE i.allocation_id = e.allocation_id) END)),\n"
+    "    COALESCE(e.attr, '{}'))\n"
     "  END AS \"Attr\",\n"
     "  COALESCE(s.py_text, '') AS \"Call Stack(Python)\",\n"
     "  COALESCE(s.c_text, '') AS \"Call Stack(C)\"\n"
@@ -156,15 +186,7 @@ const char ms_schema_sql[] =
     /* A device's address reservations and mappings, and PyTorch's segments (the driver layer
      * has them as HAL rows already), stay in memscope's own tables: Insight's breakdown refuses
      * MALLOC rows of event types outside its vocabulary (docs/cuda.md). */
-    "WHERE NOT (l.device IS NOT NULL AND l.event_type IN ('VMM_RESERVE', 'VMM_MAP', 'PTA_SEGMENT'))\n"
+    "WHERE NOT (l.device IS NOT NULL\n"
+    "    AND l.event_type IN ('VMM_RESERVE', 'VMM_MAP', 'PTA_SEGMENT'))\n"
     /* memscope's own marks (owner tags, the module log) are not the user's MSTX rows */
-    "  AND NOT (e.kind = 5 AND " MS_SQL_OWN_MARK(e.name) ")\n"
-    "ORDER BY e.id;\n";
-
-/* Only the indexes that queries cannot do without: events.id and blocks.allocation_id are
- * already in time order (binary-search them by id), and the analyses scan whole tables. */
-const char ms_schema_index_sql[] =
-    "CREATE INDEX events_annotation ON events(kind, ts_ns) WHERE kind >= 4;\n"
-    "CREATE INDEX events_access ON events(allocation_id) WHERE kind = 8;\n"
-    "CREATE INDEX ranges_process ON ranges(process_id, start_ns);\n"
-    "CREATE INDEX frames_pc ON frames(pc);\n";
+    "  AND NOT (e.kind = 5 AND " MS_SQL_OWN_MARK(e.name) ")\n";

@@ -37,6 +37,8 @@ struct ms_store_options {
                                    events rows, blocks rows only for the blocks live at exit,
                                    at a peak or across a step end, and the traces themselves,
                                    packed, in trace_files */
+    int no_dump;                /* full database without memscope_dump (expansions: the
+                                   caller adds it after, or reads events only) */
     /* Replay: every events row goes to sink (in id order) instead of a database, and db_path
      * is not written (NULL); see ms_store_replay. */
     int (*sink)(void *ctx, const struct ms_store_row *row);
@@ -72,10 +74,11 @@ int ms_store_is_compact(sqlite3 *db);
 
 /* Writes the full database (one row per event) of the compact database at compact_path to
  * db_path (replaced when complete; nothing is left there on error): its traces are converted
- * again, with the compact database's stacks, meta and findings. stop as in ms_store_options.
+ * again, with the compact database's stacks, meta and findings; with memscope_dump when dump is
+ * nonzero (what the user reads), without for a private copy. stop as in ms_store_options.
  * Returns 0 or a negative code with a reason in err (MS_EINVAL: not a compact database). */
-int ms_store_expand(const char *compact_path, const char *db_path, const volatile int *stop,
-                    char *err, size_t errlen);
+int ms_store_expand(const char *compact_path, const char *db_path, int dump,
+                    const volatile int *stop, char *err, size_t errlen);
 
 /* A full database to read where a compact one was given: ms_store_full_open() expands a compact
  * database into a private temporary directory (TMPDIR, else /tmp) and sets path to it; for any
@@ -86,6 +89,19 @@ struct ms_store_full {
 };
 int ms_store_full_open(struct ms_store_full *f, const char *db_path, char *err, size_t errlen);
 void ms_store_full_close(struct ms_store_full *f);
+
+/* msMemScope's memscope_dump table of a full database (dump.c). ms_dump_create() creates and
+ * fills it from events (inside the caller's transaction); ms_dump_create_file() does so in the
+ * database file at db_path. ms_dump_refresh() rewrites the rows whose ID is in the result of
+ * ids_sql (a SELECT of event ids), when db has the table: after an analysis wrote findings
+ * that show in them. 0 or a negative code with a reason in err. */
+int ms_dump_create(sqlite3 *db, char *err, size_t errlen);
+/* The SQL of ms_dump_create (malloc'ed; NULL when out of memory), for a writer that runs SQL. */
+char *ms_dump_create_sql(void);
+int ms_dump_create_file(const char *db_path, char *err, size_t errlen);
+int ms_dump_refresh(sqlite3 *db, const char *ids_sql, char *err, size_t errlen);
+/* 1 when db has memscope_dump as a table (not an older memscope's view), else 0. */
+int ms_dump_is_table(sqlite3 *db);
 
 /* Writes every event of the database at db_path to out as msMemScope's CSV (header included).
  * Returns 0 or a negative code with a reason in err. Refuses databases of a newer format. */

@@ -144,4 +144,22 @@ want=$'200:early_allocation\n300:late_deallocation\n500:temporary_idleness\n600:
 [ "$(sqlite3 "$T/ineff.db" 'SELECT COUNT(*) FROM inefficient')" = 3 ] ||
     bad "a second --write-back did not replace the rows"
 
+# memscope_dump (a table in the full database) shows the findings in the MALLOC rows' Attr:
+# carried over by an expansion, then rewritten by each --write-back on the full database.
+dump_ineff() { # db: size:types of the MALLOC rows that have inefficient_type
+    sqlite3 "$1" "SELECT json_extract(Attr, '\$.size') || ':' || json_extract(Attr,
+      '\$.inefficient_type') FROM memscope_dump WHERE Event = 'MALLOC' AND
+      json_extract(Attr, '\$.inefficient_type') IS NOT NULL ORDER BY ID"
+}
+"$MEMSCOPE" export "$T/ineff.db" --format=db -o "$T/ineff_full.db" || bad "export --format=db"
+[ "$(dump_ineff "$T/ineff_full.db")" = $'200:early_allocation\n300:late_deallocation\n500:temporary_idleness' ] ||
+    bad "expanded memscope_dump inefficient_type: $(dump_ineff "$T/ineff_full.db")"
+"$MEMSCOPE" analyze inefficient "$T/ineff_full.db" "${INEFF_OPTS[@]}" --write-back >/dev/null ||
+    bad "inefficient --write-back on the full database"
+[ "$(dump_ineff "$T/ineff_full.db" | sort -n)" = "$want" ] ||
+    bad "memscope_dump after --write-back: $(dump_ineff "$T/ineff_full.db")"
+"$MEMSCOPE" analyze inefficient "$T/ineff_full.db" --idle-threshold 5 --write-back >/dev/null
+[ "$(dump_ineff "$T/ineff_full.db")" = $'200:early_allocation\n300:late_deallocation\n500:temporary_idleness' ] ||
+    bad "memscope_dump after a second --write-back: $(dump_ineff "$T/ineff_full.db")"
+
 exit $fail

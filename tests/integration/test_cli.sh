@@ -49,12 +49,14 @@ assert_eq "msMemScope form: leaked blocks" 8 \
 ms progopts -o "$TMP/c.db" "$PROGS/threads" 2 10
 assert_eq "program args after the program are not memscope's" "threads ok 2 10" "$(cat "$TMP/progopts.out")"
 
-# -o DIR: created if needed, receives memscope_<pid>_<YYYYmmddHHMMSS>.db.
+# -o DIR: created if needed, receives msMemScope's layout: a folder of the run holding
+# memscope_dump_<YYYYmmddHHMMSS>.db (the name Insight imports; compact: memscope_<stamp>.db).
 ms dir run --format=db -o "$TMP/new/sub" -- "$PROGS/live_at_exit"
 assert_eq "-o DIR: exit status" 0 "$RC"
-files=$(cd "$TMP/new/sub" 2>/dev/null && ls)
-assert_match "-o DIR: one file named memscope_<pid>_<timestamp>.db" \
-    "^memscope_[0-9]+_20[0-9]{12}\.db$" "$files"
+files=$(cd "$TMP/new/sub" 2>/dev/null && find . -type f | sort)
+assert_match "-o DIR: one file memscope_<pid>_<stamp>/memscope_dump_<stamp>.db" \
+    "^\./memscope_[0-9]+_(20[0-9]{12})/memscope_dump_\1\.db$" "$files"
+files=$(cd "$TMP/new/sub" 2>/dev/null && find . -type f)
 if [ -f "$TMP/new/sub/$files" ]; then
     assert_eq "-o DIR: the database has the run" 8 \
         "$(q "$TMP/new/sub/$files" "SELECT count(*) FROM blocks WHERE size IN (20011, 20021) AND free_ns IS NULL")"
@@ -97,7 +99,8 @@ assert_match "analyze list names every analysis" "^leaks .*oom " \
     "$("$MEMSCOPE" analyze list | awk '{printf "%s ", $1}')"
 # -o dir/ (issue 14 item 8): the message names dir/file, not dir//file.
 out=$("$MEMSCOPE" run --format=db -o "$TMP/slash/" -- "$PROGS/alloc_funcs" 2>&1 >/dev/null)
-assert_match "-o dir/: one slash in the database's path" "written to $TMP/slash/memscope_[0-9]+_[0-9]+\.db" "$out"
+assert_match "-o dir/: one slash in the database's path" \
+    "written to $TMP/slash/memscope_[0-9]+_[0-9]+/memscope_dump_[0-9]+\.db" "$out"
 # The summary's call sites (issue 14 item 8): one line for a site live in several processes.
 out=$("$MEMSCOPE" run --format=db -o "$TMP/two.db" -- /bin/sh -c "'$PROGS/live_at_exit'; '$PROGS/live_at_exit'" 2>&1 >/dev/null)
 assert_eq "summary: the leak site of two processes is one line, naming them" "1" \

@@ -44,13 +44,14 @@ assert_eq "--format=csv: header line" "$HEADER" "$(head -1 "$TMP/r.csv" 2>&1)"
 assert_eq "--format=csv: known MALLOC rows" "$EXPECTED" "$(summary "$TMP/r.csv" 2>&1)"
 ms csvdir run --format=db --format=csv -o "$TMP/csvdir" -- "$PROGS/alloc_funcs"
 assert_eq "--format=csv -o DIR: exit status" 0 "$RC"
-f=$(cd "$TMP/csvdir" 2>/dev/null && ls)
-assert_match "--format=csv -o DIR: memscope_<pid>_<timestamp>.csv" "^memscope_[0-9]+_20[0-9]{12}\.csv$" "$f"
+f=$(cd "$TMP/csvdir" 2>/dev/null && find . -type f)
+assert_match "--format=csv -o DIR: memscope_<pid>_<stamp>/memscope_dump_<stamp>.csv" \
+    "^\./memscope_[0-9]+_(20[0-9]{12})/memscope_dump_\1\.csv$" "$f"
 [ -f "$TMP/csvdir/$f" ] && assert_eq "--format=csv -o DIR: known MALLOC rows" "$EXPECTED" \
     "$(summary "$TMP/csvdir/$f")"
 # A database of an older memscope (no events.attr, no layers.device) still exports.
 cp "$DB" "$TMP/older.db"
-sqlite3 "$TMP/older.db" "DROP VIEW memscope_dump; ALTER TABLE events DROP COLUMN attr;
+sqlite3 "$TMP/older.db" "DROP TABLE memscope_dump; ALTER TABLE events DROP COLUMN attr;
     ALTER TABLE layers DROP COLUMN device"
 ms older export "$TMP/older.db" --format=csv -o "$TMP/older.csv"
 assert_eq "older database: export status" 0 "$RC"

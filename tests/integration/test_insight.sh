@@ -81,7 +81,9 @@ assert_eq "ops: OP_LAUNCH ATEN_START / ATEN_END rows named torch._ops.aten.<op>.
     "$(printf '%s\n' 'MSTX|Range_start|forward' \
         'OP_LAUNCH|ATEN_START|torch._ops.aten.addmm.default' 'ACCESS|WRITE|aten::addmm' \
         'OP_LAUNCH|ATEN_END|torch._ops.aten.addmm.default' \
-XX "SELECT Event, \"Event Type\", Name FROM memscope_dump WHERE Event IN ('OP_LAUNCH', 'MSTX', 'ACCESS') ORDER BY ID")"
+        'OP_LAUNCH|ATEN_START|torch._ops.aten.add.Tensor' 'ACCESS|READ|aten::add.Tensor' \
+        'OP_LAUNCH|ATEN_END|torch._ops.aten.add.Tensor' 'MSTX|Range_end|forward')" \
+    "$(q "$TMP/ops.db" "SELECT Event, \"Event Type\", Name FROM memscope_dump WHERE Event IN ('OP_LAUNCH', 'MSTX', 'ACCESS') ORDER BY ID")"
 assert_eq "ops: msMemScope's check_inefficient finds the op boundaries" 4 \
     "$(q "$TMP/ops.db" "SELECT count(*) FROM memscope_dump WHERE Event = 'OP_LAUNCH' AND \"Event Type\" IN ('ATEN_START', 'ATEN_END')")"
 assert_eq "ops: the CSV has the same rows" \

@@ -17,11 +17,15 @@
 static const char export_usage[] =
     "usage: memscope export run.db --format=csv [-o out.csv]\n"
     "       memscope export run.db --format=db [-o full.db]\n"
+    "       memscope export run.db --format=torch-snapshot -o run.pickle\n"
     "\n"
     "csv: writes every event of run.db in msMemScope's CSV form (stdout by default).\n"
     "db:  writes the full database of a compact one (memscope run's default output): one row\n"
     "     per event and msMemScope's memscope_dump, as `memscope run --format=db` writes it.\n"
-    "  --format=csv|db     the output format\n"
+    "torch-snapshot: the run's pools (PyTorch's allocator, memscope.h or NVTX pools) as a\n"
+    "     PyTorch memory snapshot (segments at the end, every pool event of the run), the\n"
+    "     pickle PyTorch's memory_viz and torch.cuda._memory_viz read.\n"
+    "  --format=csv|db|torch-snapshot  the output format\n"
     "  -o, --output=FILE   write to FILE; csv: stdout by default; db: by default\n"
     "                      memscope_dump_<stamp>.db beside run.db (the name MindStudio\n"
     "                      Insight imports; <stamp> from a name memscope_<stamp>.db, else\n"
@@ -110,12 +114,17 @@ int cmd_export(int argc, char **argv)
     }
     if (!db)
         return usage_error("export: no database given");
-    if (format && strcmp(format, "csv") != 0 && strcmp(format, "db") != 0)
-        return usage_error("export: unknown format '%s' (supported: csv, db)", format);
+    int torch = format && !strcmp(format, "torch-snapshot");
+    if (format && strcmp(format, "csv") != 0 && strcmp(format, "db") != 0 && !torch)
+        return usage_error("export: unknown format '%s' (supported: csv, db, torch-snapshot)",
+                           format);
     if (out && !out[0])
         return usage_error("export: empty output file name");
     if (format && !strcmp(format, "db"))
         return export_db(db, out);
+    if (torch && (!out || !strcmp(out, "-")) && isatty(STDOUT_FILENO))
+        return usage_error("export: --format=torch-snapshot writes a binary pickle: give -o "
+                           "FILE.pickle (or redirect stdout)");
 
     FILE *f = stdout;
     struct ms_output mo = {.fd = -1};
@@ -131,7 +140,8 @@ int cmd_export(int argc, char **argv)
         }
     }
     char err[512];
-    int rc = ms_store_export_csv(db, f, err, sizeof err);
+    int rc = torch ? ms_store_export_torch(db, f, err, sizeof err)
+                   : ms_store_export_csv(db, f, err, sizeof err);
     if (f != stdout) {
         if (fclose(f) != 0 && rc == 0) {
             snprintf(err, sizeof err, "cannot write %s: %m", out);

@@ -35,6 +35,9 @@ struct iev {
     uint32_t stack;
     uint8_t kind, layer;
     const char *func;
+    uint64_t requested;  /* a block's requested size when size is the rounded one, else 0 */
+    uint64_t trace_size; /* the trace's alloc size when it is not requested, else 0 */
+    uint8_t pending;     /* active_pending_free at the end of the snapshot */
 };
 
 struct imp {
@@ -135,7 +138,7 @@ static int collect(struct imp *m, int64_t *t0, int64_t *t1)
         for (uint64_t i = 0; i < t->nevents; i++) {
             const struct ms_snap_event *e = &t->events[i];
             struct iev x = {ev_ts(t, i, has_time, &last), e->addr, e->size, t->device, e->stack,
-                            0, 0, ms_snap_action_names[e->action]};
+                            0, 0, ms_snap_action_names[e->action], 0, 0, 0};
             switch (e->action) {
             case MS_SA_ALLOC: x.kind = MS_KIND_MALLOC, x.layer = MS_LAYER_PTA; break;
             case MS_SA_FREE_REQUESTED:
@@ -189,7 +192,7 @@ static int collect(struct imp *m, int64_t *t0, int64_t *t1)
     struct addrmap live[2] = {{0}, {0}};
     struct iev *pre = NULL;
     uint64_t npre = 0, cappre = 0;
-#define PRE(addr_, size_, dev_, stack_, layer_)                                              \
+#define PRE(addr_, size_, dev_, stack_, layer_, req_)                                        \
     do {                                                                                     \
         if (npre == cappre) {                                                                \
             cappre = cappre ? cappre * 2 : 256;                                              \
@@ -200,22 +203,23 @@ static int collect(struct imp *m, int64_t *t0, int64_t *t1)
             }                                                                                \
             pre = p_;                                                                        \
         }                                                                                    \
-        pre[npre++] = (struct iev){*t0, (addr_), (size_), (dev_), (stack_), MS_KIND_MALLOC,     \
-                                   (uint8_t)(layer_), "pre_trace"};                          \
+        pre[npre++] = (struct iev){*t0,       (addr_), (size_), (dev_), (stack_),              \
+                                   MS_KIND_MALLOC, (uint8_t)(layer_), "pre_trace", (req_), \
+                                   0, 0};                                                  \
     } while (0)
     rc = 0;
     for (uint64_t i = 0; i < m->nev; i++) {
         struct iev *e = &m->ev[i];
         struct addrmap *lv = &live[e->layer == MS_LAYER_PTA_SEGMENT];
         if (e->kind == MS_KIND_MALLOC) {
-            if (addrmap_put(lv, e->addr, 1)) {
+            if (addrmap_put(lv, e->addr, i + 1)) { /* the live block's alloc event, + 1 */
                 rc = ierr(m, MS_ENOMEM, "out of memory");
                 goto out;
             }
         } else if (e->kind == MS_KIND_FREE || e->kind == MS_KIND_FREE_REQUESTED) {
             if (addrmap_find(lv, e->addr) == UINT64_MAX) {
-                PRE(e->addr, e->size, e->device, e->stack, e->layer);
-                if (addrmap_put(lv, e->addr, 1)) {
+                PRE(e->addr, e->size, e->device, e->stack, e->layer, 0);
+                if (addrmap_put(lv, e->addr, UINT64_MAX - 1)) { /* no event of ours */
                     rc = ierr(m, MS_ENOMEM, "out of memory");
                     goto out;
                 }
@@ -224,15 +228,41 @@ static int collect(struct imp *m, int64_t *t0, int64_t *t1)
                 addrmap_del(lv, e->addr);
         }
     }
+    /* A block's size is the allocator's (rounded) size, as the segments report it, with the
+     * requested size beside it: the trace's alloc entries carry the requested size, so a block
+     * live at the end takes its size from its segment, and one freed in the trace the
+     * allocator's rounding of the request (round_size: multiples of 512 bytes). */
+    for (uint64_t i = 0; i < m->nev; i++) {
+        struct iev *e = &m->ev[i];
+        if (e->kind == MS_KIND_MALLOC && e->layer == MS_LAYER_PTA) {
+            uint64_t r = e->size < 512 ? 512 : (e->size + 511) / 512 * 512;
+            e->requested = e->size;
+            e->size = r >= e->size ? r : e->size; /* no overflow near UINT64_MAX */
+        }
+    }
     for (uint64_t i = 0; i < s->nsegs; i++) {
         const struct ms_snap_segment *g = &s->segs[i];
         if (addrmap_find(&live[1], g->addr) == UINT64_MAX)
-            PRE(g->addr, g->total, g->device, g->stack, MS_LAYER_PTA_SEGMENT);
+            PRE(g->addr, g->total, g->device, g->stack, MS_LAYER_PTA_SEGMENT, 0);
         for (uint64_t j = 0; j < g->nblocks; j++) {
             const struct ms_snap_block *b = &s->blocks[g->first_block + j];
-            if ((b->state == MS_SB_ACTIVE_ALLOCATED || b->state == MS_SB_ACTIVE_PENDING_FREE) &&
-                addrmap_find(&live[0], b->addr) == UINT64_MAX)
-                PRE(b->addr, b->size, g->device, b->stack, MS_LAYER_PTA);
+            if (b->state != MS_SB_ACTIVE_ALLOCATED && b->state != MS_SB_ACTIVE_PENDING_FREE)
+                continue;
+            uint64_t k = addrmap_find(&live[0], b->addr), ev;
+            struct iev *x = NULL;
+            if (k == UINT64_MAX) {
+                PRE(b->addr, b->size, g->device, b->stack, MS_LAYER_PTA, b->requested);
+                x = &pre[npre - 1];
+            } else if ((ev = live[0].vals[k]) > 0 && ev <= m->nev) {
+                x = &m->ev[ev - 1]; /* the trace's alloc of this live block */
+                x->size = b->size;
+                if (b->requested && b->requested != x->requested) {
+                    x->trace_size = x->requested;
+                    x->requested = b->requested;
+                }
+            }
+            if (x)
+                x->pending = b->state == MS_SB_ACTIVE_PENDING_FREE;
         }
     }
     if (npre) {
@@ -349,8 +379,8 @@ static int write_events(struct imp *m, int64_t *thread_of_dev_first, int64_t nde
     sqlite3_stmt *ev = NULL, *bl = NULL, *fin = NULL;
     int rc;
     if ((rc = prep(m, &ev, "INSERT INTO events(id, ts_ns, kind, layer, process_id, thread_id, "
-                           "addr, size, func, stack_id, allocation_id) "
-                           "VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)")) ||
+                           "addr, size, func, stack_id, allocation_id, attr) "
+                           "VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)")) ||
         (rc = prep(m, &bl, "INSERT INTO blocks(allocation_id, layer, process_id, thread_id, addr, "
                            "size, func, alloc_ns, free_ns, alloc_event_id, free_event_id, stack_id) "
                            "VALUES (?, ?, 1, ?, ?, ?, ?, ?, NULL, ?, NULL, ?)")) ||
@@ -445,6 +475,22 @@ static int write_events(struct imp *m, int64_t *thread_of_dev_first, int64_t nde
             sqlite3_bind_int64(ev, 10, alloc_id);
         else
             sqlite3_bind_null(ev, 10);
+        /* what the blocks table has no column for (docs/database.md "Snapshot import") */
+        char attr[160];
+        if (e->kind == MS_KIND_MALLOC && (e->requested || e->pending)) {
+            int n = snprintf(attr, sizeof attr, "{\"requested_size\":\"%llu\"",
+                             (unsigned long long)(e->requested ? e->requested : e->size));
+            if (e->trace_size)
+                n += snprintf(attr + n, sizeof attr - (size_t)n, ",\"trace_size\":\"%llu\"",
+                              (unsigned long long)e->trace_size);
+            if (e->pending)
+                n += snprintf(attr + n, sizeof attr - (size_t)n,
+                              ",\"state\":\"active_pending_free\"");
+            snprintf(attr + n, sizeof attr - (size_t)n, "}");
+            sqlite3_bind_text(ev, 11, attr, -1, SQLITE_TRANSIENT);
+        } else {
+            sqlite3_bind_null(ev, 11);
+        }
         if ((rc = step(m, ev)))
             goto out2;
     }
@@ -576,6 +622,26 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path,
     if (dmax - dmin > 4096) {
         rc = ierr(&m, MS_ELIMIT, "device ids span more than 4096");
         goto out;
+    }
+    /* memscope_dump's Device Id is the layer's: the device ordinal when one device has every
+     * segment and event (a snapshot of several devices keeps N/A: docs/snapshot.md) */
+    int64_t only = -1;
+    int several = 0;
+    for (uint64_t i = 0; i < s->nsegs; i++) {
+        several |= only >= 0 && s->segs[i].device != only;
+        only = s->segs[i].device;
+    }
+    for (uint64_t i = 0; i < s->ntraces; i++)
+        if (s->traces[i].nevents) {
+            several |= only >= 0 && s->traces[i].device != only;
+            only = s->traces[i].device;
+        }
+    if (only >= 0 && !several) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "UPDATE layers SET device = '%lld' WHERE id IN (%d, %d)",
+                 (long long)only, MS_LAYER_PTA, MS_LAYER_PTA_SEGMENT);
+        if ((rc = exec(&m, sql)))
+            goto out;
     }
     sqlite3_stmt *st = NULL;
     if ((rc = prep(&m, &st, "INSERT INTO meta VALUES (?, ?)")))

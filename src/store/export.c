@@ -212,25 +212,36 @@ static int load(struct exp *e, const char *sql, size_t max_id, char ***strs, int
     return rc;
 }
 
-static int check_version(struct exp *e)
+int ms_store_check_version(sqlite3 *db, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(e->db, "SELECT value FROM meta WHERE key = 'format_version'", -1, &st,
-                           NULL) != SQLITE_OK)
-        return fail(e, MS_EFORMAT, "not a memscope database (%s)", sqlite3_errmsg(e->db));
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'format_version'", -1, &st,
+                           NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "not a memscope database (%s)", sqlite3_errmsg(db));
+        return MS_EFORMAT;
+    }
     int rc = 0;
     if (sqlite3_step(st) != SQLITE_ROW) {
-        rc = fail(e, MS_EFORMAT, "not a memscope database (no format_version)");
+        snprintf(err, errlen, "not a memscope database (no format_version)");
+        rc = MS_EFORMAT;
     } else {
         long long v = sqlite3_column_int64(st, 0);
-        if (v > MS_DB_FORMAT_VERSION)
-            rc = fail(e, MS_EVERSION, "database format version %lld is newer than this memscope "
-                      "reads (%d)", v, MS_DB_FORMAT_VERSION);
-        else if (v < 1)
-            rc = fail(e, MS_EFORMAT, "not a memscope database (format_version %lld)", v);
+        if (v > MS_DB_FORMAT_VERSION) {
+            snprintf(err, errlen, "database format version %lld is newer than this memscope "
+                     "reads (%d)", v, MS_DB_FORMAT_VERSION);
+            rc = MS_EVERSION;
+        } else if (v < 1) {
+            snprintf(err, errlen, "not a memscope database (format_version %lld)", v);
+            rc = MS_EFORMAT;
+        }
     }
     sqlite3_finalize(st);
     return rc;
+}
+
+static int check_version(struct exp *e)
+{
+    return ms_store_check_version(e->db, e->err, e->errlen);
 }
 
 static const char *str_at(char **a, size_t n, int64_t id)

@@ -103,6 +103,15 @@ int ms_dump_refresh(sqlite3 *db, const char *ids_sql, char *err, size_t errlen);
 /* 1 when db has memscope_dump as a table (not an older memscope's view), else 0. */
 int ms_dump_is_table(sqlite3 *db);
 
+/* 0 when db is a memscope database of a format version this build reads, else a negative
+ * code with the reason in err. */
+int ms_store_check_version(sqlite3 *db, char *err, size_t errlen);
+
+/* Writes the pools of the database at db_path to out as a PyTorch memory snapshot, pickled
+ * (torch_export.c; docs/snapshot.md). MS_ENOTFOUND: the run has no pool. Returns 0 or a
+ * negative code with a reason in err. */
+int ms_store_export_torch(const char *db_path, FILE *out, char *err, size_t errlen);
+
 /* Writes every event of the database at db_path to out as msMemScope's CSV (header included).
  * Returns 0 or a negative code with a reason in err. Refuses databases of a newer format. */
 int ms_store_export_csv(const char *db_path, FILE *out, char *err, size_t errlen);

@@ -478,7 +478,7 @@ static int write_events(struct imp *m, int64_t *thread_of_dev_first, int64_t nde
         /* what the blocks table has no column for (docs/database.md "Snapshot import") */
         char attr[160];
         if (e->kind == MS_KIND_MALLOC && (e->requested || e->pending)) {
-            int n = snprintf(attr, sizeof attr, "{\"requested_size\":\"%llu\"",
+            int n = snprintf(attr, sizeof attr, "{\"requested\":\"%llu\"",
                              (unsigned long long)(e->requested ? e->requested : e->size));
             if (e->trace_size)
                 n += snprintf(attr + n, sizeof attr - (size_t)n, ",\"trace_size\":\"%llu\"",

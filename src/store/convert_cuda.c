@@ -173,11 +173,19 @@ static const char *const cuda_layer_names[MS_CUDA_LAYERS][2] = {
     [MS_CUDA_L_PTA_SEG] = {"pta_segment", "PTA_SEGMENT"}, [7] = {"cuda_other", "HAL"}};
 
 /* The layer of kind k (MS_CUDA_L_*) on recorded device dev (ordinal + 1, 0: unknown). */
+/* The layer id of kind k on device dev (the record's: ordinal + 1, 0 unknown), without marking
+ * it used (cuda_layer does). */
+static int cuda_layer_id(int k, uint64_t dev)
+{
+    uint64_t d = dev == 0 || dev > MS_CUDA_NODEV ? MS_CUDA_NODEV : dev - 1;
+    return MS_LAYER_CUDA0 + (int)(d * MS_CUDA_LAYERS) + k;
+}
+
 static int cuda_layer(struct conv *c, int k, uint64_t dev)
 {
     uint64_t d = dev == 0 || dev > MS_CUDA_NODEV ? MS_CUDA_NODEV : dev - 1;
     c->cuda_layers[d * MS_CUDA_LAYERS + (uint64_t)k] = 1;
-    return MS_LAYER_CUDA0 + (int)(d * MS_CUDA_LAYERS) + k;
+    return cuda_layer_id(k, dev);
 }
 
 /* What a CUDA_MEM op does: allocates (1) or frees (0), in which layer kind (-1: pinned host). */
@@ -241,6 +249,13 @@ static int cuda_attr(struct conv *c, struct sbuf *b, int bad)
     return 0;
 }
 
+/* Live bytes of a process's layer (0 when it has none yet; not creating it). */
+static int64_t layer_live(const struct proc *p, int layer)
+{
+    return layer >= 0 && (size_t)layer < p->nls && p->ls[layer].used ? p->ls[layer].st.live_bytes
+                                                                     : 0;
+}
+
 static int on_cuda_mem(struct conv *c, struct stream *s, struct sbuf *b)
 {
     struct proc *p = &c->procs[s->proc];
@@ -270,6 +285,13 @@ static int on_cuda_mem(struct conv *c, struct stream *s, struct sbuf *b)
                              (unsigned long long)aux1, (unsigned long long)aux2);
         if (kind < 0)
             bad |= sbuf__fmt(b, ",\"pinned\":\"true\"");
+        if (kind == MS_CUDA_L_HAL || kind == MS_CUDA_L_POOL || kind == MS_CUDA_L_PHYS) {
+            /* msMemScope's HAL used: the process's device memory on this device with it */
+            int64_t used = (int64_t)r->size + layer_live(p, cuda_layer_id(MS_CUDA_L_HAL, dev)) +
+                           layer_live(p, cuda_layer_id(MS_CUDA_L_POOL, dev)) +
+                           layer_live(p, cuda_layer_id(MS_CUDA_L_PHYS, dev));
+            bad |= sbuf__fmt(b, ",\"used\":\"%lld\"", (long long)used);
+        }
         bad |= sbuf__add(b, "}", 1);
         if ((rc = cuda_attr(c, b, bad)) < 0)
             return rc;
@@ -475,19 +497,28 @@ int conv__on_pta(struct conv *c, struct stream *s)
     uint64_t dev = (uint64_t)s->pta->device + 1;
     int action = s->r.fn - PTA_FN;
     const char *func = s->func ? s->func : ms_snap_action_names[action];
-    char attr[48];
+    char attr[128];
     int rc;
+    struct proc *p = &c->procs[s->proc];
     switch (action) {
-    case MS_SA_ALLOC:
-        if (s->requested) {
-            snprintf(attr, sizeof attr, "{\"requested\":\"%llu\"}",
+    case MS_SA_ALLOC: {
+        /* msMemScope's pool Attr: used (the pool's allocated bytes with this block) and total
+         * (its reserved bytes) */
+        int n = snprintf(attr, sizeof attr, "{\"used\":\"%lld\",\"total\":\"%lld\"",
+                         (long long)((int64_t)s->r.size +
+                                     layer_live(p, cuda_layer_id(MS_CUDA_L_PTA, dev))),
+                         (long long)layer_live(p, cuda_layer_id(MS_CUDA_L_PTA_SEG, dev)));
+        if (s->requested)
+            snprintf(attr + n, sizeof attr - (size_t)n, ",\"requested\":\"%llu\"}",
                      (unsigned long long)s->requested);
-            c->attr = attr;
-            c->attr_len = strlen(attr);
-        }
+        else
+            snprintf(attr + n, sizeof attr - (size_t)n, "}");
+        c->attr = attr;
+        c->attr_len = strlen(attr);
         rc = conv__on_alloc(c, s, cuda_layer(c, MS_CUDA_L_PTA, dev), func);
         c->attr = NULL;
         return rc;
+    }
     case MS_SA_FREE_COMPLETED:
         return conv__on_free(c, s, cuda_layer(c, MS_CUDA_L_PTA, dev), func);
     case MS_SA_SEGMENT_ALLOC: case MS_SA_SEGMENT_MAP:

@@ -286,13 +286,14 @@ static ssize_t find_pending(const struct exp *e, int64_t id)
 
 static int load_blocks(struct exp *e)
 {
-    /* requested_size: a snapshot import keeps it in the MALLOC row's attr (not in a compact
-     * database, which has no MALLOC rows: there it is the size) */
+    /* the requested size: PyTorch's blocks (a CUDA run's, a snapshot import's) keep it in the
+     * MALLOC row's attr "requested" (not in a compact database, which has no MALLOC rows:
+     * there it is the size) */
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(e->db,
                            "SELECT b.allocation_id, b.layer, b.addr, b.size, b.stack_id, "
                            "b.alloc_ns, b.free_ns, b.alloc_event_id, b.free_event_id, "
-                           "b.func = 'pre_trace', json_extract(v.attr, '$.requested_size'), "
+                           "b.func = 'pre_trace', json_extract(v.attr, '$.requested'), "
                            "(SELECT t.tid FROM threads t WHERE t.id = b.thread_id), "
                            "json_extract(v.attr, '$.trace_size'), "
                            "json_extract(v.attr, '$.state') = 'active_pending_free', "

@@ -58,6 +58,18 @@ alloc|4|pool" "$(q "$db" "SELECT json_extract(Attr, '\$.alloc_type'), count(*) F
         GROUP BY 1 ORDER BY 2 DESC;
         SELECT json_extract(Attr, '\$.alloc_type'), count(*), 'pool' FROM memscope_dump
         WHERE json_extract(Attr, '\$.pool') IS NOT NULL AND Event = 'MALLOC'")"
+    # msMemScope's HAL Attr used: the process's device memory on that device with the block,
+    # checked against a running sum of the HAL rows (MALLOC +size, matched FREE -size)
+    assert_eq "$mode: HAL MALLOC Attr used = the running sum of the device's HAL rows" "0|0|1" \
+        "$(q "$db" "WITH h AS (SELECT ID, \"Device Id\" AS dev, Event, CAST(json_extract(Attr,
+            '\$.size') AS INTEGER) AS sz, CAST(json_extract(Attr, '\$.used') AS INTEGER) AS used
+            FROM memscope_dump WHERE \"Event Type\" = 'HAL' AND (Event = 'MALLOC' OR
+            json_extract(Attr, '\$.allocation_id') IS NOT NULL)),
+          r AS (SELECT dev, Event, used, sum(CASE Event WHEN 'MALLOC' THEN sz ELSE -sz END)
+            OVER (PARTITION BY dev ORDER BY ID) AS run FROM h)
+          SELECT count(*) FILTER (WHERE Event = 'MALLOC' AND used IS NULL),
+                 count(*) FILTER (WHERE Event = 'MALLOC' AND used != run),
+                 count(*) FILTER (WHERE Event = 'MALLOC') > 100 FROM r")"
     assert_eq "$mode: stream-ordered allocations: pool, its reserved bytes, stream" \
         "cuMemAllocAsync|0x7000|2097152|0x5001|3
 cuMemAllocFromPoolAsync|0x7000|2097152|0x5001|1" "$(q "$db" "SELECT json_extract(Attr, '\$.api'),

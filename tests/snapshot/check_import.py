@@ -5,7 +5,7 @@ plus one synthesized `pre_trace` MALLOC per block allocated before recording, on
 free_completed, and the blocks live at the end (free_ns NULL) are exactly the file's active
 blocks at the end, address and size: every block's size is the allocator's (rounded) size, as
 the segments report it, with the requested size beside it (the MALLOC row's Attr
-requested_size)."""
+requested)."""
 import os
 import sqlite3
 import subprocess
@@ -44,7 +44,7 @@ def main():
                          for b, a in zip(s['blocks'], block_addrs(s))
                          if b['state'] in ('active_allocated', 'active_pending_free')
                          and b.get('requested_size')}
-            got_requested = dict(q("SELECT b.addr, CAST(json_extract(e.attr, '$.requested_size') "
+            got_requested = dict(q("SELECT b.addr, CAST(json_extract(e.attr, '$.requested') "
                                    "AS INTEGER) FROM blocks b JOIN events e ON e.id = "
                                    "b.alloc_event_id WHERE b.layer=3 AND b.free_ns IS NULL"))
             got_requested = {a: got_requested.get(a) for a in requested}

@@ -76,6 +76,37 @@ def test_history_is_merged_into_the_run(tmp_path):
     assert query(db, "SELECT count(*) FROM memscope_dump WHERE \"Event Type\" = 'PTA' AND "
                      "Event = 'MALLOC' AND json_extract(Attr, '$.requested') IS NOT NULL") \
         == [(allocs,)]
+    # msMemScope's pool Attr: used (the pool's allocated bytes with the block) and total (its
+    # reserved bytes), checked against running sums of the rows of pta:0 and pta_segment:0
+    (checked, wrong), = query(db, """
+        WITH e AS (SELECT ev.id, l.name AS layer, ev.kind, ev.size, ev.attr FROM events ev
+                   JOIN layers l ON l.id = ev.layer
+                   WHERE l.name IN ('pta:0', 'pta_segment:0') AND ev.kind IN (1, 2)
+                     AND (ev.kind = 1 OR ev.allocation_id IS NOT NULL)),
+             r AS (SELECT layer, kind, attr,
+                   sum(CASE WHEN layer = 'pta:0' THEN (CASE kind WHEN 1 THEN size ELSE -size END)
+                       ELSE 0 END) OVER (ORDER BY id) AS used,
+                   sum(CASE WHEN layer = 'pta_segment:0' THEN
+                       (CASE kind WHEN 1 THEN size ELSE -size END) ELSE 0 END)
+                       OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                       AS total FROM e)
+        SELECT count(*), count(*) FILTER (WHERE CAST(json_extract(attr, '$.used') AS INTEGER)
+               != used OR CAST(json_extract(attr, '$.total') AS INTEGER) != COALESCE(total, 0))
+        FROM r WHERE layer = 'pta:0' AND kind = 1""")
+    assert checked >= allocs and wrong == 0
+    # the run's allocator, written back as a PyTorch snapshot (memscope export
+    # --format=torch-snapshot), has the segments and blocks of the snapshot PyTorch gave
+    out = tmp_path / "run.pickle"
+    p = subprocess.run([memscope_bin(), "export", str(db), "--format=torch-snapshot", "-o",
+                        str(out)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    import pickle
+    from torch.cuda import _memory_viz
+    mine, theirs = pickle.load(open(out, "rb")), pickle.load(open(SNAP, "rb"))
+    key = lambda s: (s["address"], s["total_size"], [(b["size"], b["state"]) for b in s["blocks"]])
+    assert sorted(map(key, mine["segments"])) == sorted(map(key, theirs["segments"]))
+    stats = lambda segs: {k: getattr(v, "value", v) for k, v in _memory_viz.stats(segs).items()}
+    assert stats(mine["segments"]) == stats(theirs["segments"])
 
 
 def test_a_cpu_program_is_untouched(tmp_path):

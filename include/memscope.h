@@ -13,7 +13,9 @@
  *   memscope_range_push(name)          a named interval (an op, a phase) on this thread
  *   memscope_range_pop()
  *   memscope_access(p, n, flags, op)   op read and/or wrote n bytes at p
- *                                      (flags: MEMSCOPE_READ | MEMSCOPE_WRITE)
+ *                                      (flags: MEMSCOPE_READ | MEMSCOPE_WRITE); op may end
+ *                                      with "\x1fkey=value;key=value" (dtype, shape, format:
+ *                                      msMemScope's ACCESS attributes, docs/database.md)
  *   memscope_pool_reserve(pool, p, n)  a custom allocator took region [p, p+n) for pool
  *   memscope_pool_release(pool, p)     ... and gave it back
  *   memscope_pool_alloc(pool, p, n)    it handed out block [p, p+n) from pool

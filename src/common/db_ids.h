@@ -85,6 +85,10 @@ static inline int ms_own_mark(const char *s)
     return 0;
 }
 
+/* An ACCESS record's name may carry msMemScope's ACCESS Attr members after this byte:
+ * "aten::addmm\x1fdtype=torch.float32;shape=[2, 3];format=contiguous" (memscope.torch). */
+#define MS_ACCESS_ATTR_SEP '\x1f'
+
 /* Ranges that are PyTorch ops (memscope.torch names them by schema, `aten::addmm`): in
  * memscope_dump and the CSV they are msMemScope's OP_LAUNCH rows ATEN_START / ATEN_END, named
  * as msMemScope names them, `torch._ops.aten.addmm.default` (the overload is not recorded:

@@ -318,9 +318,42 @@ int conv__on_annotation(struct conv *c, struct stream *s)
         int layer = MS_LAYER_HEAP;
         int64_t alloc_id = 0;
         access_block(p, r->addr, &layer, &alloc_id, c->blocks);
-        return conv__write_event_full(c, s, MS_KIND_ACCESS, layer, (int64_t)r->addr, 1,
-                                      (int64_t)r->size, 1, NULL, 0, alloc_id, r->str1, r->len1,
-                                      (int)r->flags);
+        /* "op" or "op\x1fkey=value;key=value" (the tensor's dtype, shape, format from
+         * memscope.torch): the name is the op, the rest msMemScope's ACCESS Attr members */
+        const char *sep = memchr(r->str1, MS_ACCESS_ATTR_SEP, r->len1);
+        size_t nlen = sep ? (size_t)(sep - r->str1) : r->len1;
+        struct sbuf b = {0};
+        int bad = 0;
+        if (sep) {
+            const char *q = sep + 1, *end = r->str1 + r->len1;
+            bad |= sbuf__add(&b, "{", 1);
+            int first = 1;
+            while (q < end && !bad) {
+                const char *semi = memchr(q, ';', (size_t)(end - q)), *stop = semi ? semi : end;
+                const char *eq = memchr(q, '=', (size_t)(stop - q));
+                if (eq && eq > q) {
+                    bad |= sbuf__add(&b, first ? "" : ",", first ? 0 : 1);
+                    bad |= sbuf__json(&b, q, (size_t)(eq - q));
+                    bad |= sbuf__add(&b, ":", 1);
+                    bad |= sbuf__json(&b, eq + 1, (size_t)(stop - eq - 1));
+                    first = 0;
+                }
+                q = stop + 1;
+            }
+            bad |= sbuf__add(&b, "}", 1);
+            if (bad) {
+                free(b.p);
+                return conv__oom(c, "access attributes");
+            }
+            c->attr = b.p;
+            c->attr_len = b.len;
+        }
+        rc = conv__write_event_full(c, s, MS_KIND_ACCESS, layer, (int64_t)r->addr, 1,
+                                    (int64_t)r->size, 1, NULL, 0, alloc_id, r->str1, nlen,
+                                    (int)r->flags);
+        c->attr = NULL;
+        free(b.p);
+        return rc;
     }
     case MS_EXT_POOL_ALLOC:
     case MS_EXT_POOL_RESERVE:

@@ -309,6 +309,7 @@ static int write_rows(struct exp *e, FILE *f)
         int64_t id = sqlite3_column_int64(st, 0);
         const char *kind = str_at(e->kinds, e->nkinds, sqlite3_column_int64(st, 1));
         const char *type = str_at(e->layers, e->nlayers, sqlite3_column_int64(st, 2));
+        const char *layer_type = type; /* an ACCESS row's Attr type: the block's pool */
         int64_t pid = int_at(e->pids, e->npids, sqlite3_column_int64(st, 4));
         int64_t tid = int_at(e->tids, e->ntids, sqlite3_column_int64(st, 5));
         if (!kind || !type || pid < 0 || tid < 0) {
@@ -396,6 +397,10 @@ static int write_rows(struct exp *e, FILE *f)
         if (sqlite3_column_type(st, 7) != SQLITE_NULL) {
             out_str(o, ",size:");
             out_i64(o, sqlite3_column_int64(st, 7));
+        }
+        if (k == MS_KIND_ACCESS) {
+            out_str(o, ",type:");
+            out_escaped(o, layer_type);
         }
         const char *func = (const char *)sqlite3_column_text(st, 8);
         if (func) {

@@ -146,6 +146,7 @@ const char ms_dump_ddl[] =
     "('{' || substr(CASE WHEN e.allocation_id IS NULL THEN '' ELSE ',\"allocation_id\":\"' ||"  \
     " e.allocation_id || '\"' END || ',\"addr\":\"' || printf('0x%016x', e.addr) || '\"' ||"   \
     " CASE WHEN e.size IS NULL THEN '' ELSE ',\"size\":\"' || e.size || '\"' END ||"            \
+    " CASE WHEN e.kind = 8 THEN ',\"type\":' || json_quote(l.event_type) ELSE '' END ||"      \
     " CASE WHEN e.kind = 8 OR e.func IS NULL THEN '' ELSE ',\"func\":' || json_quote(e.func)"   \
     " END || CASE WHEN e.kind = 1 AND o.label IS NOT NULL THEN ',\"owner\":' ||"               \
     " json_quote(o.label) ELSE '' END || CASE WHEN e.kind != 1 THEN '' ELSE COALESCE((SELECT"  \

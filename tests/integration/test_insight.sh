@@ -84,6 +84,9 @@ assert_eq "ops: OP_LAUNCH ATEN_START / ATEN_END rows named torch._ops.aten.<op>.
         'OP_LAUNCH|ATEN_START|torch._ops.aten.add.Tensor' 'ACCESS|READ|aten::add.Tensor' \
         'OP_LAUNCH|ATEN_END|torch._ops.aten.add.Tensor' 'MSTX|Range_end|forward')" \
     "$(q "$TMP/ops.db" "SELECT Event, \"Event Type\", Name FROM memscope_dump WHERE Event IN ('OP_LAUNCH', 'MSTX', 'ACCESS') ORDER BY ID")"
+assert_eq "ops: ACCESS Attr with msMemScope's keys (type, dtype, shape, size, format, allocation_id)" \
+    "$(printf '%s\n' 'HOST|torch.float32|[32, 32]|4096|contiguous|1' 'HOST|||4096||1')" \
+    "$(q "$TMP/ops.db" "SELECT json_extract(Attr, '\$.type'), json_extract(Attr, '\$.dtype'), json_extract(Attr, '\$.shape'), json_extract(Attr, '\$.size'), json_extract(Attr, '\$.format'), json_extract(Attr, '\$.allocation_id') FROM memscope_dump WHERE Event = 'ACCESS' ORDER BY ID")"
 assert_eq "ops: msMemScope's check_inefficient finds the op boundaries" 4 \
     "$(q "$TMP/ops.db" "SELECT count(*) FROM memscope_dump WHERE Event = 'OP_LAUNCH' AND \"Event Type\" IN ('ATEN_START', 'ATEN_END')")"
 assert_eq "ops: the CSV has the same rows" \

@@ -79,12 +79,23 @@ def _schema_info(func):
     return info
 
 
+def _describe(t):
+    """msMemScope's ACCESS Attr members of a tensor, as the record's name carries them after
+    \x1f (docs/database.md): dtype, shape and format (contiguous or strided)."""
+    try:
+        return "\x1fdtype=%s;shape=%s;format=%s" % (
+            t.dtype, list(t.shape), "contiguous" if t.is_contiguous() else "strided")
+    except Exception:  # a tensor subclass without these: the op's name alone
+        return ""
+
+
 def _add(acc, t, flags):
     if isinstance(t, torch.Tensor):
         ptr, n = storage_of(t)
         if ptr:
             old = acc.get(ptr)
-            acc[ptr] = (n, flags | (old[1] if old else 0))
+            # the first tensor seen on the storage describes it
+            acc[ptr] = (n, flags | old[1], old[2]) if old else (n, flags, _describe(t))
     elif isinstance(t, (list, tuple)):
         for x in t:
             if isinstance(x, torch.Tensor):
@@ -199,8 +210,8 @@ class _Mode(TorchDispatchMode):
                     kind = rets[i] if i < nr else _FRESH
                     if kind != _VIEW:
                         _add(acc, t, WRITE)
-                for ptr, (size, flags) in acc.items():
-                    _backend.access(ptr, size, flags, name)
+                for ptr, (size, flags, desc) in acc.items():
+                    _backend.access(ptr, size, flags, name + desc)
             if f["live"]:
                 for t in outs:
                     live.track(t)

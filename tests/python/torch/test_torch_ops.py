@@ -28,6 +28,12 @@ def test_autostart_from_environment(tmp_path, events, want_access):
         # add_ writes b (self, Tensor(a!)) and reads a: two storages, one access each
         assert ("aten::add_", 2) in acc and ("aten::add_", 1) in acc
         assert ("aten::mul", 1) in acc and ("aten::mul", 2) in acc
+        # msMemScope's ACCESS Attr: the tensor's dtype, shape, format, the block's pool
+        got = query(db, "SELECT DISTINCT json_extract(Attr, '$.type'), json_extract(Attr, "
+                        "'$.dtype'), json_extract(Attr, '$.shape'), json_extract(Attr, "
+                        "'$.format') FROM memscope_dump WHERE Event = 'ACCESS' AND Name = "
+                        "'aten::mul'")
+        assert got == [("HOST", "torch.float32", "[64]", "contiguous")]
     else:
         assert acc == []
 

@@ -100,6 +100,45 @@ assert_eq "ops: the analyses still see ranges named by schema (aten::addmm)" \
     "forward|aten::addmm|aten::add.Tensor" \
     "$(q "$TMP/ops.db" "SELECT group_concat(name, '|') FROM (SELECT name FROM events WHERE kind = 6 ORDER BY id)")"
 
+# msMemScope's --compare reads a CSV one physical line per record and ends a quoted field at
+# the first '"' (its reader, in our words): a run without stacks, with marks, owner tags
+# (tag_marks) and ops, gives rows of exactly 12 fields that way.
+ms nostack run --format=csv --call-stack=c:0 -o "$TMP/ns.csv" -- "$PROGS/tag_marks"
+ms nostack2 run --format=csv --call-stack=c:0 -o "$TMP/ns2.csv" -- "$PROGS/op_ranges"
+assert_eq "a stack-less CSV, read as msMemScope's compare reads it: 12 fields on every line" \
+    "ok" "$(/usr/bin/python3 - "$TMP/ns.csv" "$TMP/ns2.csv" <<'PYEOF'
+import sys
+bad = []
+for path in sys.argv[1:]:
+    for n, line in enumerate(open(path, encoding="utf-8").read().split("\n")[1:-1], 2):
+        fields, i = [], 0
+        while True:
+            if line[i:i + 1] == '"':
+                j = line.find('"', i + 1)       # the first quote ends the field
+                if j < 0:
+                    bad.append("%s:%d: a quoted field goes on to the next line" % (path, n))
+                    break
+                fields.append(line[i + 1:j])
+                i = j + 1
+            else:
+                j = line.find(",", i)
+                fields.append(line[i:] if j < 0 else line[i:j])
+                i = len(line) if j < 0 else j
+            if i >= len(line):
+                break
+            if line[i] != ",":
+                bad.append("%s:%d: text after a quoted field" % (path, n))
+                break
+            i += 1
+            if i == len(line):
+                fields.append("")
+                break
+        if len(fields) != 12:
+            bad.append("%s:%d: %d fields: %s" % (path, n, len(fields), line[:120]))
+print("\n".join(bad[:5]) if bad else "ok")
+PYEOF
+)"
+
 # The default (compact) output is not what Insight opens: its name says so, and memscope export
 # writes the file Insight opens beside it, under the name Insight routes.
 ms compact run -o "$TMP/cout" -- "$PROGS/op_ranges"

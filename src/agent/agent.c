@@ -4,7 +4,7 @@
  *   MEMSCOPE_TRACE_DIR  directory for <pid>.<n>.mst (required; without it the agent is idle)
  *   MEMSCOPE_DEPTH      native stack depth, 0..1000 (0 = no stacks)
  *   MEMSCOPE_PY_DEPTH   Python stack depth, 0..1000 (fed by the memscope Python extension)
- *   MEMSCOPE_UNWIND     fp (default) or dwarf
+ *   MEMSCOPE_UNWIND     dwarf (default) or fp
  *   MEMSCOPE_DEFERRED   1: record nothing until memscope_start()
  *   MEMSCOPE_NO_FOLLOW  1: do not trace programs this image execs
  *   MEMSCOPE_NO_TSC     1: timestamps from clock_gettime, never from the TSC (clock.c)
@@ -505,6 +505,7 @@ static void on_thread_exit(void *arg)
         t->py = NULL;
         sys_munmap(py, sizeof *py);
     }
+    unwind_memo_free(t);
     t->internal--;
 }
 
@@ -606,7 +607,7 @@ __attribute__((constructor)) static void agent_init(void)
     agent.py_depth = env_uint("MEMSCOPE_PY_DEPTH", 0, MS_TRACE_MAX_DEPTH);
     agent.flags = agent.depth ? MS_TRACE_F_STACKS : 0;
     const char *unw = getenv("MEMSCOPE_UNWIND");
-    agent.unwind_dwarf = unw && !strcmp(unw, "dwarf");
+    agent.unwind_dwarf = !(unw && !strcmp(unw, "fp")); /* DWARF (unwind.c) unless fp */
     int deferred = env_uint("MEMSCOPE_DEFERRED", 0, 1);
     if (deferred)
         agent.flags |= MS_TRACE_F_DEFERRED;
@@ -629,7 +630,6 @@ __attribute__((constructor)) static void agent_init(void)
     atexit(agent_at_exit);
     writer_process_record();
     modules_scan(t, &t->s[0]);
-    stacks_warm_up();
     early_replay(t);
     cuda_init();
     if (!deferred && !agent.broken)

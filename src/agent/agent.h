@@ -56,6 +56,7 @@ struct tstate {
     struct stream s[2];     /* s[guard - 1] is the stream of the current agent call */
     struct pyshadow *py;    /* this thread's Python shadow stack (python.c), NULL until used */
     uintptr_t stack_lo, stack_hi; /* this thread's stack, for safe frame-pointer walks */
+    struct unwind_memo *memo; /* the rules of this thread's last DWARF walk (unwind.c) */
     struct clock_anchor clk; /* agent_now()'s anchor for this thread */
 };
 
@@ -86,7 +87,7 @@ struct agent_global {
     unsigned depth;           /* native stack depth, 0 = no stacks */
     unsigned py_depth;        /* Python stack depth (--call-stack=python:N), 0 = none */
     volatile int py_trace;    /* the Python tracer is on: calls and returns are recorded */
-    int unwind_dwarf;         /* 1: unwind with .eh_frame (backtrace()), 0: frame pointers */
+    int unwind_dwarf;         /* 1: unwind with .eh_frame (unwind.c), 0: frame pointers */
     unsigned flags;           /* MS_TRACE_F_* */
     uint32_t next_serial;     /* atomic */
     int file_lock;            /* spinlock for extending the file without fallocate (rare) */
@@ -180,7 +181,6 @@ uint32_t stacks_capture(struct tstate *t, struct stream *s, void *fp);
 void modules_scan(struct tstate *t, struct stream *s);
 /* The id of the stack pcs[0..n) (return addresses, innermost first), adding it when new. */
 uint32_t stacks_intern(struct tstate *t, struct stream *s, const uint64_t *pcs, unsigned n);
-void stacks_warm_up(void);
 
 /* attach.c: makes every loaded object except the agent, the dynamic loader and the object
  * holding address skip call repl[i] where it calls the function names[i] now bound to orig[i]
@@ -282,5 +282,30 @@ void agent_say(const char *msg, const char *detail);
 
 /* Whether descriptor fd is still the file (device, inode) the agent opened or was given. */
 int agent_fd_is(int fd, uint64_t dev, uint64_t ino);
+
+/* unwind.c: the DWARF (.eh_frame) unwinder. unwind_add_module() registers a module's
+ * .eh_frame_hdr (stacks.c's module scan); unwind_cfi() walks from the interposer's frame fp0
+ * inside the stack [lo, hi), storing up to max return addresses in pcs; memo (NULL in a
+ * signal handler's walk) holds the thread's last walk. */
+struct dl_phdr_info;
+int unwind_init(void);
+void unwind_add_module(const struct dl_phdr_info *info, uintptr_t lo, uintptr_t hi);
+void unwind_forget(void);
+unsigned unwind_cfi(void *fp0, uintptr_t lo, uintptr_t hi, uint64_t *pcs, unsigned max,
+                    struct unwind_memo *memo);
+/* The calling thread's walk memo (mapped on first use; NULL when it cannot be), and its
+ * release at thread exit. */
+struct unwind_memo *unwind_memo(struct tstate *t);
+void unwind_memo_free(struct tstate *t);
+/* stacks.c's per-thread cache of stack ids, in the same mapping: the stacks a thread used
+ * lately, found without probing the shared table. gen: stacks.c's generation (a forked
+ * child's ids are new). */
+#define UNWIND_IDS 256
+struct unwind_ids {
+    uint32_t gen;
+    uint64_t hash[UNWIND_IDS];
+    uint32_t id[UNWIND_IDS];
+};
+struct unwind_ids *unwind_ids(struct tstate *t);
 
 #endif

@@ -17,7 +17,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <execinfo.h>
 #include <link.h>
 #include <pthread.h>
 #include <string.h>
@@ -36,6 +35,7 @@ extern void *__libc_stack_end;
 static uint64_t *stab;      /* hashes, 0 = empty slot */
 static uint32_t *stab_id;   /* the id of each slot's stack, 0 until published */
 static uint32_t next_id;
+static uint32_t stab_gen = 1; /* bumped when the table is emptied (a forked child) */
 
 /* Known modules, for deciding when a new stack points into code we have not described yet.
  * Guarded by mod_lock; touched only when a new stack appears. */
@@ -84,6 +84,8 @@ int stacks_init(void)
     if (m == MAP_FAILED)
         return -errno;
     stab_id = m;
+    if (unwind_init() < 0)
+        return -errno;
     ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
     exe_path[n > 0 ? n : 0] = 0;
     return 0;
@@ -97,6 +99,7 @@ void stacks_reset_after_fork(void)
     if (stab_id)
         madvise(stab_id, (size_t)STAB_SIZE * sizeof(uint32_t), MADV_DONTNEED);
     next_id = 0;
+    stab_gen++;
     nmods = 0;
     nnofp = 0;
     mod_lock = 0;
@@ -248,40 +251,6 @@ static inline __attribute__((always_inline)) unsigned unwind(struct tstate *t, v
     return n;
 }
 
-/* DWARF unwinding through glibc's backtrace() (libgcc's unwinder, which reads .eh_frame):
- * exact through code built without frame pointers, such as libc itself, at about a microsecond
- * per event. Our own frames are dropped by finding the interposer's return address. */
-static unsigned unwind_dwarf(struct tstate *t, void *fp0, uint64_t *pcs, unsigned max)
-{
-    void *buf[MS_TRACE_MAX_DEPTH + 8];
-    uintptr_t ret0 = ((uintptr_t *)fp0)[1];
-    size_t cap = sizeof buf / sizeof buf[0];
-    t->internal++; /* libgcc's unwinder may allocate */
-    int n = backtrace(buf, (int)(max + 8 < cap ? max + 8 : cap));
-    t->internal--;
-    int i = 0;
-    while (i < n && (uintptr_t)buf[i] != ret0)
-        i++;
-    if (i == n) { /* not found (should not happen): keep the caller's frame at least */
-        pcs[0] = ret0;
-        return 1;
-    }
-    unsigned k = 0;
-    for (; i < n && k < max; i++)
-        pcs[k++] = (uintptr_t)buf[i];
-    return k;
-}
-
-void stacks_warm_up(void)
-{
-    void *buf[4];
-    if (agent.depth) {
-        agent_tls.internal++;
-        backtrace(buf, 4); /* loads libgcc_s now, not inside a signal handler later */
-        agent_tls.internal--;
-    }
-}
-
 static uint64_t hash_stack(const uint64_t *pcs, unsigned n)
 {
     uint64_t h = HASH_SEED;
@@ -329,6 +298,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
     }
     if (hi <= lo || module_known(lo, hi) || nmods >= MAX_MODULES)
         return 0;
+    unwind_add_module(info, lo, hi);
     const char *name = info->dlpi_name;
     if (!name || !*name)
         name = exe_path;
@@ -449,7 +419,11 @@ static inline __attribute__((always_inline)) uint32_t capture(struct tstate *t, 
     if (!agent.depth) {
         h = hash_stack(pcs, 0);
     } else if (agent.unwind_dwarf || in_nofp(ret0)) {
-        n = unwind_dwarf(t, fp, pcs, agent.depth);
+        if (!t->stack_hi)
+            stack_bounds(t);
+        uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+        n = unwind_cfi(fp, sp > t->stack_lo ? sp : t->stack_lo, t->stack_hi, pcs, agent.depth,
+                       s->nested ? NULL : unwind_memo(t));
         h = hash_stack(pcs, n);
     } else {
         n = unwind(t, fp, pcs, agent.depth, &h);
@@ -458,6 +432,12 @@ static inline __attribute__((always_inline)) uint32_t capture(struct tstate *t, 
         return 0;
     return intern(t, s, h, pcs, n, py, npy);
 }
+
+static inline __attribute__((always_inline)) uint32_t intern_shared(struct tstate *t,
+                                                                    struct stream *s, uint64_t h,
+                                                                    const uint64_t *pcs,
+                                                                    unsigned n, const uint32_t *py,
+                                                                    unsigned npy);
 
 /* The id of the stack of hash h (native pcs[0..n), Python py[0..2*npy)), adding it (and its
  * STACK, PYSTACK and MODULE records) when new. */
@@ -472,6 +452,30 @@ static inline __attribute__((always_inline)) uint32_t intern(struct tstate *t, s
         h ^= h >> 32;
     }
     h = h ? h : 1;
+    /* this thread's recent stacks first (not in a signal handler: it would share them) */
+    struct unwind_ids *ids = s->nested ? NULL : unwind_ids(t);
+    unsigned k = (unsigned)(h >> 32) & (UNWIND_IDS - 1);
+    if (ids && ids->gen != stab_gen) {
+        memset(ids->hash, 0, sizeof ids->hash);
+        ids->gen = stab_gen;
+    }
+    if (ids && ids->hash[k] == h)
+        return ids->id[k];
+    uint32_t id = intern_shared(t, s, h, pcs, n, py, npy);
+    if (ids && id) {
+        ids->hash[k] = h;
+        ids->id[k] = id;
+    }
+    return id;
+}
+
+/* intern()'s shared part: the table of every stack of the process. */
+static inline __attribute__((always_inline)) uint32_t intern_shared(struct tstate *t,
+                                                                    struct stream *s, uint64_t h,
+                                                                    const uint64_t *pcs,
+                                                                    unsigned n, const uint32_t *py,
+                                                                    unsigned npy)
+{
     uint32_t i = (uint32_t)h & (STAB_SIZE - 1);
     for (unsigned probe = 0; probe < STAB_PROBES; probe++, i = (i + 1) & (STAB_SIZE - 1)) {
         uint64_t v = __atomic_load_n(&stab[i], __ATOMIC_ACQUIRE);

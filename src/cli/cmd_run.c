@@ -89,8 +89,9 @@ static const char run_usage[] =
     "                           of live blocks after each OOM), all, or none (default)\n"
     "      --collect-mode=immediate|deferred\n"
     "                           deferred: record only after memscope_start() is called\n"
-    "      --unwind=fp|dwarf    native unwinder: frame pointers (default, fastest) or\n"
-    "                           .eh_frame (exact through code without frame pointers, slower)\n"
+    "      --unwind=dwarf|fp    native unwinder: .eh_frame (default: full stacks whatever\n"
+    "                           the build flags) or frame pointers (fastest; right only for\n"
+    "                           code built with them)\n"
     "      --no-follow          do not trace programs that the program executes\n"
     "      --keep-trace         keep the traces next to the database, packed\n"
     "      --no-pack            keep traces as the agent wrote them (bigger, no packing time)\n"
@@ -411,7 +412,8 @@ static void pack_traces(const char *dir, time_t run_start)
 
 int cmd_run(int argc, char **argv)
 {
-    struct run_options o = {.c_depth = 32, .format = FMT_COMPACT, .symbolize = 1};
+    struct run_options o = {.c_depth = 32, .format = FMT_COMPACT, .symbolize = 1,
+                            .unwind_dwarf = 1};
     int stack_given = 0;
     int log_explicit = 0, quiet = 0, verbose = 0;
     enum { OPT_EVENTS = 256, OPT_STACK, OPT_FORMAT, OPT_LOG, OPT_COLLECT, OPT_NOFOLLOW, OPT_KEEP, OPT_NOSYM, OPT_UNWIND, OPT_ANALYSIS,

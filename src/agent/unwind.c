@@ -1,0 +1,649 @@
+/* unwind.c: the agent's DWARF unwinder: full native stacks through code built without frame
+ * pointers (most distributions' libraries, any -O2 program), read from each module's
+ * .eh_frame, without locks, allocation or system calls on the hook's path.
+ *
+ * For a return address the unwinder needs the rule of its frame: where the canonical frame
+ * address (CFA) is (rsp or rbp plus an offset), where the caller's rbp was saved, and that the
+ * return address is at CFA-8. The rule comes from the module's .eh_frame: its .eh_frame_hdr
+ * binary-search table finds the FDE, whose call-frame program (after its CIE's) is run up to the
+ * address. That costs a few hundred ns; rules are therefore kept in a direct-mapped cache of
+ * 2^16 one-word entries keyed by address (512 KiB, mapped once, mostly in the CPU's L2), so
+ * that a walk costs one cache probe and one or two stack reads per frame. An entry (tag and
+ * rule) is one atomic word: threads and signal handlers never see half of one.
+ *
+ * A walk stops, never inventing a frame, at an address outside every module it knows, at a
+ * frame whose rule it does not handle (CFA expressions: PLT stubs and signal trampolines; the
+ * outermost frames, whose return address is undefined), or when a read would leave the thread's
+ * stack. Modules are registered when the agent describes them (stacks.c: at start and when a
+ * stack reaches a new one after dlopen). */
+#include "agent.h"
+
+#include <link.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define MAX_CFI_MODULES 8192
+#define CACHE_BITS 16
+#define CACHE_SIZE (1u << CACHE_BITS)
+#define MAX_REMEMBER 8
+
+enum { REG_RBP = 6, REG_RSP = 7, REG_RA = 16 };
+
+struct cfi_module {
+    uintptr_t lo, hi;          /* code range (the PT_LOAD segments) */
+    const uint8_t *table;      /* .eh_frame_hdr's search table: (initial pc, FDE) pairs */
+    uintptr_t hdr;             /* .eh_frame_hdr's address: the table's values are relative */
+    uint32_t count;            /* entries */
+};
+
+static struct cfi_module cmods[MAX_CFI_MODULES];
+static unsigned ncmods; /* published with release: entries below it are complete */
+
+/* A frame's rule, packed into 64 bits for the cache. */
+enum {
+    CFA_RSP = 1,
+    CFA_RBP = 2,
+    CFA_STOP = 3,   /* a real frame, but nothing above it that this unwinder can read */
+    CFA_SIGNAL = 4, /* the kernel's signal trampoline: the interrupted frame is in the ucontext */
+};
+struct rule {
+    int32_t cfa_off;
+    uint8_t cfa;      /* CFA_* */
+    uint8_t rbp_saved;
+    int16_t rbp_off;  /* the caller's rbp at CFA + rbp_off when rbp_saved */
+};
+
+/* A cache entry is one 64-bit word, read and written atomically: the top bits of the address's
+ * hash (the tag; the slot index is the bits above them) and the frame's rule packed into 28
+ * bits. Rules that do not fit (a CFA offset that is not a multiple of 8 or past 512 KiB) are
+ * not cached. Two addresses of one slot share a tag with probability 2^-36. */
+#define TAG_BITS 36
+static uint64_t *cache;
+static int cache_used; /* an entry was written since the last unwind_forget() */
+
+/* The rules of a thread's last walk, by frame: a walk whose frame sits where the last walk had
+ * one (same stack pointer) with the same pc takes the rule from here, a read of memory the
+ * thread touched moments ago, instead of a probe of the shared cache (which misses in the CPU's
+ * caches on programs with deep stacks: most of a walk's time before this memo). Two buffers:
+ * the last walk's, read while the current one is written. Per thread, in its own mapping (not
+ * TLS: the agent can be loaded with dlopen), never used by a signal handler's walk. */
+#define MEMO_FRAMES 128
+#define LOCAL_BITS 10
+struct unwind_memo {
+    unsigned cur, n[2];
+    struct mframe {
+        uintptr_t rsp, pc;
+        uint64_t rule;
+    } f[2][MEMO_FRAMES];
+    /* the rules this thread used lately, by pc (direct-mapped): a thread's inner frames vary
+     * among a few call paths, whose rules stay here in the CPU's nearest caches */
+    struct local_rule {
+        uintptr_t pc;
+        uint64_t rule;
+    } local[1u << LOCAL_BITS];
+    struct unwind_ids ids; /* stacks.c's per-thread stack ids */
+};
+
+struct unwind_memo *unwind_memo(struct tstate *t)
+{
+    if (!t->memo) {
+        void *m = sys_mmap(NULL, sizeof(struct unwind_memo), PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return NULL;
+        t->memo = m;
+    }
+    return t->memo;
+}
+
+struct unwind_ids *unwind_ids(struct tstate *t)
+{
+    struct unwind_memo *m = unwind_memo(t);
+    return m ? &m->ids : NULL;
+}
+
+void unwind_memo_free(struct tstate *t)
+{
+    if (t->memo) {
+        struct unwind_memo *m = t->memo;
+        t->memo = NULL;
+        sys_munmap(m, sizeof *m);
+    }
+}
+
+int unwind_init(void)
+{
+    void *m = sys_mmap(NULL, (size_t)CACHE_SIZE * sizeof *cache, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED)
+        return -1;
+    cache = m;
+    return 0;
+}
+
+/* Drops every cached rule (modules changed). A reader racing with it may miss once. */
+void unwind_forget(void)
+{
+    if (cache && __atomic_exchange_n(&cache_used, 0, __ATOMIC_ACQ_REL))
+        memset(cache, 0, (size_t)CACHE_SIZE * sizeof *cache);
+}
+
+void unwind_add_module(const struct dl_phdr_info *info, uintptr_t lo, uintptr_t hi)
+{
+    unsigned n = __atomic_load_n(&ncmods, __ATOMIC_ACQUIRE);
+    for (unsigned i = 0; i < n; i++) /* described again after fork: once is enough */
+        if (cmods[i].lo == lo && cmods[i].hi == hi)
+            return;
+    if (n >= MAX_CFI_MODULES)
+        return;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_GNU_EH_FRAME)
+            continue;
+        const uint8_t *h = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+        /* version 1; the table's encoding as every toolchain writes it: datarel sdata4 pairs,
+         * the count as udata4 */
+        if (ph->p_memsz < 12 || h[0] != 1 || h[2] != 0x03 || h[3] != 0x3b)
+            return;
+        uint32_t count;
+        memcpy(&count, h + 8, 4);
+        if (count == 0 || (uint64_t)count * 8 + 12 > ph->p_memsz)
+            return;
+        cmods[n].lo = lo;
+        cmods[n].hi = hi;
+        cmods[n].hdr = (uintptr_t)h;
+        cmods[n].table = h + 12;
+        cmods[n].count = count;
+        __atomic_store_n(&ncmods, n + 1, __ATOMIC_RELEASE);
+        unwind_forget(); /* addresses remembered as in no module may be in this one */
+        return;
+    }
+}
+
+/* ---- reading .eh_frame --------------------------------------------------------------------- */
+
+static uint64_t uleb(const uint8_t **p, const uint8_t *end)
+{
+    uint64_t v = 0;
+    unsigned shift = 0;
+    while (*p < end) {
+        uint8_t b = *(*p)++;
+        if (shift < 64)
+            v |= (uint64_t)(b & 0x7f) << shift;
+        shift += 7;
+        if (!(b & 0x80))
+            break;
+    }
+    return v;
+}
+
+static int64_t sleb(const uint8_t **p, const uint8_t *end)
+{
+    int64_t v = 0;
+    unsigned shift = 0;
+    uint8_t b = 0;
+    while (*p < end) {
+        b = *(*p)++;
+        if (shift < 64)
+            v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
+        shift += 7;
+        if (!(b & 0x80))
+            break;
+    }
+    if (shift < 64 && (b & 0x40))
+        v |= -(int64_t)((uint64_t)1 << shift);
+    return v;
+}
+
+/* A pointer of encoding enc at *p (DW_EH_PE_*: pcrel and absolute, 2/4/8-byte and LEB128
+ * values). 0 when the encoding is not one of those. */
+static int read_ptr(const uint8_t **p, const uint8_t *end, uint8_t enc, uintptr_t *out)
+{
+    const uint8_t *at = *p;
+    uint64_t v;
+    if (enc == 0xff) { /* omit */
+        *out = 0;
+        return 1;
+    }
+    switch (enc & 0x0f) {
+    case 0x00: if (end - at < 8) return 0; memcpy(&v, at, 8); *p += 8; break;
+    case 0x01: v = uleb(p, end); break;
+    case 0x02: { uint16_t x; if (end - at < 2) return 0; memcpy(&x, at, 2); v = x; *p += 2; break; }
+    case 0x03: { uint32_t x; if (end - at < 4) return 0; memcpy(&x, at, 4); v = x; *p += 4; break; }
+    case 0x04: if (end - at < 8) return 0; memcpy(&v, at, 8); *p += 8; break;
+    case 0x09: v = (uint64_t)sleb(p, end); break;
+    case 0x0a: { int16_t x; if (end - at < 2) return 0; memcpy(&x, at, 2); v = (uint64_t)(int64_t)x; *p += 2; break; }
+    case 0x0b: { int32_t x; if (end - at < 4) return 0; memcpy(&x, at, 4); v = (uint64_t)(int64_t)x; *p += 4; break; }
+    case 0x0c: if (end - at < 8) return 0; memcpy(&v, at, 8); *p += 8; break;
+    default: return 0;
+    }
+    switch (enc & 0x70) {
+    case 0x00: break;
+    case 0x10: v += (uintptr_t)at; break; /* pcrel */
+    default: return 0;
+    }
+    *out = (uintptr_t)v;
+    return 1;
+}
+
+struct cie {
+    uint64_t code_align;
+    int64_t data_align;
+    uint64_t ra_reg;
+    uint8_t fde_enc;
+    int signal_frame, has_aug_len;
+    const uint8_t *insns, *end;
+};
+
+/* One entry's length and body: [*body, *end). 0 when malformed or 64-bit (not produced). */
+static int entry_at(const uint8_t *p, const uint8_t **body, const uint8_t **end)
+{
+    uint32_t len;
+    memcpy(&len, p, 4);
+    if (len == 0 || len >= 0xfffffff0u)
+        return 0;
+    *body = p + 4;
+    *end = p + 4 + len;
+    return 1;
+}
+
+static int parse_cie(const uint8_t *p, struct cie *c)
+{
+    const uint8_t *q, *end;
+    if (!entry_at(p, &q, &end) || end - q < 5)
+        return 0;
+    uint32_t id;
+    memcpy(&id, q, 4);
+    if (id != 0)
+        return 0;
+    q += 4;
+    uint8_t version = *q++;
+    if (version != 1 && version != 3)
+        return 0;
+    const char *aug = (const char *)q;
+    size_t alen = strnlen(aug, (size_t)(end - q));
+    q += alen + 1;
+    if (q > end || (alen && aug[0] != 'z') || memchr(aug, 'h', alen)) /* "eh": not in .eh_frame */
+        return 0;
+    memset(c, 0, sizeof *c);
+    c->code_align = uleb(&q, end);
+    c->data_align = sleb(&q, end);
+    c->ra_reg = version == 1 ? (q < end ? *q++ : 0) : uleb(&q, end);
+    c->fde_enc = 0; /* absptr */
+    if (alen) {
+        c->has_aug_len = 1;
+        uint64_t n = uleb(&q, end);
+        const uint8_t *aend = q + n;
+        if (aend > end)
+            return 0;
+        for (size_t i = 1; i < alen; i++) {
+            switch (aug[i]) {
+            case 'R': if (q >= aend) return 0; c->fde_enc = *q++; break;
+            case 'L': if (q >= aend) return 0; q++; break;
+            case 'P': {
+                if (q >= aend)
+                    return 0;
+                uint8_t enc = *q++;
+                uintptr_t dummy;
+                if (!read_ptr(&q, aend, enc & 0x7f, &dummy))
+                    return 0;
+                break;
+            }
+            case 'S': c->signal_frame = 1; break;
+            case 'B': break;
+            default: return 0; /* unknown: its data cannot be skipped safely */
+            }
+        }
+        q = aend;
+    }
+    c->insns = q;
+    c->end = end;
+    return 1;
+}
+
+/* The rule state while the call-frame program runs. */
+struct state {
+    int cfa_reg; /* DWARF register, -1: an expression */
+    int64_t cfa_off;
+    int rbp_how; /* 0 same value, 1 saved at CFA+rbp_off, 2 anything else */
+    int64_t rbp_off;
+    int ra_how;  /* 1 at CFA+ra_off, 2 anything else (undefined, a register, an expression) */
+    int64_t ra_off;
+};
+
+static void set_reg(struct state *s, uint64_t reg, int how, int64_t off)
+{
+    if (reg == REG_RBP) {
+        s->rbp_how = how;
+        s->rbp_off = off;
+    } else if (reg == REG_RA) {
+        s->ra_how = how;
+        s->ra_off = off;
+    }
+}
+
+/* Runs the program [p, end) from loc until loc passes pc. init is the state after the CIE's
+ * program (DW_CFA_restore's target); 0 when the program uses what this unwinder does not read
+ * correctly. */
+static int run_cfa(const uint8_t *p, const uint8_t *end, const struct cie *c, uintptr_t loc,
+                   uintptr_t pc, struct state *s, const struct state *init)
+{
+    struct state stack[MAX_REMEMBER];
+    int depth = 0;
+    while (p < end) {
+        uint8_t op = *p++;
+        uint64_t reg, delta;
+        switch (op >> 6) {
+        case 1: /* advance_loc */
+            loc += (op & 0x3f) * c->code_align;
+            if (loc > pc)
+                return 1;
+            continue;
+        case 2: /* offset */
+            set_reg(s, op & 0x3f, 1, (int64_t)uleb(&p, end) * c->data_align);
+            continue;
+        case 3: /* restore */
+            reg = op & 0x3f;
+            if (reg == REG_RBP)
+                s->rbp_how = init->rbp_how, s->rbp_off = init->rbp_off;
+            else if (reg == REG_RA)
+                s->ra_how = init->ra_how, s->ra_off = init->ra_off;
+            continue;
+        }
+        switch (op) {
+        case 0x00: break; /* nop */
+        case 0x01: { /* set_loc */
+            uintptr_t a;
+            if (!read_ptr(&p, end, c->fde_enc, &a))
+                return 0;
+            loc = a;
+            if (loc > pc)
+                return 1;
+            break;
+        }
+        case 0x02: if (p + 1 > end) return 0; delta = p[0]; p += 1; goto advance;
+        case 0x03: { uint16_t x; if (p + 2 > end) return 0; memcpy(&x, p, 2); p += 2; delta = x; goto advance; }
+        case 0x04: { uint32_t x; if (p + 4 > end) return 0; memcpy(&x, p, 4); p += 4; delta = x; goto advance; }
+        advance:
+            loc += delta * c->code_align;
+            if (loc > pc)
+                return 1;
+            break;
+        case 0x05: reg = uleb(&p, end); set_reg(s, reg, 1, (int64_t)uleb(&p, end) * c->data_align); break;
+        case 0x06: /* restore_extended */
+            reg = uleb(&p, end);
+            if (reg == REG_RBP)
+                s->rbp_how = init->rbp_how, s->rbp_off = init->rbp_off;
+            else if (reg == REG_RA)
+                s->ra_how = init->ra_how, s->ra_off = init->ra_off;
+            break;
+        case 0x07: set_reg(s, uleb(&p, end), 2, 0); break; /* undefined */
+        case 0x08: reg = uleb(&p, end); if (reg == REG_RBP) s->rbp_how = 0; else set_reg(s, reg, 2, 0); break;
+        case 0x09: reg = uleb(&p, end); uleb(&p, end); set_reg(s, reg, 2, 0); break; /* register */
+        case 0x0a: /* remember_state */
+            if (depth == MAX_REMEMBER)
+                return 0;
+            stack[depth++] = *s;
+            break;
+        case 0x0b: /* restore_state */
+            if (depth == 0)
+                return 0;
+            *s = stack[--depth];
+            break;
+        case 0x0c: s->cfa_reg = (int)uleb(&p, end); s->cfa_off = (int64_t)uleb(&p, end); break;
+        case 0x0d: s->cfa_reg = (int)uleb(&p, end); break;
+        case 0x0e: s->cfa_off = (int64_t)uleb(&p, end); break;
+        case 0x0f: /* def_cfa_expression */
+            delta = uleb(&p, end);
+            if (delta > (uint64_t)(end - p))
+                return 0;
+            p += delta;
+            s->cfa_reg = -1;
+            break;
+        case 0x10: case 0x16: /* expression, val_expression */
+            reg = uleb(&p, end);
+            delta = uleb(&p, end);
+            if (delta > (uint64_t)(end - p))
+                return 0;
+            p += delta;
+            set_reg(s, reg, 2, 0);
+            break;
+        case 0x11: reg = uleb(&p, end); set_reg(s, reg, 1, sleb(&p, end) * c->data_align); break;
+        case 0x12: s->cfa_reg = (int)uleb(&p, end); s->cfa_off = sleb(&p, end) * c->data_align; break;
+        case 0x13: s->cfa_off = sleb(&p, end) * c->data_align; break;
+        case 0x14: reg = uleb(&p, end); uleb(&p, end); set_reg(s, reg, 2, 0); break; /* val_offset */
+        case 0x15: reg = uleb(&p, end); sleb(&p, end); set_reg(s, reg, 2, 0); break;
+        case 0x2e: uleb(&p, end); break; /* GNU_args_size */
+        case 0x2f: reg = uleb(&p, end); set_reg(s, reg, 1, -(int64_t)uleb(&p, end) * c->data_align); break;
+        default: return 0;
+        }
+    }
+    return 1;
+}
+
+static const struct cfi_module *module_of(uintptr_t pc)
+{
+    unsigned n = __atomic_load_n(&ncmods, __ATOMIC_ACQUIRE);
+    for (unsigned i = 0; i < n; i++)
+        if (pc >= cmods[i].lo && pc < cmods[i].hi)
+            return &cmods[i];
+    return NULL;
+}
+
+/* The rule of the frame whose code is at pc (a return address minus one). 0: pc is in no
+ * module known (not a frame at all). */
+static int find_rule(uintptr_t pc, struct rule *r)
+{
+    const struct cfi_module *m = module_of(pc);
+    if (!m)
+        return 0;
+    r->cfa = CFA_STOP;
+    r->cfa_off = 0;
+    r->rbp_saved = 0;
+    r->rbp_off = 0;
+    /* the last table entry whose initial pc <= pc */
+    int64_t rel = (int64_t)(pc - m->hdr);
+    uint32_t lo = 0, hi = m->count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        int32_t v;
+        memcpy(&v, m->table + (size_t)mid * 8, 4);
+        if ((int64_t)v <= rel)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return 1;
+    int32_t fde_rel;
+    memcpy(&fde_rel, m->table + (size_t)(lo - 1) * 8 + 4, 4);
+    const uint8_t *fde = (const uint8_t *)(m->hdr + (intptr_t)fde_rel), *q, *end;
+    if (!entry_at(fde, &q, &end) || end - q < 8)
+        return 1;
+    uint32_t cie_off;
+    memcpy(&cie_off, q, 4);
+    struct cie c;
+    if (cie_off == 0 || !parse_cie(q - cie_off, &c) || c.ra_reg != REG_RA)
+        return 1;
+    if (c.signal_frame) {
+        r->cfa = CFA_SIGNAL;
+        return 1;
+    }
+    q += 4;
+    uintptr_t begin, range;
+    if (!read_ptr(&q, end, c.fde_enc, &begin) || !read_ptr(&q, end, c.fde_enc & 0x0f, &range))
+        return 1;
+    if (pc < begin || pc - begin >= range)
+        return 1; /* a gap between functions */
+    if (c.has_aug_len) {
+        uint64_t n = uleb(&q, end);
+        if (n > (uint64_t)(end - q))
+            return 1;
+        q += n;
+    }
+    struct state s = {.cfa_reg = REG_RSP, .cfa_off = 8, .ra_how = 2};
+    if (!run_cfa(c.insns, c.end, &c, begin, pc, &s, &s))
+        return 1;
+    struct state init = s;
+    if (!run_cfa(q, end, &c, begin, pc, &s, &init))
+        return 1;
+    if ((s.cfa_reg != REG_RSP && s.cfa_reg != REG_RBP) || s.ra_how != 1 || s.ra_off != -8 ||
+        s.rbp_how == 2 || s.cfa_off < INT32_MIN || s.cfa_off > INT32_MAX ||
+        (s.rbp_how == 1 && (s.rbp_off < INT16_MIN || s.rbp_off > INT16_MAX)))
+        return 1;
+    r->cfa = s.cfa_reg == REG_RSP ? CFA_RSP : CFA_RBP;
+    r->cfa_off = (int32_t)s.cfa_off;
+    r->rbp_saved = s.rbp_how == 1;
+    r->rbp_off = (int16_t)s.rbp_off;
+    return 1;
+}
+
+/* A rule packed into 28 bits, as the caches and the walk keep it: cfa kind (3 bits: 0 "not a
+ * frame", CFA_*), cfa_off / 8 (16 bits, unsigned), rbp saved (1), -rbp_off / 8 (8). A rule that
+ * does not fit (a CFA offset that is negative, not a multiple of 8 or past 512 KiB; an rbp slot
+ * not below the CFA within 2 KiB) becomes CFA_STOP: the walk ends there. */
+#define R_KIND(v) ((unsigned)((v) & 7))
+#define R_CFA_OFF(v) ((intptr_t)(((v) >> 3) & 0xffff) * 8)
+#define R_RBP_SAVED(v) (((v) >> 19) & 1)
+#define R_RBP_OFF(v) (-(intptr_t)(((v) >> 20) & 0xff) * 8)
+
+static inline uint64_t pack(const struct rule *r)
+{
+    if (r->cfa == CFA_RSP || r->cfa == CFA_RBP) {
+        if (r->cfa_off < 0 || (r->cfa_off & 7) || r->cfa_off >= (8 << 16) ||
+            (r->rbp_saved && (r->rbp_off > 0 || (-r->rbp_off & 7) || -r->rbp_off >= (8 << 8))))
+            return CFA_STOP;
+        return (uint64_t)r->cfa | (uint64_t)(r->cfa_off / 8) << 3 |
+               (uint64_t)r->rbp_saved << 19 |
+               (uint64_t)(r->rbp_saved ? -r->rbp_off / 8 : 0) << 20;
+    }
+    return r->cfa;
+}
+
+/* The packed rule of pc from the shared cache (find_rule() on a miss); kind 0 when pc is in no
+ * known module. */
+static inline uint64_t rule_of(uintptr_t pc)
+{
+    uint64_t h = pc * 0x9e3779b97f4a7c15ull;
+    uint64_t *e = &cache[h >> (64 - CACHE_BITS)];
+    uint64_t tag = (h >> (64 - CACHE_BITS - TAG_BITS)) & ((1ull << TAG_BITS) - 1);
+    uint64_t v = __atomic_load_n(e, __ATOMIC_RELAXED);
+    if (v && v >> 28 == tag)
+        return v & ((1u << 28) - 1);
+    struct rule r;
+    if (!find_rule(pc, &r))
+        r.cfa = 0; /* remembered too: "not a frame" */
+    uint64_t packed = pack(&r);
+    if (!__atomic_load_n(&cache_used, __ATOMIC_RELAXED))
+        __atomic_store_n(&cache_used, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(e, tag << 28 | packed, __ATOMIC_RELAXED);
+    return packed;
+}
+
+/* The walk's per-frame lookup: the memo's rule when the last walk had this frame, else the
+ * thread's recent rules, else the shared cache's; the frame goes into the new memo. */
+struct walk {
+    const struct mframe *old;
+    unsigned nold, j;
+    struct mframe *neu;
+    unsigned nnew;
+    struct local_rule *local;
+};
+
+static inline uint64_t frame_rule(struct walk *w, uintptr_t pc, uintptr_t rsp)
+{
+    if (!w->neu)
+        return rule_of(pc);
+    uint64_t v;
+    while (w->j < w->nold && w->old[w->j].rsp < rsp)
+        w->j++;
+    if (w->j < w->nold && w->old[w->j].rsp == rsp && w->old[w->j].pc == pc) {
+        v = w->old[w->j].rule;
+    } else {
+        unsigned k = (unsigned)((pc * 0x9e3779b97f4a7c15ull) >> (64 - LOCAL_BITS));
+        if (w->local[k].pc == pc) {
+            v = w->local[k].rule;
+        } else {
+            v = rule_of(pc);
+            w->local[k].pc = pc;
+            w->local[k].rule = v;
+        }
+    }
+    if (w->nnew < MEMO_FRAMES)
+        w->neu[w->nnew++] = (struct mframe){rsp, pc, v};
+    return v;
+}
+
+/* The registers of the interrupted code in the kernel's signal frame (x86-64 rt_sigframe: the
+ * handler returns into the trampoline with rsp at its ucontext; uc_mcontext.gregs start at
+ * byte 40, rbp is gregs[10], rsp gregs[15], rip gregs[16]). */
+#define UC_GREGS 40
+#define GREG_RBP 10
+#define GREG_RSP 15
+#define GREG_RIP 16
+
+unsigned unwind_cfi(void *fp0, uintptr_t lo, uintptr_t hi, uint64_t *pcs, unsigned max,
+                    struct unwind_memo *memo)
+{
+    /* fp0 is the interposer's own frame (built with a frame pointer): the caller's pc, its
+     * stack pointer (just above the return address) and its rbp are known. */
+    uintptr_t *f = fp0;
+    uintptr_t pc = f[1], rsp = (uintptr_t)fp0 + 16, rbp = f[0];
+    unsigned n = 0;
+    uint64_t v;
+    struct walk w = {0};
+    if (memo) {
+        w.old = memo->f[memo->cur];
+        w.nold = memo->n[memo->cur];
+        w.neu = memo->f[memo->cur ^ 1];
+        w.local = memo->local;
+    }
+    pcs[n++] = pc;
+    /* a return address: its call instruction, one byte before, is in the caller's frame */
+    if (!cache || rsp < lo || rsp >= hi || !R_KIND(v = frame_rule(&w, pc - 1, rsp)))
+        goto out;
+    while (n < max) {
+        uintptr_t ra;
+        int exact = 0; /* the interrupted pc of a signal frame is not a return address */
+        unsigned kind = R_KIND(v);
+        if (kind == CFA_RSP || kind == CFA_RBP) {
+            uintptr_t cfa = (kind == CFA_RSP ? rsp : rbp) + R_CFA_OFF(v);
+            /* the frame lies above the last one (the walk ends) and inside the stack */
+            if (cfa <= rsp || cfa > hi || (cfa & 7))
+                break;
+            ra = ((uintptr_t *)cfa)[-1];
+            if (R_RBP_SAVED(v)) {
+                uintptr_t at = cfa + R_RBP_OFF(v);
+                if (at < rsp || at + 8 > hi)
+                    break;
+                rbp = *(uintptr_t *)at;
+            }
+            rsp = cfa;
+        } else if (kind == CFA_SIGNAL) {
+            uintptr_t uc = rsp;
+            if (uc < lo || uc + UC_GREGS + 8 * (GREG_RIP + 1) > hi || (uc & 7))
+                break;
+            const uintptr_t *g = (const uintptr_t *)(uc + UC_GREGS);
+            ra = g[GREG_RIP];
+            uintptr_t sp2 = g[GREG_RSP];
+            if (sp2 <= rsp || sp2 >= hi)
+                break;
+            rbp = g[GREG_RBP];
+            rsp = sp2;
+            exact = 1;
+        } else {
+            break;
+        }
+        /* a return address into code of a known module, or the end: never a made-up frame */
+        if (ra < 4096 || !R_KIND(v = frame_rule(&w, exact ? ra : ra - 1, rsp)))
+            break;
+        pc = ra;
+        pcs[n++] = pc;
+    }
+out:
+    if (memo) {
+        memo->n[memo->cur ^ 1] = w.nnew;
+        memo->cur ^= 1;
+    }
+    return n;
+}

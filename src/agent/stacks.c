@@ -1,18 +1,21 @@
-/* stacks.c: native call stacks for the agent: frame-pointer unwinding, a lock-free table that
- * gives each distinct stack a small id, and the module map that makes stacks symbolizable
- * later, outside the process.
+/* stacks.c: native call stacks for the agent: the walk (DWARF by default, unwind.c; frame
+ * pointers with --unwind=fp), a lock-free table that gives each distinct stack a small id, and
+ * the module map that makes stacks symbolizable later, outside the process.
  *
- * Unwinding walks the frame-pointer chain and reads only inside the current thread's stack
- * (between the current stack pointer and the stack's top), so a frame built without frame
- * pointers can cut a stack short but can never make the agent fault. Measured choice: a
- * frame-pointer walk costs a few ns per frame, where libunwind costs hundreds of ns per event
- * and glibc backtrace() microseconds (bench/RESULTS.md).
+ * Both walks read only inside the current thread's stack (between the current stack pointer and
+ * the stack's top), so a frame they cannot read cuts a stack short but can never make the agent
+ * fault. The frame-pointer walk costs a few ns per frame but gives one frame in code built
+ * without frame pointers (most code); the DWARF walk gives the whole stack at about twice its
+ * cost on a compiler's allocations (bench/RESULTS.md), where glibc's backtrace() (libgcc)
+ * cost microseconds per event.
  *
  * The stack table is open addressing over 2^20 64-bit hashes in an anonymous mapping, with a
  * dense id (1, 2, 3 ... : short varints) beside each hash. The thread that claims a slot takes
  * the next id, publishes it and writes the STACK record; others use the id as soon as it is
  * published (the converter reads all STACK records before resolving ids). Hash collisions of
- * two different stacks (probability about n^2 / 2^65) would merge them. */
+ * two different stacks (probability about n^2 / 2^65) would merge them. Each thread first looks
+ * in a small cache of the stacks it used lately (unwind.c's per-thread mapping), which saves
+ * the shared table's cache misses on programs with many distinct deep stacks. */
 #include "agent.h"
 
 #include <errno.h>
@@ -47,8 +50,8 @@ static int mod_lock;
 static unsigned long long mod_adds = ~0ull;
 static char exe_path[MS_TRACE_MAX_PATH];
 /* Code ranges of runtime libraries built without frame pointers (the C library: strdup,
- * fopen, getline ...; libstdc++: operator new). A walk that starts in one of them would lose
- * the caller, so those events are unwound with DWARF. */
+ * fopen, getline ...; libstdc++: operator new). With --unwind=fp, a walk that starts in one of
+ * them would lose the caller, so those events are unwound with DWARF. */
 #define MAX_NOFP 4
 static struct module_range nofp[MAX_NOFP];
 static unsigned nnofp;

@@ -1,0 +1,78 @@
+#!/bin/bash
+# unwind.sh: full native stacks on code built without frame pointers (issue 25), memscope against
+# heaptrack and the program alone, side by side in each round.
+#
+#   bench/unwind.sh [-r ROUNDS] [-n OPS_PER_THREAD] [-k]
+#
+# cc1: GCC's own compiler proper (Debian's, built -O2 without frame pointers) compiling a
+# generated C file (1500 structs and functions, about 8M allocations):
+#   plain      cc1 -quiet -O2 gen.c -o gen.s
+#   ms         memscope run -q -o X.db -- cc1 ...        (the default options: DWARF stacks of
+#                                                          32 frames, run to the default output)
+#   ms-fp      memscope run -q --unwind=fp -o X.db -- ... (frame pointers: one frame here)
+#   heaptrack  heaptrack -o OUT cc1 ...                    (recording; libunwind stacks)
+# churn (../shared/bench/churn.c, 2 threads, stacks 3 to 12 deep) built without frame pointers
+# (-O2 -g) and with them:
+#   ms-trace   memscope run -q --format=trace -o DIR -- ./churn   (recording, the default
+#                                                                   unwinder)
+#   ms-trace-fp  the same with --unwind=fp, on the churn built with frame pointers
+#   heaptrack  heaptrack -o OUT ./churn
+# Prints medians, ratios and the stacks' mean depth in each database. -k keeps the work dir.
+set -euo pipefail
+BENCH=unwind.sh
+. "$(dirname "$0")/lib.sh"
+
+rounds=3 ops=2000000 threads=2 keep=0
+bench_options "[-r ROUNDS] [-n OPS_PER_THREAD] [-k]" "r:n:k" "$@"
+bench_memscope
+bench_require heaptrack sqlite3 cc
+CC1=$(cc -print-prog-name=cc1)
+[ -x "$CC1" ] || bench_die "cc1 not found (cc -print-prog-name=cc1)"
+bench_workdir "$keep"
+cc -O2 -g -pthread "$root/../shared/bench/churn.c" -o "$work/churn_nofp"
+cc -O2 -g -fno-omit-frame-pointer -pthread "$root/../shared/bench/churn.c" -o "$work/churn_fp"
+cd "$work"
+for i in $(seq 1500); do
+    printf 'struct s%d { int a; double b; char c[%d]; };\n' "$i" $((i % 17 + 1))
+    printf 'int f%d(int x, struct s%d *p) { int y = x * %d; for (int k = 0; k < x; k++) { y += k ^ %d; if (y > %d) y -= p->a; } p->b = y * 0.5; return y + (int)p->c[0]; }\n' "$i" "$i" "$i" "$i" $((i * 3))
+done >gen.c
+echo 'int main(void) { return 0; }' >>gen.c
+
+for r in $(seq "$rounds"); do
+    echo "round $r/$rounds" >&2
+    rm -rf ht* ms.db msfp.db tr trfp
+    bench_timed plain "$CC1" -quiet -O2 gen.c -o plain.s
+    bench_timed ms "$MEMSCOPE" run -q -o ms.db -- "$CC1" -quiet -O2 gen.c -o ms.s
+    bench_timed msfp "$MEMSCOPE" run -q --unwind=fp -o msfp.db -- "$CC1" -quiet -O2 gen.c -o fp.s
+    bench_timed ht heaptrack -o ht "$CC1" -quiet -O2 gen.c -o ht.s
+    rm -rf ht*
+    bench_timed cms "$MEMSCOPE" run -q --format=trace -o tr -- ./churn_nofp "$ops" "$threads"
+    bench_timed cmsfp "$MEMSCOPE" run -q --format=trace --unwind=fp -o trfp -- ./churn_fp \
+        "$ops" "$threads"
+    bench_timed cht heaptrack -o cht ./churn_nofp "$ops" "$threads"
+    rm -rf cht*
+done
+depth() { sqlite3 "$1" "SELECT printf('%.1f', avg(depth)) FROM stacks"; }
+"$MEMSCOPE" import tr -o churn.db >/dev/null 2>&1
+p=$(median plain.times) m=$(median ms.times) mf=$(median msfp.times) h=$(median ht.times)
+c=$(median cms.times) cf=$(median cmsfp.times) ch=$(median cht.times)
+cat <<EOT
+Workloads: cc1 ($("$CC1" --version | head -1)) on a generated file; churn $ops $threads.
+memscope: \`$("$MEMSCOPE" --version)\`; heaptrack: \`$(heaptrack --version 2>&1 | head -1)\`; $rounds rounds, medians.
+
+| cc1, about 8M allocations | seconds | / plain | mean stack depth |
+|---|---:|---:|---:|
+| plain | $p | 1.00 | |
+| memscope, default options (DWARF), run to its default output | $m | $(r "$m" "$p") | $(depth ms.db) |
+| memscope --unwind=fp | $mf | $(r "$mf" "$p") | $(depth msfp.db) |
+| heaptrack (recording) | $h | $(r "$h" "$p") | |
+
+| churn | seconds | / heaptrack |
+|---|---:|---:|
+| memscope recording, default unwinder, churn without frame pointers | $c | $(r "$c" "$ch") |
+| memscope recording, --unwind=fp, churn with frame pointers | $cf | $(r "$cf" "$ch") |
+| heaptrack, churn without frame pointers | $ch | 1.00 |
+
+churn without frame pointers, memscope's stacks: mean depth $(depth churn.db).
+Raw wall times (s): plain $(tr '\n' ' ' <plain.times)/ ms $(tr '\n' ' ' <ms.times)/ ms-fp $(tr '\n' ' ' <msfp.times)/ heaptrack $(tr '\n' ' ' <ht.times)/ churn ms $(tr '\n' ' ' <cms.times)/ churn ms-fp $(tr '\n' ' ' <cmsfp.times)/ churn heaptrack $(tr '\n' ' ' <cht.times)
+EOT

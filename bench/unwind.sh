@@ -13,8 +13,9 @@
 #   heaptrack  heaptrack -o OUT cc1 ...                    (recording; libunwind stacks)
 # churn (../shared/bench/churn.c, 2 threads, stacks 3 to 12 deep) built without frame pointers
 # (-O2 -g) and with them:
-#   ms-trace   memscope run -q --format=trace -o DIR -- ./churn   (recording, the default
-#                                                                   unwinder)
+#   ms-raw     memscope run -q --format=trace --no-pack -o DIR -- ./churn   (recording only,
+#                                                                   the default unwinder)
+#   ms-trace   memscope run -q --format=trace -o DIR -- ./churn   (recording and packing)
 #   ms-trace-fp  the same with --unwind=fp, on the churn built with frame pointers
 #   heaptrack  heaptrack -o OUT ./churn
 # Prints medians, ratios and the stacks' mean depth in each database. -k keeps the work dir.
@@ -40,24 +41,27 @@ echo 'int main(void) { return 0; }' >>gen.c
 
 for r in $(seq "$rounds"); do
     echo "round $r/$rounds" >&2
-    rm -rf ht* ms.db msfp.db tr trfp
+    rm -rf htout* chtout* ms.db msfp.db tr trfp
     bench_timed plain "$CC1" -quiet -O2 gen.c -o plain.s
     bench_timed ms "$MEMSCOPE" run -q -o ms.db -- "$CC1" -quiet -O2 gen.c -o ms.s
     bench_timed msfp "$MEMSCOPE" run -q --unwind=fp -o msfp.db -- "$CC1" -quiet -O2 gen.c -o fp.s
-    bench_timed ht heaptrack -o ht "$CC1" -quiet -O2 gen.c -o ht.s
-    rm -rf ht*
+    bench_timed ht heaptrack -o htout "$CC1" -quiet -O2 gen.c -o ht.s
+    rm -rf htout*
     bench_timed cms "$MEMSCOPE" run -q --format=trace -o tr -- ./churn_nofp "$ops" "$threads"
+    rm -rf trraw
+    bench_timed craw "$MEMSCOPE" run -q --format=trace --no-pack -o trraw -- ./churn_nofp \
+        "$ops" "$threads"
     bench_timed cmsfp "$MEMSCOPE" run -q --format=trace --unwind=fp -o trfp -- ./churn_fp \
         "$ops" "$threads"
-    bench_timed cht heaptrack -o cht ./churn_nofp "$ops" "$threads"
-    rm -rf cht*
+    bench_timed cht heaptrack -o chtout ./churn_nofp "$ops" "$threads"
+    rm -rf chtout*
 done
 depth() { sqlite3 "$1" "SELECT printf('%.1f', avg(depth)) FROM stacks"; }
 "$MEMSCOPE" import tr -o churn.db >/dev/null 2>&1
 p=$(median plain.times) m=$(median ms.times) mf=$(median msfp.times) h=$(median ht.times)
-c=$(median cms.times) cf=$(median cmsfp.times) ch=$(median cht.times)
+c=$(median cms.times) cf=$(median cmsfp.times) ch=$(median cht.times) cr=$(median craw.times)
 cat <<EOT
-Workloads: cc1 ($("$CC1" --version | head -1)) on a generated file; churn $ops $threads.
+Workloads: cc1 of $(cc --version | head -1) on a generated file; churn $ops $threads.
 memscope: \`$("$MEMSCOPE" --version)\`; heaptrack: \`$(heaptrack --version 2>&1 | head -1)\`; $rounds rounds, medians.
 
 | cc1, about 8M allocations | seconds | / plain | mean stack depth |
@@ -69,10 +73,11 @@ memscope: \`$("$MEMSCOPE" --version)\`; heaptrack: \`$(heaptrack --version 2>&1 
 
 | churn | seconds | / heaptrack |
 |---|---:|---:|
-| memscope recording, default unwinder, churn without frame pointers | $c | $(r "$c" "$ch") |
+| memscope recording only (\`--no-pack\`), default unwinder, churn without frame pointers | $cr | $(r "$cr" "$ch") |
+| memscope recording and packing (\`--format=trace\`), default unwinder, the same | $c | $(r "$c" "$ch") |
 | memscope recording, --unwind=fp, churn with frame pointers | $cf | $(r "$cf" "$ch") |
 | heaptrack, churn without frame pointers | $ch | 1.00 |
 
 churn without frame pointers, memscope's stacks: mean depth $(depth churn.db).
-Raw wall times (s): plain $(tr '\n' ' ' <plain.times)/ ms $(tr '\n' ' ' <ms.times)/ ms-fp $(tr '\n' ' ' <msfp.times)/ heaptrack $(tr '\n' ' ' <ht.times)/ churn ms $(tr '\n' ' ' <cms.times)/ churn ms-fp $(tr '\n' ' ' <cmsfp.times)/ churn heaptrack $(tr '\n' ' ' <cht.times)
+Raw wall times (s): plain $(tr '\n' ' ' <plain.times)/ ms $(tr '\n' ' ' <ms.times)/ ms-fp $(tr '\n' ' ' <msfp.times)/ heaptrack $(tr '\n' ' ' <ht.times)/ churn ms $(tr '\n' ' ' <cms.times)/ churn ms raw $(tr '\n' ' ' <craw.times)/ churn ms-fp $(tr '\n' ' ' <cmsfp.times)/ churn heaptrack $(tr '\n' ' ' <cht.times)
 EOT

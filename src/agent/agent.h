@@ -283,16 +283,38 @@ void agent_say(const char *msg, const char *detail);
 /* Whether descriptor fd is still the file (device, inode) the agent opened or was given. */
 int agent_fd_is(int fd, uint64_t dev, uint64_t ino);
 
+/* The stack hash, one return address at a time (hash_stack() is the whole of it). A step is an
+ * xor and a multiplication by an odd constant: for a given return address it maps hashes one to
+ * one, so two stacks of the same depth that differ in one frame never share a hash, and it is
+ * the shortest chain of dependent instructions per frame (the walk's other chain is the frame
+ * pointer's loads). Return addresses differ mostly in their low bits, which the multiplications
+ * carry upwards; hash_end() mixes the high bits back down, since the table is indexed by the
+ * low ones. */
+#define HASH_SEED 0x9e3779b97f4a7c15ull
+static inline uint64_t hash_step(uint64_t h, uint64_t pc)
+{
+    return (h ^ pc) * 0xff51afd7ed558ccdull;
+}
+
+static inline uint64_t hash_end(uint64_t h, unsigned n)
+{
+    h = hash_step(h, n);
+    h ^= h >> 33; /* the finalizer of MurmurHash3 */
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return h ? h : 1;
+}
+
 /* unwind.c: the DWARF (.eh_frame) unwinder. unwind_add_module() registers a module's
  * .eh_frame_hdr (stacks.c's module scan); unwind_cfi() walks from the interposer's frame fp0
- * inside the stack [lo, hi), storing up to max return addresses in pcs; memo (NULL in a
- * signal handler's walk) holds the thread's last walk. */
+ * inside the stack [lo, hi), storing up to max return addresses in pcs and their hash_stack()
+ * in *hash; memo (NULL in a signal handler's walk) holds the thread's last walk. */
 struct dl_phdr_info;
 int unwind_init(void);
 void unwind_add_module(const struct dl_phdr_info *info, uintptr_t lo, uintptr_t hi);
 void unwind_forget(void);
 unsigned unwind_cfi(void *fp0, uintptr_t lo, uintptr_t hi, uint64_t *pcs, unsigned max,
-                    struct unwind_memo *memo);
+                    struct unwind_memo *memo, uint64_t *hash);
 /* The calling thread's walk memo (mapped on first use; NULL when it cannot be), and its
  * release at thread exit. */
 struct unwind_memo *unwind_memo(struct tstate *t);
@@ -300,7 +322,7 @@ void unwind_memo_free(struct tstate *t);
 /* stacks.c's per-thread cache of stack ids, in the same mapping: the stacks a thread used
  * lately, found without probing the shared table. gen: stacks.c's generation (a forked
  * child's ids are new). */
-#define UNWIND_IDS 256
+#define UNWIND_IDS 4096
 struct unwind_ids {
     uint32_t gen;
     uint64_t hash[UNWIND_IDS];

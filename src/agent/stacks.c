@@ -193,28 +193,6 @@ static void stack_bounds(struct tstate *t)
         t->stack_lo = t->stack_hi = 1; /* unknown: record only the first frame */
 }
 
-/* The stack hash, one return address at a time (hash_stack() is the whole of it). A step is an
- * xor and a multiplication by an odd constant: for a given return address it maps hashes one to
- * one, so two stacks of the same depth that differ in one frame never share a hash, and it is
- * the shortest chain of dependent instructions per frame (the walk's other chain is the frame
- * pointer's loads). Return addresses differ mostly in their low bits, which the multiplications
- * carry upwards; hash_end() mixes the high bits back down, since the table is indexed by the
- * low ones. */
-#define HASH_SEED 0x9e3779b97f4a7c15ull
-static inline uint64_t hash_step(uint64_t h, uint64_t pc)
-{
-    return (h ^ pc) * 0xff51afd7ed558ccdull;
-}
-
-static inline uint64_t hash_end(uint64_t h, unsigned n)
-{
-    h = hash_step(h, n);
-    h ^= h >> 33; /* the finalizer of MurmurHash3 */
-    h *= 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 33;
-    return h ? h : 1;
-}
-
 /* Walks frame pointers from fp0; stores the return addresses in pcs, returns their number and
  * sets *hash to hash_stack() of them, computed on the way. */
 static inline __attribute__((always_inline)) unsigned unwind(struct tstate *t, void *fp0,
@@ -426,8 +404,7 @@ static inline __attribute__((always_inline)) uint32_t capture(struct tstate *t, 
             stack_bounds(t);
         uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
         n = unwind_cfi(fp, sp > t->stack_lo ? sp : t->stack_lo, t->stack_hi, pcs, agent.depth,
-                       s->nested ? NULL : unwind_memo(t));
-        h = hash_stack(pcs, n);
+                       s->nested ? NULL : unwind_memo(t), &h);
     } else {
         n = unwind(t, fp, pcs, agent.depth, &h);
     }

@@ -235,22 +235,27 @@ struct cie {
     const uint8_t *insns, *end;
 };
 
-/* One entry's length and body: [*body, *end). 0 when malformed or 64-bit (not produced). */
-static int entry_at(const uint8_t *p, const uint8_t **body, const uint8_t **end)
+/* One entry's length and body: [*body, *end), which must lie in the module's mapped range
+ * [lo, hi) (a damaged table never sends a read elsewhere). 0 when malformed or 64-bit (not
+ * produced by toolchains). */
+static int entry_at(const uint8_t *p, uintptr_t lo, uintptr_t hi, const uint8_t **body,
+                    const uint8_t **end)
 {
     uint32_t len;
+    if ((uintptr_t)p < lo || (uintptr_t)p > hi - 4)
+        return 0;
     memcpy(&len, p, 4);
-    if (len == 0 || len >= 0xfffffff0u)
+    if (len == 0 || len >= 0xfffffff0u || len > hi - (uintptr_t)p - 4)
         return 0;
     *body = p + 4;
     *end = p + 4 + len;
     return 1;
 }
 
-static int parse_cie(const uint8_t *p, struct cie *c)
+static int parse_cie(const uint8_t *p, uintptr_t lo, uintptr_t hi, struct cie *c)
 {
     const uint8_t *q, *end;
-    if (!entry_at(p, &q, &end) || end - q < 5)
+    if (!entry_at(p, lo, hi, &q, &end) || end - q < 5)
         return 0;
     uint32_t id;
     memcpy(&id, q, 4);
@@ -458,12 +463,13 @@ static int find_rule(uintptr_t pc, struct rule *r)
     int32_t fde_rel;
     memcpy(&fde_rel, m->table + (size_t)(lo - 1) * 8 + 4, 4);
     const uint8_t *fde = (const uint8_t *)(m->hdr + (intptr_t)fde_rel), *q, *end;
-    if (!entry_at(fde, &q, &end) || end - q < 8)
+    if (!entry_at(fde, m->lo, m->hi, &q, &end) || end - q < 8)
         return 1;
     uint32_t cie_off;
     memcpy(&cie_off, q, 4);
     struct cie c;
-    if (cie_off == 0 || !parse_cie(q - cie_off, &c) || c.ra_reg != REG_RA)
+    if (cie_off == 0 || cie_off > (uintptr_t)q - m->lo ||
+        !parse_cie(q - cie_off, m->lo, m->hi, &c) || c.ra_reg != REG_RA)
         return 1;
     if (c.signal_frame) {
         r->cfa = CFA_SIGNAL;
@@ -583,7 +589,7 @@ static inline uint64_t frame_rule(struct walk *w, uintptr_t pc, uintptr_t rsp)
 #define GREG_RIP 16
 
 unsigned unwind_cfi(void *fp0, uintptr_t lo, uintptr_t hi, uint64_t *pcs, unsigned max,
-                    struct unwind_memo *memo)
+                    struct unwind_memo *memo, uint64_t *hash)
 {
     /* fp0 is the interposer's own frame (built with a frame pointer): the caller's pc, its
      * stack pointer (just above the return address) and its rbp are known. */
@@ -599,6 +605,7 @@ unsigned unwind_cfi(void *fp0, uintptr_t lo, uintptr_t hi, uint64_t *pcs, unsign
         w.local = memo->local;
     }
     pcs[n++] = pc;
+    uint64_t h = hash_step(HASH_SEED, pc); /* hash_stack(), computed on the way */
     /* a return address: its call instruction, one byte before, is in the caller's frame */
     if (!cache || rsp < lo || rsp >= hi || !R_KIND(v = frame_rule(&w, pc - 1, rsp)))
         goto out;
@@ -639,8 +646,10 @@ unsigned unwind_cfi(void *fp0, uintptr_t lo, uintptr_t hi, uint64_t *pcs, unsign
             break;
         pc = ra;
         pcs[n++] = pc;
+        h = hash_step(h, pc);
     }
 out:
+    *hash = hash_end(h, n);
     if (memo) {
         memo->n[memo->cur ^ 1] = w.nnew;
         memo->cur ^= 1;

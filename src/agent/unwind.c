@@ -212,8 +212,24 @@ static int read_ptr(const uint8_t **p, const uint8_t *end, uint8_t enc, uintptr_
     case 0x03: { uint32_t x; if (end - at < 4) return 0; memcpy(&x, at, 4); v = x; *p += 4; break; }
     case 0x04: if (end - at < 8) return 0; memcpy(&v, at, 8); *p += 8; break;
     case 0x09: v = (uint64_t)sleb(p, end); break;
-    case 0x0a: { int16_t x; if (end - at < 2) return 0; memcpy(&x, at, 2); v = (uint64_t)(int64_t)x; *p += 2; break; }
-    case 0x0b: { int32_t x; if (end - at < 4) return 0; memcpy(&x, at, 4); v = (uint64_t)(int64_t)x; *p += 4; break; }
+    case 0x0a: {
+        int16_t x;
+        if (end - at < 2)
+            return 0;
+        memcpy(&x, at, 2);
+        v = (uint64_t)(int64_t)x;
+        *p += 2;
+        break;
+    }
+    case 0x0b: {
+        int32_t x;
+        if (end - at < 4)
+            return 0;
+        memcpy(&x, at, 4);
+        v = (uint64_t)(int64_t)x;
+        *p += 4;
+        break;
+    }
     case 0x0c: if (end - at < 8) return 0; memcpy(&v, at, 8); *p += 8; break;
     default: return 0;
     }
@@ -367,14 +383,33 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, const struct cie *c, ui
             break;
         }
         case 0x02: if (p + 1 > end) return 0; delta = p[0]; p += 1; goto advance;
-        case 0x03: { uint16_t x; if (p + 2 > end) return 0; memcpy(&x, p, 2); p += 2; delta = x; goto advance; }
-        case 0x04: { uint32_t x; if (p + 4 > end) return 0; memcpy(&x, p, 4); p += 4; delta = x; goto advance; }
+        case 0x03: {
+            uint16_t x;
+            if (p + 2 > end)
+                return 0;
+            memcpy(&x, p, 2);
+            p += 2;
+            delta = x;
+            goto advance;
+        }
+        case 0x04: {
+            uint32_t x;
+            if (p + 4 > end)
+                return 0;
+            memcpy(&x, p, 4);
+            p += 4;
+            delta = x;
+            goto advance;
+        }
         advance:
             loc += delta * c->code_align;
             if (loc > pc)
                 return 1;
             break;
-        case 0x05: reg = uleb(&p, end); set_reg(s, reg, 1, (int64_t)uleb(&p, end) * c->data_align); break;
+        case 0x05: /* offset_extended */
+            reg = uleb(&p, end);
+            set_reg(s, reg, 1, (int64_t)uleb(&p, end) * c->data_align);
+            break;
         case 0x06: /* restore_extended */
             reg = uleb(&p, end);
             if (reg == REG_RBP)
@@ -383,7 +418,13 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, const struct cie *c, ui
                 s->ra_how = init->ra_how, s->ra_off = init->ra_off;
             break;
         case 0x07: set_reg(s, uleb(&p, end), 2, 0); break; /* undefined */
-        case 0x08: reg = uleb(&p, end); if (reg == REG_RBP) s->rbp_how = 0; else set_reg(s, reg, 2, 0); break;
+        case 0x08: /* same_value */
+            reg = uleb(&p, end);
+            if (reg == REG_RBP)
+                s->rbp_how = 0;
+            else
+                set_reg(s, reg, 2, 0);
+            break;
         case 0x09: reg = uleb(&p, end); uleb(&p, end); set_reg(s, reg, 2, 0); break; /* register */
         case 0x0a: /* remember_state */
             if (depth == MAX_REMEMBER)
@@ -414,12 +455,22 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, const struct cie *c, ui
             set_reg(s, reg, 2, 0);
             break;
         case 0x11: reg = uleb(&p, end); set_reg(s, reg, 1, sleb(&p, end) * c->data_align); break;
-        case 0x12: s->cfa_reg = (int)uleb(&p, end); s->cfa_off = sleb(&p, end) * c->data_align; break;
+        case 0x12: /* def_cfa_sf */
+            s->cfa_reg = (int)uleb(&p, end);
+            s->cfa_off = sleb(&p, end) * c->data_align;
+            break;
         case 0x13: s->cfa_off = sleb(&p, end) * c->data_align; break;
-        case 0x14: reg = uleb(&p, end); uleb(&p, end); set_reg(s, reg, 2, 0); break; /* val_offset */
+        case 0x14: /* val_offset */
+            reg = uleb(&p, end);
+            uleb(&p, end);
+            set_reg(s, reg, 2, 0);
+            break;
         case 0x15: reg = uleb(&p, end); sleb(&p, end); set_reg(s, reg, 2, 0); break;
         case 0x2e: uleb(&p, end); break; /* GNU_args_size */
-        case 0x2f: reg = uleb(&p, end); set_reg(s, reg, 1, -(int64_t)uleb(&p, end) * c->data_align); break;
+        case 0x2f: /* GNU_negative_offset_extended */
+            reg = uleb(&p, end);
+            set_reg(s, reg, 1, -(int64_t)uleb(&p, end) * c->data_align);
+            break;
         default: return 0;
         }
     }

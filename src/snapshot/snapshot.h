@@ -210,8 +210,8 @@ int ms_snap_state_write_json(const struct ms_snapshot *s, const struct ms_snap_s
  * db_path, replacing it (written to a temporary name, renamed at the end: no partial file is
  * left on error). schema_sql/index_sql are the store's DDL (src/store/schema.h), passed in
  * so that the common tables are created by the same SQL as a run's database; index_sql (run
- * once the rows are written: the indexes, memscope_dump) may be NULL. source_path is recorded as the process's exe. Returns 0 or a negative code with a
- * reason in err. */
+ * once the rows are written: the indexes, memscope_dump) may be NULL. source_path is
+ * recorded as the process's exe. Returns 0 or a negative code with a reason in err. */
 int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path,
                          const char *db_path, const char *schema_sql, const char *index_sql,
                          char *err, size_t errlen);

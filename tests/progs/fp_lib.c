@@ -2,7 +2,8 @@
  * (built without): a walk that crosses both kinds of code. */
 #include <stddef.h>
 
-__attribute__((noinline, visibility("default"))) void *nofp_fp_lib_alloc(void *(*cb)(size_t), size_t n)
+__attribute__((noinline, visibility("default"))) void *nofp_fp_lib_alloc(void *(*cb)(size_t),
+                                                                          size_t n)
 {
     void *p = cb(n);
     __asm__ volatile("" ::: "memory");

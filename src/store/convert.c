@@ -946,7 +946,8 @@ static int on_munmap(struct conv *c, const struct stream *s)
             for (size_t pos = 0; ms_addrmap_next(live, &pos, &key, &val);)
                 if (key >= addr && key < end)
                     hits[nhits++] = key;
-            qsort(hits, nhits, sizeof *hits, conv__cmp_u64);
+            if (nhits)
+                qsort(hits, nhits, sizeof *hits, conv__cmp_u64);
         }
     }
     for (size_t i = 0; i < nhits && rc == 0; i++) {

@@ -457,7 +457,8 @@ int conv__compact_write_blocks(struct conv *c)
         if (rc < 0)
             return rc;
     }
-    qsort(c->kept, c->nkept, sizeof *c->kept, cmp_closed);
+    if (c->nkept) /* (qsort of NULL is undefined, even for no elements) */
+        qsort(c->kept, c->nkept, sizeof *c->kept, cmp_closed);
     for (size_t i = 0; i < c->nkept; i++) {
         if (i && c->kept[i].b.alloc_id == c->kept[i - 1].b.alloc_id)
             continue; /* live at both peaks */

@@ -94,7 +94,8 @@ int conv__pta_find_pre(struct conv *c, const struct ms_snapshot *sn, const struc
             }
         }
     }
-    qsort(s->sizes, s->nsizes, sizeof *s->sizes, conv__cmp_u64); /* by event (the first member) */
+    if (s->nsizes) /* by event (the first member) */
+        qsort(s->sizes, s->nsizes, sizeof *s->sizes, conv__cmp_u64);
 #undef PRE
 out:
     ms_addrmap_release(&live[0]);
@@ -400,7 +401,8 @@ static int oom_rows(struct conv *c, const struct stream *s, uint64_t dev)
         }
     }
     for (int pass = 0; pass < 2 && rc == 0; pass++) {
-        qsort(v, n, sizeof *v, pass ? cmp_largest : cmp_recent);
+        if (n)
+            qsort(v, n, sizeof *v, pass ? cmp_largest : cmp_recent);
         for (size_t i = 0; i < n && i < k && rc == 0; i++) {
             const struct block *b = &c->blocks[v[i].slot];
             char label[MS_TRACE_MAX_LABEL + 32], attr[MS_TRACE_MAX_LABEL + 200];

@@ -124,7 +124,8 @@ static void load_symbols(struct ms_symfile *f)
             continue;
         f->e[f->n++] = (struct sym_entry){addr, sym.st_size, name, sym_rank(&sym, name)};
     }
-    qsort(f->e, f->n, sizeof *f->e, cmp_sym);
+    if (f->n)
+        qsort(f->e, f->n, sizeof *f->e, cmp_sym);
 }
 
 /* The cache entry of path, opened on first use; NULL when out of memory. An unreadable file

@@ -611,7 +611,8 @@ static int write_traces(struct exp *e, struct pk *p)
                 b->device, "free_requested");
     }
 #undef ADD
-    qsort(t, n, sizeof *t, cmp_tev);
+    if (n)
+        qsort(t, n, sizeof *t, cmp_tev);
     pk_cstr(p, "device_traces");
     pk_op(p, ']');
     pk_op(p, '(');

@@ -11,7 +11,7 @@ all:
 	cmake --build $(BUILD) -j$(JOBS)
 
 example: all
-	cc -O1 -g -fno-omit-frame-pointer examples/leaky.c -o $(BUILD)/leaky
+	cc -O2 -g examples/leaky.c -o $(BUILD)/leaky    # as most code is built: no frame pointers
 	$(BUILD)/memscope run -o out/example.db -- $(BUILD)/leaky
 	@echo "--- the same run, analysed (memscope analyze leaks):"
 	$(BUILD)/memscope analyze leaks out/example.db --top 3

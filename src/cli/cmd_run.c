@@ -707,8 +707,8 @@ int cmd_run(int argc, char **argv)
         }
     }
     if (!stack_given && pydir[0] && python_program(prog[0])) {
-        /* A Python program's native frames are the interpreter's, and unwinding them (DWARF
-         * through libstdc++ under PyTorch) costs 4x: its default is its Python stack, when the
+        /* A Python program's native frames are the interpreter's (and cost 1.45x against 1.05x
+         * on a PyTorch script, bench/RESULTS.md): its default is its Python stack, when the
          * Python package is there to report it. */
         o.c_depth = 0;
         o.py_depth = 32;

@@ -31,7 +31,6 @@ static const char export_usage[] =
     "                      Insight imports; <stamp> from a name memscope_<stamp>.db, else\n"
     "                      now), never over an existing file\n";
 
-/* --format=db: the full database of a compact one. */
 /* The default output of --format=db: memscope_dump_<stamp>.db in db's directory, <stamp> the
  * 14 digits of a name memscope_<stamp>.db (memscope run's), else the local time now. */
 static void default_full_name(const char *db, char *out, size_t n)
@@ -51,6 +50,7 @@ static void default_full_name(const char *db, char *out, size_t n)
     snprintf(out, n, "%.*smemscope_dump_%s.db", dirlen, db, stamp);
 }
 
+/* --format=db: the full database of a compact one. */
 static int export_db(const char *db, const char *out)
 {
     char dflt[4096 + 64];

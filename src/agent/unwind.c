@@ -84,8 +84,14 @@ struct unwind_memo {
     struct unwind_ids ids; /* stacks.c's per-thread stack ids */
 };
 
+/* t->memo of a thread whose exit hook released it: allocations made by later destructors of
+ * that thread walk without a memo instead of mapping one that nothing would release. */
+#define MEMO_GONE ((struct unwind_memo *)1)
+
 struct unwind_memo *unwind_memo(struct tstate *t)
 {
+    if (t->memo == MEMO_GONE)
+        return NULL;
     if (!t->memo) {
         void *m = sys_mmap(NULL, sizeof(struct unwind_memo), PROT_READ | PROT_WRITE,
                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -104,11 +110,10 @@ struct unwind_ids *unwind_ids(struct tstate *t)
 
 void unwind_memo_free(struct tstate *t)
 {
-    if (t->memo) {
-        struct unwind_memo *m = t->memo;
-        t->memo = NULL;
+    struct unwind_memo *m = t->memo;
+    t->memo = MEMO_GONE;
+    if (m && m != MEMO_GONE)
         sys_munmap(m, sizeof *m);
-    }
 }
 
 int unwind_init(void)

@@ -2,8 +2,8 @@
  *
  * Follows what heaptrack and perf do: dwfl_report_elf() for each module with its load bias,
  * dwfl_module_addrname() for the ELF symbol, dwarf_getsrc_die() on the CU for file:line, and
- * dwarf_getscopes() on the CU DIE to expand inlined subroutines (each inlined scope's
- * DW_AT_call_file/DW_AT_call_line is the location in its caller). Workload: one lookup per
+ * dwarf_getscopes() and dwarf_getscopes_die() to expand the chain of inlined subroutines (each
+ * inlined scope's DW_AT_call_file/DW_AT_call_line is the location in its caller). Workload: one lookup per
  * distinct pc per process, typically thousands to a few hundred thousand. */
 #include "symbolize.h"
 
@@ -225,6 +225,18 @@ const struct ms_sym_module *ms_symbolizer_module(const struct ms_symbolizer *s, 
     return NULL;
 }
 
+/* A function's name from its DIE or its abstract origin's: the linkage (mangled) name when it
+ * has one, which the conversion demangles into the qualified C++ name, else the plain name. */
+static const char *die_name(Dwarf_Die *die)
+{
+    Dwarf_Attribute attr;
+    const char *name = NULL;
+    if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
+        dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
+        name = dwarf_formstring(&attr);
+    return name ? name : dwarf_diename(die);
+}
+
 /* Returns the name of a file index of the CU, or NULL. */
 static const char *cu_file(Dwarf_Die *cudie, Dwarf_Word idx)
 {
@@ -276,19 +288,32 @@ int ms_symbolizer_lookup(struct ms_symbolizer *s, uint64_t pc, struct ms_sym_fra
         }
     }
 
+    /* The chain of inlined calls: dwarf_getscopes() gives the innermost scope holding the
+     * address (after the first inlined instance it goes on with the scopes of that function's
+     * abstract definition, not with the code it was inlined into); dwarf_getscopes_die() on that
+     * innermost scope gives its physical parents: each inlined instance, out to the concrete
+     * function. Each level's line is where the level inside it was inlined (call_file,
+     * call_line), as addr2line -i prints them. */
     int n = 0;
-    Dwarf_Die *scopes = NULL;
+    Dwarf_Die *scopes = NULL, *chain = NULL;
     int nscopes = cudie ? dwarf_getscopes(cudie, addr - bias, &scopes) : 0;
-    for (int i = 0; i < nscopes && n < MS_SYM_MAX_INLINE - 1; i++) {
-        int tag = dwarf_tag(&scopes[i]);
+    int nchain = nscopes > 0 ? dwarf_getscopes_die(&scopes[0], &chain) : 0;
+    if (nchain <= 0) { /* no parents found: the scopes as they are */
+        free(chain);
+        chain = NULL;
+        nchain = nscopes > 0 ? nscopes : 0;
+    }
+    Dwarf_Die *levels = chain ? chain : scopes;
+    for (int i = 0; i < nchain && n < MS_SYM_MAX_INLINE - 1; i++) {
+        int tag = dwarf_tag(&levels[i]);
         if (tag == DW_TAG_subprogram) {
             if (!sym)
-                sym = dwarf_diename(&scopes[i]);
+                sym = die_name(&levels[i]);
             break;
         }
         if (tag != DW_TAG_inlined_subroutine)
             continue;
-        out[n].func = dwarf_diename(&scopes[i]);
+        out[n].func = die_name(&levels[i]);
         out[n].file = file;
         out[n].line = line;
         n++;
@@ -297,11 +322,12 @@ int ms_symbolizer_lookup(struct ms_symbolizer *s, uint64_t pc, struct ms_sym_fra
         Dwarf_Word v;
         file = NULL;
         line = 0;
-        if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attr), &v) == 0)
+        if (dwarf_formudata(dwarf_attr(&levels[i], DW_AT_call_file, &attr), &v) == 0)
             file = cu_file(cudie, v);
-        if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &v) == 0)
+        if (dwarf_formudata(dwarf_attr(&levels[i], DW_AT_call_line, &attr), &v) == 0)
             line = (int)v;
     }
+    free(chain);
     free(scopes);
     out[n].func = sym;
     out[n].file = file;

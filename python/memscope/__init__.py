@@ -101,7 +101,7 @@ def _out_path(cfg):
     # msMemScope's layout, as `memscope run` writes it (docs/cli.md): a folder of the run
     stamp = time.strftime("%Y%m%d%H%M%S")
     run_dir = os.path.join(out, "memscope_%d_%s" % (os.getpid(), stamp))
-    os.makedirs(run_dir, exist_ok=True)
+    os.makedirs(run_dir, mode=0o700, exist_ok=True)
     return os.path.abspath(os.path.join(run_dir, "memscope_dump_%s%s" % (stamp, suffix)))
 
 

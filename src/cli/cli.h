@@ -42,6 +42,15 @@ int cli_holds_file(long pid, const char *path);
 /* Takes the lock of out_file (<out_file>.lock) until exit: 0, -EBUSY when another run holds it,
  * or -errno. */
 int run_lock_output(const char *out_file);
+/* The directory of the running memscope binary in buf (len bytes); 0 or -1. */
+int run_exe_dir(char *buf, size_t len);
+/* libmemscope.so: $MEMSCOPE_AGENT, beside the binary, or in the install tree (realpath in out,
+ * len bytes); 0 or -1. */
+int run_find_agent(char *out, size_t len);
+/* mkdir -p with mode 0700; 0 or -errno. */
+int run_mkdir_p(const char *path);
+/* Removes dir's files (one level) and dir; 0 or -errno. */
+int run_remove_tree(const char *dir);
 /* Prints the agents' <pid>.msg files of the trace directory dir on stderr and removes them. */
 void run_print_agent_messages(const char *dir);
 /* Whether directory dir holds nothing. */

@@ -240,83 +240,6 @@ static int analysis_item(const char *item, void *arg)
     return !strcmp(item, "all") || ms_analysis_find(item) ? 0 : -1;
 }
 
-/* Returns the directory of the running memscope binary in buf. */
-static int exe_dir(char *buf, size_t len)
-{
-    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-    if (n <= 0)
-        return -1;
-    buf[n] = 0;
-    char *slash = strrchr(buf, '/');
-    if (!slash)
-        return -1;
-    *slash = 0;
-    return 0;
-}
-
-/* Finds libmemscope.so: $MEMSCOPE_AGENT, next to the binary (build tree), or in the install
- * tree relative to the binary (<prefix>/bin -> <prefix>/lib/memscope). */
-static int find_agent(char *out, size_t len)
-{
-    const char *env = getenv("MEMSCOPE_AGENT");
-    char dir[PATH_MAX];
-    if (env && *env) {
-        if (access(env, R_OK) != 0)
-            return -1;
-        return realpath(env, out) ? 0 : -1;
-    }
-    if (exe_dir(dir, sizeof dir) < 0)
-        return -1;
-    const char *cands[] = {"/libmemscope.so", "/" MEMSCOPE_AGENT_RELDIR "/libmemscope.so"};
-    for (size_t i = 0; i < 2; i++) {
-        char path[PATH_MAX + 64];
-        snprintf(path, sizeof path, "%s%s", dir, cands[i]);
-        if (access(path, R_OK) == 0 && realpath(path, out))
-            return 0;
-    }
-    (void)len;
-    return -1;
-}
-
-static int mkdir_p(const char *path)
-{
-    char buf[PATH_MAX];
-    if (strlen(path) >= sizeof buf)
-        return -ENAMETOOLONG;
-    strcpy(buf, path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-        return -errno;
-    struct stat st;
-    if (stat(buf, &st) < 0)
-        return -errno;
-    return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
-}
-
-static int remove_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return -errno;
-    struct dirent *e;
-    char path[PATH_MAX];
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    return rmdir(dir) < 0 ? -errno : 0;
-}
-
 static int ends_with(const char *s, const char *suffix)
 {
     size_t a = strlen(s), b = strlen(suffix);
@@ -582,7 +505,7 @@ int cmd_run(int argc, char **argv)
     char **prog = argv + optind;
 
     char agent_path[PATH_MAX];
-    if (find_agent(agent_path, sizeof agent_path) < 0) {
+    if (run_find_agent(agent_path, sizeof agent_path) < 0) {
         error("cannot find the agent libmemscope.so next to the memscope binary or in "
               "../%s (set MEMSCOPE_AGENT to its path)", "lib/memscope");
         return 1;
@@ -617,7 +540,7 @@ int cmd_run(int argc, char **argv)
     }
     struct stat od_st;
     int out_dir_existed = stat(out_dir, &od_st) == 0;
-    int rc = mkdir_p(out_dir);
+    int rc = run_mkdir_p(out_dir);
     if (rc < 0) {
         error("cannot create output directory '%s': %s", out_dir, ms_strerror(rc));
         return 1;
@@ -656,7 +579,7 @@ int cmd_run(int argc, char **argv)
                  stamp);
         if (strlen(run_dir) >= sizeof out_dir) /* cannot happen: base_dir is short enough */
             return usage_error("--output-path: path too long");
-        if (mkdir(run_dir, 0777) < 0) {
+        if (mkdir(run_dir, 0700) < 0) { /* memscope's directories: 0700 (docs/cli.md) */
             error("cannot create '%s': %s", run_dir, strerror(errno));
             return 1;
         }
@@ -697,7 +620,7 @@ int cmd_run(int argc, char **argv)
      * when installed; prepended to PYTHONPATH so `import memscope` works in the program. */
     static char env_pypath[PATH_MAX * 3 + 32];
     char pydir[PATH_MAX + 64] = "", bindir[PATH_MAX];
-    if (exe_dir(bindir, sizeof bindir) == 0) {
+    if (run_exe_dir(bindir, sizeof bindir) == 0) {
         const char *pyc[] = {"/python", "/" MEMSCOPE_AGENT_RELDIR "/python"};
         for (size_t i = 0; i < 2 && !pydir[0]; i++) {
             char cand[PATH_MAX + 64];
@@ -780,7 +703,7 @@ int cmd_run(int argc, char **argv)
     if (pid < 0) {
         error("cannot run '%s': %s", prog[0], strerror(exec_errno));
         if (o.format != FMT_TRACE)
-            remove_tree(trace_dir);
+            run_remove_tree(trace_dir);
         return 127;
     }
     child_pid = pid;
@@ -896,7 +819,7 @@ int cmd_run(int argc, char **argv)
                 "trace: the traces are kept in %s (convert them again with memscope import %s "
                 "-o NEW.db once it has ended)", running, trace_dir, trace_dir);
     } else if (!o.keep_trace)
-        remove_tree(trace_dir);
+        run_remove_tree(trace_dir);
     else if (!o.no_pack)
         pack_traces(trace_dir, run_start);
     if (cli_log_level <= 1)

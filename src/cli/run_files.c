@@ -1,7 +1,8 @@
 /* run_files.c: what `memscope run` does around the program with files and processes that are
  * not its own: the output's lock (one run at a time per output), the agents' messages kept in
  * the trace directory, why a program could not be traced, and whether a descendant still
- * writes a trace. Called by cmd_run.c; docs/cli.md ("Files") states the rules. */
+ * writes a trace; where the agent is, and the directories it makes and removes. Called by
+ * cmd_run.c; docs/cli.md ("Files") states the rules. */
 #include "cli.h"
 
 #include "files.h"
@@ -199,4 +200,83 @@ void run_print_agent_messages(const char *dir)
         unlink(path);
     }
     closedir(d);
+}
+
+/* Returns the directory of the running memscope binary in buf. */
+int run_exe_dir(char *buf, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    char *slash = strrchr(buf, '/');
+    if (!slash)
+        return -1;
+    *slash = 0;
+    return 0;
+}
+
+/* Finds libmemscope.so: $MEMSCOPE_AGENT, next to the binary (build tree), or in the install
+ * tree relative to the binary (<prefix>/bin -> <prefix>/lib/memscope). */
+int run_find_agent(char *out, size_t len)
+{
+    const char *env = getenv("MEMSCOPE_AGENT");
+    char dir[PATH_MAX];
+    if (env && *env) {
+        if (access(env, R_OK) != 0)
+            return -1;
+        return realpath(env, out) ? 0 : -1;
+    }
+    if (run_exe_dir(dir, sizeof dir) < 0)
+        return -1;
+    const char *cands[] = {"/libmemscope.so", "/" MEMSCOPE_AGENT_RELDIR "/libmemscope.so"};
+    for (size_t i = 0; i < 2; i++) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s%s", dir, cands[i]);
+        if (access(path, R_OK) == 0 && realpath(path, out))
+            return 0;
+    }
+    (void)len;
+    return -1;
+}
+
+/* Creates path and its missing parents (0700). 0 or -errno (-ENOTDIR: not a directory). */
+int run_mkdir_p(const char *path)
+{
+    char buf[PATH_MAX];
+    if (strlen(path) >= sizeof buf)
+        return -ENAMETOOLONG;
+    strcpy(buf, path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    struct stat st;
+    if (stat(buf, &st) < 0)
+        return -errno;
+    return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+/* Removes the files of dir (one level: a trace directory memscope made) and dir. */
+int run_remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -errno;
+    struct dirent *e;
+    char path[PATH_MAX];
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    return rmdir(dir) < 0 ? -errno : 0;
 }

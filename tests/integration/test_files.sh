@@ -10,6 +10,9 @@ umask 022
 "$MEMSCOPE" run --format=db -q -o "$TMP/out/r.db" -- "$PROGS/alloc_funcs" >/dev/null 2>&1
 assert_eq "the database is 0600" "600" "$(stat -c %a "$TMP/out/r.db")"
 assert_eq "an output directory memscope creates is 0700" "700" "$(stat -c %a "$TMP/out")"
+"$MEMSCOPE" run -q -o "$TMP/outdir" -- "$PROGS/alloc_funcs" >/dev/null 2>&1
+assert_eq "a directory output: the run's folder is 0700" "700" \
+    "$(stat -c %a "$TMP"/outdir/memscope_* 2>&1)"
 "$MEMSCOPE" run --format=db -q --format=trace -o "$TMP/tr" -- "$PROGS/alloc_funcs" >/dev/null 2>&1
 assert_eq "trace files are 0600" "600" "$(stat -c %a "$TMP"/tr/*.mst | sort -u)"
 "$MEMSCOPE" export "$TMP/out/r.db" -o "$TMP/r.csv"

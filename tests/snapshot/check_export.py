@@ -7,7 +7,8 @@ For every snapshot FILE: `memscope snapshot FILE -o DB`, then `memscope export D
 PyTorch's memory_viz reads it), has the same segments (device, address, total size), the same
 blocks in each (size, state), the same statistics by torch's own torch.cuda._memory_viz.stats,
 and per device the same trace (action, address, size) for the allocator's actions (segment_map /
-segment_unmap come back as segment_alloc / segment_free: docs/snapshot.md).
+segment_unmap come back as segment_alloc / segment_free: docs/snapshot.md), written with only
+the pickle opcodes PyTorch's browser viewer (MemoryViz.js) implements.
 
 With --annotate PROG (tests/progs/annotate, a known-answer program with a memscope.h pool): a
 run under memscope, compact and full databases, gives one exact snapshot, the same bytes from
@@ -15,6 +16,7 @@ both kinds of database."""
 import io
 import os
 import pickle
+import pickletools
 import subprocess
 import sys
 import tempfile
@@ -27,6 +29,13 @@ from torch.cuda import _memory_viz  # noqa: E402  torch's own reader (python3-to
 KEEP = {'alloc': 'alloc', 'free_requested': 'free_requested', 'free_completed': 'free_completed',
         'segment_alloc': 'segment_alloc', 'segment_free': 'segment_free',
         'segment_map': 'segment_alloc', 'segment_unmap': 'segment_free'}
+
+
+MEMORYVIZ_OPCODES = {
+    'PROTO', 'FRAME', 'EMPTY_DICT', 'EMPTY_LIST', 'MARK', 'SETITEMS', 'SETITEM', 'APPENDS',
+    'APPEND', 'SHORT_BINUNICODE', 'BINUNICODE', 'BININT1', 'BININT2', 'BININT', 'LONG1',
+    'BINFLOAT', 'NEWFALSE', 'NEWTRUE', 'NONE', 'EMPTY_TUPLE', 'TUPLE', 'TUPLE1', 'TUPLE2',
+    'TUPLE3', 'LIST', 'DICT', 'MEMOIZE', 'BINPUT', 'LONG_BINPUT', 'BINGET', 'LONG_BINGET', 'STOP'}
 
 
 def run(args):
@@ -75,6 +84,11 @@ def check_file(memscope, path, tmp, errs):
     data = open(out, 'rb').read()
     if data[:2] != b'\x80\x02':
         errs.append('%s: not a protocol-2 pickle' % path)
+    # PyTorch's browser viewer (MemoryViz.js) implements only these opcodes
+    # (../shared/reference/torch-snapshot.md section 2)
+    used = {op.name for op, _, _ in pickletools.genops(data)}
+    if not used <= MEMORYVIZ_OPCODES:
+        errs.append('%s: opcodes MemoryViz.js does not read: %s' % (path, used - MEMORYVIZ_OPCODES))
     compare(path, load(path), pickle.load(io.BytesIO(data)), errs)
 
 

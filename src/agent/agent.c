@@ -17,12 +17,15 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 __thread struct tstate agent_tls __attribute__((tls_model("initial-exec")));
-struct agent_global agent = {.fd = -1};
+static struct agent_live live_static = {1, 0};
+struct agent_global agent = {.fd = -1, .generation = 1, .live = &live_static};
 
 static struct {
     void *(*malloc)(size_t);
@@ -239,7 +242,7 @@ static inline struct stream *fast_enter(struct tstate *t)
         return NULL;
     t->guard = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (unlikely(!s->chunk || t->generation != agent.generation ||
+    if (unlikely(!s->chunk || t->generation != agent.live->generation ||
                  (size_t)(s->end - s->pos) < MS_REC_MAX_EVENT)) {
         fast_leave(t);
         return NULL;
@@ -509,7 +512,8 @@ static void on_thread_exit(void *arg)
     t->internal--;
 }
 
-static void on_fork_child(void)
+/* A new process's own trace: the parent's file, mappings and tables are let go. */
+static void child_setup(void)
 {
     struct tstate *t = &agent_tls;
     t->internal++;
@@ -519,7 +523,53 @@ static void on_fork_child(void)
     writer_after_fork_child();
     if (!agent.broken && agent.hdr)
         modules_scan(t, &t->s[0]);
+    __atomic_store_n(&agent.live->generation, agent.generation, __ATOMIC_RELEASE);
     t->internal--;
+}
+
+/* After fork(): unless an event of this child already found it cloned and set it up (a signal
+ * handler between the clone and this handler), or the child of a child being set up. */
+static void on_fork_child(void)
+{
+    if (agent.live_wipes && __atomic_load_n(&agent.live->generation, __ATOMIC_ACQUIRE))
+        return;
+    child_setup();
+}
+
+void agent_unseen_child(void)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    if (!__atomic_exchange_n(&agent.live->busy, 1, __ATOMIC_ACQ_REL)) {
+        if (!__atomic_load_n(&agent.live->generation, __ATOMIC_ACQUIRE))
+            child_setup();
+        __atomic_store_n(&agent.live->busy, 0, __ATOMIC_RELEASE);
+    } else {
+        /* another thread of this child (made before its first event) is setting it up */
+        while (!__atomic_load_n(&agent.live->generation, __ATOMIC_ACQUIRE))
+            sched_yield();
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* agent.live: a page the kernel wipes in every new process, so that a child cloned without
+ * glibc's fork() is found by its first event (agent_unseen_child). Without MADV_WIPEONFORK
+ * (Linux before 4.14) it stays the static one: such a child then writes into its parent's
+ * trace, as before. */
+static void live_init(void)
+{
+    void *p = sys_mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return;
+    if (madvise(p, 4096, MADV_WIPEONFORK) != 0) {
+        sys_munmap(p, 4096);
+        return;
+    }
+    struct agent_live *l = p;
+    l->generation = agent.generation;
+    agent.live = l;
+    agent.live_wipes = 1;
 }
 
 /* Parses a small unsigned decimal; returns def when absent or malformed. */
@@ -614,6 +664,7 @@ __attribute__((constructor)) static void agent_init(void)
     if (env_uint("MEMSCOPE_NO_FOLLOW", 0, 1))
         stop_following();
     clock_init(env_uint("MEMSCOPE_NO_TSC", 0, 1));
+    live_init();
     int rc = stacks_init();
     if (rc == 0)
         rc = writer_open();

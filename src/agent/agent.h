@@ -70,6 +70,16 @@ struct pyshadow {
     uint32_t frames[PY_MAX_DEPTH][2]; /* [i][0] frame id, [i][1] current line */
 };
 
+/* What a child made without glibc's fork() must not inherit: a private anonymous page marked
+ * MADV_WIPEONFORK, which the kernel gives every new process (fork, vfork-less clone, clone3,
+ * whoever issued it) as zeros. Its generation is agent.generation, and 0 there means "this
+ * process was cloned and no atfork handler ran": the next event starts the child's own trace
+ * instead of writing into the parent's shared chunks (agent_unseen_child). */
+struct agent_live {
+    volatile uint32_t generation; /* agent.generation; 0 in a child nobody set up yet */
+    int busy;                     /* agent_unseen_child() is setting this process up */
+};
+
 /* Global configuration and state, set up by agent_init(). */
 struct agent_global {
     volatile int recording;   /* events are recorded (atomic reads) */
@@ -83,7 +93,9 @@ struct agent_global {
     uint64_t fd_dev, fd_ino;  /* what fd must still be: a program that closes every fd and
                                  opens another file under the same number is not written to */
     struct ms_trace_file_header *hdr; /* shared mapping of the file header */
-    uint32_t generation;
+    uint32_t generation;      /* of the trace file; bumped in every child (from 1) */
+    struct agent_live *live;  /* never NULL: the wipe-on-fork page, or a static one */
+    int live_wipes;           /* live is that page (MADV_WIPEONFORK took) */
     unsigned depth;           /* native stack depth, 0 = no stacks */
     unsigned py_depth;        /* Python stack depth (--call-stack=python:N), 0 = none */
     volatile int py_trace;    /* the Python tracer is on: calls and returns are recorded */
@@ -105,7 +117,8 @@ uint8_t *writer_reserve_slow(struct tstate *t, struct stream *s, size_t n);
  * common case, room in the current chunk, is inline: every event takes this path. */
 static inline uint8_t *writer_reserve(struct tstate *t, struct stream *s, size_t n)
 {
-    if (likely(s->chunk && t->generation == agent.generation && (size_t)(s->end - s->pos) >= n))
+    if (likely(s->chunk && t->generation == agent.live->generation &&
+               (size_t)(s->end - s->pos) >= n))
         return s->pos;
     return writer_reserve_slow(t, s, n);
 }
@@ -123,13 +136,17 @@ static inline void writer_commit(struct stream *s, uint8_t *end)
 
 void writer_lost(void); /* writer.c: counts an event that could not be recorded */
 
+/* agent.c: sets up a child that was cloned without glibc's fork() (its first event finds
+ * agent.live->generation 0): what the atfork handler does after fork(). */
+void agent_unseen_child(void);
+
 /* Enters the agent on this thread and returns the stream to record into, or NULL when the
  * event must not be recorded (recording off). A signal handler that interrupts the agent on
  * its own thread gets the thread's second stream; deeper nesting is counted as lost. */
 static inline struct stream *agent_enter(struct tstate **tp)
 {
     if (!__atomic_load_n(&agent.recording, __ATOMIC_RELAXED)) {
-        if (unlikely(agent.broken))
+        if (unlikely(agent.broken) && agent.live->generation)
             writer_lost(); /* counted in the header, which stays mapped */
         return NULL;
     }
@@ -137,6 +154,11 @@ static inline struct stream *agent_enter(struct tstate **tp)
     int g = t->guard;
     if (unlikely(t->internal))
         return NULL; /* the agent's own allocation */
+    if (unlikely(!agent.live->generation)) {
+        if (g)
+            return NULL;
+        agent_unseen_child(); /* before anything of this event is written */
+    }
     if (unlikely(g >= 2)) {
         writer_lost();
         return NULL;

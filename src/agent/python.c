@@ -36,6 +36,8 @@ AGENT_API int memscope__py_frame(uint32_t id, const char *file, const char *func
     struct tstate *t = &agent_tls;
     if (t->guard || t->internal)
         return -1;
+    if (unlikely(!agent.live->generation))
+        agent_unseen_child(); /* a cloned child's first record */
     t->guard = 1;
     struct stream *s = &t->s[0];
     s->nested = 0;
@@ -59,6 +61,8 @@ static void trace_event(uint32_t id)
     struct tstate *t = &agent_tls;
     if (!agent.recording || t->guard || t->internal)
         return;
+    if (unlikely(!agent.live->generation))
+        agent_unseen_child(); /* a cloned child's first record */
     t->guard = 1;
     struct stream *s = &t->s[0];
     s->nested = 0;

@@ -249,6 +249,7 @@ void writer_after_fork_child(void)
     agent.file_lock = 0;
     agent.next_serial = 0;
     agent.generation++;
+    __atomic_store_n(&agent.live->generation, agent.generation, __ATOMIC_RELEASE);
     if (agent.broken)
         return;
     int rc = writer_open();
@@ -263,7 +264,7 @@ void writer_thread_exit(struct tstate *t)
 {
     for (int i = 0; i < 2; i++) {
         struct stream *s = &t->s[i];
-        if (s->chunk && t->generation == agent.generation)
+        if (s->chunk && t->generation == agent.live->generation)
             sys_munmap(s->chunk, s->chunk_size);
         s->chunk = s->pos = s->end = NULL;
     }
@@ -344,6 +345,16 @@ uint8_t *writer_reserve_slow(struct tstate *t, struct stream *s, size_t n)
 {
     if (agent.broken || !agent.hdr)
         return NULL;
+    if (unlikely(!agent.live->generation)) {
+        /* a cloned child: the chunks are its parent's. Set up here only where no record is
+         * half made (agent_enter() does it for events; a stack or module record is the first
+         * part of an event, which already went through it). */
+        if (t->guard)
+            return NULL;
+        agent_unseen_child();
+        if (agent.broken || !agent.hdr)
+            return NULL;
+    }
     if (new_chunk(t, s, n) < 0) {
         writer_lost();
         return NULL;

@@ -63,7 +63,7 @@ void agent_say(const char *msg, const char *detail)
     memcpy(p, agent.dir, dl);
     p += dl;
     *p++ = '/';
-    p = put_dec(p, (unsigned long)getpid());
+    p = put_dec(p, agent.hdr ? (unsigned long)agent.hdr->pid : (unsigned long)getpid());
     memcpy(p, ".msg", 5);
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0) {
@@ -136,13 +136,51 @@ static int grow_file(int fd, uint64_t off, uint64_t size, int nested)
     return rc;
 }
 
+static size_t read_small(const char *path, char *buf, size_t cap);
+
+/* Parses the decimal number at s (0 when there is none). */
+static unsigned long get_dec(const char *s)
+{
+    unsigned long v = 0;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    for (; *s >= '0' && *s <= '9' && v < (1ul << 40); s++)
+        v = v * 10 + (unsigned long)(*s - '0');
+    return v;
+}
+
+/* This process's pid and its parent's as memscope run sees them. In a new pid namespace
+ * getpid() is the namespace's own number (1 for its first process, its parent 0), which
+ * collides with other processes of the run; /proc/self and the PPid of /proc/self/status count
+ * in the namespace of the /proc mount, memscope run's unless the program mounted its own. */
+static void own_pids(uint64_t *pid, uint64_t *ppid)
+{
+    *pid = (uint64_t)getpid();
+    *ppid = (uint64_t)getppid();
+    char buf[2048];
+    ssize_t n = readlink("/proc/self", buf, 31);
+    if (n <= 0)
+        return;
+    buf[n] = 0;
+    unsigned long outer = get_dec(buf);
+    if (!outer || outer == *pid)
+        return; /* the common case: one syscall */
+    *pid = outer;
+    size_t len = read_small("/proc/self/status", buf, sizeof buf - 1);
+    buf[len] = 0;
+    const char *pp = strstr(buf, "\nPPid:");
+    if (pp)
+        *ppid = get_dec(pp + 6);
+}
+
 int writer_open(void)
 {
     char path[4200];
     size_t dl = strlen(agent.dir);
     if (dl == 0 || dl > 4000)
         return -ENAMETOOLONG;
-    pid_t pid = getpid();
+    uint64_t pid, ppid;
+    own_pids(&pid, &ppid);
     int fd = -1;
     unsigned seq;
     for (seq = 0; seq < 10000; seq++) {
@@ -197,8 +235,8 @@ int writer_open(void)
     hdr->header_size = MS_TRACE_HEADER_SIZE;
     hdr->chunk_align = MS_TRACE_CHUNK_ALIGN;
     hdr->flags = agent.flags;
-    hdr->pid = (uint64_t)pid;
-    hdr->ppid = (uint64_t)getppid();
+    hdr->pid = pid;
+    hdr->ppid = ppid;
     hdr->start_mono_ns = agent_now();
     hdr->start_real_ns = real_now();
     hdr->max_depth = agent.depth;
@@ -393,5 +431,6 @@ void writer_process_record(void)
     uint8_t *w = writer_reserve(t, s, 1 + 3 * MS_VARINT_MAX + (size_t)el + cl);
     if (!w)
         return;
-    writer_commit(s, ms_enc_process(w, (uint64_t)getppid(), exe, (size_t)el, cmd, cl));
+    writer_commit(s, ms_enc_process(w, agent.hdr ? agent.hdr->ppid : (uint64_t)getppid(), exe,
+                                    (size_t)el, cmd, cl));
 }

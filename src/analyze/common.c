@@ -5,6 +5,7 @@
 
 #include "error.h"
 #include "grow.h"
+#include "store.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -93,6 +94,14 @@ int ms_analyze_open(const char *path, int writable, sqlite3 **db, char *err, siz
         sqlite3_close(*db);
         *db = NULL;
         return MS_EVERSION;
+    }
+    char why[200];
+    int rc = ms_store_check_sizes(*db, why, sizeof why);
+    if (rc) {
+        snprintf(err, errlen, "'%s': %s", path, why);
+        sqlite3_close(*db);
+        *db = NULL;
+        return rc;
     }
     return 0;
 }

@@ -239,9 +239,42 @@ int ms_store_check_version(sqlite3 *db, char *err, size_t errlen)
     return rc;
 }
 
+static int has_column(sqlite3 *db, const char *table, const char *col);
+
+int ms_store_check_sizes(sqlite3 *db, char *err, size_t errlen)
+{
+    static const char *const cols[][2] = {
+        {"events", "size"},           {"blocks", "size"},
+        {"process_stats", "alloc_bytes"}, {"process_stats", "peak_bytes"},
+        {"process_stats", "live_bytes"},  {"site_stats", "alloc_bytes"},
+        {"site_stats", "temporary_bytes"}, {"site_stats", "live_bytes"},
+        {"live_samples", "live_bytes"},   {"step_live", "live_bytes"},
+        {"decompose_live", "live_bytes"}, {"owner_peaks", "peak_bytes"},
+    };
+    int rc = 0;
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0] && rc == 0; i++) {
+        if (!has_column(db, cols[i][0], cols[i][1]))
+            continue; /* an older memscope's database, or a table this run has not */
+        char sql[160];
+        snprintf(sql, sizeof sql, "SELECT \"%s\" FROM \"%s\" WHERE \"%s\" < 0 LIMIT 1",
+                 cols[i][1], cols[i][0], cols[i][1]);
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+            continue;
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            snprintf(err, errlen, "damaged database: %s.%s holds a negative size (%lld)",
+                     cols[i][0], cols[i][1], (long long)sqlite3_column_int64(st, 0));
+            rc = MS_EFORMAT;
+        }
+        sqlite3_finalize(st);
+    }
+    return rc;
+}
+
 static int check_version(struct exp *e)
 {
-    return ms_store_check_version(e->db, e->err, e->errlen);
+    int rc = ms_store_check_version(e->db, e->err, e->errlen);
+    return rc ? rc : ms_store_check_sizes(e->db, e->err, e->errlen);
 }
 
 static const char *str_at(char **a, size_t n, int64_t id)

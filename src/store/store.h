@@ -107,6 +107,11 @@ int ms_dump_is_table(sqlite3 *db);
  * code with the reason in err. */
 int ms_store_check_version(sqlite3 *db, char *err, size_t errlen);
 
+/* 0 when no size or byte count of db is negative (a damaged or forged database: every reader
+ * refuses it rather than print negative memory), else MS_EFORMAT with the table, the column and
+ * the value in err. One scan of events and blocks in a full database (0.24 s per 4M events). */
+int ms_store_check_sizes(sqlite3 *db, char *err, size_t errlen);
+
 /* Writes the pools of the database at db_path to out as a PyTorch memory snapshot, pickled
  * (torch_export.c; docs/snapshot.md). MS_ENOTFOUND: the run has no pool. Returns 0 or a
  * negative code with a reason in err. */

@@ -659,7 +659,8 @@ int ms_store_export_torch(const char *db_path, FILE *out, char *err, size_t errl
     int rc = 0;
     if (sqlite3_open_v2(db_path, &e->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
         rc = fail(e, MS_EIO, "cannot open %s: %s", db_path, sqlite3_errmsg(e->db));
-    if (rc == 0 && (rc = ms_store_check_version(e->db, err, errlen)) == 0) {
+    if (rc == 0 && (rc = ms_store_check_version(e->db, err, errlen)) == 0 &&
+        (rc = ms_store_check_sizes(e->db, err, errlen)) == 0) {
         sqlite3_stmt *st;
         if (sqlite3_prepare_v2(e->db, "SELECT 1 FROM meta WHERE key = 'source' AND value = "
                                       "'pytorch_snapshot'", -1, &st, NULL) == SQLITE_OK) {

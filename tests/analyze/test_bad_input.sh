@@ -56,6 +56,21 @@ kill %1 2>/dev/null; wait 2>/dev/null
 cp "$DB" "$TMP/v0.db"
 sqlite3 "$TMP/v0.db" "UPDATE meta SET value = '0' WHERE key = 'format_version'"
 expect version0 1 "is not a memscope database" analyze peak "$TMP/v0.db"
+# Negative sizes (a damaged or forged database, issue 24 item 12): refused by every reader, not
+# printed as negative memory; the default (compact) output and the full one alike.
+for fmt in db compact; do
+    ms "neg_$fmt" run --format=$fmt -q -o "$TMP/neg_$fmt.db" -- "$PROGS/an_peak"
+    sqlite3 "$TMP/neg_$fmt.db" "UPDATE blocks SET size = -size WHERE rowid = (SELECT min(rowid)
+                                FROM blocks)"
+    for k in leaks peak; do
+        expect "neg_${fmt}_$k" 1 "damaged database: blocks.size holds a negative size \(-[0-9]+\)" \
+            analyze "$k" "$TMP/neg_$fmt.db"
+    done
+done
+sqlite3 "$TMP/neg_db.db" "UPDATE blocks SET size = -size; UPDATE events SET size = -size"
+expect neg_csv 1 "damaged database: events.size holds a negative size" \
+    export "$TMP/neg_db.db" --format=csv -o "$TMP/neg.csv"
+assert_eq "neg_csv: no output file" no "$([ -e "$TMP/neg.csv" ] && echo yes || echo no)"
 
 # -o with an unknown analysis leaves no file behind.
 ms no_file analyze bogus "$DB" -o "$TMP/report.txt"

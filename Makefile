@@ -1,6 +1,7 @@
 # Makefile: a thin wrapper over CMake. `make` builds, `make example` runs the bundled example,
 # `make check` runs the whole test suite (a -Werror build, an ASan+UBSan build of everything
-# but the agent, and a libFuzzer build running each fuzz target for a bounded time).
+# but the agent with allocation-failure injection, and a libFuzzer build running each fuzz
+# target for a bounded time).
 JOBS ?= $(shell nproc)
 BUILD ?= build
 
@@ -28,7 +29,8 @@ check-werror:
 	cd build-werror && ctest --output-on-failure -j$(JOBS)
 
 check-asan:
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMEMSCOPE_SANITIZE=ON -DMEMSCOPE_WERROR=ON >/dev/null
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMEMSCOPE_SANITIZE=ON -DMEMSCOPE_WERROR=ON \
+	  -DMEMSCOPE_FAIL_ALLOC=ON >/dev/null
 	cmake --build build-asan -j$(JOBS)
 	cd build-asan && ctest --output-on-failure -j$(JOBS) -LE no-asan
 

@@ -2,10 +2,12 @@
  * commands[] table; a first argument that is an option or a program (msMemScope's form,
  * `memscope [options] prog args`) means `run`. */
 #include "cli.h"
+#include "error.h"
 
 #include "version.h"
 
 #include <dirent.h>
+#include <sqlite3.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -106,9 +108,24 @@ static int run_command(int argc, char **argv);
 
 /* Everything memscope printed on stdout must have reached it (a full disk, /dev/full): else the
  * command fails, even --help and --version. */
+/* SQLite's log: it reports every allocation that failed, which a query may have hidden. */
+static void sqlite_log(void *arg, int code, const char *msg)
+{
+    (void)arg;
+    (void)msg;
+    if ((code & 0xff) == SQLITE_NOMEM)
+        ms_oom_note();
+}
+
 int main(int argc, char **argv)
 {
+    sqlite3_config(SQLITE_CONFIG_LOG, sqlite_log, NULL);
     int rc = run_command(argc, argv);
+    if (rc == 0 && ms_oom_seen()) { /* an answer printed after a failed allocation */
+        fprintf(stderr, "memscope: out of memory (an allocation failed): the output above may be "
+                        "incomplete\n");
+        rc = 1;
+    }
     if (fflush(stdout) != 0 || ferror(stdout)) {
         if (rc == 0)
             fprintf(stderr, "memscope: cannot write to stdout: %s\n", strerror(errno));

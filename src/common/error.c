@@ -23,3 +23,15 @@ const char *ms_strerror(int code)
         return strerror(-code);
     return "unknown error";
 }
+
+static volatile int oom_seen;
+
+void ms_oom_note(void)
+{
+    oom_seen = 1;
+}
+
+int ms_oom_seen(void)
+{
+    return oom_seen;
+}

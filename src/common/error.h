@@ -23,4 +23,11 @@ enum {
 /* Returns a static English message for code (an MS_E* value or a negative errno). */
 const char *ms_strerror(int code);
 
+/* An allocation failed where a caller may have taken the failure for "not there": SQLite reports
+ * each failed allocation through its log (the CLI's callback calls ms_oom_note), after which a
+ * query can look empty. A command that saw one never commits an output (ms_output_commit, the
+ * conversion's and the snapshot import's renames) and fails with MS_ENOMEM. */
+void ms_oom_note(void);
+int ms_oom_seen(void);
+
 #endif

@@ -1,6 +1,7 @@
 /* files.c: creating and replacing files safely (files.h). Used by the conversion, the packer,
  * exports and reports; the agent has its own few lines (it links nothing). */
 #include "files.h"
+#include "error.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,6 +57,8 @@ int ms_output_commit(struct ms_output *o)
     if (o->fd >= 0 && close(o->fd) < 0)
         rc = -errno;
     o->fd = -1;
+    if (rc == 0 && ms_oom_seen())
+        rc = MS_ENOMEM; /* what was written may miss what a failed allocation hid */
     if (rc == 0 && o->tmp[0] && rename(o->tmp, o->path) < 0)
         rc = -errno;
     if (rc < 0)

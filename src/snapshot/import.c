@@ -487,7 +487,7 @@ static int write_events(struct imp *m, int64_t *thread_of_dev_first, int64_t nde
                 n += snprintf(attr + n, sizeof attr - (size_t)n,
                               ",\"state\":\"active_pending_free\"");
             snprintf(attr + n, sizeof attr - (size_t)n, "}");
-            sqlite3_bind_text(ev, 11, attr, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_text(ev, 11, attr, -1, SQLITE_STATIC);
         } else {
             sqlite3_bind_null(ev, 11);
         }
@@ -557,7 +557,7 @@ static int write_marks(struct imp *m)
         else
             sqlite3_bind_null(mk, 1);
         sqlite3_bind_int64(mk, 2, a->device);
-        sqlite3_bind_text(mk, 3, kind, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(mk, 3, kind, -1, SQLITE_STATIC);
         sqlite3_bind_text(mk, 4, a->name.p, (int)a->name.n, SQLITE_STATIC);
         sqlite3_bind_null(mk, 5);
         sqlite3_bind_null(mk, 6);
@@ -703,6 +703,10 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path,
         goto out;
     }
     m.db = NULL;
+    if (ms_oom_seen()) {
+        rc = ierr(&m, MS_ENOMEM, "out of memory while importing (an allocation failed)");
+        goto out;
+    }
     if (rename(tmp, db_path) < 0) {
         rc = ierr(&m, MS_EIO, "cannot rename %s to %s", tmp, db_path);
         goto out;

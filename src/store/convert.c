@@ -1192,11 +1192,13 @@ static int write_processes(struct conv *c)
     return rc;
 }
 
+/* Text is bound SQLITE_STATIC here and wherever the step follows at once, the buffer still
+ * live: a copy (SQLITE_TRANSIENT) allocates, and a bind that fails leaves NULL silently. */
 static int put_meta(struct conv *c, sqlite3_stmt *st, const char *key, const char *value)
 {
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     if (value)
-        sqlite3_bind_text(st, 2, value, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
     else
         sqlite3_bind_null(st, 2);
     return conv__step_reset(c, st, "insert meta");
@@ -1548,6 +1550,8 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
     const char *tmp = c.tmp_path;
     c.tmp_path = NULL;
     conv_release(&c); /* closes the database */
+    if (rc == 0 && ms_oom_seen())
+        rc = conv__fail(&c, MS_ENOMEM, "out of memory while converting (an allocation failed)");
     if (rc == 0 && tmp && rename(tmp, o->db_path) < 0)
         rc = conv__fail(&c, -errno, "cannot rename %s to %s: %s", tmp, o->db_path, strerror(errno));
     if (rc < 0 && tmp)

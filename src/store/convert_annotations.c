@@ -207,7 +207,7 @@ static int apply_tag(struct conv *c, struct proc *p, const char *m, size_t n)
         return conv__oom(c, "owners");
     if (is_new) {
         sqlite3_bind_int64(c->ins_owner, 1, id);
-        sqlite3_bind_text(c->ins_owner, 2, buf, (int)len, SQLITE_TRANSIENT);
+        sqlite3_bind_text(c->ins_owner, 2, buf, (int)len, SQLITE_STATIC);
         int rc = conv__step_reset(c, c->ins_owner, "insert owner");
         if (rc < 0)
             return rc;
@@ -232,7 +232,7 @@ static int pytrace_write(struct conv *c, struct thread *t, int64_t end_ns)
     else
         snprintf(info, sizeof info, "?? (frame %u)", pc->frame);
     sqlite3_stmt *st = c->ins_pytrace;
-    sqlite3_bind_text(st, 1, info, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 1, info, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, pc->start_ns);
     sqlite3_bind_int64(st, 3, end_ns);
     sqlite3_bind_int64(st, 4, t->tid);
@@ -454,8 +454,8 @@ int conv__write_annotations(struct conv *c)
             snprintf(name, sizeof name, "pool:%s%s", c->pools[i], k ? ":reserved" : "");
             snprintf(type, sizeof type, "%s%s", c->pools[i], k ? "_RESERVED" : "");
             sqlite3_bind_int64(ly, 1, layer + k);
-            sqlite3_bind_text(ly, 2, name, -1, SQLITE_TRANSIENT);
-            sqlite3_bind_text(ly, 3, type, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_text(ly, 2, name, -1, SQLITE_STATIC);
+            sqlite3_bind_text(ly, 3, type, -1, SQLITE_STATIC);
             rc = conv__step_reset(c, ly, "insert layer");
         }
     }

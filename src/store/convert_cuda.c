@@ -554,12 +554,12 @@ int conv__write_cuda_layers(struct conv *c)
         snprintf(dev, sizeof dev, "%zu", d);
         snprintf(name, sizeof name, "%s:%s", kinds[k][0], d == MS_CUDA_NODEV ? "?" : dev);
         sqlite3_bind_int64(ly, 1, MS_LAYER_CUDA0 + (int64_t)i);
-        sqlite3_bind_text(ly, 2, name, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ly, 2, name, -1, SQLITE_STATIC);
         sqlite3_bind_text(ly, 3, kinds[k][1], -1, SQLITE_STATIC);
         if (d == MS_CUDA_NODEV)
             sqlite3_bind_null(ly, 4);
         else
-            sqlite3_bind_text(ly, 4, dev, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_text(ly, 4, dev, -1, SQLITE_STATIC);
         rc = conv__step_reset(c, ly, "insert layer");
     }
     sqlite3_finalize(ly);
@@ -574,7 +574,7 @@ int conv__write_cuda_layers(struct conv *c)
         char name[32];
         snprintf(name, sizeof name, d == MS_CUDA_NODEV ? "PTA:?" : "PTA:%zu", d);
         sqlite3_bind_int64(pl, 1, (int64_t)++id);
-        sqlite3_bind_text(pl, 2, name, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(pl, 2, name, -1, SQLITE_STATIC);
         sqlite3_bind_int64(pl, 3, MS_LAYER_CUDA0 + (int64_t)(base + MS_CUDA_L_PTA));
         sqlite3_bind_int64(pl, 4, MS_LAYER_CUDA0 + (int64_t)(base + MS_CUDA_L_PTA_SEG));
         rc = conv__step_reset(c, pl, "insert pool");

@@ -173,6 +173,10 @@ int ms_store_expand(const char *compact_path, const char *db_path, int dump,
             rc = carry_over(tmp, compact_path, err, errlen);
             if (rc == 0 && dump) /* from the carried-over stacks and findings */
                 rc = ms_dump_create_file(tmp, err, errlen);
+            if (rc == 0 && ms_oom_seen()) {
+                rc = MS_ENOMEM;
+                snprintf(err, errlen, "out of memory while expanding %s", compact_path);
+            }
             if (rc == 0 && rename(tmp, db_path) < 0) {
                 rc = -errno;
                 snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, db_path,

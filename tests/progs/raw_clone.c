@@ -12,7 +12,6 @@
  * then allocates and frees 200 x 40007 (records that land where the child's would have, in a
  * shared trace chunk). PIDFILE receives "PARENT CHILD\n". Exit status 0 when the child exited
  * 0. */
-#define _GNU_SOURCE
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>

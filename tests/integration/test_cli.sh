@@ -105,4 +105,13 @@ assert_match "-o dir/: one slash in the database's path" \
 out=$("$MEMSCOPE" run --format=db -o "$TMP/two.db" -- /bin/sh -c "'$PROGS/live_at_exit'; '$PROGS/live_at_exit'" 2>&1 >/dev/null)
 assert_eq "summary: the leak site of two processes is one line, naming them" "1" \
     "$(printf '%s\n' "$out" | grep -c 'ms_progs_leak_site (.*live_at_exit.c:[0-9]*)  (2 processes)')"
+# Exit status rows of docs/cli.md not checked elsewhere: a program that cannot be started is
+# 127; a conversion that fails after a program that exited 0 is 1.
+"$MEMSCOPE" run -o "$TMP/none.db" -- "$TMP/no-such-program" >/dev/null 2>"$TMP/none.err"
+assert_eq "a program that cannot be started: status 127" 127 "$?"
+assert_match "... says why" "cannot run '.*no-such-program': No such file" "$(cat "$TMP/none.err")"
+MEMSCOPE_FAULT_CONVERT=1 "$MEMSCOPE" run -o "$TMP/fault.db" -- "$PROGS/alloc_funcs" \
+    >/dev/null 2>"$TMP/fault.err"
+assert_eq "a failed conversion after a program that exited 0: status 1" 1 "$?"
+rm -rf "$TMP"/.memscope-trace-* 2>/dev/null
 done_testing

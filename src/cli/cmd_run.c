@@ -769,6 +769,15 @@ int cmd_run(int argc, char **argv)
             rmdir(base_dir);
         return status;
     }
+    struct stat tst;
+    if (rc < 0 && lstat(trace_dir, &tst) != 0) {
+        /* removed while the program ran (a program that cleans its output directory) */
+        int out_gone = lstat(out_dir, &tst) != 0;
+        error("cannot write the database: the trace directory %s was removed while the program "
+              "ran%s%s; nothing recorded remains", trace_dir,
+              out_gone ? ", and the output directory " : "", out_gone ? out_dir : "");
+        return status ? status : 1;
+    }
     if (rc < 0) {
         error("cannot write the database: %s; the raw traces are kept in %s", err, trace_dir);
         return status ? status : 1;

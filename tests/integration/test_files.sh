@@ -87,4 +87,14 @@ assert_match "import with a FIFO among the traces: done, and it says what it ski
 out=$(timeout 20 "$MEMSCOPE" pack "$TMP/fifo" 2>&1; echo "rc=$?")
 assert_match "pack with a FIFO among the traces: done, and it says what it skipped" \
     "99999.0.mst: not a regular file; skipped.*rc=0" "${out//$'\n'/ }"
+# A program that deletes the output directory it runs into (issue 24 item 12): memscope says
+# what is gone instead of naming a trace directory that no longer exists as kept.
+mkdir -p "$TMP/gone"
+"$MEMSCOPE" run -o "$TMP/gone/sub/x.db" -- /bin/sh -c "rm -rf '$TMP/gone/sub'" >/dev/null \
+    2>"$TMP/gone.err" </dev/null
+assert_eq "output directory removed by the program: status 1" 1 "$?"
+assert_match "... says the traces and the output directory are gone" \
+    "trace directory .*/gone/sub/\.memscope-trace-[^ ]* was removed while the program ran, and the output directory .*/gone/sub; nothing recorded remains" \
+    "$(cat "$TMP/gone.err")"
+assert_eq "... and does not claim them kept" "" "$(grep 'kept in' "$TMP/gone.err")"
 done_testing

@@ -41,6 +41,7 @@ static struct {
     void *(*mmap64)(void *, size_t, int, int, int, off_t);
     int (*munmap)(void *, size_t);
     void *(*mremap)(void *, size_t, size_t, int, ...);
+    int (*dlclose)(void *);
 } real;
 
 /* Bootstrap pool for allocations made while dlsym runs. */
@@ -84,6 +85,7 @@ static void resolve(void)
     R(mmap64);
     R(munmap);
     R(mremap);
+    R(dlclose);
     R(free);
 #undef R
     resolving = 0;
@@ -463,6 +465,23 @@ AGENT_API int munmap(void *addr, size_t len)
     if (agent_active())
         record_free(MS_REC_MUNMAP, addr, len, agent_now());
     return real.munmap(addr, len);
+}
+
+/* A closed library's code is gone: its unwind tables, and the stacks through it, must not be
+ * taken for those of a library loaded at its address later (stacks.c). dlclose, unlike
+ * dlopen, does not depend on who calls it, so interposing it changes nothing for the program. */
+AGENT_API int dlclose(void *handle)
+{
+    if (!real.dlclose)
+        resolve();
+    int rc = real.dlclose ? real.dlclose(handle) : -1;
+    if (rc == 0 && agent.initialized && !agent.broken) {
+        struct tstate *t = &agent_tls;
+        t->internal++;
+        modules_after_dlclose();
+        t->internal--;
+    }
+    return rc;
 }
 
 AGENT_API void *mremap(void *old, size_t oldlen, size_t len, int flags, ...)

@@ -201,6 +201,9 @@ void stacks_reset_after_fork(void);
  * writing STACK and MODULE records for what is new. */
 uint32_t stacks_capture(struct tstate *t, struct stream *s, void *fp);
 void modules_scan(struct tstate *t, struct stream *s);
+/* After a dlclose: forgets the modules no longer loaded (and, when stacks went through them,
+ * every stack id, so that the same addresses in a library loaded there later are new stacks). */
+void modules_after_dlclose(void);
 /* The id of the stack pcs[0..n) (return addresses, innermost first), adding it when new. */
 uint32_t stacks_intern(struct tstate *t, struct stream *s, const uint64_t *pcs, unsigned n);
 
@@ -335,6 +338,11 @@ struct dl_phdr_info;
 int unwind_init(void);
 void unwind_add_module(const struct dl_phdr_info *info, uintptr_t lo, uintptr_t hi);
 void unwind_forget(void);
+/* Forgets the module at [lo, hi) (closed: its .eh_frame is gone). */
+void unwind_remove_module(uintptr_t lo, uintptr_t hi);
+/* Whether the walk that used memo last ended at last_pc, in no known module, and no module scan
+ * was made for that pc yet (then it counts as made: a library loaded since may hold it). */
+int unwind_should_rescan(struct unwind_memo *m, uintptr_t last_pc);
 unsigned unwind_cfi(void *fp0, uintptr_t lo, uintptr_t hi, uint64_t *pcs, unsigned max,
                     struct unwind_memo *memo, uint64_t *hash);
 /* The calling thread's walk memo (mapped on first use; NULL when it cannot be), and its

@@ -44,6 +44,7 @@ static uint32_t stab_gen = 1; /* bumped when the table is emptied (a forked chil
  * Guarded by mod_lock; touched only when a new stack appears. */
 static struct module_range {
     uintptr_t lo, hi;
+    int used; /* a stack has a pc in it (mods[] only) */
 } mods[MAX_MODULES];
 static unsigned nmods;
 static int mod_lock;
@@ -135,7 +136,30 @@ static int parse_range(const char *s, const char *end, uintptr_t *lo, uintptr_t 
  * pthread_getattr_np reallocs, and an allocator that maps memory under its own lock, jemalloc,
  * would deadlock when its mmap is recorded). The file is open only while it is read; it takes
  * the lowest free descriptor for that moment (docs/ARCHITECTURE.md). 1 when found. */
+static int mapping_path_of(uintptr_t a, uintptr_t *lo, uintptr_t *hi, char *path, size_t len);
+
 static int mapping_of(uintptr_t a, uintptr_t *lo, uintptr_t *hi)
+{
+    return mapping_path_of(a, lo, hi, NULL, 0);
+}
+
+/* Copies the path of the /proc/self/maps line [s, end) (after five fields) into path. */
+static void line_path(const char *s, const char *end, char *path, size_t len)
+{
+    for (int field = 0; field < 5 && s < end; field++) {
+        while (s < end && *s != ' ')
+            s++;
+        while (s < end && *s == ' ')
+            s++;
+    }
+    size_t n = (size_t)(end - s) < len - 1 ? (size_t)(end - s) : len - 1;
+    memcpy(path, s, n);
+    path[n] = 0;
+}
+
+/* mapping_of(), with the mapping's file path into path (len bytes; "" when anonymous) when
+ * path is not NULL. */
+static int mapping_path_of(uintptr_t a, uintptr_t *lo, uintptr_t *hi, char *path, size_t len)
 {
     int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -157,6 +181,8 @@ static int mapping_of(uintptr_t a, uintptr_t *lo, uintptr_t *hi)
                 *lo = l;
                 *hi = h;
                 found = 1;
+                if (path && len)
+                    line_path(buf + start, buf + i, path, len);
             }
             start = i + 1;
         }
@@ -249,11 +275,14 @@ static int module_known(uintptr_t lo, uintptr_t hi)
     return 0;
 }
 
+/* Whether pc is in a known module (under mod_lock), which then counts as used by a stack. */
 static int covered(uintptr_t pc)
 {
     for (unsigned i = 0; i < nmods; i++)
-        if (pc >= mods[i].lo && pc < mods[i].hi)
+        if (pc >= mods[i].lo && pc < mods[i].hi) {
+            mods[i].used = 1;
             return 1;
+        }
     return 0;
 }
 
@@ -283,6 +312,13 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
     const char *name = info->dlpi_name;
     if (!name || !*name)
         name = exe_path;
+    /* dlopen("./libx.so"), or a relative LD_LIBRARY_PATH entry: the path the loader was given,
+     * relative to a directory the converter does not know. The kernel's is absolute. */
+    static char abs_path[MS_TRACE_MAX_PATH]; /* under mod_lock */
+    uintptr_t ml, mh;
+    if (name[0] != '/' && mapping_path_of(lo, &ml, &mh, abs_path, sizeof abs_path) &&
+        abs_path[0] == '/')
+        name = abs_path;
     size_t len = strnlen(name, MS_TRACE_MAX_PATH);
     if (nofp_library(name, len) && nnofp < MAX_NOFP) {
         nofp[nnofp].lo = lo;
@@ -295,8 +331,80 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
     writer_commit(ctx->s, ms_enc_module(w, info->dlpi_addr, lo, hi, name, len));
     mods[nmods].lo = lo;
     mods[nmods].hi = hi;
+    mods[nmods].used = 0;
     nmods++;
     return 0;
+}
+
+static int read_adds(struct dl_phdr_info *info, size_t size, void *arg);
+
+static unsigned char seen[MAX_MODULES]; /* modules_after_dlclose()'s marks, under mod_lock */
+
+static int mark_loaded(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        lo = a < lo ? a : lo;
+        hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+    }
+    for (unsigned i = 0; i < nmods; i++)
+        if (mods[i].lo == lo && mods[i].hi == hi)
+            seen[i] = 1;
+    return 0;
+}
+
+void modules_after_dlclose(void)
+{
+    spin_lock(&mod_lock);
+    memset(seen, 0, nmods);
+    dl_iterate_phdr(mark_loaded, NULL);
+    unsigned j = 0;
+    int stale = 0;
+    for (unsigned i = 0; i < nmods; i++) {
+        if (seen[i]) {
+            mods[j++] = mods[i];
+            continue;
+        }
+        unwind_remove_module(mods[i].lo, mods[i].hi);
+        stale |= mods[i].used;
+    }
+    nmods = j;
+    mod_adds = ~0ull; /* whatever is loaded next at its address is described anew */
+    spin_unlock(&mod_lock);
+    if (stale) {
+        /* Stacks with pcs in the closed library: the same pcs in another one loaded there
+         * must get new stack ids (described after its MODULE record), not these. Ids go on
+         * from next_id. */
+        madvise(stab, (size_t)STAB_SIZE * sizeof(uint64_t), MADV_DONTNEED);
+        madvise(stab_id, (size_t)STAB_SIZE * sizeof(uint32_t), MADV_DONTNEED);
+        __atomic_add_fetch(&stab_gen, 1, __ATOMIC_RELEASE);
+    }
+}
+
+/* After a walk that ended at a pc in no known module: describes what was loaded since the last
+ * scan (a library just opened, whose constructor allocates before anything else of it ran).
+ * 1 when modules were added. */
+static int rescan_new(struct tstate *t, struct stream *s)
+{
+    struct scan_ctx ctx = {t, s};
+    if (!spin_trylock(&mod_lock))
+        return 0;
+    unsigned before = nmods;
+    unsigned long long adds = 0;
+    dl_iterate_phdr(read_adds, &adds);
+    if (adds != mod_adds) {
+        dl_iterate_phdr(scan_one, &ctx);
+        mod_adds = adds;
+    }
+    int added = nmods != before;
+    spin_unlock(&mod_lock);
+    return added;
 }
 
 static int read_adds(struct dl_phdr_info *info, size_t size, void *arg)
@@ -331,8 +439,8 @@ static void check_modules(struct tstate *t, struct stream *s, const uint64_t *pc
         spin_lock(&mod_lock);
     }
     int missing = 0;
-    for (unsigned i = 0; i < n && !missing; i++)
-        missing = !covered(pcs[i]);
+    for (unsigned i = 0; i < n; i++)
+        missing |= !covered(pcs[i]);
     if (missing) {
         unsigned long long adds = 0;
         dl_iterate_phdr(read_adds, &adds);
@@ -403,8 +511,11 @@ static inline __attribute__((always_inline)) uint32_t capture(struct tstate *t, 
         if (!t->stack_hi)
             stack_bounds(t);
         uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-        n = unwind_cfi(fp, sp > t->stack_lo ? sp : t->stack_lo, t->stack_hi, pcs, agent.depth,
-                       s->nested ? NULL : unwind_memo(t), &h);
+        struct unwind_memo *memo = s->nested ? NULL : unwind_memo(t);
+        uintptr_t lo = sp > t->stack_lo ? sp : t->stack_lo;
+        n = unwind_cfi(fp, lo, t->stack_hi, pcs, agent.depth, memo, &h);
+        if (n < agent.depth && unwind_should_rescan(memo, pcs[n - 1]) && rescan_new(t, s))
+            n = unwind_cfi(fp, lo, t->stack_hi, pcs, agent.depth, memo, &h);
     } else {
         n = unwind(t, fp, pcs, agent.depth, &h);
     }

@@ -38,6 +38,12 @@ struct cfi_module {
 
 static struct cfi_module cmods[MAX_CFI_MODULES];
 static unsigned ncmods; /* published with release: entries below it are complete */
+/* A sequence count around changes of cmods (odd while one is made; writers hold stacks.c's
+ * module lock): a reader copies the entry it needs and tries again when the count moved, so a
+ * library closed meanwhile (its entry removed, the array compacted) is never read half. */
+static unsigned cmods_seq;
+/* Bumped whenever the modules change: the threads' own rule caches (memo, local) start over. */
+static unsigned rules_gen = 1;
 
 /* A frame's rule, packed into 64 bits for the cache. */
 enum {
@@ -82,11 +88,22 @@ struct unwind_memo {
         uint64_t rule;
     } local[1u << LOCAL_BITS];
     struct unwind_ids ids; /* stacks.c's per-thread stack ids */
+    unsigned gen;          /* rules_gen its rules were taken under */
+    int unknown;           /* the last walk ended at a pc in no known module */
+    uintptr_t checked;     /* the last such pc a module scan was made for */
 };
 
 /* t->memo of a thread whose exit hook released it: allocations made by later destructors of
  * that thread walk without a memo instead of mapping one that nothing would release. */
 #define MEMO_GONE ((struct unwind_memo *)1)
+
+int unwind_should_rescan(struct unwind_memo *m, uintptr_t last_pc)
+{
+    if (!m || !m->unknown || m->checked == last_pc)
+        return 0;
+    m->checked = last_pc; /* once per such pc: code outside every module (JIT) stays so */
+    return 1;
+}
 
 struct unwind_memo *unwind_memo(struct tstate *t)
 {
@@ -129,8 +146,22 @@ int unwind_init(void)
 /* Drops every cached rule (modules changed). A reader racing with it may miss once. */
 void unwind_forget(void)
 {
+    __atomic_add_fetch(&rules_gen, 1, __ATOMIC_RELEASE);
     if (cache && __atomic_exchange_n(&cache_used, 0, __ATOMIC_ACQ_REL))
         memset(cache, 0, (size_t)CACHE_SIZE * sizeof *cache);
+}
+
+void unwind_remove_module(uintptr_t lo, uintptr_t hi)
+{
+    unsigned n = __atomic_load_n(&ncmods, __ATOMIC_ACQUIRE), j = 0;
+    __atomic_add_fetch(&cmods_seq, 1, __ATOMIC_ACQ_REL); /* odd: readers wait or retry */
+    for (unsigned i = 0; i < n; i++)
+        if (!(cmods[i].lo == lo && cmods[i].hi == hi))
+            cmods[j++] = cmods[i];
+    __atomic_store_n(&ncmods, j, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&cmods_seq, 1, __ATOMIC_ACQ_REL);
+    if (j != n)
+        unwind_forget(); /* rules of its addresses are another library's from now on */
 }
 
 void unwind_add_module(const struct dl_phdr_info *info, uintptr_t lo, uintptr_t hi)
@@ -154,12 +185,14 @@ void unwind_add_module(const struct dl_phdr_info *info, uintptr_t lo, uintptr_t 
         memcpy(&count, h + 8, 4);
         if (count == 0 || (uint64_t)count * 8 + 12 > ph->p_memsz)
             return;
+        __atomic_add_fetch(&cmods_seq, 1, __ATOMIC_ACQ_REL);
         cmods[n].lo = lo;
         cmods[n].hi = hi;
         cmods[n].hdr = (uintptr_t)h;
         cmods[n].table = h + 12;
         cmods[n].count = count;
         __atomic_store_n(&ncmods, n + 1, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&cmods_seq, 1, __ATOMIC_ACQ_REL);
         unwind_forget(); /* addresses remembered as in no module may be in this one */
         return;
     }
@@ -482,22 +515,39 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, const struct cie *c, ui
     return 1;
 }
 
-static const struct cfi_module *module_of(uintptr_t pc)
+/* Copies the module holding pc into *out; 0 when there is none. A bounded number of tries
+ * while cmods changes: the change may be this very thread's, interrupted by a signal handler
+ * that allocates (the walk then ends at that frame). */
+static int module_of(uintptr_t pc, struct cfi_module *out)
 {
-    unsigned n = __atomic_load_n(&ncmods, __ATOMIC_ACQUIRE);
-    for (unsigned i = 0; i < n; i++)
-        if (pc >= cmods[i].lo && pc < cmods[i].hi)
-            return &cmods[i];
-    return NULL;
+    for (int tries = 0; tries < 1000; tries++) {
+        unsigned seq = __atomic_load_n(&cmods_seq, __ATOMIC_ACQUIRE);
+        if (seq & 1) {
+            __builtin_ia32_pause();
+            continue;
+        }
+        unsigned n = __atomic_load_n(&ncmods, __ATOMIC_ACQUIRE);
+        int found = 0;
+        for (unsigned i = 0; i < n && !found; i++)
+            if (pc >= cmods[i].lo && pc < cmods[i].hi) {
+                *out = cmods[i];
+                found = 1;
+            }
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&cmods_seq, __ATOMIC_RELAXED) == seq)
+            return found;
+    }
+    return 0;
 }
 
 /* The rule of the frame whose code is at pc (a return address minus one). 0: pc is in no
  * module known (not a frame at all). */
 static int find_rule(uintptr_t pc, struct rule *r)
 {
-    const struct cfi_module *m = module_of(pc);
-    if (!m)
+    struct cfi_module mod = {0};
+    if (!module_of(pc, &mod))
         return 0;
+    const struct cfi_module *m = &mod;
     r->cfa = CFA_STOP;
     r->cfa_off = 0;
     r->rbp_saved = 0;
@@ -654,6 +704,12 @@ unsigned unwind_cfi(void *fp0, uintptr_t lo, uintptr_t hi, uint64_t *pcs, unsign
     unsigned n = 0;
     uint64_t v;
     struct walk w = {0};
+    if (memo && memo->gen != __atomic_load_n(&rules_gen, __ATOMIC_ACQUIRE)) {
+        /* modules changed: what this thread remembers may be a closed library's */
+        memo->gen = __atomic_load_n(&rules_gen, __ATOMIC_ACQUIRE);
+        memo->n[0] = memo->n[1] = 0;
+        memset(memo->local, 0, sizeof memo->local);
+    }
     if (memo) {
         w.old = memo->f[memo->cur];
         w.nold = memo->n[memo->cur];
@@ -663,8 +719,15 @@ unsigned unwind_cfi(void *fp0, uintptr_t lo, uintptr_t hi, uint64_t *pcs, unsign
     pcs[n++] = pc;
     uint64_t h = hash_step(HASH_SEED, pc); /* hash_stack(), computed on the way */
     /* a return address: its call instruction, one byte before, is in the caller's frame */
-    if (!cache || rsp < lo || rsp >= hi || !R_KIND(v = frame_rule(&w, pc - 1, rsp)))
+    if (memo)
+        memo->unknown = 0;
+    if (!cache || rsp < lo || rsp >= hi)
         goto out;
+    if (!R_KIND(v = frame_rule(&w, pc - 1, rsp))) {
+        if (memo)
+            memo->unknown = 1;
+        goto out;
+    }
     while (n < max) {
         uintptr_t ra;
         int exact = 0; /* the interrupted pc of a signal frame is not a return address */
@@ -698,8 +761,13 @@ unsigned unwind_cfi(void *fp0, uintptr_t lo, uintptr_t hi, uint64_t *pcs, unsign
             break;
         }
         /* a return address into code of a known module, or the end: never a made-up frame */
-        if (ra < 4096 || !R_KIND(v = frame_rule(&w, exact ? ra : ra - 1, rsp)))
+        if (ra < 4096)
             break;
+        if (!R_KIND(v = frame_rule(&w, exact ? ra : ra - 1, rsp))) {
+            if (memo)
+                memo->unknown = 1; /* code of a library loaded since the last module scan? */
+            break;
+        }
         pc = ra;
         pcs[n++] = pc;
         h = hash_step(h, pc);

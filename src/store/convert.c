@@ -324,6 +324,7 @@ static int add_stack(struct conv *c, struct proc *p, const struct ms_record *r)
     struct stack_def *s = &c->stacks[c->nstacks];
     s->depth = r->depth;
     s->trace_id = r->stack_id;
+    s->epoch = p->mod_epoch;
     s->pcs = NULL;
     if (r->depth) {
         s->pcs = malloc(r->depth * sizeof *s->pcs);
@@ -429,8 +430,20 @@ static int add_module(struct conv *c, struct proc *p, const struct ms_record *r)
 {
     for (size_t i = 0; i < p->nmods; i++) /* the agent may report an object again */
         if (p->mods[i].lo == r->lo && p->mods[i].hi == r->hi && p->mods[i].bias == r->bias &&
-            strlen(p->mods[i].path) == r->len1 && !memcmp(p->mods[i].path, r->str1, r->len1))
+            p->mods[i].epoch_to == UINT32_MAX && strlen(p->mods[i].path) == r->len1 &&
+            !memcmp(p->mods[i].path, r->str1, r->len1))
             return 0;
+    int overlaps = 0; /* another library where a closed one was: a new epoch */
+    for (size_t i = 0; i < p->nmods; i++)
+        if (p->mods[i].epoch_to == UINT32_MAX && r->lo < p->mods[i].hi && p->mods[i].lo < r->hi)
+            overlaps = 1;
+    if (overlaps) {
+        p->mod_epoch++;
+        for (size_t i = 0; i < p->nmods; i++)
+            if (p->mods[i].epoch_to == UINT32_MAX && r->lo < p->mods[i].hi &&
+                p->mods[i].lo < r->hi)
+                p->mods[i].epoch_to = p->mod_epoch;
+    }
     if (p->nmods >= MAX_MODULES)
         return conv__oom(c, "modules");
     if (p->nmods == p->amods) {
@@ -448,6 +461,8 @@ static int add_module(struct conv *c, struct proc *p, const struct ms_record *r)
     m->bias = r->bias;
     m->lo = r->lo;
     m->hi = r->hi;
+    m->epoch_from = p->mod_epoch;
+    m->epoch_to = UINT32_MAX;
     p->nmods++;
     return 0;
 }

@@ -69,9 +69,13 @@ struct layer_state {
     size_t npeak_closed, apeak_closed;
 };
 
+/* A module of a process. A library loaded where a closed one was (dlclose, then dlopen) starts
+ * a new epoch of the process's modules: stacks read after its MODULE record (pass 1 order) are
+ * symbolized with the modules of their epoch, the older stacks with the closed library. */
 struct module {
     uint64_t bias, lo, hi;
     char *path;
+    uint32_t epoch_from, epoch_to; /* the epochs it belongs to: [from, to); to = UINT32_MAX */
 };
 
 /* One trace file = one traced process image. */
@@ -86,6 +90,7 @@ struct proc {
     size_t cmdlen;
     struct module *mods;
     size_t nmods, amods;
+    uint32_t mod_epoch; /* bumped by a module that overlaps a live one */
     struct ms_addrmap stack_ids; /* trace stack id -> database stack id */
     struct ms_addrmap pyframe_ids; /* trace Python frame id -> conv.pyframes index + 1 */
     struct ms_addrmap pystack_ids; /* trace stack id -> conv.pystacks index + 1 */
@@ -113,6 +118,7 @@ struct stack_def {
     uint64_t *pcs;
     uint32_t depth;
     uint32_t trace_id;  /* the id in its trace file (for its PYSTACK record) */
+    uint32_t epoch;     /* its process's module epoch when it was read (struct module) */
 };
 
 /* A Python code object described by a PYFRAME record. */

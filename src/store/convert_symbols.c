@@ -138,19 +138,48 @@ static int write_modules(struct conv *c, struct proc *p, struct ms_sym_module *o
     return rc;
 }
 
-int conv__symbolize_process(struct conv *c, struct proc *p)
+/* The symbolizer of the process's modules in epoch e (struct module). */
+static int epoch_symbolizer(struct conv *c, struct proc *p, const struct ms_sym_module *all,
+                            uint32_t e, struct ms_symbolizer *sym)
 {
     struct ms_sym_module *mods = calloc(p->nmods + 1, sizeof *mods);
     if (!mods)
         return conv__oom(c, "modules");
-    int rc = write_modules(c, p, mods);
-    struct ms_symbolizer sym;
-    if (rc == 0 && ms_symbolizer_init(&sym, c->o->symbolize ? &c->symcache : NULL, mods,
-                                      p->nmods) < 0)
-        rc = conv__oom(c, "symbolizer");
+    size_t n = 0;
+    for (size_t i = 0; i < p->nmods; i++)
+        if (p->mods[i].epoch_from <= e && e < p->mods[i].epoch_to)
+            mods[n++] = all[i];
+    int rc = ms_symbolizer_init(sym, c->o->symbolize ? &c->symcache : NULL, mods, n) < 0
+                 ? conv__oom(c, "symbolizer")
+                 : 0;
     free(mods);
-    if (rc < 0)
+    return rc;
+}
+
+/* Forgets the symbolized pcs (a new epoch's modules give them other names). */
+static void pcs_reset(struct ms_addrmap *pcs, struct pcinfo *info, size_t *ninfo)
+{
+    for (size_t i = 0; i < *ninfo; i++)
+        free(info[i].text);
+    *ninfo = 0;
+    ms_addrmap_release(pcs);
+    ms_addrmap_init(pcs, MAX_PCS_PER_PROCESS);
+}
+
+int conv__symbolize_process(struct conv *c, struct proc *p)
+{
+    struct ms_sym_module *all = calloc(p->nmods + 1, sizeof *all);
+    if (!all)
+        return conv__oom(c, "modules");
+    int rc = write_modules(c, p, all);
+    struct ms_symbolizer sym;
+    uint32_t epoch = p->stack_first < p->stack_end ? c->stacks[p->stack_first].epoch : 0;
+    if (rc == 0)
+        rc = epoch_symbolizer(c, p, all, epoch, &sym);
+    if (rc < 0) {
+        free(all);
         return rc;
+    }
 
     struct ms_addrmap pcs;       /* pc -> index in info */
     struct pcinfo *info = NULL;
@@ -163,6 +192,15 @@ int conv__symbolize_process(struct conv *c, struct proc *p)
             break;
         }
         struct stack_def *sd = &c->stacks[s];
+        if (sd->epoch != epoch) { /* a library loaded where a closed one was */
+            ms_symbolizer_release(&sym);
+            pcs_reset(&pcs, info, &ninfo);
+            epoch = sd->epoch;
+            if ((rc = epoch_symbolizer(c, p, all, epoch, &sym)) < 0) {
+                memset(&sym, 0, sizeof sym);
+                break;
+            }
+        }
         int64_t pos = 0;
         text.len = 0;
         if (text.p)
@@ -231,5 +269,6 @@ int conv__symbolize_process(struct conv *c, struct proc *p)
     free(pytext.p);
     ms_addrmap_release(&pcs);
     ms_symbolizer_release(&sym);
+    free(all);
     return rc;
 }

@@ -23,6 +23,14 @@ def _memscope_boot():
             memscope.torch._arm_cuda_history()
         except Exception as e:
             print("memscope: PyTorch's allocator history is off: %s" % e, file=sys.stderr)
+    # Every optimizer's step tags weights, gradients and optimizer state and ends a step
+    # (memscope.torch.optim), unless --step-on=none.
+    if os.environ.get("MEMSCOPE_TRACE_DIR"):
+        try:
+            import memscope.torch
+            memscope.torch._arm_optimizer()
+        except Exception as e:
+            print("memscope: owners and steps of optimizers are off: %s" % e, file=sys.stderr)
     if any(os.environ.get(v) for v in ("MEMSCOPE_EVENTS", "MEMSCOPE_LEVEL", "MEMSCOPE_WATCH")):
         try:
             import memscope.torch

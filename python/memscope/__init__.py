@@ -185,7 +185,12 @@ def _at_exit():
 
 
 def step():
-    """Ends step n and begins step n+1 (steps count from 1), like msmemscope.step()."""
+    """Ends step n and begins step n+1 (steps count from 1), like msmemscope.step(). Under
+    `memscope run` an optimizer ends steps by itself (memscope.torch.optim) until the program
+    calls this; a call right after such a step is that step, not another."""
+    optim = sys.modules.get("memscope.torch.optim")
+    if optim is not None and optim.user_step():
+        return
     _native.step()
 
 

@@ -48,6 +48,7 @@ struct run_options {
     int events_given;        /* --events was on the command line (passed to the Python layer) */
     const char *level;       /* --level: op, kernel (the Python layer's op events) */
     const char *watch;       /* --watch=start[:outid],end[,full-content] */
+    const char *step_on;     /* --step-on=auto|none|OPTIMIZER (the Python layer's steps) */
     const char *device;      /* --device=cpu,cuda,cuda:N (the agent's CUDA hooks) */
     int symbolize;
 };
@@ -83,6 +84,10 @@ static const char run_usage[] =
     "      --watch=START[:OUTID],END[,full-content]\n"
     "                           PyTorch: checksum the outputs of op START before and after\n"
     "                           every op until op END (docs/torch.md)\n"
+    "      --step-on=auto|none|NAME\n"
+    "                           PyTorch: which optimizer's step() ends a memscope step: the\n"
+    "                           first one that steps (auto), none, or the optimizer class\n"
+    "                           NAME (Adam); every optimizer's step tags its owners\n"
     "      --analysis=LIST      after the run, run these analyses (memscope analyze):\n"
     "                           leaks, peak, compare, inefficient, decompose, temporary,\n"
     "                           trend, fragmentation, oom[:K] (CUDA out-of-memory, K rows\n"
@@ -340,7 +345,7 @@ int cmd_run(int argc, char **argv)
     int stack_given = 0;
     int log_explicit = 0, quiet = 0, verbose = 0;
     enum { OPT_EVENTS = 256, OPT_STACK, OPT_FORMAT, OPT_LOG, OPT_COLLECT, OPT_NOFOLLOW, OPT_KEEP, OPT_NOSYM, OPT_UNWIND, OPT_ANALYSIS,
-           OPT_LEVEL, OPT_WATCH, OPT_NOPACK, OPT_DEVICE };
+           OPT_LEVEL, OPT_WATCH, OPT_NOPACK, OPT_DEVICE, OPT_STEPON };
     static const struct option longopts[] = {
         {"output-path", required_argument, NULL, 'o'},
         {"format", required_argument, NULL, OPT_FORMAT},
@@ -355,6 +360,7 @@ int cmd_run(int argc, char **argv)
         {"analysis", required_argument, NULL, OPT_ANALYSIS},
         {"level", required_argument, NULL, OPT_LEVEL},
         {"watch", required_argument, NULL, OPT_WATCH},
+        {"step-on", required_argument, NULL, OPT_STEPON},
         {"device", required_argument, NULL, OPT_DEVICE},
         {"no-symbols", no_argument, NULL, OPT_NOSYM},
         {"log-level", required_argument, NULL, OPT_LOG},
@@ -424,6 +430,17 @@ int cmd_run(int argc, char **argv)
             if (strlen(optarg) >= 512)
                 return usage_error("--watch: value too long");
             o.watch = optarg;
+            break;
+        }
+        case OPT_STEPON: {
+            int ok = *optarg && strlen(optarg) < 64;
+            for (const char *c = optarg; *c && ok; c++)
+                ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                     (*c >= '0' && *c <= '9') || *c == '_';
+            if (!ok)
+                return usage_error("--step-on: expected auto, none or an optimizer class name, "
+                                   "not '%s'", optarg);
+            o.step_on = optarg;
             break;
         }
         case OPT_COLLECT:
@@ -605,7 +622,7 @@ int cmd_run(int argc, char **argv)
     /* The child's environment additions (putenv keeps the pointers: static storage). */
     static char env_preload[PATH_MAX * 2 + 32], env_dir[PATH_MAX + 32], env_depth[48],
         env_deferred[32], env_nofollow[32], env_unwind[32], env_pydepth[48], env_events[160],
-        env_level[96], env_watch[600], env_outdir[PATH_MAX + 32];
+        env_level[96], env_watch[600], env_outdir[PATH_MAX + 32], env_stepon[96];
     const char *old_pre = getenv("LD_PRELOAD");
     snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s%s%s", agent_path,
              old_pre && *old_pre ? ":" : "", old_pre ? old_pre : "");
@@ -664,6 +681,10 @@ int cmd_run(int argc, char **argv)
     if (o.watch) {
         snprintf(env_watch, sizeof env_watch, "MEMSCOPE_WATCH=%s", o.watch);
         env_add[nenv++] = env_watch;
+    }
+    if (o.step_on) {
+        snprintf(env_stepon, sizeof env_stepon, "MEMSCOPE_STEP_ON=%s", o.step_on);
+        env_add[nenv++] = env_stepon;
     }
     /* NVTX ranges and marks reach the agent through NVTX's injection (docs/cuda.md), unless
      * the user named another injection library (Nsight): that one keeps them. */

@@ -114,37 +114,67 @@ def _start_now():
 
 
 class _TorchFinder:
-    """A meta-path finder that runs then() (default _start_now) right after `import torch`
-    finishes."""
+    """A meta-path finder that runs its callbacks right after `import torch` finishes. One for
+    all of them (after_torch): the first finder that answers for torch is the only one asked."""
 
-    def __init__(self, then=None):
-        self.then = then or _start_now
+    def __init__(self):
+        self.then = []
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname != "torch":
             return None
         sys.meta_path.remove(self)
+        global _finder
+        _finder = None
         import importlib.util
         spec = importlib.util.find_spec("torch")
         if spec is None or spec.loader is None:
             return spec
         orig = spec.loader.exec_module
+        then = self.then
 
         def exec_module(module):
             orig(module)
-            self.then()
+            for fn in then:
+                try:
+                    fn()
+                except Exception as e:   # never break the program's `import torch`
+                    print("memscope: %s is off: %s" % (getattr(fn, "__doc__", None) or
+                                                       "a PyTorch hook", e), file=sys.stderr)
         spec.loader.exec_module = exec_module
         return spec
+
+
+_finder = None
+
+
+def after_torch(fn):
+    """Runs fn() now if torch is imported, else right after the program imports it."""
+    global _finder
+    if "torch" in sys.modules:
+        fn()
+        return
+    if _finder is None:
+        _finder = _TorchFinder()
+        sys.meta_path.insert(0, _finder)
+    _finder.then.append(fn)
+
+
+def _arm_optimizer():
+    """Under `memscope run`: every optimizer's steps tag owners and end memscope steps
+    (memscope.torch.optim), from when the program imports torch."""
+    def go():
+        """owners and steps of optimizers"""
+        from . import optim
+        optim.install(auto=True)
+    after_torch(go)
 
 
 def _arm_cuda_history():
     """Under `memscope run` (CUDA devices recorded): PyTorch's allocator history starts when the
     program initializes CUDA (memscope.torch.cuda_history)."""
     from . import cuda_history
-    if "torch" in sys.modules:
-        cuda_history.arm()
-    else:
-        sys.meta_path.insert(0, _TorchFinder(cuda_history.arm))
+    after_torch(cuda_history.arm)
 
 
 def _autostart():
@@ -155,8 +185,5 @@ def _autostart():
     if _auto_done or not (feats or watch):
         return bool(feats or watch)
     _auto_done = True
-    if "torch" in sys.modules:
-        _start_now()
-    else:
-        sys.meta_path.insert(0, _TorchFinder())
+    after_torch(_start_now)
     return True

@@ -8,15 +8,17 @@ Stages and when they are logged (docs/torch.md):
   post_backward                the gradients of all its inputs that require grad and of all its
                                parameters (recursively) exist; a module with neither is not
                                logged in backward
-  pre_step / post_step         around optimizer.step() (module "optimizer")
+  pre_step / post_step         around optimizer.step() (module "optimizer"), through
+                               memscope.torch.optim: optimizer.step itself is not replaced
 torch 1.13 has no backward pre-hooks and its full backward hooks fire too early for modules
 whose inputs do not require grad, hence the tensor hooks.
 """
 import functools
+import weakref
 
 import torch
 
-from . import _backend, decompose, dispatch
+from . import _backend, decompose, dispatch, optim
 from .modlog import ModuleLog
 
 
@@ -31,6 +33,33 @@ def _step_package():
     except Exception:
         pass
     _backend.step()
+
+
+_guarded = weakref.WeakSet()   # root modules whose forward pops its owners when it raises
+
+
+def _guard(model):
+    """A forward that raises runs no forward hook: the owners its modules pushed would stay
+    on the thread's stack and label whatever is allocated next (PTA@activation@model@boom).
+    The model's class gets a __call__ that pops them when the call raises, for the models
+    install_hooks() hooked (torch 1.13 has no forward hook that runs on exceptions); the class,
+    not the instance, as torch's own profiler wraps optimizer classes."""
+    _guarded.add(model)
+    cls = type(model)
+    call = cls.__call__
+    if getattr(call, "_memscope_guard", False):
+        return
+
+    @functools.wraps(call)
+    def __call__(mod, *args, **kwargs):
+        try:
+            return call(mod, *args, **kwargs)
+        except BaseException:
+            if mod in _guarded:
+                decompose.unwind()
+            raise
+    __call__._memscope_guard = True
+    cls.__call__ = __call__
 
 
 class Hooks:
@@ -75,6 +104,8 @@ class Hooks:
                 dispatch.live.track(p)
             if self.owners:
                 decompose.tag_weights(params)
+            if self.owners:
+                _guard(model)
             for qn, m in mods:
                 self.handles.append(m.register_forward_pre_hook(functools.partial(self._pre, qn)))
                 self.handles.append(m.register_forward_hook(functools.partial(self._post, qn)))
@@ -83,9 +114,8 @@ class Hooks:
                 if p.requires_grad and id(p) not in seen:
                     seen.add(id(p))
                     self.handles.append(p.register_hook(functools.partial(self._pgrad, id(p))))
-        if optimizer is not None:
-            self._orig_step = optimizer.step
-            optimizer.step = self._step
+        if optimizer is not None:   # around its steps, without replacing optimizer.step
+            optim.listen(optimizer, self)
 
     # --- names
     def _label(self, qn):
@@ -159,29 +189,26 @@ class Hooks:
                 st[1].discard(pid)
                 self._done(qn, st)
 
-    # --- optimizer
-    def _step(self, *args, **kwargs):
-        opt = self.optimizer
-        tname = type(opt).__name__
+    # --- optimizer (memscope.torch.optim calls these around every step; the owner tags after
+    # it are made there, once, when self.owners)
+    def _before_step(self):
         if self.log is not None:
-            self.log.log("pre_step", "optimizer", tname)
+            self.log.log("pre_step", "optimizer", type(self.optimizer).__name__)
         self.pending.clear()
-        out = self._orig_step(*args, **kwargs)
-        if self.owners:
-            decompose.tag_optimizer(opt)
+
+    def _after_step(self):
         if self.log is not None:
-            self.log.log("post_step", "optimizer", tname)
+            self.log.log("post_step", "optimizer", type(self.optimizer).__name__)
             self.log.step += 1
         if self.auto_step:
             _step_package()
-        return out
 
     def remove(self):
         for h in self.handles:
             h.remove()
         self.handles = []
-        if self.optimizer is not None and "step" in self.optimizer.__dict__:
-            del self.optimizer.__dict__["step"]
+        if self.optimizer is not None:
+            optim.unlisten(self.optimizer, self)
         if self.features:
             dispatch.disable(*self.features)
             self.features = ()

@@ -68,10 +68,21 @@ def config(**kwargs):
     mode only)."""
     before = dict(_config.current)
     cfg = _config.config(**kwargs)
+    run = _native.preloaded()
+    for key, opt in (("format", "--format"), ("output_path", "-o")):
+        if run and key in kwargs or (key == "format" and run and "data_format" in kwargs):
+            warnings.warn("memscope.config(%s=...): under `memscope run` the command line's "
+                          "%s rules; ignored" % (key, opt), RuntimeWarning, stacklevel=2)
+            break
     if cfg["watch"] and cfg["watch"] != before["watch"]:
+        cli = os.environ.get("MEMSCOPE_WATCH") if run else None
+        if cli:   # the command line wins (docs/python.md)
+            warnings.warn("memscope.config(watch=%r): `memscope run --watch=%s` rules; ignored"
+                          % (cfg["watch"], cli), RuntimeWarning, stacklevel=2)
+            return cfg
         try:  # the torch layer's watcher runs the CLI-style watch
             from . import watcher
-            out = cfg["output_path"]
+            out = (os.environ.get("MEMSCOPE_OUTPUT_DIR") if run else None) or cfg["output_path"]
             if out.endswith((".db", ".csv")):
                 out = os.path.dirname(out) or "."
             watcher.set_output_dir(out)

@@ -123,3 +123,22 @@ def _crc_ref(data):
         for _ in range(8):
             c = (c >> 1) ^ 0x42F0E1EBA9EA3693 if c & 1 else c >> 1
     return c ^ 0xFFFFFFFFFFFFFFFF
+
+
+CONFIG_SCRIPT = r'''
+import memscope
+memscope.config(format="csv", output_path="script_out", watch="aten::add,aten::neg")
+''' + CLI_SCRIPT
+
+
+def test_command_line_wins_over_config(tmp_path):
+    """issue 18 item 7: the script's config(format=, output_path=, watch=) does not override
+    `memscope run --watch` and -o; memscope says so."""
+    db, p = run(tmp_path, CONFIG_SCRIPT,
+                opts=("--call-stack=c:0", "--watch=aten::mul,aten::neg,full-content"))
+    assert db.exists() and not (tmp_path / "script_out").exists()
+    bins = sorted(os.listdir(tmp_path / "watch_dump"))   # the CLI's output directory
+    assert "aten::mul_1-aten::mul_0_after.bin" in bins
+    assert not any("aten::add_0" in b for b in bins)      # not the script's watch
+    assert "--watch=aten::mul,aten::neg,full-content` rules; ignored" in p.stderr
+    assert "the command line's --format rules; ignored" in p.stderr

@@ -8,6 +8,8 @@
  *   MEMSCOPE_DEFERRED   1: record nothing until memscope_start()
  *   MEMSCOPE_NO_FOLLOW  1: do not trace programs this image execs
  *   MEMSCOPE_NO_TSC     1: timestamps from clock_gettime, never from the TSC (clock.c)
+ *   MEMSCOPE_STACKS_AUTO 1: no --call-stack was given: a Python interpreter image takes no
+ *                       native stack (its default is the Python one), anything else keeps it
  * Every interposer calls the real function and records the event afterwards (a free before),
  * unless this thread is already inside the agent (guard) or recording is off. The real
  * functions are found with dlsym(RTLD_NEXT); allocations dlsym itself makes while we look them
@@ -591,6 +593,25 @@ static void live_init(void)
     agent.live_wipes = 1;
 }
 
+/* Whether this process image is a Python interpreter (python, python3, python3.11 ...), as
+ * memscope run tells a Python program by its name. */
+static int python_image(void)
+{
+    char exe[512];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return 0;
+    exe[n] = 0;
+    const char *base = strrchr(exe, '/');
+    base = base ? base + 1 : exe;
+    if (strncmp(base, "python", 6) != 0)
+        return 0;
+    for (const char *c = base + 6; *c; c++)
+        if (!((*c >= '0' && *c <= '9') || *c == '.'))
+            return 0;
+    return 1;
+}
+
 /* Parses a small unsigned decimal; returns def when absent or malformed. */
 static unsigned env_uint(const char *name, unsigned def, unsigned max)
 {
@@ -674,6 +695,8 @@ __attribute__((constructor)) static void agent_init(void)
     }
     agent.depth = env_uint("MEMSCOPE_DEPTH", 0, MS_TRACE_MAX_DEPTH);
     agent.py_depth = env_uint("MEMSCOPE_PY_DEPTH", 0, MS_TRACE_MAX_DEPTH);
+    if (env_uint("MEMSCOPE_STACKS_AUTO", 0, 1) && python_image())
+        agent.depth = 0; /* memscope run's default for a Python program: its Python stack */
     agent.flags = agent.depth ? MS_TRACE_F_STACKS : 0;
     const char *unw = getenv("MEMSCOPE_UNWIND");
     agent.unwind_dwarf = !(unw && !strcmp(unw, "fp")); /* DWARF (unwind.c) unless fp */

@@ -73,7 +73,8 @@ static const char run_usage[] =
     "      --call-stack=c[:N][,python[:N]]\n"
     "                           native stack depth N in 0..1000 (default when given: 50);\n"
     "                           without this option: c:32, or python:32 when the program\n"
-    "                           is a Python interpreter (python, python3, python3.11 ...)\n"
+    "                           is a Python interpreter (python, python3, python3.11 ...),\n"
+    "                           and so for each process a shell or launcher starts\n"
     "                           and memscope's Python package is installed\n"
     "      --events=LIST        alloc,free (default); access adds PyTorch op ranges and tensor\n"
     "                           accesses (Python programs); none records nothing\n"
@@ -646,12 +647,20 @@ int cmd_run(int argc, char **argv)
                 *strrchr(pydir, '/') = 0;
         }
     }
+    static char env_auto[40];
+    int stacks_auto = 0;
     if (!stack_given && pydir[0] && python_program(prog[0])) {
         /* A Python program's native frames are the interpreter's (and cost 1.45x against 1.05x
          * on a PyTorch script, bench/RESULTS.md): its default is its Python stack, when the
          * Python package is there to report it. */
         o.c_depth = 0;
         o.py_depth = 32;
+    } else if (!stack_given && pydir[0]) {
+        /* A shell, env or launcher that starts Python programs: each process takes the default
+         * of what it is (the agent looks at its own executable), as if run directly. */
+        o.py_depth = 32;
+        stacks_auto = 1;
+        snprintf(env_auto, sizeof env_auto, "MEMSCOPE_STACKS_AUTO=1");
     }
     snprintf(env_depth, sizeof env_depth, "MEMSCOPE_DEPTH=%u", o.c_depth);
     snprintf(env_pydepth, sizeof env_pydepth, "MEMSCOPE_PY_DEPTH=%u", o.py_depth);
@@ -663,6 +672,8 @@ int cmd_run(int argc, char **argv)
     size_t nenv = 7;
     if (pydir[0])
         env_add[nenv++] = env_pypath;
+    if (stacks_auto)
+        env_add[nenv++] = env_auto;
     /* What the Python layer reads (docs/torch.md): only what the user asked for; a
      * MEMSCOPE_OUTPUT_DIR already in the environment wins over the output directory. */
     char abs_out[PATH_MAX];

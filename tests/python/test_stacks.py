@@ -3,7 +3,7 @@ import json
 import os
 import subprocess
 
-from conftest import memscope_bin, query, run_cli, script
+from conftest import env, memscope_bin, query, run_cli, script
 
 
 def py_stack(db, size):
@@ -102,3 +102,22 @@ def test_msmemscope_api_under_run(tmp_path):
     assert ("%s(26): traced_child" % f, 1) in tr
     # stop(): nothing after it.
     assert query(db, "SELECT count(*) FROM blocks WHERE size = 1000006")[0][0] == 0
+
+
+def test_python_started_by_a_shell_gets_its_python_stacks(tmp_path):
+    """issue 18 item 10: `memscope run bash run.sh` (msMemScope's recommended form) and `env
+    python3 ...`: the Python process started by the launcher gets the stacks it gets when run
+    directly (no --call-stack: its Python stack), and the launcher its native ones."""
+    f = script("alloc_known.py")
+    for name, argv in (("sh", ["/bin/sh", "-c", "exec /usr/bin/python3 %s" % f]),
+                       ("env", ["/usr/bin/env", "python3", f])):
+        out = str(tmp_path / (name + ".db"))
+        r = subprocess.run([memscope_bin(), "run", "-q", "--format=db", "-o", out, "--", *argv],
+                           env=env(), capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        assert py_stack(out, 10_000_001) == ["%s(10): inner" % f, "%s(14): outer" % f,
+                                             "%s(34): <module>" % f], name
+        # the Python process: no native frames (its default), as when run directly
+        rows = query(out, "SELECT s.depth FROM blocks b JOIN stacks s ON s.id = b.stack_id "
+                          "WHERE b.size = 10000001")
+        assert rows == [(0,)], (name, rows)

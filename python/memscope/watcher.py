@@ -174,12 +174,20 @@ def remove(*args, length=None):
 
 
 def report():
-    """Per watched name, the first op that changed it: [{name, op, call}] (op None: unchanged)."""
-    out = []
+    """Per watched name, the first op that changed it: [{name, op, call, watches}] (op None:
+    unchanged; watches: how many blocks were watched under that name, e.g. one per iteration
+    by a --watch whose start op runs every step)."""
+    out, index = [], {}
     with _lock:
         for w in _watches + _cli_watches + _gone:
-            out.append({"name": w.name, "op": w.first[0] if w.first else None,
-                        "call": w.first[1] if w.first else None})
+            key = w.name
+            r = index.get(key)
+            if r is None:
+                r = index[key] = {"name": w.name, "op": None, "call": None, "watches": 0}
+                out.append(r)
+            r["watches"] += 1
+            if w.first and r["op"] is None:
+                r["op"], r["call"] = w.first
     return out
 
 
@@ -371,4 +379,6 @@ def _at_exit():
             sys.stderr.write("memscope watch: %s first changed by %s (call %d)\n"
                              % (r["name"], r["op"], r["call"]))
         else:
-            sys.stderr.write("memscope watch: %s not changed by any op\n" % r["name"])
+            sys.stderr.write("memscope watch: %s not changed by any op%s\n"
+                             % (r["name"], " (watched %d times)" % r["watches"]
+                                if r["watches"] > 1 else ""))

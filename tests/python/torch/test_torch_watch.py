@@ -142,3 +142,22 @@ def test_command_line_wins_over_config(tmp_path):
     assert not any("aten::add_0" in b for b in bins)      # not the script's watch
     assert "--watch=aten::mul,aten::neg,full-content` rules; ignored" in p.stderr
     assert "the command line's --format rules; ignored" in p.stderr
+
+
+LOOP_SCRIPT = r'''
+import torch
+torch.set_num_threads(1)
+a = torch.ones(8)
+for _ in range(6):
+    b = torch.mul(a, 2)        # start: a new output watched each time
+    c = b.sum()                # reads only
+    d = torch.neg(c)           # end
+'''
+
+
+def test_unchanged_watch_said_once(tmp_path):
+    """issue 18 item 11: a --watch whose start op runs every iteration said `not changed by
+    any op` once per iteration; now once, with the count."""
+    db, p = run(tmp_path, LOOP_SCRIPT, opts=("--call-stack=c:0", "--watch=aten::mul,aten::neg"))
+    lines = [l for l in p.stderr.splitlines() if l.startswith("memscope watch:")]
+    assert lines == ["memscope watch: aten::mul not changed by any op (watched 6 times)"]

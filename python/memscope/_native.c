@@ -55,6 +55,7 @@ struct agent_api {
     unsigned (*py_depth)(void);
     void (*py_trace)(int);
     int (*attach)(void);
+    int (*quiet)(int);
 };
 
 static struct agent_api ag;
@@ -87,6 +88,7 @@ static int agent_resolve(void *handle)
     R(py_depth, "memscope__py_depth");
     R(py_trace, "memscope__py_trace");
     R(attach, "memscope__attach");
+    R(quiet, "memscope__quiet");
 #undef R
     agent_ok = -1;
     return ag.step && ag.start && ag.stop && ag.py_frame && ag.py_call && ag.py_return &&
@@ -420,6 +422,17 @@ VOID_CALL(range_pop, range_pop)
 STR_CALL(owner_push, owner_push)
 STR_CALL(mark, mark)
 STR_CALL(range_push, range_push)
+
+/* quiet(delta): +1 before memscope's own Python bookkeeping, -1 after; the heap allocations
+ * of this thread in between are not recorded (memscope__quiet). */
+static PyObject *n_quiet(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long d = PyLong_AsLong(arg);
+    if (d == -1 && PyErr_Occurred())
+        return NULL;
+    return bool_rc(ag.quiet ? ag.quiet((int)d) : -1);
+}
 
 static PyObject *n_access(PyObject *self, PyObject *args)
 {
@@ -778,6 +791,8 @@ static PyMethodDef methods[] = {
     {"start", n_start, METH_NOARGS, "start(): record (memscope__start)"},
     {"stop", n_stop, METH_NOARGS, "stop(): stop recording (memscope__stop)"},
     {"step", n_step, METH_NOARGS, "step(): end the current step"},
+    {"quiet", n_quiet, METH_O, "quiet(delta): memscope's own allocations on this thread (+1 "
+     "on, -1 off) are not recorded"},
     {"owner_push", n_owner_push, METH_O, "owner_push(label)"},
     {"owner_pop", n_owner_pop, METH_NOARGS, "owner_pop()"},
     {"mark", n_mark, METH_O, "mark(msg)"},

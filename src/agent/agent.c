@@ -96,6 +96,9 @@ static void resolve(void)
 static __attribute__((noinline)) void record_alloc(int type, const void *p, size_t n, void *fp,
                                                   uint64_t ns)
 {
+    if (agent_tls.quiet && type >= MS_REC_HEAP_ALLOC &&
+        type < MS_REC_HEAP_ALLOC + MS_FN_HEAP_COUNT)
+        return; /* memscope's own Python code allocating (memscope__quiet) */
     struct tstate *t;
     struct stream *s = agent_enter(&t);
     if (!s)
@@ -292,6 +295,8 @@ AGENT_API void *malloc(size_t n)
     void *p = real.malloc(n);
     if (likely(p != NULL) && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_MALLOC, p, n, FP_HERE)) {
         struct tstate *t = &agent_tls;
+        if (unlikely(t->quiet))
+            return p;
         struct stream *s = fast_enter(t);
         if (likely(s != NULL)) {
             uint32_t sid = agent.depth || agent.py_depth
@@ -828,6 +833,17 @@ AGENT_API int memscope__pool_release(const char *pool, const void *p)
     if (!pool || !p)
         return -1;
     return record_ext(MS_EXT_POOL_RELEASE, v, 1, pool, NULL, 0);
+}
+
+/* memscope's Python layer around its own bookkeeping (delta +1 on entry, -1 on exit): heap
+ * allocations made meanwhile on this thread are not recorded (they are not the program's). */
+AGENT_API int memscope__quiet(int delta)
+{
+    struct tstate *t = &agent_tls;
+    t->quiet += delta;
+    if (t->quiet < 0)
+        t->quiet = 0;
+    return 0;
 }
 
 AGENT_API int memscope__start(void)

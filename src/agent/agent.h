@@ -51,6 +51,10 @@ struct tstate {
                                thread's own, 2 a signal handler that interrupted it */
     int internal;           /* nonzero while the agent calls libc code that may allocate for
                                itself (pthread_getattr_np, backtrace ...): not recorded */
+    int quiet;              /* nonzero while memscope's own Python code runs on this thread
+                               (memscope__quiet): its allocations are not the program's and
+                               are not recorded; frees still are (a program's block may die
+                               there) */
     uint32_t generation;    /* agent generation (bumped in a forked child) this state is for */
     uint32_t tid;
     struct stream s[2];     /* s[guard - 1] is the stream of the current agent call */

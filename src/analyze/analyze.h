@@ -61,10 +61,15 @@ unsigned ms_oom_k(const char *item);
  * this memscope (M)"). The caller closes *db with sqlite3_close(). */
 int ms_analyze_open(const char *path, int writable, sqlite3 **db, char *err, size_t errlen);
 
-/* Describes a stack by its first frame outside the runtime libraries (libc, the loader,
- * libstdc++, libgcc, the agent): "function (file:line)", "function (module+0xoff)", or
- * "(no stack)" for stack_id <= 0. Writes at most len bytes to out. */
+/* Describes a stack by its call site: with a Python stack, its innermost frame in the
+ * program's own code (not the standard library, site-packages or dist-packages; else the
+ * innermost library frame; memscope's own frames never); else its first native frame outside
+ * the runtime libraries (libc, the loader, libstdc++, libgcc, the agent): "function
+ * (file:line)", "function (module+0xoff)", or "(no stack)" for stack_id <= 0. Writes at most
+ * len bytes to out. */
 void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len);
+/* 1: a Python site is the innermost frame, library or not (analyze --site=innermost). */
+extern int ms_site_innermost;
 
 /* Formats bytes as "123 B", "12.3 KiB", "4.5 MiB" or "1.2 GiB". */
 void ms_human_bytes(char *out, size_t len, long long bytes);

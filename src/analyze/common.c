@@ -120,6 +120,34 @@ static int runtime_module(const char *path)
     return 0;
 }
 
+int ms_site_innermost; /* --site=innermost: the innermost Python frame, library or not */
+
+/* A Python frame's file as the site chooser sees it: 2 memscope's own (never a site), 1 a
+ * library (the standard library, site-packages or dist-packages, frozen modules), 0 the
+ * program's own code. */
+static int py_file_kind(const char *f, size_t n)
+{
+    static const char *const own[] = {"/memscope/torch/", "/memscope/__init__.py",
+                                       "/memscope/_config.py", "/memscope/describe.py",
+                                       "/memscope/record_function.py", "/memscope/snapshot.py",
+                                       "/memscope/tracer.py", "/memscope/watcher.py",
+                                       "/sitecustomize.py"};
+    char buf[1024];
+    if (n >= sizeof buf)
+        n = sizeof buf - 1;
+    memcpy(buf, f, n);
+    buf[n] = 0;
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (strstr(buf, own[i]))
+            return 2;
+    if (buf[0] == '<' || strstr(buf, "/site-packages/") || strstr(buf, "/dist-packages/"))
+        return 1;
+    const char *lib = strstr(buf, "/lib/python");   /* /usr/lib/python3.11/json/... */
+    if (lib && (lib[11] >= '0' && lib[11] <= '9'))
+        return 1;
+    return 0;
+}
+
 void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
 {
     snprintf(out, len, "(no stack)");
@@ -133,7 +161,10 @@ void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
         sqlite3_bind_int64(st, 1, stack_id);
         const char *py = sqlite3_step(st) == SQLITE_ROW
                              ? (const char *)sqlite3_column_text(st, 0) : NULL;
-        for (const char *line = py; line && *line;) {
+        /* The innermost frame of the program's own code wins; else the innermost of a library;
+         * memscope's own frames never (--site=innermost: the innermost frame but memscope's). */
+        int best = 3;
+        for (const char *line = py; line && *line && best > 0;) {
             const char *nl = strchr(line, '\n');
             const char *end = nl ? nl : line + strlen(line);
             const char *colon = strstr(line, "): ");
@@ -142,14 +173,20 @@ void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
                 open--;
             if (colon && colon < end && open > line && *open == '(' &&
                 !(open - line == 2 && !memcmp(line, "??", 2)) && strtol(open + 1, NULL, 10) > 0) {
-                snprintf(out, len, "%.*s (%.*s:%.*s)", (int)(end - colon - 3), colon + 3,
-                         (int)(open - line), line, (int)(colon - open - 1), open + 1);
-                sqlite3_finalize(st);
-                return;
+                int kind = py_file_kind(line, (size_t)(open - line));
+                if (kind == 1 && ms_site_innermost)
+                    kind = 0;
+                if (kind < 2 && kind < best) {
+                    best = kind;
+                    snprintf(out, len, "%.*s (%.*s:%.*s)", (int)(end - colon - 3), colon + 3,
+                             (int)(open - line), line, (int)(colon - open - 1), open + 1);
+                }
             }
             line = nl ? nl + 1 : NULL;
         }
         sqlite3_finalize(st);
+        if (best < 3)
+            return;
     }
     const char *q = "SELECT fn.text, fl.text, f.line, m.path, f.pc - COALESCE(m.bias, 0) "
                     "FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id "

@@ -28,6 +28,9 @@ static const char analyze_usage[] =
     "  --json              a JSON document instead of text (keys: docs/analyses.md)\n"
     "  -o, --output=FILE   write the report to FILE instead of stdout\n"
     "  --top=N             rows per ranking (default 10)\n"
+    "  --site=user|innermost\n"
+    "                      a Python call site: the innermost frame of the program's own\n"
+    "                      code (user, default) or the innermost frame (never memscope's)\n"
     "  --layer=NAME        only this layer (heap, mmap, pool:NAME, ...; default: all memory)\n"
     "  --warmup=N          leaks, trend: steps <= N are warm-up (default 1)\n"
     "  --steps=A,B         compare: two steps of this run\n"
@@ -206,6 +209,10 @@ int cmd_analyze(int argc, char **argv)
             } else {
                 return usage_error("analyze: unknown option '%s'", a);
             }
+        } else if ((v = opt_value(argc, argv, &i, "--site", &missing))) {
+            if (missing || (strcmp(v, "user") && strcmp(v, "innermost")))
+                return usage_error("analyze: --site needs user or innermost, not '%s'", v);
+            ms_site_innermost = !strcmp(v, "innermost");
         } else if ((v = opt_value(argc, argv, &i, "--top", &missing))) {
             if (missing || parse_int(v, 1, &o.top) < 0)
                 return usage_error("analyze: --top needs a positive number, not '%s'", v);

@@ -118,6 +118,32 @@ def access(ptr, size, flags, op):
     return -1
 
 
+def quiet(delta):
+    """+1 around memscope's own bookkeeping, -1 after: its heap allocations on this thread are
+    not the program's and are not recorded (memscope__quiet)."""
+    k = _load()
+    if k == "native":
+        return 0 if _native.quiet(delta) else -1
+    if k == "agent" and hasattr(_lib, "memscope__quiet"):
+        return _lib.memscope__quiet(delta)
+    return -1
+
+
+class _Quiet:
+    """`with QUIET:` around memscope's own bookkeeping (quiet(1) ... quiet(-1))."""
+
+    def __enter__(self):
+        quiet(1)
+        return self
+
+    def __exit__(self, *exc):
+        quiet(-1)
+        return False
+
+
+QUIET = _Quiet()
+
+
 def step():
     k = _load()
     if k == "native":

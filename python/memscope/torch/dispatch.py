@@ -144,6 +144,10 @@ class _Live:
             e[1] -= 1
 
     def _drop(self, ptr, e):
+        with _backend.QUIET:   # a finalizer of memscope's: its allocations are not the program's
+            self._drop_q(ptr, e)
+
+    def _drop_q(self, ptr, e):
         e[1] -= 1
         if e[1] <= 0 and self.by_ptr.get(ptr) is e:
             del self.by_ptr[ptr]
@@ -177,25 +181,33 @@ class _Mode(TorchDispatchMode):
         f = _features
         if not (f["ops"] or f["access"] or f["live"] or f["watch"]):
             return func(*args, **kwargs)
-        name, argflags, kwflags, rets = _schema_info(func)
-        watcher = _watcher
-        watching = f["watch"] and watcher is not None and watcher._active()
-        if watching:
-            n = _call_counts.get(name, 0) + 1
-            _call_counts[name] = n
-            try:
-                watcher._before_op(name, n)
-            except Exception as e:
-                _complain(e)
-        ops = f["ops"]
-        if ops:
-            _backend.range_push(name)
+        # memscope's own work before and after the op: its allocations are not the program's
+        # (quiet); the op itself, whose tensors are, runs recorded.
+        quiet = _backend.quiet
+        quiet(1)
+        try:
+            name, argflags, kwflags, rets = _schema_info(func)
+            watcher = _watcher
+            watching = f["watch"] and watcher is not None and watcher._active()
+            if watching:
+                n = _call_counts.get(name, 0) + 1
+                _call_counts[name] = n
+                try:
+                    watcher._before_op(name, n)
+                except Exception as e:
+                    _complain(e)
+            ops = f["ops"]
+            if ops:
+                _backend.range_push(name)
+        finally:
+            quiet(-1)
         try:
             out = func(*args, **kwargs)
         except BaseException:
             if ops:
                 _backend.range_pop()
             raise
+        quiet(1)
         outs = tensors_of(out)
         try:
             if f["access"]:
@@ -220,11 +232,15 @@ class _Mode(TorchDispatchMode):
         finally:
             if ops:
                 _backend.range_pop()
+            quiet(-1)
         if watching:
+            quiet(1)
             try:
                 watcher._after_op(name, _call_counts[name], outs)
             except Exception as e:
                 _complain(e)
+            finally:
+                quiet(-1)
         return out
 
 

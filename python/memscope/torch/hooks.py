@@ -67,6 +67,12 @@ class Hooks:
 
     def __init__(self, model, optimizer=None, name="model", log_path=None, rank=None,
                  auto_step=False, decompose_owners=True, log=True, to_db=True):
+        with _backend.QUIET:   # memscope's own bookkeeping: not the program's allocations
+            self._init(model, optimizer, name, log_path, rank, auto_step, decompose_owners, log,
+                       to_db)
+
+    def _init(self, model, optimizer, name, log_path, rank, auto_step, decompose_owners, log,
+              to_db):
         if model is not None and not isinstance(model, torch.nn.Module):
             raise TypeError("install_hooks(): model must be a torch.nn.Module, not %s"
                             % type(model).__name__)
@@ -130,6 +136,10 @@ class Hooks:
 
     # --- forward
     def _pre(self, qn, module, inputs):
+        with _backend.QUIET:   # memscope's own work: not the program's allocations
+            return self._pre_q(qn, module, inputs)
+
+    def _pre_q(self, qn, module, inputs):
         if not qn:
             decompose.unwind()   # a forward that raised left owners pushed
         self._log("pre_forward", qn)
@@ -148,6 +158,10 @@ class Hooks:
                 st[0] += n_in
 
     def _post(self, qn, module, inputs, output):
+        with _backend.QUIET:   # memscope's own work: not the program's allocations
+            return self._post_q(qn, module, inputs, output)
+
+    def _post_q(self, qn, module, inputs, output):
         if self.owners:
             decompose.leave()
         self._log("post_forward", qn)
@@ -166,6 +180,10 @@ class Hooks:
 
     # --- backward
     def _ograd(self, waiting, grad):
+        with _backend.QUIET:   # memscope's own work: not the program's allocations
+            return self._ograd_q(waiting, grad)
+
+    def _ograd_q(self, waiting, grad):
         for qn, fired in reversed(waiting):
             if not fired[0]:
                 fired[0] = True
@@ -177,12 +195,20 @@ class Hooks:
             self._log("post_backward", qn)
 
     def _igrad(self, qn, grad):
+        with _backend.QUIET:   # memscope's own work: not the program's allocations
+            return self._igrad_q(qn, grad)
+
+    def _igrad_q(self, qn, grad):
         st = self.pending.get(qn)
         if st is not None:
             st[0] -= 1
             self._done(qn, st)
 
     def _pgrad(self, pid, grad):
+        with _backend.QUIET:   # memscope's own work: not the program's allocations
+            return self._pgrad_q(pid, grad)
+
+    def _pgrad_q(self, pid, grad):
         for qn in reversed(self.param_owners.get(pid, ())):   # innermost module first
             st = self.pending.get(qn)
             if st is not None:
@@ -192,11 +218,19 @@ class Hooks:
     # --- optimizer (memscope.torch.optim calls these around every step; the owner tags after
     # it are made there, once, when self.owners)
     def _before_step(self):
+        with _backend.QUIET:   # memscope's own work: not the program's allocations
+            return self._before_step_q()
+
+    def _before_step_q(self):
         if self.log is not None:
             self.log.log("pre_step", "optimizer", type(self.optimizer).__name__)
         self.pending.clear()
 
     def _after_step(self):
+        with _backend.QUIET:   # memscope's own work: not the program's allocations
+            return self._after_step_q()
+
+    def _after_step_q(self):
         if self.log is not None:
             self.log.log("post_step", "optimizer", type(self.optimizer).__name__)
             self.log.step += 1

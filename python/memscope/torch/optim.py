@@ -114,6 +114,11 @@ def _ends_steps(opt):
 
 
 def _post(opt):
+    with _backend.QUIET:   # the tags' strings are memscope's, not the program's allocations
+        _post_q(opt)
+
+
+def _post_q(opt):
     lst = list(_listeners.get(opt, ()))
     if _state["auto"] or any(getattr(who, "owners", False) for who in lst):
         decompose.tag_optimizer(opt)

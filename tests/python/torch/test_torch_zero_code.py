@@ -151,3 +151,45 @@ def test_forward_that_raises_leaves_no_owner(tmp_path):
     assert rows == [("",)]
     # while the forward ran, its allocations had the owners
     assert query(db, "SELECT count(*) FROM owners WHERE label = 'PTA@activation@model@1'")[0][0]
+
+
+CNN_TRACED = r'''
+import torch
+import memscope.torch as mt
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                            torch.nn.Linear(4 * 6 * 6, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+h = mt.install_hooks(model, opt, log_path="mem.log")
+for _ in range(8):
+    x = torch.randn(8, 1, 8, 8)
+    loss = torch.nn.functional.cross_entropy(model(x), torch.randint(0, 10, (8,)))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+'''
+
+
+def test_memscope_own_allocations_are_not_the_programs(tmp_path):
+    """issue 18 items 3 and 4: with ops, accesses and the module log, memscope's own Python
+    bookkeeping (weakref finalizers of its live-tensor count, the hooks' lists, the tags'
+    strings) was reported as the program's leaks, from dispatch.py's _Live.track; and the call
+    site of an op's allocation was memscope's dispatch frame or torch's, not the user's line."""
+    db, p = run(tmp_path, CNN_TRACED, opts=("--call-stack=python:32",
+                                            "--events=alloc,free,access"))
+    own = "substr(s.py_text, 1, instr(s.py_text || char(10), char(10)) - 1) LIKE '%/memscope/%'"
+    # nothing memscope allocated after the warm-up step is still live at the end
+    grown = query(db, "SELECT count(*), COALESCE(sum(b.size), 0) FROM blocks b JOIN stacks s "
+                      "ON s.id = b.stack_id WHERE b.step >= 2 AND b.free_event_id IS NULL "
+                      "AND " + own)[0]
+    assert grown == (0, 0)
+    rep = analyze(db, "leaks")
+    sites = [l["site"] for l in rep["step_check"]["leaks"]]
+    sites += [r["site"] for proc in rep["live_at_exit"] for r in proc.get("sites", [])]
+    assert sites and not [s for s in sites if "/memscope/" in s]
+    # an op's allocation is the user's line (prog.py), not torch's nor memscope's frame
+    user = [s for s in sites if "/prog.py:" in s]
+    assert user and all(s.startswith("<module> (") for s in user)
+    step_sites = {l["site"] for l in rep["step_check"]["leaks"]}
+    assert not [s for s in step_sites if "/torch/" in s]

@@ -23,6 +23,7 @@ rounds=5 steps=20 keep=0
 bench_options "[-r ROUNDS] [-s STEPS] [-k]" "r:s:k" "$@"
 bench_memscope python
 prog=$root/../shared/bench/train_cpu.py
+pkg=$(dirname "$MEMSCOPE")/python
 py=/usr/bin/python3
 "$py" -c 'import torch' 2>/dev/null || { echo "train_ops.sh: $py has no torch (python3-torch)" >&2; exit 1; }
 

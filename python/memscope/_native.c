@@ -28,34 +28,18 @@
 #include <string.h>
 
 #ifdef MEMSCOPE_HAVE_STORE
+#include "agent_api.h"
 #include "store.h"
 #endif
 
 /* ---- the agent's entry points ---- */
 
+/* The agent's entry points, typed by src/common/agent_api.h (the agent defines them with the
+ * same prototypes): a change on either side that the other does not follow does not compile. */
 struct agent_api {
-    int (*step)(void);
-    int (*owner_push)(const char *);
-    int (*owner_pop)(void);
-    int (*mark)(const char *);
-    int (*range_push)(const char *);
-    int (*range_pop)(void);
-    int (*access)(const void *, size_t, int, const char *);
-    int (*pool_alloc)(const char *, const void *, size_t);
-    int (*pool_free)(const char *, const void *);
-    int (*pool_reserve)(const char *, const void *, size_t);
-    int (*pool_release)(const char *, const void *);
-    int (*start)(void);
-    int (*stop)(void);
-    int (*py_frame)(uint32_t, const char *, const char *, int);
-    void (*py_call)(uint32_t, int, int);
-    void (*py_return)(void);
-    void (*py_line)(int);
-    void (*py_reset)(void);
-    unsigned (*py_depth)(void);
-    void (*py_trace)(int);
-    int (*attach)(void);
-    int (*quiet)(int);
+#define F(field, sym) __typeof__(sym) *field;
+    MS_AGENT_ENTRY_POINTS(F)
+#undef F
 };
 
 static struct agent_api ag;
@@ -66,29 +50,8 @@ static int agent_ok = -1;  /* cached available(): -1 unknown, 0 no, 1 yes */
  * whole Python-facing set is there. */
 static int agent_resolve(void *handle)
 {
-#define R(field, name) ag.field = (__typeof__(ag.field))dlsym(handle, name)
-    R(step, "memscope__step");
-    R(owner_push, "memscope__owner_push");
-    R(owner_pop, "memscope__owner_pop");
-    R(mark, "memscope__mark");
-    R(range_push, "memscope__range_push");
-    R(range_pop, "memscope__range_pop");
-    R(access, "memscope__access");
-    R(pool_alloc, "memscope__pool_alloc");
-    R(pool_free, "memscope__pool_free");
-    R(pool_reserve, "memscope__pool_reserve");
-    R(pool_release, "memscope__pool_release");
-    R(start, "memscope__start");
-    R(stop, "memscope__stop");
-    R(py_frame, "memscope__py_frame");
-    R(py_call, "memscope__py_call");
-    R(py_return, "memscope__py_return");
-    R(py_line, "memscope__py_line");
-    R(py_reset, "memscope__py_reset");
-    R(py_depth, "memscope__py_depth");
-    R(py_trace, "memscope__py_trace");
-    R(attach, "memscope__attach");
-    R(quiet, "memscope__quiet");
+#define R(field, sym) ag.field = (__typeof__(ag.field))dlsym(handle, #sym);
+    MS_AGENT_ENTRY_POINTS(R)
 #undef R
     agent_ok = -1;
     return ag.step && ag.start && ag.stop && ag.py_frame && ag.py_call && ag.py_return &&
@@ -631,21 +594,21 @@ static PyObject *n_attach(PyObject *self, PyObject *args)
     if (agent_present())
         Py_RETURN_FALSE; /* preloaded: nothing to attach */
     char buf[32];
-    setenv("MEMSCOPE_TRACE_DIR", dir, 1);
+    setenv(MS_ENV_TRACE_DIR, dir, 1);
     snprintf(buf, sizeof buf, "%u", c_depth);
-    setenv("MEMSCOPE_DEPTH", buf, 1);
+    setenv(MS_ENV_DEPTH, buf, 1);
     snprintf(buf, sizeof buf, "%u", py_depth);
-    setenv("MEMSCOPE_PY_DEPTH", buf, 1);
-    setenv("MEMSCOPE_DEFERRED", "1", 1);
-    setenv("MEMSCOPE_NO_FOLLOW", "1", 1);
+    setenv(MS_ENV_PY_DEPTH, buf, 1);
+    setenv(MS_ENV_DEFERRED, "1", 1);
+    setenv(MS_ENV_NO_FOLLOW, "1", 1);
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     /* Children of this process are not traced (no LD_PRELOAD); drop the agent's settings so
      * that a `memscope run` started from here is not confused by them. */
-    unsetenv("MEMSCOPE_TRACE_DIR");
-    unsetenv("MEMSCOPE_DEPTH");
-    unsetenv("MEMSCOPE_PY_DEPTH");
-    unsetenv("MEMSCOPE_DEFERRED");
-    unsetenv("MEMSCOPE_NO_FOLLOW");
+    unsetenv(MS_ENV_TRACE_DIR);
+    unsetenv(MS_ENV_DEPTH);
+    unsetenv(MS_ENV_PY_DEPTH);
+    unsetenv(MS_ENV_DEFERRED);
+    unsetenv(MS_ENV_NO_FOLLOW);
     if (!h) {
         const char *e = dlerror();
         PyErr_Format(PyExc_OSError, "memscope: cannot load the agent %s: %s", path,

@@ -157,9 +157,9 @@ static __attribute__((noinline, cold)) void early_record(int type, const void *p
         extern char **environ;
         if (!environ)
             return; /* libc not initialized yet: decide at a later allocation */
-        const char *d = getenv("MEMSCOPE_TRACE_DIR");
-        early_depth = env_uint("MEMSCOPE_DEPTH", 0, EARLY_DEPTH);
-        st = d && *d && !env_uint("MEMSCOPE_DEFERRED", 0, 1) ? 1 : 2;
+        const char *d = getenv(MS_ENV_TRACE_DIR);
+        early_depth = env_uint(MS_ENV_DEPTH, 0, EARLY_DEPTH);
+        st = d && *d && !env_uint(MS_ENV_DEFERRED, 0, 1) ? 1 : 2;
         __atomic_store_n(&early_state, st, __ATOMIC_RELEASE);
         if (st == 2)
             return;
@@ -638,7 +638,7 @@ static unsigned env_uint(const char *name, unsigned def, unsigned max)
  * are not traced. */
 static void stop_following(void)
 {
-    unsetenv("MEMSCOPE_TRACE_DIR");
+    unsetenv(MS_ENV_TRACE_DIR);
     const char *nvtx = getenv("NVTX_INJECTION64_PATH"); /* set by memscope run (nvtx.c) */
     size_t nl = nvtx ? strlen(nvtx) : 0;
     if (nl >= 14 && !memcmp(nvtx + nl - 14, "libmemscope.so", 14))
@@ -679,13 +679,13 @@ __attribute__((constructor)) static void agent_init(void)
     struct tstate *t = &agent_tls;
     resolve();
     t->internal = 1;
-    const char *dir = getenv("MEMSCOPE_TRACE_DIR");
+    const char *dir = getenv(MS_ENV_TRACE_DIR);
     if (!dir || !*dir || strlen(dir) >= sizeof agent.dir) {
         t->internal = 0;
         return;
     }
     strcpy(agent.dir, dir);
-    const char *err = getenv("MEMSCOPE_STDERR"); /* "<dev>:<ino>" of memscope's stderr */
+    const char *err = getenv(MS_ENV_STDERR); /* "<dev>:<ino>" of memscope's stderr */
     if (err && *err) {
         unsigned long long dev = 0, ino = 0;
         const char *s = err;
@@ -698,19 +698,19 @@ __attribute__((constructor)) static void agent_init(void)
         agent.err_ino = ino;
         agent.err_known = 1;
     }
-    agent.depth = env_uint("MEMSCOPE_DEPTH", 0, MS_TRACE_MAX_DEPTH);
-    agent.py_depth = env_uint("MEMSCOPE_PY_DEPTH", 0, MS_TRACE_MAX_DEPTH);
-    if (env_uint("MEMSCOPE_STACKS_AUTO", 0, 1) && python_image())
+    agent.depth = env_uint(MS_ENV_DEPTH, 0, MS_TRACE_MAX_DEPTH);
+    agent.py_depth = env_uint(MS_ENV_PY_DEPTH, 0, MS_TRACE_MAX_DEPTH);
+    if (env_uint(MS_ENV_STACKS_AUTO, 0, 1) && python_image())
         agent.depth = 0; /* memscope run's default for a Python program: its Python stack */
     agent.flags = agent.depth ? MS_TRACE_F_STACKS : 0;
-    const char *unw = getenv("MEMSCOPE_UNWIND");
+    const char *unw = getenv(MS_ENV_UNWIND);
     agent.unwind_dwarf = !(unw && !strcmp(unw, "fp")); /* DWARF (unwind.c) unless fp */
-    int deferred = env_uint("MEMSCOPE_DEFERRED", 0, 1);
+    int deferred = env_uint(MS_ENV_DEFERRED, 0, 1);
     if (deferred)
         agent.flags |= MS_TRACE_F_DEFERRED;
-    if (env_uint("MEMSCOPE_NO_FOLLOW", 0, 1))
+    if (env_uint(MS_ENV_NO_FOLLOW, 0, 1))
         stop_following();
-    clock_init(env_uint("MEMSCOPE_NO_TSC", 0, 1));
+    clock_init(env_uint(MS_ENV_NO_TSC, 0, 1));
     live_init();
     int rc = stacks_init();
     if (rc == 0)

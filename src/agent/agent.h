@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
+
+#include "agent_api.h"
 #include <sys/syscall.h>
 #include <unistd.h>
 

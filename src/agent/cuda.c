@@ -691,8 +691,8 @@ void cuda_init(void)
     W(cuLaunchCooperativeKernel) W(cuLaunchCooperativeKernel_ptsz)
 #undef W
     cuda_off = 0;
-    parse_devices(getenv("MEMSCOPE_DEVICE"));
-    has_launch(getenv("MEMSCOPE_EVENTS"));
+    parse_devices(getenv(MS_ENV_DEVICE));
+    has_launch(getenv(MS_ENV_EVENTS));
     if (cuda_off)
         return;
     /* A driver the program links directly is loaded already: redirect its callers' GOT slots. */

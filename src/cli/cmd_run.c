@@ -7,6 +7,7 @@
  * even when the program died of a signal, prints a short summary on stderr, and exits with the
  * program's status (128+N for signal N). */
 #include "cli.h"
+#include "agent_api.h"
 
 #include "analyze.h"
 #include "error.h"
@@ -627,13 +628,13 @@ int cmd_run(int argc, char **argv)
     const char *old_pre = getenv("LD_PRELOAD");
     snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s%s%s", agent_path,
              old_pre && *old_pre ? ":" : "", old_pre ? old_pre : "");
-    snprintf(env_dir, sizeof env_dir, "MEMSCOPE_TRACE_DIR=%s", abs_trace);
+    snprintf(env_dir, sizeof env_dir, MS_ENV_TRACE_DIR "=%s", abs_trace);
     /* (MEMSCOPE_DEPTH and MEMSCOPE_PY_DEPTH are written below, once the default for Python
      * programs is known.) */
-    snprintf(env_deferred, sizeof env_deferred, "MEMSCOPE_DEFERRED=%d",
+    snprintf(env_deferred, sizeof env_deferred, MS_ENV_DEFERRED "=%d",
              o.deferred || o.events_none);
-    snprintf(env_nofollow, sizeof env_nofollow, "MEMSCOPE_NO_FOLLOW=%d", o.no_follow);
-    snprintf(env_unwind, sizeof env_unwind, "MEMSCOPE_UNWIND=%s", o.unwind_dwarf ? "dwarf" : "fp");
+    snprintf(env_nofollow, sizeof env_nofollow, MS_ENV_NO_FOLLOW "=%d", o.no_follow);
+    snprintf(env_unwind, sizeof env_unwind, MS_ENV_UNWIND "=%s", o.unwind_dwarf ? "dwarf" : "fp");
     /* The Python package (python/): <bin>/python in the build tree, <bin>/../lib/memscope/python
      * when installed; prepended to PYTHONPATH so `import memscope` works in the program. */
     static char env_pypath[PATH_MAX * 3 + 32];
@@ -660,10 +661,10 @@ int cmd_run(int argc, char **argv)
          * of what it is (the agent looks at its own executable), as if run directly. */
         o.py_depth = 32;
         stacks_auto = 1;
-        snprintf(env_auto, sizeof env_auto, "MEMSCOPE_STACKS_AUTO=1");
+        snprintf(env_auto, sizeof env_auto, MS_ENV_STACKS_AUTO "=1");
     }
-    snprintf(env_depth, sizeof env_depth, "MEMSCOPE_DEPTH=%u", o.c_depth);
-    snprintf(env_pydepth, sizeof env_pydepth, "MEMSCOPE_PY_DEPTH=%u", o.py_depth);
+    snprintf(env_depth, sizeof env_depth, MS_ENV_DEPTH "=%u", o.c_depth);
+    snprintf(env_pydepth, sizeof env_pydepth, MS_ENV_PY_DEPTH "=%u", o.py_depth);
     const char *old_pp = getenv("PYTHONPATH");
     snprintf(env_pypath, sizeof env_pypath, "PYTHONPATH=%s%s%s", pydir,
              pydir[0] && old_pp && *old_pp ? ":" : "", old_pp ? old_pp : "");
@@ -677,24 +678,24 @@ int cmd_run(int argc, char **argv)
     /* What the Python layer reads (docs/torch.md): only what the user asked for; a
      * MEMSCOPE_OUTPUT_DIR already in the environment wins over the output directory. */
     char abs_out[PATH_MAX];
-    if (!getenv("MEMSCOPE_OUTPUT_DIR") && realpath(out_dir, abs_out)) {
-        snprintf(env_outdir, sizeof env_outdir, "MEMSCOPE_OUTPUT_DIR=%s", abs_out);
+    if (!getenv(MS_ENV_OUTPUT_DIR) && realpath(out_dir, abs_out)) {
+        snprintf(env_outdir, sizeof env_outdir, MS_ENV_OUTPUT_DIR "=%s", abs_out);
         env_add[nenv++] = env_outdir;
     }
     if (o.events_given) {
-        snprintf(env_events, sizeof env_events, "MEMSCOPE_EVENTS=%s", o.events);
+        snprintf(env_events, sizeof env_events, MS_ENV_EVENTS "=%s", o.events);
         env_add[nenv++] = env_events;
     }
     if (o.level && strlen(o.level) < 64) {
-        snprintf(env_level, sizeof env_level, "MEMSCOPE_LEVEL=%s", o.level);
+        snprintf(env_level, sizeof env_level, MS_ENV_LEVEL "=%s", o.level);
         env_add[nenv++] = env_level;
     }
     if (o.watch) {
-        snprintf(env_watch, sizeof env_watch, "MEMSCOPE_WATCH=%s", o.watch);
+        snprintf(env_watch, sizeof env_watch, MS_ENV_WATCH "=%s", o.watch);
         env_add[nenv++] = env_watch;
     }
     if (o.step_on) {
-        snprintf(env_stepon, sizeof env_stepon, "MEMSCOPE_STEP_ON=%s", o.step_on);
+        snprintf(env_stepon, sizeof env_stepon, MS_ENV_STEP_ON "=%s", o.step_on);
         env_add[nenv++] = env_stepon;
     }
     /* NVTX ranges and marks reach the agent through NVTX's injection (docs/cuda.md), unless
@@ -713,13 +714,13 @@ int cmd_run(int argc, char **argv)
     static char env_stderr[64];
     struct stat err_st;
     if (fstat(2, &err_st) == 0) {
-        snprintf(env_stderr, sizeof env_stderr, "MEMSCOPE_STDERR=%llu:%llu",
+        snprintf(env_stderr, sizeof env_stderr, MS_ENV_STDERR "=%llu:%llu",
                  (unsigned long long)err_st.st_dev, (unsigned long long)err_st.st_ino);
         env_add[nenv++] = env_stderr;
     }
     static char env_device[128];
     if (o.device) {
-        snprintf(env_device, sizeof env_device, "MEMSCOPE_DEVICE=%s", o.device);
+        snprintf(env_device, sizeof env_device, MS_ENV_DEVICE "=%s", o.device);
         env_add[nenv++] = env_device;
     }
     env_add[nenv] = NULL;

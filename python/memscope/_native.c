@@ -28,8 +28,8 @@
 #include <string.h>
 
 #ifdef MEMSCOPE_HAVE_STORE
-#include "agent_api.h"
-#include "store.h"
+#include "common/agent_api.h"
+#include "store/store.h"
 #endif
 
 /* ---- the agent's entry points ---- */

@@ -8,15 +8,15 @@
 #ifndef MS_AGENT_H
 #define MS_AGENT_H
 
-#include "encode.h"
-#include "format.h"
+#include "trace/encode.h"
+#include "trace/format.h"
 
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
 
-#include "agent_api.h"
+#include "common/agent_api.h"
 #include <sys/syscall.h>
 #include <unistd.h>
 

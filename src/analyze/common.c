@@ -1,11 +1,11 @@
 /* common.c: what every analysis shares: opening and checking the database, describing a call
  * site, human-readable sizes, the options' defaults, and the table of analyses. */
 #include "analyze.h"
-#include "db_ids.h"
+#include "common/db_ids.h"
 
-#include "error.h"
-#include "grow.h"
-#include "store.h"
+#include "common/ms_error.h"
+#include "common/grow.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -13,12 +13,12 @@
  * blocks still live when their process ended ("live at end"). */
 #include "analyze.h"
 #include "compare_ops.h"
-#include "db_ids.h"
-#include "files.h"
+#include "common/db_ids.h"
+#include "common/files.h"
 
-#include "error.h"
-#include "grow.h"
-#include "store.h"
+#include "common/ms_error.h"
+#include "common/grow.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -4,11 +4,11 @@
  * Workload: one scan of events in id order per side; the diff O((N+M)D), D capped. */
 #include "compare_ops.h"
 
-#include "db_ids.h"
-#include "error.h"
-#include "files.h"
-#include "grow.h"
-#include "store.h"
+#include "common/db_ids.h"
+#include "common/ms_error.h"
+#include "common/files.h"
+#include "common/grow.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <inttypes.h>

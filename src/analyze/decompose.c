@@ -12,11 +12,11 @@
  * (a primary-key lookup), then one GROUP BY over blocks for the tree. Memory: one counter per
  * owner per sample point, and the tree. */
 #include "analyze.h"
-#include "db_ids.h"
+#include "common/db_ids.h"
 
-#include "error.h"
-#include "grow.h"
-#include "store.h"
+#include "common/ms_error.h"
+#include "common/grow.h"
+#include "store/store.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,9 +4,9 @@
  * each point, by allocation id and by (process, layer, address). */
 #include "analyze.h"
 
-#include "db_ids.h"
-#include "error.h"
-#include "store.h"
+#include "common/db_ids.h"
+#include "common/ms_error.h"
+#include "store/store.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -14,8 +14,8 @@
  * row of a pool's layers: the same queries. */
 #include "analyze.h"
 
-#include "error.h"
-#include "store.h"
+#include "common/ms_error.h"
+#include "store/store.h"
 
 #include <stdlib.h>
 #include <string.h>

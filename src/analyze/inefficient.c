@@ -15,11 +15,11 @@
  * (a hash map keyed by allocation_id, entries removed at the free), per process and per thread.
  * Memory: O(live blocks + flagged blocks). */
 #include "analyze.h"
-#include "db_ids.h"
+#include "common/db_ids.h"
 
-#include "error.h"
-#include "grow.h"
-#include "store.h"
+#include "common/ms_error.h"
+#include "common/grow.h"
+#include "store/store.h"
 
 #include <stdlib.h>
 #include <string.h>

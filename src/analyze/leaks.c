@@ -10,8 +10,8 @@
  * memscope_step() skip both step parts (one probe of the steps table). */
 #include "analyze.h"
 
-#include "error.h"
-#include "grow.h"
+#include "common/ms_error.h"
+#include "common/grow.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

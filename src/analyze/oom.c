@@ -8,9 +8,9 @@
  * Computed first (one struct per OOM, from SQL over blocks: alloc_event_id before the trigger,
  * not freed before it), then rendered as text or JSON. */
 #include "analyze.h"
-#include "db_ids.h"
+#include "common/db_ids.h"
 
-#include "error.h"
+#include "common/ms_error.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,10 +11,10 @@
  * ms__live_apply, which finds the first moment of the maximum itself. Memory: the live set by
  * stack and owner (and, on the slow path, an address map of the live blocks). */
 #include "analyze.h"
-#include "db_ids.h"
+#include "common/db_ids.h"
 
-#include "error.h"
-#include "grow.h"
+#include "common/ms_error.h"
+#include "common/grow.h"
 
 #include <stdlib.h>
 #include <string.h>

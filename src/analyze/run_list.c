@@ -7,8 +7,8 @@
  * that a failing one becomes {"error": "..."} instead of a broken document. */
 #include "analyze.h"
 
-#include "error.h"
-#include "store.h"
+#include "common/ms_error.h"
+#include "store/store.h"
 
 #include <stdlib.h>
 #include <string.h>

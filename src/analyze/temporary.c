@@ -13,11 +13,11 @@
  * allocation, per stack a counter. A compact database has the counts already (site_stats, made
  * by the conversion with the same rule over the default layers): one read of that table. */
 #include "analyze.h"
-#include "db_ids.h"
+#include "common/db_ids.h"
 
-#include "error.h"
-#include "grow.h"
-#include "store.h"
+#include "common/ms_error.h"
+#include "common/grow.h"
+#include "store/store.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -9,10 +9,10 @@
  * of the total live bytes of the selected layers over all processes; the step series is the
  * live bytes of the stepping process (all its selected layers) at each of its STEP events. */
 #include "analyze.h"
-#include "db_ids.h"
+#include "common/db_ids.h"
 
-#include "error.h"
-#include "store.h"
+#include "common/ms_error.h"
+#include "store/store.h"
 
 #include <math.h>
 #include <stdlib.h>

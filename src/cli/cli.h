@@ -13,7 +13,7 @@ int cmd_pack(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 #endif
 
-#include "store.h"
+#include "store/store.h"
 
 #include <stdio.h>
 #include <time.h>
@@ -24,8 +24,8 @@ struct ms_pack_stats;
 int cli_pack_path(const char *path, int workers, time_t since, struct ms_pack_stats *total,
                   int *packed);
 
-/* Prints "memscope: <fmt>\n" to stderr. Returns -1 so callers can `return error(...)`. */
-int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "memscope: <fmt>\n" to stderr. Returns -1 so callers can `return cli_error(...)`. */
+int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints a usage error ("memscope: <fmt>\n" plus a hint) and returns 2. */
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -4,9 +4,9 @@
  * error (bad option or value, unknown analysis, unknown layer, bad step numbers). */
 #include "cli.h"
 
-#include "analyze.h"
-#include "error.h"
-#include "files.h"
+#include "analyze/analyze.h"
+#include "common/ms_error.h"
+#include "common/files.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -138,7 +138,7 @@ static int resolve_layer(const char *db_path, const char *name, int *layer)
     sqlite3 *db;
     int rc = ms_analyze_open(db_path, 0, &db, err, sizeof err);
     if (rc < 0) {
-        error("analyze: %s", err);
+        cli_error("analyze: %s", err);
         return 1;
     }
     sqlite3_stmt *st;
@@ -305,7 +305,7 @@ int cmd_analyze(int argc, char **argv)
         int orc = ms_output_open(&mo, out_path);
         f = orc == 0 ? fdopen(mo.fd, "w") : NULL;
         if (!f) {
-            error("analyze: cannot create %s: %s", out_path, ms_strerror(orc < 0 ? orc : -errno));
+            cli_error("analyze: cannot create %s: %s", out_path, ms_strerror(orc < 0 ? orc : -errno));
             ms_output_abort(&mo);
             return 1;
         }
@@ -335,7 +335,7 @@ int cmd_analyze(int argc, char **argv)
         return 2;
     }
     if (rc < 0) {
-        error("analyze: %s", err[0] ? err : ms_strerror(rc));
+        cli_error("analyze: %s", err[0] ? err : ms_strerror(rc));
         return 1;
     }
     return 0;

@@ -4,9 +4,9 @@
  * memscope_dump) of a compact one (ms_store_expand). */
 #include "cli.h"
 
-#include "error.h"
-#include "files.h"
-#include "store.h"
+#include "common/ms_error.h"
+#include "common/files.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -59,23 +59,23 @@ static int export_db(const char *db, const char *out)
     if (!out) {
         default_full_name(db, dflt, sizeof dflt);
         if (access(dflt, F_OK) == 0) {
-            error("export: %s exists; name the output with -o", dflt);
+            cli_error("export: %s exists; name the output with -o", dflt);
             return 1;
         }
         out = dflt;
     }
     if (access(db, R_OK) != 0) {
-        error("export: cannot open database %s: %s", db, strerror(errno));
+        cli_error("export: cannot open database %s: %s", db, strerror(errno));
         return 1;
     }
     char err[512] = "";
     int rc = ms_store_expand(db, out, 1, NULL, err, sizeof err);
     if (rc == MS_EINVAL) {
-        error("export: %s is already a full database (it has every event)", db);
+        cli_error("export: %s is already a full database (it has every event)", db);
         return 1;
     }
     if (rc < 0) {
-        error("export: %s", err[0] ? err : ms_strerror(rc));
+        cli_error("export: %s", err[0] ? err : ms_strerror(rc));
         return 1;
     }
     cli_log(1, "wrote %s", out);
@@ -134,7 +134,7 @@ int cmd_export(int argc, char **argv)
         int orc = ms_output_open(&mo, out);
         f = orc == 0 ? fdopen(mo.fd, "w") : NULL;
         if (!f) {
-            error("export: cannot create %s: %s", out, ms_strerror(orc < 0 ? orc : -errno));
+            cli_error("export: cannot create %s: %s", out, ms_strerror(orc < 0 ? orc : -errno));
             ms_output_abort(&mo);
             return 1;
         }
@@ -157,7 +157,7 @@ int cmd_export(int argc, char **argv)
         rc = MS_EIO;
     }
     if (rc < 0) {
-        error("export: %s", err[0] ? err : ms_strerror(rc));
+        cli_error("export: %s", err[0] ? err : ms_strerror(rc));
         return 1;
     }
     return 0;

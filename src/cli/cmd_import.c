@@ -5,8 +5,8 @@
  * Useful when `memscope run` was interrupted or the traces were copied from another machine. */
 #include "cli.h"
 
-#include "error.h"
-#include "store.h"
+#include "common/ms_error.h"
+#include "store/store.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -78,7 +78,7 @@ int cmd_import(int argc, char **argv)
     static volatile int no_stop;
     int rc = run_convert(&o, &no_stop, &res, err, sizeof err); /* a crash takes a child */
     if (rc < 0) {
-        error("import: %s", err[0] ? err : ms_strerror(rc));
+        cli_error("import: %s", err[0] ? err : ms_strerror(rc));
         return 1;
     }
     if (res.warning[0])

@@ -4,10 +4,10 @@
  * worker thread per CPU. */
 #include "cli.h"
 
-#include "error.h"
-#include "files.h"
-#include "pack.h"
-#include "reader.h"
+#include "common/ms_error.h"
+#include "common/files.h"
+#include "trace/pack.h"
+#include "trace/reader.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -58,12 +58,12 @@ static int pack_one(const char *path, int workers, struct ms_pack_stats *total)
         return 0;
     }
     if (rc < 0) {
-        error("pack: %s: %s", path, rc == MS_EFORMAT ? "not a memscope trace" : ms_strerror(rc));
+        cli_error("pack: %s: %s", path, rc == MS_EFORMAT ? "not a memscope trace" : ms_strerror(rc));
         return -1;
     }
     char tmp[PATH_MAX + 64];
     if (ms_temp_name(tmp, sizeof tmp, path, ".packing.") < 0) {
-        error("pack: %s: path too long", path);
+        cli_error("pack: %s: path too long", path);
         return -1;
     }
     struct ms_pack_stats st;
@@ -73,7 +73,7 @@ static int pack_one(const char *path, int workers, struct ms_pack_stats *total)
     if (rc < 0) {
         if (rc != -EEXIST)
             unlink(tmp); /* created by ms_pack_file (O_EXCL), unless it was there already */
-        error("pack: %s: %s (the raw trace is unchanged)", path, ms_strerror(rc));
+        cli_error("pack: %s: %s (the raw trace is unchanged)", path, ms_strerror(rc));
         return -1;
     }
     if (st.damaged)
@@ -96,7 +96,7 @@ int cli_pack_path(const char *path, int workers, time_t since, struct ms_pack_st
     signal(SIGXFSZ, SIG_IGN);
     struct stat sb;
     if (stat(path, &sb) < 0)
-        return error("pack: %s: %s", path, strerror(errno));
+        return cli_error("pack: %s: %s", path, strerror(errno));
     if (!S_ISDIR(sb.st_mode)) {
         int r = pack_one(path, workers, total);
         if (r > 0)
@@ -105,7 +105,7 @@ int cli_pack_path(const char *path, int workers, time_t since, struct ms_pack_st
     }
     DIR *d = opendir(path);
     if (!d)
-        return error("pack: %s: %s", path, strerror(errno));
+        return cli_error("pack: %s: %s", path, strerror(errno));
     int failed = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {

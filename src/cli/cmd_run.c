@@ -7,13 +7,13 @@
  * even when the program died of a signal, prints a short summary on stderr, and exits with the
  * program's status (128+N for signal N). */
 #include "cli.h"
-#include "agent_api.h"
+#include "common/agent_api.h"
 
-#include "analyze.h"
-#include "error.h"
-#include "files.h"
-#include "pack.h"
-#include "store.h"
+#include "analyze/analyze.h"
+#include "common/ms_error.h"
+#include "common/files.h"
+#include "trace/pack.h"
+#include "store/store.h"
 #include "version.h"
 
 #include <dirent.h>
@@ -525,7 +525,7 @@ int cmd_run(int argc, char **argv)
 
     char agent_path[PATH_MAX];
     if (run_find_agent(agent_path, sizeof agent_path) < 0) {
-        error("cannot find the agent libmemscope.so next to the memscope binary or in "
+        cli_error("cannot find the agent libmemscope.so next to the memscope binary or in "
               "../%s (set MEMSCOPE_AGENT to its path)", "lib/memscope");
         return 1;
     }
@@ -561,29 +561,29 @@ int cmd_run(int argc, char **argv)
     int out_dir_existed = stat(out_dir, &od_st) == 0;
     int rc = run_mkdir_p(out_dir);
     if (rc < 0) {
-        error("cannot create output directory '%s': %s", out_dir, ms_strerror(rc));
+        cli_error("cannot create output directory '%s': %s", out_dir, ms_strerror(rc));
         return 1;
     }
     struct stat out_st;
     if (out_is_file && stat(out_file, &out_st) == 0 && S_ISDIR(out_st.st_mode)) {
-        error("cannot write '%s': it is a directory", out_file);
+        cli_error("cannot write '%s': it is a directory", out_file);
         return 1;
     }
     if (out_is_file && o.format != FMT_CSV && lstat(out_file, &out_st) == 0 &&
         !S_ISREG(out_st.st_mode)) { /* a database is renamed into place: never over a FIFO */
-        error("cannot write '%s': it exists and is not a regular file", out_file);
+        cli_error("cannot write '%s': it exists and is not a regular file", out_file);
         return 1;
     }
     if (out_is_file && (rc = run_lock_output(out_file)) < 0) {
         if (rc == -EBUSY)
-            error("'%s' is being written by another memscope run; choose another output "
+            cli_error("'%s' is being written by another memscope run; choose another output "
                   "(the program was not started)", out_file);
         else
-            error("cannot lock '%s.lock': %s", out_file, strerror(-rc));
+            cli_error("cannot lock '%s.lock': %s", out_file, strerror(-rc));
         return 1;
     }
     if (access(out_dir, W_OK) != 0) {
-        error("cannot write to output directory '%s': %s", out_dir, strerror(errno));
+        cli_error("cannot write to output directory '%s': %s", out_dir, strerror(errno));
         return 1;
     }
     /* A directory receives msMemScope's layout: a folder of this run, memscope_<pid>_<stamp>
@@ -599,7 +599,7 @@ int cmd_run(int argc, char **argv)
         if (strlen(run_dir) >= sizeof out_dir) /* cannot happen: base_dir is short enough */
             return usage_error("--output-path: path too long");
         if (mkdir(run_dir, 0700) < 0) { /* memscope's directories: 0700 (docs/cli.md) */
-            error("cannot create '%s': %s", run_dir, strerror(errno));
+            cli_error("cannot create '%s': %s", run_dir, strerror(errno));
             return 1;
         }
         memcpy(out_dir, run_dir, strlen(run_dir) + 1);
@@ -611,13 +611,13 @@ int cmd_run(int argc, char **argv)
         snprintf(trace_dir, sizeof trace_dir, "%s/.memscope-trace-%ld-%s", out_dir,
                  (long)getpid(), stamp);
         if (mkdir(trace_dir, 0700) < 0) {
-            error("cannot create trace directory '%s': %s", trace_dir, strerror(errno));
+            cli_error("cannot create trace directory '%s': %s", trace_dir, strerror(errno));
             return 1;
         }
     }
     char abs_trace[PATH_MAX];
     if (!realpath(trace_dir, abs_trace)) {
-        error("cannot resolve '%s': %s", trace_dir, strerror(errno));
+        cli_error("cannot resolve '%s': %s", trace_dir, strerror(errno));
         return 1;
     }
 
@@ -734,7 +734,7 @@ int cmd_run(int argc, char **argv)
     int exec_errno = 0;
     pid_t pid = spawn(prog, env_add, &exec_errno);
     if (pid < 0) {
-        error("cannot run '%s': %s", prog[0], strerror(exec_errno));
+        cli_error("cannot run '%s': %s", prog[0], strerror(exec_errno));
         if (o.format != FMT_TRACE)
             run_remove_tree(trace_dir);
         return 127;
@@ -785,7 +785,7 @@ int cmd_run(int argc, char **argv)
     char err[512] = "";
     rc = run_convert(&so, &stop_signal, &res, err, sizeof err);
     if (rc == -EINTR && stop_signal) {
-        error("stopped by %s during the conversion; the traces are kept in %s (convert them "
+        cli_error("stopped by %s during the conversion; the traces are kept in %s (convert them "
               "with: memscope import %s -o %s)", strsignal(stop_signal), trace_dir, trace_dir,
               db_path);
         return 128 + stop_signal;
@@ -794,7 +794,7 @@ int cmd_run(int argc, char **argv)
         /* The agent never loaded: say why, and the program's status is the answer. */
         char why[256];
         run_untraceable_reason(prog[0], why, sizeof why);
-        error("'%s' ran untraced: %s; nothing was recorded", prog[0], why);
+        cli_error("'%s' ran untraced: %s; nothing was recorded", prog[0], why);
         rmdir(trace_dir); /* ours, and empty */
         if (made_run_dir && run_dir_empty(out_dir))
             rmdir(out_dir); /* created by this run, for nothing */
@@ -806,13 +806,13 @@ int cmd_run(int argc, char **argv)
     if (rc < 0 && lstat(trace_dir, &tst) != 0) {
         /* removed while the program ran (a program that cleans its output directory) */
         int out_gone = lstat(out_dir, &tst) != 0;
-        error("cannot write the database: the trace directory %s was removed while the program "
+        cli_error("cannot write the database: the trace directory %s was removed while the program "
               "ran%s%s; nothing recorded remains", trace_dir,
               out_gone ? ", and the output directory " : "", out_gone ? out_dir : "");
         return status ? status : 1;
     }
     if (rc < 0) {
-        error("cannot write the database: %s; the raw traces are kept in %s", err, trace_dir);
+        cli_error("cannot write the database: %s; the raw traces are kept in %s", err, trace_dir);
         return status ? status : 1;
     }
     if (res.warning[0])
@@ -825,7 +825,7 @@ int cmd_run(int argc, char **argv)
         rc = ms_output_open(&mo, out_file); /* renamed over out_file when complete */
         FILE *f = rc == 0 ? fdopen(mo.fd, "w") : NULL;
         if (!f) {
-            error("cannot write '%s': %s", out_file, strerror(rc < 0 ? -rc : errno));
+            cli_error("cannot write '%s': %s", out_file, strerror(rc < 0 ? -rc : errno));
             ms_output_abort(&mo);
             return status ? status : 1;
         }
@@ -837,7 +837,7 @@ int cmd_run(int argc, char **argv)
             rc = ms_output_commit(&mo);
         if (rc < 0) {
             ms_output_abort(&mo);
-            error("cannot write '%s': %s", out_file, err[0] ? err : ms_strerror(rc));
+            cli_error("cannot write '%s': %s", out_file, err[0] ? err : ms_strerror(rc));
             return status ? status : 1;
         }
     }
@@ -849,7 +849,7 @@ int cmd_run(int argc, char **argv)
         ao.write_back = 1; /* as msMemScope: inefficient findings land in the run's database */
         fflush(stderr);
         if (ms_analyze_run_list(db_path, o.analysis, &ao, stderr, err, sizeof err) < 0)
-            error("analysis: %s", err);
+            cli_error("analysis: %s", err);
     }
     if (o.format == FMT_CSV)
         unlink(db_path);

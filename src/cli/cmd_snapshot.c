@@ -3,10 +3,10 @@
  * summary, the allocator state at one event, or imports it into a database. */
 #include "cli.h"
 
-#include "error.h"
-#include "schema.h" /* the store's DDL: a snapshot database has the schema of a run's */
-#include "snapshot.h"
-#include "store.h"  /* memscope_dump */
+#include "common/ms_error.h"
+#include "store/schema.h" /* the store's DDL: a snapshot database has the schema of a run's */
+#include "snapshot/snapshot.h"
+#include "store/store.h"  /* memscope_dump */
 
 #include <errno.h>
 #include <stdio.h>
@@ -93,7 +93,7 @@ int cmd_snapshot(int argc, char **argv)
     ms_snapshot_init(&s, NULL);
     int rc = ms_snapshot_load_file(&s, file);
     if (rc) {
-        error("snapshot: %s: %s", file, s.err);
+        cli_error("snapshot: %s: %s", file, s.err);
         ms_snapshot_release(&s);
         return 1;
     }
@@ -111,12 +111,12 @@ int cmd_snapshot(int argc, char **argv)
         rc = ms_snapshot_state_at(&s, device, state_at, &st);
         if (rc == MS_EINVAL) {
             const struct ms_snap_trace *t = ms__snap_trace(&s, device);
-            error("snapshot: no event %lld on device %lld (it has %llu events)",
+            cli_error("snapshot: no event %lld on device %lld (it has %llu events)",
                   (long long)state_at, (long long)device,
                   (unsigned long long)(t ? t->nevents : 0));
             status = 2;
         } else if (rc) {
-            error("snapshot: %s", ms_strerror(rc));
+            cli_error("snapshot: %s", ms_strerror(rc));
             status = 1;
         } else {
             if (ms_snap_state_write_json(&s, &st, stdout))
@@ -138,7 +138,7 @@ int cmd_snapshot(int argc, char **argv)
         free(final_sql);
         free(dump);
         if (rc) {
-            error("snapshot: %s: %s", db, err[0] ? err : ms_strerror(rc));
+            cli_error("snapshot: %s: %s", db, err[0] ? err : ms_strerror(rc));
             status = 1;
         } else {
             cli_log(1, "wrote %s", db);
@@ -146,12 +146,12 @@ int cmd_snapshot(int argc, char **argv)
     } else {
         rc = ms_snapshot_write_summary(&s, stdout, json, (int)top);
         if (rc) {
-            error("snapshot: %s", ms_strerror(rc));
+            cli_error("snapshot: %s", ms_strerror(rc));
             status = 1;
         }
     }
     if (fflush(stdout) && !status) {
-        error("snapshot: writing output: %s", strerror(errno));
+        cli_error("snapshot: writing output: %s", strerror(errno));
         status = 1;
     }
     ms_snapshot_release(&s);

@@ -8,7 +8,7 @@
  * allocations it made, so that a test knows the range of N to try
  * (tests/integration/test_fail_alloc.sh). Allocations inside other libraries (libdw, libc's
  * stdio) are not counted. */
-#include "error.h"
+#include "common/ms_error.h"
 
 #include <sqlite3.h>
 #include <stdint.h>

@@ -2,7 +2,7 @@
  * commands[] table; a first argument that is an option or a program (msMemScope's form,
  * `memscope [options] prog args`) means `run`. */
 #include "cli.h"
-#include "error.h"
+#include "common/ms_error.h"
 
 #include "version.h"
 
@@ -17,7 +17,7 @@
 
 int cli_log_level = 1;
 
-int error(const char *fmt, ...)
+int cli_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

@@ -8,7 +8,7 @@
  * the conversion does in-process (-EINTR). */
 #include "cli.h"
 
-#include "error.h"
+#include "common/ms_error.h"
 
 #include <dirent.h>
 #include <errno.h>

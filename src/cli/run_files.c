@@ -5,7 +5,7 @@
  * cmd_run.c; docs/cli.md ("Files") states the rules. */
 #include "cli.h"
 
-#include "files.h"
+#include "common/files.h"
 
 #include <dirent.h>
 #include <errno.h>

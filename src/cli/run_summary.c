@@ -4,7 +4,7 @@
  * cmd_run.c; reads the database with a few aggregate queries. */
 #include "cli.h"
 
-#include "analyze.h"
+#include "analyze/analyze.h"
 
 #include <sqlite3.h>
 #include <stdio.h>

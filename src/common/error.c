@@ -1,5 +1,5 @@
 /* error.c: messages for the project's error codes (see error.h). Called by the CLI only. */
-#include "error.h"
+#include "ms_error.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* files.c: creating and replacing files safely (files.h). Used by the conversion, the packer,
  * exports and reports; the agent has its own few lines (it links nothing). */
 #include "files.h"
-#include "error.h"
+#include "ms_error.h"
 
 #include <errno.h>
 #include <fcntl.h>

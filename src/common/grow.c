@@ -1,7 +1,7 @@
 /* grow.c: see grow.h. */
 #include "grow.h"
 
-#include "error.h"
+#include "ms_error.h"
 
 #include <stdint.h>
 #include <stdlib.h>

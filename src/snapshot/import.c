@@ -14,9 +14,9 @@
  * by one piece of SQL. Workload: one SQLite transaction, prepared statements, O(events). */
 #include "snapshot.h"
 
-#include "db_ids.h"
-#include "error.h"
-#include "files.h"
+#include "common/db_ids.h"
+#include "common/ms_error.h"
+#include "common/files.h"
 #include "snap_addrmap.h"
 #include "version.h"
 

@@ -3,7 +3,7 @@
  * max_stack), so memory is linear in the input. */
 #include "json.h"
 
-#include "error.h"
+#include "common/ms_error.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -4,7 +4,7 @@
 #ifndef MS_SNAPSHOT_SNAP_ADDRMAP_H
 #define MS_SNAPSHOT_SNAP_ADDRMAP_H
 
-#include "error.h"
+#include "common/ms_error.h"
 
 #include <stdint.h>
 #include <stdlib.h>

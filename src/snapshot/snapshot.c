@@ -5,7 +5,7 @@
  * events costs one lookup per event. */
 #include "snapshot.h"
 
-#include "error.h"
+#include "common/ms_error.h"
 #include "json.h"
 
 #include <assert.h>

@@ -10,7 +10,7 @@
 #include "snapshot.h"
 
 #include "snap_addrmap.h"
-#include "error.h"
+#include "common/ms_error.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
 #include "snapshot.h"
 
 #include "snap_addrmap.h"
-#include "error.h"
+#include "common/ms_error.h"
 
 #include <math.h>
 #include <stdlib.h>

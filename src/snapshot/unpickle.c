@@ -5,7 +5,7 @@
  * opcodes (BINGET, ints, short strings). */
 #include "unpickle.h"
 
-#include "error.h"
+#include "common/ms_error.h"
 
 #include <assert.h>
 #include <stdarg.h>

@@ -5,7 +5,7 @@
  * multiply that spreads low-entropy low bits. The table doubles at 50% load. */
 #include "addrmap.h"
 
-#include "error.h"
+#include "common/ms_error.h"
 
 #include <stdlib.h>
 

@@ -2,7 +2,7 @@
  * hundreds of millions in a big run; everything here is per row or per 64 rows. */
 #include "batch.h"
 
-#include "error.h"
+#include "common/ms_error.h"
 
 #include <assert.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * `type = 'table'`. Workload: one INSERT ... SELECT over events (about 1 us per row). */
 #include "store.h"
 
-#include "error.h"
+#include "common/ms_error.h"
 #include "schema.h"
 
 #include <sqlite3.h>

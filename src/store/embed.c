@@ -2,9 +2,9 @@
  * files per run, megabytes to gigabytes each, read and written in MS_EMBED_PART pieces. */
 #include "embed.h"
 
-#include "error.h"
-#include "files.h"
-#include "pack.h"
+#include "common/ms_error.h"
+#include "common/files.h"
+#include "trace/pack.h"
 
 #include <errno.h>
 #include <fcntl.h>

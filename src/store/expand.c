@@ -8,8 +8,8 @@
 #include "store.h"
 
 #include "embed.h"
-#include "error.h"
-#include "files.h"
+#include "common/ms_error.h"
+#include "common/files.h"
 
 #include <dirent.h>
 #include <errno.h>

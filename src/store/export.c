@@ -7,7 +7,7 @@
  * The columns are those of the memscope_dump view (docs/database.md); keep them in step. */
 #include "store.h"
 
-#include "error.h"
+#include "common/ms_error.h"
 #include "schema.h"
 
 #include <errno.h>

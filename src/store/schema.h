@@ -3,7 +3,7 @@
 #ifndef MS_STORE_SCHEMA_H
 #define MS_STORE_SCHEMA_H
 
-#include "db_ids.h" /* the format version, layer and kind ids */
+#include "common/db_ids.h" /* the format version, layer and kind ids */
 
 /* Tables and fixed rows; run before loading. */
 extern const char ms_schema_sql[];

@@ -2,7 +2,7 @@
  * function and file names per run, looked up once per distinct symbolized pc. */
 #include "strtab.h"
 
-#include "error.h"
+#include "common/ms_error.h"
 
 #include <stdlib.h>
 #include <string.h>

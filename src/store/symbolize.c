@@ -7,7 +7,7 @@
  * distinct pc per process, typically thousands to a few hundred thousand. */
 #include "symbolize.h"
 
-#include "error.h"
+#include "common/ms_error.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>

@@ -17,9 +17,9 @@
  * stack (pickle memo). Called by `memscope export --format=torch-snapshot`. */
 #include "store.h"
 
-#include "db_ids.h"
-#include "error.h"
-#include "grow.h"
+#include "common/db_ids.h"
+#include "common/ms_error.h"
+#include "common/grow.h"
 
 #include <sqlite3.h>
 #include <stdarg.h>

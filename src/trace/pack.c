@@ -34,7 +34,7 @@
 #include "pack.h"
 
 #include "encode.h"
-#include "error.h"
+#include "common/ms_error.h"
 #include "format.h"
 #include "reader.h"
 

@@ -5,7 +5,7 @@
 #include "reader.h"
 
 #include "encode.h"
-#include "error.h"
+#include "common/ms_error.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,7 @@
  * `cuda_bench launch N` makes N kernel launches, `cuda_bench alloc N` N cuMemAlloc/cuMemFree
  * pairs of 4 KiB, through dlsym'ed entry points as cudart's are. Prints the wall time in ns per
  * call (or pair). */
-#include "cuda_driver.h"
+#include "agent/cuda_driver.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * It reaches the driver by dlopen + dlsym (as cudart) and allocates 4 MiB, then dlopens
  * libms_cuda_user.so, which binds the driver directly and allocates 1, 2 and 3 MiB (frees 2).
  * Prints "plugin: two" (the library's bare-name dlopen through its RUNPATH) and "ok". */
-#include "cuda_driver.h"
+#include "agent/cuda_driver.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

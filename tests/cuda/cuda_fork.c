@@ -2,7 +2,7 @@
  * test driver. The parent allocates 1 MiB on device 0 and exports it; the forked child (its own
  * trace) opens the handle (an imported HAL block of 1 MiB), allocates and frees 2 MiB, closes
  * the handle and exits; then the parent frees its block. Exit 0 with "ok". */
-#include "cuda_driver.h"
+#include "agent/cuda_driver.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
  *              stream variants (flags 2)
  * The expected rows are in test_cuda.sh. Exit 0 with "ok", 3 when there is no driver to load, 1
  * when a driver call did not give the documented answer. */
-#include "cuda_driver.h"
+#include "agent/cuda_driver.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -3,7 +3,7 @@
  * cudart of that time it finds cuGetProcAddress (the first ABI) with dlsym and asks it for the
  * rest: 1 and 2 MiB on device 0 (the 1 MiB one freed), a 4 KiB stream-ordered block, and two
  * launches of one kernel. Exit 0 with "ok". */
-#include "cuda_driver.h"
+#include "agent/cuda_driver.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * in 5 blocks, 6 MiB of the pool are reserved but not allocated. Two memscope steps (after the
  * weights: 6 MiB in use; after the activations: 12 MiB) and the exit (20 MiB) are where memscope
  * asks NVML (the test NVML) what the GPU reports. Exit 0 with "ok". */
-#include "cuda_driver.h"
+#include "agent/cuda_driver.h"
 #include "memscope.h"
 
 #include <dlfcn.h>

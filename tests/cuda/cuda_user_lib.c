@@ -2,7 +2,7 @@
  * (DT_NEEDED libcuda.so.1, direct binding, like PyTorch's libcaffe2_nvrtc.so) that the program
  * dlopens after it started using CUDA, and that dlopens a plugin by bare name through its own
  * DT_RUNPATH ($ORIGIN), which must still work under memscope's dlopen hook. */
-#include "cuda_driver.h"
+#include "agent/cuda_driver.h"
 
 #include <dlfcn.h>
 #include <stddef.h>

@@ -23,7 +23,7 @@
  * driver may. Built with MS_TEST_CUDA_OLD (as cuda-test-driver-old/libcuda.so.1) it is a driver
  * of the CUDA 11.3 era: no cuGetProcAddress_v2, cuLaunchKernelEx, cuFuncGetName,
  * cuMemGetAddressRange, cuDeviceGetMemPool or cuMemPoolGetAttribute. */
-#include "cuda_driver.h"
+#include "agent/cuda_driver.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #define MS_CUDA_DRIVER_TYPES_FROM_CUDA_H
-#include "cuda_driver.h"
+#include "agent/cuda_driver.h"
 
 #define SAME_FN(name) \
     _Static_assert(__builtin_types_compatible_p(ms_fn_##name, __typeof__(name)), #name);

@@ -13,9 +13,9 @@
  * Built like fuzz_trace_reader (tests/fuzz/CMakeLists.txt): a libFuzzer target with
  * MEMSCOPE_FUZZ, else a program that replays the files and directories on its command line. The
  * seed corpus comes from fuzz_pack_seed_gen.c. */
-#include "error.h"
+#include "common/ms_error.h"
 #include "read_all.h"
-#include "reader.h"
+#include "trace/reader.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -9,8 +9,8 @@
  * argv[2] the whole packed files. */
 #include "tracegen.h"
 
-#include "pack.h"
-#include "reader.h"
+#include "trace/pack.h"
+#include "trace/reader.h"
 
 #include <errno.h>
 #include <sys/stat.h>

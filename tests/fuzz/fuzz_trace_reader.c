@@ -5,9 +5,9 @@
  * outside the input. Built two ways (tests/fuzz/CMakeLists.txt): with MEMSCOPE_FUZZ as a
  * libFuzzer target, otherwise as a plain program that replays the files and directories given
  * on its command line (the seed corpus in the normal test run). */
-#include "error.h"
+#include "common/ms_error.h"
 #include "read_all.h"
-#include "reader.h"
+#include "trace/reader.h"
 
 #include <stddef.h>
 #include <stdint.h>

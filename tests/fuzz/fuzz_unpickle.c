@@ -3,7 +3,7 @@
  * (MS_FUZZ_REPLAY) it is a plain program that replays files and directories given as
  * arguments, so the seed corpus runs in every normal build. Caps are set low so that each
  * input costs little. */
-#include "snapshot.h"
+#include "snapshot/snapshot.h"
 
 #include <stdint.h>
 #include <stdio.h>

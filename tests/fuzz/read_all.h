@@ -4,7 +4,7 @@
 #ifndef MS_FUZZ_READ_ALL_H
 #define MS_FUZZ_READ_ALL_H
 
-#include "reader.h"
+#include "trace/reader.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,10 +1,10 @@
 /* test_unpickle.c: unit tests of the data-only unpickler, the JSON reader and the snapshot
  * model on hand-made inputs. Optional argv[1]: a good fixture pickle whose prefixes must all
  * fail cleanly (truncation). Prints one line per failed check; exit status 1 on failure. */
-#include "error.h"
-#include "json.h"
-#include "snapshot.h"
-#include "unpickle.h"
+#include "common/ms_error.h"
+#include "snapshot/json.h"
+#include "snapshot/snapshot.h"
+#include "snapshot/unpickle.h"
 
 #include <stdio.h>
 #include <stdlib.h>

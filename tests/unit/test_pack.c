@@ -11,9 +11,9 @@
 #include "tracegen.h"
 #include "test.h"
 
-#include "error.h"
-#include "pack.h"
-#include "reader.h"
+#include "common/ms_error.h"
+#include "trace/pack.h"
+#include "trace/reader.h"
 
 #include <errno.h>
 #include <stdarg.h>

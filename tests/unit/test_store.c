@@ -6,10 +6,10 @@
 #include "tracegen.h"
 #include "test.h"
 
-#include "addrmap.h"
-#include "error.h"
-#include "reader.h"
-#include "store.h"
+#include "store/addrmap.h"
+#include "common/ms_error.h"
+#include "trace/reader.h"
+#include "store/store.h"
 
 #include <dirent.h>
 #include <link.h>

@@ -4,8 +4,8 @@
 #include "tracegen.h"
 #include "test.h"
 
-#include "error.h"
-#include "reader.h"
+#include "common/ms_error.h"
+#include "trace/reader.h"
 
 #include <unistd.h>
 

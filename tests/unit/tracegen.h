@@ -10,8 +10,8 @@
 #ifndef MS_TRACEGEN_H
 #define MS_TRACEGEN_H
 
-#include "encode.h"
-#include "format.h"
+#include "trace/encode.h"
+#include "trace/format.h"
 
 #include <stdio.h>
 #include <stdlib.h>

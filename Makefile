@@ -5,7 +5,7 @@
 JOBS ?= $(shell nproc)
 BUILD ?= build
 
-.PHONY: all example check check-werror check-asan check-fuzz install clean
+.PHONY: all example check check-werror check-asan check-fuzz format format-check install clean
 
 all:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -21,7 +21,15 @@ example: all
 	sqlite3 -header -column out/example-full.db \
 	  "SELECT \"Event\", count(*) AS events, sum(json_extract(\"Attr\", '$$.size')) AS bytes FROM memscope_dump GROUP BY 1"
 
-check: check-werror check-asan check-fuzz
+check: format-check check-werror check-asan check-fuzz
+
+# The C sources in the format .clang-format describes: format-check fails on any difference
+# (and says which files); format rewrites them.
+FORMAT_FILES = $(shell git ls-files 'src/*.c' 'src/*.h' 'include/*.h' 'python/memscope/*.c' 2>/dev/null)
+format:
+	clang-format --style=file -i $(FORMAT_FILES)
+format-check:
+	clang-format --style=file --dry-run --Werror $(FORMAT_FILES)
 
 check-werror:
 	cmake -S . -B build-werror -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMSCOPE_WERROR=ON >/dev/null

@@ -78,12 +78,14 @@ static inline __attribute__((always_inline)) int memscope_range_pop(void)
     return memscope__range_pop ? memscope__range_pop() : -1;
 }
 
-static inline __attribute__((always_inline)) int memscope_access(const void *p, size_t n, int flags, const char *op)
+static inline __attribute__((always_inline)) int memscope_access(const void *p, size_t n, int flags,
+                                                                 const char *op)
 {
     return memscope__access ? memscope__access(p, n, flags, op) : -1;
 }
 
-static inline __attribute__((always_inline)) int memscope_pool_alloc(const char *pool, const void *p, size_t n)
+static inline __attribute__((always_inline)) int memscope_pool_alloc(const char *pool,
+                                                                     const void *p, size_t n)
 {
     return memscope__pool_alloc ? memscope__pool_alloc(pool, p, n) : -1;
 }
@@ -93,12 +95,14 @@ static inline __attribute__((always_inline)) int memscope_pool_free(const char *
     return memscope__pool_free ? memscope__pool_free(pool, p) : -1;
 }
 
-static inline __attribute__((always_inline)) int memscope_pool_reserve(const char *pool, const void *p, size_t n)
+static inline __attribute__((always_inline)) int memscope_pool_reserve(const char *pool,
+                                                                       const void *p, size_t n)
 {
     return memscope__pool_reserve ? memscope__pool_reserve(pool, p, n) : -1;
 }
 
-static inline __attribute__((always_inline)) int memscope_pool_release(const char *pool, const void *p)
+static inline __attribute__((always_inline)) int memscope_pool_release(const char *pool,
+                                                                       const void *p)
 {
     return memscope__pool_release ? memscope__pool_release(pool, p) : -1;
 }

@@ -2,7 +2,7 @@
 # setup-debian.sh: installs what memscope needs to build and test on Debian 12 (run as root).
 # Idempotent: packages already present are left alone, so a second run takes seconds.
 set -eu
-pkgs="build-essential cmake pkg-config libsqlite3-dev sqlite3 libdw-dev clang libclang-rt-14-dev
+pkgs="build-essential cmake pkg-config libsqlite3-dev sqlite3 libdw-dev clang clang-format libclang-rt-14-dev
       heaptrack zstd python3 python3-dev python3-torch python3-pytest git time
       libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0"
 missing=""

@@ -75,8 +75,8 @@ static int agent_present(void)
 static struct {
     PyObject **keys;
     uint32_t *ids;
-    size_t cap, n;          /* cap: power of two */
-    PyObject **by_id;       /* by_id[id - 2]: the code object of id (borrowed from keys) */
+    size_t cap, n;    /* cap: power of two */
+    PyObject **by_id; /* by_id[id - 2]: the code object of id (borrowed from keys) */
 } codes;
 
 static inline size_t code_hash(const void *p, size_t cap)
@@ -168,8 +168,8 @@ static uint32_t code_id(PyCodeObject *co)
  * rebuilds its shadow stack from its real frames at its first event. That is how threads that
  * were already running when the hook was installed get correct stacks. */
 static unsigned hook_gen = 1;
-static int hook_on;       /* the hook is installed (for new threads too) */
-static int hook_lines;    /* 1: PyEval_SetTrace (line events, exact lines); 0: PyEval_SetProfile */
+static int hook_on;    /* the hook is installed (for new threads too) */
+static int hook_lines; /* 1: PyEval_SetTrace (line events, exact lines); 0: PyEval_SetProfile */
 static _Thread_local unsigned tls_gen;
 
 #define SEED_MAX 1024
@@ -224,15 +224,10 @@ static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         ag.py_call(id, caller_line, PyFrame_GetLineNumber(frame));
         break;
     }
-    case PyTrace_RETURN: /* also when an exception leaves the frame */
-        ag.py_return();
-        break;
+    case PyTrace_RETURN: /* also when an exception leaves the frame */ ag.py_return(); break;
     case PyTrace_LINE:
-    case PyTrace_C_CALL:
-        ag.py_line(PyFrame_GetLineNumber(frame));
-        break;
-    default:
-        break;
+    case PyTrace_C_CALL: ag.py_line(PyFrame_GetLineNumber(frame)); break;
+    default: break;
     }
     return 0;
 }
@@ -261,7 +256,8 @@ static void set_hook_other_threads(int on)
             _PyEval_SetProfile(ts, on ? hook : NULL, NULL);
     }
 #else
-    (void)on; /* NEEDSWORK: 3.12+ has PyEval_SetProfileAllThreads; other versions: new threads only */
+    (void)
+        on; /* NEEDSWORK: 3.12+ has PyEval_SetProfileAllThreads; other versions: new threads only */
 #endif
 }
 
@@ -347,8 +343,7 @@ static PyObject *n_available(PyObject *self, PyObject *noargs)
     if (agent_ok < 0) {
         /* memscope__py_frame answers 0 only when the agent is initialized and not broken; the
          * probe frame it records is never referenced by a stack. */
-        agent_ok = agent_present() &&
-                   ag.py_frame(FRAME_PROBE_ID, "<memscope>", "<probe>", 0) == 0;
+        agent_ok = agent_present() && ag.py_frame(FRAME_PROBE_ID, "<memscope>", "<probe>", 0) == 0;
     }
     return PyBool_FromLong(agent_ok);
 }
@@ -360,12 +355,12 @@ static PyObject *n_preloaded(PyObject *self, PyObject *noargs)
     return PyBool_FromLong(agent_present() && agent_handle == NULL);
 }
 
-#define VOID_CALL(name, field)                                                  \
-    static PyObject *n_##name(PyObject *self, PyObject *noargs)                 \
-    {                                                                           \
-        (void)self;                                                             \
-        (void)noargs;                                                           \
-        return bool_rc(ag.field ? ag.field() : -1);                             \
+#define VOID_CALL(name, field)                                  \
+    static PyObject *n_##name(PyObject *self, PyObject *noargs) \
+    {                                                           \
+        (void)self;                                             \
+        (void)noargs;                                           \
+        return bool_rc(ag.field ? ag.field() : -1);             \
     }
 VOID_CALL(start, start)
 VOID_CALL(stop, stop)
@@ -373,14 +368,14 @@ VOID_CALL(step, step)
 VOID_CALL(owner_pop, owner_pop)
 VOID_CALL(range_pop, range_pop)
 
-#define STR_CALL(name, field)                                                   \
-    static PyObject *n_##name(PyObject *self, PyObject *arg)                    \
-    {                                                                           \
-        (void)self;                                                             \
-        const char *s = PyUnicode_AsUTF8(arg);                                  \
-        if (!s)                                                                 \
-            return NULL;                                                        \
-        return bool_rc(ag.field ? ag.field(s) : -1);                            \
+#define STR_CALL(name, field)                                \
+    static PyObject *n_##name(PyObject *self, PyObject *arg) \
+    {                                                        \
+        (void)self;                                          \
+        const char *s = PyUnicode_AsUTF8(arg);               \
+        if (!s)                                              \
+            return NULL;                                     \
+        return bool_rc(ag.field ? ag.field(s) : -1);         \
     }
 STR_CALL(owner_push, owner_push)
 STR_CALL(mark, mark)
@@ -419,8 +414,7 @@ static PyObject *n_pool_alloc(PyObject *self, PyObject *args)
     unsigned long long p, n;
     if (!PyArg_ParseTuple(args, "sKK:pool_alloc", &pool, &p, &n))
         return NULL;
-    return bool_rc(ag.pool_alloc ? ag.pool_alloc(pool, (const void *)(uintptr_t)p, (size_t)n)
-                                 : -1);
+    return bool_rc(ag.pool_alloc ? ag.pool_alloc(pool, (const void *)(uintptr_t)p, (size_t)n) : -1);
 }
 
 static PyObject *n_pool_free(PyObject *self, PyObject *args)
@@ -486,10 +480,8 @@ static PyObject *n_crc64(PyObject *self, PyObject *args)
         if (!PyArg_ParseTuple(args, "y*:crc64", &b))
             return NULL;
         uint64_t c;
-        Py_BEGIN_ALLOW_THREADS
-        c = crc64(b.buf, (size_t)b.len);
-        Py_END_ALLOW_THREADS
-        PyBuffer_Release(&b);
+        Py_BEGIN_ALLOW_THREADS c = crc64(b.buf, (size_t)b.len);
+        Py_END_ALLOW_THREADS PyBuffer_Release(&b);
         return PyLong_FromUnsignedLongLong(c);
     }
     unsigned long long p, n;
@@ -500,10 +492,8 @@ static PyObject *n_crc64(PyObject *self, PyObject *args)
         return NULL;
     }
     uint64_t c;
-    Py_BEGIN_ALLOW_THREADS
-    c = crc64((const unsigned char *)(uintptr_t)p, (size_t)n);
-    Py_END_ALLOW_THREADS
-    return PyLong_FromUnsignedLongLong(c);
+    Py_BEGIN_ALLOW_THREADS c = crc64((const unsigned char *)(uintptr_t)p, (size_t)n);
+    Py_END_ALLOW_THREADS return PyLong_FromUnsignedLongLong(c);
 }
 
 /* read_bytes(ptr, size): a bytes copy of raw memory (the caller vouches for the range). */
@@ -677,17 +667,15 @@ static PyObject *n_convert(PyObject *self, PyObject *args)
     struct ms_store_result res;
     char err[512] = "";
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = ms_store_convert(&o, &res, err, sizeof err);
-    Py_END_ALLOW_THREADS
-    PyMem_Free(argv);
+    Py_BEGIN_ALLOW_THREADS rc = ms_store_convert(&o, &res, err, sizeof err);
+    Py_END_ALLOW_THREADS PyMem_Free(argv);
     if (rc < 0) {
         PyErr_Format(PyExc_RuntimeError, "memscope: cannot write the database %s: %s", db,
                      err[0] ? err : "error");
         return NULL;
     }
-    return Py_BuildValue("{s:K,s:K,s:K,s:s}", "events", (unsigned long long)res.events,
-                         "processes", (unsigned long long)res.processes, "lost_events",
+    return Py_BuildValue("{s:K,s:K,s:K,s:s}", "events", (unsigned long long)res.events, "processes",
+                         (unsigned long long)res.processes, "lost_events",
                          (unsigned long long)res.lost_events, "warning", res.warning);
 #else
     (void)args;
@@ -709,11 +697,8 @@ static PyObject *n_export_csv(PyObject *self, PyObject *args)
         return PyErr_SetFromErrnoWithFilename(PyExc_OSError, csv);
     char err[512] = "";
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = ms_store_export_csv(db, f, err, sizeof err);
-    Py_END_ALLOW_THREADS
-    if (fclose(f) != 0 && rc == 0)
-        rc = -1;
+    Py_BEGIN_ALLOW_THREADS rc = ms_store_export_csv(db, f, err, sizeof err);
+    Py_END_ALLOW_THREADS if (fclose(f) != 0 && rc == 0) rc = -1;
     if (rc < 0) {
         PyErr_Format(PyExc_RuntimeError, "memscope: cannot write %s: %s", csv,
                      err[0] ? err : "error");
@@ -754,7 +739,8 @@ static PyMethodDef methods[] = {
     {"start", n_start, METH_NOARGS, "start(): record (memscope__start)"},
     {"stop", n_stop, METH_NOARGS, "stop(): stop recording (memscope__stop)"},
     {"step", n_step, METH_NOARGS, "step(): end the current step"},
-    {"quiet", n_quiet, METH_O, "quiet(delta): memscope's own allocations on this thread (+1 "
+    {"quiet", n_quiet, METH_O,
+     "quiet(delta): memscope's own allocations on this thread (+1 "
      "on, -1 off) are not recorded"},
     {"owner_push", n_owner_push, METH_O, "owner_push(label)"},
     {"owner_pop", n_owner_pop, METH_NOARGS, "owner_pop()"},
@@ -782,8 +768,15 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "memscope._native", "memscope's C extension", -1, methods,
-    NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "memscope._native",
+    "memscope's C extension",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__native(void)

@@ -94,10 +94,9 @@ static void resolve(void)
 }
 
 static __attribute__((noinline)) void record_alloc(int type, const void *p, size_t n, void *fp,
-                                                  uint64_t ns)
+                                                   uint64_t ns)
 {
-    if (agent_tls.quiet && type >= MS_REC_HEAP_ALLOC &&
-        type < MS_REC_HEAP_ALLOC + MS_FN_HEAP_COUNT)
+    if (agent_tls.quiet && type >= MS_REC_HEAP_ALLOC && type < MS_REC_HEAP_ALLOC + MS_FN_HEAP_COUNT)
         return; /* memscope's own Python code allocating (memscope__quiet) */
     struct tstate *t;
     struct stream *s = agent_enter(&t);
@@ -106,8 +105,8 @@ static __attribute__((noinline)) void record_alloc(int type, const void *p, size
     uint32_t sid = agent.depth || agent.py_depth ? stacks_capture(t, s, fp) : 0;
     uint8_t *w = writer_reserve(t, s, MS_REC_MAX_EVENT);
     if (w)
-        writer_commit(s, ms_enc_alloc(w, &s->enc, type, ns ? ns : agent_now(), (uintptr_t)p, n,
-                                      sid));
+        writer_commit(s,
+                      ms_enc_alloc(w, &s->enc, type, ns ? ns : agent_now(), (uintptr_t)p, n, sid));
     agent_leave(t);
 }
 
@@ -138,11 +137,11 @@ static __attribute__((noinline)) void record_free(int type, const void *p, size_
 #define EARLY_DEPTH 32
 static struct early_ev {
     uint64_t ns, addr, size;
-    uint32_t type, depth;  /* type 0: not written yet */
+    uint32_t type, depth; /* type 0: not written yet */
     uint64_t pcs[EARLY_DEPTH];
 } early[EARLY_MAX];
-static unsigned nearly;     /* atomic: slots claimed */
-static int early_state;     /* 0 undecided, 1 keeping events, 2 not (agent started, or idle) */
+static unsigned nearly; /* atomic: slots claimed */
+static int early_state; /* 0 undecided, 1 keeping events, 2 not (agent started, or idle) */
 static unsigned early_depth;
 
 static unsigned env_uint(const char *name, unsigned def, unsigned max);
@@ -244,8 +243,7 @@ static inline void fast_leave(struct tstate *t)
 static inline struct stream *fast_enter(struct tstate *t)
 {
     struct stream *s = &t->s[0];
-    if (unlikely(!__atomic_load_n(&agent.recording, __ATOMIC_RELAXED) || t->guard ||
-                 t->internal))
+    if (unlikely(!__atomic_load_n(&agent.recording, __ATOMIC_RELAXED) || t->guard || t->internal))
         return NULL;
     t->guard = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -268,8 +266,8 @@ static inline void fast_free(struct tstate *t, struct stream *s, uint64_t ns, co
     fast_leave(t);
 }
 
-static inline void fast_alloc(struct tstate *t, struct stream *s, int type, const void *p,
-                              size_t n, uint32_t sid)
+static inline void fast_alloc(struct tstate *t, struct stream *s, int type, const void *p, size_t n,
+                              uint32_t sid)
 {
     if (unlikely((size_t)(s->end - s->pos) < MS_REC_MAX_EVENT)) { /* STACK records took it */
         uint8_t *w = writer_reserve(t, s, MS_REC_MAX_EVENT);
@@ -360,8 +358,10 @@ AGENT_API void *realloc(void *old, size_t n)
     if (unlikely(in_boot_pool(old))) {
         void *p = malloc(n);
         if (p)
-            memcpy(p, old, n < (size_t)(boot_pool + sizeof boot_pool - (char *)old)
-                               ? n : (size_t)(boot_pool + sizeof boot_pool - (char *)old));
+            memcpy(p, old,
+                   n < (size_t)(boot_pool + sizeof boot_pool - (char *)old)
+                       ? n
+                       : (size_t)(boot_pool + sizeof boot_pool - (char *)old));
         return p;
     }
     if (unlikely(!real.realloc))

@@ -27,14 +27,14 @@
 /* One stream of records: a thread's own, or the one its signal handlers use while the thread
  * is inside the agent. Each stream has its own chunks and thread serial in the file. */
 struct stream {
-    uint32_t serial;        /* process-unique stream number, never reused (0: none yet) */
-    uint32_t seq;           /* next chunk sequence number */
-    uint32_t chunk_size;    /* size of the current chunk */
-    uint8_t *chunk;         /* current chunk mapping, NULL when none */
-    uint8_t *pos, *end;     /* free space of the current chunk */
-    uint64_t last_ns;       /* last timestamp encoded in this stream */
+    uint32_t serial;     /* process-unique stream number, never reused (0: none yet) */
+    uint32_t seq;        /* next chunk sequence number */
+    uint32_t chunk_size; /* size of the current chunk */
+    uint8_t *chunk;      /* current chunk mapping, NULL when none */
+    uint8_t *pos, *end;  /* free space of the current chunk */
+    uint64_t last_ns;    /* last timestamp encoded in this stream */
     struct ms_enc_state enc;
-    int nested;             /* 1: the signal-handler stream (takes locks with trylock only) */
+    int nested; /* 1: the signal-handler stream (takes locks with trylock only) */
 };
 
 /* A thread's TSC anchor (clock.c): while rdtsc() - tsc < span, CLOCK_MONOTONIC is
@@ -43,27 +43,27 @@ struct stream {
 struct clock_anchor {
     uint32_t seq;
     uint64_t tsc, ns;
-    uint64_t mult;          /* ns per tick << 32 */
-    uint64_t span;          /* ticks in about 1 ms; 0: no anchor */
+    uint64_t mult; /* ns per tick << 32 */
+    uint64_t span; /* ticks in about 1 ms; 0: no anchor */
 };
 
 /* Per-thread state. Lives in static TLS (initial-exec), so reading it never allocates. */
 struct tstate {
-    int guard;              /* depth of agent code running on this thread: 0 none, 1 the
+    int guard;           /* depth of agent code running on this thread: 0 none, 1 the
                                thread's own, 2 a signal handler that interrupted it */
-    int internal;           /* nonzero while the agent calls libc code that may allocate for
+    int internal;        /* nonzero while the agent calls libc code that may allocate for
                                itself (pthread_getattr_np, backtrace ...): not recorded */
-    int quiet;              /* nonzero while memscope's own Python code runs on this thread
+    int quiet;           /* nonzero while memscope's own Python code runs on this thread
                                (memscope__quiet): its allocations are not the program's and
                                are not recorded; frees still are (a program's block may die
                                there) */
-    uint32_t generation;    /* agent generation (bumped in a forked child) this state is for */
+    uint32_t generation; /* agent generation (bumped in a forked child) this state is for */
     uint32_t tid;
-    struct stream s[2];     /* s[guard - 1] is the stream of the current agent call */
-    struct pyshadow *py;    /* this thread's Python shadow stack (python.c), NULL until used */
+    struct stream s[2];  /* s[guard - 1] is the stream of the current agent call */
+    struct pyshadow *py; /* this thread's Python shadow stack (python.c), NULL until used */
     uintptr_t stack_lo, stack_hi; /* this thread's stack, for safe frame-pointer walks */
-    struct unwind_memo *memo; /* the rules of this thread's last DWARF walk (unwind.c) */
-    struct clock_anchor clk; /* agent_now()'s anchor for this thread */
+    struct unwind_memo *memo;     /* the rules of this thread's last DWARF walk (unwind.c) */
+    struct clock_anchor clk;      /* agent_now()'s anchor for this thread */
 };
 
 extern __thread struct tstate agent_tls __attribute__((tls_model("initial-exec")));
@@ -72,7 +72,7 @@ extern __thread struct tstate agent_tls __attribute__((tls_model("initial-exec")
  * ids and current lines, outermost first. Lives in its own anonymous mapping, not in TLS. */
 #define PY_MAX_DEPTH 1024
 struct pyshadow {
-    uint32_t depth;                  /* calls deep; entries beyond PY_MAX_DEPTH are counted only */
+    uint32_t depth;                   /* calls deep; entries beyond PY_MAX_DEPTH are counted only */
     uint32_t frames[PY_MAX_DEPTH][2]; /* [i][0] frame id, [i][1] current line */
 };
 
@@ -88,27 +88,27 @@ struct agent_live {
 
 /* Global configuration and state, set up by agent_init(). */
 struct agent_global {
-    volatile int recording;   /* events are recorded (atomic reads) */
-    int clock_tsc;            /* agent_now() reads the TSC (set by clock_init, then constant) */
+    volatile int recording; /* events are recorded (atomic reads) */
+    int clock_tsc;          /* agent_now() reads the TSC (set by clock_init, then constant) */
     int initialized;
-    int broken;               /* recording stopped for good after an error */
-    int fd;                   /* trace file */
+    int broken;                /* recording stopped for good after an error */
+    int fd;                    /* trace file */
     uint64_t err_dev, err_ino; /* memscope's stderr (MEMSCOPE_STDERR): fd 2 gets the agent's
                                   messages only while it is still that file */
-    int err_known;            /* MEMSCOPE_STDERR was given: 1; absent (no memscope run): 0 */
-    uint64_t fd_dev, fd_ino;  /* what fd must still be: a program that closes every fd and
+    int err_known;             /* MEMSCOPE_STDERR was given: 1; absent (no memscope run): 0 */
+    uint64_t fd_dev, fd_ino;   /* what fd must still be: a program that closes every fd and
                                  opens another file under the same number is not written to */
     struct ms_trace_file_header *hdr; /* shared mapping of the file header */
-    uint32_t generation;      /* of the trace file; bumped in every child (from 1) */
-    struct agent_live *live;  /* never NULL: the wipe-on-fork page, or a static one */
-    int live_wipes;           /* live is that page (MADV_WIPEONFORK took) */
-    unsigned depth;           /* native stack depth, 0 = no stacks */
-    unsigned py_depth;        /* Python stack depth (--call-stack=python:N), 0 = none */
-    volatile int py_trace;    /* the Python tracer is on: calls and returns are recorded */
-    int unwind_dwarf;         /* 1: unwind with .eh_frame (unwind.c), 0: frame pointers */
-    unsigned flags;           /* MS_TRACE_F_* */
-    uint32_t next_serial;     /* atomic */
-    int file_lock;            /* spinlock for extending the file without fallocate (rare) */
+    uint32_t generation;              /* of the trace file; bumped in every child (from 1) */
+    struct agent_live *live;          /* never NULL: the wipe-on-fork page, or a static one */
+    int live_wipes;                   /* live is that page (MADV_WIPEONFORK took) */
+    unsigned depth;                   /* native stack depth, 0 = no stacks */
+    unsigned py_depth;                /* Python stack depth (--call-stack=python:N), 0 = none */
+    volatile int py_trace;            /* the Python tracer is on: calls and returns are recorded */
+    int unwind_dwarf;                 /* 1: unwind with .eh_frame (unwind.c), 0: frame pointers */
+    unsigned flags;                   /* MS_TRACE_F_* */
+    uint32_t next_serial;             /* atomic */
+    int file_lock;                    /* spinlock for extending the file without fallocate (rare) */
     char dir[4096];
 };
 
@@ -192,8 +192,8 @@ static inline int agent_active(void)
 void agent_thread_register(void);
 
 /* writer.c */
-int writer_open(void);               /* opens this image's trace file; 0 or -errno */
-void writer_after_fork_child(void);  /* drops the parent's file and mappings, opens a new one */
+int writer_open(void);              /* opens this image's trace file; 0 or -errno */
+void writer_after_fork_child(void); /* drops the parent's file and mappings, opens a new one */
 void writer_thread_exit(struct tstate *t);
 /* Counts an event that could not be recorded. */
 void writer_lost(void);
@@ -201,7 +201,7 @@ void writer_fail(const char *what, int err);
 void writer_process_record(void);
 
 /* stacks.c */
-int stacks_init(void);             /* 0 or -errno */
+int stacks_init(void); /* 0 or -errno */
 void stacks_reset_after_fork(void);
 /* Captures the caller's stack starting at frame pointer fp and returns its id (0: none),
  * writing STACK and MODULE records for what is new. */
@@ -237,9 +237,9 @@ int memscope__pool_reserve(const char *pool, const void *p, size_t n);
 int memscope__pool_release(const char *pool, const void *p);
 
 /* cuda.c */
-void cuda_init(void);                /* at agent start: hooks a CUDA driver already loaded */
+void cuda_init(void); /* at agent start: hooks a CUDA driver already loaded */
 void cuda_after_fork_child(void);
-void cuda_sample_usage(void);    /* NVML's view of the devices, at steps and exit */
+void cuda_sample_usage(void); /* NVML's view of the devices, at steps and exit */
 extern void *(*ms_real_dlsym)(void *, const char *);
 
 /* Raw syscalls: the agent's own mappings must not show up as traced mmap events (the

@@ -49,17 +49,32 @@
 #include <sys/mman.h>
 
 enum {
-    F_MALLOC, F_FREE, F_CALLOC, F_REALLOC, F_REALLOCARRAY, F_POSIX_MEMALIGN, F_ALIGNED_ALLOC,
-    F_MEMALIGN, F_VALLOC, F_PVALLOC, F_MMAP, F_MMAP64, F_MUNMAP, F_MREMAP, F_DLOPEN, NFUNCS
+    F_MALLOC,
+    F_FREE,
+    F_CALLOC,
+    F_REALLOC,
+    F_REALLOCARRAY,
+    F_POSIX_MEMALIGN,
+    F_ALIGNED_ALLOC,
+    F_MEMALIGN,
+    F_VALLOC,
+    F_PVALLOC,
+    F_MMAP,
+    F_MMAP64,
+    F_MUNMAP,
+    F_MREMAP,
+    F_DLOPEN,
+    NFUNCS
 };
 
 static const char *const fn_names[NFUNCS] = {
-    "malloc", "free", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
-    "memalign", "valloc", "pvalloc", "mmap", "mmap64", "munmap", "mremap", "dlopen"};
+    "malloc",         "free",          "calloc",   "realloc", "reallocarray",
+    "posix_memalign", "aligned_alloc", "memalign", "valloc",  "pvalloc",
+    "mmap",           "mmap64",        "munmap",   "mremap",  "dlopen"};
 
-#define MAX_RELOCS (1u << 22)  /* per table; far above any real object */
-#define MAX_DYN 4096           /* dynamic entries read per object */
-#define MAX_SEEN 4096          /* objects remembered as patched (a full table only costs time) */
+#define MAX_RELOCS (1u << 22) /* per table; far above any real object */
+#define MAX_DYN 4096          /* dynamic entries read per object */
+#define MAX_SEEN 4096         /* objects remembered as patched (a full table only costs time) */
 
 static uintptr_t libc_fn[NFUNCS];  /* the C library's definitions (dlsym RTLD_NEXT) */
 static uintptr_t libc_alt[NFUNCS]; /* a second accepted address (dlopen@GLIBC_2.2.5), or 0 */
@@ -95,22 +110,22 @@ static unsigned seen_cursor;
 
 struct object {
     uintptr_t base;
-    const ElfW(Phdr) *ph;
+    const ElfW(Phdr) * ph;
     int phnum;
     uintptr_t relro_lo, relro_hi; /* pages made read-only after relocation (may be empty) */
     const char *name;
     /* from the dynamic section, all checked to lie inside the object */
-    const ElfW(Sym) *symtab;
-    size_t nsyms;                 /* upper bound from DT_HASH, or SIZE_MAX when unknown */
+    const ElfW(Sym) * symtab;
+    size_t nsyms; /* upper bound from DT_HASH, or SIZE_MAX when unknown */
     const char *strtab;
     size_t strsz;
-    const ElfW(Rela) *rela, *jmprel;
+    const ElfW(Rela) * rela, *jmprel;
     size_t nrela, njmprel;
-    size_t rpath, runpath;        /* strtab offsets, or SIZE_MAX */
+    size_t rpath, runpath; /* strtab offsets, or SIZE_MAX */
 };
 
 /* Returns the PT_LOAD header of o that holds [p, p + n), or NULL. */
-static const ElfW(Phdr) *load_of(const struct object *o, uintptr_t p, size_t n)
+static const ElfW(Phdr) * load_of(const struct object *o, uintptr_t p, size_t n)
 {
     for (int i = 0; i < o->phnum; i++) {
         const ElfW(Phdr) *ph = &o->ph[i];
@@ -234,10 +249,15 @@ static int fn_index(const struct object *o, size_t off)
     const char *s = o->strtab + off;
     size_t left = o->strsz - off;
     switch (s[0]) {
-    case 'm': case 'f': case 'c': case 'r': case 'p': case 'a': case 'v': case 'd':
-        break;
-    default:
-        return -1;
+    case 'm':
+    case 'f':
+    case 'c':
+    case 'r':
+    case 'p':
+    case 'a':
+    case 'v':
+    case 'd': break;
+    default: return -1;
     }
     for (int i = 0; i < NFUNCS; i++) {
         size_t l = strlen(fn_names[i]);
@@ -265,7 +285,7 @@ static int set_index(const struct object *o, size_t off, const struct got_set *s
 }
 
 /* PROT_* the page holding slot has now: its segment's flags, read-only in the RELRO pages. */
-static int slot_prot(const struct object *o, const ElfW(Phdr) *seg, uintptr_t slot)
+static int slot_prot(const struct object *o, const ElfW(Phdr) * seg, uintptr_t slot)
 {
     if (slot >= o->relro_lo && slot < o->relro_hi)
         return PROT_READ;
@@ -274,7 +294,7 @@ static int slot_prot(const struct object *o, const ElfW(Phdr) *seg, uintptr_t sl
 }
 
 /* Stores v into slot; returns 0 or -errno (the slot is then unchanged). */
-static int slot_write(const struct object *o, const ElfW(Phdr) *seg, uintptr_t *slot, uintptr_t v)
+static int slot_write(const struct object *o, const ElfW(Phdr) * seg, uintptr_t *slot, uintptr_t v)
 {
     int prot = slot_prot(o, seg, (uintptr_t)slot);
     if (prot & PROT_WRITE) {
@@ -298,17 +318,17 @@ static int is_own_code(const struct object *o, uintptr_t v)
 
 struct pass {
     const struct got_set *set; /* NULL: malloc & co. (the tables above); else got_redirect's */
-    int restore;    /* 0: attach (libc -> agent), 1: detach (agent -> libc) */
-    int dry;        /* 1: only check every entry, write nothing */
-    int failed;     /* objects skipped as malformed or unwritable */
-    int patched;    /* slots written */
+    int restore;               /* 0: attach (libc -> agent), 1: detach (agent -> libc) */
+    int dry;                   /* 1: only check every entry, write nothing */
+    int failed;                /* objects skipped as malformed or unwritable */
+    int patched;               /* slots written */
     uintptr_t *probe;
     int probe_fn;
 };
 
 /* Patches (or restores) the slots of one relocation table; returns 0 or -1 on a bad entry.
  * Run dry first over all tables of an object, so that a malformed one leaves it untouched. */
-static int patch_table(const struct object *o, const ElfW(Rela) *r, size_t n, struct pass *p)
+static int patch_table(const struct object *o, const ElfW(Rela) * r, size_t n, struct pass *p)
 {
     for (size_t i = 0; i < n; i++) {
         unsigned type = ELF64_R_TYPE(r[i].r_info);
@@ -317,8 +337,7 @@ static int patch_table(const struct object *o, const ElfW(Rela) *r, size_t n, st
         size_t si = ELF64_R_SYM(r[i].r_info);
         if (si == 0)
             continue;
-        if (si >= o->nsyms ||
-            si > (SIZE_MAX - (uintptr_t)o->symtab) / sizeof(ElfW(Sym)) ||
+        if (si >= o->nsyms || si > (SIZE_MAX - (uintptr_t)o->symtab) / sizeof(ElfW(Sym)) ||
             !load_of(o, (uintptr_t)(o->symtab + si), sizeof(ElfW(Sym))))
             return -1;
         const ElfW(Sym) *sym = &o->symtab[si];
@@ -425,8 +444,7 @@ static int patch_one(struct dl_phdr_info *info, size_t size, void *arg)
         return 0;
     if (rtld_base && info->dlpi_addr == rtld_base)
         return 0;
-    struct object o = {.base = info->dlpi_addr, .ph = info->dlpi_phdr,
-                       .phnum = info->dlpi_phnum};
+    struct object o = {.base = info->dlpi_addr, .ph = info->dlpi_phdr, .phnum = info->dlpi_phnum};
     if (!o.ph || o.phnum <= 0 || load_of(&o, self_addr, 1))
         return 0; /* the agent itself */
     const char *name = info->dlpi_name ? info->dlpi_name : "";
@@ -496,8 +514,7 @@ static int find_one(struct dl_phdr_info *info, size_t size, void *arg)
 {
     struct find_ctx *c = arg;
     (void)size;
-    struct object tmp = {.base = info->dlpi_addr, .ph = info->dlpi_phdr,
-                         .phnum = info->dlpi_phnum};
+    struct object tmp = {.base = info->dlpi_addr, .ph = info->dlpi_phdr, .phnum = info->dlpi_phnum};
     if (!load_of(&tmp, c->pc, 1))
         return 0;
     c->found = object_parse(c->o, info) == 0;
@@ -704,7 +721,8 @@ static int check_global_allocator(void)
         uintptr_t g = (uintptr_t)dlsym(RTLD_DEFAULT, fn_names[i]);
         if (g && g != libc_fn[i] && g != agent_fn[i] && !canonical_plt_entry(g)) {
             agent_say("attach: another allocator defines this function; use `memscope run` "
-                      "(LD_PRELOAD) for this program", fn_names[i]);
+                      "(LD_PRELOAD) for this program",
+                      fn_names[i]);
             return -ENOTSUP;
         }
     }
@@ -780,8 +798,7 @@ static int redirect_one(struct dl_phdr_info *info, size_t size, void *arg)
     (void)size;
     if ((vdso_base && info->dlpi_addr == vdso_base) || (rtld_base && info->dlpi_addr == rtld_base))
         return 0;
-    struct object o = {.base = info->dlpi_addr, .ph = info->dlpi_phdr,
-                       .phnum = info->dlpi_phnum};
+    struct object o = {.base = info->dlpi_addr, .ph = info->dlpi_phdr, .phnum = info->dlpi_phnum};
     if (!o.ph || o.phnum <= 0 || load_of(&o, self_addr, 1) || load_of(&o, c->skip, 1))
         return 0;
     const char *name = info->dlpi_name ? info->dlpi_name : "";

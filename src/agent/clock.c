@@ -84,8 +84,8 @@
 /* Process-wide calibration: gap_init is set at init; the rest is written under lock (a
  * try-lock) and read with relaxed atomics. */
 static struct {
-    uint64_t gap_init;          /* 4x the tightest rdtsc/clock_gettime/rdtsc pair at init */
-    uint64_t gap_max;           /* widest such pair used as an anchor, in ticks */
+    uint64_t gap_init; /* 4x the tightest rdtsc/clock_gettime/rdtsc pair at init */
+    uint64_t gap_max;  /* widest such pair used as an anchor, in ticks */
     int lock;
     uint64_t ref_tsc, ref_ns;   /* the rate is measured from here ... */
     uint64_t next_tsc, next_ns; /* ... and from here once this is NS_CAL_STEP old */

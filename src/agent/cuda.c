@@ -36,44 +36,44 @@ void *(*ms_real_dlsym)(void *, const char *);
 
 /* Every hooked entry point: exported name, base name, per-thread-default-stream variant, the
  * first version with this ABI. */
-#define VARIANTS(X)                                                                \
-    X(cuMemAlloc_v2, "cuMemAlloc", 0, 3020)                                        \
-    X(cuMemAllocPitch_v2, "cuMemAllocPitch", 0, 3020)                              \
-    X(cuMemAllocManaged, "cuMemAllocManaged", 0, 6000)                             \
-    X(cuMemFree_v2, "cuMemFree", 0, 3020)                                          \
-    X(cuMemAllocAsync, "cuMemAllocAsync", 0, 11020)                                \
-    X(cuMemAllocAsync_ptsz, "cuMemAllocAsync", 1, 11020)                           \
-    X(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 0, 11020)                \
-    X(cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync", 1, 11020)           \
-    X(cuMemFreeAsync, "cuMemFreeAsync", 0, 11020)                                  \
-    X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 1, 11020)                             \
-    X(cuMemCreate, "cuMemCreate", 0, 10020)                                        \
-    X(cuMemRelease, "cuMemRelease", 0, 10020)                                      \
-    X(cuMemAddressReserve, "cuMemAddressReserve", 0, 10020)                        \
-    X(cuMemAddressFree, "cuMemAddressFree", 0, 10020)                              \
-    X(cuMemMap, "cuMemMap", 0, 10020)                                              \
-    X(cuMemUnmap, "cuMemUnmap", 0, 10020)                                          \
-    X(cuMemHostAlloc, "cuMemHostAlloc", 0, 2020)                                   \
-    X(cuMemAllocHost_v2, "cuMemAllocHost", 0, 3020)                                \
-    X(cuMemFreeHost, "cuMemFreeHost", 0, 2000)                                     \
-    X(cuMemHostRegister_v2, "cuMemHostRegister", 0, 6050)                          \
-    X(cuMemHostUnregister, "cuMemHostUnregister", 0, 4000)                         \
-    X(cuIpcOpenMemHandle_v2, "cuIpcOpenMemHandle", 0, 11000)                       \
-    X(cuIpcCloseMemHandle, "cuIpcCloseMemHandle", 0, 4010)                         \
-    X(cuLaunchKernel, "cuLaunchKernel", 0, 4000)                                   \
-    X(cuLaunchKernel_ptsz, "cuLaunchKernel", 1, 7000)                              \
-    X(cuLaunchKernelEx, "cuLaunchKernelEx", 0, 11060)                              \
-    X(cuLaunchKernelEx_ptsz, "cuLaunchKernelEx", 1, 11060)                         \
-    X(cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel", 0, 9000)             \
-    X(cuLaunchCooperativeKernel_ptsz, "cuLaunchCooperativeKernel", 1, 9000)        \
-    X(cuGetProcAddress, "cuGetProcAddress", 0, 11030)                              \
+#define VARIANTS(X)                                                         \
+    X(cuMemAlloc_v2, "cuMemAlloc", 0, 3020)                                 \
+    X(cuMemAllocPitch_v2, "cuMemAllocPitch", 0, 3020)                       \
+    X(cuMemAllocManaged, "cuMemAllocManaged", 0, 6000)                      \
+    X(cuMemFree_v2, "cuMemFree", 0, 3020)                                   \
+    X(cuMemAllocAsync, "cuMemAllocAsync", 0, 11020)                         \
+    X(cuMemAllocAsync_ptsz, "cuMemAllocAsync", 1, 11020)                    \
+    X(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 0, 11020)         \
+    X(cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync", 1, 11020)    \
+    X(cuMemFreeAsync, "cuMemFreeAsync", 0, 11020)                           \
+    X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 1, 11020)                      \
+    X(cuMemCreate, "cuMemCreate", 0, 10020)                                 \
+    X(cuMemRelease, "cuMemRelease", 0, 10020)                               \
+    X(cuMemAddressReserve, "cuMemAddressReserve", 0, 10020)                 \
+    X(cuMemAddressFree, "cuMemAddressFree", 0, 10020)                       \
+    X(cuMemMap, "cuMemMap", 0, 10020)                                       \
+    X(cuMemUnmap, "cuMemUnmap", 0, 10020)                                   \
+    X(cuMemHostAlloc, "cuMemHostAlloc", 0, 2020)                            \
+    X(cuMemAllocHost_v2, "cuMemAllocHost", 0, 3020)                         \
+    X(cuMemFreeHost, "cuMemFreeHost", 0, 2000)                              \
+    X(cuMemHostRegister_v2, "cuMemHostRegister", 0, 6050)                   \
+    X(cuMemHostUnregister, "cuMemHostUnregister", 0, 4000)                  \
+    X(cuIpcOpenMemHandle_v2, "cuIpcOpenMemHandle", 0, 11000)                \
+    X(cuIpcCloseMemHandle, "cuIpcCloseMemHandle", 0, 4010)                  \
+    X(cuLaunchKernel, "cuLaunchKernel", 0, 4000)                            \
+    X(cuLaunchKernel_ptsz, "cuLaunchKernel", 1, 7000)                       \
+    X(cuLaunchKernelEx, "cuLaunchKernelEx", 0, 11060)                       \
+    X(cuLaunchKernelEx_ptsz, "cuLaunchKernelEx", 1, 11060)                  \
+    X(cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel", 0, 9000)      \
+    X(cuLaunchCooperativeKernel_ptsz, "cuLaunchCooperativeKernel", 1, 9000) \
+    X(cuGetProcAddress, "cuGetProcAddress", 0, 11030)                       \
     X(cuGetProcAddress_v2, "cuGetProcAddress", 0, 12000)
 
 enum {
 #define V_ENUM(name, base, ptsz, ver) V_##name,
     VARIANTS(V_ENUM)
 #undef V_ENUM
-    NVARIANTS
+        NVARIANTS
 };
 
 static const struct variant {
@@ -108,10 +108,10 @@ static ms_fn_cuMemPoolGetAttribute *drv_pool_attr;
 /* Nothing of CUDA is hooked until cuda_init() has run (an agent that cannot record never
  * hands out a wrapper), nor with MEMSCOPE_DEVICE=cpu. */
 static int cuda_off = 1;
-static int record_launches; /* MEMSCOPE_EVENTS has launch */
+static int record_launches;          /* MEMSCOPE_EVENTS has launch */
 static uint64_t device_mask = ~0ull; /* devices recorded (bit d: ordinal d); ordinals >= 64 all */
 static int bind_lock;
-static int driver_bound;    /* the helpers and every variant were looked up in the driver */
+static int driver_bound; /* the helpers and every variant were looked up in the driver */
 
 /* ---- the dlsym entry ---- */
 
@@ -124,16 +124,16 @@ __asm__(".text\n"
         ".type dlsym, @function\n"
         "dlsym:\n"
         "    .cfi_startproc\n"
-        "    endbr64\n"             /* an indirect-branch target under CET (a NOP elsewhere) */
+        "    endbr64\n" /* an indirect-branch target under CET (a NOP elsewhere) */
         "    cmpq $0, ms_real_dlsym(%rip)\n"
         "    je 2f\n"
         "    testq %rsi, %rsi\n"
         "    je 1f\n"
         "    cmpq $-1, %rdi\n"
         "    je 1f\n"
-        "    cmpb $0x63, (%rsi)\n"   /* 'c' */
+        "    cmpb $0x63, (%rsi)\n" /* 'c' */
         "    jne 1f\n"
-        "    cmpb $0x75, 1(%rsi)\n"  /* 'u' */
+        "    cmpb $0x75, 1(%rsi)\n" /* 'u' */
         "    je 3f\n"
         "1:  jmp *ms_real_dlsym(%rip)\n"
         "2:  jmp cuda_dlsym_unresolved\n"
@@ -187,7 +187,8 @@ static void bind_driver(uintptr_t fn)
         drv_ctx_get_device = (ms_fn_cuCtxGetDevice *)ms_real_dlsym(h, "cuCtxGetDevice");
         drv_mem_get_info = (ms_fn_cuMemGetInfo_v2 *)ms_real_dlsym(h, "cuMemGetInfo_v2");
         drv_func_get_name = (ms_fn_cuFuncGetName *)ms_real_dlsym(h, "cuFuncGetName");
-        drv_addr_range = (ms_fn_cuMemGetAddressRange_v2 *)ms_real_dlsym(h, "cuMemGetAddressRange_v2");
+        drv_addr_range =
+            (ms_fn_cuMemGetAddressRange_v2 *)ms_real_dlsym(h, "cuMemGetAddressRange_v2");
         drv_get_mem_pool = (ms_fn_cuDeviceGetMemPool *)ms_real_dlsym(h, "cuDeviceGetMemPool");
         drv_pool_attr = (ms_fn_cuMemPoolGetAttribute *)ms_real_dlsym(h, "cuMemPoolGetAttribute");
         dlclose(h); /* RTLD_NOLOAD: only drops the reference just taken */
@@ -255,8 +256,7 @@ static void *proc_result(const char *sym, void *fn, int version, ms_cuuint64_t f
     return wrap(v, fn, version <= KNOWN_CUDA_VERSION);
 }
 
-static ms_CUresult w_cuGetProcAddress(const char *sym, void **pfn, int version,
-                                      ms_cuuint64_t flags)
+static ms_CUresult w_cuGetProcAddress(const char *sym, void **pfn, int version, ms_cuuint64_t flags)
 {
     ms_CUresult r = REAL(cuGetProcAddress)(sym, pfn, version, flags);
     if (r == MS_CUDA_SUCCESS && pfn)
@@ -421,8 +421,8 @@ static void record_launch(int op, ms_CUfunction f, ms_CUstream st, unsigned gx, 
         record(MS_EXT_CUDA_FUNC, fv, 1, -1, NULL, ns, name ? name : "",
                name ? strnlen(name, MS_TRACE_MAX_LABEL) : 0);
     }
-    uint64_t v[12] = {(uint64_t)op, dev, (uintptr_t)f, (uintptr_t)st, gx, gy, gz, bx, by, bz,
-                      shmem, 0};
+    uint64_t v[12] = {(uint64_t)op, dev, (uintptr_t)f, (uintptr_t)st, gx, gy, gz,
+                      bx,           by,  bz,           shmem,         0};
     record(MS_EXT_CUDA_LAUNCH, v, 12, 11, fp, ns, NULL, 0);
 }
 
@@ -441,8 +441,8 @@ static ms_CUresult w_cuMemAllocPitch_v2(ms_CUdeviceptr *dp, size_t *pitch, size_
                                         unsigned elem)
 {
     ms_CUresult r = REAL(cuMemAllocPitch_v2)(dp, pitch, w, h, elem);
-    alloc_done(r, MS_CU_MEM_ALLOC_PITCH, current_device(), r ? 0 : *dp,
-               r ? w * h : *pitch * h, r ? 0 : *pitch, h, FP);
+    alloc_done(r, MS_CU_MEM_ALLOC_PITCH, current_device(), r ? 0 : *dp, r ? w * h : *pitch * h,
+               r ? 0 : *pitch, h, FP);
     return r;
 }
 
@@ -454,13 +454,13 @@ static ms_CUresult w_cuMemAllocManaged(ms_CUdeviceptr *dp, size_t n, unsigned fl
 }
 
 /* A free-like call: the time before it, the record after it. */
-#define FREE_CALL(op, dev, addr, size, aux1, call)                                      \
-    do {                                                                                \
-        uint64_t ns0 = agent_active() ? agent_now() : 0;                                \
-        ms_CUresult r_ = call;                                                          \
-        if (ns0)                                                                        \
-            record_mem(op, dev, addr, size, aux1, (uint64_t)r_, FP, ns0);              \
-        return r_;                                                                      \
+#define FREE_CALL(op, dev, addr, size, aux1, call)                        \
+    do {                                                                  \
+        uint64_t ns0 = agent_active() ? agent_now() : 0;                  \
+        ms_CUresult r_ = call;                                            \
+        if (ns0)                                                          \
+            record_mem(op, dev, addr, size, aux1, (uint64_t)r_, FP, ns0); \
+        return r_;                                                        \
     } while (0)
 
 static ms_CUresult w_cuMemFree_v2(ms_CUdeviceptr p)
@@ -468,26 +468,25 @@ static ms_CUresult w_cuMemFree_v2(ms_CUdeviceptr p)
     FREE_CALL(MS_CU_MEM_FREE, current_device(), p, 0, 0, REAL(cuMemFree_v2)(p));
 }
 
-#define ASYNC_WRAPPERS(sfx)                                                                  \
-    static ms_CUresult w_cuMemAllocAsync##sfx(ms_CUdeviceptr *dp, size_t n, ms_CUstream st) \
-    {                                                                                        \
-        ms_CUresult r = REAL(cuMemAllocAsync##sfx)(dp, n, st);                               \
-        record_async(MS_CU_MEM_ALLOC_ASYNC, r, current_device(), r ? 0 : *dp, n, st, NULL,   \
-                     FP);                                                                    \
-        return r;                                                                            \
-    }                                                                                        \
-    static ms_CUresult w_cuMemAllocFromPoolAsync##sfx(ms_CUdeviceptr *dp, size_t n,          \
-                                                      ms_CUmemoryPool pool, ms_CUstream st)  \
-    {                                                                                        \
-        ms_CUresult r = REAL(cuMemAllocFromPoolAsync##sfx)(dp, n, pool, st);                 \
-        record_async(MS_CU_MEM_ALLOC_FROM_POOL_ASYNC, r, current_device(), r ? 0 : *dp, n,   \
-                     st, pool, FP);                                                          \
-        return r;                                                                            \
-    }                                                                                        \
-    static ms_CUresult w_cuMemFreeAsync##sfx(ms_CUdeviceptr p, ms_CUstream st)              \
-    {                                                                                        \
-        FREE_CALL(MS_CU_MEM_FREE_ASYNC, current_device(), p, 0, (uintptr_t)st,               \
-                  REAL(cuMemFreeAsync##sfx)(p, st));                                         \
+#define ASYNC_WRAPPERS(sfx)                                                                     \
+    static ms_CUresult w_cuMemAllocAsync##sfx(ms_CUdeviceptr *dp, size_t n, ms_CUstream st)     \
+    {                                                                                           \
+        ms_CUresult r = REAL(cuMemAllocAsync##sfx)(dp, n, st);                                  \
+        record_async(MS_CU_MEM_ALLOC_ASYNC, r, current_device(), r ? 0 : *dp, n, st, NULL, FP); \
+        return r;                                                                               \
+    }                                                                                           \
+    static ms_CUresult w_cuMemAllocFromPoolAsync##sfx(ms_CUdeviceptr *dp, size_t n,             \
+                                                      ms_CUmemoryPool pool, ms_CUstream st)     \
+    {                                                                                           \
+        ms_CUresult r = REAL(cuMemAllocFromPoolAsync##sfx)(dp, n, pool, st);                    \
+        record_async(MS_CU_MEM_ALLOC_FROM_POOL_ASYNC, r, current_device(), r ? 0 : *dp, n, st,  \
+                     pool, FP);                                                                 \
+        return r;                                                                               \
+    }                                                                                           \
+    static ms_CUresult w_cuMemFreeAsync##sfx(ms_CUdeviceptr p, ms_CUstream st)                  \
+    {                                                                                           \
+        FREE_CALL(MS_CU_MEM_FREE_ASYNC, current_device(), p, 0, (uintptr_t)st,                  \
+                  REAL(cuMemFreeAsync##sfx)(p, st));                                            \
     }
 ASYNC_WRAPPERS()
 ASYNC_WRAPPERS(_ptsz)
@@ -496,10 +495,10 @@ static ms_CUresult w_cuMemCreate(ms_CUmemGenericAllocationHandle *h, size_t n,
                                  const ms_CUmemAllocationProp *prop, unsigned long long flags)
 {
     ms_CUresult r = REAL(cuMemCreate)(h, n, prop, flags);
-    uint64_t dev = prop && prop->location.type == MS_CU_MEM_LOCATION_TYPE_DEVICE &&
-                           prop->location.id >= 0
-                       ? (uint64_t)prop->location.id + 1
-                       : current_device();
+    uint64_t dev =
+        prop && prop->location.type == MS_CU_MEM_LOCATION_TYPE_DEVICE && prop->location.id >= 0
+            ? (uint64_t)prop->location.id + 1
+            : current_device();
     alloc_done(r, MS_CU_MEM_CREATE, dev, r ? 0 : *h, n, prop ? (uint64_t)prop->type : 0, 0, FP);
     return r;
 }
@@ -569,8 +568,7 @@ static ms_CUresult w_cuMemHostUnregister(void *p)
     FREE_CALL(MS_CU_MEM_HOST_UNREGISTER, 0, (uintptr_t)p, 0, 0, REAL(cuMemHostUnregister)(p));
 }
 
-static ms_CUresult w_cuIpcOpenMemHandle_v2(ms_CUdeviceptr *dp, ms_CUipcMemHandle h,
-                                           unsigned flags)
+static ms_CUresult w_cuIpcOpenMemHandle_v2(ms_CUdeviceptr *dp, ms_CUipcMemHandle h, unsigned flags)
 {
     ms_CUresult r = REAL(cuIpcOpenMemHandle_v2)(dp, h, flags);
     if (r == MS_CUDA_SUCCESS) {
@@ -592,41 +590,39 @@ static ms_CUresult w_cuIpcCloseMemHandle(ms_CUdeviceptr p)
     FREE_CALL(MS_CU_IPC_CLOSE, current_device(), p, 0, 0, REAL(cuIpcCloseMemHandle)(p));
 }
 
-#define LAUNCH_WRAPPERS(sfx)                                                                  \
-    static ms_CUresult w_cuLaunchKernel##sfx(ms_CUfunction f, unsigned gx, unsigned gy,       \
-                                             unsigned gz, unsigned bx, unsigned by,          \
-                                             unsigned bz, unsigned shmem, ms_CUstream st,     \
-                                             void **params, void **extra)                    \
-    {                                                                                         \
-        uint64_t ns = agent_now();                                                            \
-        ms_CUresult r = REAL(cuLaunchKernel##sfx)(f, gx, gy, gz, bx, by, bz, shmem, st,       \
-                                                  params, extra);                            \
-        if (r == MS_CUDA_SUCCESS)                                                             \
-            record_launch(MS_CU_LAUNCH_KERNEL, f, st, gx, gy, gz, bx, by, bz, shmem, FP, ns); \
-        return r;                                                                             \
-    }                                                                                         \
-    static ms_CUresult w_cuLaunchKernelEx##sfx(const ms_CUlaunchConfig *cfg, ms_CUfunction f, \
-                                               void **params, void **extra)                  \
-    {                                                                                         \
-        uint64_t ns = agent_now();                                                            \
-        ms_CUresult r = REAL(cuLaunchKernelEx##sfx)(cfg, f, params, extra);                   \
-        if (r == MS_CUDA_SUCCESS && cfg)                                                      \
-            record_launch(MS_CU_LAUNCH_KERNEL_EX, f, cfg->hStream, cfg->gridDimX,             \
-                          cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX, cfg->blockDimY,       \
-                          cfg->blockDimZ, cfg->sharedMemBytes, FP, ns);                      \
-        return r;                                                                             \
-    }                                                                                         \
-    static ms_CUresult w_cuLaunchCooperativeKernel##sfx(                                      \
-        ms_CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,     \
-        unsigned bz, unsigned shmem, ms_CUstream st, void **params)                           \
-    {                                                                                         \
-        uint64_t ns = agent_now();                                                            \
-        ms_CUresult r = REAL(cuLaunchCooperativeKernel##sfx)(f, gx, gy, gz, bx, by, bz,       \
-                                                             shmem, st, params);             \
-        if (r == MS_CUDA_SUCCESS)                                                             \
-            record_launch(MS_CU_LAUNCH_COOPERATIVE, f, st, gx, gy, gz, bx, by, bz, shmem, FP, \
-                          ns);                                                                \
-        return r;                                                                             \
+#define LAUNCH_WRAPPERS(sfx)                                                                       \
+    static ms_CUresult w_cuLaunchKernel##sfx(                                                      \
+        ms_CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,          \
+        unsigned bz, unsigned shmem, ms_CUstream st, void **params, void **extra)                  \
+    {                                                                                              \
+        uint64_t ns = agent_now();                                                                 \
+        ms_CUresult r =                                                                            \
+            REAL(cuLaunchKernel##sfx)(f, gx, gy, gz, bx, by, bz, shmem, st, params, extra);        \
+        if (r == MS_CUDA_SUCCESS)                                                                  \
+            record_launch(MS_CU_LAUNCH_KERNEL, f, st, gx, gy, gz, bx, by, bz, shmem, FP, ns);      \
+        return r;                                                                                  \
+    }                                                                                              \
+    static ms_CUresult w_cuLaunchKernelEx##sfx(const ms_CUlaunchConfig *cfg, ms_CUfunction f,      \
+                                               void **params, void **extra)                        \
+    {                                                                                              \
+        uint64_t ns = agent_now();                                                                 \
+        ms_CUresult r = REAL(cuLaunchKernelEx##sfx)(cfg, f, params, extra);                        \
+        if (r == MS_CUDA_SUCCESS && cfg)                                                           \
+            record_launch(MS_CU_LAUNCH_KERNEL_EX, f, cfg->hStream, cfg->gridDimX, cfg->gridDimY,   \
+                          cfg->gridDimZ, cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ,           \
+                          cfg->sharedMemBytes, FP, ns);                                            \
+        return r;                                                                                  \
+    }                                                                                              \
+    static ms_CUresult w_cuLaunchCooperativeKernel##sfx(                                           \
+        ms_CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,          \
+        unsigned bz, unsigned shmem, ms_CUstream st, void **params)                                \
+    {                                                                                              \
+        uint64_t ns = agent_now();                                                                 \
+        ms_CUresult r =                                                                            \
+            REAL(cuLaunchCooperativeKernel##sfx)(f, gx, gy, gz, bx, by, bz, shmem, st, params);    \
+        if (r == MS_CUDA_SUCCESS)                                                                  \
+            record_launch(MS_CU_LAUNCH_COOPERATIVE, f, st, gx, gy, gz, bx, by, bz, shmem, FP, ns); \
+        return r;                                                                                  \
     }
 LAUNCH_WRAPPERS()
 LAUNCH_WRAPPERS(_ptsz)
@@ -680,6 +676,8 @@ void cuda_init(void)
 {
     wrap_fn[V_cuGetProcAddress] = (uintptr_t)&w_cuGetProcAddress;
     wrap_fn[V_cuGetProcAddress_v2] = (uintptr_t)&w_cuGetProcAddress_v2;
+    /* one list: W() ends each item with its own ';' */
+    /* clang-format off */
 #define W(name) wrap_fn[V_##name] = (uintptr_t)&w_##name;
     W(cuMemAlloc_v2) W(cuMemAllocPitch_v2) W(cuMemAllocManaged) W(cuMemFree_v2)
     W(cuMemAllocAsync) W(cuMemAllocAsync_ptsz) W(cuMemAllocFromPoolAsync)
@@ -688,8 +686,9 @@ void cuda_init(void)
     W(cuMemHostAlloc) W(cuMemAllocHost_v2) W(cuMemFreeHost) W(cuMemHostRegister_v2)
     W(cuMemHostUnregister) W(cuIpcOpenMemHandle_v2) W(cuIpcCloseMemHandle) W(cuLaunchKernel)
     W(cuLaunchKernel_ptsz) W(cuLaunchKernelEx) W(cuLaunchKernelEx_ptsz)
-    W(cuLaunchCooperativeKernel) W(cuLaunchCooperativeKernel_ptsz)
+    W(cuLaunchCooperativeKernel) W(cuLaunchCooperativeKernel_ptsz);
 #undef W
+    /* clang-format on */
     cuda_off = 0;
     parse_devices(getenv(MS_ENV_DEVICE));
     has_launch(getenv(MS_ENV_EVENTS));
@@ -737,9 +736,9 @@ static void redirect_all(void)
         repl[n] = wrap_fn[i];
         n++;
     }
-    struct got_set set = {n, names, orig, repl, real_fn[V_cuGetProcAddress_v2]
-                                                    ? real_fn[V_cuGetProcAddress_v2]
-                                                    : orig[0]};
+    struct got_set set = {n, names, orig, repl,
+                          real_fn[V_cuGetProcAddress_v2] ? real_fn[V_cuGetProcAddress_v2]
+                                                         : orig[0]};
     if (n)
         got_redirect(&set);
     if (!dl_orig[0]) {
@@ -747,8 +746,8 @@ static void redirect_all(void)
         dl_orig[1] = (uintptr_t)dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.2.5");
         dl_repl[0] = dl_repl[1] = (uintptr_t)&dlopen_hook;
     }
-    struct got_set dl = {dl_orig[1] && dl_orig[1] != dl_orig[0] ? 2 : 1, dl_names, dl_orig,
-                         dl_repl, 0};
+    struct got_set dl = {dl_orig[1] && dl_orig[1] != dl_orig[0] ? 2 : 1, dl_names, dl_orig, dl_repl,
+                         0};
     if (dl_orig[0])
         got_redirect(&dl);
     spin_unlock(&lock);
@@ -773,8 +772,14 @@ static void *dlopen_hook(const char *file, int mode)
 
 /* NVML's types and calls (nvml.h), the few used here. */
 typedef struct nvmlDevice_st *nvml_device;
-struct nvml_memory { unsigned long long total, free, used; };
-struct nvml_process { unsigned int pid; unsigned long long used; unsigned int gi, ci; };
+struct nvml_memory {
+    unsigned long long total, free, used;
+};
+struct nvml_process {
+    unsigned int pid;
+    unsigned long long used;
+    unsigned int gi, ci;
+};
 static struct {
     int (*init)(void);
     int (*by_bus_id)(const char *, nvml_device *);
@@ -796,22 +801,23 @@ static int nvml_ready(void)
     nvml.state = -1;
     Dl_info di;
     void *cu = NULL;
-    if (real_fn[V_cuGetProcAddress_v2] &&
-        dladdr((void *)real_fn[V_cuGetProcAddress_v2], &di) && di.dli_fname)
+    if (real_fn[V_cuGetProcAddress_v2] && dladdr((void *)real_fn[V_cuGetProcAddress_v2], &di) &&
+        di.dli_fname)
         cu = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
     if (!cu)
         return 0;
     nvml.device_count = (ms_CUresult(*)(int *))ms_real_dlsym(cu, "cuDeviceGetCount");
-    nvml.bus_id = (ms_CUresult(*)(char *, int, ms_CUdevice))ms_real_dlsym(cu, "cuDeviceGetPCIBusId");
+    nvml.bus_id =
+        (ms_CUresult(*)(char *, int, ms_CUdevice))ms_real_dlsym(cu, "cuDeviceGetPCIBusId");
     dlclose(cu);
     void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h)
         return 0;
     nvml.init = (int (*)(void))ms_real_dlsym(h, "nvmlInit_v2");
-    nvml.by_bus_id = (int (*)(const char *, nvml_device *))ms_real_dlsym(
-        h, "nvmlDeviceGetHandleByPciBusId_v2");
-    nvml.memory = (int (*)(nvml_device, struct nvml_memory *))ms_real_dlsym(
-        h, "nvmlDeviceGetMemoryInfo");
+    nvml.by_bus_id =
+        (int (*)(const char *, nvml_device *))ms_real_dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2");
+    nvml.memory =
+        (int (*)(nvml_device, struct nvml_memory *))ms_real_dlsym(h, "nvmlDeviceGetMemoryInfo");
     nvml.processes = (int (*)(nvml_device, unsigned int *, struct nvml_process *))ms_real_dlsym(
         h, "nvmlDeviceGetComputeRunningProcesses_v3");
     if (!nvml.init || !nvml.by_bus_id || !nvml.memory || !nvml.device_count || !nvml.bus_id ||

@@ -30,10 +30,16 @@ enum {
 };
 
 /* cuGetProcAddress flags and results. */
-enum { MS_CU_GET_PROC_ADDRESS_DEFAULT = 0, MS_CU_GET_PROC_ADDRESS_LEGACY_STREAM = 1,
-       MS_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM = 2 };
-enum { MS_CU_GET_PROC_ADDRESS_SUCCESS = 0, MS_CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
-       MS_CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2 };
+enum {
+    MS_CU_GET_PROC_ADDRESS_DEFAULT = 0,
+    MS_CU_GET_PROC_ADDRESS_LEGACY_STREAM = 1,
+    MS_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM = 2
+};
+enum {
+    MS_CU_GET_PROC_ADDRESS_SUCCESS = 0,
+    MS_CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
+    MS_CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2
+};
 
 enum { MS_CU_MEM_LOCATION_TYPE_DEVICE = 1 };
 enum { MS_CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5, MS_CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7 };
@@ -113,16 +119,15 @@ typedef ms_CUresult ms_fn_cuMemRelease(ms_CUmemGenericAllocationHandle);
 typedef ms_CUresult ms_fn_cuMemAddressReserve(ms_CUdeviceptr *, size_t, size_t, ms_CUdeviceptr,
                                               unsigned long long);
 typedef ms_CUresult ms_fn_cuMemAddressFree(ms_CUdeviceptr, size_t);
-typedef ms_CUresult ms_fn_cuMemMap(ms_CUdeviceptr, size_t, size_t,
-                                   ms_CUmemGenericAllocationHandle, unsigned long long);
+typedef ms_CUresult ms_fn_cuMemMap(ms_CUdeviceptr, size_t, size_t, ms_CUmemGenericAllocationHandle,
+                                   unsigned long long);
 typedef ms_CUresult ms_fn_cuMemUnmap(ms_CUdeviceptr, size_t);
 typedef ms_CUresult ms_fn_cuMemHostAlloc(void **, size_t, unsigned int);
 typedef ms_CUresult ms_fn_cuMemAllocHost_v2(void **, size_t);
 typedef ms_CUresult ms_fn_cuMemFreeHost(void *);
 typedef ms_CUresult ms_fn_cuMemHostRegister_v2(void *, size_t, unsigned int);
 typedef ms_CUresult ms_fn_cuMemHostUnregister(void *);
-typedef ms_CUresult ms_fn_cuIpcOpenMemHandle_v2(ms_CUdeviceptr *, ms_CUipcMemHandle,
-                                                unsigned int);
+typedef ms_CUresult ms_fn_cuIpcOpenMemHandle_v2(ms_CUdeviceptr *, ms_CUipcMemHandle, unsigned int);
 typedef ms_CUresult ms_fn_cuIpcCloseMemHandle(ms_CUdeviceptr);
 typedef ms_CUresult ms_fn_cuLaunchKernel(ms_CUfunction, unsigned int, unsigned int, unsigned int,
                                          unsigned int, unsigned int, unsigned int, unsigned int,

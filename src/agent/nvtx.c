@@ -32,14 +32,28 @@
 enum { NVTX_ETID_CALLBACKS = 1 };
 enum { NVTX_CB_MODULE_CORE = 1, NVTX_CB_MODULE_CORE2 = 5 };
 enum {
-    CORE_MarkEx = 1, CORE_MarkA = 2, CORE_MarkW = 3, CORE_RangeStartEx = 4, CORE_RangeStartA = 5,
-    CORE_RangeStartW = 6, CORE_RangeEnd = 7, CORE_RangePushEx = 8, CORE_RangePushA = 9,
-    CORE_RangePushW = 10, CORE_RangePop = 11,
+    CORE_MarkEx = 1,
+    CORE_MarkA = 2,
+    CORE_MarkW = 3,
+    CORE_RangeStartEx = 4,
+    CORE_RangeStartA = 5,
+    CORE_RangeStartW = 6,
+    CORE_RangeEnd = 7,
+    CORE_RangePushEx = 8,
+    CORE_RangePushA = 9,
+    CORE_RangePushW = 10,
+    CORE_RangePop = 11,
 };
 enum {
-    CORE2_DomainMarkEx = 1, CORE2_DomainRangeStartEx = 2, CORE2_DomainRangeEnd = 3,
-    CORE2_DomainRangePushEx = 4, CORE2_DomainRangePop = 5, CORE2_DomainRegisterStringA = 10,
-    CORE2_DomainRegisterStringW = 11, CORE2_DomainCreateA = 12, CORE2_DomainCreateW = 13,
+    CORE2_DomainMarkEx = 1,
+    CORE2_DomainRangeStartEx = 2,
+    CORE2_DomainRangeEnd = 3,
+    CORE2_DomainRangePushEx = 4,
+    CORE2_DomainRangePop = 5,
+    CORE2_DomainRegisterStringA = 10,
+    CORE2_DomainRegisterStringW = 11,
+    CORE2_DomainCreateA = 12,
+    CORE2_DomainCreateW = 13,
     CORE2_DomainDestroy = 14,
 };
 enum { MSG_ASCII = 1, MSG_UNICODE = 2, MSG_REGISTERED = 3 };
@@ -67,7 +81,9 @@ _Static_assert(offsetof(struct nvtx_attr, message) == 40, "nvtxEventAttributes_v
 #define NVTX_MAX_STRINGS 4096
 #define NVTX_NAME 128
 
-struct nvtx_name { char s[NVTX_NAME]; };
+struct nvtx_name {
+    char s[NVTX_NAME];
+};
 static struct nvtx_name domains[NVTX_MAX_DOMAINS], strings[NVTX_MAX_STRINGS];
 static unsigned ndomains, nstrings; /* atomic */
 static __thread int push_depth;
@@ -118,7 +134,8 @@ static const char *message(const void *domain, const struct nvtx_attr *a, char *
         buf[off + n] = 0;
     } else if (a->messageType == MSG_UNICODE) {
         narrow(buf + off, len - off, (const wchar_t *)a->message);
-    } else if (a->messageType == MSG_REGISTERED && in_table(a->message, strings, NVTX_MAX_STRINGS)) {
+    } else if (a->messageType == MSG_REGISTERED &&
+               in_table(a->message, strings, NVTX_MAX_STRINGS)) {
         size_t n = strnlen(((const struct nvtx_name *)a->message)->s, len - off - 1);
         memcpy(buf + off, ((const struct nvtx_name *)a->message)->s, n);
         buf[off + n] = 0;
@@ -315,21 +332,21 @@ AGENT_API int InitializeInjectionNvtx2(const void *(*get_export_table)(uint32_t)
     const struct nvtx_callbacks *cb = get_export_table(NVTX_ETID_CALLBACKS);
     if (!cb || cb->struct_size < sizeof *cb || !cb->GetModuleFunctionTable)
         return 0;
-    static const int core_ids[] = {CORE_MarkEx, CORE_MarkA, CORE_MarkW, CORE_RangeStartEx,
-                                   CORE_RangeStartA, CORE_RangeStartW, CORE_RangeEnd,
-                                   CORE_RangePushEx, CORE_RangePushA, CORE_RangePushW,
-                                   CORE_RangePop};
-    const nvtx_fn core_fns[] = {F(mark_ex), F(mark_a), F(mark_w), F(start_ex), F(start_a),
-                                F(start_w), F(range_end), F(push_ex), F(push_a), F(push_w),
-                                F(pop)};
-    static const int core2_ids[] = {CORE2_DomainMarkEx, CORE2_DomainRangeStartEx,
-                                    CORE2_DomainRangeEnd, CORE2_DomainRangePushEx,
-                                    CORE2_DomainRangePop, CORE2_DomainRegisterStringA,
+    static const int core_ids[] = {CORE_MarkEx,       CORE_MarkA,       CORE_MarkW,
+                                   CORE_RangeStartEx, CORE_RangeStartA, CORE_RangeStartW,
+                                   CORE_RangeEnd,     CORE_RangePushEx, CORE_RangePushA,
+                                   CORE_RangePushW,   CORE_RangePop};
+    const nvtx_fn core_fns[] = {F(mark_ex), F(mark_a),  F(mark_w),    F(start_ex),
+                                F(start_a), F(start_w), F(range_end), F(push_ex),
+                                F(push_a),  F(push_w),  F(pop)};
+    static const int core2_ids[] = {CORE2_DomainMarkEx,          CORE2_DomainRangeStartEx,
+                                    CORE2_DomainRangeEnd,        CORE2_DomainRangePushEx,
+                                    CORE2_DomainRangePop,        CORE2_DomainRegisterStringA,
                                     CORE2_DomainRegisterStringW, CORE2_DomainCreateA,
-                                    CORE2_DomainCreateW, CORE2_DomainDestroy};
-    const nvtx_fn core2_fns[] = {F(domain_mark), F(domain_start), F(domain_end), F(domain_push),
-                                 F(domain_pop), F(register_a), F(register_w), F(domain_create_a),
-                                 F(domain_create_w), F(domain_destroy)};
+                                    CORE2_DomainCreateW,         CORE2_DomainDestroy};
+    const nvtx_fn core2_fns[] = {
+        F(domain_mark), F(domain_start), F(domain_end),      F(domain_push),     F(domain_pop),
+        F(register_a),  F(register_w),   F(domain_create_a), F(domain_create_w), F(domain_destroy)};
     int ok = fill(cb, NVTX_CB_MODULE_CORE, core_ids, core_fns, 11);
     ok &= fill(cb, NVTX_CB_MODULE_CORE2, core2_ids, core2_fns, 10);
     return ok;
@@ -338,11 +355,19 @@ AGENT_API int InitializeInjectionNvtx2(const void *(*get_export_table)(uint32_t)
 /* ---- the memory extension (nvtx3/nvToolsExtMem.h, nvtxDetail/nvtxExtTypes.h) ---- */
 
 enum { NVTX_EXT_MODULEID_MEM = 1, NVTX_EXT_COMPATID_MEM = 0x0102, NVTX_MEM_TYPE_VIRTUAL = 1 };
-enum { MEM_HeapRegister = 0, MEM_HeapUnregister = 1, MEM_HeapReset = 2, MEM_RegionsRegister = 3,
-       MEM_RegionsUnregister = 5 };
+enum {
+    MEM_HeapRegister = 0,
+    MEM_HeapUnregister = 1,
+    MEM_HeapReset = 2,
+    MEM_RegionsRegister = 3,
+    MEM_RegionsUnregister = 5
+};
 enum { REF_POINTER = 1, REF_HANDLE = 2 };
 
-struct nvtx_ext_segment { size_t id, slots; intptr_t *fn; };
+struct nvtx_ext_segment {
+    size_t id, slots;
+    intptr_t *fn;
+};
 struct nvtx_ext_module {
     uint16_t nvtx_ver, struct_size, module_id, compat_id;
     size_t nsegments;
@@ -350,7 +375,10 @@ struct nvtx_ext_module {
     void *get_export;
     const void *ext_info;
 };
-struct nvtx_range_desc { size_t size; const void *ptr; };
+struct nvtx_range_desc {
+    size_t size;
+    const void *ptr;
+};
 struct nvtx_heap_desc {
     uint16_t compat, struct_size;
     uint32_t reserved0, usage, type;
@@ -373,7 +401,11 @@ struct nvtx_unregister {
 };
 
 #define NVTX_MAX_HEAPS 1024
-static struct nvtx_heap { const void *ptr; size_t size; char pool[NVTX_NAME]; } heaps[NVTX_MAX_HEAPS];
+static struct nvtx_heap {
+    const void *ptr;
+    size_t size;
+    char pool[NVTX_NAME];
+} heaps[NVTX_MAX_HEAPS];
 static unsigned nheaps; /* atomic */
 
 /* The pool a domain's heaps and regions belong to. */
@@ -429,11 +461,10 @@ static void regions_register(const void *domain, const struct nvtx_regions *b)
     if (!b || b->struct_size < sizeof *b || b->type != NVTX_MEM_TYPE_VIRTUAL || !b->elems ||
         b->elem_size < sizeof(struct nvtx_range_desc))
         return;
-    const char *pool = is_heap(b->heap) ? ((const struct nvtx_heap *)b->heap)->pool
-                                        : pool_of(domain);
+    const char *pool =
+        is_heap(b->heap) ? ((const struct nvtx_heap *)b->heap)->pool : pool_of(domain);
     for (size_t i = 0; i < b->count; i++) {
-        const struct nvtx_range_desc *r =
-            (const void *)((const char *)b->elems + i * b->elem_size);
+        const struct nvtx_range_desc *r = (const void *)((const char *)b->elems + i * b->elem_size);
         memscope__pool_alloc(pool, r->ptr, r->size);
         if (b->handles_out)
             b->handles_out[i] = r->ptr; /* a region's handle is its address */

@@ -49,8 +49,8 @@ AGENT_API int memscope__py_frame(uint32_t id, const char *file, const char *func
     uint64_t v[2] = {id, firstline > 0 ? (uint64_t)firstline : 0};
     uint8_t *w = writer_reserve(t, s, MS_EXT_MAX);
     if (w)
-        writer_commit(s, ms_enc_ext(w, &s->enc, MS_EXT_PYFRAME, agent_now(), v, 2, buf,
-                                    fl + 1 + nl));
+        writer_commit(s,
+                      ms_enc_ext(w, &s->enc, MS_EXT_PYFRAME, agent_now(), v, 2, buf, fl + 1 + nl));
     t->guard = 0;
     return w ? 0 : -1;
 }
@@ -69,8 +69,8 @@ static void trace_event(uint32_t id)
     uint64_t v[1] = {id};
     uint8_t *w = writer_reserve(t, s, MS_EXT_MAX);
     if (w)
-        writer_commit(s, ms_enc_ext(w, &s->enc, id ? MS_EXT_PYCALL : MS_EXT_PYRETURN,
-                                    agent_now(), v, id ? 1 : 0, NULL, 0));
+        writer_commit(s, ms_enc_ext(w, &s->enc, id ? MS_EXT_PYCALL : MS_EXT_PYRETURN, agent_now(),
+                                    v, id ? 1 : 0, NULL, 0));
     t->guard = 0;
 }
 

@@ -35,8 +35,8 @@
 
 extern void *__libc_stack_end;
 
-static uint64_t *stab;      /* hashes, 0 = empty slot */
-static uint32_t *stab_id;   /* the id of each slot's stack, 0 until published */
+static uint64_t *stab;    /* hashes, 0 = empty slot */
+static uint32_t *stab_id; /* the id of each slot's stack, 0 until published */
 static uint32_t next_id;
 static uint32_t stab_gen = 1; /* bumped when the table is emptied (a forked child) */
 
@@ -221,9 +221,8 @@ static void stack_bounds(struct tstate *t)
 
 /* Walks frame pointers from fp0; stores the return addresses in pcs, returns their number and
  * sets *hash to hash_stack() of them, computed on the way. */
-static inline __attribute__((always_inline)) unsigned unwind(struct tstate *t, void *fp0,
-                                                              uint64_t *pcs, unsigned max,
-                                                              uint64_t *hash)
+static inline __attribute__((always_inline)) unsigned
+unwind(struct tstate *t, void *fp0, uint64_t *pcs, unsigned max, uint64_t *hash)
 {
     uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
     uintptr_t fp = (uintptr_t)fp0;
@@ -265,7 +264,6 @@ static uint64_t hash_stack(const uint64_t *pcs, unsigned n)
         h = hash_step(h, pcs[i]);
     return hash_end(h, n);
 }
-
 
 static int module_known(uintptr_t lo, uintptr_t hi)
 {
@@ -524,11 +522,9 @@ static inline __attribute__((always_inline)) uint32_t capture(struct tstate *t, 
     return intern(t, s, h, pcs, n, py, npy);
 }
 
-static inline __attribute__((always_inline)) uint32_t intern_shared(struct tstate *t,
-                                                                    struct stream *s, uint64_t h,
-                                                                    const uint64_t *pcs,
-                                                                    unsigned n, const uint32_t *py,
-                                                                    unsigned npy);
+static inline __attribute__((always_inline)) uint32_t
+intern_shared(struct tstate *t, struct stream *s, uint64_t h, const uint64_t *pcs, unsigned n,
+              const uint32_t *py, unsigned npy);
 
 /* The id of the stack of hash h (native pcs[0..n), Python py[0..2*npy)), adding it (and its
  * STACK, PYSTACK and MODULE records) when new. */
@@ -561,11 +557,9 @@ static inline __attribute__((always_inline)) uint32_t intern(struct tstate *t, s
 }
 
 /* intern()'s shared part: the table of every stack of the process. */
-static inline __attribute__((always_inline)) uint32_t intern_shared(struct tstate *t,
-                                                                    struct stream *s, uint64_t h,
-                                                                    const uint64_t *pcs,
-                                                                    unsigned n, const uint32_t *py,
-                                                                    unsigned npy)
+static inline __attribute__((always_inline)) uint32_t
+intern_shared(struct tstate *t, struct stream *s, uint64_t h, const uint64_t *pcs, unsigned n,
+              const uint32_t *py, unsigned npy)
 {
     uint32_t i = (uint32_t)h & (STAB_SIZE - 1);
     for (unsigned probe = 0; probe < STAB_PROBES; probe++, i = (i + 1) & (STAB_SIZE - 1)) {

@@ -30,10 +30,10 @@
 enum { REG_RBP = 6, REG_RSP = 7, REG_RA = 16 };
 
 struct cfi_module {
-    uintptr_t lo, hi;          /* code range (the PT_LOAD segments) */
-    const uint8_t *table;      /* .eh_frame_hdr's search table: (initial pc, FDE) pairs */
-    uintptr_t hdr;             /* .eh_frame_hdr's address: the table's values are relative */
-    uint32_t count;            /* entries */
+    uintptr_t lo, hi;     /* code range (the PT_LOAD segments) */
+    const uint8_t *table; /* .eh_frame_hdr's search table: (initial pc, FDE) pairs */
+    uintptr_t hdr;        /* .eh_frame_hdr's address: the table's values are relative */
+    uint32_t count;       /* entries */
 };
 
 static struct cfi_module cmods[MAX_CFI_MODULES];
@@ -54,9 +54,9 @@ enum {
 };
 struct rule {
     int32_t cfa_off;
-    uint8_t cfa;      /* CFA_* */
+    uint8_t cfa; /* CFA_* */
     uint8_t rbp_saved;
-    int16_t rbp_off;  /* the caller's rbp at CFA + rbp_off when rbp_saved */
+    int16_t rbp_off; /* the caller's rbp at CFA + rbp_off when rbp_saved */
 };
 
 /* A cache entry is one 64-bit word, read and written atomically: the top bits of the address's
@@ -244,11 +244,37 @@ static int read_ptr(const uint8_t **p, const uint8_t *end, uint8_t enc, uintptr_
         return 1;
     }
     switch (enc & 0x0f) {
-    case 0x00: if (end - at < 8) return 0; memcpy(&v, at, 8); *p += 8; break;
+    case 0x00:
+        if (end - at < 8)
+            return 0;
+        memcpy(&v, at, 8);
+        *p += 8;
+        break;
     case 0x01: v = uleb(p, end); break;
-    case 0x02: { uint16_t x; if (end - at < 2) return 0; memcpy(&x, at, 2); v = x; *p += 2; break; }
-    case 0x03: { uint32_t x; if (end - at < 4) return 0; memcpy(&x, at, 4); v = x; *p += 4; break; }
-    case 0x04: if (end - at < 8) return 0; memcpy(&v, at, 8); *p += 8; break;
+    case 0x02: {
+        uint16_t x;
+        if (end - at < 2)
+            return 0;
+        memcpy(&x, at, 2);
+        v = x;
+        *p += 2;
+        break;
+    }
+    case 0x03: {
+        uint32_t x;
+        if (end - at < 4)
+            return 0;
+        memcpy(&x, at, 4);
+        v = x;
+        *p += 4;
+        break;
+    }
+    case 0x04:
+        if (end - at < 8)
+            return 0;
+        memcpy(&v, at, 8);
+        *p += 8;
+        break;
     case 0x09: v = (uint64_t)sleb(p, end); break;
     case 0x0a: {
         int16_t x;
@@ -268,7 +294,12 @@ static int read_ptr(const uint8_t **p, const uint8_t *end, uint8_t enc, uintptr_
         *p += 4;
         break;
     }
-    case 0x0c: if (end - at < 8) return 0; memcpy(&v, at, 8); *p += 8; break;
+    case 0x0c:
+        if (end - at < 8)
+            return 0;
+        memcpy(&v, at, 8);
+        *p += 8;
+        break;
     default: return 0;
     }
     switch (enc & 0x70) {
@@ -337,8 +368,16 @@ static int parse_cie(const uint8_t *p, uintptr_t lo, uintptr_t hi, struct cie *c
             return 0;
         for (size_t i = 1; i < alen; i++) {
             switch (aug[i]) {
-            case 'R': if (q >= aend) return 0; c->fde_enc = *q++; break;
-            case 'L': if (q >= aend) return 0; q++; break;
+            case 'R':
+                if (q >= aend)
+                    return 0;
+                c->fde_enc = *q++;
+                break;
+            case 'L':
+                if (q >= aend)
+                    return 0;
+                q++;
+                break;
             case 'P': {
                 if (q >= aend)
                     return 0;
@@ -366,7 +405,7 @@ struct state {
     int64_t cfa_off;
     int rbp_how; /* 0 same value, 1 saved at CFA+rbp_off, 2 anything else */
     int64_t rbp_off;
-    int ra_how;  /* 1 at CFA+ra_off, 2 anything else (undefined, a register, an expression) */
+    int ra_how; /* 1 at CFA+ra_off, 2 anything else (undefined, a register, an expression) */
     int64_t ra_off;
 };
 
@@ -411,7 +450,7 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, const struct cie *c, ui
         }
         switch (op) {
         case 0x00: break; /* nop */
-        case 0x01: { /* set_loc */
+        case 0x01: {      /* set_loc */
             uintptr_t a;
             if (!read_ptr(&p, end, c->fde_enc, &a))
                 return 0;
@@ -420,7 +459,12 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, const struct cie *c, ui
                 return 1;
             break;
         }
-        case 0x02: if (p + 1 > end) return 0; delta = p[0]; p += 1; goto advance;
+        case 0x02:
+            if (p + 1 > end)
+                return 0;
+            delta = p[0];
+            p += 1;
+            goto advance;
         case 0x03: {
             uint16_t x;
             if (p + 2 > end)
@@ -456,14 +500,18 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, const struct cie *c, ui
                 s->ra_how = init->ra_how, s->ra_off = init->ra_off;
             break;
         case 0x07: set_reg(s, uleb(&p, end), 2, 0); break; /* undefined */
-        case 0x08: /* same_value */
+        case 0x08:                                         /* same_value */
             reg = uleb(&p, end);
             if (reg == REG_RBP)
                 s->rbp_how = 0;
             else
                 set_reg(s, reg, 2, 0);
             break;
-        case 0x09: reg = uleb(&p, end); uleb(&p, end); set_reg(s, reg, 2, 0); break; /* register */
+        case 0x09:
+            reg = uleb(&p, end);
+            uleb(&p, end);
+            set_reg(s, reg, 2, 0);
+            break; /* register */
         case 0x0a: /* remember_state */
             if (depth == MAX_REMEMBER)
                 return 0;
@@ -474,7 +522,10 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, const struct cie *c, ui
                 return 0;
             *s = stack[--depth];
             break;
-        case 0x0c: s->cfa_reg = (int)uleb(&p, end); s->cfa_off = (int64_t)uleb(&p, end); break;
+        case 0x0c:
+            s->cfa_reg = (int)uleb(&p, end);
+            s->cfa_off = (int64_t)uleb(&p, end);
+            break;
         case 0x0d: s->cfa_reg = (int)uleb(&p, end); break;
         case 0x0e: s->cfa_off = (int64_t)uleb(&p, end); break;
         case 0x0f: /* def_cfa_expression */
@@ -484,7 +535,8 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, const struct cie *c, ui
             p += delta;
             s->cfa_reg = -1;
             break;
-        case 0x10: case 0x16: /* expression, val_expression */
+        case 0x10:
+        case 0x16: /* expression, val_expression */
             reg = uleb(&p, end);
             delta = uleb(&p, end);
             if (delta > (uint64_t)(end - p))
@@ -492,7 +544,10 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, const struct cie *c, ui
             p += delta;
             set_reg(s, reg, 2, 0);
             break;
-        case 0x11: reg = uleb(&p, end); set_reg(s, reg, 1, sleb(&p, end) * c->data_align); break;
+        case 0x11:
+            reg = uleb(&p, end);
+            set_reg(s, reg, 1, sleb(&p, end) * c->data_align);
+            break;
         case 0x12: /* def_cfa_sf */
             s->cfa_reg = (int)uleb(&p, end);
             s->cfa_off = sleb(&p, end) * c->data_align;
@@ -503,9 +558,13 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, const struct cie *c, ui
             uleb(&p, end);
             set_reg(s, reg, 2, 0);
             break;
-        case 0x15: reg = uleb(&p, end); sleb(&p, end); set_reg(s, reg, 2, 0); break;
+        case 0x15:
+            reg = uleb(&p, end);
+            sleb(&p, end);
+            set_reg(s, reg, 2, 0);
+            break;
         case 0x2e: uleb(&p, end); break; /* GNU_args_size */
-        case 0x2f: /* GNU_negative_offset_extended */
+        case 0x2f:                       /* GNU_negative_offset_extended */
             reg = uleb(&p, end);
             set_reg(s, reg, 1, -(int64_t)uleb(&p, end) * c->data_align);
             break;
@@ -614,7 +673,7 @@ static int find_rule(uintptr_t pc, struct rule *r)
  * frame", CFA_*), cfa_off / 8 (16 bits, unsigned), rbp saved (1), -rbp_off / 8 (8). A rule that
  * does not fit (a CFA offset that is negative, not a multiple of 8 or past 512 KiB; an rbp slot
  * not below the CFA within 2 KiB) becomes CFA_STOP: the walk ends there. */
-#define R_KIND(v) ((unsigned)((v) & 7))
+#define R_KIND(v) ((unsigned)((v)&7))
 #define R_CFA_OFF(v) ((intptr_t)(((v) >> 3) & 0xffff) * 8)
 #define R_RBP_SAVED(v) (((v) >> 19) & 1)
 #define R_RBP_OFF(v) (-(intptr_t)(((v) >> 20) & 0xff) * 8)
@@ -625,8 +684,7 @@ static inline uint64_t pack(const struct rule *r)
         if (r->cfa_off < 0 || (r->cfa_off & 7) || r->cfa_off >= (8 << 16) ||
             (r->rbp_saved && (r->rbp_off > 0 || (-r->rbp_off & 7) || -r->rbp_off >= (8 << 8))))
             return CFA_STOP;
-        return (uint64_t)r->cfa | (uint64_t)(r->cfa_off / 8) << 3 |
-               (uint64_t)r->rbp_saved << 19 |
+        return (uint64_t)r->cfa | (uint64_t)(r->cfa_off / 8) << 3 | (uint64_t)r->rbp_saved << 19 |
                (uint64_t)(r->rbp_saved ? -r->rbp_off / 8 : 0) << 20;
     }
     return r->cfa;

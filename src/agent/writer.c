@@ -31,7 +31,6 @@ static uint64_t real_now(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-
 int agent_fd_is(int fd, uint64_t dev, uint64_t ino)
 {
     struct stat st;
@@ -72,7 +71,6 @@ void agent_say(const char *msg, const char *detail)
         close(fd);
     }
 }
-
 
 void writer_fail(const char *what, int err)
 {

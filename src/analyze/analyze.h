@@ -13,22 +13,22 @@
 #include <stdio.h>
 
 struct ms_analyze_opts {
-    int json;                 /* JSON instead of text */
-    int top;                  /* rows per ranking (default 10) */
-    int warmup;               /* leaks: steps <= warmup are ignored (default 1: steps 0 and 1) */
-    int step_a, step_b;       /* compare --steps A,B (0 = not given) */
-    const char *other_db;     /* compare: a second database (NULL: compare steps of one) */
-    uint64_t limit;           /* trend --limit BYTES (0 = none) */
-    int64_t at_ns;            /* decompose --at NS (epoch ns; 0 = not given) */
-    int at_step;              /* decompose --step N (0 = not given) */
-    uint64_t idle_threshold;  /* inefficient: API count for temporary idleness (default 3000) */
-    uint64_t lazy_ns, delayed_ns, idle_ns;     /* inefficient: Insight thresholds, ns (0 = off) */
-    double lazy_pct, delayed_pct, idle_pct;    /* ... and percent of lifetime (0 or 100 = off) */
-    int write_back;           /* inefficient: store findings in the database */
-    int layer;                /* restrict to one layer id (0 = all memory layers) */
-    const char *csv_path;     /* compare --csv FILE: msMemScope's op-sequence compare CSV */
-    int by_stack;             /* decompose --by=stack: the tree's levels are stack frames */
-    int accessed_only;        /* inefficient --accessed-only: only blocks with accesses (the
+    int json;                /* JSON instead of text */
+    int top;                 /* rows per ranking (default 10) */
+    int warmup;              /* leaks: steps <= warmup are ignored (default 1: steps 0 and 1) */
+    int step_a, step_b;      /* compare --steps A,B (0 = not given) */
+    const char *other_db;    /* compare: a second database (NULL: compare steps of one) */
+    uint64_t limit;          /* trend --limit BYTES (0 = none) */
+    int64_t at_ns;           /* decompose --at NS (epoch ns; 0 = not given) */
+    int at_step;             /* decompose --step N (0 = not given) */
+    uint64_t idle_threshold; /* inefficient: API count for temporary idleness (default 3000) */
+    uint64_t lazy_ns, delayed_ns, idle_ns;  /* inefficient: Insight thresholds, ns (0 = off) */
+    double lazy_pct, delayed_pct, idle_pct; /* ... and percent of lifetime (0 or 100 = off) */
+    int write_back;                         /* inefficient: store findings in the database */
+    int layer;                              /* restrict to one layer id (0 = all memory layers) */
+    const char *csv_path; /* compare --csv FILE: msMemScope's op-sequence compare CSV */
+    int by_stack;         /* decompose --by=stack: the tree's levels are stack frames */
+    int accessed_only;    /* inefficient --accessed-only: only blocks with accesses (the
                                  tensors) take part, as msMemScope scopes to its tensor pools */
 };
 
@@ -39,8 +39,7 @@ void ms_analyze_opts_init(struct ms_analyze_opts *o);
 struct ms_analysis {
     const char *name;
     const char *summary; /* one line for --help */
-    int (*run)(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err,
-               size_t errlen);
+    int (*run)(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err, size_t errlen);
     /* Whether it reads a compact database as it is with these options (its tables have what
      * the analysis needs); else ms_analyze_run_list gives it the full database. NULL: never. */
     int (*compact)(sqlite3 *db, const struct ms_analyze_opts *o);
@@ -108,7 +107,7 @@ void ms__layer_filter(sqlite3 *db, const struct ms_analyze_opts *o, const char *
 /* The layers ms__layer_filter selects, as a test in C (for rows that do not come from SQL). */
 #define MS_MAX_RESERVE 64
 struct ms_layer_set {
-    int layer;            /* o->layer, 0: every memory layer but ... */
+    int layer;                   /* o->layer, 0: every memory layer but ... */
     int reserve[MS_MAX_RESERVE]; /* ... the regions pools carve from (pools.reserve_layer) */
     int nreserve;
 };
@@ -131,8 +130,7 @@ int ms__retagged(sqlite3 *db);
  * stack_id, owner_id (the last), alloc_event_id, free_ns, free_event_id) that queries then read
  * instead of the database's; *eid: the last event at or before at. The caller drops the table
  * (DROP TABLE temp.blocks); on error there is none. 0 or a negative code with err set. */
-int ms__blocks_at(sqlite3 *db, int has_owner, int64_t at, int64_t *eid, char *err,
-                  size_t errlen);
+int ms__blocks_at(sqlite3 *db, int has_owner, int64_t at, int64_t *eid, char *err, size_t errlen);
 
 /* The run's start (meta.start_time_ns, else the first event), for relative times. */
 int64_t ms__run_start_ns(sqlite3 *db);
@@ -157,11 +155,14 @@ int ms__imap_del(struct ms_imap *m, int64_t key);
 
 /* Names of a database's processes, layers and owners, loaded once (small tables). */
 struct ms_names {
-    struct ms_name_proc { int64_t id, pid; char *exe; } *procs; /* exe: basename */
+    struct ms_name_proc {
+        int64_t id, pid;
+        char *exe;
+    } * procs; /* exe: basename */
     size_t nprocs;
-    char **layers;   /* by layer id; NULL where no row */
+    char **layers; /* by layer id; NULL where no row */
     size_t nlayers;
-    char **owners;   /* by owner id; NULL where no row */
+    char **owners; /* by owner id; NULL where no row */
     size_t nowners;
 };
 /* Loads the names; 0 or a negative code with err set. Release with ms__names_release. */
@@ -179,8 +180,8 @@ const char *ms__names_owner(const struct ms_names *n, int64_t id);
  * Strings live until ms__sites_release. */
 struct ms_sites {
     sqlite3 *db;
-    struct ms_imap by_stack;   /* stack id -> char * */
-    char **texts;              /* interned strings, sorted on demand */
+    struct ms_imap by_stack; /* stack id -> char * */
+    char **texts;            /* interned strings, sorted on demand */
     size_t ntexts, atexts;
 };
 void ms__sites_init(struct ms_sites *s, sqlite3 *db);
@@ -194,8 +195,8 @@ const char *ms__sites_get(struct ms_sites *s, int64_t stack_id);
  * docs/database.md, which have no FREE event). Keeps one address map per (process, layer). */
 struct ms_live_pl {
     int64_t process_id, layer;
-    int64_t live, blocks;       /* now */
-    struct ms_imap addrs;       /* addr -> size of the live blocks */
+    int64_t live, blocks; /* now */
+    struct ms_imap addrs; /* addr -> size of the live blocks */
 };
 struct ms_live {
     struct ms_live_pl *pl;

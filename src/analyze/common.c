@@ -12,7 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 void ms_analyze_opts_init(struct ms_analyze_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -66,8 +65,10 @@ int ms_analyze_open(const char *path, int writable, sqlite3 **db, char *err, siz
     /* Another process writing it (Insight, an analysis writing back): wait up to 5 s. */
     sqlite3_busy_timeout(*db, 5000);
     sqlite3_stmt *st = NULL;
-    int version = -1, prc = sqlite3_prepare_v2(*db, "SELECT value FROM meta WHERE key = "
-                                                    "'format_version'", -1, &st, NULL);
+    int version = -1, prc = sqlite3_prepare_v2(*db,
+                                               "SELECT value FROM meta WHERE key = "
+                                               "'format_version'",
+                                               -1, &st, NULL);
     int src = prc == SQLITE_OK ? sqlite3_step(st) : prc;
     if (src == SQLITE_ROW)
         version = sqlite3_column_type(st, 0) == SQLITE_INTEGER ||
@@ -76,8 +77,10 @@ int ms_analyze_open(const char *path, int writable, sqlite3 **db, char *err, siz
                       : -1;
     sqlite3_finalize(st);
     if ((src & 0xff) == SQLITE_BUSY || (src & 0xff) == SQLITE_LOCKED) {
-        snprintf(err, errlen, "'%s' is locked by another process (waited 5 s); try again when "
-                              "it is done", path);
+        snprintf(err, errlen,
+                 "'%s' is locked by another process (waited 5 s); try again when "
+                 "it is done",
+                 path);
         sqlite3_close(*db);
         *db = NULL;
         return MS_EDB;
@@ -89,8 +92,10 @@ int ms_analyze_open(const char *path, int writable, sqlite3 **db, char *err, siz
         return MS_EFORMAT;
     }
     if (version > MS_DB_FORMAT_VERSION) {
-        snprintf(err, errlen, "'%s' has database format version %d, newer than this memscope "
-                              "reads (%d); upgrade memscope", path, version, MS_DB_FORMAT_VERSION);
+        snprintf(err, errlen,
+                 "'%s' has database format version %d, newer than this memscope "
+                 "reads (%d); upgrade memscope",
+                 path, version, MS_DB_FORMAT_VERSION);
         sqlite3_close(*db);
         *db = NULL;
         return MS_EVERSION;
@@ -127,11 +132,10 @@ int ms_site_innermost; /* --site=innermost: the innermost Python frame, library 
  * program's own code. */
 static int py_file_kind(const char *f, size_t n)
 {
-    static const char *const own[] = {"/memscope/torch/", "/memscope/__init__.py",
-                                       "/memscope/_config.py", "/memscope/describe.py",
-                                       "/memscope/record_function.py", "/memscope/snapshot.py",
-                                       "/memscope/tracer.py", "/memscope/watcher.py",
-                                       "/sitecustomize.py"};
+    static const char *const own[] = {
+        "/memscope/torch/",      "/memscope/__init__.py",        "/memscope/_config.py",
+        "/memscope/describe.py", "/memscope/record_function.py", "/memscope/snapshot.py",
+        "/memscope/tracer.py",   "/memscope/watcher.py",         "/sitecustomize.py"};
     char buf[1024];
     if (n >= sizeof buf)
         n = sizeof buf - 1;
@@ -142,7 +146,7 @@ static int py_file_kind(const char *f, size_t n)
             return 2;
     if (buf[0] == '<' || strstr(buf, "/site-packages/") || strstr(buf, "/dist-packages/"))
         return 1;
-    const char *lib = strstr(buf, "/lib/python");   /* /usr/lib/python3.11/json/... */
+    const char *lib = strstr(buf, "/lib/python"); /* /usr/lib/python3.11/json/... */
     if (lib && (lib[11] >= '0' && lib[11] <= '9'))
         return 1;
     return 0;
@@ -159,8 +163,8 @@ void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
     if (sqlite3_prepare_v2(db, "SELECT py_text FROM stacks WHERE id = ?", -1, &st, NULL) ==
         SQLITE_OK) {
         sqlite3_bind_int64(st, 1, stack_id);
-        const char *py = sqlite3_step(st) == SQLITE_ROW
-                             ? (const char *)sqlite3_column_text(st, 0) : NULL;
+        const char *py =
+            sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
         /* The innermost frame of the program's own code wins; else the innermost of a library;
          * memscope's own frames never (--site=innermost: the innermost frame but memscope's). */
         int best = 3;
@@ -485,8 +489,8 @@ int ms__names_load(sqlite3 *db, struct ms_names *n, char *err, size_t errlen)
     memset(n, 0, sizeof *n);
     sqlite3_stmt *st = NULL;
     int rc = 0;
-    if (sqlite3_prepare_v2(db, "SELECT id, pid, exe FROM processes ORDER BY id", -1, &st,
-                           NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "SELECT id, pid, exe FROM processes ORDER BY id", -1, &st, NULL) !=
+        SQLITE_OK)
         goto db_fail;
     while (sqlite3_step(st) == SQLITE_ROW) {
         struct ms_name_proc *p = realloc(n->procs, (n->nprocs + 1) * sizeof *p);
@@ -627,9 +631,8 @@ const char *ms__sites_get(struct ms_sites *s, int64_t stack_id)
         }
     }
     if (!text) {
-        if (s->ntexts == s->atexts &&
-            ms_grow((void **)&s->texts, &s->atexts, s->ntexts, sizeof *s->texts, 64,
-                    MS_GROW_MAX) < 0)
+        if (s->ntexts == s->atexts && ms_grow((void **)&s->texts, &s->atexts, s->ntexts,
+                                              sizeof *s->texts, 64, MS_GROW_MAX) < 0)
             return NULL;
         if (!(text = strdup(buf)))
             return NULL;
@@ -719,7 +722,6 @@ int ms_analyze_compare(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *
 int ms_analyze_inefficient(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
 int ms_analyze_decompose(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
 int ms_analyze_fragmentation(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-typedef int (*ms__analysis_fn)(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *,
-                               size_t);
+typedef int (*ms__analysis_fn)(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
 __attribute__((used)) static ms__analysis_fn const ms__linked_b[] = {
     ms_analyze_compare, ms_analyze_inefficient, ms_analyze_decompose, ms_analyze_fragmentation};

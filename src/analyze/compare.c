@@ -49,8 +49,7 @@ static void cset_release(struct cset *s)
 static int cset_add(struct cset *s, const char *layer, const char *key, int side, long long cnt,
                     long long bytes)
 {
-    if (s->n == s->cap &&
-        ms_grow((void **)&s->v, &s->cap, s->n, sizeof *s->v, 64, MS_GROW_MAX) < 0)
+    if (s->n == s->cap && ms_grow((void **)&s->v, &s->cap, s->n, sizeof *s->v, 64, MS_GROW_MAX) < 0)
         return MS_ENOMEM;
     struct crow *r = &s->v[s->n];
     memset(r, 0, sizeof *r);
@@ -74,7 +73,10 @@ static int by_name(const void *a, const void *b)
     return c ? c : strcmp(x->key, y->key);
 }
 
-static long long absll(long long v) { return v < 0 ? -v : v; }
+static long long absll(long long v)
+{
+    return v < 0 ? -v : v;
+}
 
 /* Largest |B - A| bytes first, then largest |B - A| count, then by name (deterministic). */
 static int by_diff(const void *a, const void *b)
@@ -215,14 +217,13 @@ static void text_table(FILE *out, const char *title, const char *what, const str
                        const struct ms_analyze_opts *o)
 {
     size_t n = shown(o, s->n);
-    fprintf(out, "\n%s (largest difference first%s):\n", title,
-            n < s->n ? ", top rows" : "");
+    fprintf(out, "\n%s (largest difference first%s):\n", title, n < s->n ? ", top rows" : "");
     if (!s->n) {
         fprintf(out, "  (none)\n");
         return;
     }
-    fprintf(out, "  %14s %8s  %14s %8s  %14s %8s  %-12s %s\n", "diff bytes", "diff #",
-            "A bytes", "A #", "B bytes", "B #", "layer", what);
+    fprintf(out, "  %14s %8s  %14s %8s  %14s %8s  %-12s %s\n", "diff bytes", "diff #", "A bytes",
+            "A #", "B bytes", "B #", "layer", what);
     for (size_t i = 0; i < n; i++) {
         const struct crow *r = &s->v[i];
         fprintf(out, "  %+14lld %+8lld  %14lld %8lld  %14lld %8lld  %-12s %s\n",
@@ -238,8 +239,9 @@ static void text_section(FILE *out, const char *measure, const struct cset *site
 {
     long long c[2], b[2];
     totals(site, c, b);
-    fprintf(out, "\n== %s ==\nTotal: A %lld B in %lld blocks, B %lld B in %lld blocks, "
-                 "difference %+lld B (%+lld blocks).\n",
+    fprintf(out,
+            "\n== %s ==\nTotal: A %lld B in %lld blocks, B %lld B in %lld blocks, "
+            "difference %+lld B (%+lld blocks).\n",
             measure, b[0], c[0], b[1], c[1], b[1] - b[0], c[1] - c[0]);
     text_table(out, "By call site", "site", site, o);
     text_table(out, "By owner", "owner", owner, o);
@@ -301,8 +303,9 @@ int ms_analyze_compare(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, 
         return MS_EINVAL;
     }
     if (!steps && !o->other_db) {
-        snprintf(err, errlen, "compare: give --steps A,B (two steps of this run) or --with "
-                              "OTHER.db (another run)");
+        snprintf(err, errlen,
+                 "compare: give --steps A,B (two steps of this run) or --with "
+                 "OTHER.db (another run)");
         return MS_EINVAL;
     }
     sqlite3 *db2 = NULL;
@@ -322,20 +325,21 @@ int ms_analyze_compare(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, 
         }
         sqlite3_stmt *st;
         int maxstep = 0;
-        if (sqlite3_prepare_v2(db, "SELECT COALESCE(MAX(step), 0) FROM steps", -1, &st,
-                               NULL) == SQLITE_OK &&
+        if (sqlite3_prepare_v2(db, "SELECT COALESCE(MAX(step), 0) FROM steps", -1, &st, NULL) ==
+                SQLITE_OK &&
             sqlite3_step(st) == SQLITE_ROW)
             maxstep = sqlite3_column_int(st, 0);
         sqlite3_finalize(st);
         if (maxstep == 0) {
-            snprintf(err, errlen, "compare: the program never called memscope_step(): this run "
-                                  "has no steps to compare");
+            snprintf(err, errlen,
+                     "compare: the program never called memscope_step(): this run "
+                     "has no steps to compare");
             return MS_EINVAL;
         }
         int bad = o->step_a > maxstep ? o->step_a : o->step_b > maxstep ? o->step_b : 0;
         if (bad) {
-            snprintf(err, errlen, "compare: step %d does not exist: the run has steps 1 to %d",
-                     bad, maxstep);
+            snprintf(err, errlen, "compare: step %d does not exist: the run has steps 1 to %d", bad,
+                     maxstep);
             return MS_EINVAL;
         }
         sa.step = o->step_a;
@@ -383,16 +387,16 @@ int ms_analyze_compare(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, 
         if ((rc = load_ops(sa.db, o, sa.step, &A, err, errlen)) < 0 ||
             (rc = load_ops(sb.db, o, sb.step, &B, err, errlen)) < 0)
             goto done;
-        if ((rc = op_diff(&A, &B, &ed, &ne)) < 0 ||
-            (rc = summarize_ops(&A, &B, ed, ne, &sm)) < 0) {
+        if ((rc = op_diff(&A, &B, &ed, &ne)) < 0 || (rc = summarize_ops(&A, &B, ed, ne, &sm)) < 0) {
             snprintf(err, errlen, "compare: %s", ms_strerror(rc));
             goto done;
         }
     }
     if (o->csv_path) {
         if (!ops) {
-            snprintf(err, errlen, "compare: --csv needs ops (memscope_range_push/pop), and "
-                                  "neither side has any");
+            snprintf(err, errlen,
+                     "compare: --csv needs ops (memscope_range_push/pop), and "
+                     "neither side has any");
             rc = MS_EINVAL;
             goto done;
         }
@@ -448,24 +452,25 @@ int ms_analyze_compare(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, 
     } else {
         fprintf(out, "Compare A (%s) with B (%s).\n", label_a, label_b);
         if (steps)
-            fprintf(out, "A side: blocks allocated in step %d; B side: blocks allocated in "
-                         "step %d.\n",
+            fprintf(out,
+                    "A side: blocks allocated in step %d; B side: blocks allocated in "
+                    "step %d.\n",
                     o->step_a, o->step_b);
-        text_section(out, steps ? "Allocated in the step" : "Allocated over the run",
-                     &res.site, &res.owner, o);
+        text_section(out, steps ? "Allocated in the step" : "Allocated over the run", &res.site,
+                     &res.owner, o);
         if (!steps)
             text_section(out, "Live at end", &res.live_site, &res.live_owner, o);
         if (ops) {
-            fprintf(out, "\n== Ops (memory allocated inside each op, Myers diff of op names) "
-                         "==\n%zu ops in A, %zu in B: %zu matched, %zu only in A, %zu only in "
-                         "B.\n",
+            fprintf(out,
+                    "\n== Ops (memory allocated inside each op, Myers diff of op names) "
+                    "==\n%zu ops in A, %zu in B: %zu matched, %zu only in A, %zu only in "
+                    "B.\n",
                     A.n, B.n, sm.matched, sm.only_a, sm.only_b);
             size_t n = shown(o, sm.ndiffer);
             if (!sm.ndiffer)
                 fprintf(out, "Every matched op allocated the same bytes in A and B.\n");
             else
-                fprintf(out, "  %14s  %14s  %14s  %s\n", "diff bytes", "A bytes", "B bytes",
-                        "op");
+                fprintf(out, "  %14s  %14s  %14s  %s\n", "diff bytes", "A bytes", "B bytes", "op");
             for (size_t i = 0; i < n; i++) {
                 const struct edit *e = &ed[sm.differ[i]];
                 char ab[32], bb[32];

@@ -168,8 +168,8 @@ static int op_replayed(void *ctx, const struct ms_store_row *r)
     return rc;
 }
 
-int load_ops(sqlite3 *db, const struct ms_analyze_opts *o, int step, struct opseq *out,
-                    char *err, size_t errlen)
+int load_ops(sqlite3 *db, const struct ms_analyze_opts *o, int step, struct opseq *out, char *err,
+             size_t errlen)
 {
     struct opctx x = {.step = step, .out = out};
     int rc = 0, s = SQLITE_DONE;
@@ -230,7 +230,6 @@ done:
                  rc == MS_EDB ? sqlite3_errmsg(db) : ms_strerror(rc));
     return rc;
 }
-
 
 /* The Myers D cap: the trace of V arrays costs (D+1)^2 ints. Past it the unmatched middle is
  * reported as removed then added, as msMemScope does when its MAXLOOPTIME expires. */
@@ -370,8 +369,8 @@ static void csv_field(FILE *f, const char *s)
 }
 
 /* msMemScope's memory_compare CSV (reference §3.3): two header lines, one row per edit. */
-int write_csv(const char *path, const struct opseq *A, const struct opseq *B,
-                     const struct edit *ed, size_t ne, char *err, size_t errlen)
+int write_csv(const char *path, const struct opseq *A, const struct opseq *B, const struct edit *ed,
+              size_t ne, char *err, size_t errlen)
 {
     struct ms_output mo;
     int orc = ms_output_open(&mo, path); /* renamed over path when complete (files.h) */
@@ -412,7 +411,10 @@ int write_csv(const char *path, const struct opseq *A, const struct opseq *B,
     return 0;
 }
 
-static long long absll(long long v) { return v < 0 ? -v : v; }
+static long long absll(long long v)
+{
+    return v < 0 ? -v : v;
+}
 
 /* The op edits that differ, largest |diff| first, then in sequence order. */
 static const struct opseq *g_A, *g_B;
@@ -432,10 +434,9 @@ static int by_edit_diff(const void *x, const void *y)
     return i < k ? -1 : i > k;
 }
 
-
 /* Not reentrant (qsort has no context argument in C11): analyses run one at a time. */
-int summarize_ops(const struct opseq *A, const struct opseq *B, const struct edit *ed,
-                         size_t ne, struct ops_summary *sm)
+int summarize_ops(const struct opseq *A, const struct opseq *B, const struct edit *ed, size_t ne,
+                  struct ops_summary *sm)
 {
     memset(sm, 0, sizeof *sm);
     sm->differ = malloc((ne + 1) * sizeof *sm->differ);
@@ -458,4 +459,3 @@ int summarize_ops(const struct opseq *A, const struct opseq *B, const struct edi
         qsort(sm->differ, sm->ndiffer, sizeof *sm->differ, by_edit_diff);
     return 0;
 }
-

@@ -36,13 +36,13 @@ void opseq_release(struct opseq *s);
 int has_ranges(sqlite3 *db);
 /* The ops of db (of step `step` when > 0: those whose RANGE_END falls in it), in end order, with
  * the bytes allocated in each; 0 or a negative code with err set. */
-int load_ops(sqlite3 *db, const struct ms_analyze_opts *o, int step, struct opseq *out,
-             char *err, size_t errlen);
+int load_ops(sqlite3 *db, const struct ms_analyze_opts *o, int step, struct opseq *out, char *err,
+             size_t errlen);
 /* The edit script from A to B in *out (n *nout); 0 or MS_ENOMEM. */
 int op_diff(const struct opseq *A, const struct opseq *B, struct edit **out, size_t *nout);
 /* msMemScope's memory_compare CSV at path; 0 or a negative code with err set. */
-int write_csv(const char *path, const struct opseq *A, const struct opseq *B,
-              const struct edit *ed, size_t ne, char *err, size_t errlen);
+int write_csv(const char *path, const struct opseq *A, const struct opseq *B, const struct edit *ed,
+              size_t ne, char *err, size_t errlen);
 /* B's bytes - A's bytes of an edit (an op missing on one side counts 0 there), of the
  * sequences given to the last summarize_ops(). */
 long long edit_diff(const struct edit *e);

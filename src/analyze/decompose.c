@@ -105,8 +105,8 @@ static int frame_without_source(const char *line, size_t len)
 /* Adds a stack (frames innermost first, one per line) as a path of frames, outermost first:
  * the innermost MAX_LEVELS - 1 frames with source information (the innermost frame when none
  * has any). */
-static int tree_add_stack(struct node *root, const char *layer, const char *text,
-                          long long count, long long bytes)
+static int tree_add_stack(struct node *root, const char *layer, const char *text, long long count,
+                          long long bytes)
 {
     if (!text || !*text)
         return tree_add_sep(root, layer, "(no stack)", '\n', count, bytes);
@@ -168,8 +168,8 @@ static void tree_sort(struct node *n)
 static void tree_text(FILE *out, const struct node *n, int depth)
 {
     int pad = 44 - 2 * depth;
-    fprintf(out, "  %*s%-*s %14lld %8lld\n", 2 * depth, "", pad < 8 ? 8 : pad, n->name,
-            n->bytes, n->count);
+    fprintf(out, "  %*s%-*s %14lld %8lld\n", 2 * depth, "", pad < 8 ? 8 : pad, n->name, n->bytes,
+            n->count);
     for (size_t i = 0; i < n->nkids; i++)
         tree_text(out, &n->kids[i], depth + 1);
 }
@@ -189,13 +189,13 @@ static void tree_json(struct ms_json *j, const struct node *n)
 
 /* The series: live bytes per owner (index 0: no owner) at each sample point. */
 struct series {
-    int nowners;          /* owners.id max + 1 */
-    char **labels;        /* per owner id; NULL where no such id */
-    long long *live;      /* current, per owner */
-    long long *peak;      /* per owner */
-    long long *points;    /* npoints * nowners */
-    char (*plabel)[40];   /* per point */
-    int64_t *pts;         /* per point: time */
+    int nowners;        /* owners.id max + 1 */
+    char **labels;      /* per owner id; NULL where no such id */
+    long long *live;    /* current, per owner */
+    long long *peak;    /* per owner */
+    long long *points;  /* npoints * nowners */
+    char (*plabel)[40]; /* per point */
+    int64_t *pts;       /* per point: time */
     size_t npoints, cappoints;
     long long total, total_peak;
     int by_steps; /* points are step ends (else evenly spaced times) */
@@ -259,18 +259,18 @@ struct scan_ctx {
     struct series *s;
     long long nstepproc;
     int64_t t0, t1;
-    int sample;                 /* next time sample (no steps) */
+    int sample; /* next time sample (no steps) */
     /* a compact database's replay */
     struct ms_layer_set layers;
-    struct ms_imap owner_of;    /* allocation id -> owner, for the blocks it has rows of */
-    struct ms_imap pid_of;      /* process id -> pid */
+    struct ms_imap owner_of; /* allocation id -> owner, for the blocks it has rows of */
+    struct ms_imap pid_of;   /* process id -> pid */
     int has_owner;
 };
 
 /* One row: a MALLOC or FREE (with its block, of a selected layer) or a STEP, in id order;
  * w is the block's owner (0: none), name the STEP's. */
-static int on_row(struct scan_ctx *x, int64_t id, int kind, int64_t ts, long long size,
-                  long long w, const char *name, int pid)
+static int on_row(struct scan_ctx *x, int64_t id, int kind, int64_t ts, long long size, long long w,
+                  const char *name, int pid)
 {
     struct series *s = x->s;
     char label[40];
@@ -279,8 +279,8 @@ static int on_row(struct scan_ctx *x, int64_t id, int kind, int64_t ts, long lon
         while (!rc && x->sample < NSAMPLES &&
                ts > x->t0 + (int64_t)((double)(x->t1 - x->t0) * (x->sample + 1) / NSAMPLES)) {
             snprintf(label, sizeof label, "%d/%d of the run", x->sample + 1, NSAMPLES);
-            rc = add_point(s, label, x->t0 + (int64_t)((double)(x->t1 - x->t0) *
-                                                       (x->sample + 1) / NSAMPLES));
+            rc = add_point(s, label,
+                           x->t0 + (int64_t)((double)(x->t1 - x->t0) * (x->sample + 1) / NSAMPLES));
             x->sample++;
         }
     }
@@ -362,9 +362,10 @@ static int precomputed(sqlite3 *db, struct series *s, long long nstepproc)
     }
     sqlite3_finalize(st);
     sqlite3_stmt *lv;
-    if (sqlite3_prepare_v2(db, "SELECT p.point, p.kind, p.step, p.ts_ns, (SELECT pid FROM "
-                               "processes WHERE id = p.process_id) FROM decompose_points p "
-                               "ORDER BY p.point",
+    if (sqlite3_prepare_v2(db,
+                           "SELECT p.point, p.kind, p.step, p.ts_ns, (SELECT pid FROM "
+                           "processes WHERE id = p.process_id) FROM decompose_points p "
+                           "ORDER BY p.point",
                            -1, &st, NULL) != SQLITE_OK)
         return MS_EDB;
     if (sqlite3_prepare_v2(db, "SELECT owner_id, live_bytes FROM decompose_live WHERE point = ?",
@@ -457,8 +458,8 @@ static int scan(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, str
             }
             sqlite3_finalize(st);
         }
-        if (rc == 0 && sqlite3_prepare_v2(db, "SELECT id, pid FROM processes", -1, &st, NULL) ==
-                           SQLITE_OK) {
+        if (rc == 0 &&
+            sqlite3_prepare_v2(db, "SELECT id, pid FROM processes", -1, &st, NULL) == SQLITE_OK) {
             int isnew;
             while (!rc && sqlite3_step(st) == SQLITE_ROW) {
                 int64_t *v = ms__imap_put(&x.pid_of, sqlite3_column_int64(st, 0), &isnew);
@@ -570,8 +571,8 @@ static int event_at(sqlite3 *db, int64_t ts, int64_t *eid)
 {
     sqlite3_stmt *st;
     /* One scan: events has no time index (ids are in time order, but not every id is). */
-    if (sqlite3_prepare_v2(db, "SELECT COALESCE(MAX(id), 0) FROM events WHERE ts_ns <= ?", -1,
-                           &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "SELECT COALESCE(MAX(id), 0) FROM events WHERE ts_ns <= ?", -1, &st,
+                           NULL) != SQLITE_OK)
         return MS_EDB;
     sqlite3_bind_int64(st, 1, ts);
     int rc = sqlite3_step(st) == SQLITE_ROW ? 0 : MS_EDB;
@@ -614,9 +615,10 @@ int ms_analyze_decompose(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out
     int has_owner = ms__has_column(db, "blocks", "owner_id");
     int64_t t0 = ms__run_start_ns(db);
     long long t1 = 0;
-    scalar(db, ms_store_is_compact(db) ? "SELECT COALESCE((SELECT CAST(value AS INTEGER) FROM meta "
-                                         "WHERE key = 'last_event_ns'), 0)"
-                                       : "SELECT COALESCE(MAX(ts_ns), 0) FROM events",
+    scalar(db,
+           ms_store_is_compact(db) ? "SELECT COALESCE((SELECT CAST(value AS INTEGER) FROM meta "
+                                     "WHERE key = 'last_event_ns'), 0)"
+                                   : "SELECT COALESCE(MAX(ts_ns), 0) FROM events",
            &t1);
     if (t1 < t0)
         t1 = t0;
@@ -628,15 +630,16 @@ int ms_analyze_decompose(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out
     if (o->at_step) {
         long long maxstep = 0;
         if (!ms__has_column(db, "steps", "step") ||
-            scalar(db, "SELECT COALESCE(MAX(step), 0) FROM steps", &maxstep) < 0 ||
-            maxstep == 0) {
-            snprintf(err, errlen, "decompose: the program never called memscope_step(): this "
-                                  "run has no steps");
+            scalar(db, "SELECT COALESCE(MAX(step), 0) FROM steps", &maxstep) < 0 || maxstep == 0) {
+            snprintf(err, errlen,
+                     "decompose: the program never called memscope_step(): this "
+                     "run has no steps");
             return MS_EINVAL;
         }
         if (o->at_step > maxstep) {
-            snprintf(err, errlen, "decompose: step %d does not exist: the run has steps 1 to "
-                                  "%lld",
+            snprintf(err, errlen,
+                     "decompose: step %d does not exist: the run has steps 1 to "
+                     "%lld",
                      o->at_step, maxstep);
             return MS_EINVAL;
         }
@@ -699,8 +702,10 @@ int ms_analyze_decompose(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out
                 rc = build_tree(db, o, has_owner, &root, 0, eid, ts);
         }
         rel_ms(when, sizeof when, ts, t0);
-        snprintf(moment, sizeof moment, o->at_ns ? "at the given time" : "at the peak of live "
-                                                                         "bytes");
+        snprintf(moment, sizeof moment,
+                 o->at_ns ? "at the given time"
+                          : "at the peak of live "
+                            "bytes");
     }
     if (rc)
         goto fail;
@@ -773,8 +778,7 @@ int ms_analyze_decompose(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out
         for (size_t i = 0; i < root.nkids; i++)
             tree_text(out, &root.kids[i], 0);
         fprintf(out, "\nLive bytes per owner (%s):\n",
-                s.by_steps ? "at each step end and at the end"
-                                                   : "at ten evenly spaced times");
+                s.by_steps ? "at each step end and at the end" : "at ten evenly spaced times");
         if (!nrank) {
             fprintf(out, "  (no memory)\n");
         } else {

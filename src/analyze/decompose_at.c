@@ -37,8 +37,7 @@ static uint64_t mix64(uint64_t x)
 }
 
 /* The by_addr slot of (process, layer, addr): the one holding it, or a free one. */
-static int64_t *addr_slot(struct at_ctx *x, int64_t proc, int64_t layer, int64_t addr,
-                          int create)
+static int64_t *addr_slot(struct at_ctx *x, int64_t proc, int64_t layer, int64_t addr, int create)
 {
     uint64_t k = mix64((uint64_t)addr ^ mix64((uint64_t)layer ^ mix64((uint64_t)proc)));
     for (;;) {
@@ -93,14 +92,13 @@ static int at_replayed(void *ctx, const struct ms_store_row *r)
     if (!b || !slot)
         return MS_ENOMEM;
     const int64_t *w = ms__imap_get(&x->owner_of, r->allocation_id);
-    *b = (struct at_block){r->process_id, r->layer, r->size, r->stack_id,
-                           w ? *w : r->owner_id, r->id, r->addr};
+    *b = (struct at_block){r->process_id,        r->layer, r->size, r->stack_id,
+                           w ? *w : r->owner_id, r->id,    r->addr};
     *slot = r->allocation_id;
     return 0;
 }
 
-int ms__blocks_at(sqlite3 *db, int has_owner, int64_t at, int64_t *eid, char *err,
-                  size_t errlen)
+int ms__blocks_at(sqlite3 *db, int has_owner, int64_t at, int64_t *eid, char *err, size_t errlen)
 {
     struct at_ctx x = {.at = at};
     ms__imap_init(&x.live, sizeof(struct at_block));
@@ -108,8 +106,10 @@ int ms__blocks_at(sqlite3 *db, int has_owner, int64_t at, int64_t *eid, char *er
     ms__imap_init(&x.owner_of, sizeof(int64_t));
     sqlite3_stmt *st = NULL;
     int rc = 0;
-    if (has_owner && sqlite3_prepare_v2(db, "SELECT allocation_id, COALESCE(owner_id, 0) FROM "
-                                            "blocks", -1, &st, NULL) == SQLITE_OK) {
+    if (has_owner && sqlite3_prepare_v2(db,
+                                        "SELECT allocation_id, COALESCE(owner_id, 0) FROM "
+                                        "blocks",
+                                        -1, &st, NULL) == SQLITE_OK) {
         int isnew;
         while (!rc && sqlite3_step(st) == SQLITE_ROW) {
             int64_t *v = ms__imap_put(&x.owner_of, sqlite3_column_int64(st, 0), &isnew);
@@ -123,12 +123,16 @@ int ms__blocks_at(sqlite3 *db, int has_owner, int64_t at, int64_t *eid, char *er
     if (rc == 0)
         rc = ms_store_replay(sqlite3_db_filename(db, "main"), at_replayed, &x, err, errlen);
     if (rc == 0 &&
-        sqlite3_exec(db, "CREATE TEMP TABLE blocks (allocation_id INTEGER PRIMARY KEY, layer, "
-                         "process_id, size, stack_id, owner_id, alloc_event_id, free_ns, "
-                         "free_event_id)", NULL, NULL, NULL) != SQLITE_OK)
+        sqlite3_exec(db,
+                     "CREATE TEMP TABLE blocks (allocation_id INTEGER PRIMARY KEY, layer, "
+                     "process_id, size, stack_id, owner_id, alloc_event_id, free_ns, "
+                     "free_event_id)",
+                     NULL, NULL, NULL) != SQLITE_OK)
         rc = MS_EDB;
-    if (rc == 0 && sqlite3_prepare_v2(db, "INSERT INTO temp.blocks VALUES (?,?,?,?,?,?,?,NULL,"
-                                          "NULL)", -1, &st, NULL) != SQLITE_OK)
+    if (rc == 0 && sqlite3_prepare_v2(db,
+                                      "INSERT INTO temp.blocks VALUES (?,?,?,?,?,?,?,NULL,"
+                                      "NULL)",
+                                      -1, &st, NULL) != SQLITE_OK)
         rc = MS_EDB;
     for (size_t i = 0; rc == 0 && i < x.live.cap; i++) {
         if (x.live.keys[i] == INT64_MIN)

@@ -175,8 +175,8 @@ static int points(sqlite3 *db, int64_t peak_eid, struct snap **out, size_t *n)
     int nproc = 0;
     sqlite3_stmt *st;
     if (ms__has_column(db, "steps", "end_event_id")) {
-        if (sqlite3_prepare_v2(db, "SELECT COUNT(DISTINCT process_id) FROM steps", -1, &st,
-                               NULL) == SQLITE_OK &&
+        if (sqlite3_prepare_v2(db, "SELECT COUNT(DISTINCT process_id) FROM steps", -1, &st, NULL) ==
+                SQLITE_OK &&
             sqlite3_step(st) == SQLITE_ROW)
             nproc = sqlite3_column_int(st, 0);
         sqlite3_finalize(st);
@@ -265,8 +265,8 @@ int ms_analyze_fragmentation(sqlite3 *db, const struct ms_analyze_opts *o, FILE 
     int npools = 0, rc = 0;
     sqlite3_stmt *pst = NULL;
     if (ms__has_column(db, "pools", "reserve_layer") &&
-        sqlite3_prepare_v2(db, "SELECT name, layer, reserve_layer FROM pools ORDER BY id", -1,
-                           &pst, NULL) != SQLITE_OK) {
+        sqlite3_prepare_v2(db, "SELECT name, layer, reserve_layer FROM pools ORDER BY id", -1, &pst,
+                           NULL) != SQLITE_OK) {
         snprintf(err, errlen, "fragmentation: %s", sqlite3_errmsg(db));
         return MS_EDB;
     }
@@ -309,8 +309,8 @@ int ms_analyze_fragmentation(sqlite3 *db, const struct ms_analyze_opts *o, FILE 
         } else {
             fprintf(out, "%sPool '%s': peak used %lld B.\n", npools > 1 ? "\n" : "", name,
                     ps.peak_used);
-            fprintf(out, "  %-16s %14s %14s %14s %14s %13s\n", "moment", "reserved", "used",
-                    "free", "largest free", "fragmentation");
+            fprintf(out, "  %-16s %14s %14s %14s %14s %13s\n", "moment", "reserved", "used", "free",
+                    "largest free", "fragmentation");
             for (size_t i = 0; i < n; i++)
                 fprintf(out, "  %-16s %14lld %14lld %14lld %14lld %13.4f\n", snaps[i].label,
                         snaps[i].reserved, snaps[i].used, snaps[i].free, snaps[i].largest,
@@ -329,8 +329,9 @@ int ms_analyze_fragmentation(sqlite3 *db, const struct ms_analyze_opts *o, FILE 
         ms_json_end_object(&j);
         ms_json_finish(&j);
     } else if (!npools) {
-        fprintf(out, "No pools%s: the program reported none (memscope_pool_reserve, "
-                     "memscope_pool_alloc).\n",
+        fprintf(out,
+                "No pools%s: the program reported none (memscope_pool_reserve, "
+                "memscope_pool_alloc).\n",
                 o->layer > 0 ? " on that layer" : "");
     } else {
         fprintf(out, "\nfree = bytes of the reserved regions not covered by live blocks; "

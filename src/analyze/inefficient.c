@@ -34,9 +34,9 @@ enum {
     NKINDS = 6,
 };
 
-static const char *const kind_names[NKINDS] = {"early_allocation", "late_deallocation",
+static const char *const kind_names[NKINDS] = {"early_allocation",   "late_deallocation",
                                                "temporary_idleness", "lazy_used",
-                                               "delayed_free", "long_idle"};
+                                               "delayed_free",       "long_idle"};
 
 #define NONE INT64_MAX /* msMemScope's MAX_UINT64: "no such API yet" */
 
@@ -76,7 +76,7 @@ struct state {
     int *depth; /* per thread: open ranges */
     size_t nthreads;
     struct ms_imap blocks;
-    struct ms_imap accessed;    /* --accessed-only: allocation ids with an ACCESS */
+    struct ms_imap accessed; /* --accessed-only: allocation ids with an ACCESS */
     struct finding *found;
     size_t nfound, capfound;
     struct ms_layer_set layers; /* a compact database's replay: the selected layers */
@@ -208,8 +208,8 @@ static int grow_ints(int **v, size_t *n, size_t want)
 
 /* One events row (MALLOC or FREE of a selected layer, RANGE_START, RANGE_END, ACCESS), in id
  * order. */
-static int on_row(struct state *s, int kind, int process, int64_t thread, int64_t aid,
-                  int has_aid, int64_t size, int64_t ts)
+static int on_row(struct state *s, int kind, int process, int64_t thread, int64_t aid, int has_aid,
+                  int64_t size, int64_t ts)
 {
     if (process <= 0 || process >= s->nproc || thread < 0)
         return 0; /* not a row the store writes */
@@ -233,8 +233,7 @@ static int on_row(struct state *s, int kind, int process, int64_t thread, int64_
         }
         return 0;
     }
-    if (s->o->accessed_only && kind != EV_ACCESS &&
-        (!has_aid || !ms__imap_get(&s->accessed, aid)))
+    if (s->o->accessed_only && kind != EV_ACCESS && (!has_aid || !ms__imap_get(&s->accessed, aid)))
         return 0; /* not a tensor: neither an API nor a candidate */
     return memory_event(s, p, kind, aid, has_aid, size, ts, process);
 }
@@ -271,8 +270,8 @@ static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
     }
     for (int i = 0; i < s->nproc; i++)
         s->procs[i].malloc_api = s->procs[i].free_api = NONE;
-    if (sqlite3_prepare_v2(db, "SELECT id, COALESCE(end_ns, 0) FROM processes", -1, &st,
-                           NULL) == SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, "SELECT id, COALESCE(end_ns, 0) FROM processes", -1, &st, NULL) ==
+        SQLITE_OK) {
         while (sqlite3_step(st) == SQLITE_ROW) {
             int p = sqlite3_column_int(st, 0);
             if (p > 0 && p < s->nproc)
@@ -282,9 +281,11 @@ static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
     sqlite3_finalize(st);
 
     if (s->o->accessed_only) {
-        if (sqlite3_prepare_v2(db, "SELECT DISTINCT allocation_id FROM events WHERE kind = "
-                                   MS_SQL_ACCESS " AND allocation_id IS NOT NULL", -1, &st,
-                               NULL) != SQLITE_OK) {
+        if (sqlite3_prepare_v2(
+                db,
+                "SELECT DISTINCT allocation_id FROM events WHERE kind = " MS_SQL_ACCESS
+                " AND allocation_id IS NOT NULL",
+                -1, &st, NULL) != SQLITE_OK) {
             snprintf(err, errlen, "inefficient: %s", sqlite3_errmsg(db));
             return MS_EDB;
         }
@@ -372,8 +373,7 @@ static int write_back(sqlite3 *db, const struct state *s, char *err, size_t errl
                       "DELETE FROM inefficient;\n";
     sqlite3_stmt *st = NULL;
     if (sqlite3_exec(db, ddl, NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "INSERT INTO inefficient VALUES (?, ?)", -1, &st, NULL) !=
-            SQLITE_OK)
+        sqlite3_prepare_v2(db, "INSERT INTO inefficient VALUES (?, ?)", -1, &st, NULL) != SQLITE_OK)
         goto fail;
     for (size_t i = 0; i < s->nfound; i++)
         for (int k = 0; k < NKINDS; k++) {
@@ -388,11 +388,12 @@ static int write_back(sqlite3 *db, const struct state *s, char *err, size_t errl
     sqlite3_finalize(st);
     st = NULL;
     char derr[256];
-    if (ms_dump_refresh(db, "SELECT alloc_event_id FROM blocks WHERE allocation_id IN (SELECT "
-                            "allocation_id FROM temp.ineff_before UNION SELECT allocation_id "
-                            "FROM inefficient)", derr, sizeof derr) < 0) {
-        snprintf(err, errlen, "inefficient: cannot record the findings in the database: %s",
-                 derr);
+    if (ms_dump_refresh(db,
+                        "SELECT alloc_event_id FROM blocks WHERE allocation_id IN (SELECT "
+                        "allocation_id FROM temp.ineff_before UNION SELECT allocation_id "
+                        "FROM inefficient)",
+                        derr, sizeof derr) < 0) {
+        snprintf(err, errlen, "inefficient: cannot record the findings in the database: %s", derr);
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
         return MS_EDB;
     }
@@ -408,8 +409,8 @@ fail:
 }
 
 /* Site, owner and layer of a flagged block (one lookup per block shown). */
-static void describe(sqlite3 *db, int has_owner, int64_t id, char *site, size_t slen,
-                     char *owner, size_t olen, char *layer, size_t llen)
+static void describe(sqlite3 *db, int has_owner, int64_t id, char *site, size_t slen, char *owner,
+                     size_t olen, char *layer, size_t llen)
 {
     snprintf(site, slen, "(no stack)");
     snprintf(owner, olen, "(no owner)");
@@ -540,17 +541,17 @@ int ms_analyze_inefficient(sqlite3 *db, const struct ms_analyze_opts *o, FILE *o
         ms_json_finish(&j);
     } else {
         fprintf(out, "Inefficient memory: %zu blocks flagged.\n", s.nfound);
-        fprintf(out, "msMemScope rules count APIs (an op, or one event outside ops); temporary "
-                     "idleness threshold %llu APIs.\n",
+        fprintf(out,
+                "msMemScope rules count APIs (an op, or one event outside ops); temporary "
+                "idleness threshold %llu APIs.\n",
                 (unsigned long long)o->idle_threshold);
-        fprintf(out, "Insight thresholds: lazy_used %s, delayed_free %s, long_idle %s.\n\n",
-                th[0], th[1], th[2]);
+        fprintf(out, "Insight thresholds: lazy_used %s, delayed_free %s, long_idle %s.\n\n", th[0],
+                th[1], th[2]);
         fprintf(out, "  %-20s %8s %14s\n", "kind", "blocks", "bytes");
         for (int k = 0; k < NKINDS; k++)
             fprintf(out, "  %-20s %8lld %14lld\n", kind_names[k], cnt[k], bytes[k]);
         if (s.nfound) {
-            fprintf(out, "\nFlagged blocks (largest first%s):\n",
-                    n < s.nfound ? ", top rows" : "");
+            fprintf(out, "\nFlagged blocks (largest first%s):\n", n < s.nfound ? ", top rows" : "");
             fprintf(out, "  %12s %-12s %-40s %-24s %s\n", "size", "layer", "kinds", "owner",
                     "site");
             for (size_t i = 0; i < n; i++) {
@@ -558,15 +559,14 @@ int ms_analyze_inefficient(sqlite3 *db, const struct ms_analyze_opts *o, FILE *o
                 describe(db, has_owner, f->id, site, sizeof site, owner, sizeof owner, layer,
                          sizeof layer);
                 kinds_text(f->flags, kinds, sizeof kinds);
-                fprintf(out, "  %12lld %-12s %-40s %-24s %s\n", (long long)f->size, layer,
-                        kinds, owner, site);
+                fprintf(out, "  %12lld %-12s %-40s %-24s %s\n", (long long)f->size, layer, kinds,
+                        owner, site);
             }
             if (n < s.nfound)
                 fprintf(out, "  ... %zu more\n", s.nfound - n);
         }
         if (o->write_back)
-            fprintf(out, "\nFindings recorded in table 'inefficient' (%zu blocks).\n",
-                    s.nfound);
+            fprintf(out, "\nFindings recorded in table 'inefficient' (%zu blocks).\n", s.nfound);
     }
 done:
     ms__imap_release(&s.blocks);

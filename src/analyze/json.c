@@ -51,8 +51,14 @@ static void open_(struct ms_json *j, const char *key, int c)
     j->first[j->depth] = 1;
 }
 
-void ms_json_begin_object(struct ms_json *j, const char *key) { open_(j, key, '{'); }
-void ms_json_begin_array(struct ms_json *j, const char *key) { open_(j, key, '['); }
+void ms_json_begin_object(struct ms_json *j, const char *key)
+{
+    open_(j, key, '{');
+}
+void ms_json_begin_array(struct ms_json *j, const char *key)
+{
+    open_(j, key, '[');
+}
 
 void ms_json_end_object(struct ms_json *j)
 {

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_OWNERS 4              /* owners listed per call site */
+#define MAX_OWNERS 4               /* owners listed per call site */
 #define MAX_GROWTH_CELLS (1 << 24) /* groups x step ends kept by the growth part */
 
 /* One row of the live-at-exit table: a call site (or, before merging, a stack). */
@@ -120,8 +120,7 @@ static void proc_label(const struct ms_names *n, int64_t id, char *buf, size_t l
 {
     const struct ms_name_proc *p = ms__names_proc(n, id);
     if (p)
-        snprintf(buf, len, "process %lld %s (pid %lld)", (long long)id, p->exe,
-                 (long long)p->pid);
+        snprintf(buf, len, "process %lld %s (pid %lld)", (long long)id, p->exe, (long long)p->pid);
     else
         snprintf(buf, len, "process %lld", (long long)id);
 }
@@ -190,7 +189,8 @@ static int live_at_exit(struct leaks *L)
     for (size_t i = 0; i < n;) {
         size_t e = i;
         int64_t bytes = 0, blocks = 0;
-        while (e < n && rows[e].process_id == rows[i].process_id && rows[e].layer == rows[i].layer) {
+        while (e < n && rows[e].process_id == rows[i].process_id &&
+               rows[e].layer == rows[i].layer) {
             bytes += rows[e].bytes;
             blocks += rows[e].blocks;
             e++;
@@ -256,8 +256,10 @@ static int step_check(struct leaks *L)
         ms_json_bool(&L->j, "steps_recorded", L->has_steps);
         ms_json_begin_array(&L->j, "leaks");
     } else {
-        fprintf(L->out, "\nleaks: step-aware check (steps <= %d are warm-up; a block allocated "
-                        "at step s and live at the end of step s+1 is a leak)\n", L->o->warmup);
+        fprintf(L->out,
+                "\nleaks: step-aware check (steps <= %d are warm-up; a block allocated "
+                "at step s and live at the end of step s+1 is a leak)\n",
+                L->o->warmup);
     }
     int64_t total = 0, count = 0;
     int rc = 0;
@@ -300,7 +302,8 @@ static int step_check(struct leaks *L)
                 ms_json_int(&L->j, "step", step);
                 ms_json_int(&L->j, "flagged_at_step", sqlite3_column_int64(st, 8));
                 ms_json_str(&L->j, "site", site ? site : "?");
-                ms_json_str(&L->j, "owner", ms__names_owner(&L->names, sqlite3_column_int64(st, 7)));
+                ms_json_str(&L->j, "owner",
+                            ms__names_owner(&L->names, sqlite3_column_int64(st, 7)));
                 ms_json_end_object(&L->j);
             } else {
                 if (!header) {
@@ -355,7 +358,7 @@ struct ggroup {
     int64_t process_id, layer, key; /* key: stack id or owner id */
     const char *site;               /* by-site groups, after resolving */
     size_t nends;
-    int64_t *live;                  /* nends + 1 cells: differences, then live bytes */
+    int64_t *live; /* nends + 1 cells: differences, then live bytes */
     double per_step;
 };
 
@@ -379,8 +382,7 @@ static struct ggroup *gset_get(struct gset *s, int64_t process_id, int64_t layer
         return &s->g[*slot];
     if (s->cells + nends + 1 > MAX_GROWTH_CELLS)
         return NULL;
-    if (s->n == s->cap &&
-        ms_grow((void **)&s->g, &s->cap, s->n, sizeof *s->g, 64, MS_GROW_MAX) < 0)
+    if (s->n == s->cap && ms_grow((void **)&s->g, &s->cap, s->n, sizeof *s->g, 64, MS_GROW_MAX) < 0)
         return NULL;
     struct ggroup *g = &s->g[s->n];
     memset(g, 0, sizeof *g);
@@ -516,8 +518,8 @@ static void write_groups(struct leaks *L, struct ggroup *g, size_t n, const stru
         ms_json_end_array(&L->j);
         return;
     }
-    fprintf(L->out, "  by %s:\n  %14s  %-30s  %s\n", by_owner ? "owner" : "call site",
-            "bytes/step", "live bytes at step ends", by_owner ? "owner" : "call site");
+    fprintf(L->out, "  by %s:\n  %14s  %-30s  %s\n", by_owner ? "owner" : "call site", "bytes/step",
+            "live bytes at step ends", by_owner ? "owner" : "call site");
     size_t shown = 0;
     for (size_t i = 0; i < n && shown < (size_t)top; i++) {
         if (g[i].per_step == 0 && g[i].live[g[i].nends - 1] == 0)
@@ -551,8 +553,9 @@ static int growth(struct leaks *L)
     if (!L->has_steps)
         goto done;
     /* The ended steps of each process, in order. */
-    if (sqlite3_prepare_v2(L->db, "SELECT process_id, step, end_event_id, end_ns FROM steps "
-                                  "WHERE end_event_id IS NOT NULL ORDER BY process_id, step",
+    if (sqlite3_prepare_v2(L->db,
+                           "SELECT process_id, step, end_event_id, end_ns FROM steps "
+                           "WHERE end_event_id IS NOT NULL ORDER BY process_id, step",
                            -1, &st, NULL) != SQLITE_OK) {
         rc = db_fail(L, "steps");
         goto done;
@@ -762,12 +765,13 @@ int ms_analyze_leaks(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, ch
     ms__sites_init(&L.sites, db);
     ms__layer_filter(db, o, "b.layer", L.layer_sql, sizeof L.layer_sql);
     L.has_owner = ms__has_column(db, "blocks", "owner_id");
-    L.has_steps = ms__has_column(db, "blocks", "step") && ms__has_column(db, "steps", "end_event_id");
+    L.has_steps =
+        ms__has_column(db, "blocks", "step") && ms__has_column(db, "steps", "end_event_id");
     if (L.has_steps) { /* the table exists in every database; rows only when steps ended */
         sqlite3_stmt *st;
-        L.has_steps = sqlite3_prepare_v2(db, "SELECT 1 FROM steps LIMIT 1", -1, &st, NULL) ==
-                          SQLITE_OK &&
-                      sqlite3_step(st) == SQLITE_ROW;
+        L.has_steps =
+            sqlite3_prepare_v2(db, "SELECT 1 FROM steps LIMIT 1", -1, &st, NULL) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW;
         sqlite3_finalize(st);
     }
     if (o->json) {

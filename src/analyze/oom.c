@@ -39,8 +39,8 @@ struct oom_report {
 
 /* The live-at-the-trigger condition over blocks b, with ?1 = trigger event id, ?2 = its time,
  * ?3 = its process. */
-#define LIVE_AT                                                                              \
-    "b.process_id = ?3 AND b.alloc_event_id < ?1 AND (b.free_event_id > ?1 OR "              \
+#define LIVE_AT                                                                 \
+    "b.process_id = ?3 AND b.alloc_event_id < ?1 AND (b.free_event_id > ?1 OR " \
     "(b.free_event_id IS NULL AND (b.free_ns IS NULL OR b.free_ns > ?2)))"
 /* The device memory layers of the trigger's device (?4: its Device Id). Pools carved from that
  * memory (memscope.h, NVTX, PyTorch's allocator) are reported apart, not added to it. */
@@ -78,7 +78,8 @@ static int groups(sqlite3 *db, const char *sql, const struct oom_report *r, int 
         else
             snprintf(buf, sizeof buf, "%s",
                      sqlite3_column_text(st, 0) ? (const char *)sqlite3_column_text(st, 0)
-                                                : site ? "(no stack)" : "(none)");
+                     : site                     ? "(no stack)"
+                                                : "(none)");
         g[*n] = (struct oom_group){strdup(buf), sqlite3_column_int64(st, 1),
                                    sqlite3_column_int64(st, 2)};
         if (!g[*n].name) {
@@ -96,13 +97,14 @@ static int detail_rows(sqlite3 *db, const struct oom_report *r, int kind, struct
                        size_t *n)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT e.allocation_id, e.addr, e.size, l.name, e.stack_id FROM events e "
-                           "JOIN layers l ON l.id = e.layer WHERE e.id > ?1 AND e.kind = ?2 AND "
-                           "e.id < COALESCE((SELECT min(id) FROM events WHERE id > ?1 AND kind NOT "
-                           "IN (" MS_SQL_OOM_RECENT ", " MS_SQL_OOM_TOP ")), 1 << 62) "
-                           "ORDER BY e.id",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(
+            db,
+            "SELECT e.allocation_id, e.addr, e.size, l.name, e.stack_id FROM events e "
+            "JOIN layers l ON l.id = e.layer WHERE e.id > ?1 AND e.kind = ?2 AND "
+            "e.id < COALESCE((SELECT min(id) FROM events WHERE id > ?1 AND kind NOT "
+            "IN (" MS_SQL_OOM_RECENT ", " MS_SQL_OOM_TOP ")), 1 << 62) "
+            "ORDER BY e.id",
+            -1, &st, NULL) != SQLITE_OK)
         return MS_EDB;
     sqlite3_bind_int64(st, 1, r->event_id);
     sqlite3_bind_int(st, 2, kind);
@@ -222,8 +224,10 @@ static void render_text(FILE *out, const struct oom_report *r, size_t i, size_t 
     ms_human_bytes(total, sizeof total, r->dev_total);
     ms_human_bytes(used, sizeof used, r->dev_total - r->dev_free);
     ms_human_bytes(live, sizeof live, r->live_bytes);
-    fprintf(out, "OOM %zu of %zu: %s of %s failed on device %s, process %lld %s, at +%.6f s "
-            "(event %lld)\n", i + 1, n, r->func, req, r->device, (long long)r->pid, r->exe,
+    fprintf(out,
+            "OOM %zu of %zu: %s of %s failed on device %s, process %lld %s, at +%.6f s "
+            "(event %lld)\n",
+            i + 1, n, r->func, req, r->device, (long long)r->pid, r->exe,
             (double)(r->ts_ns - t0) / 1e9, (long long)r->event_id);
     if (r->dev_total)
         fprintf(out, "  the driver: %s of %s in use on the device\n", used, total);
@@ -314,13 +318,14 @@ int ms_analyze_oom(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char
         return 0;
     }
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT e.id, e.ts_ns, e.process_id, p.pid, p.exe, l.device, e.func, "
-                           "e.size, CAST(json_extract(e.attr, '$.device_free') AS INTEGER), "
-                           "CAST(json_extract(e.attr, '$.device_total') AS INTEGER) FROM events e "
-                           "JOIN processes p ON p.id = e.process_id JOIN layers l ON l.id = e.layer "
-                           "WHERE e.kind = " MS_SQL_OOM " ORDER BY e.id LIMIT 1001",
-                           -1, &st, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(
+            db,
+            "SELECT e.id, e.ts_ns, e.process_id, p.pid, p.exe, l.device, e.func, "
+            "e.size, CAST(json_extract(e.attr, '$.device_free') AS INTEGER), "
+            "CAST(json_extract(e.attr, '$.device_total') AS INTEGER) FROM events e "
+            "JOIN processes p ON p.id = e.process_id JOIN layers l ON l.id = e.layer "
+            "WHERE e.kind = " MS_SQL_OOM " ORDER BY e.id LIMIT 1001",
+            -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "oom: cannot read the database: %s", sqlite3_errmsg(db));
         return MS_EDB;
     }

@@ -22,18 +22,18 @@
 /* The peak of one (process, layer). */
 struct peak {
     int64_t process_id, layer;
-    int64_t bytes, blocks;      /* live at the peak */
-    int64_t event_id, ns;       /* the event that reached it first */
-    int64_t alloc_id;           /* that MALLOC's allocation_id */
-    int64_t stats_bytes;        /* process_stats.peak_bytes, -1 when missing */
+    int64_t bytes, blocks;         /* live at the peak */
+    int64_t event_id, ns;          /* the event that reached it first */
+    int64_t alloc_id;              /* that MALLOC's allocation_id */
+    int64_t stats_bytes;           /* process_stats.peak_bytes, -1 when missing */
     int64_t sum_bytes, sum_blocks; /* the blocks found live at event_id (pass 2) */
-    int64_t step;               /* step current at the peak, 0 when no steps */
+    int64_t step;                  /* step current at the peak, 0 when no steps */
 };
 
 /* A call site or owner live at a peak. */
 struct part {
-    size_t peak;                /* index into the peaks */
-    int64_t key;                /* stack id or owner id */
+    size_t peak; /* index into the peaks */
+    int64_t key; /* stack id or owner id */
     const char *site;
     int64_t bytes, blocks;
 };
@@ -157,7 +157,7 @@ static int64_t first_event_at(sqlite3_stmt *seek, int64_t ns, int64_t lo, int64_
             ts = sqlite3_column_int64(seek, 1);
         }
         sqlite3_reset(seek);
-        if (id >= hi) {  /* no event in [mid, hi): the answer is below mid or hi */
+        if (id >= hi) { /* no event in [mid, hi): the answer is below mid or hi */
             hi = mid;
         } else if (ts < ns) {
             lo = id + 1;
@@ -186,22 +186,24 @@ static int peaks_from_stats(struct pctx *P)
     int ok = 1, s = SQLITE_DONE;
     size_t cap = 0;
     if (sqlite3_prepare_v2(P->db, sql, -1, &st, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(P->db, "SELECT id, allocation_id FROM events WHERE id >= ?4 AND "
-                                  "id < ?5 AND process_id = ?1 AND ts_ns = ?2 AND kind = "
-                                  MS_SQL_MALLOC " AND layer = ?3 ORDER BY id LIMIT 1",
+        sqlite3_prepare_v2(P->db,
+                           "SELECT id, allocation_id FROM events WHERE id >= ?4 AND "
+                           "id < ?5 AND process_id = ?1 AND ts_ns = ?2 AND kind = " MS_SQL_MALLOC
+                           " AND layer = ?3 ORDER BY id LIMIT 1",
                            -1, &ev, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(P->db, "SELECT id, ts_ns FROM events WHERE id >= ? ORDER BY id LIMIT 1",
                            -1, &seek, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(P->db, "SELECT (SELECT min(id) FROM events), (SELECT max(id) FROM events)", -1, &ids, NULL) !=
-            SQLITE_OK ||
+        sqlite3_prepare_v2(P->db,
+                           "SELECT (SELECT min(id) FROM events), (SELECT max(id) FROM events)", -1,
+                           &ids, NULL) != SQLITE_OK ||
         sqlite3_step(ids) != SQLITE_ROW) {
         ok = 0;
         goto out;
     }
     int64_t min_id = sqlite3_column_int64(ids, 0), max_id = sqlite3_column_int64(ids, 1);
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        if (sqlite3_column_type(st, 2) == SQLITE_NULL || sqlite3_column_type(st, 3) == SQLITE_NULL ||
-            sqlite3_column_int64(st, 2) <= 0) {
+        if (sqlite3_column_type(st, 2) == SQLITE_NULL ||
+            sqlite3_column_type(st, 3) == SQLITE_NULL || sqlite3_column_int64(st, 2) <= 0) {
             ok = 0;
             break;
         }
@@ -267,12 +269,14 @@ static int peak_details(struct pctx *P)
 {
     int has_steps = ms__has_column(P->db, "steps", "end_event_id");
     sqlite3_stmt *ps = NULL, *ss = NULL;
-    if (sqlite3_prepare_v2(P->db, "SELECT peak_bytes FROM process_stats WHERE process_id = ? "
-                                  "AND layer = ?", -1, &ps, NULL) != SQLITE_OK ||
-        (has_steps &&
-         sqlite3_prepare_v2(P->db, "SELECT min(step) FROM steps WHERE process_id = ? AND "
-                                   "(end_event_id IS NULL OR end_event_id > ?)",
-                            -1, &ss, NULL) != SQLITE_OK)) {
+    if (sqlite3_prepare_v2(P->db,
+                           "SELECT peak_bytes FROM process_stats WHERE process_id = ? "
+                           "AND layer = ?",
+                           -1, &ps, NULL) != SQLITE_OK ||
+        (has_steps && sqlite3_prepare_v2(P->db,
+                                         "SELECT min(step) FROM steps WHERE process_id = ? AND "
+                                         "(end_event_id IS NULL OR end_event_id > ?)",
+                                         -1, &ss, NULL) != SQLITE_OK)) {
         sqlite3_finalize(ps);
         return db_fail(P, "process_stats");
     }
@@ -311,8 +315,7 @@ static struct part *parts_get(struct parts *p, size_t peak, int64_t key)
         return NULL;
     if (!isnew)
         return &p->v[*slot];
-    if (p->n == p->cap &&
-        ms_grow((void **)&p->v, &p->cap, p->n, sizeof *p->v, 64, MS_GROW_MAX) < 0)
+    if (p->n == p->cap && ms_grow((void **)&p->v, &p->cap, p->n, sizeof *p->v, 64, MS_GROW_MAX) < 0)
         return NULL;
     struct part *r = &p->v[p->n];
     memset(r, 0, sizeof *r);
@@ -395,7 +398,8 @@ static int live_at_peaks(struct pctx *P, struct parts *sites, struct parts *owne
         }
         while ((s = sqlite3_step(st)) == SQLITE_ROW) {
             int64_t proc = sqlite3_column_int64(st, 0), layer = sqlite3_column_int64(st, 1);
-            if (cur >= P->npeaks || P->peaks[cur].process_id != proc || P->peaks[cur].layer != layer) {
+            if (cur >= P->npeaks || P->peaks[cur].process_id != proc ||
+                P->peaks[cur].layer != layer) {
                 for (cur = 0; cur < P->npeaks; cur++)
                     if (P->peaks[cur].process_id == proc && P->peaks[cur].layer == layer)
                         break;
@@ -580,8 +584,9 @@ int ms_analyze_peak(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, cha
             ms_human_bytes(hb, sizeof hb, k->bytes);
             if (k->step > 0)
                 snprintf(when, sizeof when, ", during step %lld", (long long)k->step);
-            fprintf(out, "  process %lld %s (pid %lld), %s: peak %lld bytes (%s) in %lld blocks "
-                         "at +%.3f ms (event %lld%s)\n",
+            fprintf(out,
+                    "  process %lld %s (pid %lld), %s: peak %lld bytes (%s) in %lld blocks "
+                    "at +%.3f ms (event %lld%s)\n",
                     (long long)k->process_id, p ? p->exe : "?", (long long)(p ? p->pid : 0), lname,
                     (long long)k->bytes, hb, (long long)k->blocks, (k->ns - start) / 1e6,
                     (long long)k->event_id, when);

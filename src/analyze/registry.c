@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#define DECLARE(name) \
+#define DECLARE(name)                                                           \
     int name(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t) \
         __attribute__((weak))
 DECLARE(ms_analyze_leaks);

@@ -22,9 +22,8 @@ int ms_analyze_temporary(sqlite3 *, const struct ms_analyze_opts *, FILE *, char
 int ms_analyze_trend(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
 int ms_analyze_oom(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
 typedef int (*analysis_fn)(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-__attribute__((used)) static analysis_fn const linked[] = {ms_analyze_leaks, ms_analyze_peak,
-                                                           ms_analyze_temporary, ms_analyze_trend,
-                                                           ms_analyze_oom};
+__attribute__((used)) static analysis_fn const linked[] = {
+    ms_analyze_leaks, ms_analyze_peak, ms_analyze_temporary, ms_analyze_trend, ms_analyze_oom};
 
 #define MAX_LIST 32
 
@@ -102,9 +101,9 @@ static int parse_names(const char *names, const struct ms_analysis **list, int *
  * analyses that write (inefficient --write-back) read the compact database as it is. */
 struct dbs {
     const char *path;
-    sqlite3 *db;      /* the database given */
-    int compact;      /* it is a compact database */
-    sqlite3 *full;    /* its expansion, NULL until needed */
+    sqlite3 *db;   /* the database given */
+    int compact;   /* it is a compact database */
+    sqlite3 *full; /* its expansion, NULL until needed */
     struct ms_store_full f;
 };
 
@@ -117,9 +116,8 @@ static sqlite3 *db_for(struct dbs *d, const struct ms_analysis *a, const struct 
 {
     if (!d->compact || (a->compact && a->compact(d->db, o)))
         return d->db;
-    if (!d->full &&
-        ((*rc = ms_store_full_open(&d->f, d->path, err, errlen)) < 0 ||
-         (*rc = ms_analyze_open(d->f.path, 0, &d->full, err, errlen)) < 0))
+    if (!d->full && ((*rc = ms_store_full_open(&d->f, d->path, err, errlen)) < 0 ||
+                     (*rc = ms_analyze_open(d->f.path, 0, &d->full, err, errlen)) < 0))
         return NULL;
     return d->full;
 }

@@ -65,7 +65,7 @@ struct tscan {
     size_t n, cap;
     struct last_alloc *threads;
     size_t nthreads;
-    struct ms_imap *bykey;      /* (stack or process, layer) -> v index */
+    struct ms_imap *bykey; /* (stack or process, layer) -> v index */
     int64_t allocs, temporary, temp_bytes;
     struct ms_layer_set layers; /* a compact database's replay */
 };
@@ -97,8 +97,7 @@ static int on_row(struct tscan *x, int kind, int64_t layer, int64_t proc, int64_
     }
     /* Stack ids are unique over the database; without a stack, key by process (layers are
      * below 4096). */
-    int64_t key = stack > 0 ? stack * 4096 + (layer & 4095)
-                            : -((proc * 4096 + (layer & 4095)) + 1);
+    int64_t key = stack > 0 ? stack * 4096 + (layer & 4095) : -((proc * 4096 + (layer & 4095)) + 1);
     int isnew;
     size_t *slot = ms__imap_put(x->bykey, key, &isnew);
     if (!slot)
@@ -128,8 +127,8 @@ static int on_replayed(void *ctx, const struct ms_store_row *r)
     if ((r->kind != MS_KIND_MALLOC && r->kind != MS_KIND_FREE) ||
         !ms__layer_selected(&x->layers, r->layer))
         return 0;
-    return on_row(x, r->kind, r->layer, r->process_id, r->thread_id, r->allocation_id,
-                  r->stack_id, r->has_size ? r->size : 0);
+    return on_row(x, r->kind, r->layer, r->process_id, r->thread_id, r->allocation_id, r->stack_id,
+                  r->has_size ? r->size : 0);
 }
 
 int ms_analyze_temporary(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err,
@@ -162,8 +161,7 @@ int ms_analyze_temporary(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out
             goto out;
         }
         while (sqlite3_step(st) == SQLITE_ROW) {
-            if (n == cap &&
-                ms_grow((void **)&v, &cap, n, sizeof *v, 256, MS_GROW_MAX) < 0)
+            if (n == cap && ms_grow((void **)&v, &cap, n, sizeof *v, 256, MS_GROW_MAX) < 0)
                 goto oom;
             struct site_stat *ss = &v[n++];
             memset(ss, 0, sizeof *ss);

@@ -176,9 +176,10 @@ static int precomputed(struct tctx *T)
 {
     sqlite3_stmt *st;
     int have = 0, rc = 0;
-    if (sqlite3_prepare_v2(T->db, "SELECT (SELECT value FROM meta WHERE key = "
-                                  "'max_live_bytes'), (SELECT value FROM meta WHERE key = "
-                                  "'final_live_bytes'), (SELECT count(*) FROM live_samples)",
+    if (sqlite3_prepare_v2(T->db,
+                           "SELECT (SELECT value FROM meta WHERE key = "
+                           "'max_live_bytes'), (SELECT value FROM meta WHERE key = "
+                           "'final_live_bytes'), (SELECT count(*) FROM live_samples)",
                            -1, &st, NULL) != SQLITE_OK)
         return 0; /* a compact database of before these tables */
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL &&
@@ -199,8 +200,10 @@ static int precomputed(struct tctx *T)
             T->samples[k] = sqlite3_column_int64(st, 1);
     }
     sqlite3_finalize(st);
-    if (sqlite3_prepare_v2(T->db, "SELECT process_id, step, live_bytes FROM step_live ORDER BY "
-                                  "event_id", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(T->db,
+                           "SELECT process_id, step, live_bytes FROM step_live ORDER BY "
+                           "event_id",
+                           -1, &st, NULL) != SQLITE_OK)
         return MS_EDB;
     while (rc == 0 && sqlite3_step(st) == SQLITE_ROW)
         rc = add_step(T, sqlite3_column_int64(st, 0), (double)sqlite3_column_int64(st, 1),
@@ -217,12 +220,13 @@ static int replay(struct tctx *T)
     int compact = ms_store_is_compact(T->db);
     /* events.id is in time order: the first and last rows hold the extremes (a compact
      * database, without MALLOC and FREE rows, has them in meta). */
-    if (sqlite3_prepare_v2(T->db, compact ? "SELECT (SELECT value FROM meta WHERE key = "
-                                            "'first_event_ns'), (SELECT value FROM meta WHERE "
-                                            "key = 'last_event_ns')"
-                                          : "SELECT (SELECT ts_ns FROM events ORDER BY id LIMIT "
-                                            "1), (SELECT ts_ns FROM events ORDER BY id DESC "
-                                            "LIMIT 1)",
+    if (sqlite3_prepare_v2(T->db,
+                           compact ? "SELECT (SELECT value FROM meta WHERE key = "
+                                     "'first_event_ns'), (SELECT value FROM meta WHERE "
+                                     "key = 'last_event_ns')"
+                                   : "SELECT (SELECT ts_ns FROM events ORDER BY id LIMIT "
+                                     "1), (SELECT ts_ns FROM events ORDER BY id DESC "
+                                     "LIMIT 1)",
                            -1, &st, NULL) != SQLITE_OK)
         goto db_fail;
     if (sqlite3_step(st) == SQLITE_ROW) {
@@ -295,8 +299,9 @@ static void write_fit(struct tctx *T, const char *key, const struct fit *f, cons
         ms_json_double(&T->j, "slope_stderr", f->se);
         ms_json_end_object(&T->j);
     } else {
-        fprintf(T->out, "  growth: %+.1f bytes/%s (R^2 %.4f, standard error %.1f bytes/%s, %d "
-                        "points)\n",
+        fprintf(T->out,
+                "  growth: %+.1f bytes/%s (R^2 %.4f, standard error %.1f bytes/%s, %d "
+                "points)\n",
                 f->slope, unit, f->r2, f->se, unit, f->n);
     }
 }

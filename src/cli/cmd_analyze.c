@@ -93,11 +93,19 @@ static int parse_bytes(const char *s, uint64_t *v)
     double mult = 1;
     if (*end) {
         switch (*end) {
-        case 'k': case 'K': mult = 1024.0; break;
-        case 'm': case 'M': mult = 1048576.0; break;
-        case 'g': case 'G': mult = 1073741824.0; break;
-        case 't': case 'T': mult = 1099511627776.0; break;
-        case 'b': case 'B': mult = 1; end--; break;
+        case 'k':
+        case 'K': mult = 1024.0; break;
+        case 'm':
+        case 'M': mult = 1048576.0; break;
+        case 'g':
+        case 'G': mult = 1073741824.0; break;
+        case 't':
+        case 'T': mult = 1099511627776.0; break;
+        case 'b':
+        case 'B':
+            mult = 1;
+            end--;
+            break;
         default: return -1;
         }
         end++;
@@ -143,8 +151,9 @@ static int resolve_layer(const char *db_path, const char *name, int *layer)
     }
     sqlite3_stmt *st;
     *layer = -1;
-    if (sqlite3_prepare_v2(db, "SELECT id FROM layers WHERE (lower(name) = lower(?1) OR "
-                               "lower(event_type) = lower(?1)) AND id > 0 ORDER BY id",
+    if (sqlite3_prepare_v2(db,
+                           "SELECT id FROM layers WHERE (lower(name) = lower(?1) OR "
+                           "lower(event_type) = lower(?1)) AND id > 0 ORDER BY id",
                            -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
         if (sqlite3_step(st) == SQLITE_ROW)
@@ -248,7 +257,8 @@ int cmd_analyze(int argc, char **argv)
         } else if ((v = opt_value(argc, argv, &i, "--limit", &missing))) {
             if (missing || parse_bytes(v, &o.limit) < 0)
                 return usage_error("analyze: --limit needs a size in bytes (K, M, G suffixes), "
-                                   "not '%s'", v);
+                                   "not '%s'",
+                                   v);
         } else if ((v = opt_value(argc, argv, &i, "--at", &missing))) {
             uint64_t t;
             if (missing || parse_u64(v, &t) < 0 || t == 0 || t > INT64_MAX)
@@ -259,8 +269,7 @@ int cmd_analyze(int argc, char **argv)
                 return usage_error("analyze: bad step number '%s' (a step >= 1)", v);
         } else if ((v = opt_value(argc, argv, &i, "--idle-threshold", &missing))) {
             if (missing || parse_u64(v, &o.idle_threshold) < 0 || o.idle_threshold == 0)
-                return usage_error("analyze: --idle-threshold needs a positive count, not '%s'",
-                                   v);
+                return usage_error("analyze: --idle-threshold needs a positive count, not '%s'", v);
         } else if ((v = opt_value(argc, argv, &i, "--lazy-used", &missing))) {
             if (missing || parse_threshold(v, &o.lazy_ns, &o.lazy_pct) < 0)
                 return usage_error("analyze: --lazy-used needs ns or NN%%, not '%s'", v);
@@ -305,7 +314,8 @@ int cmd_analyze(int argc, char **argv)
         int orc = ms_output_open(&mo, out_path);
         f = orc == 0 ? fdopen(mo.fd, "w") : NULL;
         if (!f) {
-            cli_error("analyze: cannot create %s: %s", out_path, ms_strerror(orc < 0 ? orc : -errno));
+            cli_error("analyze: cannot create %s: %s", out_path,
+                      ms_strerror(orc < 0 ? orc : -errno));
             ms_output_abort(&mo);
             return 1;
         }

@@ -53,12 +53,13 @@ static int pack_one(const char *path, int workers, struct ms_pack_stats *total)
      * holds the file open (a pid of another namespace, or reused, does not). */
     char real[PATH_MAX];
     if (rc == 0 && !force && pid > 0 && realpath(path, real) && cli_holds_file(pid, real)) {
-        cli_log(2, "pack: %s: process %ld is still running and may be writing it; left raw",
-                path, (long)pid);
+        cli_log(2, "pack: %s: process %ld is still running and may be writing it; left raw", path,
+                (long)pid);
         return 0;
     }
     if (rc < 0) {
-        cli_error("pack: %s: %s", path, rc == MS_EFORMAT ? "not a memscope trace" : ms_strerror(rc));
+        cli_error("pack: %s: %s", path,
+                  rc == MS_EFORMAT ? "not a memscope trace" : ms_strerror(rc));
         return -1;
     }
     char tmp[PATH_MAX + 64];

@@ -34,8 +34,8 @@
 enum format { FMT_COMPACT, FMT_DB, FMT_CSV, FMT_TRACE };
 
 struct run_options {
-    unsigned c_depth;        /* 0 = no native stacks */
-    unsigned py_depth;       /* Python stack depth, 0 = none */
+    unsigned c_depth;  /* 0 = no native stacks */
+    unsigned py_depth; /* Python stack depth, 0 = none */
     int events_none;
     char events[128];
     enum format format;
@@ -43,14 +43,14 @@ struct run_options {
     int deferred;
     int no_follow;
     int keep_trace;
-    int no_pack;             /* keep traces raw (version 1) instead of packing them */
+    int no_pack; /* keep traces raw (version 1) instead of packing them */
     int unwind_dwarf;
-    char analysis[256];      /* --analysis list, "" for none */
-    int events_given;        /* --events was on the command line (passed to the Python layer) */
-    const char *level;       /* --level: op, kernel (the Python layer's op events) */
-    const char *watch;       /* --watch=start[:outid],end[,full-content] */
-    const char *step_on;     /* --step-on=auto|none|OPTIMIZER (the Python layer's steps) */
-    const char *device;      /* --device=cpu,cuda,cuda:N (the agent's CUDA hooks) */
+    char analysis[256];  /* --analysis list, "" for none */
+    int events_given;    /* --events was on the command line (passed to the Python layer) */
+    const char *level;   /* --level: op, kernel (the Python layer's op events) */
+    const char *watch;   /* --watch=start[:outid],end[,full-content] */
+    const char *step_on; /* --step-on=auto|none|OPTIMIZER (the Python layer's steps) */
+    const char *device;  /* --device=cpu,cuda,cuda:N (the agent's CUDA hooks) */
     int symbolize;
 };
 
@@ -226,8 +226,7 @@ static int python_program(const char *prog)
 static int level_item(const char *item, void *arg)
 {
     (void)arg;
-    return strcmp(item, "op") && strcmp(item, "kernel") && strcmp(item, "0") &&
-           strcmp(item, "1");
+    return strcmp(item, "op") && strcmp(item, "kernel") && strcmp(item, "0") && strcmp(item, "1");
 }
 
 /* The K of an oom[:K] item of the --analysis list (0: none given). */
@@ -342,12 +341,27 @@ static void pack_traces(const char *dir, time_t run_start)
 
 int cmd_run(int argc, char **argv)
 {
-    struct run_options o = {.c_depth = 32, .format = FMT_COMPACT, .symbolize = 1,
-                            .unwind_dwarf = 1};
+    struct run_options o = {
+        .c_depth = 32, .format = FMT_COMPACT, .symbolize = 1, .unwind_dwarf = 1};
     int stack_given = 0;
     int log_explicit = 0, quiet = 0, verbose = 0;
-    enum { OPT_EVENTS = 256, OPT_STACK, OPT_FORMAT, OPT_LOG, OPT_COLLECT, OPT_NOFOLLOW, OPT_KEEP, OPT_NOSYM, OPT_UNWIND, OPT_ANALYSIS,
-           OPT_LEVEL, OPT_WATCH, OPT_NOPACK, OPT_DEVICE, OPT_STEPON };
+    enum {
+        OPT_EVENTS = 256,
+        OPT_STACK,
+        OPT_FORMAT,
+        OPT_LOG,
+        OPT_COLLECT,
+        OPT_NOFOLLOW,
+        OPT_KEEP,
+        OPT_NOSYM,
+        OPT_UNWIND,
+        OPT_ANALYSIS,
+        OPT_LEVEL,
+        OPT_WATCH,
+        OPT_NOPACK,
+        OPT_DEVICE,
+        OPT_STEPON
+    };
     static const struct option longopts[] = {
         {"output-path", required_argument, NULL, 'o'},
         {"format", required_argument, NULL, OPT_FORMAT},
@@ -379,9 +393,7 @@ int cmd_run(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "+:o:qvVh", longopts, NULL)) != -1) {
         switch (c) {
-        case 'o':
-            o.output = optarg;
-            break;
+        case 'o': o.output = optarg; break;
         case OPT_FORMAT:
             if (!strcmp(optarg, "compact"))
                 o.format = FMT_COMPACT;
@@ -401,12 +413,14 @@ int cmd_run(int argc, char **argv)
             o.py_depth = 0;
             if (for_each_item(optarg, stack_item, &o))
                 return usage_error("--call-stack: expected c[:N],python[:N] with N in 0..1000, "
-                                   "not '%s'", optarg);
+                                   "not '%s'",
+                                   optarg);
             break;
         case OPT_EVENTS:
             if (for_each_item(optarg, event_item, &o))
                 return usage_error("--events: expected a list of alloc, free, launch, access, "
-                                   "traceback or none, not '%s'", optarg);
+                                   "traceback or none, not '%s'",
+                                   optarg);
             snprintf(o.events, sizeof o.events, "%s", optarg);
             o.events_given = 1;
             break;
@@ -428,7 +442,8 @@ int cmd_run(int argc, char **argv)
             if (!comma || comma == optarg || comma[1] == 0 || comma[1] == ',' ||
                 (rest && strcmp(rest, ",full-content") != 0))
                 return usage_error("--watch: expected START[:OUTID],END[,full-content], not "
-                                   "'%s'", optarg);
+                                   "'%s'",
+                                   optarg);
             if (strlen(optarg) >= 512)
                 return usage_error("--watch: value too long");
             o.watch = optarg;
@@ -441,7 +456,8 @@ int cmd_run(int argc, char **argv)
                      (*c >= '0' && *c <= '9') || *c == '_';
             if (!ok)
                 return usage_error("--step-on: expected auto, none or an optimizer class name, "
-                                   "not '%s'", optarg);
+                                   "not '%s'",
+                                   optarg);
             o.step_on = optarg;
             break;
         }
@@ -454,15 +470,9 @@ int cmd_run(int argc, char **argv)
                 return usage_error("--collect-mode: expected immediate or deferred, not '%s'",
                                    optarg);
             break;
-        case OPT_NOFOLLOW:
-            o.no_follow = 1;
-            break;
-        case OPT_KEEP:
-            o.keep_trace = 1;
-            break;
-        case OPT_NOPACK:
-            o.no_pack = 1;
-            break;
+        case OPT_NOFOLLOW: o.no_follow = 1; break;
+        case OPT_KEEP: o.keep_trace = 1; break;
+        case OPT_NOPACK: o.no_pack = 1; break;
         case OPT_UNWIND:
             if (!strcmp(optarg, "fp") || !strcmp(optarg, "dwarf"))
                 o.unwind_dwarf = optarg[0] == 'd';
@@ -475,14 +485,14 @@ int cmd_run(int argc, char **argv)
                 break;
             }
             if (for_each_item(optarg, analysis_item, NULL))
-                return usage_error("--analysis: expected a list of leaks, peak, compare, "
-                                   "inefficient, decompose, temporary, trend, fragmentation, oom[:K], "
-                                   "all or none, not '%s'", optarg);
+                return usage_error(
+                    "--analysis: expected a list of leaks, peak, compare, "
+                    "inefficient, decompose, temporary, trend, fragmentation, oom[:K], "
+                    "all or none, not '%s'",
+                    optarg);
             snprintf(o.analysis, sizeof o.analysis, "%s", optarg);
             break;
-        case OPT_NOSYM:
-            o.symbolize = 0;
-            break;
+        case OPT_NOSYM: o.symbolize = 0; break;
         case OPT_LOG:
             log_explicit = 1;
             if (!strcmp(optarg, "debug"))
@@ -497,24 +507,15 @@ int cmd_run(int argc, char **argv)
                 cli_log_level = 3;
             else
                 return usage_error("--log-level: expected debug, info, warning or error, "
-                                   "not '%s'", optarg);
+                                   "not '%s'",
+                                   optarg);
             break;
-        case 'q':
-            quiet = 1;
-            break;
-        case 'v':
-            verbose = 1;
-            break;
-        case 'V':
-            printf("memscope version %s\n", MEMSCOPE_VERSION);
-            return 0;
-        case 'h':
-            fputs(run_usage, stdout);
-            return 0;
-        case ':':
-            return usage_error("option '%s' needs a value", argv[optind - 1]);
-        default:
-            return usage_error("unknown option '%s'", argv[optind - 1]);
+        case 'q': quiet = 1; break;
+        case 'v': verbose = 1; break;
+        case 'V': printf("memscope version %s\n", MEMSCOPE_VERSION); return 0;
+        case 'h': fputs(run_usage, stdout); return 0;
+        case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
     if (!log_explicit)
@@ -526,7 +527,8 @@ int cmd_run(int argc, char **argv)
     char agent_path[PATH_MAX];
     if (run_find_agent(agent_path, sizeof agent_path) < 0) {
         cli_error("cannot find the agent libmemscope.so next to the memscope binary or in "
-              "../%s (set MEMSCOPE_AGENT to its path)", "lib/memscope");
+                  "../%s (set MEMSCOPE_AGENT to its path)",
+                  "lib/memscope");
         return 1;
     }
 
@@ -577,7 +579,8 @@ int cmd_run(int argc, char **argv)
     if (out_is_file && (rc = run_lock_output(out_file)) < 0) {
         if (rc == -EBUSY)
             cli_error("'%s' is being written by another memscope run; choose another output "
-                  "(the program was not started)", out_file);
+                      "(the program was not started)",
+                      out_file);
         else
             cli_error("cannot lock '%s.lock': %s", out_file, strerror(-rc));
         return 1;
@@ -594,8 +597,7 @@ int cmd_run(int argc, char **argv)
     int made_run_dir = 0;
     if (!out_is_file && o.format != FMT_TRACE) {
         char run_dir[PATH_MAX + 64];
-        snprintf(run_dir, sizeof run_dir, "%s/memscope_%ld_%s", base_dir, (long)getpid(),
-                 stamp);
+        snprintf(run_dir, sizeof run_dir, "%s/memscope_%ld_%s", base_dir, (long)getpid(), stamp);
         if (strlen(run_dir) >= sizeof out_dir) /* cannot happen: base_dir is short enough */
             return usage_error("--output-path: path too long");
         if (mkdir(run_dir, 0700) < 0) { /* memscope's directories: 0700 (docs/cli.md) */
@@ -608,8 +610,8 @@ int cmd_run(int argc, char **argv)
     if (o.format == FMT_TRACE)
         snprintf(trace_dir, sizeof trace_dir, "%s", out_dir);
     else {
-        snprintf(trace_dir, sizeof trace_dir, "%s/.memscope-trace-%ld-%s", out_dir,
-                 (long)getpid(), stamp);
+        snprintf(trace_dir, sizeof trace_dir, "%s/.memscope-trace-%ld-%s", out_dir, (long)getpid(),
+                 stamp);
         if (mkdir(trace_dir, 0700) < 0) {
             cli_error("cannot create trace directory '%s': %s", trace_dir, strerror(errno));
             return 1;
@@ -631,8 +633,7 @@ int cmd_run(int argc, char **argv)
     snprintf(env_dir, sizeof env_dir, MS_ENV_TRACE_DIR "=%s", abs_trace);
     /* (MEMSCOPE_DEPTH and MEMSCOPE_PY_DEPTH are written below, once the default for Python
      * programs is known.) */
-    snprintf(env_deferred, sizeof env_deferred, MS_ENV_DEFERRED "=%d",
-             o.deferred || o.events_none);
+    snprintf(env_deferred, sizeof env_deferred, MS_ENV_DEFERRED "=%d", o.deferred || o.events_none);
     snprintf(env_nofollow, sizeof env_nofollow, MS_ENV_NO_FOLLOW "=%d", o.no_follow);
     snprintf(env_unwind, sizeof env_unwind, MS_ENV_UNWIND "=%s", o.unwind_dwarf ? "dwarf" : "fp");
     /* The Python package (python/): <bin>/python in the build tree, <bin>/../lib/memscope/python
@@ -725,8 +726,8 @@ int cmd_run(int argc, char **argv)
     }
     env_add[nenv] = NULL;
 
-    struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward_signal},
-                     old_int, old_quit;
+    struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward_signal}, old_int,
+                     old_quit;
     sigaction(SIGINT, &ign, &old_int);
     sigaction(SIGQUIT, &ign, &old_quit);
     sigaction(SIGTERM, &fwd, NULL);
@@ -756,8 +757,10 @@ int cmd_run(int argc, char **argv)
         if (!o.no_pack)
             pack_traces(trace_dir, run_start);
         if (cli_log_level <= 1)
-            fprintf(stderr, "memscope: traces kept in %s (convert with memscope import %s "
-                            "-o run.db)\n", trace_dir, trace_dir);
+            fprintf(stderr,
+                    "memscope: traces kept in %s (convert with memscope import %s "
+                    "-o run.db)\n",
+                    trace_dir, trace_dir);
         return status;
     }
     if (!out_is_file)
@@ -786,8 +789,8 @@ int cmd_run(int argc, char **argv)
     rc = run_convert(&so, &stop_signal, &res, err, sizeof err);
     if (rc == -EINTR && stop_signal) {
         cli_error("stopped by %s during the conversion; the traces are kept in %s (convert them "
-              "with: memscope import %s -o %s)", strsignal(stop_signal), trace_dir, trace_dir,
-              db_path);
+                  "with: memscope import %s -o %s)",
+                  strsignal(stop_signal), trace_dir, trace_dir, db_path);
         return 128 + stop_signal;
     }
     if (rc == MS_ENOTFOUND && run_dir_empty(trace_dir)) {
@@ -807,8 +810,9 @@ int cmd_run(int argc, char **argv)
         /* removed while the program ran (a program that cleans its output directory) */
         int out_gone = lstat(out_dir, &tst) != 0;
         cli_error("cannot write the database: the trace directory %s was removed while the program "
-              "ran%s%s; nothing recorded remains", trace_dir,
-              out_gone ? ", and the output directory " : "", out_gone ? out_dir : "");
+                  "ran%s%s; nothing recorded remains",
+                  trace_dir, out_gone ? ", and the output directory " : "",
+                  out_gone ? out_dir : "");
         return status ? status : 1;
     }
     if (rc < 0) {
@@ -857,9 +861,11 @@ int cmd_run(int argc, char **argv)
     if (running > 0) {
         /* a descendant that outlived the program (a daemon) still writes its trace: the
          * database has what it wrote so far; nothing it writes is deleted */
-        cli_log(2, "process %ld (started by the program) is still running and writing its "
+        cli_log(2,
+                "process %ld (started by the program) is still running and writing its "
                 "trace: the traces are kept in %s (convert them again with memscope import %s "
-                "-o NEW.db once it has ended)", running, trace_dir, trace_dir);
+                "-o NEW.db once it has ended)",
+                running, trace_dir, trace_dir);
     } else if (!o.keep_trace)
         run_remove_tree(trace_dir);
     else if (!o.no_pack)
@@ -869,9 +875,10 @@ int cmd_run(int argc, char **argv)
                 o.format == FMT_CSV ? "CSV" : "database", out_file,
                 o.keep_trace ? "; traces kept in " : "", o.keep_trace ? trace_dir : "");
     if (cli_log_level <= 1 && o.format == FMT_COMPACT) /* what used to be there */
-        fprintf(stderr, "memscope: a compact database, for memscope analyze; one row per event "
-                        "(what MindStudio Insight opens: memscope_dump_<stamp>.db beside it): "
-                        "memscope export %s --format=db\n",
+        fprintf(stderr,
+                "memscope: a compact database, for memscope analyze; one row per event "
+                "(what MindStudio Insight opens: memscope_dump_<stamp>.db beside it): "
+                "memscope export %s --format=db\n",
                 out_file);
     return status;
 }

@@ -6,7 +6,7 @@
 #include "common/ms_error.h"
 #include "store/schema.h" /* the store's DDL: a snapshot database has the schema of a run's */
 #include "snapshot/snapshot.h"
-#include "store/store.h"  /* memscope_dump */
+#include "store/store.h" /* memscope_dump */
 
 #include <errno.h>
 #include <stdio.h>
@@ -112,8 +112,8 @@ int cmd_snapshot(int argc, char **argv)
         if (rc == MS_EINVAL) {
             const struct ms_snap_trace *t = ms__snap_trace(&s, device);
             cli_error("snapshot: no event %lld on device %lld (it has %llu events)",
-                  (long long)state_at, (long long)device,
-                  (unsigned long long)(t ? t->nevents : 0));
+                      (long long)state_at, (long long)device,
+                      (unsigned long long)(t ? t->nevents : 0));
             status = 2;
         } else if (rc) {
             cli_error("snapshot: %s", ms_strerror(rc));

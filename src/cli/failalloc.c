@@ -24,7 +24,7 @@ void *__real_reallocarray(void *p, size_t n, size_t m);
 char *__real_strdup(const char *s);
 char *__real_strndup(const char *s, size_t n);
 
-static unsigned long fail_at;    /* 0: never fail */
+static unsigned long fail_at; /* 0: never fail */
 /* The count, in memory shared with the children memscope forks (the conversion runs in one),
  * so that N counts the allocations of the whole command. */
 static unsigned long allocations_local;
@@ -146,7 +146,7 @@ __attribute__((constructor)) static void failalloc_init(void)
     const char *v = getenv("MEMSCOPE_FAIL_ALLOC");
     if (!v || !*v)
         return;
-    static const sqlite3_mem_methods methods = {sq_malloc, sq_free,     sq_realloc, sq_size,
+    static const sqlite3_mem_methods methods = {sq_malloc,  sq_free, sq_realloc,  sq_size,
                                                 sq_roundup, sq_init, sq_shutdown, NULL};
     sqlite3_config(SQLITE_CONFIG_MALLOC, &methods);
     void *shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -70,11 +70,8 @@ static const struct command {
     const char *name;
     int (*fn)(int argc, char **argv);
 } commands[] = {
-    {"run", cmd_run},
-    {"import", cmd_import},
-    {"export", cmd_export},
-    {"analyze", cmd_analyze},
-    {"pack", cmd_pack},
+    {"run", cmd_run},           {"import", cmd_import}, {"export", cmd_export},
+    {"analyze", cmd_analyze},   {"pack", cmd_pack},
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
     {"snapshot", cmd_snapshot},
 #endif

@@ -123,8 +123,9 @@ int run_convert(const struct ms_store_options *o, volatile int *stop, struct ms_
         snprintf(err, errlen, "the conversion crashed (%s)%s", strsignal(WTERMSIG(status)),
                  WTERMSIG(status) == SIGKILL ? ": out of memory?" : "");
     else
-        snprintf(err, errlen, "the conversion ended without finishing (exit status %d: out of "
-                              "memory while reading debug information? --no-symbols skips it)",
+        snprintf(err, errlen,
+                 "the conversion ended without finishing (exit status %d: out of "
+                 "memory while reading debug information? --no-symbols skips it)",
                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     return MS_EIO;
 }

@@ -91,8 +91,9 @@ void run_untraceable_reason(const char *program, char *why, size_t len)
     if (((st.st_mode & S_ISUID) && st.st_uid != geteuid()) ||
         ((st.st_mode & S_ISGID) && st.st_gid != getegid())) {
         close(fd);
-        snprintf(why, len, "it is a setuid or setgid program, and the dynamic loader ignores "
-                           "LD_PRELOAD for those");
+        snprintf(why, len,
+                 "it is a setuid or setgid program, and the dynamic loader ignores "
+                 "LD_PRELOAD for those");
         return;
     }
     /* ELF64: a dynamically linked program has a PT_INTERP program header. */
@@ -116,8 +117,9 @@ void run_untraceable_reason(const char *program, char *why, size_t len)
     }
     close(fd);
     if (dynamic == 0)
-        snprintf(why, len, "it is statically linked, so there is no dynamic loader to load "
-                           "memscope's agent (LD_PRELOAD) into it");
+        snprintf(why, len,
+                 "it is statically linked, so there is no dynamic loader to load "
+                 "memscope's agent (LD_PRELOAD) into it");
     else
         snprintf(why, len, "memscope's agent did not load into it (was LD_PRELOAD removed?)");
 }

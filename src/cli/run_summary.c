@@ -25,9 +25,11 @@ int run_print_summary(const char *db_path, FILE *out)
         "sum(s.unmatched_frees) FROM process_stats s JOIN layers l ON l.id = s.layer "
         "GROUP BY s.layer ORDER BY s.layer";
     long long nproc = 0, nev = 0;
-    if (sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM processes), COALESCE((SELECT value "
-                               "FROM meta WHERE key = 'event_count'), (SELECT max(id) FROM "
-                               "events))", -1, &st, NULL) == SQLITE_OK &&
+    if (sqlite3_prepare_v2(db,
+                           "SELECT (SELECT count(*) FROM processes), COALESCE((SELECT value "
+                           "FROM meta WHERE key = 'event_count'), (SELECT max(id) FROM "
+                           "events))",
+                           -1, &st, NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW) {
         nproc = sqlite3_column_int64(st, 0);
         nev = sqlite3_column_int64(st, 1);
@@ -41,7 +43,7 @@ int run_print_summary(const char *db_path, FILE *out)
                 continue; /* a layer the program did not use */
             ms_human_bytes(a, sizeof a, sqlite3_column_int64(st, 4));
             ms_human_bytes(b, sizeof b, sqlite3_column_int64(st, 5));
-            fprintf(out, "  %-5s %lld allocations (%s), %lld frees, peak %s live", 
+            fprintf(out, "  %-5s %lld allocations (%s), %lld frees, peak %s live",
                     (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 2), a,
                     sqlite3_column_int64(st, 3), b);
             if (sqlite3_column_int64(st, 1) > 1)
@@ -55,10 +57,15 @@ int run_print_summary(const char *db_path, FILE *out)
     sqlite3_finalize(st);
     /* Stacks are per process: the same call site in several processes (fork, exec) is one line,
      * naming the process when there is one, else how many. */
-    const char *q2 = "SELECT sum(b.size), count(*), b.stack_id, p.pid FROM blocks b JOIN processes p "
-                     "ON p.id = b.process_id WHERE b.free_ns IS NULL GROUP BY b.stack_id "
-                     "ORDER BY sum(b.size) DESC LIMIT 200";
-    struct site_line { char site[160]; long long bytes, blocks, pid[8]; int procs; } lines[200];
+    const char *q2 =
+        "SELECT sum(b.size), count(*), b.stack_id, p.pid FROM blocks b JOIN processes p "
+        "ON p.id = b.process_id WHERE b.free_ns IS NULL GROUP BY b.stack_id "
+        "ORDER BY sum(b.size) DESC LIMIT 200";
+    struct site_line {
+        char site[160];
+        long long bytes, blocks, pid[8];
+        int procs;
+    } lines[200];
     int nlines = 0, nprocs = 0;
     sqlite3_stmt *pc;
     if (sqlite3_prepare_v2(db, "SELECT count(*) FROM processes", -1, &pc, NULL) == SQLITE_OK &&
@@ -68,8 +75,9 @@ int run_print_summary(const char *db_path, FILE *out)
     if (sqlite3_prepare_v2(db, q2, -1, &st, NULL) == SQLITE_OK) {
         while (sqlite3_step(st) == SQLITE_ROW) {
             char site[160];
-            ms_stack_site(db, sqlite3_column_type(st, 2) != SQLITE_NULL
-                                  ? sqlite3_column_int64(st, 2) : 0, site, sizeof site);
+            ms_stack_site(
+                db, sqlite3_column_type(st, 2) != SQLITE_NULL ? sqlite3_column_int64(st, 2) : 0,
+                site, sizeof site);
             int k = 0;
             while (k < nlines && strcmp(lines[k].site, site))
                 k++;

@@ -11,17 +11,17 @@
 
 /* ---- the environment (docs/cli.md, docs/torch.md) ----
  * Read by the agent: */
-#define MS_ENV_TRACE_DIR "MEMSCOPE_TRACE_DIR"   /* where <pid>.<n>.mst go; unset: idle */
-#define MS_ENV_DEPTH "MEMSCOPE_DEPTH"           /* native stack depth, 0..1000 */
-#define MS_ENV_PY_DEPTH "MEMSCOPE_PY_DEPTH"     /* Python stack depth, 0..1000 */
+#define MS_ENV_TRACE_DIR "MEMSCOPE_TRACE_DIR"     /* where <pid>.<n>.mst go; unset: idle */
+#define MS_ENV_DEPTH "MEMSCOPE_DEPTH"             /* native stack depth, 0..1000 */
+#define MS_ENV_PY_DEPTH "MEMSCOPE_PY_DEPTH"       /* Python stack depth, 0..1000 */
 #define MS_ENV_STACKS_AUTO "MEMSCOPE_STACKS_AUTO" /* 1: a Python image takes no native stack */
-#define MS_ENV_UNWIND "MEMSCOPE_UNWIND"         /* dwarf (default) or fp */
-#define MS_ENV_DEFERRED "MEMSCOPE_DEFERRED"     /* 1: record nothing until memscope__start */
-#define MS_ENV_NO_FOLLOW "MEMSCOPE_NO_FOLLOW"   /* 1: programs this image execs are not traced */
-#define MS_ENV_NO_TSC "MEMSCOPE_NO_TSC"         /* 1: timestamps never from the TSC */
-#define MS_ENV_STDERR "MEMSCOPE_STDERR"         /* "<dev>:<ino>" of memscope run's stderr */
-#define MS_ENV_DEVICE "MEMSCOPE_DEVICE"         /* --device: cuda, cuda:N, cpu */
-#define MS_ENV_EVENTS "MEMSCOPE_EVENTS"         /* --events as given (also the Python layer) */
+#define MS_ENV_UNWIND "MEMSCOPE_UNWIND"           /* dwarf (default) or fp */
+#define MS_ENV_DEFERRED "MEMSCOPE_DEFERRED"       /* 1: record nothing until memscope__start */
+#define MS_ENV_NO_FOLLOW "MEMSCOPE_NO_FOLLOW"     /* 1: programs this image execs are not traced */
+#define MS_ENV_NO_TSC "MEMSCOPE_NO_TSC"           /* 1: timestamps never from the TSC */
+#define MS_ENV_STDERR "MEMSCOPE_STDERR"           /* "<dev>:<ino>" of memscope run's stderr */
+#define MS_ENV_DEVICE "MEMSCOPE_DEVICE"           /* --device: cuda, cuda:N, cpu */
+#define MS_ENV_EVENTS "MEMSCOPE_EVENTS"           /* --events as given (also the Python layer) */
 /* Read by the Python layer only: */
 #define MS_ENV_LEVEL "MEMSCOPE_LEVEL"           /* --level */
 #define MS_ENV_WATCH "MEMSCOPE_WATCH"           /* --watch */
@@ -54,28 +54,28 @@ void memscope__py_trace(int on);
 int memscope__attach(void);
 
 /* X(field, symbol) for each entry point the Python extension resolves. */
-#define MS_AGENT_ENTRY_POINTS(X)                                                              \
-    X(step, memscope__step)                                                                   \
-    X(owner_push, memscope__owner_push)                                                       \
-    X(owner_pop, memscope__owner_pop)                                                         \
-    X(mark, memscope__mark)                                                                   \
-    X(range_push, memscope__range_push)                                                       \
-    X(range_pop, memscope__range_pop)                                                         \
-    X(access, memscope__access)                                                               \
-    X(pool_alloc, memscope__pool_alloc)                                                       \
-    X(pool_free, memscope__pool_free)                                                         \
-    X(pool_reserve, memscope__pool_reserve)                                                   \
-    X(pool_release, memscope__pool_release)                                                   \
-    X(start, memscope__start)                                                                 \
-    X(stop, memscope__stop)                                                                   \
-    X(py_frame, memscope__py_frame)                                                           \
-    X(py_call, memscope__py_call)                                                             \
-    X(py_return, memscope__py_return)                                                         \
-    X(py_line, memscope__py_line)                                                             \
-    X(py_reset, memscope__py_reset)                                                           \
-    X(py_depth, memscope__py_depth)                                                           \
-    X(py_trace, memscope__py_trace)                                                           \
-    X(attach, memscope__attach)                                                               \
+#define MS_AGENT_ENTRY_POINTS(X)            \
+    X(step, memscope__step)                 \
+    X(owner_push, memscope__owner_push)     \
+    X(owner_pop, memscope__owner_pop)       \
+    X(mark, memscope__mark)                 \
+    X(range_push, memscope__range_push)     \
+    X(range_pop, memscope__range_pop)       \
+    X(access, memscope__access)             \
+    X(pool_alloc, memscope__pool_alloc)     \
+    X(pool_free, memscope__pool_free)       \
+    X(pool_reserve, memscope__pool_reserve) \
+    X(pool_release, memscope__pool_release) \
+    X(start, memscope__start)               \
+    X(stop, memscope__stop)                 \
+    X(py_frame, memscope__py_frame)         \
+    X(py_call, memscope__py_call)           \
+    X(py_return, memscope__py_return)       \
+    X(py_line, memscope__py_line)           \
+    X(py_reset, memscope__py_reset)         \
+    X(py_depth, memscope__py_depth)         \
+    X(py_trace, memscope__py_trace)         \
+    X(attach, memscope__attach)             \
     X(quiet, memscope__quiet)
 
 #endif

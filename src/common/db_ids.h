@@ -24,7 +24,11 @@ enum {
     MS_LAYER_CUDA0 = 1024,
 };
 enum {
-    MS_CUDA_L_HAL, MS_CUDA_L_POOL, MS_CUDA_L_PHYS, MS_CUDA_L_VA, MS_CUDA_L_MAP,
+    MS_CUDA_L_HAL,
+    MS_CUDA_L_POOL,
+    MS_CUDA_L_PHYS,
+    MS_CUDA_L_VA,
+    MS_CUDA_L_MAP,
     MS_CUDA_L_PTA,     /* PyTorch's caching allocator: blocks */
     MS_CUDA_L_PTA_SEG, /* ... and the segments it got from the driver */
     MS_CUDA_LAYERS = 8
@@ -60,17 +64,17 @@ enum {
 #define MS_SQL_OOM_RECENT "11"
 #define MS_SQL_OOM_TOP "12"
 _Static_assert(MS_KIND_MALLOC == 1 && MS_KIND_FREE == 2 && MS_KIND_FREE_REQUESTED == 3 &&
-                   MS_KIND_STEP == 4 &&
-                   MS_KIND_RANGE_START == 6 && MS_KIND_RANGE_END == 7 && MS_KIND_ACCESS == 8 &&
-                   MS_KIND_OOM == 9 && MS_KIND_OOM_RECENT == 11 && MS_KIND_OOM_TOP == 12,
+                   MS_KIND_STEP == 4 && MS_KIND_RANGE_START == 6 && MS_KIND_RANGE_END == 7 &&
+                   MS_KIND_ACCESS == 8 && MS_KIND_OOM == 9 && MS_KIND_OOM_RECENT == 11 &&
+                   MS_KIND_OOM_TOP == 12,
                "MS_SQL_* name the MS_KIND_* ids");
 
 /* MARK messages that are memscope's own bookkeeping, not the user's marks: owner tags (the
  * store applies them, docs/database.md) and the PyTorch module log (docs/torch.md). They stay
  * in table events; memscope_dump and the CSV, whose MSTX rows are the user's marks in
  * msMemScope's files, leave them out. As SQL (a condition on the column col) and in C. */
-#define MS_SQL_OWN_MARK(col)                                                                   \
-    "(" #col " LIKE 'memscope-tag:%' OR " #col " LIKE 'memscope-module:%' OR " #col            \
+#define MS_SQL_OWN_MARK(col)                                                        \
+    "(" #col " LIKE 'memscope-tag:%' OR " #col " LIKE 'memscope-module:%' OR " #col \
     " LIKE 'describe addr=%')"
 static inline int ms_own_mark(const char *s)
 {

@@ -49,7 +49,8 @@ struct imp {
     uint64_t nev, cap;
 };
 
-static int ierr(struct imp *m, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int ierr(struct imp *m, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int ierr(struct imp *m, int code, const char *fmt, ...)
 {
     va_list ap;
@@ -137,8 +138,9 @@ static int collect(struct imp *m, int64_t *t0, int64_t *t1)
             }
         for (uint64_t i = 0; i < t->nevents; i++) {
             const struct ms_snap_event *e = &t->events[i];
-            struct iev x = {ev_ts(t, i, has_time, &last), e->addr, e->size, t->device, e->stack,
-                            0, 0, ms_snap_action_names[e->action], 0, 0, 0};
+            struct iev x = {
+                ev_ts(t, i, has_time, &last),    e->addr, e->size, t->device, e->stack, 0, 0,
+                ms_snap_action_names[e->action], 0,       0,       0};
             switch (e->action) {
             case MS_SA_ALLOC: x.kind = MS_KIND_MALLOC, x.layer = MS_LAYER_PTA; break;
             case MS_SA_FREE_REQUESTED:
@@ -192,20 +194,20 @@ static int collect(struct imp *m, int64_t *t0, int64_t *t1)
     struct addrmap live[2] = {{0}, {0}};
     struct iev *pre = NULL;
     uint64_t npre = 0, cappre = 0;
-#define PRE(addr_, size_, dev_, stack_, layer_, req_)                                        \
-    do {                                                                                     \
-        if (npre == cappre) {                                                                \
-            cappre = cappre ? cappre * 2 : 256;                                              \
-            struct iev *p_ = realloc(pre, (size_t)cappre * sizeof *p_);                       \
-            if (!p_) {                                                                       \
-                rc = ierr(m, MS_ENOMEM, "out of memory");                                    \
-                goto out;                                                                    \
-            }                                                                                \
-            pre = p_;                                                                        \
-        }                                                                                    \
-        pre[npre++] = (struct iev){*t0,       (addr_), (size_), (dev_), (stack_),              \
-                                   MS_KIND_MALLOC, (uint8_t)(layer_), "pre_trace", (req_), \
-                                   0, 0};                                                  \
+#define PRE(addr_, size_, dev_, stack_, layer_, req_)                                           \
+    do {                                                                                        \
+        if (npre == cappre) {                                                                   \
+            cappre = cappre ? cappre * 2 : 256;                                                 \
+            struct iev *p_ = realloc(pre, (size_t)cappre * sizeof *p_);                         \
+            if (!p_) {                                                                          \
+                rc = ierr(m, MS_ENOMEM, "out of memory");                                       \
+                goto out;                                                                       \
+            }                                                                                   \
+            pre = p_;                                                                           \
+        }                                                                                       \
+        pre[npre++] = (struct iev){                                                             \
+            *t0,         (addr_), (size_), (dev_), (stack_), MS_KIND_MALLOC, (uint8_t)(layer_), \
+            "pre_trace", (req_),  0,       0};                                                  \
     } while (0)
     rc = 0;
     for (uint64_t i = 0; i < m->nev; i++) {
@@ -295,11 +297,14 @@ static int write_strings_frames_stacks(struct imp *m)
     int rc;
     if ((rc = prep(m, &str, "INSERT OR IGNORE INTO strings(text) VALUES (?)")) ||
         (rc = prep(m, &find, "SELECT id FROM strings WHERE text = ?")) ||
-        (rc = prep(m, &fr, "INSERT INTO frames(id, module_id, pc, inline_depth, function_id, "
-                           "file_id, line) VALUES (?, NULL, ?, 0, ?, ?, ?)")) ||
-        (rc = prep(m, &stk, "INSERT INTO stacks(id, process_id, depth, c_text, py_text) "
-                            "VALUES (?, 1, ?, ?3, ?3)")) ||
-        (rc = prep(m, &sf, "INSERT INTO stack_frames(stack_id, position, frame_id) VALUES (?, ?, ?)")))
+        (rc = prep(m, &fr,
+                   "INSERT INTO frames(id, module_id, pc, inline_depth, function_id, "
+                   "file_id, line) VALUES (?, NULL, ?, 0, ?, ?, ?)")) ||
+        (rc = prep(m, &stk,
+                   "INSERT INTO stacks(id, process_id, depth, c_text, py_text) "
+                   "VALUES (?, 1, ?, ?3, ?3)")) ||
+        (rc = prep(m, &sf,
+                   "INSERT INTO stack_frames(stack_id, position, frame_id) VALUES (?, ?, ?)")))
         goto out;
     for (uint32_t i = 1; i < s->nframes; i++) {
         const struct ms_snap_frame *f = &s->frames[i];
@@ -341,8 +346,8 @@ static int write_strings_frames_stacks(struct imp *m)
                 text = t;
             }
             len += (size_t)snprintf(text + len, cap - len, "%s%.*s(%lld): %.*s", k ? "\n" : "",
-                                    (int)f->file.n, f->file.p, (long long)f->line,
-                                    (int)f->func.n, f->func.p);
+                                    (int)f->file.n, f->file.p, (long long)f->line, (int)f->func.n,
+                                    f->func.p);
             sqlite3_bind_int64(sf, 1, i);
             sqlite3_bind_int64(sf, 2, k);
             sqlite3_bind_int64(sf, 3, fid);
@@ -378,14 +383,17 @@ static int write_events(struct imp *m, int64_t *thread_of_dev_first, int64_t nde
 {
     sqlite3_stmt *ev = NULL, *bl = NULL, *fin = NULL;
     int rc;
-    if ((rc = prep(m, &ev, "INSERT INTO events(id, ts_ns, kind, layer, process_id, thread_id, "
-                           "addr, size, func, stack_id, allocation_id, attr) "
-                           "VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)")) ||
-        (rc = prep(m, &bl, "INSERT INTO blocks(allocation_id, layer, process_id, thread_id, addr, "
-                           "size, func, alloc_ns, free_ns, alloc_event_id, free_event_id, stack_id) "
-                           "VALUES (?, ?, 1, ?, ?, ?, ?, ?, NULL, ?, NULL, ?)")) ||
-        (rc = prep(m, &fin, "UPDATE blocks SET free_ns = ?, free_event_id = ? "
-                            "WHERE allocation_id = ?")))
+    if ((rc = prep(m, &ev,
+                   "INSERT INTO events(id, ts_ns, kind, layer, process_id, thread_id, "
+                   "addr, size, func, stack_id, allocation_id, attr) "
+                   "VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)")) ||
+        (rc = prep(m, &bl,
+                   "INSERT INTO blocks(allocation_id, layer, process_id, thread_id, addr, "
+                   "size, func, alloc_ns, free_ns, alloc_event_id, free_event_id, stack_id) "
+                   "VALUES (?, ?, 1, ?, ?, ?, ?, ?, NULL, ?, NULL, ?)")) ||
+        (rc = prep(m, &fin,
+                   "UPDATE blocks SET free_ns = ?, free_event_id = ? "
+                   "WHERE allocation_id = ?")))
         goto out;
     struct addrmap live[2] = {{0}, {0}}; /* addr -> allocation id */
     struct layer_stats ls[2] = {{0}};
@@ -524,8 +532,9 @@ static int write_marks(struct imp *m)
     sqlite3_stmt *mk = NULL;
     int rc = exec(m, "CREATE TABLE snapshot_marks (id INTEGER PRIMARY KEY, ts_ns INTEGER, "
                      "device INTEGER, kind TEXT NOT NULL, name TEXT, addr INTEGER, size INTEGER)");
-    if (rc || (rc = prep(m, &mk, "INSERT INTO snapshot_marks(ts_ns, device, kind, name, addr, "
-                                 "size) VALUES (?, ?, ?, ?, ?, ?)")))
+    if (rc || (rc = prep(m, &mk,
+                         "INSERT INTO snapshot_marks(ts_ns, device, kind, name, addr, "
+                         "size) VALUES (?, ?, ?, ?, ?, ?)")))
         goto out;
     for (uint64_t d = 0; d < s->ntraces; d++) {
         const struct ms_snap_trace *t = &s->traces[d];
@@ -569,9 +578,8 @@ out:
     return rc;
 }
 
-int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path,
-                         const char *db_path, const char *schema_sql, const char *index_sql,
-                         char *err, size_t errlen)
+int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path, const char *db_path,
+                         const char *schema_sql, const char *index_sql, char *err, size_t errlen)
 {
     struct imp m = {.s = s, .err = err, .errlen = errlen};
     if (!schema_sql)
@@ -609,14 +617,18 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path,
     int any = 0;
     for (uint64_t i = 0; i < s->nsegs; i++) {
         int64_t d = s->segs[i].device;
-        if (!any || d < dmin) dmin = d;
-        if (!any || d > dmax) dmax = d;
+        if (!any || d < dmin)
+            dmin = d;
+        if (!any || d > dmax)
+            dmax = d;
         any = 1;
     }
     for (uint64_t i = 0; i < s->ntraces; i++) {
         int64_t d = s->traces[i].device;
-        if (!any || d < dmin) dmin = d;
-        if (!any || d > dmax) dmax = d;
+        if (!any || d < dmin)
+            dmin = d;
+        if (!any || d > dmax)
+            dmax = d;
         any = 1;
     }
     if (dmax - dmin > 4096) {
@@ -668,8 +680,9 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path,
     if (rc)
         goto out;
     st = NULL;
-    if ((rc = prep(&m, &st, "INSERT INTO processes(id, pid, ppid, image_seq, exe, cmdline, "
-                            "start_ns, end_ns, trace_file) VALUES (1, 0, 0, 0, ?, ?, ?, ?, ?)")))
+    if ((rc = prep(&m, &st,
+                   "INSERT INTO processes(id, pid, ppid, image_seq, exe, cmdline, "
+                   "start_ns, end_ns, trace_file) VALUES (1, 0, 0, 0, ?, ?, ?, ?, ?)")))
         goto out;
     sqlite3_bind_text(st, 1, source_path, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, source_path, -1, SQLITE_STATIC);
@@ -685,8 +698,7 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path,
         uint64_t n = 0;
         for (uint64_t i = 0; i < m.nev; i++)
             n += m.ev[i].device == d;
-        snprintf(sql, sizeof sql,
-                 "INSERT INTO threads VALUES (%lld, 1, %lld, %lld, %lld, %llu)",
+        snprintf(sql, sizeof sql, "INSERT INTO threads VALUES (%lld, 1, %lld, %lld, %lld, %llu)",
                  (long long)(d - dmin + 1), (long long)d, (long long)t0, (long long)t1,
                  (unsigned long long)n);
         if ((rc = exec(&m, sql)))

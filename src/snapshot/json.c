@@ -17,7 +17,8 @@ struct jp {
     uint32_t depth;
 };
 
-static int jfail(struct jp *j, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int jfail(struct jp *j, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int jfail(struct jp *j, int code, const char *fmt, ...)
 {
     va_list ap;
@@ -91,10 +92,14 @@ static int hex4(const unsigned char *s, uint32_t *out)
     for (int i = 0; i < 4; i++) {
         unsigned c = s[i];
         v <<= 4;
-        if (c >= '0' && c <= '9') v |= c - '0';
-        else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-        else return -1;
+        if (c >= '0' && c <= '9')
+            v |= c - '0';
+        else if (c >= 'a' && c <= 'f')
+            v |= c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            v |= c - 'A' + 10;
+        else
+            return -1;
     }
     *out = v;
     return 0;
@@ -251,8 +256,8 @@ static int parse_container(struct jp *j, int dict)
             return jfail(j, MS_EFORMAT, "expected ',' or '%c'", close);
         }
     }
-    ms_pv v = ms_pv_make_seq(u, dict ? MS_PV_DICT : MS_PV_LIST, u->stack + start,
-                             u->stack_len - start);
+    ms_pv v =
+        ms_pv_make_seq(u, dict ? MS_PV_DICT : MS_PV_LIST, u->stack + start, u->stack_len - start);
     u->stack_len = start;
     j->depth--;
     return jpush(j, v);

@@ -26,8 +26,8 @@ const char *const ms_snap_action_names[MS_SA_COUNT] = {
     "oom",          "annotate",       "other",
 };
 
-const char *const ms_snap_state_names[MS_SB_COUNT] = {
-    "active_allocated", "active_pending_free", "inactive", "other"};
+const char *const ms_snap_state_names[MS_SB_COUNT] = {"active_allocated", "active_pending_free",
+                                                      "inactive", "other"};
 
 /* An open-addressing set of 1-based ids; each slot holds (32-bit hash << 32) | id. Hashes are
  * seeded per reader, and a lookup that probes more than MAX_PROBES slots fails: hostile input
@@ -444,14 +444,27 @@ static enum ms_snap_action parse_action(const struct ms_unpickle *u, ms_pv v)
 
 /* --- segments and blocks --- */
 
-enum { SG_DEVICE, SG_ADDRESS, SG_TOTAL, SG_ALLOCATED, SG_ACTIVE, SG_REQUESTED, SG_STREAM,
-       SG_TYPE, SG_POOL, SG_EXPANDABLE, SG_FRAMES, SG_BLOCKS, SG_N };
+enum {
+    SG_DEVICE,
+    SG_ADDRESS,
+    SG_TOTAL,
+    SG_ALLOCATED,
+    SG_ACTIVE,
+    SG_REQUESTED,
+    SG_STREAM,
+    SG_TYPE,
+    SG_POOL,
+    SG_EXPANDABLE,
+    SG_FRAMES,
+    SG_BLOCKS,
+    SG_N
+};
 static const char *const seg_names[SG_N] = {
-    "device", "address", "total_size", "allocated_size", "active_size", "requested_size",
-    "stream", "segment_type", "segment_pool_id", "is_expandable", "frames", "blocks"};
+    "device", "address",      "total_size",      "allocated_size", "active_size", "requested_size",
+    "stream", "segment_type", "segment_pool_id", "is_expandable",  "frames",      "blocks"};
 enum { BK_ADDRESS, BK_SIZE, BK_REQUESTED, BK_STATE, BK_FRAMES, BK_HISTORY, BK_N };
-static const char *const block_names[BK_N] = {"address", "size", "requested_size", "state",
-                                               "frames", "history"};
+static const char *const block_names[BK_N] = {"address", "size",   "requested_size",
+                                              "state",   "frames", "history"};
 
 static int load_segments(struct ms_snapshot *s, ms_pv segs)
 {
@@ -466,8 +479,7 @@ static int load_segments(struct ms_snapshot *s, ms_pv segs)
     s->segs = calloc(n ? (size_t)n : 1, sizeof *s->segs);
     s->blocks = calloc(nb ? (size_t)nb : 1, sizeof *s->blocks);
     if (!s->segs || !s->blocks)
-        return serr(s, MS_ENOMEM, "out of memory for %llu segments",
-                    (unsigned long long)n);
+        return serr(s, MS_ENOMEM, "out of memory for %llu segments", (unsigned long long)n);
     struct fields sl, bl;
     fields_init(&sl, seg_names, SG_N);
     fields_init(&bl, block_names, BK_N);
@@ -562,7 +574,7 @@ static int load_segments(struct ms_snapshot *s, ms_pv segs)
 /* --- traces --- */
 
 enum { EV_ACTION, EV_ADDR, EV_SIZE, EV_STREAM, EV_TIME, EV_FRAMES, EV_DEVFREE, EV_N };
-static const char *const ev_names[EV_N] = {"action", "addr", "size", "stream",
+static const char *const ev_names[EV_N] = {"action",  "addr",   "size",       "stream",
                                            "time_us", "frames", "device_free"};
 
 static int load_traces(struct ms_snapshot *s, ms_pv traces)
@@ -587,8 +599,7 @@ static int load_traces(struct ms_snapshot *s, ms_pv traces)
         if (lt == MS_PV_NONE)
             continue;
         if (!is_seq(u, list))
-            return serr(s, MS_EFORMAT, "device_traces[%llu] is not a list",
-                        (unsigned long long)d);
+            return serr(s, MS_EFORMAT, "device_traces[%llu] is not a list", (unsigned long long)d);
         uint64_t n = ms_pv_len(u, list);
         t->events = malloc((n ? (size_t)n : 1) * sizeof *t->events);
         if (!t->events)
@@ -663,12 +674,14 @@ static int build(struct ms_snapshot *s)
         return load_segments(s, root);
     }
     if (ms_pv_type(u, root) != MS_PV_DICT)
-        return serr(s, MS_EFORMAT, "not a memory snapshot: the top level is neither a dict "
-                                   "nor a list of segments");
+        return serr(s, MS_EFORMAT,
+                    "not a memory snapshot: the top level is neither a dict "
+                    "nor a list of segments");
     ms_pv segs = ms_pv_dict_get(u, root, "segments");
     if (ms_pv_type(u, segs) == MS_PV_ABSENT)
         return serr(s, MS_EFORMAT, "not a memory snapshot: no `segments` key");
-    if ((rc = load_segments(s, segs)) || (rc = load_traces(s, ms_pv_dict_get(u, root, "device_traces"))) ||
+    if ((rc = load_segments(s, segs)) ||
+        (rc = load_traces(s, ms_pv_dict_get(u, root, "device_traces"))) ||
         (rc = load_annotations(s, ms_pv_dict_get(u, root, "external_annotations"))))
         return rc;
     s->allocator_settings = ms_pv_dict_get(u, root, "allocator_settings");

@@ -61,9 +61,9 @@ struct ms_snap_frame {
  * LIST or TUPLE of frame dicts) instead of copying it; ms_snapshot_stack_frame() gives its
  * frame ids. */
 struct ms_snap_stack {
-    ms_pv list;     /* the frame list, a value of the snapshot's reader */
+    ms_pv list; /* the frame list, a value of the snapshot's reader */
     uint32_t depth;
-    uint32_t site;  /* frame id (1-based) of the allocation site (see docs), 0 if none */
+    uint32_t site; /* frame id (1-based) of the allocation site (see docs), 0 if none */
 };
 
 struct ms_snap_block {
@@ -91,7 +91,7 @@ struct ms_snap_event {
     int64_t stream;
     int64_t time_us; /* MS_SNAP_NO_TIME when absent */
     uint32_t stack;
-    uint8_t action;  /* enum ms_snap_action */
+    uint8_t action; /* enum ms_snap_action */
 };
 
 struct ms_snap_trace {
@@ -110,9 +110,9 @@ enum { MS_SNAP_PICKLE = 0, MS_SNAP_JSON = 1 };
 /* One loaded snapshot. The caller owns the struct; ms_snapshot_release() frees its contents.
  * Strings point into the mapped file or the reader's arena and live as long as the struct. */
 struct ms_snapshot {
-    int format;       /* MS_SNAP_PICKLE or MS_SNAP_JSON */
-    int protocol;     /* pickle protocol (0 if no PROTO), -1 for JSON */
-    int bare_list;    /* the top level was a list of segments */
+    int format;    /* MS_SNAP_PICKLE or MS_SNAP_JSON */
+    int protocol;  /* pickle protocol (0 if no PROTO), -1 for JSON */
+    int bare_list; /* the top level was a list of segments */
     uint64_t file_size;
     struct ms_unpickle u;
     ms_pv root;
@@ -138,9 +138,9 @@ struct ms_snapshot {
     void *frame_map, *stack_map; /* content hash maps */
     uint64_t hash_seed;          /* random per reader: a file cannot aim for hash collisions */
     uint32_t cap_frames, cap_stacks;
-    uint8_t *frame_rank;          /* per frame: 0 Python file, 1 other known file, 2 none */
-    uint32_t plain_frame;         /* id of the frame read from a non-dict item, 0 if none yet */
-    uint32_t *scratch;            /* frame ids of the stack being interned */
+    uint8_t *frame_rank;  /* per frame: 0 Python file, 1 other known file, 2 none */
+    uint32_t plain_frame; /* id of the frame read from a non-dict item, 0 if none yet */
+    uint32_t *scratch;    /* frame ids of the stack being interned */
     uint32_t scratch_cap;
     char err[320];
 };
@@ -182,12 +182,12 @@ struct ms_snap_state_segment {
  * ms_snap_state_release(). */
 struct ms_snap_state {
     int64_t device;
-    int64_t event;                         /* -1: before the first event */
-    struct ms_snap_state_segment *segs;    /* sorted by address */
+    int64_t event;                      /* -1: before the first event */
+    struct ms_snap_state_segment *segs; /* sorted by address */
     uint64_t nsegs;
-    struct ms_snap_state_block *blocks;    /* active blocks only, grouped by segment */
+    struct ms_snap_state_block *blocks; /* active blocks only, grouped by segment */
     uint64_t nblocks;
-    struct ms_snap_state_block *orphans;   /* active blocks inside no segment */
+    struct ms_snap_state_block *orphans; /* active blocks inside no segment */
     uint64_t norphans;
 };
 
@@ -212,9 +212,8 @@ int ms_snap_state_write_json(const struct ms_snapshot *s, const struct ms_snap_s
  * so that the common tables are created by the same SQL as a run's database; index_sql (run
  * once the rows are written: the indexes, memscope_dump) may be NULL. source_path is
  * recorded as the process's exe. Returns 0 or a negative code with a reason in err. */
-int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path,
-                         const char *db_path, const char *schema_sql, const char *index_sql,
-                         char *err, size_t errlen);
+int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path, const char *db_path,
+                         const char *schema_sql, const char *index_sql, char *err, size_t errlen);
 
 /* Internal: helpers shared by the snapshot's .c files. */
 const struct ms_snap_trace *ms__snap_trace(const struct ms_snapshot *s, int64_t device);

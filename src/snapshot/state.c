@@ -53,8 +53,8 @@ static int cmp_blk(const void *a, const void *b)
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static int set_block(struct vec *bl, struct addrmap *bm, uint64_t addr, uint64_t size,
-                     uint64_t req, uint32_t stack, uint8_t state)
+static int set_block(struct vec *bl, struct addrmap *bm, uint64_t addr, uint64_t size, uint64_t req,
+                     uint32_t stack, uint8_t state)
 {
     uint64_t j = addrmap_find(bm, addr);
     struct ms_snap_state_block *b;
@@ -69,8 +69,8 @@ static int set_block(struct vec *bl, struct addrmap *bm, uint64_t addr, uint64_t
     return 0;
 }
 
-static int add_seg(struct vec *sg, struct addrmap *sm, uint64_t addr, uint64_t size,
-                   int64_t stream, int expandable)
+static int add_seg(struct vec *sg, struct addrmap *sm, uint64_t addr, uint64_t size, int64_t stream,
+                   int expandable)
 {
     struct seg *g = vec_add(sg, sizeof *g);
     if (!g || addrmap_put(sm, addr, sg->n - 1))
@@ -180,8 +180,7 @@ int ms_snapshot_state_at(const struct ms_snapshot *s, int64_t device, int64_t ev
                 goto out;
             break;
         case MS_SA_FREE_COMPLETED:
-            if (set_block(&bl, &bm, e->addr, e->size, e->size, e->stack,
-                          MS_SB_ACTIVE_PENDING_FREE))
+            if (set_block(&bl, &bm, e->addr, e->size, e->size, e->stack, MS_SB_ACTIVE_PENDING_FREE))
                 goto out;
             break;
         case MS_SA_SEGMENT_FREE:
@@ -260,8 +259,7 @@ static void block_json(FILE *out, uint64_t addr, uint64_t size, uint64_t req, co
             (unsigned long long)addr, (unsigned long long)size, (unsigned long long)req, state);
 }
 
-int ms_snap_state_write_json(const struct ms_snapshot *s, const struct ms_snap_state *st,
-                             FILE *out)
+int ms_snap_state_write_json(const struct ms_snapshot *s, const struct ms_snap_state *st, FILE *out)
 {
     const struct ms_snap_trace *t = ms__snap_trace(s, st->device);
     uint64_t nev = t ? t->nevents : 0;
@@ -311,7 +309,7 @@ int ms_snap_state_write_json(const struct ms_snapshot *s, const struct ms_snap_s
         fputs(i ? "," : "", out);
         block_json(out, b->addr, b->size, b->requested, ms_snap_state_names[b->state]);
     }
-    fprintf(out, "],\"reserved_bytes\":%llu,\"active_bytes\":%llu}\n",
-            (unsigned long long)reserved, (unsigned long long)active);
+    fprintf(out, "],\"reserved_bytes\":%llu,\"active_bytes\":%llu}\n", (unsigned long long)reserved,
+            (unsigned long long)active);
     return ferror(out) ? MS_EIO : 0;
 }

@@ -62,8 +62,7 @@ static int cmp_site(const void *a, const void *b)
 }
 
 /* Aggregates bytes by site frame; per_frame is a scratch array of nframes slots. */
-static int add_site(struct site **v, uint32_t *n, uint32_t *slot_of, uint32_t frame,
-                    uint64_t bytes)
+static int add_site(struct site **v, uint32_t *n, uint32_t *slot_of, uint32_t frame, uint64_t bytes)
 {
     if (!slot_of[frame]) {
         struct site *nv = realloc(*v, (*n + 1) * sizeof **v);
@@ -269,7 +268,8 @@ static void write_device_json(const struct ms_snapshot *s, FILE *out, const stru
                 (long long)d->t_last, (long long)(d->t_last - d->t_first));
     fprintf(out, ",\"blocks_without_alloc_event\":{\"count\":%llu,\"bytes\":%llu}",
             (unsigned long long)d->ghost_count, (unsigned long long)d->ghost_bytes);
-    double ratio = d->free_bytes ? (double)(d->free_bytes - d->largest_free) / (double)d->free_bytes : 0.0;
+    double ratio =
+        d->free_bytes ? (double)(d->free_bytes - d->largest_free) / (double)d->free_bytes : 0.0;
     fprintf(out,
             ",\"fragmentation\":{\"inactive_bytes\":%llu,\"largest_free_block\":%llu,"
             "\"ratio\":%.6f,\"segments\":[",
@@ -364,9 +364,12 @@ static void write_device_text(const struct ms_snapshot *s, FILE *out, const stru
             (unsigned long long)d->ghost_count, a);
     human(a, sizeof a, d->free_bytes);
     human(b, sizeof b, d->largest_free);
-    double ratio = d->free_bytes ? (double)(d->free_bytes - d->largest_free) / (double)d->free_bytes : 0.0;
-    fprintf(out, "  fragmentation: %s inactive in segments, largest free block %s, "
-                 "(free - largest) / free = %.3f\n", a, b, ratio);
+    double ratio =
+        d->free_bytes ? (double)(d->free_bytes - d->largest_free) / (double)d->free_bytes : 0.0;
+    fprintf(out,
+            "  fragmentation: %s inactive in segments, largest free block %s, "
+            "(free - largest) / free = %.3f\n",
+            a, b, ratio);
     if (d->nlive) {
         fputs("  largest live allocation sites (bytes, blocks, innermost Python frame):\n", out);
         for (uint32_t i = 0; i < d->nlive && (int)i < top; i++)
@@ -416,9 +419,11 @@ int ms_snapshot_write_summary(const struct ms_snapshot *s, FILE *out, int json, 
                 (unsigned long long)nev, s->nframes - 1, s->nstacks - 1,
                 (unsigned long long)s->nannotations);
     } else {
-        fprintf(out, "%s snapshot (%s%d), %llu bytes: %llu segments, %llu blocks, %llu trace "
-                     "entries, %u distinct frames, %u distinct stacks, %llu annotations\n",
-                s->bare_list ? "bare-list" : "dict", s->format == MS_SNAP_JSON ? "JSON" : "pickle protocol ",
+        fprintf(out,
+                "%s snapshot (%s%d), %llu bytes: %llu segments, %llu blocks, %llu trace "
+                "entries, %u distinct frames, %u distinct stacks, %llu annotations\n",
+                s->bare_list ? "bare-list" : "dict",
+                s->format == MS_SNAP_JSON ? "JSON" : "pickle protocol ",
                 s->format == MS_SNAP_JSON ? 0 : s->protocol, (unsigned long long)s->file_size,
                 (unsigned long long)s->nsegs, (unsigned long long)s->nblocks,
                 (unsigned long long)nev, s->nframes - 1, s->nstacks - 1,

@@ -17,12 +17,12 @@
 
 /* Word layout: the low 3 bits are a tag. */
 enum {
-    TAG_PTR = 0,    /* struct obj * (8-aligned, never NULL for a valid value) */
-    TAG_INT = 1,    /* int61 in bits 3..63 */
-    TAG_REF = 2,    /* memo slot in bits 3..63 */
+    TAG_PTR = 0,     /* struct obj * (8-aligned, never NULL for a valid value) */
+    TAG_INT = 1,     /* int61 in bits 3..63 */
+    TAG_REF = 2,     /* memo slot in bits 3..63 */
     TAG_SPECIAL = 3, /* bits 3..: 0 None, 1 False, 2 True */
-    TAG_SSTR = 4,   /* str slice of u->buf: offset bits 3..43, length bits 44..63 */
-    TAG_SBYTES = 5, /* bytes slice, same layout */
+    TAG_SSTR = 4,    /* str slice of u->buf: offset bits 3..43, length bits 44..63 */
+    TAG_SBYTES = 5,  /* bytes slice, same layout */
     TAG_ABSENT = 7,
 };
 #define SLICE_MAX_OFF ((uint64_t)1 << 41)
@@ -36,13 +36,13 @@ enum {
  * event dicts of a snapshot all have the same keys, so that halves them. n and cap fit 32 bits
  * because init clamps caps.max_items and caps.max_bytes to UINT32_MAX. */
 struct obj {
-    uint8_t type;  /* enum ms_pv_type */
+    uint8_t type; /* enum ms_pv_type */
     uint8_t ref32;
     uint8_t shaped;
     uint8_t pad;
     uint32_t user;
-    uint32_t n;    /* items, pairs, or bytes */
-    uint32_t cap;  /* items or pairs allocated; for a shaped DICT, its shape's index */
+    uint32_t n;   /* items, pairs, or bytes */
+    uint32_t cap; /* items or pairs allocated; for a shaped DICT, its shape's index */
     union {
         ms_pv *v;
         uint32_t *r;
@@ -91,12 +91,18 @@ void ms_unpickle_init(struct ms_unpickle *u, const struct ms_unpickle_caps *caps
     memset(u, 0, sizeof *u);
     u->caps = default_caps;
     if (caps) {
-        if (caps->max_depth) u->caps.max_depth = caps->max_depth;
-        if (caps->max_stack) u->caps.max_stack = caps->max_stack;
-        if (caps->max_bytes) u->caps.max_bytes = caps->max_bytes;
-        if (caps->max_items) u->caps.max_items = caps->max_items;
-        if (caps->max_memo) u->caps.max_memo = caps->max_memo;
-        if (caps->max_memory) u->caps.max_memory = caps->max_memory;
+        if (caps->max_depth)
+            u->caps.max_depth = caps->max_depth;
+        if (caps->max_stack)
+            u->caps.max_stack = caps->max_stack;
+        if (caps->max_bytes)
+            u->caps.max_bytes = caps->max_bytes;
+        if (caps->max_items)
+            u->caps.max_items = caps->max_items;
+        if (caps->max_memo)
+            u->caps.max_memo = caps->max_memo;
+        if (caps->max_memory)
+            u->caps.max_memory = caps->max_memory;
     }
     /* Object lengths are 32-bit (struct obj). */
     if (u->caps.max_items > UINT32_MAX)
@@ -155,7 +161,10 @@ void *ms_pv_alloc(struct ms_unpickle *u, size_t n)
 
 /* --- value helpers --- */
 
-static inline unsigned tag_of(ms_pv v) { return (unsigned)(v & 7); }
+static inline unsigned tag_of(ms_pv v)
+{
+    return (unsigned)(v & 7);
+}
 
 static inline ms_pv resolve(const struct ms_unpickle *u, ms_pv v)
 {
@@ -167,9 +176,15 @@ static inline ms_pv resolve(const struct ms_unpickle *u, ms_pv v)
     return v;
 }
 
-static inline struct obj *obj_of(ms_pv v) { return (struct obj *)(uintptr_t)v; }
+static inline struct obj *obj_of(ms_pv v)
+{
+    return (struct obj *)(uintptr_t)v;
+}
 
-static inline ms_pv int_word(int64_t i) { return ((uint64_t)i << 3) | TAG_INT; }
+static inline ms_pv int_word(int64_t i)
+{
+    return ((uint64_t)i << 3) | TAG_INT;
+}
 
 static struct obj *new_obj(struct ms_unpickle *u, enum ms_pv_type t)
 {
@@ -454,9 +469,7 @@ int ms_pv_int(const struct ms_unpickle *u, ms_pv v, int64_t *out)
 {
     v = resolve(u, v);
     switch (tag_of(v)) {
-    case TAG_INT:
-        *out = (int64_t)v >> 3;
-        return 0;
+    case TAG_INT: *out = (int64_t)v >> 3; return 0;
     case TAG_SPECIAL:
         if ((v >> 3) == 0)
             return -1;
@@ -605,7 +618,8 @@ void ms_pv_dict_values(const struct ms_unpickle *u, ms_pv v, const int32_t *at, 
     struct obj *o = container(u, v);
     for (int i = 0; i < n; i++)
         out[i] = o && o->type == MS_PV_DICT && at[i] >= 0 && (uint32_t)at[i] < o->n
-                     ? resolve(u, value_word(o, (uint64_t)at[i])) : MS_PV_ABSENT_VALUE;
+                     ? resolve(u, value_word(o, (uint64_t)at[i]))
+                     : MS_PV_ABSENT_VALUE;
 }
 
 uint32_t ms_pv_dict_shape(const struct ms_unpickle *u, ms_pv v)
@@ -788,8 +802,7 @@ static int memo_put(struct ms_unpickle *u, uint64_t idx, ms_pv v, uint64_t off)
         u->memo_cap = cap;
     }
     if (u->memo[idx])
-        return fail(u, MS_EFORMAT, off, "memo slot %llu written twice",
-                    (unsigned long long)idx);
+        return fail(u, MS_EFORMAT, off, "memo slot %llu written twice", (unsigned long long)idx);
     u->memo[idx] = resolve(u, v);
     if (idx >= u->memo_len)
         u->memo_len = idx + 1;
@@ -812,8 +825,8 @@ static struct obj *target(struct ms_unpickle *u, ms_pv v, enum ms_pv_type t)
 
 static const char *type_name(enum ms_pv_type t)
 {
-    static const char *const names[] = {"absent", "None", "bool", "int", "int", "float", "str",
-                                        "bytes", "list", "tuple", "dict", "set"};
+    static const char *const names[] = {"absent", "None",  "bool", "int",   "int",  "float",
+                                        "str",    "bytes", "list", "tuple", "dict", "set"};
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
@@ -830,48 +843,50 @@ int ms_unpickle_load(struct ms_unpickle *u, const void *data, size_t len)
     u->root = MS_PV_ABSENT_VALUE;
 
 #define OFF ((uint64_t)(op_at - base))
-#define NEED(n)                                                                              \
-    do {                                                                                     \
-        if ((uint64_t)(end - p) < (uint64_t)(n))                                             \
-            return fail(u, MS_ETRUNC, OFF, "input ends inside opcode 0x%02x", op);          \
+#define NEED(n)                                                                    \
+    do {                                                                           \
+        if ((uint64_t)(end - p) < (uint64_t)(n))                                   \
+            return fail(u, MS_ETRUNC, OFF, "input ends inside opcode 0x%02x", op); \
     } while (0)
-#define PUSH(v)                                                                              \
-    do {                                                                                     \
-        ms_pv v_ = (v);                                                                      \
-        if (v_ == MS_PV_ABSENT_VALUE)                                                        \
-            return fail(u, MS_ENOMEM, OFF, "out of memory (arena cap %llu bytes)",           \
-                        (unsigned long long)u->caps.max_memory);                             \
-        if ((rc = push(u, v_)))                                                              \
-            return fail(u, rc, OFF, "value stack over its cap of %llu",                      \
-                        (unsigned long long)u->caps.max_stack);                              \
+#define PUSH(v)                                                                    \
+    do {                                                                           \
+        ms_pv v_ = (v);                                                            \
+        if (v_ == MS_PV_ABSENT_VALUE)                                              \
+            return fail(u, MS_ENOMEM, OFF, "out of memory (arena cap %llu bytes)", \
+                        (unsigned long long)u->caps.max_memory);                   \
+        if ((rc = push(u, v_)))                                                    \
+            return fail(u, rc, OFF, "value stack over its cap of %llu",            \
+                        (unsigned long long)u->caps.max_stack);                    \
     } while (0)
-#define AVAIL(n)                                                                             \
-    do {                                                                                     \
-        if (avail(u) < (uint64_t)(n))                                                        \
-            return fail(u, MS_EFORMAT, OFF, "stack underflow at opcode 0x%02x", op);         \
+#define AVAIL(n)                                                                     \
+    do {                                                                             \
+        if (avail(u) < (uint64_t)(n))                                                \
+            return fail(u, MS_EFORMAT, OFF, "stack underflow at opcode 0x%02x", op); \
     } while (0)
-#define POPMARK(m)                                                                           \
-    do {                                                                                     \
-        if (!u->marks_len)                                                                   \
-            return fail(u, MS_EFORMAT, OFF, "no MARK for opcode 0x%02x", op);                \
-        (m) = u->marks[--u->marks_len];                                                      \
+#define POPMARK(m)                                                            \
+    do {                                                                      \
+        if (!u->marks_len)                                                    \
+            return fail(u, MS_EFORMAT, OFF, "no MARK for opcode 0x%02x", op); \
+        (m) = u->marks[--u->marks_len];                                       \
     } while (0)
-#define CHECK(expr, what)                                                                    \
-    do {                                                                                     \
-        if ((rc = (expr)))                                                                   \
-            return fail(u, rc, OFF, "%s: %s", what, ms_strerror(rc));                        \
+#define CHECK(expr, what)                                             \
+    do {                                                              \
+        if ((rc = (expr)))                                            \
+            return fail(u, rc, OFF, "%s: %s", what, ms_strerror(rc)); \
     } while (0)
 
     /* Drop-behind: every DROP_STEP bytes, release the pages more than DROP_STEP behind. */
 #define DROP_STEP ((size_t)16 << 20)
-    const unsigned char *drop_at = u->drop_behind && len > 2 * DROP_STEP ? base + 2 * DROP_STEP : end;
+    const unsigned char *drop_at =
+        u->drop_behind && len > 2 * DROP_STEP ? base + 2 * DROP_STEP : end;
     const unsigned char *dropped = base;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     while (p < end) {
         if (p >= drop_at) {
             uintptr_t upto = ((uintptr_t)(p - DROP_STEP)) & ~(uintptr_t)(page - 1);
             if ((const unsigned char *)upto > dropped) {
-                madvise((void *)dropped, (size_t)((const unsigned char *)upto - dropped), MADV_DONTNEED);
+                madvise((void *)dropped, (size_t)((const unsigned char *)upto - dropped),
+                        MADV_DONTNEED);
                 dropped = (const unsigned char *)upto;
             }
             drop_at = p + DROP_STEP < end ? p + DROP_STEP : end;
@@ -951,7 +966,7 @@ int ms_unpickle_load(struct ms_unpickle *u, const void *data, size_t len)
             PUSH(int_word((int64_t)rd_le(p, 2)));
             p += 2;
             break;
-        case 0x8a: /* LONG1 */
+        case 0x8a:   /* LONG1 */
         case 0x8b: { /* LONG4 */
             uint64_t n;
             if (op == 0x8a) {
@@ -1010,8 +1025,9 @@ int ms_unpickle_load(struct ms_unpickle *u, const void *data, size_t len)
         case 'C':    /* SHORT_BINBYTES */
         case 0x8e:   /* BINBYTES8 */
         case 0x96: { /* BYTEARRAY8 */
-            unsigned w = (op == 0x8c || op == 'U' || op == 'C') ? 1
-                         : (op == 0x8d || op == 0x8e || op == 0x96) ? 8 : 4;
+            unsigned w = (op == 0x8c || op == 'U' || op == 'C')     ? 1
+                         : (op == 0x8d || op == 0x8e || op == 0x96) ? 8
+                                                                    : 4;
             NEED(w);
             uint64_t n = rd_le(p, w);
             p += w;
@@ -1048,8 +1064,8 @@ int ms_unpickle_load(struct ms_unpickle *u, const void *data, size_t len)
             PUSH(o ? (ms_pv)(uintptr_t)o : MS_PV_ABSENT_VALUE);
             break;
         }
-        case 0x85: /* TUPLE1 */
-        case 0x86: /* TUPLE2 */
+        case 0x85:   /* TUPLE1 */
+        case 0x86:   /* TUPLE2 */
         case 0x87: { /* TUPLE3 */
             uint64_t n = op - 0x84u;
             AVAIL(n);
@@ -1065,8 +1081,10 @@ int ms_unpickle_load(struct ms_unpickle *u, const void *data, size_t len)
             uint64_t m;
             POPMARK(m);
             uint64_t n = u->stack_len - m;
-            enum ms_pv_type t = op == 't' ? MS_PV_TUPLE : op == 'l' ? MS_PV_LIST
-                                : op == 'd' ? MS_PV_DICT : MS_PV_SET;
+            enum ms_pv_type t = op == 't'   ? MS_PV_TUPLE
+                                : op == 'l' ? MS_PV_LIST
+                                : op == 'd' ? MS_PV_DICT
+                                            : MS_PV_SET;
             if (t == MS_PV_DICT && (n & 1))
                 return fail(u, MS_EFORMAT, OFF, "DICT with an odd number of items");
             if ((t == MS_PV_DICT ? n / 2 : n) > u->caps.max_items)
@@ -1129,8 +1147,8 @@ int ms_unpickle_load(struct ms_unpickle *u, const void *data, size_t len)
             u->stack_len = m;
             break;
         }
-        case 'q':    /* BINPUT */
-        case 'r': {  /* LONG_BINPUT */
+        case 'q':   /* BINPUT */
+        case 'r': { /* LONG_BINPUT */
             unsigned w = op == 'q' ? 1 : 4;
             NEED(w);
             uint64_t idx = rd_le(p, w);
@@ -1153,8 +1171,7 @@ int ms_unpickle_load(struct ms_unpickle *u, const void *data, size_t len)
             uint64_t idx = rd_le(p, w);
             p += w;
             if (idx >= u->memo_len || !u->memo[idx])
-                return fail(u, MS_EFORMAT, OFF, "memo slot %llu is empty",
-                            (unsigned long long)idx);
+                return fail(u, MS_EFORMAT, OFF, "memo slot %llu is empty", (unsigned long long)idx);
             PUSH((idx << 3) | TAG_REF);
             break;
         }

@@ -41,7 +41,7 @@ enum ms_pv_type {
     MS_PV_INT,    /* fits in int64 */
     MS_PV_BIGINT, /* wider than int64: raw little-endian two's complement bytes */
     MS_PV_FLOAT,
-    MS_PV_STR,    /* UTF-8 */
+    MS_PV_STR, /* UTF-8 */
     MS_PV_BYTES,
     MS_PV_LIST,
     MS_PV_TUPLE,
@@ -70,9 +70,9 @@ struct ms_unpickle {
     struct ms_unpickle_caps caps;
     const unsigned char *buf; /* the input (pickle or JSON text) */
     size_t len;
-    int protocol;             /* from PROTO; 0 when the stream had none; -1 for JSON */
-    ms_pv root;               /* the loaded value after a successful load */
-    int drop_behind;          /* set by the caller when buf is a private read-only file
+    int protocol;    /* from PROTO; 0 when the stream had none; -1 for JSON */
+    ms_pv root;      /* the loaded value after a successful load */
+    int drop_behind; /* set by the caller when buf is a private read-only file
                                * mapping: parsed pages are dropped (MADV_DONTNEED) as the
                                * reader moves on, so the file does not stay resident; pages
                                * touched again later are re-read from the file */
@@ -167,9 +167,9 @@ uintptr_t ms_pv_identity(const struct ms_unpickle *u, ms_pv v);
 /* Allocates n bytes in u's arena (8-aligned). NULL when over caps.max_memory or out of
  * memory. */
 void *ms_pv_alloc(struct ms_unpickle *u, size_t n);
-ms_pv ms_pv_make_int(struct ms_unpickle *u, int64_t i);     /* ABSENT on ENOMEM */
-ms_pv ms_pv_make_float(struct ms_unpickle *u, double f);    /* ABSENT on ENOMEM */
-ms_pv ms_pv_make_special(enum ms_pv_type t, int truth);     /* NONE or BOOL */
+ms_pv ms_pv_make_int(struct ms_unpickle *u, int64_t i);  /* ABSENT on ENOMEM */
+ms_pv ms_pv_make_float(struct ms_unpickle *u, double f); /* ABSENT on ENOMEM */
+ms_pv ms_pv_make_special(enum ms_pv_type t, int truth);  /* NONE or BOOL */
 /* A STR over n bytes at p, which must lie in u->buf or in u's arena. ABSENT on ENOMEM. */
 ms_pv ms_pv_make_str(struct ms_unpickle *u, const char *p, size_t n);
 /* A LIST (or TUPLE) or DICT from n values (DICT: n/2 pairs, key then value) copied from

@@ -13,10 +13,10 @@
 
 struct ms_addrmap {
     uint64_t *keys;
-    uint32_t *vals;   /* MS_ADDRMAP_EMPTY marks a free slot */
-    size_t mask;      /* slots - 1 (slots is a power of two), 0 before the first put */
+    uint32_t *vals; /* MS_ADDRMAP_EMPTY marks a free slot */
+    size_t mask;    /* slots - 1 (slots is a power of two), 0 before the first put */
     size_t count;
-    size_t cap;       /* most entries ever held; a put beyond it fails with MS_ENOMEM */
+    size_t cap; /* most entries ever held; a put beyond it fails with MS_ENOMEM */
 };
 
 #define MS_ADDRMAP_EMPTY UINT32_MAX

@@ -89,14 +89,10 @@ static int same(const struct ms_cell *c, const struct ms_cell *bound)
     if (c->type != bound->type)
         return 0;
     switch (c->type) {
-    case MS_CELL_NULL:
-        return 1;
-    case MS_CELL_INT:
-        return c->i == bound->i;
-    case MS_CELL_TEXT:
-        return c->s == bound->s && c->len == bound->len;
-    default:
-        return 0; /* a copy lives only as long as its batch */
+    case MS_CELL_NULL: return 1;
+    case MS_CELL_INT: return c->i == bound->i;
+    case MS_CELL_TEXT: return c->s == bound->s && c->len == bound->len;
+    default: return 0; /* a copy lives only as long as its batch */
     }
 }
 
@@ -110,18 +106,12 @@ static int bind_cells(struct ms_batch *b, sqlite3_stmt *st, struct ms_cell *boun
             continue;
         int rc;
         switch (c->type) {
-        case MS_CELL_INT:
-            rc = sqlite3_bind_int64(st, k + 1, c->i);
-            break;
-        case MS_CELL_TEXT:
-            rc = sqlite3_bind_text(st, k + 1, c->s, c->len, SQLITE_STATIC);
-            break;
+        case MS_CELL_INT: rc = sqlite3_bind_int64(st, k + 1, c->i); break;
+        case MS_CELL_TEXT: rc = sqlite3_bind_text(st, k + 1, c->s, c->len, SQLITE_STATIC); break;
         case MS_CELL_COPY:
             rc = sqlite3_bind_text(st, k + 1, b->text + c->i, c->len, SQLITE_STATIC);
             break;
-        default:
-            rc = sqlite3_bind_null(st, k + 1);
-            break;
+        default: rc = sqlite3_bind_null(st, k + 1); break;
         }
         if (rc != SQLITE_OK) {
             bound[k].type = MS_CELL_COPY;

@@ -45,17 +45,17 @@ struct ms_cell {
 
 struct ms_batch {
     sqlite3 *db;
-    sqlite3_stmt *many;     /* MS_BATCH_ROWS rows */
-    sqlite3_stmt *one;      /* one row, for the rows left at the end */
+    sqlite3_stmt *many; /* MS_BATCH_ROWS rows */
+    sqlite3_stmt *one;  /* one row, for the rows left at the end */
     int ncols;
-    int ipk;                /* column 0 is the table's INTEGER PRIMARY KEY */
-    int have_key;           /* ipk: a row was written */
-    int64_t max_key;        /* ipk: the largest key written so far */
-    int n;                  /* rows buffered */
-    struct ms_cell *cells;  /* MS_BATCH_ROWS * ncols: the buffered rows */
-    struct ms_cell *bound;  /* (MS_BATCH_ROWS + 1) * ncols: what each parameter of many, then
+    int ipk;               /* column 0 is the table's INTEGER PRIMARY KEY */
+    int have_key;          /* ipk: a row was written */
+    int64_t max_key;       /* ipk: the largest key written so far */
+    int n;                 /* rows buffered */
+    struct ms_cell *cells; /* MS_BATCH_ROWS * ncols: the buffered rows */
+    struct ms_cell *bound; /* (MS_BATCH_ROWS + 1) * ncols: what each parameter of many, then
                              * of one, holds now (type MS_CELL_COPY: unknown, bind again) */
-    char *text;             /* MS_CELL_COPY bytes of the buffered rows */
+    char *text;            /* MS_CELL_COPY bytes of the buffered rows */
     size_t text_len, text_cap;
 };
 

@@ -79,7 +79,6 @@ int sbuf__json(struct sbuf *b, const char *s, size_t n)
     return rc ? rc : sbuf__add(b, "\"", 1);
 }
 
-
 int conv__fail(struct conv *c, int rc, const char *fmt, ...)
 {
     if (c->err && c->errlen && !c->err[0]) {
@@ -123,7 +122,8 @@ int conv__exec(struct conv *c, const char *sql, const char *what)
 int conv__prepare(struct conv *c, sqlite3_stmt **st, const char *sql)
 {
     return sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) == SQLITE_OK
-               ? 0 : db_fail(c, "prepare");
+               ? 0
+               : db_fail(c, "prepare");
 }
 
 void conv__bind_opt(sqlite3_stmt *st, int i, int64_t v, int present)
@@ -249,8 +249,10 @@ static int open_traces(struct conv *c)
         if (rc == MS_EFORMAT)
             return conv__fail(c, rc, "%s: not a memscope trace", p->path);
         if (rc == MS_EVERSION)
-            return conv__fail(c, rc, "%s: written by trace format version %u; this memscope reads "
-                        "version %u or older", p->path, trace_version(p->path), MS_TRACE_MAX_VERSION);
+            return conv__fail(c, rc,
+                              "%s: written by trace format version %u; this memscope reads "
+                              "version %u or older",
+                              p->path, trace_version(p->path), MS_TRACE_MAX_VERSION);
         if (rc < 0)
             return conv__fail(c, rc, "cannot read %s: %s", p->path, ms_strerror(rc));
         c->procs[kept++] = *p;
@@ -271,7 +273,6 @@ static int open_traces(struct conv *c)
             conv__load_pta(c, &c->procs[i]); /* the pid's last image: the one that exited */
     return 0;
 }
-
 
 /* Every process has heap and mmap statistics, even when empty. */
 static int init_layers(struct conv *c)
@@ -440,8 +441,7 @@ static int add_module(struct conv *c, struct proc *p, const struct ms_record *r)
     if (overlaps) {
         p->mod_epoch++;
         for (size_t i = 0; i < p->nmods; i++)
-            if (p->mods[i].epoch_to == UINT32_MAX && r->lo < p->mods[i].hi &&
-                p->mods[i].lo < r->hi)
+            if (p->mods[i].epoch_to == UINT32_MAX && r->lo < p->mods[i].hi && p->mods[i].lo < r->hi)
                 p->mods[i].epoch_to = p->mod_epoch;
     }
     if (p->nmods >= MAX_MODULES)
@@ -509,14 +509,12 @@ static int event_record(const struct ms_record *r)
     case MS_REC_HEAP_ALLOC:
     case MS_REC_HEAP_FREE:
     case MS_REC_MMAP_ALLOC:
-    case MS_REC_MUNMAP:
-        return 1;
+    case MS_REC_MUNMAP: return 1;
     case MS_REC_EXTENSION:
         return (r->fn >= MS_EXT_STEP && r->fn <= MS_EXT_POOL_RELEASE) || r->fn == MS_EXT_PYCALL ||
                r->fn == MS_EXT_PYRETURN || r->fn == MS_EXT_CUDA_MEM || r->fn == MS_EXT_CUDA_OOM ||
                r->fn == MS_EXT_CUDA_LAUNCH || r->fn == MS_EXT_CUDA_USAGE;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -537,7 +535,7 @@ static int pass1(struct conv *c)
             struct ms_record r;
             if (p->tr.chunks[k].packed) {
                 c->trend_ok = 0; /* its events' times are not read here */
-                continue; /* events only: a packed trace keeps descriptions in raw chunks */
+                continue;        /* events only: a packed trace keeps descriptions in raw chunks */
             }
             ms_trace_cursor_init(cur, &p->tr, k);
             /* Damage is counted in pass 2, by the streams; here it just ends the chunk. */
@@ -551,8 +549,8 @@ static int pass1(struct conv *c)
                 if (rc != 0 || ms_trace_cursor_next(cur, &r) != 1)
                     break;
                 if (event_record(&r)) {
-                    int64_t ts = (int64_t)(r.ns - p->tr.hdr.start_mono_ns +
-                                           p->tr.hdr.start_real_ns);
+                    int64_t ts =
+                        (int64_t)(r.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
                     if (ts > c->t1_guess)
                         c->t1_guess = ts;
                 } else if (r.type == MS_REC_STACK)
@@ -632,11 +630,8 @@ static int stream_fill(struct conv *c, struct stream *s)
                 break; /* pass 1's records, or a later version's: skipped */
             s->ts = (int64_t)(s->r.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
             return 1;
-        case MS_REC_LOST:
-            p->lost += s->r.size;
-            break;
-        default:
-            break; /* descriptions (pass 1) */
+        case MS_REC_LOST: p->lost += s->r.size; break;
+        default: break; /* descriptions (pass 1) */
         }
     }
     return 0;
@@ -768,12 +763,23 @@ int conv__write_event_full(struct conv *c, const struct stream *s, int kind, int
         c->first_event_ns = s->ts;
     c->last_event_ns = s->ts;
     if (c->o->sink) {
-        struct ms_store_row row = {
-            .id = ++c->next_event, .ts_ns = s->ts, .process_id = c->procs[s->proc].id,
-            .thread_id = s->thread, .addr = addr, .size = size, .stack_id = stack,
-            .allocation_id = alloc_id, .kind = kind, .layer = layer, .flags = flags,
-            .has_addr = have_addr, .has_size = have_size, .func = func, .name = name,
-            .name_len = name_len, .owner_id = c->row_owner};
+        struct ms_store_row row = {.id = ++c->next_event,
+                                   .ts_ns = s->ts,
+                                   .process_id = c->procs[s->proc].id,
+                                   .thread_id = s->thread,
+                                   .addr = addr,
+                                   .size = size,
+                                   .stack_id = stack,
+                                   .allocation_id = alloc_id,
+                                   .kind = kind,
+                                   .layer = layer,
+                                   .flags = flags,
+                                   .has_addr = have_addr,
+                                   .has_size = have_size,
+                                   .func = func,
+                                   .name = name,
+                                   .name_len = name_len,
+                                   .owner_id = c->row_owner};
         c->attr = NULL;
         c->row_owner = 0;
         int rc = c->o->sink(c->o->sink_ctx, &row);
@@ -994,16 +1000,11 @@ static int on_event(struct conv *c, struct stream *s)
     t->events++;
     c->res->events++;
     switch (s->r.type) {
-    case MS_REC_HEAP_ALLOC:
-        return conv__on_alloc(c, s, MS_LAYER_HEAP, NULL);
-    case MS_REC_MMAP_ALLOC:
-        return conv__on_alloc(c, s, MS_LAYER_MMAP, NULL);
-    case MS_REC_HEAP_FREE:
-        return conv__on_free(c, s, MS_LAYER_HEAP, "free");
-    case MS_REC_EXTENSION:
-        return s->pta ? conv__on_pta(c, s) : conv__on_annotation(c, s);
-    default:
-        return on_munmap(c, s);
+    case MS_REC_HEAP_ALLOC: return conv__on_alloc(c, s, MS_LAYER_HEAP, NULL);
+    case MS_REC_MMAP_ALLOC: return conv__on_alloc(c, s, MS_LAYER_MMAP, NULL);
+    case MS_REC_HEAP_FREE: return conv__on_free(c, s, MS_LAYER_HEAP, "free");
+    case MS_REC_EXTENSION: return s->pta ? conv__on_pta(c, s) : conv__on_annotation(c, s);
+    default: return on_munmap(c, s);
     }
 }
 
@@ -1390,10 +1391,10 @@ static int open_schema(struct conv *c)
                         "setup");
     if (rc == 0)
         rc = conv__exec(c,
-                      "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-                      "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;"
-                      "PRAGMA threads=2; BEGIN;",
-                      "setup");
+                        "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+                        "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;"
+                        "PRAGMA threads=2; BEGIN;",
+                        "setup");
     if (rc == 0)
         rc = conv__exec(c, ms_schema_sql, "create schema");
     /* Before loading: the events indexes are partial (annotation rows only), so keeping them
@@ -1526,8 +1527,9 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
 
     struct stat st;
     if (o->db_path && lstat(o->db_path, &st) == 0 && !S_ISREG(st.st_mode))
-        return conv__fail(&c, MS_EINVAL, "%s exists and is not a regular file: a database is "
-                                         "written only to a regular file (it is renamed there)",
+        return conv__fail(&c, MS_EINVAL,
+                          "%s exists and is not a regular file: a database is "
+                          "written only to a regular file (it is renamed there)",
                           o->db_path);
     int rc = list_traces(&c);
     if (rc == 0)

@@ -137,8 +137,10 @@ static int parse_hex(const char **s, size_t *n, uint64_t *v)
     uint64_t x = 0;
     for (k = 2; k < *n && k < 18; k++) {
         char ch = p[k];
-        int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-              : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+        int d = ch >= '0' && ch <= '9'   ? ch - '0'
+                : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                         : -1;
         if (d < 0)
             break;
         x = x << 4 | (uint64_t)d;
@@ -267,10 +269,8 @@ int conv__on_annotation(struct conv *c, struct stream *s)
             return rc;
         return conv__step_reset(c, c->ins_step, "insert step");
     }
-    case MS_EXT_OWNER_PUSH:
-        return owner_push(c, t, r->str1, r->len1);
-    case MS_EXT_OWNER_POP:
-        return owner_pop(c, t);
+    case MS_EXT_OWNER_PUSH: return owner_push(c, t, r->str1, r->len1);
+    case MS_EXT_OWNER_POP: return owner_pop(c, t);
     case MS_EXT_MARK:
         rc = conv__write_event_full(c, s, MS_KIND_MARK, MS_LAYER_ANNOTATION, 0, 0, 0, 0, NULL, 0, 0,
                                     r->str1, r->len1, -1);
@@ -278,7 +278,7 @@ int conv__on_annotation(struct conv *c, struct stream *s)
     case MS_EXT_RANGE_PUSH: {
         if (t->nranges >= MAX_OPEN_RANGES)
             return conv__fail(c, MS_ELIMIT, "more than %d nested ranges on one thread",
-                        MAX_OPEN_RANGES);
+                              MAX_OPEN_RANGES);
         if (t->nranges == t->aranges) {
             int n = t->aranges ? t->aranges * 2 : 16;
             struct open_range *o = realloc(t->ranges, (size_t)n * sizeof *o);
@@ -371,21 +371,18 @@ int conv__on_annotation(struct conv *c, struct stream *s)
         t->calls[t->ncalls].start_ns = s->ts;
         t->ncalls++;
         return 0;
-    case MS_EXT_PYRETURN:
-        return t->ncalls ? pytrace_write(c, t, s->ts) : 0;
+    case MS_EXT_PYRETURN: return t->ncalls ? pytrace_write(c, t, s->ts) : 0;
     case MS_EXT_CUDA_MEM:
     case MS_EXT_CUDA_OOM:
     case MS_EXT_CUDA_LAUNCH:
-    case MS_EXT_CUDA_USAGE:
-        return conv__on_cuda(c, s);
+    case MS_EXT_CUDA_USAGE: return conv__on_cuda(c, s);
     case MS_EXT_POOL_FREE:
     case MS_EXT_POOL_RELEASE:
         if ((pool = pool_index(c, r)) < 0)
             return MS_ENOMEM;
         return conv__on_free(c, s, MS_LAYER_POOL0 + 2 * pool + (r->fn == MS_EXT_POOL_RELEASE),
                              r->fn == MS_EXT_POOL_RELEASE ? "pool_release" : "pool_free");
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -408,14 +405,17 @@ int conv__write_annotations(struct conv *c)
         const char *cols = "\"FuncInfo\", \"StartTime(ns)\", \"EndTime(ns)\", \"Thread Id\", "
                            "\"Process Id\"";
         if (c->o->compact)
-            snprintf(sql, sizeof sql, "CREATE VIEW IF NOT EXISTS python_trace_%llu AS SELECT %s "
-                     "FROM python_trace WHERE \"Process Id\" = %llu", pid, cols, pid);
+            snprintf(sql, sizeof sql,
+                     "CREATE VIEW IF NOT EXISTS python_trace_%llu AS SELECT %s "
+                     "FROM python_trace WHERE \"Process Id\" = %llu",
+                     pid, cols, pid);
         else
-            snprintf(sql, sizeof sql, "CREATE TABLE IF NOT EXISTS python_trace_%llu (\"FuncInfo\" "
+            snprintf(sql, sizeof sql,
+                     "CREATE TABLE IF NOT EXISTS python_trace_%llu (\"FuncInfo\" "
                      "TEXT, \"StartTime(ns)\" INTEGER, \"EndTime(ns)\" INTEGER, \"Thread Id\" "
                      "INTEGER, \"Process Id\" INTEGER); INSERT INTO python_trace_%llu SELECT %s "
-                     "FROM python_trace WHERE \"Process Id\" = %llu ORDER BY rowid", pid, pid,
-                     cols, pid);
+                     "FROM python_trace WHERE \"Process Id\" = %llu ORDER BY rowid",
+                     pid, pid, cols, pid);
         sqlite3_stmt *q;
         if (conv__prepare(c, &q, "SELECT 1 FROM python_trace WHERE \"Process Id\" = ? LIMIT 1") < 0)
             return MS_EDB;

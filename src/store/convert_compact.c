@@ -43,18 +43,16 @@ static int owner_point(struct conv *c, int kind, int64_t process_id, int64_t ste
         c->trend_ok = 0; /* too many steps and owners: trend and decompose will replay */
         return 0;
     }
-    if (c->ndpoints == c->adpoints &&
-        conv__grow((void **)&c->dpoints, &c->adpoints, c->ndpoints, sizeof *c->dpoints,
-                   MAX_DPOINTS) < 0)
+    if (c->ndpoints == c->adpoints && conv__grow((void **)&c->dpoints, &c->adpoints, c->ndpoints,
+                                                 sizeof *c->dpoints, MAX_DPOINTS) < 0)
         return conv__oom(c, "owner series");
     struct dpoint *d = &c->dpoints[c->ndpoints++];
     *d = (struct dpoint){kind, process_id, step, ts, c->ndpairs, 0};
     for (size_t w = 0; w < c->nown; w++) {
         if (!c->own_live[w])
             continue;
-        if (c->ndpairs == c->adpairs &&
-            conv__grow((void **)&c->dpairs, &c->adpairs, c->ndpairs, sizeof *c->dpairs,
-                       MAX_DPAIRS) < 0)
+        if (c->ndpairs == c->adpairs && conv__grow((void **)&c->dpairs, &c->adpairs, c->ndpairs,
+                                                   sizeof *c->dpairs, MAX_DPAIRS) < 0)
             return conv__oom(c, "owner series");
         c->dpairs[c->ndpairs][0] = (int64_t)w;
         c->dpairs[c->ndpairs++][1] = c->own_live[w];
@@ -138,11 +136,10 @@ int conv__compact_step(struct conv *c, const struct proc *p, int64_t ts)
         if (p->ls[l].used && conv__default_layer((int)l))
             live += p->ls[l].st.live_bytes;
     if (c->nstep_lives == c->astep_lives &&
-        conv__grow((void **)&c->step_lives, &c->astep_lives, c->nstep_lives,
-                   sizeof *c->step_lives, MAX_DPOINTS) < 0)
+        conv__grow((void **)&c->step_lives, &c->astep_lives, c->nstep_lives, sizeof *c->step_lives,
+                   MAX_DPOINTS) < 0)
         return conv__oom(c, "step ends");
-    c->step_lives[c->nstep_lives++] =
-        (struct step_live){c->next_event, p->id, p->steps, live};
+    c->step_lives[c->nstep_lives++] = (struct step_live){c->next_event, p->id, p->steps, live};
     return 0;
 }
 
@@ -286,8 +283,8 @@ static int site_index(struct conv *c, int64_t proc, int layer, int64_t stack, in
     *out = (uint32_t)c->nsites++;
     if (ms_addrmap_put(&c->site_ids, k, *out) < 0)
         return conv__oom(c, "call sites");
-    c->sites[*out] = (struct site_stat){.process_id = proc, .stack_id = stack,
-                                        .owner_id = owner, .step = step, .layer = layer};
+    c->sites[*out] = (struct site_stat){
+        .process_id = proc, .stack_id = stack, .owner_id = owner, .step = step, .layer = layer};
     return 0;
 }
 
@@ -488,8 +485,7 @@ int conv__compact_start(struct conv *c)
             rc = conv__oom(c, "paths");
             break;
         }
-        snprintf(pk, len, "%s/%llu.pta.pickle", c->o->trace_dir,
-                 (unsigned long long)p->tr.hdr.pid);
+        snprintf(pk, len, "%s/%llu.pta.pickle", c->o->trace_dir, (unsigned long long)p->tr.hdr.pid);
         struct stat st;
         int dup = 0;
         for (size_t k = 0; k < np; k++)

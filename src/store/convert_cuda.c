@@ -22,8 +22,8 @@ void conv__load_pta(struct conv *c, struct proc *p)
     if (ms_snapshot_load_file(s, path) < 0) {
         if (!c->res->warning[0])
             snprintf(c->res->warning, sizeof c->res->warning,
-                     "%.200s: PyTorch's allocator history is unreadable and left out: %.250s",
-                     path, s->err);
+                     "%.200s: PyTorch's allocator history is unreadable and left out: %.250s", path,
+                     s->err);
         ms_snapshot_release(s);
         free(s);
         return;
@@ -34,7 +34,6 @@ void conv__load_pta(struct conv *c, struct proc *p)
 /* The PyTorch allocator's actions that are memory events (docs/cuda.md), as pseudo records:
  * fn = PTA_FN + the action. */
 #define PTA_FN 0x1000
-
 
 /* The blocks and segments of device trace t (of snapshot sn) allocated before the trace began,
  * as import.c finds them: freed in the trace without an alloc there, or live in the final state
@@ -47,13 +46,13 @@ int conv__pta_find_pre(struct conv *c, const struct ms_snapshot *sn, const struc
     int rc = 0;
     ms_addrmap_init(&live[0], MAX_LIVE);
     ms_addrmap_init(&live[1], MAX_LIVE);
-#define PRE(a_, n_, st_, seg_)                                                                  \
-    do {                                                                                        \
-        if (conv__grow((void **)&s->pre, &cap, s->npre, sizeof *s->pre, MAX_LIVE) < 0) {           \
-            rc = conv__oom(c, "PyTorch allocator");                                                \
-            goto out;                                                                           \
-        }                                                                                       \
-        s->pre[s->npre++] = (struct pta_pre){(a_), (n_), (st_), (seg_)};                        \
+#define PRE(a_, n_, st_, seg_)                                                           \
+    do {                                                                                 \
+        if (conv__grow((void **)&s->pre, &cap, s->npre, sizeof *s->pre, MAX_LIVE) < 0) { \
+            rc = conv__oom(c, "PyTorch allocator");                                      \
+            goto out;                                                                    \
+        }                                                                                \
+        s->pre[s->npre++] = (struct pta_pre){(a_), (n_), (st_), (seg_)};                 \
     } while (0)
     for (uint64_t i = 0; i < t->nevents; i++) {
         const struct ms_snap_event *e = &t->events[i];
@@ -85,8 +84,8 @@ int conv__pta_find_pre(struct conv *c, const struct ms_snapshot *sn, const struc
             if (!ms_addrmap_get(&live[0], b->addr, &v)) {
                 PRE(b->addr, b->size, b->stack, 0);
             } else { /* allocated in the trace: its rounded size */
-                if (conv__grow((void **)&s->sizes, &scap, s->nsizes, sizeof *s->sizes,
-                               MAX_LIVE) < 0) {
+                if (conv__grow((void **)&s->sizes, &scap, s->nsizes, sizeof *s->sizes, MAX_LIVE) <
+                    0) {
                     rc = conv__oom(c, "PyTorch allocator");
                     goto out;
                 }
@@ -110,8 +109,8 @@ int conv__pta_fill(struct conv *c, struct stream *s)
     if (s->pre_next < s->npre) { /* older than the trace: at its first time */
         const struct pta_pre *x = &s->pre[s->pre_next++];
         for (uint64_t i = 0; !s->ts && i < s->pta->nevents; i++)
-            if (s->pta->events[i].time_us != MS_SNAP_NO_TIME &&
-                s->pta->events[i].time_us > 0 && s->pta->events[i].time_us < INT64_MAX / 1000)
+            if (s->pta->events[i].time_us != MS_SNAP_NO_TIME && s->pta->events[i].time_us > 0 &&
+                s->pta->events[i].time_us < INT64_MAX / 1000)
                 s->ts = s->pta->events[i].time_us * 1000;
         if (!s->ts)
             s->ts = (int64_t)p->tr.hdr.start_real_ns;
@@ -134,8 +133,12 @@ int conv__pta_fill(struct conv *c, struct stream *s)
         else if (!s->ts)
             s->ts = (int64_t)(p->tr.hdr.start_real_ns); /* no time yet: the process's start */
         switch (e->action) {
-        case MS_SA_ALLOC: case MS_SA_FREE_COMPLETED: case MS_SA_SEGMENT_ALLOC:
-        case MS_SA_SEGMENT_MAP: case MS_SA_SEGMENT_FREE: case MS_SA_SEGMENT_UNMAP:
+        case MS_SA_ALLOC:
+        case MS_SA_FREE_COMPLETED:
+        case MS_SA_SEGMENT_ALLOC:
+        case MS_SA_SEGMENT_MAP:
+        case MS_SA_SEGMENT_FREE:
+        case MS_SA_SEGMENT_UNMAP:
             memset(&s->r, 0, sizeof s->r);
             s->r.type = MS_REC_EXTENSION;
             s->r.fn = PTA_FN + e->action;
@@ -157,8 +160,7 @@ int conv__pta_fill(struct conv *c, struct stream *s)
                     s->r.size = e->size < 512 ? 512 : (e->size + 511) / 512 * 512;
             }
             return 1;
-        default:
-            break; /* free_requested (the block ends at free_completed), oom, snapshot, ... */
+        default: break; /* free_requested (the block ends at free_completed), oom, snapshot, ... */
         }
     }
     return 0;
@@ -168,10 +170,14 @@ int conv__pta_fill(struct conv *c, struct stream *s)
 
 /* Each CUDA layer kind's name (layers.name is "<name>:<ordinal>") and event type. */
 static const char *const cuda_layer_names[MS_CUDA_LAYERS][2] = {
-    [MS_CUDA_L_HAL] = {"cuda", "HAL"}, [MS_CUDA_L_POOL] = {"cuda_pool", "HAL"},
-    [MS_CUDA_L_PHYS] = {"cuda_vmm", "HAL"}, [MS_CUDA_L_VA] = {"cuda_va", "VMM_RESERVE"},
-    [MS_CUDA_L_MAP] = {"cuda_map", "VMM_MAP"}, [MS_CUDA_L_PTA] = {"pta", "PTA"},
-    [MS_CUDA_L_PTA_SEG] = {"pta_segment", "PTA_SEGMENT"}, [7] = {"cuda_other", "HAL"}};
+    [MS_CUDA_L_HAL] = {"cuda", "HAL"},
+    [MS_CUDA_L_POOL] = {"cuda_pool", "HAL"},
+    [MS_CUDA_L_PHYS] = {"cuda_vmm", "HAL"},
+    [MS_CUDA_L_VA] = {"cuda_va", "VMM_RESERVE"},
+    [MS_CUDA_L_MAP] = {"cuda_map", "VMM_MAP"},
+    [MS_CUDA_L_PTA] = {"pta", "PTA"},
+    [MS_CUDA_L_PTA_SEG] = {"pta_segment", "PTA_SEGMENT"},
+    [7] = {"cuda_other", "HAL"}};
 
 /* The layer of kind k (MS_CUDA_L_*) on recorded device dev (ordinal + 1, 0: unknown). */
 /* The layer id of kind k on device dev (the record's: ordinal + 1, 0 unknown), without marking
@@ -194,27 +200,32 @@ static void cuda_op_class(uint64_t op, int *alloc, int *kind)
 {
     *alloc = 1;
     switch (op) {
-    case MS_CU_MEM_FREE: case MS_CU_IPC_CLOSE: *alloc = 0; /* fallthrough */
-    case MS_CU_MEM_ALLOC: case MS_CU_MEM_ALLOC_PITCH: case MS_CU_MEM_ALLOC_MANAGED:
+    case MS_CU_MEM_FREE:
+    case MS_CU_IPC_CLOSE: *alloc = 0; /* fallthrough */
+    case MS_CU_MEM_ALLOC:
+    case MS_CU_MEM_ALLOC_PITCH:
+    case MS_CU_MEM_ALLOC_MANAGED:
     case MS_CU_IPC_OPEN: *kind = MS_CUDA_L_HAL; break;
     case MS_CU_MEM_FREE_ASYNC: *alloc = 0; /* fallthrough */
-    case MS_CU_MEM_ALLOC_ASYNC: case MS_CU_MEM_ALLOC_FROM_POOL_ASYNC: *kind = MS_CUDA_L_POOL; break;
+    case MS_CU_MEM_ALLOC_ASYNC:
+    case MS_CU_MEM_ALLOC_FROM_POOL_ASYNC: *kind = MS_CUDA_L_POOL; break;
     case MS_CU_MEM_RELEASE: *alloc = 0; /* fallthrough */
     case MS_CU_MEM_CREATE: *kind = MS_CUDA_L_PHYS; break;
     case MS_CU_MEM_ADDRESS_FREE: *alloc = 0; /* fallthrough */
     case MS_CU_MEM_ADDRESS_RESERVE: *kind = MS_CUDA_L_VA; break;
     case MS_CU_MEM_UNMAP: *alloc = 0; /* fallthrough */
     case MS_CU_MEM_MAP: *kind = MS_CUDA_L_MAP; break;
-    case MS_CU_MEM_FREE_HOST: case MS_CU_MEM_HOST_UNREGISTER: *alloc = 0; /* fallthrough */
-    default: *kind = -1; break; /* host alloc, alloc host, host register */
+    case MS_CU_MEM_FREE_HOST:
+    case MS_CU_MEM_HOST_UNREGISTER: *alloc = 0; /* fallthrough */
+    default: *kind = -1; break;                 /* host alloc, alloc host, host register */
     }
 }
 
 /* The live block at addr in a layer of kind k of process p: the recorded device's layer first,
  * then the other devices' (a free names no device; the current context's may differ). A free
  * of device memory also looks in the pools' layers (cuMemFree of a stream-ordered block). */
-static int cuda_find(struct conv *c, struct proc *p, int k, uint64_t dev, uint64_t addr,
-                     int *layer, uint32_t *slot)
+static int cuda_find(struct conv *c, struct proc *p, int k, uint64_t dev, uint64_t addr, int *layer,
+                     uint32_t *slot)
 {
     if (k < 0) {
         *layer = MS_LAYER_PINNED;
@@ -224,7 +235,10 @@ static int cuda_find(struct conv *c, struct proc *p, int k, uint64_t dev, uint64
     int first = cuda_layer(c, k, dev);
     *layer = first;
     for (int kk = 0; kk < 2; kk++) {
-        int kind = kk ? (k == MS_CUDA_L_HAL ? MS_CUDA_L_POOL : k == MS_CUDA_L_POOL ? MS_CUDA_L_HAL : -1) : k;
+        int kind = kk ? (k == MS_CUDA_L_HAL    ? MS_CUDA_L_POOL
+                         : k == MS_CUDA_L_POOL ? MS_CUDA_L_HAL
+                                               : -1)
+                      : k;
         if (kind < 0)
             break;
         for (int d = -1; d <= MS_CUDA_NODEV; d++) {
@@ -332,7 +346,8 @@ static void layer_label(const struct conv *c, int layer, char *buf, size_t len)
     } else if (layer == MS_LAYER_PINNED) {
         snprintf(buf, len, "cuda_pinned");
     } else if (layer >= MS_LAYER_CUDA0) {
-        int d = (layer - MS_LAYER_CUDA0) / MS_CUDA_LAYERS, k = (layer - MS_LAYER_CUDA0) % MS_CUDA_LAYERS;
+        int d = (layer - MS_LAYER_CUDA0) / MS_CUDA_LAYERS,
+            k = (layer - MS_LAYER_CUDA0) % MS_CUDA_LAYERS;
         if (d == MS_CUDA_NODEV)
             snprintf(buf, len, "%s:?", kinds[k][0]);
         else
@@ -381,7 +396,8 @@ static int oom_rows(struct conv *c, const struct stream *s, uint64_t dev)
         if (!p->ls[l].used)
             continue;
         if (l >= MS_LAYER_CUDA0) {
-            size_t d = (l - MS_LAYER_CUDA0) / MS_CUDA_LAYERS, kind = (l - MS_LAYER_CUDA0) % MS_CUDA_LAYERS;
+            size_t d = (l - MS_LAYER_CUDA0) / MS_CUDA_LAYERS,
+                   kind = (l - MS_LAYER_CUDA0) % MS_CUDA_LAYERS;
             size_t want = dev == 0 || dev > MS_CUDA_NODEV ? MS_CUDA_NODEV : dev - 1;
             if (d != want || kind == MS_CUDA_L_VA || kind == MS_CUDA_L_MAP ||
                 kind == MS_CUDA_L_PTA_SEG)
@@ -397,7 +413,8 @@ static int oom_rows(struct conv *c, const struct stream *s, uint64_t dev)
                 rc = conv__oom(c, "OOM rows");
                 break;
             }
-            v[n++] = (struct oom_cand){c->blocks[slot].alloc_id, c->blocks[slot].size, slot, (int)l};
+            v[n++] =
+                (struct oom_cand){c->blocks[slot].alloc_id, c->blocks[slot].size, slot, (int)l};
         }
     }
     for (int pass = 0; pass < 2 && rc == 0; pass++) {
@@ -506,10 +523,10 @@ int conv__on_pta(struct conv *c, struct stream *s)
     case MS_SA_ALLOC: {
         /* msMemScope's pool Attr: used (the pool's allocated bytes with this block) and total
          * (its reserved bytes) */
-        int n = snprintf(attr, sizeof attr, "{\"used\":\"%lld\",\"total\":\"%lld\"",
-                         (long long)((int64_t)s->r.size +
-                                     layer_live(p, cuda_layer_id(MS_CUDA_L_PTA, dev))),
-                         (long long)layer_live(p, cuda_layer_id(MS_CUDA_L_PTA_SEG, dev)));
+        int n = snprintf(
+            attr, sizeof attr, "{\"used\":\"%lld\",\"total\":\"%lld\"",
+            (long long)((int64_t)s->r.size + layer_live(p, cuda_layer_id(MS_CUDA_L_PTA, dev))),
+            (long long)layer_live(p, cuda_layer_id(MS_CUDA_L_PTA_SEG, dev)));
         if (s->requested)
             snprintf(attr + n, sizeof attr - (size_t)n, ",\"requested\":\"%llu\"}",
                      (unsigned long long)s->requested);
@@ -521,12 +538,11 @@ int conv__on_pta(struct conv *c, struct stream *s)
         c->attr = NULL;
         return rc;
     }
-    case MS_SA_FREE_COMPLETED:
-        return conv__on_free(c, s, cuda_layer(c, MS_CUDA_L_PTA, dev), func);
-    case MS_SA_SEGMENT_ALLOC: case MS_SA_SEGMENT_MAP:
+    case MS_SA_FREE_COMPLETED: return conv__on_free(c, s, cuda_layer(c, MS_CUDA_L_PTA, dev), func);
+    case MS_SA_SEGMENT_ALLOC:
+    case MS_SA_SEGMENT_MAP:
         return conv__on_alloc(c, s, cuda_layer(c, MS_CUDA_L_PTA_SEG, dev), func);
-    default:
-        return conv__on_free(c, s, cuda_layer(c, MS_CUDA_L_PTA_SEG, dev), func);
+    default: return conv__on_free(c, s, cuda_layer(c, MS_CUDA_L_PTA_SEG, dev), func);
     }
 }
 
@@ -582,4 +598,3 @@ int conv__write_cuda_layers(struct conv *c)
     sqlite3_finalize(pl);
     return rc;
 }
-

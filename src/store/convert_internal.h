@@ -31,21 +31,21 @@
 #include <unistd.h>
 
 #define MAX_FILES 65536u
-#define MAX_THREADS (1u << 20)        /* over all files */
-#define MAX_STACKS (1u << 26)         /* over all files */
-#define MAX_STACK_PCS (1ull << 30)    /* pcs held over all stacks */
-#define MAX_MODULES 65536u            /* per process */
-#define MAX_LIVE (1u << 28)           /* live blocks over all processes */
+#define MAX_THREADS (1u << 20)     /* over all files */
+#define MAX_STACKS (1u << 26)      /* over all files */
+#define MAX_STACK_PCS (1ull << 30) /* pcs held over all stacks */
+#define MAX_MODULES 65536u         /* per process */
+#define MAX_LIVE (1u << 28)        /* live blocks over all processes */
 #define MAX_PCS_PER_PROCESS (1u << 26)
 #define MAX_STRINGS (1u << 26)
 #define MAX_STRING_BYTES (1ull << 32)
-#define MAX_CTEXT (1u << 24)          /* bytes of one stack's c_text */
+#define MAX_CTEXT (1u << 24) /* bytes of one stack's c_text */
 #define MAX_POOLS 1024u
 #define MAX_OWNER_DEPTH 64
 #define MAX_OWNER_BYTES 4096
 #define MAX_OPEN_RANGES 4096
-#define REORDER 65536u                /* blocks rows awaiting their turn (a power of two) */
-#define TREND_POINTS 100              /* analyze trend's time samples: TREND_POINTS + 1 */
+#define REORDER 65536u   /* blocks rows awaiting their turn (a power of two) */
+#define TREND_POINTS 100 /* analyze trend's time samples: TREND_POINTS + 1 */
 
 /* A growable byte buffer (for c_text, JSON and cmdlines); NUL-terminated after each add. */
 struct sbuf {
@@ -62,7 +62,7 @@ struct layer_stats {
 struct layer_state {
     struct ms_addrmap live; /* address -> conv.blocks slot */
     struct layer_stats st;
-    int used;               /* a process_stats row is written (heap and mmap always) */
+    int used; /* a process_stats row is written (heap and mmap always) */
     /* Compact output: the blocks closed since the current peak that were live at it (the
      * peak's live set is these and the blocks still live that were allocated before it). */
     struct closed_block *peak_closed;
@@ -81,20 +81,20 @@ struct module {
 /* One trace file = one traced process image. */
 struct proc {
     char *path;
-    const char *name;          /* file name within the trace dir */
+    const char *name; /* file name within the trace dir */
     struct ms_trace tr;
-    int64_t id;                /* processes.id */
+    int64_t id; /* processes.id */
     int have_process;
     uint64_t ppid;
-    char *exe, *cmdline;       /* from the PROCESS record; cmdline NUL-separated, cmdlen bytes */
+    char *exe, *cmdline; /* from the PROCESS record; cmdline NUL-separated, cmdlen bytes */
     size_t cmdlen;
     struct module *mods;
     size_t nmods, amods;
-    uint32_t mod_epoch; /* bumped by a module that overlaps a live one */
-    struct ms_addrmap stack_ids; /* trace stack id -> database stack id */
+    uint32_t mod_epoch;            /* bumped by a module that overlaps a live one */
+    struct ms_addrmap stack_ids;   /* trace stack id -> database stack id */
     struct ms_addrmap pyframe_ids; /* trace Python frame id -> conv.pyframes index + 1 */
     struct ms_addrmap pystack_ids; /* trace stack id -> conv.pystacks index + 1 */
-    struct ms_addrmap kernels;   /* CUDA function handle -> conv.kernels index + 1 */
+    struct ms_addrmap kernels;     /* CUDA function handle -> conv.kernels index + 1 */
     /* PyTorch's CUDA caching allocator as the Python package saved it at exit
      * (<pid>.pta.pickle beside the trace, docs/cuda.md), NULL when none */
     struct ms_snapshot *pta;
@@ -102,10 +102,10 @@ struct proc {
     int64_t first_ns, last_ns;
     int have_events;
     uint64_t lost;
-    struct layer_state *ls;    /* by layer id; see proc_layer() */
+    struct layer_state *ls; /* by layer id; see proc_layer() */
     size_t nls;
-    int64_t steps;             /* memscope_step() calls so far: the current step is steps + 1 */
-    int64_t moments;           /* step ends and OOMs so far: a block whose life spans one keeps
+    int64_t steps;   /* memscope_step() calls so far: the current step is steps + 1 */
+    int64_t moments; /* step ends and OOMs so far: a block whose life spans one keeps
                                   its row in the compact database */
     int64_t step_start_ns;
 };
@@ -117,8 +117,8 @@ struct proc {
 struct stack_def {
     uint64_t *pcs;
     uint32_t depth;
-    uint32_t trace_id;  /* the id in its trace file (for its PYSTACK record) */
-    uint32_t epoch;     /* its process's module epoch when it was read (struct module) */
+    uint32_t trace_id; /* the id in its trace file (for its PYSTACK record) */
+    uint32_t epoch;    /* its process's module epoch when it was read (struct module) */
 };
 
 /* A Python code object described by a PYFRAME record. */
@@ -156,27 +156,30 @@ struct thread {
      * after it (a FREE of it now makes it temporary), and its site_stats index. */
     int64_t tmp_alloc;
     uint32_t tmp_site;
-    uint32_t last_site;  /* its last MALLOC's site_stats index + 1, 0: none */
+    uint32_t last_site; /* its last MALLOC's site_stats index + 1, 0: none */
     /* Tracer calls not returned yet: frame id and start time. */
-    struct pycall { uint32_t frame; int64_t start_ns; } *calls;
+    struct pycall {
+        uint32_t frame;
+        int64_t start_ns;
+    } * calls;
     size_t ncalls, acalls_sz;
 };
 
 /* A block that is live now. */
 struct block {
     int64_t alloc_id, addr, size, alloc_ns, alloc_event_id, stack_id; /* stack_id 0: none */
-    int64_t owner_id, step; /* owner_id 0: none */
-    int64_t base_owner_id;  /* the owner at allocation (describe tags extend it) */
-    int64_t moments;        /* its process's moments at allocation */
-    uint32_t thread_id;   /* threads.id */
-    uint32_t next_free;   /* free-list link when the slot is unused */
-    uint32_t keep;        /* accessed or retagged: a row in the compact database */
+    int64_t owner_id, step;                                           /* owner_id 0: none */
+    int64_t base_owner_id; /* the owner at allocation (describe tags extend it) */
+    int64_t moments;       /* its process's moments at allocation */
+    uint32_t thread_id;    /* threads.id */
+    uint32_t next_free;    /* free-list link when the slot is unused */
+    uint32_t keep;         /* accessed or retagged: a row in the compact database */
     const char *func;
 };
 
 /* A blocks row waiting in conv.closed to be written (block_close). */
 struct closed_block {
-    struct block b;           /* b.alloc_id 0: an empty place */
+    struct block b; /* b.alloc_id 0: an empty place */
     int64_t process_id, free_ns, free_event;
     int layer, have_free;
 };
@@ -185,18 +188,18 @@ struct closed_block {
 struct stream {
     struct ms_trace_stream s;
     struct ms_record r;
-    int64_t ts;           /* r.ns as epoch ns */
+    int64_t ts; /* r.ns as epoch ns */
     uint32_t proc, serial, thread;
     /* A stream of the PyTorch allocator's events of one device (the snapshot's device trace),
      * merged by time with the traced threads; NULL for a traced thread. */
     const struct ms_snap_trace *pta;
     uint64_t pta_next;
-    struct pta_pre *pre;  /* blocks and segments older than the trace, streamed first */
+    struct pta_pre *pre; /* blocks and segments older than the trace, streamed first */
     size_t npre, pre_next;
     struct pta_size *sizes; /* the allocs whose block is live at the end, by event index */
     size_t nsizes, size_next;
-    const char *func;     /* the function name of the current pseudo record */
-    uint64_t requested;   /* the size the program asked for (alloc), 0 when not known */
+    const char *func;      /* the function name of the current pseudo record */
+    uint64_t requested;    /* the size the program asked for (alloc), 0 when not known */
     uint32_t owner_thread; /* PyTorch allocator: the thread whose owner its blocks take */
 };
 
@@ -242,13 +245,13 @@ struct conv {
      * the analyses read there (docs/database.md): those kept so far, written at the end. */
     struct closed_block *kept;
     size_t nkept, akept;
-    struct ms_embed embed;    /* the packed traces on their way into trace_files */
+    struct ms_embed embed; /* the packed traces on their way into trace_files */
     /* Compact output: allocations per (process, layer, stack): the site_stats rows. */
     struct site_stat {
         int64_t process_id, stack_id, owner_id, step; /* owner at allocation */
         int layer;
         int64_t allocs, bytes, temporary, temp_bytes, live_blocks, live_bytes;
-    } *sites;
+    } * sites;
     size_t nsites, asites;
     struct ms_addrmap site_ids; /* hash of (process, layer, stack, owner, step) -> sites index */
     /* Compact output: live bytes over the default layers of every process as MALLOC and FREE
@@ -265,7 +268,7 @@ struct conv {
     int trend_k;
     struct step_live {
         int64_t event_id, process_id, step, live;
-    } *step_lives;
+    } * step_lives;
     size_t nstep_lives, astep_lives;
     /* Compact output: decompose's owner series (live bytes per owner at each STEP row, or at
      * ten times over the run, and at the end; each owner's peak), exact unless a tag changed a
@@ -275,37 +278,37 @@ struct conv {
     int64_t *own_live, *own_peak;
     size_t nown;
     struct dpoint {
-        int kind;             /* 0: a STEP row, 1: a time sample */
+        int kind; /* 0: a STEP row, 1: a time sample */
         int64_t process_id, step, ts;
-        size_t first, n;      /* its (owner, live) pairs in dpairs */
-    } *dpoints;
+        size_t first, n; /* its (owner, live) pairs in dpairs */
+    } * dpoints;
     size_t ndpoints, adpoints;
     int64_t (*dpairs)[2];
     size_t ndpairs, adpairs;
-    int dsample;              /* time samples taken */
+    int dsample;                      /* time samples taken */
     int64_t trend_next, dsample_next; /* the next sample times (trend's, decompose's) */
     int have_trend_next, have_dsample_next;
 
     int64_t next_event, next_alloc, next_frame, next_module, next_range;
     int64_t first_event_ns, last_event_ns; /* of the events rows (meta) */
     struct ms_strtab strings;
-    struct ms_strtab owners;  /* owner strings -> owners.id */
+    struct ms_strtab owners;     /* owner strings -> owners.id */
     struct ms_symcache symcache; /* ELF files read for symbolization, shared by processes */
-    char **pools;             /* pool names; pool i has layers MS_LAYER_POOL0 + 2i and + 2i + 1 */
+    char **pools; /* pool names; pool i has layers MS_LAYER_POOL0 + 2i and + 2i + 1 */
     size_t npools;
     struct pyframe *pyframes;
     size_t npyframes, apyframes;
     struct pystack *pystacks;
     size_t npystacks, apystacks;
 
-    char **kernels;           /* CUDA kernel names (CUDA_FUNC records) */
+    char **kernels; /* CUDA kernel names (CUDA_FUNC records) */
     size_t nkernels, akernels;
     uint8_t cuda_layers[MS_CUDA_LAYERS * (MS_CUDA_NODEV + 1)]; /* device layers used */
     /* The Attr additions of the next events row (JSON object text), NULL for none: set by the
      * CUDA events just before they write their row, taken by write_event_full. */
     const char *attr;
     size_t attr_len;
-    int64_t row_owner;  /* a replay: the owner of the next row's block (ms_store_row.owner_id) */
+    int64_t row_owner; /* a replay: the owner of the next row's block (ms_store_row.owner_id) */
 
     struct ms_batch events_ins, blocks_ins; /* multi-row INSERTs of the per-event rows */
     sqlite3_stmt *ins_string, *ins_frame, *ins_stack, *ins_stack_frame;

@@ -7,9 +7,9 @@
 /* ---- Symbolization: modules, strings, frames, stacks ---------------------------------------- */
 
 struct pcinfo {
-    int64_t first_frame;  /* frames.id of its innermost line */
+    int64_t first_frame; /* frames.id of its innermost line */
     uint32_t nframes;
-    char *text;           /* its c_text lines, "\n"-separated, owned */
+    char *text; /* its c_text lines, "\n"-separated, owned */
 };
 
 static int intern(struct conv *c, const char *s, int64_t *id)
@@ -53,8 +53,8 @@ static char *demangle(const char *name)
 }
 
 /* Formats one c_text line (docs/database.md, "Symbolized frames"). */
-static int format_line(struct sbuf *b, const struct ms_sym_frame *f,
-                       const struct ms_sym_module *m, uint64_t pc)
+static int format_line(struct sbuf *b, const struct ms_sym_frame *f, const struct ms_sym_module *m,
+                       uint64_t pc)
 {
     int rc = sbuf__str(b, f->func ? f->func : "??");
     if (rc == 0 && f->file)
@@ -67,8 +67,7 @@ static int format_line(struct sbuf *b, const struct ms_sym_frame *f,
 }
 
 /* Symbolizes pc and writes its frames rows. */
-static int symbolize_pc(struct conv *c, struct ms_symbolizer *sym, uint64_t pc,
-                        struct pcinfo *pi)
+static int symbolize_pc(struct conv *c, struct ms_symbolizer *sym, uint64_t pc, struct pcinfo *pi)
 {
     struct ms_sym_frame fr[MS_SYM_MAX_INLINE];
     int n = ms_symbolizer_lookup(sym, pc, fr);
@@ -181,7 +180,7 @@ int conv__symbolize_process(struct conv *c, struct proc *p)
         return rc;
     }
 
-    struct ms_addrmap pcs;       /* pc -> index in info */
+    struct ms_addrmap pcs; /* pc -> index in info */
     struct pcinfo *info = NULL;
     size_t ninfo = 0, ainfo = 0;
     struct sbuf text = {0}, pytext = {0};

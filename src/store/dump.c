@@ -18,8 +18,10 @@ int ms_dump_is_table(sqlite3 *db)
 {
     sqlite3_stmt *st;
     int yes = 0;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = "
-                               "'memscope_dump'", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db,
+                           "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = "
+                           "'memscope_dump'",
+                           -1, &st, NULL) != SQLITE_OK)
         return 0;
     yes = sqlite3_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);

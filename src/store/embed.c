@@ -106,8 +106,8 @@ static int join(struct ms_embed *e)
     return e->rc;
 }
 
-static int embed_file(sqlite3_stmt *ins, const char *path, const char *name, char *buf,
-                      char *err, size_t errlen)
+static int embed_file(sqlite3_stmt *ins, const char *path, const char *name, char *buf, char *err,
+                      size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -202,8 +202,8 @@ static int name_ok(const char *name)
 int ms_embed_extract(sqlite3 *db, const char *dir, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "SELECT name, part, data FROM trace_files ORDER BY name, part",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "SELECT name, part, data FROM trace_files ORDER BY name, part", -1,
+                           &st, NULL) != SQLITE_OK)
         return 0; /* no such table: a full database, or one of an older memscope */
     int rc = 0, files = 0, fd = -1, s;
     char cur[NAME_MAX + 1] = "", path[PATH_MAX];

@@ -17,13 +17,13 @@
 #define MS_EMBED_PART (4u << 20)
 
 struct ms_embed {
-    char **paths;     /* the raw traces (and PyTorch allocator pickles), absolute */
-    char **packed;    /* what to store for each: the packed copy, or paths[i] itself */
+    char **paths;  /* the raw traces (and PyTorch allocator pickles), absolute */
+    char **packed; /* what to store for each: the packed copy, or paths[i] itself */
     size_t n;
-    char *work_dir;   /* the directory of the packed copies (ours: removed at the end) */
+    char *work_dir; /* the directory of the packed copies (ours: removed at the end) */
     pthread_t thread;
     int started;
-    int rc;           /* the packing thread's result */
+    int rc; /* the packing thread's result */
     char err[256];
 };
 

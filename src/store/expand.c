@@ -121,8 +121,10 @@ int ms_store_expand(const char *compact_path, const char *db_path, int dump,
 {
     struct stat st;
     if (lstat(db_path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s exists and is not a regular file: a database is written only "
-                              "to a regular file (it is renamed there)", db_path);
+        snprintf(err, errlen,
+                 "%s exists and is not a regular file: a database is written only "
+                 "to a regular file (it is renamed there)",
+                 db_path);
         return MS_EREFUSED;
     }
     sqlite3 *db;
@@ -133,8 +135,10 @@ int ms_store_expand(const char *compact_path, const char *db_path, int dump,
     }
     if (!ms_store_is_compact(db)) {
         int memscope = meta_int(db, "format_version", 0) > 0;
-        snprintf(err, errlen, memscope ? "%s is not a compact memscope database"
-                                       : "%s is not a memscope database", compact_path);
+        snprintf(err, errlen,
+                 memscope ? "%s is not a compact memscope database"
+                          : "%s is not a memscope database",
+                 compact_path);
         sqlite3_close(db);
         return memscope ? MS_EINVAL : MS_EFORMAT;
     }
@@ -165,8 +169,12 @@ int ms_store_expand(const char *compact_path, const char *db_path, int dump,
     }
     if (rc == 0) {
         /* the stacks come from the compact database: no second symbolization */
-        struct ms_store_options o = {.trace_dir = dir, .db_path = tmp, .exit_status = -1,
-                                     .call_stack_c = depth, .stop = stop, .no_dump = 1};
+        struct ms_store_options o = {.trace_dir = dir,
+                                     .db_path = tmp,
+                                     .exit_status = -1,
+                                     .call_stack_c = depth,
+                                     .stop = stop,
+                                     .no_dump = 1};
         struct ms_store_result res;
         rc = ms_store_convert(&o, &res, err, errlen);
         if (rc == 0) { /* tmp is ours from here on */
@@ -179,8 +187,7 @@ int ms_store_expand(const char *compact_path, const char *db_path, int dump,
             }
             if (rc == 0 && rename(tmp, db_path) < 0) {
                 rc = -errno;
-                snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, db_path,
-                         strerror(errno));
+                snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, db_path, strerror(errno));
             }
             if (rc < 0)
                 unlink(tmp);
@@ -263,8 +270,12 @@ int ms_store_replay(const char *compact_path,
         rc = MS_EFORMAT;
     }
     if (rc > 0) {
-        struct ms_store_options o = {.trace_dir = dir, .exit_status = -1, .call_stack_c = depth,
-                                     .compact = 1, .sink = sink, .sink_ctx = ctx};
+        struct ms_store_options o = {.trace_dir = dir,
+                                     .exit_status = -1,
+                                     .call_stack_c = depth,
+                                     .compact = 1,
+                                     .sink = sink,
+                                     .sink_ctx = ctx};
         struct ms_store_result res;
         rc = ms_store_convert(&o, &res, err, errlen);
     }

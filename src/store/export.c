@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_SMALL_ID (1 << 16)    /* event kinds and layers */
-#define MAX_ID (1 << 26)          /* processes, threads, stacks: ids past this are refused */
+#define MAX_SMALL_ID (1 << 16) /* event kinds and layers */
+#define MAX_ID (1 << 26)       /* processes, threads, stacks: ids past this are refused */
 
 static const char csv_header[] = "ID,Event,Event Type,Name,Timestamp(ns),Process Id,Thread Id,"
                                  "Device Id,Ptr,Attr,Call Stack(Python),Call Stack(C)\n";
@@ -155,7 +155,8 @@ static int load(struct exp *e, const char *sql, size_t max_id, char ***strs, int
             size_t nc = cap ? cap : 64;
             while (nc <= (size_t)id)
                 nc *= 2;
-            void *p = strs ? realloc(*strs, nc * sizeof **strs) : realloc(*ints, nc * sizeof **ints);
+            void *p =
+                strs ? realloc(*strs, nc * sizeof **strs) : realloc(*ints, nc * sizeof **ints);
             if (!p) {
                 rc = fail(e, MS_ENOMEM, "out of memory");
                 break;
@@ -227,8 +228,10 @@ int ms_store_check_version(sqlite3 *db, char *err, size_t errlen)
     } else {
         long long v = sqlite3_column_int64(st, 0);
         if (v > MS_DB_FORMAT_VERSION) {
-            snprintf(err, errlen, "database format version %lld is newer than this memscope "
-                     "reads (%d)", v, MS_DB_FORMAT_VERSION);
+            snprintf(err, errlen,
+                     "database format version %lld is newer than this memscope "
+                     "reads (%d)",
+                     v, MS_DB_FORMAT_VERSION);
             rc = MS_EVERSION;
         } else if (v < 1) {
             snprintf(err, errlen, "not a memscope database (format_version %lld)", v);
@@ -244,20 +247,26 @@ static int has_column(sqlite3 *db, const char *table, const char *col);
 int ms_store_check_sizes(sqlite3 *db, char *err, size_t errlen)
 {
     static const char *const cols[][2] = {
-        {"events", "size"},           {"blocks", "size"},
-        {"process_stats", "alloc_bytes"}, {"process_stats", "peak_bytes"},
-        {"process_stats", "live_bytes"},  {"site_stats", "alloc_bytes"},
-        {"site_stats", "temporary_bytes"}, {"site_stats", "live_bytes"},
-        {"live_samples", "live_bytes"},   {"step_live", "live_bytes"},
-        {"decompose_live", "live_bytes"}, {"owner_peaks", "peak_bytes"},
+        {"events", "size"},
+        {"blocks", "size"},
+        {"process_stats", "alloc_bytes"},
+        {"process_stats", "peak_bytes"},
+        {"process_stats", "live_bytes"},
+        {"site_stats", "alloc_bytes"},
+        {"site_stats", "temporary_bytes"},
+        {"site_stats", "live_bytes"},
+        {"live_samples", "live_bytes"},
+        {"step_live", "live_bytes"},
+        {"decompose_live", "live_bytes"},
+        {"owner_peaks", "peak_bytes"},
     };
     int rc = 0;
     for (size_t i = 0; i < sizeof cols / sizeof cols[0] && rc == 0; i++) {
         if (!has_column(db, cols[i][0], cols[i][1]))
             continue; /* an older memscope's database, or a table this run has not */
         char sql[160];
-        snprintf(sql, sizeof sql, "SELECT \"%s\" FROM \"%s\" WHERE \"%s\" < 0 LIMIT 1",
-                 cols[i][1], cols[i][0], cols[i][1]);
+        snprintf(sql, sizeof sql, "SELECT \"%s\" FROM \"%s\" WHERE \"%s\" < 0 LIMIT 1", cols[i][1],
+                 cols[i][0], cols[i][1]);
         sqlite3_stmt *st;
         if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
             continue;
@@ -346,8 +355,10 @@ static int write_rows(struct exp *e, FILE *f)
         int64_t pid = int_at(e->pids, e->npids, sqlite3_column_int64(st, 4));
         int64_t tid = int_at(e->tids, e->ntids, sqlite3_column_int64(st, 5));
         if (!kind || !type || pid < 0 || tid < 0) {
-            rc = fail(e, MS_EFORMAT, "event %lld refers to a missing kind, layer, process or "
-                      "thread", (long long)id);
+            rc = fail(e, MS_EFORMAT,
+                      "event %lld refers to a missing kind, layer, process or "
+                      "thread",
+                      (long long)id);
             break;
         }
         int64_t addr = sqlite3_column_int64(st, 6);
@@ -416,40 +427,40 @@ static int write_rows(struct exp *e, FILE *f)
                 out_escaped(o, extra);
             out_str(o, "}\",");
         } else {
-        out_ptr(o, addr);
-        /* Attr: msMemScope's unquoted-key form; NULL members are left out, as in the view. */
-        out_add(o, ",\"{", 3);
-        int sep = 0;
-        if (sqlite3_column_type(st, 10) != SQLITE_NULL) {
-            out_str(o, "allocation_id:");
-            out_i64(o, sqlite3_column_int64(st, 10));
-            sep = 1;
-        }
-        out_str(o, sep ? ",addr:" : "addr:");
-        out_ptr(o, addr);
-        if (sqlite3_column_type(st, 7) != SQLITE_NULL) {
-            out_str(o, ",size:");
-            out_i64(o, sqlite3_column_int64(st, 7));
-        }
-        if (k == MS_KIND_ACCESS) {
-            out_str(o, ",type:");
-            out_escaped(o, layer_type);
-        }
-        const char *func = (const char *)sqlite3_column_text(st, 8);
-        if (func) {
-            out_str(o, ",func:");
-            out_escaped(o, func);
-        }
-        const char *owner = (const char *)sqlite3_column_text(st, 13);
-        if (owner) {
-            out_str(o, ",owner:");
-            out_escaped(o, owner);
-        }
-        if (extra) {
-            out_add(o, ",", 1);
-            out_escaped(o, extra);
-        }
-        out_add(o, "}\",", 3);
+            out_ptr(o, addr);
+            /* Attr: msMemScope's unquoted-key form; NULL members are left out, as in the view. */
+            out_add(o, ",\"{", 3);
+            int sep = 0;
+            if (sqlite3_column_type(st, 10) != SQLITE_NULL) {
+                out_str(o, "allocation_id:");
+                out_i64(o, sqlite3_column_int64(st, 10));
+                sep = 1;
+            }
+            out_str(o, sep ? ",addr:" : "addr:");
+            out_ptr(o, addr);
+            if (sqlite3_column_type(st, 7) != SQLITE_NULL) {
+                out_str(o, ",size:");
+                out_i64(o, sqlite3_column_int64(st, 7));
+            }
+            if (k == MS_KIND_ACCESS) {
+                out_str(o, ",type:");
+                out_escaped(o, layer_type);
+            }
+            const char *func = (const char *)sqlite3_column_text(st, 8);
+            if (func) {
+                out_str(o, ",func:");
+                out_escaped(o, func);
+            }
+            const char *owner = (const char *)sqlite3_column_text(st, 13);
+            if (owner) {
+                out_str(o, ",owner:");
+                out_escaped(o, owner);
+            }
+            if (extra) {
+                out_add(o, ",", 1);
+                out_escaped(o, extra);
+            }
+            out_add(o, "}\",", 3);
         }
         if (sqlite3_column_type(st, 9) != SQLITE_NULL) {
             const char *py = str_at(e->pystacks, e->npystacks, sqlite3_column_int64(st, 9));
@@ -510,9 +521,10 @@ static int export_full(const char *db_path, FILE *out, char *err, size_t errlen)
         rc = load(&e, "SELECT id, event_type FROM layers", MAX_SMALL_ID, &e.layers, 0, NULL,
                   &e.nlayers);
     if (rc == 0) /* a database of an older memscope has no layers.device: its rows read N/A */
-        rc = load(&e, has_column(e.db, "layers", "device")
-                          ? "SELECT id, COALESCE(device, 'N/A') FROM layers"
-                          : "SELECT id, 'N/A' FROM layers",
+        rc = load(&e,
+                  has_column(e.db, "layers", "device")
+                      ? "SELECT id, COALESCE(device, 'N/A') FROM layers"
+                      : "SELECT id, 'N/A' FROM layers",
                   MAX_SMALL_ID, &e.devices, 0, NULL, &e.ndevices);
     if (rc == 0)
         rc = load(&e, "SELECT id, pid FROM processes", MAX_ID, NULL, 0, &e.pids, &e.npids);
@@ -521,8 +533,7 @@ static int export_full(const char *db_path, FILE *out, char *err, size_t errlen)
     if (rc == 0)
         rc = load(&e, "SELECT id, c_text FROM stacks", MAX_ID, &e.stacks, 1, NULL, &e.nstacks);
     if (rc == 0)
-        rc = load(&e, "SELECT id, py_text FROM stacks", MAX_ID, &e.pystacks, 1, NULL,
-                  &e.npystacks);
+        rc = load(&e, "SELECT id, py_text FROM stacks", MAX_ID, &e.pystacks, 1, NULL, &e.npystacks);
     if (rc == 0)
         rc = write_rows(&e, out);
     char **arrays[] = {e.kinds, e.layers, e.stacks, e.pystacks, e.devices};

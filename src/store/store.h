@@ -18,42 +18,42 @@ struct ms_store_row {
                                later: blocks.owner_id is the last), 0: none */
     int kind, layer, flags; /* flags -1: NULL */
     int has_addr, has_size;
-    const char *func;       /* NULL: NULL */
-    const char *name;       /* NULL: NULL; name_len bytes */
+    const char *func; /* NULL: NULL */
+    const char *name; /* NULL: NULL; name_len bytes */
     size_t name_len;
 };
 
 struct ms_store_options {
-    const char *trace_dir;      /* directory holding the run's <pid>.<n>.mst files */
-    const char *db_path;        /* database to create; an existing file is replaced */
-    const char *const *argv;    /* the traced command line (meta.command_line), may be NULL */
-    int exit_status;            /* meta.exit_status; -1 when unknown */
-    unsigned call_stack_c;      /* meta.call_stack_c */
-    const char *events;         /* meta.events, e.g. "alloc,free" */
-    int symbolize;              /* nonzero: resolve frames to function/file/line */
-    unsigned oom_k;             /* OOM_RECENT_ALLOC / OOM_TOP_ALLOC rows after each OOM
+    const char *trace_dir;   /* directory holding the run's <pid>.<n>.mst files */
+    const char *db_path;     /* database to create; an existing file is replaced */
+    const char *const *argv; /* the traced command line (meta.command_line), may be NULL */
+    int exit_status;         /* meta.exit_status; -1 when unknown */
+    unsigned call_stack_c;   /* meta.call_stack_c */
+    const char *events;      /* meta.events, e.g. "alloc,free" */
+    int symbolize;           /* nonzero: resolve frames to function/file/line */
+    unsigned oom_k;          /* OOM_RECENT_ALLOC / OOM_TOP_ALLOC rows after each OOM
                                    (msMemScope's --analysis=oom:K); 0: the default, 10 */
-    int compact;                /* the compact database (docs/database.md): no MALLOC/FREE
+    int compact;             /* the compact database (docs/database.md): no MALLOC/FREE
                                    events rows, blocks rows only for the blocks live at exit,
                                    at a peak or across a step end, and the traces themselves,
                                    packed, in trace_files */
-    int no_dump;                /* full database without memscope_dump (expansions: the
+    int no_dump;             /* full database without memscope_dump (expansions: the
                                    caller adds it after, or reads events only) */
     /* Replay: every events row goes to sink (in id order) instead of a database, and db_path
      * is not written (NULL); see ms_store_replay. */
     int (*sink)(void *ctx, const struct ms_store_row *row);
     void *sink_ctx;
-    const volatile int *stop;   /* when it becomes nonzero (a signal handler sets it) the
+    const volatile int *stop; /* when it becomes nonzero (a signal handler sets it) the
                                    conversion stops with -EINTR and leaves nothing behind;
                                    NULL: never */
 };
 
 struct ms_store_result {
-    uint64_t events;          /* events written */
-    uint64_t processes;       /* trace files read */
-    uint64_t damaged_chunks;  /* chunks whose records stopped early */
-    uint64_t lost_events;     /* events the agents reported as not recorded */
-    char warning[512];        /* first damage message over all traces, "" when none */
+    uint64_t events;         /* events written */
+    uint64_t processes;      /* trace files read */
+    uint64_t damaged_chunks; /* chunks whose records stopped early */
+    uint64_t lost_events;    /* events the agents reported as not recorded */
+    char warning[512];       /* first damage message over all traces, "" when none */
 };
 
 /* Converts. Returns 0, or a negative MS_E* / -errno code with a one-line English reason in
@@ -85,7 +85,7 @@ int ms_store_expand(const char *compact_path, const char *db_path, int dump,
  * other file path is db_path itself. ms_store_full_close() removes what open created. */
 struct ms_store_full {
     char path[4096 + 64];
-    char dir[4096];  /* "" when nothing was created */
+    char dir[4096]; /* "" when nothing was created */
 };
 int ms_store_full_open(struct ms_store_full *f, const char *db_path, char *err, size_t errlen);
 void ms_store_full_close(struct ms_store_full *f);

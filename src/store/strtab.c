@@ -76,7 +76,7 @@ int ms_strtab_intern(struct ms_strtab *t, const char *s, size_t len, int64_t *id
         return rc;
     }
     t->texts[i] = copy;
-    t->next[i] = first;   /* new string heads its hash chain */
+    t->next[i] = first; /* new string heads its hash chain */
     t->count++;
     t->bytes += len;
     *id = (int64_t)i + 1;

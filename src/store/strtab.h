@@ -11,9 +11,9 @@
 #include <stdint.h>
 
 struct ms_strtab {
-    struct ms_addrmap by_hash;  /* 64-bit hash -> index of the first string with that hash */
-    char **texts;               /* texts[i] is id i + 1, NUL-terminated, owned */
-    uint32_t *next;             /* next index with the same hash, MS_ADDRMAP_EMPTY at the end */
+    struct ms_addrmap by_hash; /* 64-bit hash -> index of the first string with that hash */
+    char **texts;              /* texts[i] is id i + 1, NUL-terminated, owned */
+    uint32_t *next;            /* next index with the same hash, MS_ADDRMAP_EMPTY at the end */
     size_t count, alloc;
     size_t bytes, max_count, max_bytes;
 };

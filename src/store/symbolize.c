@@ -64,9 +64,9 @@ struct sym_entry {
 /* One ELF file of the cache: its libdw session (the file alone, at bias 0) and its symbols. */
 struct ms_symfile {
     char *path;
-    Dwfl *dwfl;           /* NULL when the file could not be read */
+    Dwfl *dwfl; /* NULL when the file could not be read */
     Dwfl_Module *mod;
-    struct sym_entry *e;  /* function symbols sorted by address, then rank */
+    struct sym_entry *e; /* function symbols sorted by address, then rank */
     size_t n;
 };
 

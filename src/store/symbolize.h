@@ -12,17 +12,17 @@
 #include <stdint.h>
 
 struct ms_sym_module {
-    uint64_t bias, lo, hi;   /* [lo, hi): mapped range; bias: load bias (pc - bias = ELF vaddr) */
-    const char *path;        /* borrowed; must outlive the symbolizer */
-    int64_t db_id;           /* modules.id */
+    uint64_t bias, lo, hi; /* [lo, hi): mapped range; bias: load bias (pc - bias = ELF vaddr) */
+    const char *path;      /* borrowed; must outlive the symbolizer */
+    int64_t db_id;         /* modules.id */
 };
 
 /* One line of a symbolized pc. Strings are borrowed from libdw or the module table and stay
  * valid until ms_symbolizer_release(). */
 struct ms_sym_frame {
-    const char *func;   /* NULL when unknown */
-    const char *file;   /* NULL when unknown */
-    int line;           /* 0 when unknown */
+    const char *func; /* NULL when unknown */
+    const char *file; /* NULL when unknown */
+    int line;         /* 0 when unknown */
 };
 
 #define MS_SYM_MAX_INLINE 32 /* frames per pc, the containing function included */
@@ -42,7 +42,7 @@ void ms_symcache_release(struct ms_symcache *c);
 struct ms_symbolizer {
     struct ms_sym_module *mods; /* sorted by lo, owned */
     size_t nmods;
-    struct ms_symcache *cache;  /* NULL when symbolization is off */
+    struct ms_symcache *cache; /* NULL when symbolization is off */
 };
 
 /* Builds a symbolizer over n modules (copied), reading files through cache (which must outlive

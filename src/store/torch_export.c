@@ -69,8 +69,8 @@ static void pk_int(struct pk *p, int64_t v)
         int n = 8;
         for (int i = 0; i < 8; i++)
             b[i] = (unsigned char)((uint64_t)v >> (8 * i));
-        while (n > 1 && ((b[n - 1] == 0 && !(b[n - 2] & 0x80)) ||
-                         (b[n - 1] == 0xff && (b[n - 2] & 0x80))))
+        while (n > 1 &&
+               ((b[n - 1] == 0 && !(b[n - 2] & 0x80)) || (b[n - 1] == 0xff && (b[n - 2] & 0x80))))
             n--;
         pk_op(p, 0x8a);
         pk_op(p, n);
@@ -90,8 +90,11 @@ static void pk_str(struct pk *p, const char *s, size_t n)
     size_t i = 0;
     while (i < n) {
         unsigned char c = (unsigned char)s[i];
-        size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
-                   : (c & 0xf8) == 0xf0 ? 4 : 0;
+        size_t len = c < 0x80             ? 1
+                     : (c & 0xe0) == 0xc0 ? 2
+                     : (c & 0xf0) == 0xe0 ? 3
+                     : (c & 0xf8) == 0xf0 ? 4
+                                          : 0;
         int ok = len && i + len <= n && !(len == 2 && c < 0xc2);
         for (size_t k = 1; ok && k < len; k++)
             ok = ((unsigned char)s[i + k] & 0xc0) == 0x80;
@@ -224,8 +227,9 @@ static int load_pools(struct exp *e)
     for (size_t i = 0; i < e->npools && rc == 0; i++)
         e->device_of[i] = layer_device(e, e->pool_layer[i]);
     if (rc == 0 && e->npools == 0)
-        rc = fail(e, MS_ENOTFOUND, "the run has no pool (PyTorch's allocator, a pool of "
-                                   "memscope.h or NVTX): nothing to write as a PyTorch snapshot");
+        rc = fail(e, MS_ENOTFOUND,
+                  "the run has no pool (PyTorch's allocator, a pool of "
+                  "memscope.h or NVTX): nothing to write as a PyTorch snapshot");
     return rc;
 }
 
@@ -243,18 +247,21 @@ static int pool_of(const struct exp *e, int64_t layer, int *reserve)
 static int load_pending(struct exp *e)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(e->db, "SELECT allocation_id, ts_ns, id, size FROM events WHERE kind = "
-                                  MS_SQL_FREE_REQUESTED " AND allocation_id IS NOT NULL "
-                                  "ORDER BY allocation_id", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(
+            e->db,
+            "SELECT allocation_id, ts_ns, id, size FROM events WHERE kind = " MS_SQL_FREE_REQUESTED
+            " AND allocation_id IS NOT NULL "
+            "ORDER BY allocation_id",
+            -1, &st, NULL) != SQLITE_OK)
         return db_fail(e, "cannot read the events");
     int rc = 0, s;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         if (ms_grow((void **)&e->pending, &e->apending, e->npending, sizeof *e->pending, 64,
                     MS_GROW_MAX) ||
-            ms_grow((void **)&e->pending_ts, &e->apending_ts, e->npending,
-                    sizeof *e->pending_ts, 64, MS_GROW_MAX) ||
-            ms_grow((void **)&e->pending_ev, &e->apending_ev, e->npending,
-                    sizeof *e->pending_ev, 64, MS_GROW_MAX) ||
+            ms_grow((void **)&e->pending_ts, &e->apending_ts, e->npending, sizeof *e->pending_ts,
+                    64, MS_GROW_MAX) ||
+            ms_grow((void **)&e->pending_ev, &e->apending_ev, e->npending, sizeof *e->pending_ev,
+                    64, MS_GROW_MAX) ||
             ms_grow((void **)&e->pending_size, &e->apending_size, e->npending,
                     sizeof *e->pending_size, 64, MS_GROW_MAX)) {
             rc = fail(e, MS_ENOMEM, "out of memory");
@@ -318,13 +325,13 @@ static int load_blocks(struct exp *e)
         b->size = sqlite3_column_int64(st, 3);
         b->stack = sqlite3_column_type(st, 4) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 4);
         b->alloc_ns = sqlite3_column_int64(st, 5);
-        b->free_ns = sqlite3_column_type(st, 6) == SQLITE_NULL ? INT64_MIN
-                                                               : sqlite3_column_int64(st, 6);
+        b->free_ns =
+            sqlite3_column_type(st, 6) == SQLITE_NULL ? INT64_MIN : sqlite3_column_int64(st, 6);
         b->alloc_ev = sqlite3_column_int64(st, 7);
         b->free_ev = sqlite3_column_type(st, 8) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 8);
         b->pre_trace = sqlite3_column_int(st, 9);
-        b->requested = sqlite3_column_type(st, 10) == SQLITE_NULL ? b->size
-                                                                  : sqlite3_column_int64(st, 10);
+        b->requested =
+            sqlite3_column_type(st, 10) == SQLITE_NULL ? b->size : sqlite3_column_int64(st, 10);
         if (b->size < 0 || b->requested < 0 || b->requested > b->size)
             b->requested = b->size;
         b->pending = find_pending(e, b->id) >= 0 || sqlite3_column_int(st, 13);
@@ -337,8 +344,8 @@ static int load_blocks(struct exp *e)
         int reserve, pool = pool_of(e, b->layer, &reserve);
         int64_t tid = sqlite3_column_int64(st, 11);
         b->device = e->snapshot_source && tid >= 0 && tid < 1024 ? (int)tid
-                    : pool >= 0                                 ? e->device_of[pool]
-                                                                : 0;
+                    : pool >= 0                                  ? e->device_of[pool]
+                                                                 : 0;
     }
     if (rc == 0 && s != SQLITE_DONE)
         rc = db_fail(e, "cannot read the blocks");
@@ -356,8 +363,7 @@ static int load_stack(struct exp *e, int64_t id, struct stack **out)
             *out = &e->stacks[i];
             return 0;
         }
-    if (ms_grow((void **)&e->stacks, &e->astacks, e->nstacks, sizeof *e->stacks, 64,
-                MS_GROW_MAX))
+    if (ms_grow((void **)&e->stacks, &e->astacks, e->nstacks, sizeof *e->stacks, 64, MS_GROW_MAX))
         return fail(e, MS_ENOMEM, "out of memory");
     struct stack *k = &e->stacks[e->nstacks++];
     memset(k, 0, sizeof *k);
@@ -396,8 +402,8 @@ static int load_stack(struct exp *e, int64_t id, struct stack **out)
         SQLITE_OK)
         return db_fail(e, "cannot read the stacks");
     sqlite3_bind_int64(st, 1, id);
-    const char *py = sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0)
-                                                    : NULL;
+    const char *py =
+        sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
     while (py && *py && rc == 0) { /* "file(line): function" per line */
         const char *nl = strchr(py, '\n'), *end = nl ? nl : py + strlen(py);
         const char *colon = NULL, *open = NULL;
@@ -466,8 +472,8 @@ static int write_frames(struct exp *e, struct pk *p, int64_t stack)
     return 0;
 }
 
-static void write_block(struct pk *p, struct exp *e, int64_t addr, int64_t size,
-                        int64_t requested, const char *state, int64_t stack, int *rc)
+static void write_block(struct pk *p, struct exp *e, int64_t addr, int64_t size, int64_t requested,
+                        const char *state, int64_t stack, int *rc)
 {
     pk_op(p, '}');
     pk_op(p, '(');
@@ -568,13 +574,13 @@ static int write_traces(struct exp *e, struct pk *p)
     struct tev *t = NULL;
     size_t n = 0, cap = 0;
     int rc = 0, ndev = 1;
-#define ADD(ts_, key_, addr_, size_, stack_, dev_, action_)                                      \
-    do {                                                                                         \
-        if (ms_grow((void **)&t, &cap, n, sizeof *t, 1024, MS_GROW_MAX)) {                      \
-            rc = fail(e, MS_ENOMEM, "out of memory");                                            \
-            goto out;                                                                            \
-        }                                                                                        \
-        t[n++] = (struct tev){(ts_), (key_), (addr_), (size_), (stack_), (dev_), (action_)};      \
+#define ADD(ts_, key_, addr_, size_, stack_, dev_, action_)                                  \
+    do {                                                                                     \
+        if (ms_grow((void **)&t, &cap, n, sizeof *t, 1024, MS_GROW_MAX)) {                   \
+            rc = fail(e, MS_ENOMEM, "out of memory");                                        \
+            goto out;                                                                        \
+        }                                                                                    \
+        t[n++] = (struct tev){(ts_), (key_), (addr_), (size_), (stack_), (dev_), (action_)}; \
     } while (0)
     for (size_t i = 0; i < e->nblocks; i++) {
         const struct blk *b = &e->blocks[i];
@@ -588,8 +594,8 @@ static int write_traces(struct exp *e, struct pk *p)
          * just before what replaced it. pre_trace: allocated before recording (its free, if
          * any, is in the trace) */
         if (!b->pre_trace)
-            ADD(b->alloc_ns, 2 * b->alloc_ev, b->addr, reserve ? b->size : b->trace_size,
-                b->stack, dev, reserve ? "segment_alloc" : "alloc");
+            ADD(b->alloc_ns, 2 * b->alloc_ev, b->addr, reserve ? b->size : b->trace_size, b->stack,
+                dev, reserve ? "segment_alloc" : "alloc");
         if (b->free_ns == INT64_MIN)
             continue;
         int64_t key = b->free_ev ? 2 * b->free_ev : 0;
@@ -607,8 +613,8 @@ static int write_traces(struct exp *e, struct pk *p)
         int reserve, pool = pool_of(e, b->layer, &reserve);
         ssize_t k = pool < 0 || reserve ? -1 : find_pending(e, b->id);
         if (k >= 0)
-            ADD(e->pending_ts[k], 2 * e->pending_ev[k], b->addr, e->pending_size[k], 0,
-                b->device, "free_requested");
+            ADD(e->pending_ts[k], 2 * e->pending_ev[k], b->addr, e->pending_size[k], 0, b->device,
+                "free_requested");
     }
 #undef ADD
     if (n)
@@ -662,8 +668,10 @@ int ms_store_export_torch(const char *db_path, FILE *out, char *err, size_t errl
     if (rc == 0 && (rc = ms_store_check_version(e->db, err, errlen)) == 0 &&
         (rc = ms_store_check_sizes(e->db, err, errlen)) == 0) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(e->db, "SELECT 1 FROM meta WHERE key = 'source' AND value = "
-                                      "'pytorch_snapshot'", -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_prepare_v2(e->db,
+                               "SELECT 1 FROM meta WHERE key = 'source' AND value = "
+                               "'pytorch_snapshot'",
+                               -1, &st, NULL) == SQLITE_OK) {
             e->snapshot_source = sqlite3_step(st) == SQLITE_ROW;
             sqlite3_finalize(st);
         }

@@ -35,7 +35,7 @@ static inline int ms_get_varint_x(const uint8_t **pp, const uint8_t *end, uint64
     const uint8_t *p = *pp;
     uint64_t x = 0;
     int room = end - p >= MS_VARINT_MAX; /* no bounds check per byte then */
-    if (room && p[0] < 0x80) { /* the common short ones first */
+    if (room && p[0] < 0x80) {           /* the common short ones first */
         *v = p[0];
         *pp = p + 1;
         return 0;
@@ -137,8 +137,8 @@ static inline uint8_t *ms_enc_free(uint8_t *p, struct ms_enc_state *s, uint64_t 
     return ms_put_heap_addr(p, t, s, addr);
 }
 
-static inline uint8_t *ms_enc_munmap(uint8_t *p, struct ms_enc_state *s, uint64_t ns,
-                                     uint64_t addr, uint64_t size)
+static inline uint8_t *ms_enc_munmap(uint8_t *p, struct ms_enc_state *s, uint64_t ns, uint64_t addr,
+                                     uint64_t size)
 {
     *p++ = MS_REC_MUNMAP;
     p = ms_put_ts(p, s, ns);
@@ -188,8 +188,8 @@ static inline size_t ms_pystack_record_max(unsigned depth)
     return 1 + 2 + 3 * MS_VARINT_MAX + (size_t)depth * 2 * MS_VARINT_MAX;
 }
 
-static inline uint8_t *ms_enc_pystack(uint8_t *p, struct ms_enc_state *st, uint64_t ns,
-                                      uint32_t id, const uint32_t *frames, unsigned depth)
+static inline uint8_t *ms_enc_pystack(uint8_t *p, struct ms_enc_state *st, uint64_t ns, uint32_t id,
+                                      const uint32_t *frames, unsigned depth)
 {
     *p++ = MS_EXT_PYSTACK;
     uint8_t *len = p;

@@ -81,20 +81,20 @@
 
 #include <stdint.h>
 
-#define MS_TRACE_MAGIC "MSTRACE"     /* 8 bytes with the NUL */
+#define MS_TRACE_MAGIC "MSTRACE" /* 8 bytes with the NUL */
 #define MS_TRACE_VERSION 1u
 #define MS_TRACE_HEADER_SIZE 4096u
 #define MS_TRACE_CHUNK_ALIGN 4096u
 #define MS_TRACE_CHUNK_MAGIC 0x4b43534du /* "MSCK" little-endian */
 #define MS_TRACE_CHUNK_HEADER_SIZE 32u
-#define MS_TRACE_MAX_CHUNK (64u << 20)   /* readers refuse bigger chunks */
+#define MS_TRACE_MAX_CHUNK (64u << 20) /* readers refuse bigger chunks */
 #define MS_TRACE_MAX_DEPTH 1000u
 #define MS_TRACE_MAX_PATH 4096u
 #define MS_TRACE_MAX_CMDLINE 65536u
 #define MS_TRACE_MAX_LABEL 1024u
 
-#define MS_TRACE_F_STACKS 1u     /* native stacks were collected */
-#define MS_TRACE_F_DEFERRED 2u   /* collect-mode=deferred: recording starts at memscope_start() */
+#define MS_TRACE_F_STACKS 1u   /* native stacks were collected */
+#define MS_TRACE_F_DEFERRED 2u /* collect-mode=deferred: recording starts at memscope_start() */
 
 /* Record types. */
 enum {
@@ -136,6 +136,7 @@ enum {
 
 /* CUDA driver calls (op of the CUDA records). The X-macro gives each its name as users write it
  * (cuda.h's macro names; the agent hooks the current ABI of each, e.g. cuMemAlloc_v2). */
+/* clang-format off */
 #define MS_CU_OPS(X)                                                                           \
     X(MEM_ALLOC, "cuMemAlloc") X(MEM_ALLOC_PITCH, "cuMemAllocPitch")                          \
     X(MEM_ALLOC_MANAGED, "cuMemAllocManaged") X(MEM_FREE, "cuMemFree")                        \
@@ -148,13 +149,14 @@ enum {
     X(MEM_HOST_UNREGISTER, "cuMemHostUnregister") X(IPC_OPEN, "cuIpcOpenMemHandle")           \
     X(IPC_CLOSE, "cuIpcCloseMemHandle") X(LAUNCH_KERNEL, "cuLaunchKernel")                    \
     X(LAUNCH_KERNEL_EX, "cuLaunchKernelEx") X(LAUNCH_COOPERATIVE, "cuLaunchCooperativeKernel")
+/* clang-format on */
 
 enum {
     MS_CU_NONE = 0,
 #define MS_CU_ENUM(id, name) MS_CU_##id,
     MS_CU_OPS(MS_CU_ENUM)
 #undef MS_CU_ENUM
-    MS_CU_OP_COUNT
+        MS_CU_OP_COUNT
 };
 
 /* The name of CUDA op op, or NULL when it is not one. */
@@ -198,7 +200,8 @@ struct ms_trace_file_header {
     uint64_t pid;
     uint64_t ppid;
     uint64_t start_mono_ns; /* CLOCK_MONOTONIC when the agent started in this image */
-    uint64_t start_real_ns; /* CLOCK_REALTIME at the same moment: epoch = mono - start_mono + start_real */
+    uint64_t
+        start_real_ns; /* CLOCK_REALTIME at the same moment: epoch = mono - start_mono + start_real */
     uint32_t max_depth;     /* --call-stack=c:N */
     uint32_t image_seq;     /* n in <pid>.<n>.mst */
     uint64_t file_end;      /* bytes reserved so far, header included (writer's atomic cursor) */
@@ -222,9 +225,9 @@ _Static_assert(sizeof(struct ms_trace_chunk_header) == MS_TRACE_CHUNK_HEADER_SIZ
 /* Returns the name of allocation function fn of record type base (HEAP_ALLOC or MMAP_ALLOC). */
 static inline const char *ms_fn_name(int base, int fn)
 {
-    static const char *const heap[] = {"malloc", "calloc", "realloc", "reallocarray",
-                                       "posix_memalign", "aligned_alloc", "memalign", "valloc",
-                                       "pvalloc"};
+    static const char *const heap[] = {"malloc",       "calloc",         "realloc",
+                                       "reallocarray", "posix_memalign", "aligned_alloc",
+                                       "memalign",     "valloc",         "pvalloc"};
     if (base == MS_REC_MMAP_ALLOC)
         return fn == MS_FN_MREMAP ? "mremap" : "mmap";
     return fn >= 0 && fn < MS_FN_HEAP_COUNT ? heap[fn] : "?";

@@ -106,7 +106,7 @@ static void obuf_varint(struct obuf *b, uint64_t v)
 #define RANS_L (1ull << 31) /* states stay in [RANS_L, RANS_L << 32) */
 #define ALPHA_MAX 1024
 
-#define MTF_LEN 16 /* recent stack ids ranked */
+#define MTF_LEN 16               /* recent stack ids ranked */
 #define KIND_OTHER (MTF_LEN + 2) /* the kind token of records other than heap events */
 
 enum {
@@ -134,16 +134,22 @@ struct stream_kind {
     uint8_t esc, lim_bits, mant;
     uint16_t alpha;
 };
-#define SYMK(n) {0, 0, 0, n}
-#define NUMK(e, l, m) {e, l, m, (uint16_t)((e) + (1u << (l)) + ((64u - (l)) << (m)))}
+#define SYMK(n)    \
+    {              \
+        0, 0, 0, n \
+    }
+#define NUMK(e, l, m)                                                 \
+    {                                                                 \
+        e, l, m, (uint16_t)((e) + (1u << (l)) + ((64u - (l)) << (m))) \
+    }
 static const struct stream_kind kinds[NSTREAM] = {
-    [0] = SYMK(KIND_OTHER + 1), [1] = SYMK(KIND_OTHER + 1), [2] = SYMK(KIND_OTHER + 1),
-    [S_TYPE] = SYMK(256),
-    [4] = NUMK(0, 9, 3), [5] = NUMK(0, 9, 3), [6] = NUMK(0, 9, 3), [7] = NUMK(0, 9, 3),
-    [8] = NUMK(0, 9, 3), [9] = NUMK(0, 9, 3), [10] = NUMK(0, 9, 3), [11] = NUMK(0, 9, 3),
-    [12] = NUMK(0, 9, 3), [S_STACK] = SYMK(MTF_LEN + 1), [S_SIZE] = NUMK(1, 6, 4),
-    [S_SRC] = NUMK(5, 6, 3), [S_SRC + 1] = NUMK(5, 6, 3), [S_ADDR] = NUMK(0, 4, 3),
-    [S_RANK] = NUMK(2, 6, 4), [S_MISC] = NUMK(0, 4, 2), [S_BYTES] = SYMK(256),
+    [0] = SYMK(KIND_OTHER + 1), [1] = SYMK(KIND_OTHER + 1),    [2] = SYMK(KIND_OTHER + 1),
+    [S_TYPE] = SYMK(256),       [4] = NUMK(0, 9, 3),           [5] = NUMK(0, 9, 3),
+    [6] = NUMK(0, 9, 3),        [7] = NUMK(0, 9, 3),           [8] = NUMK(0, 9, 3),
+    [9] = NUMK(0, 9, 3),        [10] = NUMK(0, 9, 3),          [11] = NUMK(0, 9, 3),
+    [12] = NUMK(0, 9, 3),       [S_STACK] = SYMK(MTF_LEN + 1), [S_SIZE] = NUMK(1, 6, 4),
+    [S_SRC] = NUMK(5, 6, 3),    [S_SRC + 1] = NUMK(5, 6, 3),   [S_ADDR] = NUMK(0, 4, 3),
+    [S_RANK] = NUMK(2, 6, 4),   [S_MISC] = NUMK(0, 4, 2),      [S_BYTES] = SYMK(256),
 };
 
 /* The encoder's tokens of one stream: the chunk's, in order (tok up to w), and how often each
@@ -155,10 +161,10 @@ struct etok {
 
 /* The decoder's state of one stream. */
 struct tstream {
-    int present;        /* the chunk has a table for it */
-    int live;           /* the open segment has tokens for it */
-    uint64_t x[2];      /* two interleaved states: token i uses x[i & 1] */
-    unsigned next;      /* parity of the next token */
+    int present;   /* the chunk has a table for it */
+    int live;      /* the open segment has tokens for it */
+    uint64_t x[2]; /* two interleaved states: token i uses x[i & 1] */
+    unsigned next; /* parity of the next token */
     const uint8_t *p, *end;
     uint16_t freq[ALPHA_MAX], start[ALPHA_MAX];
     uint16_t lut[SCALE];
@@ -168,8 +174,8 @@ struct tstream {
 struct bitio {
     uint64_t acc;
     int n;
-    struct obuf *out;           /* encoder */
-    const uint8_t *p, *end;     /* decoder */
+    struct obuf *out;       /* encoder */
+    const uint8_t *p, *end; /* decoder */
 };
 
 /* ---- The model ----------------------------------------------------------------------------- */
@@ -178,17 +184,17 @@ enum { K_ALLOC, K_FREE, K_OTHER };
 /* Where an allocation's address comes from: the S_SRC escapes, or (SRC_AGE) a recent free. */
 enum { SRC_CLASS0, SRC_CLASS1, SRC_END, SRC_DELTA16, SRC_DELTA1, SRC_AGE = -1 };
 
-#define NCLASS 1024  /* size classes of 16 bytes: blocks up to ~16 KiB */
-#define RING 1024    /* recent frees remembered for SRC_AGE */
-#define FHASH 4096   /* encoder's index of the ring */
+#define NCLASS 1024 /* size classes of 16 bytes: blocks up to ~16 KiB */
+#define RING 1024   /* recent frees remembered for SRC_AGE */
+#define FHASH 4096  /* encoder's index of the ring */
 #define SIZE_CACHE 1024
-#define EXT_REST_MAX 65536u /* bigger annotation payloads go to the description chunk */
+#define EXT_REST_MAX 65536u           /* bigger annotation payloads go to the description chunk */
 #define MAX_SEQ (MS_PACK_MAX_RAW / 4) /* allocations per chunk: each takes >= 5 raw bytes */
-#define SEGMENT 8192u /* records per segment: the unit of damage */
+#define SEGMENT 8192u                 /* records per segment: the unit of damage */
 #define MAX_SEGS (MS_PACK_MAX_RAW / 2 / SEGMENT + 2)
 #define NWORDS (MAX_SEQ / 64) /* words of the live bitmap */
-#define WORD_BLOCK 2           /* words per counted block: 128 allocation numbers */
-#define BLOCK_SUPER 16         /* blocks per superblock: 2048 allocation numbers */
+#define WORD_BLOCK 2          /* words per counted block: 128 allocation numbers */
+#define BLOCK_SUPER 16        /* blocks per superblock: 2048 allocation numbers */
 #define NBLK (NWORDS / WORD_BLOCK)
 #define NSUPER (NBLK / BLOCK_SUPER)
 
@@ -199,10 +205,10 @@ struct live_slot {
 };
 
 struct model {
-    struct etok et[NSTREAM]; /* encoder */
+    struct etok et[NSTREAM];    /* encoder */
     struct tstream ts[NSTREAM]; /* decoder */
     struct bitio bits;
-    struct obuf raw;  /* encoder: the raw bits */
+    struct obuf raw; /* encoder: the raw bits */
     /* Segments: every SEGMENT records the token coding restarts (the model goes on) and a
      * check value of the records so far is stored. */
     uint64_t hash, nrec;
@@ -210,16 +216,19 @@ struct model {
     uint32_t seg_end[MAX_SEGS][NSTREAM]; /* encoder: tokens of each stream at a segment's end */
     size_t seg_raw[MAX_SEGS];            /* encoder: raw bytes at a segment's end */
     uint32_t seg_check[MAX_SEGS];
-    const uint8_t *seg_p, *seg_limit;    /* decoder: the next segment's bytes */
+    const uint8_t *seg_p, *seg_limit; /* decoder: the next segment's bytes */
     uint64_t segs_left;
-    uint32_t check;                      /* decoder: the open segment's check value */
+    uint32_t check; /* decoder: the open segment's check value */
     int bad;        /* decoder: the input broke a rule (a table, a stream, the model) */
     /* history */
     int prev_kind, last_fn;
     uint64_t prev_ns, prev_addr, prev_end, prev_maddr;
     uint32_t mtf[MTF_LEN];
     unsigned nmtf;
-    struct { uint32_t id; uint64_t size; } size_cache[SIZE_CACHE];
+    struct {
+        uint32_t id;
+        uint64_t size;
+    } size_cache[SIZE_CACHE];
     uint64_t cls[NCLASS][2];
     uint64_t ring[RING];
     uint64_t nfree;
@@ -229,8 +238,8 @@ struct model {
     /* live blocks allocated in this chunk: addr -> allocation number, and back */
     struct live_slot *map;
     size_t map_cap, map_used;
-    uint64_t *live_bits;  /* bit n: allocation n is live */
-    uint16_t bcnt[NBLK];  /* live allocations per block of WORD_BLOCK words */
+    uint64_t *live_bits;   /* bit n: allocation n is live */
+    uint16_t bcnt[NBLK];   /* live allocations per block of WORD_BLOCK words */
     uint32_t scnt[NSUPER]; /* and per superblock of BLOCK_SUPER blocks */
     uint64_t *seq_addr;
     uint32_t nseq, nlive;
@@ -426,8 +435,9 @@ INLINE uint64_t cnum_esc(const int dec, struct model *m, int sid, int kid, int *
             ctok(0, m, sid, k->esc + (unsigned)v);
         else {
             int n = 64 - __builtin_clzll(v);
-            ctok(0, m, sid, k->esc + lim + ((unsigned)(n - k->lim_bits - 1) << mant) +
-                                (unsigned)((v >> (n - 1 - mant)) & ((1u << mant) - 1)));
+            ctok(0, m, sid,
+                 k->esc + lim + ((unsigned)(n - k->lim_bits - 1) << mant) +
+                     (unsigned)((v >> (n - 1 - mant)) & ((1u << mant) - 1)));
             craw(0, m, v, n - 1 - mant);
         }
         return *esc >= 0 ? 0 : v;
@@ -652,7 +662,8 @@ INLINE uint64_t code_delta(const int dec, struct model *m, int src, uint64_t add
 {
     if (src == SRC_DELTA16) {
         int64_t d = (int64_t)(addr - m->prev_addr) / 16;
-        return m->prev_addr + (uint64_t)ms_unzigzag(cnum(dec, m, S_ADDR, S_ADDR, ms_zigzag(d))) * 16;
+        return m->prev_addr +
+               (uint64_t)ms_unzigzag(cnum(dec, m, S_ADDR, S_ADDR, ms_zigzag(d))) * 16;
     }
     int64_t d = (int64_t)(addr - m->prev_addr);
     return m->prev_addr + (uint64_t)ms_unzigzag(cnum(dec, m, S_ADDR, S_ADDR, ms_zigzag(d)));
@@ -691,9 +702,7 @@ INLINE uint64_t code_alloc_addr(const int dec, struct model *m, uint64_t addr, u
             lifo[0] = lifo[1];
         lifo[1] = 0;
         break;
-    case SRC_END:
-        addr = m->prev_end;
-        break;
+    case SRC_END: addr = m->prev_end; break;
     case SRC_AGE:
         if (age >= RING || age >= m->nfree) {
             m->bad = 1;
@@ -706,9 +715,7 @@ INLINE uint64_t code_alloc_addr(const int dec, struct model *m, uint64_t addr, u
         addr = code_delta(dec, m, src, addr);
         m->prev_addr = addr;
         break;
-    default:
-        m->bad = 1;
-        return 0;
+    default: m->bad = 1; return 0;
     }
     m->prev_end = chunk_end(addr, size);
     return addr;
@@ -790,8 +797,8 @@ INLINE void mtf_front(struct model *m, unsigned r, uint32_t id)
         __m128i x = _mm_loadu_si128(q);
         /* each lane's left neighbour: x one lane up, the lane below from the previous vector */
         __m128i sh = _mm_or_si128(_mm_slli_si128(x, 4), _mm_srli_si128(prev, 12));
-        __m128i lane = _mm_setr_epi32((int)(4 * v), (int)(4 * v + 1), (int)(4 * v + 2),
-                                      (int)(4 * v + 3));
+        __m128i lane =
+            _mm_setr_epi32((int)(4 * v), (int)(4 * v + 1), (int)(4 * v + 2), (int)(4 * v + 3));
         __m128i move = _mm_cmpgt_epi32(upto, lane); /* lane <= r */
         _mm_storeu_si128(q, _mm_or_si128(_mm_and_si128(move, sh), _mm_andnot_si128(move, x)));
         prev = x;
@@ -915,7 +922,8 @@ INLINE int code_record(const int dec, struct model *m, struct prec *r, uint8_t *
         r->h.addr = code_free_addr(dec, m, r->h.addr);
     } else if ((type & 0xf8) == MS_REC_MMAP_ALLOC || type == MS_REC_MUNMAP) {
         int64_t d = (int64_t)(r->h.addr - m->prev_maddr);
-        r->h.addr = m->prev_maddr + (uint64_t)ms_unzigzag(cnum(dec, m, S_MISC, S_MISC, ms_zigzag(d)));
+        r->h.addr =
+            m->prev_maddr + (uint64_t)ms_unzigzag(cnum(dec, m, S_MISC, S_MISC, ms_zigzag(d)));
         m->prev_maddr = r->h.addr;
         r->h.size = cnum(dec, m, S_MISC, S_MISC, r->h.size);
         if (type != MS_REC_MUNMAP) {
@@ -983,7 +991,7 @@ static size_t emit(uint8_t *out, struct ms_enc_state *st, const struct prec *r)
 /* Length of a varint of v, by its leading zero bits. */
 static const uint8_t vlen_by_clz[64] = {
     10, 9, 9, 9, 9, 9, 9, 9, 8, 8, 8, 8, 8, 8, 8, 7, 7, 7, 7, 7, 7, 7, 6, 6, 6, 6, 6, 6, 6, 5, 5, 5,
-    5, 5, 5, 5, 4, 4, 4, 4, 4, 4, 4, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1,
+    5,  5, 5, 5, 4, 4, 4, 4, 4, 4, 4, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1,
 };
 
 static inline size_t vlen(uint64_t v)
@@ -1010,8 +1018,9 @@ INLINE size_t heap_len(struct ms_enc_state *st, const struct prec *r)
 static void check_record(struct model *m, const struct prec *r)
 {
     /* independent products, one serial step: cheap, and any changed field changes it */
-    uint64_t x = r->h.ns ^ (r->h.addr * 0xff51afd7ed558ccdull) ^ (r->h.size * 0xc4ceb9fe1a85ec53ull) ^
-                 (((uint64_t)r->h.type << 40 | r->h.stack_id) * 0x9e3779b97f4a7c15ull) ^ r->rest_len;
+    uint64_t x =
+        r->h.ns ^ (r->h.addr * 0xff51afd7ed558ccdull) ^ (r->h.size * 0xc4ceb9fe1a85ec53ull) ^
+        (((uint64_t)r->h.type << 40 | r->h.stack_id) * 0x9e3779b97f4a7c15ull) ^ r->rest_len;
     for (size_t i = 0; i < r->rest_len; i++)
         x = (x ^ r->rest[i]) * 0x100000001b3ull;
     uint64_t h = (m->hash ^ x) * 0x9e3779b97f4a7c15ull;
@@ -1380,7 +1389,7 @@ size_t ms_pack_decode(const uint8_t *in, size_t len, uint64_t base_ns, uint8_t *
                       int *damaged)
 {
     return (HAVE_POPCNT() ? pack_decode_popcnt : pack_decode_any)(in, len, base_ns, out, want,
-                                                                   damaged);
+                                                                  damaged);
 }
 
 /* ---- Packer -------------------------------------------------------------------------------- */
@@ -1388,7 +1397,7 @@ size_t ms_pack_decode(const uint8_t *in, size_t len, uint64_t base_ns, uint8_t *
 /* The output of one thread: description chunks then packed chunks, each with its header. */
 struct job {
     const struct ms_trace *t;
-    size_t first, end; /* its raw chunks */
+    size_t first, end;  /* its raw chunks */
     struct obuf out[2]; /* its description chunks, then its packed chunks */
     uint64_t events, records, damaged;
     int rc;
@@ -1404,8 +1413,10 @@ static void put_chunk_header(struct obuf *o, uint32_t magic, size_t payload, con
                              uint32_t seq, uint32_t used, uint64_t base_ns)
 {
     const struct ms_trace_chunk_info *ci = &j->t->chunks[j->first];
-    struct ms_trace_chunk_header h = {magic, (uint32_t)(MS_TRACE_CHUNK_HEADER_SIZE + payload),
-                                      ci->tid, ci->thread_serial, seq, used, base_ns};
+    struct ms_trace_chunk_header h = {magic,   (uint32_t)(MS_TRACE_CHUNK_HEADER_SIZE + payload),
+                                      ci->tid, ci->thread_serial,
+                                      seq,     used,
+                                      base_ns};
     obuf_put(o, &h, sizeof h);
 }
 
@@ -1466,8 +1477,8 @@ static void meta_add(struct meta *mt, const struct ms_record *r, const uint8_t *
 static int is_description(const struct ms_record *r)
 {
     return r->type == MS_REC_STACK || r->type == MS_REC_MODULE || r->type == MS_REC_PROCESS ||
-           (r->type == MS_REC_EXTENSION && (r->fn == MS_EXT_PYFRAME || r->fn == MS_EXT_PYSTACK ||
-                                          r->fn == MS_EXT_CUDA_FUNC));
+           (r->type == MS_REC_EXTENSION &&
+            (r->fn == MS_EXT_PYFRAME || r->fn == MS_EXT_PYSTACK || r->fn == MS_EXT_CUDA_FUNC));
 }
 
 /* Packs one job with model m (reset here: a worker keeps one model for all its jobs). */
@@ -1518,7 +1529,9 @@ INLINE void pack_thread(struct job *j, struct model *m)
             j->records++;
             size_t n = (size_t)(cur->p - start);
             pr = (struct prec){{start[0] >= MS_REC_EXTENSION ? start[0] : r.type + r.fn, r.ns,
-                                r.addr, r.size, r.stack_id}, NULL, 0};
+                                r.addr, r.size, r.stack_id},
+                               NULL,
+                               0};
             if (r.type == MS_REC_EXTENSION) { /* its fields stay in the payload bytes */
                 ext_rest(start, n, &pr.rest, &pr.rest_len);
                 pr.h.addr = pr.h.size = pr.h.stack_id = 0;
@@ -1571,8 +1584,8 @@ INLINE void pack_thread(struct job *j, struct model *m)
         }
     }
     if (mt.buf.len) {
-        put_chunk_header(&metas, MS_TRACE_CHUNK_MAGIC, mt.buf.len, j, nmeta++,
-                         (uint32_t)mt.buf.len, meta_base);
+        put_chunk_header(&metas, MS_TRACE_CHUNK_MAGIC, mt.buf.len, j, nmeta++, (uint32_t)mt.buf.len,
+                         meta_base);
         obuf_put(&metas, mt.buf.p, mt.buf.len);
     }
     /* Description chunks first, then the packed ones; ms_pack_file() numbers them. */
@@ -1605,9 +1618,9 @@ POPCNT_CLONE static void pack_thread_popcnt(struct job *j, struct model *m)
  * `writing`), so that writing overlaps packing and each job's buffer is freed early. */
 struct pool {
     struct job *jobs;
-    size_t njobs, next;   /* jobs planned; the next one to take */
-    size_t written;       /* jobs whose output is in the file (or dropped after an error) */
-    int writing;          /* a worker is writing finished jobs */
+    size_t njobs, next; /* jobs planned; the next one to take */
+    size_t written;     /* jobs whose output is in the file (or dropped after an error) */
+    int writing;        /* a worker is writing finished jobs */
     int fd;
     int rc;               /* the first error; written by the writing worker only */
     uint32_t serial, seq; /* chunk numbering across jobs (number_chunks()) */
@@ -1685,8 +1698,8 @@ static void write_done(struct pool *pl)
 static void *worker(void *arg)
 {
     struct pool *pl = arg;
-    void (*pack)(struct job *, struct model *) = HAVE_POPCNT() ? pack_thread_popcnt
-                                                               : pack_thread_any;
+    void (*pack)(struct job *, struct model *) =
+        HAVE_POPCNT() ? pack_thread_popcnt : pack_thread_any;
     struct model *m = model_new(0);
     if (m && enc_buffers(m) < 0) {
         model_free(m);
@@ -1747,7 +1760,8 @@ int ms_pack_file(const char *in_path, const char *out_path, int workers, struct 
         return MS_EINVAL;
     }
     size_t njobs = plan_jobs(&t, NULL);
-    struct pool pl = {.jobs = calloc(njobs + 1, sizeof *pl.jobs), .njobs = njobs,
+    struct pool pl = {.jobs = calloc(njobs + 1, sizeof *pl.jobs),
+                      .njobs = njobs,
                       .lock = PTHREAD_MUTEX_INITIALIZER};
     if (!pl.jobs) {
         ms_trace_release(&t);

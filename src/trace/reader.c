@@ -150,7 +150,8 @@ static int index_trace(struct ms_trace *t)
         uint32_t size = rd32(c + 4);
         if (rd32(c) != MS_TRACE_CHUNK_MAGIC || size < MS_TRACE_CHUNK_ALIGN ||
             size % MS_TRACE_CHUNK_ALIGN || size > MS_TRACE_MAX_CHUNK) {
-            size_t span = t->size - off < MS_TRACE_CHUNK_ALIGN ? t->size - off : MS_TRACE_CHUNK_ALIGN;
+            size_t span =
+                t->size - off < MS_TRACE_CHUNK_ALIGN ? t->size - off : MS_TRACE_CHUNK_ALIGN;
             if (!all_zero(c, span)) {
                 warn_once(t, "damaged chunk header", off);
                 t->skipped_bytes += span;
@@ -317,11 +318,11 @@ static int decode_cuda(struct ms_trace_cursor *c, struct ms_record *r, struct ms
 {
     /* integers after dts, and the positions of op, addr, size, stack, device (-1: none) */
     static const int8_t layout[5][6] = {
-        {8, 0, 2, 3, 4, 1},      /* MEM: op device addr size stack aux1 aux2 aux3 */
-        {6, 0, -1, 2, 3, 1},     /* OOM: op device size stack free total */
-        {12, 0, -1, -1, 11, 1},  /* LAUNCH: op device func stream gx gy gz bx by bz shmem stack */
-        {1, -1, 0, -1, -1, -1},  /* FUNC: func, then the name */
-        {4, -1, -1, -1, -1, 0},  /* USAGE: device process_used device_used device_total */
+        {8, 0, 2, 3, 4, 1},     /* MEM: op device addr size stack aux1 aux2 aux3 */
+        {6, 0, -1, 2, 3, 1},    /* OOM: op device size stack free total */
+        {12, 0, -1, -1, 11, 1}, /* LAUNCH: op device func stream gx gy gz bx by bz shmem stack */
+        {1, -1, 0, -1, -1, -1}, /* FUNC: func, then the name */
+        {4, -1, -1, -1, -1, 0}, /* USAGE: device process_used device_used device_total */
     };
     const int8_t *l = layout[type - MS_EXT_CUDA_MEM];
     if (get_ts(sub, &r->ns))
@@ -371,16 +372,35 @@ static int decode_ext(struct ms_trace_cursor *c, struct ms_record *r, int type)
     uint64_t v[3] = {0, 0, 0};
     int nint = 0, str = 0;
     switch (type) {
-    case MS_EXT_STEP: case MS_EXT_OWNER_POP: case MS_EXT_RANGE_POP: case MS_EXT_PYRETURN: break;
+    case MS_EXT_STEP:
+    case MS_EXT_OWNER_POP:
+    case MS_EXT_RANGE_POP:
+    case MS_EXT_PYRETURN: break;
     case MS_EXT_PYCALL: nint = 1; break;
-    case MS_EXT_OWNER_PUSH: case MS_EXT_MARK: case MS_EXT_RANGE_PUSH: str = 1; break;
-    case MS_EXT_ACCESS: case MS_EXT_POOL_ALLOC: case MS_EXT_POOL_RESERVE: nint = 3; str = 1; break;
-    case MS_EXT_POOL_FREE: case MS_EXT_POOL_RELEASE: nint = 1; str = 1; break;
-    case MS_EXT_PYFRAME: nint = 2; str = 1; break;
+    case MS_EXT_OWNER_PUSH:
+    case MS_EXT_MARK:
+    case MS_EXT_RANGE_PUSH: str = 1; break;
+    case MS_EXT_ACCESS:
+    case MS_EXT_POOL_ALLOC:
+    case MS_EXT_POOL_RESERVE:
+        nint = 3;
+        str = 1;
+        break;
+    case MS_EXT_POOL_FREE:
+    case MS_EXT_POOL_RELEASE:
+        nint = 1;
+        str = 1;
+        break;
+    case MS_EXT_PYFRAME:
+        nint = 2;
+        str = 1;
+        break;
     case MS_EXT_PYSTACK: nint = 2; break; /* id, depth; then the pairs below */
-    case MS_EXT_CUDA_MEM: case MS_EXT_CUDA_OOM: case MS_EXT_CUDA_LAUNCH: case MS_EXT_CUDA_FUNC:
-    case MS_EXT_CUDA_USAGE:
-        return decode_cuda(c, r, &sub, type, after);
+    case MS_EXT_CUDA_MEM:
+    case MS_EXT_CUDA_OOM:
+    case MS_EXT_CUDA_LAUNCH:
+    case MS_EXT_CUDA_FUNC:
+    case MS_EXT_CUDA_USAGE: return decode_cuda(c, r, &sub, type, after);
     default: nint = -1; break;
     }
     if (get_ts(&sub, &r->ns))
@@ -457,13 +477,12 @@ static int decode(struct ms_trace_cursor *c, struct ms_record *r)
     }
     r->type = type;
     switch (type) {
-    case MS_REC_HEAP_FREE:
-        return get_ts(c, &r->ns) || get_addr_unit(c, &r->addr, unit) ? -1 : 0;
+    case MS_REC_HEAP_FREE: return get_ts(c, &r->ns) || get_addr_unit(c, &r->addr, unit) ? -1 : 0;
     case MS_REC_MUNMAP:
         return get_ts(c, &r->ns) || get_addr(c, &r->addr) || ms_get_varint(&c->p, c->end, &r->size)
-                   ? -1 : 0;
-    case MS_REC_LOST:
-        return get_ts(c, &r->ns) || ms_get_varint(&c->p, c->end, &r->size) ? -1 : 0;
+                   ? -1
+                   : 0;
+    case MS_REC_LOST: return get_ts(c, &r->ns) || ms_get_varint(&c->p, c->end, &r->size) ? -1 : 0;
     case MS_REC_STACK: {
         uint64_t id, depth, pc;
         if (ms_get_varint(&c->p, c->end, &id) || id == 0 || id > UINT32_MAX ||
@@ -490,8 +509,7 @@ static int decode(struct ms_trace_cursor *c, struct ms_record *r)
             get_bytes(c, MS_TRACE_MAX_PATH, &r->str1, &r->len1))
             return -1;
         return get_bytes(c, MS_TRACE_MAX_CMDLINE, &r->str2, &r->len2);
-    default:
-        return -1;
+    default: return -1;
     }
 }
 

@@ -21,7 +21,7 @@ struct ms_trace_chunk_info {
     uint32_t seq;
     uint32_t used;
     uint64_t base_ns;
-    int packed;      /* a packed chunk (version 2): `used` is its decoded size */
+    int packed; /* a packed chunk (version 2): `used` is its decoded size */
 };
 
 /* The newest format version this reader reads: 1 (raw, as the agent writes it) and 2 (packed). */
@@ -31,13 +31,13 @@ struct ms_trace_chunk_info {
 struct ms_trace {
     const uint8_t *data;
     size_t size;
-    int mapped;                        /* data came from mmap (release unmaps it) */
-    struct ms_trace_file_header hdr;   /* copied and validated */
+    int mapped;                         /* data came from mmap (release unmaps it) */
+    struct ms_trace_file_header hdr;    /* copied and validated */
     struct ms_trace_chunk_info *chunks; /* sorted by (thread_serial, seq) */
     size_t nchunks;
-    uint64_t skipped_bytes;   /* non-chunk bytes that were not zero (damage) */
-    uint64_t damaged_chunks;  /* chunks whose records stopped early (see ms_trace_cursor_next) */
-    char warning[256];        /* the first damage message, "" when none */
+    uint64_t skipped_bytes;  /* non-chunk bytes that were not zero (damage) */
+    uint64_t damaged_chunks; /* chunks whose records stopped early (see ms_trace_cursor_next) */
+    char warning[256];       /* the first damage message, "" when none */
 };
 
 /* Opens and indexes the trace at path. Returns 0, MS_EIO (errno in *os_errno if non-NULL),
@@ -58,22 +58,22 @@ void ms_trace_drop_chunk(const struct ms_trace *t, size_t k);
 /* One decoded record. Pointers point into the file or into the cursor and are valid until the
  * next call on the same cursor. */
 struct ms_record {
-    int type;           /* base type: MS_REC_HEAP_ALLOC, MS_REC_HEAP_FREE, ... MS_REC_EXTENSION */
-    int fn;             /* MS_FN_* for the ALLOC types; the extension type byte (MS_EXT_*) for
+    int type;       /* base type: MS_REC_HEAP_ALLOC, MS_REC_HEAP_FREE, ... MS_REC_EXTENSION */
+    int fn;         /* MS_FN_* for the ALLOC types; the extension type byte (MS_EXT_*) for
                            EXTENSION */
-    uint32_t flags;     /* ACCESS: MS_ACCESS_* */
-    uint64_t ns;        /* CLOCK_MONOTONIC time (events only) */
+    uint32_t flags; /* ACCESS: MS_ACCESS_* */
+    uint64_t ns;    /* CLOCK_MONOTONIC time (events only) */
     uint64_t addr;
-    uint64_t size;      /* bytes; LOST: the count */
-    uint32_t stack_id;  /* ALLOC types, STACK */
-    uint32_t depth;     /* STACK, PYSTACK */
-    const uint64_t *pcs; /* STACK: return addresses; PYSTACK: frame id, line, frame id, ... */
+    uint64_t size;         /* bytes; LOST: the count */
+    uint32_t stack_id;     /* ALLOC types, STACK */
+    uint32_t depth;        /* STACK, PYSTACK */
+    const uint64_t *pcs;   /* STACK: return addresses; PYSTACK: frame id, line, frame id, ... */
     uint64_t bias, lo, hi; /* MODULE */
     uint64_t ppid;         /* PROCESS */
     const char *str1;      /* MODULE path, PROCESS exe; EXTENSION: the label / message / op /
                               pool name of known types, the payload after dts of unknown ones */
     size_t len1;
-    const char *str2;      /* PROCESS cmd (NUL-separated argv) */
+    const char *str2; /* PROCESS cmd (NUL-separated argv) */
     size_t len2;
 };
 
@@ -85,8 +85,8 @@ struct ms_trace_cursor {
     uint64_t prev_ns, prev_addr;
     uint32_t tid, thread_serial;
     int failed;
-    int damaged_tail;   /* the packed chunk ended in damage: report it after its records */
-    uint8_t *own;       /* decoded records of a packed chunk, or NULL */
+    int damaged_tail; /* the packed chunk ended in damage: report it after its records */
+    uint8_t *own;     /* decoded records of a packed chunk, or NULL */
     uint64_t pcs[2 * MS_TRACE_MAX_DEPTH];
 };
 
@@ -103,7 +103,7 @@ int ms_trace_cursor_next(struct ms_trace_cursor *c, struct ms_record *r);
 
 /* A heap event (HEAP_ALLOC or HEAP_FREE) as ms_trace_cursor_next_heap() returns it. */
 struct ms_heap_record {
-    int type;           /* MS_REC_HEAP_FREE, or MS_REC_HEAP_ALLOC + MS_FN_* */
+    int type; /* MS_REC_HEAP_FREE, or MS_REC_HEAP_ALLOC + MS_FN_* */
     uint64_t ns, addr, size;
     uint32_t stack_id;
 };
@@ -149,8 +149,8 @@ static inline int ms_trace_cursor_next_heap(struct ms_trace_cursor *c, struct ms
 /* Reads one thread's records across its chunks, in order. */
 struct ms_trace_stream {
     const struct ms_trace *t;
-    size_t chunk;      /* current chunk index */
-    size_t end;        /* one past this thread's last chunk */
+    size_t chunk; /* current chunk index */
+    size_t end;   /* one past this thread's last chunk */
     struct ms_trace_cursor cur;
 };
 

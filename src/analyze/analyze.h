@@ -70,6 +70,10 @@ void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len);
 /* 1: a Python site is the innermost frame, library or not (analyze --site=innermost). */
 extern int ms_site_innermost;
 
+/* summary.c: prints a run's summary (memscope run's closing lines) from database db_path on
+ * out; 0, or -1 when the database cannot be opened. */
+int ms_analyze_summary(const char *db_path, FILE *out);
+
 /* Formats bytes as "123 B", "12.3 KiB", "4.5 MiB" or "1.2 GiB". */
 void ms_human_bytes(char *out, size_t len, long long bytes);
 

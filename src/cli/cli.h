@@ -65,8 +65,4 @@ long run_running_writer(const char *dir);
 int run_convert(const struct ms_store_options *o, volatile int *stop, struct ms_store_result *res,
                 char *err, size_t errlen);
 
-/* run_summary.c: prints the run's summary from database db_path on out; 0, or -1 when the
- * database cannot be opened. */
-int run_print_summary(const char *db_path, FILE *out);
-
 #endif

@@ -1,16 +1,16 @@
-/* run_summary.c: the summary `memscope run` prints after the database is written: events and
+/* summary.c: the summary `memscope run` prints after the database is written: events and
  * processes, each used layer's allocations, frees, peak and what is still live at exit, and the
- * call sites holding the most memory at exit (one line per site over all processes). Called by
- * cmd_run.c; reads the database with a few aggregate queries. */
-#include "cli.h"
+ * call sites holding the most memory at exit (one line per site over all processes). An
+ * analysis like the others (called by the CLI's cmd_run.c); reads the database with a few
+ * aggregate queries. */
 
-#include "analyze/analyze.h"
+#include "analyze.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 
-int run_print_summary(const char *db_path, FILE *out)
+int ms_analyze_summary(const char *db_path, FILE *out)
 {
     sqlite3 *db;
     if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {

@@ -1,0 +1,36 @@
+/* run.h: what `memscope run` knows from its command line (run_options.c parses it, cmd_run.c
+ * runs with it). */
+#ifndef MS_CLI_RUN_H
+#define MS_CLI_RUN_H
+
+enum format { FMT_COMPACT, FMT_DB, FMT_CSV, FMT_TRACE };
+
+struct run_options {
+    unsigned c_depth;  /* 0 = no native stacks */
+    unsigned py_depth; /* Python stack depth, 0 = none */
+    int events_none;
+    char events[128];
+    enum format format;
+    const char *output;
+    int deferred;
+    int no_follow;
+    int keep_trace;
+    int no_pack; /* keep traces raw (version 1) instead of packing them */
+    int unwind_dwarf;
+    char analysis[256];  /* --analysis list, "" for none */
+    int events_given;    /* --events was on the command line (passed to the Python layer) */
+    const char *level;   /* --level: op, kernel (the Python layer's op events) */
+    const char *watch;   /* --watch=start[:outid],end[,full-content] */
+    const char *step_on; /* --step-on=auto|none|OPTIMIZER (the Python layer's steps) */
+    const char *device;  /* --device=cpu,cuda,cuda:N (the agent's CUDA hooks) */
+    int symbolize;
+    int stack_given; /* --call-stack was on the command line */
+    char **prog;     /* the program and its arguments */
+};
+
+/* Parses memscope run's options into o (o->prog: the program and its arguments; o must come
+ * with its defaults set). Returns -1 to go on, else the exit status (0 after --help or
+ * --version, 2 for a usage error, said on stderr). */
+int run_parse_options(int argc, char **argv, struct run_options *o);
+
+#endif

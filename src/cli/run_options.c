@@ -1,0 +1,365 @@
+/* run_options.c: the command line of `memscope run` (docs/cli.md): its usage text and the
+ * parsing of every option into struct run_options (run.h), msMemScope's spellings included. */
+#include "cli.h"
+#include "run.h"
+#include "analyze/analyze.h"
+#include "version.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char run_usage[] =
+    "usage: memscope run [options] [--] program [args...]\n"
+    "   or: memscope [options] program [args...]\n"
+    "\n"
+    "Runs program with the memscope agent, then writes what it recorded.\n"
+    "\n"
+    "  -o, --output-path=PATH   a .db (or .csv) file, or a directory (default:\n"
+    "                           memscopeDumpResults/) that receives a folder of the run,\n"
+    "                           memscope_<pid>_<YYYYmmddHHMMSS>/, with memscope_<stamp>.db\n"
+    "                           (compact) or memscope_dump_<stamp>.db/.csv (msMemScope's)\n"
+    "      --format=compact|db|csv|trace\n"
+    "                           compact (default): a SQLite database of the run's tables\n"
+    "                           and its packed traces, about 3 bytes per event; db: SQLite\n"
+    "                           with one row per event (msMemScope's memscope_dump, what\n"
+    "                           Insight opens; `memscope export --format=db` makes it from\n"
+    "                           a compact one); csv: msMemScope's CSV; trace: keep the\n"
+    "                           traces in PATH, packed (memscope import converts them)\n"
+    "      --call-stack=c[:N][,python[:N]]\n"
+    "                           native stack depth N in 0..1000 (default when given: 50);\n"
+    "                           without this option: c:32, or python:32 when the program\n"
+    "                           is a Python interpreter (python, python3, python3.11 ...),\n"
+    "                           and so for each process a shell or launcher starts\n"
+    "                           and memscope's Python package is installed\n"
+    "      --events=LIST        alloc,free (default); access adds PyTorch op ranges and tensor\n"
+    "                           accesses (Python programs); none records nothing\n"
+    "                           launch adds CUDA kernel launches (KERNEL_LAUNCH rows)\n"
+    "      --device=LIST        cuda (default: every CUDA device the program uses), cuda:N\n"
+    "                           (device N only), cpu (host memory only: no CUDA hooks)\n"
+    "      --level=op|kernel    PyTorch ops recorded as ranges with --events=launch (op)\n"
+    "      --watch=START[:OUTID],END[,full-content]\n"
+    "                           PyTorch: checksum the outputs of op START before and after\n"
+    "                           every op until op END (docs/torch.md)\n"
+    "      --step-on=auto|none|NAME\n"
+    "                           PyTorch: which optimizer's step() ends a memscope step: the\n"
+    "                           first one that steps (auto), none, or the optimizer class\n"
+    "                           NAME (Adam); every optimizer's step tags its owners\n"
+    "      --analysis=LIST      after the run, run these analyses (memscope analyze):\n"
+    "                           leaks, peak, compare, inefficient, decompose, temporary,\n"
+    "                           trend, fragmentation, oom[:K] (CUDA out-of-memory, K rows\n"
+    "                           of live blocks after each OOM), all, or none (default)\n"
+    "      --collect-mode=immediate|deferred\n"
+    "                           deferred: record only after memscope_start() is called\n"
+    "      --unwind=dwarf|fp    native unwinder: .eh_frame (default: full stacks whatever\n"
+    "                           the build flags) or frame pointers (fastest; right only for\n"
+    "                           code built with them)\n"
+    "      --no-follow          do not trace programs that the program executes\n"
+    "      --keep-trace         keep the traces next to the database, packed\n"
+    "      --no-pack            keep traces as the agent wrote them (bigger, no packing time)\n"
+    "      --no-symbols         do not resolve function names and source lines\n"
+    "      --log-level=debug|info|warning|error\n"
+    "  -q, --quiet              same as --log-level=error (no summary)\n"
+    "  -v, --verbose            same as --log-level=debug\n"
+    "  -V, --version            print the version\n"
+    "  -h, --help               print this help\n"
+    "\n"
+    "Exit status: the program's own, 128+N when it died of signal N; 2 for a usage error;\n"
+    "127 when the program cannot be started; 1 when recording or conversion failed.\n"
+    "\n"
+    "Environment: MEMSCOPE_NO_TSC=1 takes every timestamp with clock_gettime instead of\n"
+    "computing it from the CPU's time-stamp counter (the default where that is safe).\n";
+
+/* Parses an unsigned decimal in [0, max]; returns 0 or -1. */
+static int parse_uint(const char *s, unsigned max, unsigned *out)
+{
+    if (!*s)
+        return -1;
+    unsigned long v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return -1;
+        v = v * 10 + (unsigned long)(*s - '0');
+        if (v > max)
+            return -1;
+    }
+    *out = (unsigned)v;
+    return 0;
+}
+
+/* Splits a list on ',' or the full-width comma U+FF0C, as msMemScope does. Calls fn on each
+ * item; stops at the first nonzero return and returns it. */
+static int for_each_item(const char *list, int (*fn)(const char *item, void *arg), void *arg)
+{
+    char buf[512];
+    if (strlen(list) >= sizeof buf)
+        return -1;
+    size_t n = 0;
+    for (const char *s = list;; s++) {
+        int sep = *s == ',' || !*s;
+        int wide = !memcmp(s, "\xef\xbc\x8c", 3);
+        if (sep || wide) {
+            buf[n] = 0;
+            int rc = fn(buf, arg);
+            if (rc)
+                return rc;
+            n = 0;
+            if (!*s)
+                return 0;
+            if (wide)
+                s += 2;
+            continue;
+        }
+        buf[n++] = *s;
+    }
+}
+
+static int stack_item(const char *item, void *arg)
+{
+    struct run_options *o = arg;
+    const char *colon = strchr(item, ':');
+    size_t kl = colon ? (size_t)(colon - item) : strlen(item);
+    unsigned n = 50;
+    if (colon && parse_uint(colon + 1, 1000, &n) < 0)
+        return -1;
+    if (kl == 1 && item[0] == 'c')
+        o->c_depth = n;
+    else if (kl == 6 && !strncmp(item, "python", 6))
+        o->py_depth = n;
+    else
+        return -1;
+    return 0;
+}
+
+/* --device items: cpu (host memory only), cuda (every device, the default), cuda:N. */
+static int device_item(const char *item, void *arg)
+{
+    (void)arg;
+    if (!strcmp(item, "cpu") || !strcmp(item, "cuda"))
+        return 0;
+    if (strncmp(item, "cuda:", 5) || !item[5] || strlen(item) > 7)
+        return -1;
+    for (const char *p = item + 5; *p; p++)
+        if (*p < '0' || *p > '9')
+            return -1;
+    return atoi(item + 5) < 64 ? 0 : -1;
+}
+
+static int event_item(const char *item, void *arg)
+{
+    struct run_options *o = arg;
+    static const char *const known[] = {"alloc", "free", "launch", "access", "traceback"};
+    if (!strcmp(item, "none")) {
+        o->events_none = 1;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(item, known[i])) {
+            /* launch and access are the PyTorch layer's (op ranges, tensor accesses); it reads
+             * the list from MEMSCOPE_EVENTS in the program. */
+            if (i == 4)
+                cli_log(2, "--events=traceback: start the Python tracer with "
+                           "memscope.tracer.start() in the program");
+            return 0;
+        }
+    return -1;
+}
+
+static int level_item(const char *item, void *arg)
+{
+    (void)arg;
+    return strcmp(item, "op") && strcmp(item, "kernel") && strcmp(item, "0") && strcmp(item, "1");
+}
+
+static int analysis_item(const char *item, void *arg)
+{
+    (void)arg;
+    return !strcmp(item, "all") || ms_analysis_find(item) ? 0 : -1;
+}
+
+/* Parses memscope run's options into o (o->prog: the program and its arguments). Returns
+ * -1 to go on, else the exit status (0 after --help or --version, 2 for a usage error). */
+int run_parse_options(int argc, char **argv, struct run_options *o)
+{
+    int log_explicit = 0, quiet = 0, verbose = 0;
+    enum {
+        OPT_EVENTS = 256,
+        OPT_STACK,
+        OPT_FORMAT,
+        OPT_LOG,
+        OPT_COLLECT,
+        OPT_NOFOLLOW,
+        OPT_KEEP,
+        OPT_NOSYM,
+        OPT_UNWIND,
+        OPT_ANALYSIS,
+        OPT_LEVEL,
+        OPT_WATCH,
+        OPT_NOPACK,
+        OPT_DEVICE,
+        OPT_STEPON
+    };
+    static const struct option longopts[] = {
+        {"output-path", required_argument, NULL, 'o'},
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"data-format", required_argument, NULL, OPT_FORMAT}, /* msMemScope's older name */
+        {"call-stack", required_argument, NULL, OPT_STACK},
+        {"events", required_argument, NULL, OPT_EVENTS},
+        {"collect-mode", required_argument, NULL, OPT_COLLECT},
+        {"no-follow", no_argument, NULL, OPT_NOFOLLOW},
+        {"keep-trace", no_argument, NULL, OPT_KEEP},
+        {"no-pack", no_argument, NULL, OPT_NOPACK},
+        {"unwind", required_argument, NULL, OPT_UNWIND},
+        {"analysis", required_argument, NULL, OPT_ANALYSIS},
+        {"level", required_argument, NULL, OPT_LEVEL},
+        {"watch", required_argument, NULL, OPT_WATCH},
+        {"step-on", required_argument, NULL, OPT_STEPON},
+        {"device", required_argument, NULL, OPT_DEVICE},
+        {"no-symbols", no_argument, NULL, OPT_NOSYM},
+        {"log-level", required_argument, NULL, OPT_LOG},
+        {"quiet", no_argument, NULL, 'q'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"debug", no_argument, NULL, 'v'},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    snprintf(o->events, sizeof o->events, "alloc,free");
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "+:o:qvVh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': o->output = optarg; break;
+        case OPT_FORMAT:
+            if (!strcmp(optarg, "compact"))
+                o->format = FMT_COMPACT;
+            else if (!strcmp(optarg, "db"))
+                o->format = FMT_DB;
+            else if (!strcmp(optarg, "csv"))
+                o->format = FMT_CSV;
+            else if (!strcmp(optarg, "trace"))
+                o->format = FMT_TRACE;
+            else
+                return usage_error("--format: expected compact, db, csv or trace, not '%s'",
+                                   optarg);
+            break;
+        case OPT_STACK:
+            o->stack_given = 1;
+            o->c_depth = 0;
+            o->py_depth = 0;
+            if (for_each_item(optarg, stack_item, o))
+                return usage_error("--call-stack: expected c[:N],python[:N] with N in 0..1000, "
+                                   "not '%s'",
+                                   optarg);
+            break;
+        case OPT_EVENTS:
+            if (for_each_item(optarg, event_item, o))
+                return usage_error("--events: expected a list of alloc, free, launch, access, "
+                                   "traceback or none, not '%s'",
+                                   optarg);
+            snprintf(o->events, sizeof o->events, "%s", optarg);
+            o->events_given = 1;
+            break;
+        case OPT_DEVICE:
+            if (for_each_item(optarg, device_item, NULL) || strlen(optarg) > 100)
+                return usage_error("--device: expected a list of cpu, cuda or cuda:N, not '%s'",
+                                   optarg);
+            o->device = optarg;
+            break;
+        case OPT_LEVEL:
+            if (for_each_item(optarg, level_item, NULL))
+                return usage_error("--level: expected op or kernel (or 0, 1), not '%s'", optarg);
+            o->level = optarg;
+            break;
+        case OPT_WATCH: {
+            /* msMemScope: start[:outid],end[,full-content]; both start and end are needed. */
+            const char *comma = strchr(optarg, ',');
+            const char *rest = comma ? strchr(comma + 1, ',') : NULL;
+            if (!comma || comma == optarg || comma[1] == 0 || comma[1] == ',' ||
+                (rest && strcmp(rest, ",full-content") != 0))
+                return usage_error("--watch: expected START[:OUTID],END[,full-content], not "
+                                   "'%s'",
+                                   optarg);
+            if (strlen(optarg) >= 512)
+                return usage_error("--watch: value too long");
+            o->watch = optarg;
+            break;
+        }
+        case OPT_STEPON: {
+            int ok = *optarg && strlen(optarg) < 64;
+            for (const char *c = optarg; *c && ok; c++)
+                ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                     (*c >= '0' && *c <= '9') || *c == '_';
+            if (!ok)
+                return usage_error("--step-on: expected auto, none or an optimizer class name, "
+                                   "not '%s'",
+                                   optarg);
+            o->step_on = optarg;
+            break;
+        }
+        case OPT_COLLECT:
+            if (!strcmp(optarg, "immediate"))
+                o->deferred = 0;
+            else if (!strcmp(optarg, "deferred"))
+                o->deferred = 1;
+            else
+                return usage_error("--collect-mode: expected immediate or deferred, not '%s'",
+                                   optarg);
+            break;
+        case OPT_NOFOLLOW: o->no_follow = 1; break;
+        case OPT_KEEP: o->keep_trace = 1; break;
+        case OPT_NOPACK: o->no_pack = 1; break;
+        case OPT_UNWIND:
+            if (!strcmp(optarg, "fp") || !strcmp(optarg, "dwarf"))
+                o->unwind_dwarf = optarg[0] == 'd';
+            else
+                return usage_error("--unwind: expected fp or dwarf, not '%s'", optarg);
+            break;
+        case OPT_ANALYSIS:
+            if (!strcmp(optarg, "none")) {
+                o->analysis[0] = 0;
+                break;
+            }
+            if (for_each_item(optarg, analysis_item, NULL))
+                return usage_error(
+                    "--analysis: expected a list of leaks, peak, compare, "
+                    "inefficient, decompose, temporary, trend, fragmentation, oom[:K], "
+                    "all or none, not '%s'",
+                    optarg);
+            snprintf(o->analysis, sizeof o->analysis, "%s", optarg);
+            break;
+        case OPT_NOSYM: o->symbolize = 0; break;
+        case OPT_LOG:
+            log_explicit = 1;
+            if (!strcmp(optarg, "debug"))
+                cli_log_level = 0;
+            else if (!strcmp(optarg, "info"))
+                cli_log_level = 1;
+            else if (!strcmp(optarg, "warning") || !strcmp(optarg, "warn")) {
+                cli_log_level = 2;
+                if (!strcmp(optarg, "warn"))
+                    fputs("memscope: --log-level=warn is deprecated; use warning\n", stderr);
+            } else if (!strcmp(optarg, "error"))
+                cli_log_level = 3;
+            else
+                return usage_error("--log-level: expected debug, info, warning or error, "
+                                   "not '%s'",
+                                   optarg);
+            break;
+        case 'q': quiet = 1; break;
+        case 'v': verbose = 1; break;
+        case 'V': printf("memscope version %s\n", MEMSCOPE_VERSION); return 0;
+        case 'h': fputs(run_usage, stdout); return 0;
+        case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (!log_explicit)
+        cli_log_level = verbose ? 0 : quiet ? 3 : 1;
+    if (optind >= argc)
+        return usage_error("no program to run");
+    o->prog = argv + optind;
+    return -1;
+}

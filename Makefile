@@ -27,9 +27,10 @@ check: format-check check-werror check-asan check-fuzz
 # (and says which files); format rewrites them.
 FORMAT_FILES = $(shell git ls-files 'src/*.c' 'src/*.h' 'include/*.h' 'python/memscope/*.c' 2>/dev/null)
 format:
-	clang-format --style=file -i $(FORMAT_FILES)
+	@clang-format --style=file -i $(FORMAT_FILES)
 format-check:
-	clang-format --style=file --dry-run --Werror $(FORMAT_FILES)
+	@echo "format-check: $(words $(FORMAT_FILES)) files against .clang-format"
+	@clang-format --style=file --dry-run --Werror $(FORMAT_FILES)
 
 check-werror:
 	cmake -S . -B build-werror -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMSCOPE_WERROR=ON >/dev/null

@@ -208,8 +208,9 @@ class _Mode(TorchDispatchMode):
                 _backend.range_pop()
             raise
         quiet(1)
-        outs = tensors_of(out)
-        try:
+        outs = ()
+        try:   # whatever happens here, quiet(-1) follows (else the thread stayed unrecorded)
+            outs = tensors_of(out)
             if f["access"]:
                 acc = {}
                 na = len(argflags)

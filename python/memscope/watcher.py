@@ -42,6 +42,7 @@ _lock = threading.RLock()
 _watches = []          # _Watch, in watch() order
 _cli = None            # parsed --watch spec: dict(start, outid, end, full)
 _cli_watches = []      # _Watch captured by the CLI spec
+_cli_started = False   # the CLI spec's start op ran at least once
 _full_content = False  # dump .bin files (from the --watch spec's full-content)
 _out_dir = None
 _csv = None
@@ -220,7 +221,18 @@ def parse_cli_watch(spec):
             and not start.endswith("::"):
         start, o = start.rsplit(":", 1)
         outid = int(o)
-    return {"start": start, "outid": outid, "end": parts[1], "full": full}
+    return {"start": op_name(start), "outid": outid, "end": op_name(parts[1]), "full": full}
+
+
+def op_name(spec):
+    """An op as the watch compares it: msMemScope's form torch._ops.aten.mse_loss.default (or
+    .Tensor, any overload) is aten::mse_loss, the schema name ops are recorded under; other
+    forms (aten::mse_loss, mse_loss) are kept."""
+    if spec.startswith("torch._ops."):
+        parts = spec[len("torch._ops."):].split(".")
+        if len(parts) >= 2 and parts[0] and parts[1]:
+            return parts[0] + "::" + parts[1]
+    return spec
 
 
 def set_cli_watch(spec):
@@ -333,7 +345,7 @@ def _matches(spec, op):
 
 
 def _after_op(op, call, outs):
-    global _cli_watches
+    global _cli_watches, _cli_started
     with _lock:
         for lst in (_watches, _cli_watches):
             for w in list(lst):
@@ -358,6 +370,7 @@ def _after_op(op, call, outs):
             _gone.extend(_cli_watches)
             _cli_watches = []
         elif not _cli_watches and _matches(c["start"], op):
+            _cli_started = True
             import weakref as _w
             for i, t in enumerate(outs):
                 if c["outid"] is not None and i != c["outid"]:
@@ -374,6 +387,9 @@ def _after_op(op, call, outs):
 def _at_exit():
     if _csv is not None:
         _csv.flush()
+    if _cli is not None and not _cli_started:
+        sys.stderr.write("memscope watch: no op named %s ran: nothing was watched\n"
+                         % _cli["start"])
     for r in report():
         if r["op"]:
             sys.stderr.write("memscope watch: %s first changed by %s (call %d)\n"

@@ -161,3 +161,19 @@ def test_unchanged_watch_said_once(tmp_path):
     db, p = run(tmp_path, LOOP_SCRIPT, opts=("--call-stack=c:0", "--watch=aten::mul,aten::neg"))
     lines = [l for l in p.stderr.splitlines() if l.startswith("memscope watch:")]
     assert lines == ["memscope watch: aten::mul not changed by any op (watched 6 times)"]
+
+
+def test_msmemscope_op_names_and_a_watch_that_matches_nothing(tmp_path):
+    """issue 18 item 8: --watch with msMemScope's op names (torch._ops.aten.mul.default) matched
+    nothing and said nothing; now they name the same ops, and a start op that never runs is
+    said at exit."""
+    db, p = run(tmp_path, CLI_SCRIPT, opts=(
+        "--call-stack=c:0",
+        "--watch=torch._ops.aten.mul.Tensor,torch._ops.aten.neg.default,full-content"))
+    bins = sorted(os.listdir(tmp_path / "watch_dump"))
+    assert "aten::mul_1-aten::mul_0_after.bin" in bins
+    assert "memscope watch: aten::mul first changed by aten::add_ (call 1)" in p.stderr
+    sub = tmp_path / "none"
+    sub.mkdir()
+    db, p = run(sub, CLI_SCRIPT, opts=("--call-stack=c:0", "--watch=aten::conv2d,aten::neg"))
+    assert "memscope watch: no op named aten::conv2d ran: nothing was watched" in p.stderr

@@ -177,7 +177,7 @@ static int plan_output(const struct run_options *o, struct run_paths *p)
     strftime(p->stamp, sizeof p->stamp, "%Y%m%d%H%M%S", localtime(&now));
     p->suffix = o->format == FMT_CSV ? ".csv" : ".db";
     const char *output = o->output ? o->output : "memscopeDumpResults";
-    /* p->out_dir is at most PATH_MAX - 128 bytes (checked below): the others have room for it. */
+    /* out_dir is at most PATH_MAX - 128 bytes (checked below): the others have room for it. */
     p->out_is_file = o->format != FMT_TRACE && ends_with(output, p->suffix);
     if (strlen(output) >= PATH_MAX - 128)
         return usage_error("--output-path: path too long");
@@ -227,16 +227,16 @@ static int plan_output(const struct run_options *o, struct run_paths *p)
         cli_error("cannot write to output directory '%s': %s", p->out_dir, strerror(errno));
         return 1;
     }
-    /* A directory receives msMemScope's layout: a folder of this run, memscope_<pid>_<p->stamp>
+    /* A directory receives msMemScope's layout: a folder of this run, memscope_<pid>_<stamp>
      * (<pid>: memscope's own, so that runs in the same second stay apart), holding
-     * memscope_dump_<p->stamp>.db or .csv (docs/cli.md). */
+     * memscope_dump_<stamp>.db or .csv (docs/cli.md). */
     snprintf(p->base_dir, sizeof p->base_dir, "%s", p->out_dir);
     p->made_run_dir = 0;
     if (!p->out_is_file && o->format != FMT_TRACE) {
         char run_dir[PATH_MAX + 64];
         snprintf(run_dir, sizeof run_dir, "%s/memscope_%ld_%s", p->base_dir, (long)getpid(),
                  p->stamp);
-        if (strlen(run_dir) >= sizeof p->out_dir) /* cannot happen: p->base_dir is short enough */
+        if (strlen(run_dir) >= sizeof p->out_dir) /* cannot happen: base_dir is short enough */
             return usage_error("--output-path: path too long");
         if (mkdir(run_dir, 0700) < 0) { /* memscope's directories: 0700 (docs/cli.md) */
             cli_error("cannot create '%s': %s", run_dir, strerror(errno));
@@ -499,7 +499,7 @@ int cmd_run(int argc, char **argv)
                 (unsigned long long)res.lost_events);
     if (o.format == FMT_CSV) {
         struct ms_output mo;
-        rc = ms_output_open(&mo, rp.out_file); /* renamed over rp.out_file when complete */
+        rc = ms_output_open(&mo, rp.out_file); /* renamed over out_file when complete */
         FILE *f = rc == 0 ? fdopen(mo.fd, "w") : NULL;
         if (!f) {
             cli_error("cannot write '%s': %s", rp.out_file, strerror(rc < 0 ? -rc : errno));
@@ -550,7 +550,7 @@ int cmd_run(int argc, char **argv)
     if (cli_log_level <= 1 && o.format == FMT_COMPACT) /* what used to be there */
         fprintf(stderr,
                 "memscope: a compact database, for memscope analyze; one row per event "
-                "(what MindStudio Insight opens: memscope_dump_<rp.stamp>.db beside it): "
+                "(what MindStudio Insight opens: memscope_dump_<stamp>.db beside it): "
                 "memscope export %s --format=db\n",
                 rp.out_file);
     return status;

@@ -105,6 +105,11 @@ assert_match "-o dir/: one slash in the database's path" \
 out=$("$MEMSCOPE" run --format=db -o "$TMP/two.db" -- /bin/sh -c "'$PROGS/live_at_exit'; '$PROGS/live_at_exit'" 2>&1 >/dev/null)
 assert_eq "summary: the leak site of two processes is one line, naming them" "1" \
     "$(printf '%s\n' "$out" | grep -c 'ms_progs_leak_site (.*live_at_exit.c:[0-9]*)  (2 processes)')"
+# The default (compact) output's closing lines point to the full database's name pattern.
+"$MEMSCOPE" run -o "$TMP/hint.db" -- "$PROGS/alloc_funcs" >/dev/null 2>"$TMP/hint.err"
+assert_match "compact output: the hint names memscope_dump_<stamp>.db and the export command" \
+    "memscope_dump_<stamp>\.db beside it\): memscope export .*/hint\.db --format=db" \
+    "$(cat "$TMP/hint.err")"
 # Exit status rows of docs/cli.md not checked elsewhere: a program that cannot be started is
 # 127; a conversion that fails after a program that exited 0 is 1.
 "$MEMSCOPE" run -o "$TMP/none.db" -- "$TMP/no-such-program" >/dev/null 2>"$TMP/none.err"

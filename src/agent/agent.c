@@ -608,13 +608,7 @@ static int python_image(void)
         return 0;
     exe[n] = 0;
     const char *base = strrchr(exe, '/');
-    base = base ? base + 1 : exe;
-    if (strncmp(base, "python", 6) != 0)
-        return 0;
-    for (const char *c = base + 6; *c; c++)
-        if (!((*c >= '0' && *c <= '9') || *c == '.'))
-            return 0;
-    return 1;
+    return ms_python_name(base ? base + 1 : exe);
 }
 
 /* Parses a small unsigned decimal; returns def when absent or malformed. */

@@ -289,21 +289,29 @@ struct scan_ctx {
     struct stream *s;
 };
 
-static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
+/* The address range [*lo, *hi) of a loaded object's PT_LOAD segments (*hi <= *lo: none). */
+static void load_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
 {
-    struct scan_ctx *ctx = arg;
-    (void)size;
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    *lo = UINTPTR_MAX;
+    *hi = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD)
             continue;
         uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-        if (a < lo)
-            lo = a;
-        if (a + ph->p_memsz > hi)
-            hi = a + ph->p_memsz;
+        if (a < *lo)
+            *lo = a;
+        if (a + ph->p_memsz > *hi)
+            *hi = a + ph->p_memsz;
     }
+}
+
+static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct scan_ctx *ctx = arg;
+    (void)size;
+    uintptr_t lo, hi;
+    load_range(info, &lo, &hi);
     if (hi <= lo || module_known(lo, hi) || nmods >= MAX_MODULES)
         return 0;
     unwind_add_module(info, lo, hi);
@@ -342,15 +350,8 @@ static int mark_loaded(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
     (void)arg;
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-        lo = a < lo ? a : lo;
-        hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
-    }
+    uintptr_t lo, hi;
+    load_range(info, &lo, &hi);
     for (unsigned i = 0; i < nmods; i++)
         if (mods[i].lo == lo && mods[i].hi == hi)
             seen[i] = 1;

@@ -52,13 +52,7 @@ struct run_paths {
 static int python_program(const char *prog)
 {
     const char *base = strrchr(prog, '/');
-    base = base ? base + 1 : prog;
-    if (strncmp(base, "python", 6) != 0)
-        return 0;
-    for (const char *p = base + 6; *p; p++)
-        if ((*p < '0' || *p > '9') && *p != '.')
-            return 0;
-    return 1;
+    return ms_python_name(base ? base + 1 : prog);
 }
 
 /* The K of an oom[:K] item of the --analysis list (0: none given). */

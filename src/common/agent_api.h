@@ -28,6 +28,20 @@
 #define MS_ENV_STEP_ON "MEMSCOPE_STEP_ON"       /* --step-on */
 #define MS_ENV_OUTPUT_DIR "MEMSCOPE_OUTPUT_DIR" /* where watch_dump/ goes */
 
+/* Whether the file name base (no directory) is a Python interpreter's: python, python3,
+ * python3.11 ... memscope run's rule for a Python program's default stacks, applied by the CLI
+ * to the program it starts and by the agent to each image (MS_ENV_STACKS_AUTO). */
+static inline int ms_python_name(const char *base)
+{
+    for (const char *p = "python"; *p; p++, base++)
+        if (*base != *p)
+            return 0;
+    for (; *base; base++)
+        if ((*base < '0' || *base > '9') && *base != '.')
+            return 0;
+    return 1;
+}
+
 /* ---- the agent's entry points (libmemscope.so; include/memscope.h wraps the annotation ones
  * for C programs) ---- */
 int memscope__step(void);

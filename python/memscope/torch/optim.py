@@ -21,6 +21,7 @@ instance.
 """
 import functools
 import os
+import sys
 import threading
 import weakref
 
@@ -95,9 +96,24 @@ def unlisten(optimizer, who):
         lst.remove(who)
 
 
+_complained = False
+
+
+def _complain(e):
+    """A hook's failure is said once and never reaches the program's optimizer.step()."""
+    global _complained
+    if not _complained:
+        _complained = True
+        print("memscope: the optimizer hook failed (%s: %s); the program goes on"
+              % (type(e).__name__, e), file=sys.stderr)
+
+
 def _pre(opt):
-    for who in list(_listeners.get(opt, ())):
-        who._before_step()
+    try:
+        for who in list(_listeners.get(opt, ())):
+            who._before_step()
+    except Exception as e:
+        _complain(e)
 
 
 def _ends_steps(opt):
@@ -115,7 +131,10 @@ def _ends_steps(opt):
 
 def _post(opt):
     with _backend.QUIET:   # the tags' strings are memscope's, not the program's allocations
-        _post_q(opt)
+        try:
+            _post_q(opt)
+        except Exception as e:
+            _complain(e)
 
 
 def _post_q(opt):

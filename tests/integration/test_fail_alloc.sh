@@ -88,6 +88,7 @@ check() {
     [ "$bad" -eq 0 ] && pass "$name: $tried values of N of $total allocations: $failed clear" \
         "errors, $ok runs with the same output, nothing else"
     [ "$bad" -gt 3 ] && fail "$name: $bad values of N went wrong (the first 3 shown)"
+    [ "$failed" -ge 1 ] || fail "$name: no value of N made it fail: the injection did nothing"
 }
 
 check import out.db import run.trace -o out.db

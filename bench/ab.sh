@@ -10,6 +10,9 @@
 #   trace  memscope run -q --call-stack=c:32 --format=trace -o DIR -- ./churn OPS THREADS
 #          (recording + packing)
 #   raw    the same with --no-pack (recording only)
+#   db     memscope run -q --call-stack=c:32 -o DIR -- ./churn OPS THREADS
+#          (the default output: recording, then the conversion to the compact database, which
+#          decodes the trace and matches every block: what a user waits for before an answer)
 # and prints medians of wall, user and system seconds (GNU time), and NEW / OLD.
 set -euo pipefail
 BENCH=ab.sh
@@ -49,6 +52,8 @@ for r in $(seq "$rounds"); do
     one trace_new "$new" --format=trace
     one raw_old "$old" --format=trace --no-pack
     one raw_new "$new" --format=trace --no-pack
+    one db_old "$old"
+    one db_new "$new"
 done
 
 echo "Workload: \`churn $ops $threads\` ($(nproc) CPUs, $rounds alternating rounds, medians)."
@@ -57,7 +62,7 @@ echo "NEW: $new"
 echo
 echo "| run | OLD wall s | NEW wall s | NEW / OLD | OLD user+sys s | NEW user+sys s | NEW / OLD |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
-for run in trace raw; do
+for run in trace raw db; do
     for v in old new; do
         awk '{print $2 + $3}' "${run}_$v.times" >"${run}_$v.cpu"
     done
@@ -65,5 +70,6 @@ for run in trace raw; do
     co=$(median "${run}_old.cpu") cn=$(median "${run}_new.cpu")
     label="recording + packing (\`--format=trace\`)"
     [ "$run" = raw ] && label="recording only (\`--no-pack\`)"
+    [ "$run" = db ] && label="default output (compact database)"
     echo "| $label | $wo | $wn | $(r "$wn" "$wo") | $co | $cn | $(r "$cn" "$co") |"
 done

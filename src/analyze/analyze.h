@@ -8,6 +8,8 @@
 #ifndef MS_ANALYZE_H
 #define MS_ANALYZE_H
 
+#include "common/u64map.h"
+
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,11 +37,15 @@ struct ms_analyze_opts {
 /* Fills opts with the defaults. */
 void ms_analyze_opts_init(struct ms_analyze_opts *o);
 
-/* An analysis: run() returns 0, or a negative MS_E* code with a one-line reason in err. */
+struct ms_actx; /* one analysis run: below */
+
+/* An analysis: run() computes its result from x->db, then renders it on x->out as text or, with
+ * x->o->json, JSON (nothing is written when it fails). Returns 0, or a negative MS_E* code with a
+ * one-line reason in x->err. */
 struct ms_analysis {
     const char *name;
     const char *summary; /* one line for --help */
-    int (*run)(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err, size_t errlen);
+    int (*run)(struct ms_actx *x);
     /* Whether it reads a compact database as it is with these options (its tables have what
      * the analysis needs); else ms_analyze_run_list gives it the full database. NULL: never. */
     int (*compact)(sqlite3 *db, const struct ms_analyze_opts *o);
@@ -139,22 +145,6 @@ int ms__blocks_at(sqlite3 *db, int has_owner, int64_t at, int64_t *eid, char *er
 /* The run's start (meta.start_time_ns, else the first event), for relative times. */
 int64_t ms__run_start_ns(sqlite3 *db);
 
-/* A hash map from int64 keys (never INT64_MIN) to fixed-size values, linear probing with
- * backward-shift deletion. Capped at 1<<30 slots. The caller owns the struct. */
-struct ms_imap {
-    int64_t *keys;
-    unsigned char *vals;
-    size_t cap, n, vsize;
-};
-void ms__imap_init(struct ms_imap *m, size_t vsize);
-void ms__imap_release(struct ms_imap *m);
-/* Returns the value of key, or NULL. Valid until the next put or del. */
-void *ms__imap_get(const struct ms_imap *m, int64_t key);
-/* Returns the value slot of key, zeroed when new (*isnew set), or NULL when out of memory. */
-void *ms__imap_put(struct ms_imap *m, int64_t key, int *isnew);
-/* Removes key; returns 1 when it was there. */
-int ms__imap_del(struct ms_imap *m, int64_t key);
-
 /* Helpers shared by leaks, peak, temporary and trend. */
 
 /* Names of a database's processes, layers and owners, loaded once (small tables). */
@@ -184,8 +174,8 @@ const char *ms__names_owner(const struct ms_names *n, int64_t id);
  * Strings live until ms__sites_release. */
 struct ms_sites {
     sqlite3 *db;
-    struct ms_imap by_stack; /* stack id -> char * */
-    char **texts;            /* interned strings, sorted on demand */
+    struct ms_u64map by_stack; /* stack id -> char * */
+    char **texts;              /* interned strings, sorted on demand */
     size_t ntexts, atexts;
 };
 void ms__sites_init(struct ms_sites *s, sqlite3 *db);
@@ -193,14 +183,52 @@ void ms__sites_release(struct ms_sites *s);
 /* The site of stack_id ("(no stack)" for <= 0); NULL only when out of memory. */
 const char *ms__sites_get(struct ms_sites *s, int64_t stack_id);
 
+/* The context of one analysis run, the same for every analysis: the database and options, where
+ * the report goes, where a failure's reason goes, and the database's names and call sites
+ * (loaded once, shared by the analysis's parts). ms_analyze_run_list() makes one per analysis
+ * it runs. An analysis computes a result first and renders it after (text or JSON), so that a
+ * failure writes nothing and the two renderings read the same numbers. */
+struct ms_actx {
+    sqlite3 *db;
+    const struct ms_analyze_opts *o;
+    FILE *out;
+    const char *name; /* the analysis's name: the prefix of its messages */
+    char *err;        /* the reason of a failure, errlen bytes */
+    size_t errlen;
+    struct ms_names names;
+    struct ms_sites sites;
+};
+
+/* Starts x for analysis `name` on db (loads the names). 0, or a negative code with err set. The
+ * caller releases x with ms__actx_release() in either case. */
+int ms__actx_init(struct ms_actx *x, const char *name, sqlite3 *db, const struct ms_analyze_opts *o,
+                  FILE *out, char *err, size_t errlen);
+void ms__actx_release(struct ms_actx *x);
+
+/* Sets x->err to "<name>: <what>: <SQLite's message>" and returns MS_EDB. */
+int ms__actx_db_fail(struct ms_actx *x, const char *what);
+/* Sets x->err to "<name>: out of memory" and returns MS_ENOMEM. */
+int ms__actx_oom(struct ms_actx *x);
+
+/* The analyses (ms_analyses[] lists them), one file each. */
+int ms_analyze_leaks(struct ms_actx *x);
+int ms_analyze_peak(struct ms_actx *x);
+int ms_analyze_compare(struct ms_actx *x);
+int ms_analyze_inefficient(struct ms_actx *x);
+int ms_analyze_decompose(struct ms_actx *x);
+int ms_analyze_temporary(struct ms_actx *x);
+int ms_analyze_trend(struct ms_actx *x);
+int ms_analyze_fragmentation(struct ms_actx *x);
+int ms_analyze_oom(struct ms_actx *x);
+
 /* Live bytes per (process, layer) while replaying MALLOC and FREE events in id order, as the
  * converter counted them (process_stats): a FREE with an allocation_id ends its block; a MALLOC
  * at an address that is still live first ends the old block (the "replaced" blocks of
  * docs/database.md, which have no FREE event). Keeps one address map per (process, layer). */
 struct ms_live_pl {
     int64_t process_id, layer;
-    int64_t live, blocks; /* now */
-    struct ms_imap addrs; /* addr -> size of the live blocks */
+    int64_t live, blocks;   /* now */
+    struct ms_u64map addrs; /* addr -> size of the live blocks */
 };
 struct ms_live {
     struct ms_live_pl *pl;

@@ -347,119 +347,6 @@ int64_t ms__run_start_ns(sqlite3 *db)
     return t;
 }
 
-#define IMAP_EMPTY INT64_MIN
-#define IMAP_MAX_CAP ((size_t)1 << 30)
-
-static size_t imap_slot(int64_t key, size_t cap)
-{
-    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
-    return (size_t)(h ^ (h >> 29)) & (cap - 1);
-}
-
-void ms__imap_init(struct ms_imap *m, size_t vsize)
-{
-    memset(m, 0, sizeof *m);
-    m->vsize = vsize;
-}
-
-void ms__imap_release(struct ms_imap *m)
-{
-    if (!m)
-        return;
-    free(m->keys);
-    free(m->vals);
-    m->keys = NULL;
-    m->vals = NULL;
-    m->cap = m->n = 0;
-}
-
-void *ms__imap_get(const struct ms_imap *m, int64_t key)
-{
-    if (!m->cap)
-        return NULL;
-    for (size_t i = imap_slot(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
-        if (m->keys[i] == key)
-            return m->vals + i * m->vsize;
-        if (m->keys[i] == IMAP_EMPTY)
-            return NULL;
-    }
-}
-
-static int imap_grow(struct ms_imap *m)
-{
-    size_t ncap = m->cap ? m->cap * 2 : 64;
-    if (ncap > IMAP_MAX_CAP)
-        return -1;
-    int64_t *keys = malloc(ncap * sizeof *keys);
-    unsigned char *vals = calloc(ncap, m->vsize);
-    if (!keys || !vals) {
-        free(keys);
-        free(vals);
-        return -1;
-    }
-    for (size_t i = 0; i < ncap; i++)
-        keys[i] = IMAP_EMPTY;
-    for (size_t i = 0; i < m->cap; i++) {
-        if (m->keys[i] == IMAP_EMPTY)
-            continue;
-        size_t j = imap_slot(m->keys[i], ncap);
-        while (keys[j] != IMAP_EMPTY)
-            j = (j + 1) & (ncap - 1);
-        keys[j] = m->keys[i];
-        memcpy(vals + j * m->vsize, m->vals + i * m->vsize, m->vsize);
-    }
-    free(m->keys);
-    free(m->vals);
-    m->keys = keys;
-    m->vals = vals;
-    m->cap = ncap;
-    return 0;
-}
-
-void *ms__imap_put(struct ms_imap *m, int64_t key, int *isnew)
-{
-    if (isnew)
-        *isnew = 0;
-    if ((m->n + 1) * 4 > m->cap * 3 && imap_grow(m) < 0)
-        return NULL;
-    size_t i = imap_slot(key, m->cap);
-    while (m->keys[i] != IMAP_EMPTY && m->keys[i] != key)
-        i = (i + 1) & (m->cap - 1);
-    if (m->keys[i] == IMAP_EMPTY) {
-        m->keys[i] = key;
-        memset(m->vals + i * m->vsize, 0, m->vsize);
-        m->n++;
-        if (isnew)
-            *isnew = 1;
-    }
-    return m->vals + i * m->vsize;
-}
-
-int ms__imap_del(struct ms_imap *m, int64_t key)
-{
-    if (!m->cap)
-        return 0;
-    size_t mask = m->cap - 1, i = imap_slot(key, m->cap);
-    while (m->keys[i] != key) {
-        if (m->keys[i] == IMAP_EMPTY)
-            return 0;
-        i = (i + 1) & mask;
-    }
-    /* Backward-shift deletion: move later members of the probe run into the hole. */
-    size_t hole = i;
-    for (size_t j = (i + 1) & mask; m->keys[j] != IMAP_EMPTY; j = (j + 1) & mask) {
-        size_t home = imap_slot(m->keys[j], m->cap);
-        if (((j - home) & mask) >= ((j - hole) & mask)) {
-            m->keys[hole] = m->keys[j];
-            memcpy(m->vals + hole * m->vsize, m->vals + j * m->vsize, m->vsize);
-            hole = j;
-        }
-    }
-    m->keys[hole] = IMAP_EMPTY;
-    m->n--;
-    return 1;
-}
-
 /* ---- Helpers shared by leaks, peak, temporary and trend ---- */
 
 static char *dup_text(const unsigned char *t)
@@ -591,7 +478,7 @@ void ms__sites_init(struct ms_sites *s, sqlite3 *db)
 {
     memset(s, 0, sizeof *s);
     s->db = db;
-    ms__imap_init(&s->by_stack, sizeof(char *));
+    ms_u64map_init(&s->by_stack, sizeof(char *), MS_U64MAP_MAX);
 }
 
 void ms__sites_release(struct ms_sites *s)
@@ -601,7 +488,7 @@ void ms__sites_release(struct ms_sites *s)
     for (size_t i = 0; i < s->ntexts; i++)
         free(s->texts[i]);
     free(s->texts);
-    ms__imap_release(&s->by_stack);
+    ms_u64map_release(&s->by_stack);
     memset(s, 0, sizeof *s);
 }
 
@@ -609,7 +496,7 @@ const char *ms__sites_get(struct ms_sites *s, int64_t stack_id)
 {
     if (stack_id < 0)
         stack_id = 0;
-    char **slot = ms__imap_get(&s->by_stack, stack_id);
+    char **slot = ms_u64map_get(&s->by_stack, stack_id);
     if (slot)
         return *slot;
     char buf[1024];
@@ -622,7 +509,7 @@ const char *ms__sites_get(struct ms_sites *s, int64_t stack_id)
     int64_t key = (int64_t)(h >> 2) | (1ll << 61); /* never collides with stack ids < 2^61 */
     char *text = NULL;
     for (;; key = (int64_t)(((uint64_t)key * 31 + 7) >> 2) | (1ll << 61)) {
-        char **t = ms__imap_get(&s->by_stack, key);
+        char **t = ms_u64map_get(&s->by_stack, key);
         if (!t)
             break;
         if (!strcmp(*t, buf)) {
@@ -638,13 +525,13 @@ const char *ms__sites_get(struct ms_sites *s, int64_t stack_id)
             return NULL;
         s->texts[s->ntexts++] = text;
         int isnew;
-        char **t = ms__imap_put(&s->by_stack, key, &isnew);
+        char **t = ms_u64map_put(&s->by_stack, key, &isnew);
         if (!t)
             return NULL;
         *t = text;
     }
     int isnew;
-    slot = ms__imap_put(&s->by_stack, stack_id, &isnew);
+    slot = ms_u64map_put(&s->by_stack, stack_id, &isnew);
     if (!slot)
         return NULL;
     *slot = text;
@@ -661,7 +548,7 @@ void ms__live_release(struct ms_live *l)
     if (!l)
         return;
     for (size_t i = 0; i < l->n; i++)
-        ms__imap_release(&l->pl[i].addrs);
+        ms_u64map_release(&l->pl[i].addrs);
     free(l->pl);
     memset(l, 0, sizeof *l);
 }
@@ -686,7 +573,7 @@ struct ms_live_pl *ms__live_apply(struct ms_live *l, int kind, int64_t process_i
             memset(p, 0, sizeof *p);
             p->process_id = process_id;
             p->layer = layer;
-            ms__imap_init(&p->addrs, sizeof(int64_t));
+            ms_u64map_init(&p->addrs, sizeof(int64_t), MS_U64MAP_MAX);
             l->last = l->n++;
         }
     }
@@ -694,7 +581,7 @@ struct ms_live_pl *ms__live_apply(struct ms_live *l, int kind, int64_t process_i
         addr = INT64_MIN + 1; /* the map's empty key; no real address */
     if (kind == MS_KIND_MALLOC) {
         int isnew;
-        int64_t *v = ms__imap_put(&p->addrs, addr, &isnew);
+        int64_t *v = ms_u64map_put(&p->addrs, addr, &isnew);
         if (!v)
             return NULL;
         if (!isnew) { /* replaced: the old block ends here */
@@ -705,23 +592,46 @@ struct ms_live_pl *ms__live_apply(struct ms_live *l, int kind, int64_t process_i
         p->live += size;
         p->blocks++;
     } else if (kind == MS_KIND_FREE && has_alloc_id) {
-        int64_t *v = ms__imap_get(&p->addrs, addr);
+        int64_t *v = ms_u64map_get(&p->addrs, addr);
         if (v) {
             p->live -= *v;
             p->blocks--;
-            ms__imap_del(&p->addrs, addr);
+            ms_u64map_del(&p->addrs, addr, NULL);
         }
     }
     return p;
 }
 
-/* registry.c refers to the analyses weakly, and a weak reference does not pull an object out of
- * a static library: these strong references link compare, inefficient, decompose and
- * fragmentation into every program that links ms_analyze. */
-int ms_analyze_compare(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-int ms_analyze_inefficient(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-int ms_analyze_decompose(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-int ms_analyze_fragmentation(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-typedef int (*ms__analysis_fn)(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-__attribute__((used)) static ms__analysis_fn const ms__linked_b[] = {
-    ms_analyze_compare, ms_analyze_inefficient, ms_analyze_decompose, ms_analyze_fragmentation};
+/* ---- The context of one analysis run ---- */
+
+int ms__actx_init(struct ms_actx *x, const char *name, sqlite3 *db, const struct ms_analyze_opts *o,
+                  FILE *out, char *err, size_t errlen)
+{
+    memset(x, 0, sizeof *x);
+    x->db = db;
+    x->o = o;
+    x->out = out;
+    x->name = name;
+    x->err = err;
+    x->errlen = errlen;
+    ms__sites_init(&x->sites, db);
+    return ms__names_load(db, &x->names, err, errlen);
+}
+
+void ms__actx_release(struct ms_actx *x)
+{
+    ms__sites_release(&x->sites);
+    ms__names_release(&x->names);
+}
+
+int ms__actx_db_fail(struct ms_actx *x, const char *what)
+{
+    snprintf(x->err, x->errlen, "%s: %s: %s", x->name, what, sqlite3_errmsg(x->db));
+    return MS_EDB;
+}
+
+int ms__actx_oom(struct ms_actx *x)
+{
+    snprintf(x->err, x->errlen, "%s: out of memory", x->name);
+    return MS_ENOMEM;
+}

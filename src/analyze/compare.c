@@ -294,9 +294,13 @@ static void fmt_opt(char *buf, size_t len, const struct opseq *s, long i)
         snprintf(buf, len, "%lld", s->v[i].bytes);
 }
 
-int ms_analyze_compare(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err,
-                       size_t errlen)
+int ms_analyze_compare(struct ms_actx *x)
 {
+    sqlite3 *db = x->db;
+    const struct ms_analyze_opts *o = x->o;
+    FILE *out = x->out;
+    char *err = x->err;
+    size_t errlen = x->errlen;
     int steps = o->step_a > 0 || o->step_b > 0;
     if (steps && o->other_db) {
         snprintf(err, errlen, "compare: give either --steps A,B or --with OTHER.db, not both");

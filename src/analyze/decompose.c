@@ -262,8 +262,8 @@ struct scan_ctx {
     int sample; /* next time sample (no steps) */
     /* a compact database's replay */
     struct ms_layer_set layers;
-    struct ms_imap owner_of; /* allocation id -> owner, for the blocks it has rows of */
-    struct ms_imap pid_of;   /* process id -> pid */
+    struct ms_u64map owner_of; /* allocation id -> owner, for the blocks it has rows of */
+    struct ms_u64map pid_of;   /* process id -> pid */
     int has_owner;
 };
 
@@ -321,7 +321,7 @@ static int on_replayed(void *ctx, const struct ms_store_row *r)
         char name[32];
         snprintf(name, sizeof name, "%.*s", (int)(r->name_len < 31 ? r->name_len : 31),
                  r->name ? r->name : "");
-        const int64_t *pid = ms__imap_get(&x->pid_of, r->process_id);
+        const int64_t *pid = ms_u64map_get(&x->pid_of, r->process_id);
         return on_row(x, r->id, MS_KIND_STEP, r->ts_ns, 0, 0, r->name ? name : NULL,
                       pid ? (int)*pid : 0);
     }
@@ -330,7 +330,7 @@ static int on_replayed(void *ctx, const struct ms_store_row *r)
         return 0;
     int64_t w = 0;
     if (x->has_owner) {
-        const int64_t *o = ms__imap_get(&x->owner_of, r->allocation_id);
+        const int64_t *o = ms_u64map_get(&x->owner_of, r->allocation_id);
         w = o ? *o : r->owner_id;
     }
     return on_row(x, r->id, r->kind, r->ts_ns, r->has_size ? r->size : 0, w, NULL, 0);
@@ -443,14 +443,14 @@ static int scan(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, str
         /* the same rows from the traces (ms_store_replay); a block's owner is that of its
          * MALLOC unless a tag changed it, and then the compact database has its row */
         rc = ms__layer_set_load(db, o, &x.layers);
-        ms__imap_init(&x.owner_of, sizeof(int64_t));
-        ms__imap_init(&x.pid_of, sizeof(int64_t));
+        ms_u64map_init(&x.owner_of, sizeof(int64_t), MS_U64MAP_MAX);
+        ms_u64map_init(&x.pid_of, sizeof(int64_t), MS_U64MAP_MAX);
         if (rc == 0 && has_owner &&
             sqlite3_prepare_v2(db, "SELECT allocation_id, COALESCE(owner_id, 0) FROM blocks", -1,
                                &st, NULL) == SQLITE_OK) {
             int isnew;
             while (!rc && sqlite3_step(st) == SQLITE_ROW) {
-                int64_t *v = ms__imap_put(&x.owner_of, sqlite3_column_int64(st, 0), &isnew);
+                int64_t *v = ms_u64map_put(&x.owner_of, sqlite3_column_int64(st, 0), &isnew);
                 if (!v)
                     rc = MS_ENOMEM;
                 else
@@ -462,7 +462,7 @@ static int scan(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, str
             sqlite3_prepare_v2(db, "SELECT id, pid FROM processes", -1, &st, NULL) == SQLITE_OK) {
             int isnew;
             while (!rc && sqlite3_step(st) == SQLITE_ROW) {
-                int64_t *v = ms__imap_put(&x.pid_of, sqlite3_column_int64(st, 0), &isnew);
+                int64_t *v = ms_u64map_put(&x.pid_of, sqlite3_column_int64(st, 0), &isnew);
                 if (!v)
                     rc = MS_ENOMEM;
                 else
@@ -474,8 +474,8 @@ static int scan(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, str
         if (rc == 0)
             rc = ms_store_replay(sqlite3_db_filename(db, "main"), on_replayed, &x, s->err,
                                  sizeof s->err);
-        ms__imap_release(&x.owner_of);
-        ms__imap_release(&x.pid_of);
+        ms_u64map_release(&x.owner_of);
+        ms_u64map_release(&x.pid_of);
         if (rc < 0)
             return rc;
     } else {
@@ -601,9 +601,13 @@ static int tree_at(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, 
     return rc;
 }
 
-int ms_analyze_decompose(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err,
-                         size_t errlen)
+int ms_analyze_decompose(struct ms_actx *x)
 {
+    sqlite3 *db = x->db;
+    const struct ms_analyze_opts *o = x->o;
+    FILE *out = x->out;
+    char *err = x->err;
+    size_t errlen = x->errlen;
     if (o->at_ns && o->at_step) {
         snprintf(err, errlen, "decompose: give either --at NS or --step N, not both");
         return MS_EINVAL;

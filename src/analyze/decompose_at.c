@@ -22,9 +22,9 @@ struct at_block {
 struct at_ctx {
     int64_t at, eid;
     int done;
-    struct ms_imap live;     /* allocation id -> struct at_block */
-    struct ms_imap by_addr;  /* hash of (process, layer, address) -> allocation id */
-    struct ms_imap owner_of; /* allocation id -> its last owner, for the blocks kept */
+    struct ms_u64map live;     /* allocation id -> struct at_block */
+    struct ms_u64map by_addr;  /* hash of (process, layer, address) -> allocation id */
+    struct ms_u64map owner_of; /* allocation id -> its last owner, for the blocks kept */
 };
 
 static uint64_t mix64(uint64_t x)
@@ -42,14 +42,14 @@ static int64_t *addr_slot(struct at_ctx *x, int64_t proc, int64_t layer, int64_t
     uint64_t k = mix64((uint64_t)addr ^ mix64((uint64_t)layer ^ mix64((uint64_t)proc)));
     for (;;) {
         int64_t key = (int64_t)(k & INT64_MAX); /* never INT64_MIN */
-        int64_t *id = ms__imap_get(&x->by_addr, key);
+        int64_t *id = ms_u64map_get(&x->by_addr, key);
         if (!id) {
             if (!create)
                 return NULL;
             int isnew;
-            return ms__imap_put(&x->by_addr, key, &isnew);
+            return ms_u64map_put(&x->by_addr, key, &isnew);
         }
-        const struct at_block *b = ms__imap_get(&x->live, *id);
+        const struct at_block *b = ms_u64map_get(&x->live, *id);
         if (b && b->process_id == proc && b->layer == layer && b->addr == addr)
             return id;
         if (!b) { /* stale: its block ended */
@@ -72,26 +72,26 @@ static int at_replayed(void *ctx, const struct ms_store_row *r)
     if ((r->kind != MS_KIND_MALLOC && r->kind != MS_KIND_FREE) || !r->allocation_id)
         return 0;
     if (r->kind == MS_KIND_FREE) {
-        const struct at_block *b = ms__imap_get(&x->live, r->allocation_id);
+        const struct at_block *b = ms_u64map_get(&x->live, r->allocation_id);
         if (b) {
             int64_t *slot = addr_slot(x, b->process_id, b->layer, b->addr, 0);
             if (slot)
                 *slot = 0;
-            ms__imap_del(&x->live, r->allocation_id);
+            ms_u64map_del(&x->live, r->allocation_id, NULL);
         }
         return 0;
     }
     int64_t *slot = addr_slot(x, r->process_id, r->layer, r->addr, 1);
     if (!slot)
         return MS_ENOMEM;
-    if (*slot && ms__imap_get(&x->live, *slot))
-        ms__imap_del(&x->live, *slot); /* replaced without a free */
+    if (*slot && ms_u64map_get(&x->live, *slot))
+        ms_u64map_del(&x->live, *slot, NULL); /* replaced without a free */
     int isnew;
-    struct at_block *b = ms__imap_put(&x->live, r->allocation_id, &isnew);
+    struct at_block *b = ms_u64map_put(&x->live, r->allocation_id, &isnew);
     slot = addr_slot(x, r->process_id, r->layer, r->addr, 1); /* the put may have moved it */
     if (!b || !slot)
         return MS_ENOMEM;
-    const int64_t *w = ms__imap_get(&x->owner_of, r->allocation_id);
+    const int64_t *w = ms_u64map_get(&x->owner_of, r->allocation_id);
     *b = (struct at_block){r->process_id,        r->layer, r->size, r->stack_id,
                            w ? *w : r->owner_id, r->id,    r->addr};
     *slot = r->allocation_id;
@@ -101,9 +101,9 @@ static int at_replayed(void *ctx, const struct ms_store_row *r)
 int ms__blocks_at(sqlite3 *db, int has_owner, int64_t at, int64_t *eid, char *err, size_t errlen)
 {
     struct at_ctx x = {.at = at};
-    ms__imap_init(&x.live, sizeof(struct at_block));
-    ms__imap_init(&x.by_addr, sizeof(int64_t));
-    ms__imap_init(&x.owner_of, sizeof(int64_t));
+    ms_u64map_init(&x.live, sizeof(struct at_block), MS_U64MAP_MAX);
+    ms_u64map_init(&x.by_addr, sizeof(int64_t), MS_U64MAP_MAX);
+    ms_u64map_init(&x.owner_of, sizeof(int64_t), MS_U64MAP_MAX);
     sqlite3_stmt *st = NULL;
     int rc = 0;
     if (has_owner && sqlite3_prepare_v2(db,
@@ -112,7 +112,7 @@ int ms__blocks_at(sqlite3 *db, int has_owner, int64_t at, int64_t *eid, char *er
                                         -1, &st, NULL) == SQLITE_OK) {
         int isnew;
         while (!rc && sqlite3_step(st) == SQLITE_ROW) {
-            int64_t *v = ms__imap_put(&x.owner_of, sqlite3_column_int64(st, 0), &isnew);
+            int64_t *v = ms_u64map_put(&x.owner_of, sqlite3_column_int64(st, 0), &isnew);
             if (!v)
                 rc = MS_ENOMEM;
             else
@@ -134,11 +134,11 @@ int ms__blocks_at(sqlite3 *db, int has_owner, int64_t at, int64_t *eid, char *er
                                       "NULL)",
                                       -1, &st, NULL) != SQLITE_OK)
         rc = MS_EDB;
-    for (size_t i = 0; rc == 0 && i < x.live.cap; i++) {
-        if (x.live.keys[i] == INT64_MIN)
-            continue;
-        const struct at_block *b = (const struct at_block *)(x.live.vals + i * x.live.vsize);
-        sqlite3_bind_int64(st, 1, x.live.keys[i]);
+    uint64_t key;
+    void *val;
+    for (size_t pos = 0; rc == 0 && ms_u64map_next(&x.live, &pos, &key, &val);) {
+        const struct at_block *b = val;
+        sqlite3_bind_int64(st, 1, (int64_t)key);
         sqlite3_bind_int64(st, 2, b->layer);
         sqlite3_bind_int64(st, 3, b->process_id);
         sqlite3_bind_int64(st, 4, b->size);
@@ -159,8 +159,8 @@ int ms__blocks_at(sqlite3 *db, int has_owner, int64_t at, int64_t *eid, char *er
     *eid = x.eid;
     if (rc < 0)
         sqlite3_exec(db, "DROP TABLE IF EXISTS temp.blocks", NULL, NULL, NULL);
-    ms__imap_release(&x.live);
-    ms__imap_release(&x.by_addr);
-    ms__imap_release(&x.owner_of);
+    ms_u64map_release(&x.live);
+    ms_u64map_release(&x.by_addr);
+    ms_u64map_release(&x.owner_of);
     return rc;
 }

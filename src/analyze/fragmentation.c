@@ -32,7 +32,7 @@ struct extent {
 };
 
 struct pool_state {
-    struct ms_imap used, regions; /* addr -> int64 size */
+    struct ms_u64map used, regions; /* addr -> int64 size */
     long long used_bytes, reserved_bytes, peak_used;
     int64_t peak_eid;
 };
@@ -49,15 +49,16 @@ static int by_eid(const void *a, const void *b)
     return x->eid < y->eid ? -1 : x->eid > y->eid;
 }
 
-static int collect(const struct ms_imap *m, struct extent **out, size_t *n)
+static int collect(const struct ms_u64map *m, struct extent **out, size_t *n)
 {
     *n = 0;
-    *out = malloc((m->n + 1) * sizeof **out);
+    *out = malloc((m->count + 1) * sizeof **out);
     if (!*out)
         return MS_ENOMEM;
-    for (size_t i = 0; i < m->cap; i++)
-        if (m->keys[i] != INT64_MIN)
-            (*out)[(*n)++] = (struct extent){m->keys[i], *(int64_t *)(m->vals + i * m->vsize)};
+    uint64_t key;
+    void *val;
+    for (size_t pos = 0; ms_u64map_next(m, &pos, &key, &val);)
+        (*out)[(*n)++] = (struct extent){(int64_t)key, *(int64_t *)val};
     if (*n > 1)
         qsort(*out, *n, sizeof **out, by_addr);
     return 0;
@@ -106,8 +107,8 @@ static int take(struct pool_state *ps, struct snap *sn)
 static int replay(sqlite3 *db, int layer, int rlayer, struct pool_state *ps, struct snap *snaps,
                   size_t nsnaps)
 {
-    ms__imap_init(&ps->used, sizeof(int64_t));
-    ms__imap_init(&ps->regions, sizeof(int64_t));
+    ms_u64map_init(&ps->used, sizeof(int64_t), MS_U64MAP_MAX);
+    ms_u64map_init(&ps->regions, sizeof(int64_t), MS_U64MAP_MAX);
     ps->used_bytes = ps->reserved_bytes = ps->peak_used = 0;
     ps->peak_eid = 0;
     const char *q = "SELECT alloc_event_id, 0, layer, addr, size FROM blocks "
@@ -128,15 +129,15 @@ static int replay(sqlite3 *db, int layer, int rlayer, struct pool_state *ps, str
         int isfree = sqlite3_column_int(st, 1);
         int reserve = sqlite3_column_int(st, 2) == rlayer;
         int64_t addr = sqlite3_column_int64(st, 3), size = sqlite3_column_int64(st, 4);
-        struct ms_imap *m = reserve ? &ps->regions : &ps->used;
+        struct ms_u64map *m = reserve ? &ps->regions : &ps->used;
         long long *total = reserve ? &ps->reserved_bytes : &ps->used_bytes;
-        int64_t *old = ms__imap_get(m, addr);
+        int64_t *old = ms_u64map_get(m, addr);
         if (old) { /* the free, or a block replaced without a free (docs/database.md) */
             *total -= *old;
-            ms__imap_del(m, addr);
+            ms_u64map_del(m, addr, NULL);
         }
         if (!isfree) {
-            int64_t *v = ms__imap_put(m, addr, NULL);
+            int64_t *v = ms_u64map_put(m, addr, NULL);
             if (!v) {
                 rc = MS_ENOMEM;
                 break;
@@ -154,8 +155,8 @@ static int replay(sqlite3 *db, int layer, int rlayer, struct pool_state *ps, str
     sqlite3_finalize(st);
     while (!rc && next < nsnaps)
         rc = take(ps, &snaps[next++]);
-    ms__imap_release(&ps->used);
-    ms__imap_release(&ps->regions);
+    ms_u64map_release(&ps->used);
+    ms_u64map_release(&ps->regions);
     return rc;
 }
 
@@ -252,9 +253,13 @@ static void snap_times(sqlite3 *db, struct snap *s, size_t n)
     sqlite3_finalize(st);
 }
 
-int ms_analyze_fragmentation(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err,
-                             size_t errlen)
+int ms_analyze_fragmentation(struct ms_actx *x)
 {
+    sqlite3 *db = x->db;
+    const struct ms_analyze_opts *o = x->o;
+    FILE *out = x->out;
+    char *err = x->err;
+    size_t errlen = x->errlen;
     struct ms_json j;
     if (o->json) {
         ms_json_init(&j, out);

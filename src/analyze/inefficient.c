@@ -75,8 +75,8 @@ struct state {
     int nproc;
     int *depth; /* per thread: open ranges */
     size_t nthreads;
-    struct ms_imap blocks;
-    struct ms_imap accessed; /* --accessed-only: allocation ids with an ACCESS */
+    struct ms_u64map blocks;
+    struct ms_u64map accessed; /* --accessed-only: allocation ids with an ACCESS */
     struct finding *found;
     size_t nfound, capfound;
     struct ms_layer_set layers; /* a compact database's replay: the selected layers */
@@ -142,7 +142,7 @@ static int memory_event(struct state *s, struct proc *p, int kind, int64_t aid, 
     int64_t api = p->api;
     if (kind == EV_MALLOC) {
         int isnew;
-        struct blk *b = ms__imap_put(&s->blocks, aid, &isnew);
+        struct blk *b = ms_u64map_put(&s->blocks, aid, &isnew);
         if (!b)
             return MS_ENOMEM;
         memset(b, 0, sizeof *b);
@@ -155,7 +155,7 @@ static int memory_event(struct state *s, struct proc *p, int kind, int64_t aid, 
         b->alloc_ns = ts;
         return 0;
     }
-    struct blk *b = ms__imap_get(&s->blocks, aid);
+    struct blk *b = ms_u64map_get(&s->blocks, aid);
     if (!b)
         return 0; /* a block of another layer, or allocated before recording */
     if (kind == EV_ACCESS) {
@@ -186,7 +186,7 @@ static int memory_event(struct state *s, struct proc *p, int kind, int64_t aid, 
         b->last_api < p->malloc_api && api > p->malloc_api)
         b->flags |= K_LATE;
     int rc = finish_block(s, aid, b, ts);
-    ms__imap_del(&s->blocks, aid);
+    ms_u64map_del(&s->blocks, aid, NULL);
     return rc;
 }
 
@@ -233,7 +233,7 @@ static int on_row(struct state *s, int kind, int process, int64_t thread, int64_
         }
         return 0;
     }
-    if (s->o->accessed_only && kind != EV_ACCESS && (!has_aid || !ms__imap_get(&s->accessed, aid)))
+    if (s->o->accessed_only && kind != EV_ACCESS && (!has_aid || !ms_u64map_get(&s->accessed, aid)))
         return 0; /* not a tensor: neither an API nor a candidate */
     return memory_event(s, p, kind, aid, has_aid, size, ts, process);
 }
@@ -291,7 +291,7 @@ static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
         }
         int isnew;
         while (!rc && sqlite3_step(st) == SQLITE_ROW)
-            if (!ms__imap_put(&s->accessed, sqlite3_column_int64(st, 0), &isnew))
+            if (!ms_u64map_put(&s->accessed, sqlite3_column_int64(st, 0), &isnew))
                 rc = MS_ENOMEM;
         sqlite3_finalize(st);
         if (rc) {
@@ -337,12 +337,12 @@ static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
     }
     /* Blocks live at the end: their lifetime ends with their process (Insight ends them at
      * the trace's last timestamp). */
-    for (size_t i = 0; !rc && i < s->blocks.cap; i++) {
-        if (s->blocks.keys[i] == INT64_MIN)
-            continue;
-        struct blk *b = (struct blk *)(s->blocks.vals + i * s->blocks.vsize);
+    uint64_t key;
+    void *val;
+    for (size_t pos = 0; !rc && ms_u64map_next(&s->blocks, &pos, &key, &val);) {
+        struct blk *b = val;
         int64_t end = s->procs[b->process].end_ns;
-        rc = finish_block(s, s->blocks.keys[i], b, end > b->alloc_ns ? end : b->alloc_ns);
+        rc = finish_block(s, (int64_t)key, b, end > b->alloc_ns ? end : b->alloc_ns);
     }
     if (rc)
         snprintf(err, errlen, "inefficient: %s",
@@ -456,9 +456,13 @@ static void threshold_text(char *buf, size_t len, uint64_t ns, double pct)
         snprintf(buf, len, "off");
 }
 
-int ms_analyze_inefficient(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err,
-                           size_t errlen)
+int ms_analyze_inefficient(struct ms_actx *x)
 {
+    sqlite3 *db = x->db;
+    const struct ms_analyze_opts *o = x->o;
+    FILE *out = x->out;
+    char *err = x->err;
+    size_t errlen = x->errlen;
     if (o->idle_threshold == 0) {
         snprintf(err, errlen, "inefficient: the idle threshold must be a positive API count");
         return MS_EINVAL;
@@ -471,8 +475,8 @@ int ms_analyze_inefficient(sqlite3 *db, const struct ms_analyze_opts *o, FILE *o
     struct state s;
     memset(&s, 0, sizeof s);
     s.o = o;
-    ms__imap_init(&s.blocks, sizeof(struct blk));
-    ms__imap_init(&s.accessed, 1);
+    ms_u64map_init(&s.blocks, sizeof(struct blk), MS_U64MAP_MAX);
+    ms_u64map_init(&s.accessed, 1, MS_U64MAP_MAX);
     int rc = scan(db, &s, err, errlen);
     if (!rc && o->write_back)
         rc = write_back(db, &s, err, errlen);
@@ -569,8 +573,8 @@ int ms_analyze_inefficient(sqlite3 *db, const struct ms_analyze_opts *o, FILE *o
             fprintf(out, "\nFindings recorded in table 'inefficient' (%zu blocks).\n", s.nfound);
     }
 done:
-    ms__imap_release(&s.blocks);
-    ms__imap_release(&s.accessed);
+    ms_u64map_release(&s.blocks);
+    ms_u64map_release(&s.accessed);
     free(s.procs);
     free(s.depth);
     free(s.found);

@@ -11,6 +11,7 @@
 #include "common/db_ids.h"
 
 #include "common/ms_error.h"
+#include "common/grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -65,13 +66,12 @@ static int groups(sqlite3 *db, const char *sql, const struct oom_report *r, int 
     sqlite3_bind_int64(st, 3, r->process_id);
     sqlite3_bind_text(st, 4, r->device, -1, SQLITE_STATIC);
     int rc = 0;
+    size_t cap = *n;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        struct oom_group *g = realloc(*out, (*n + 1) * sizeof **out);
-        if (!g) {
+        if (ms_grow((void **)out, &cap, *n, sizeof **out, 16, MS_GROW_MAX) < 0) {
             rc = MS_ENOMEM;
             break;
         }
-        *out = g;
         char buf[1024];
         if (site && sqlite3_column_type(st, 0) != SQLITE_NULL)
             ms_stack_site(db, sqlite3_column_int64(st, 0), buf, sizeof buf);
@@ -80,9 +80,9 @@ static int groups(sqlite3 *db, const char *sql, const struct oom_report *r, int 
                      sqlite3_column_text(st, 0) ? (const char *)sqlite3_column_text(st, 0)
                      : site                     ? "(no stack)"
                                                 : "(none)");
-        g[*n] = (struct oom_group){strdup(buf), sqlite3_column_int64(st, 1),
-                                   sqlite3_column_int64(st, 2)};
-        if (!g[*n].name) {
+        (*out)[*n] = (struct oom_group){strdup(buf), sqlite3_column_int64(st, 1),
+                                        sqlite3_column_int64(st, 2)};
+        if (!(*out)[*n].name) {
             rc = MS_ENOMEM;
             break;
         }
@@ -109,20 +109,19 @@ static int detail_rows(sqlite3 *db, const struct oom_report *r, int kind, struct
     sqlite3_bind_int64(st, 1, r->event_id);
     sqlite3_bind_int(st, 2, kind);
     int rc = 0;
+    size_t cap = *n;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        struct oom_block *b = realloc(*out, (*n + 1) * sizeof **out);
-        if (!b) {
+        if (ms_grow((void **)out, &cap, *n, sizeof **out, 16, MS_GROW_MAX) < 0) {
             rc = MS_ENOMEM;
             break;
         }
-        *out = b;
         char site[1024] = "(no stack)";
         if (sqlite3_column_type(st, 4) != SQLITE_NULL)
             ms_stack_site(db, sqlite3_column_int64(st, 4), site, sizeof site);
-        b[*n] = (struct oom_block){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                                   sqlite3_column_int64(st, 2), dup_text(st, 3), strdup(site)};
+        (*out)[*n] = (struct oom_block){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                                        sqlite3_column_int64(st, 2), dup_text(st, 3), strdup(site)};
         (*n)++;
-        if (!b[*n - 1].layer || !b[*n - 1].site) {
+        if (!(*out)[*n - 1].layer || !(*out)[*n - 1].site) {
             rc = MS_ENOMEM;
             break;
         }
@@ -307,9 +306,13 @@ static void render_json(struct ms_json *j, const struct oom_report *r, int top)
     ms_json_end_object(j);
 }
 
-int ms_analyze_oom(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err,
-                   size_t errlen)
+int ms_analyze_oom(struct ms_actx *x)
 {
+    sqlite3 *db = x->db;
+    const struct ms_analyze_opts *o = x->o;
+    FILE *out = x->out;
+    char *err = x->err;
+    size_t errlen = x->errlen;
     if (!ms__has_column(db, "events", "attr") || !ms__has_column(db, "layers", "device")) {
         if (o->json)
             fprintf(out, "{\"ooms\": []}\n");
@@ -330,17 +333,15 @@ int ms_analyze_oom(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char
         return MS_EDB;
     }
     struct oom_report *v = NULL;
-    size_t n = 0;
+    size_t n = 0, cap = 0;
     int rc = 0;
     while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
         if (n == MAX_OOMS)
             break; /* the first thousand: later ones repeat the story */
-        struct oom_report *nv = realloc(v, (n + 1) * sizeof *v);
-        if (!nv) {
+        if (ms_grow((void **)&v, &cap, n, sizeof *v, 16, MAX_OOMS) < 0) {
             rc = MS_ENOMEM;
             break;
         }
-        v = nv;
         struct oom_report *r = &v[n++];
         memset(r, 0, sizeof *r);
         r->event_id = sqlite3_column_int64(st, 0);

@@ -38,30 +38,31 @@ struct part {
     int64_t bytes, blocks;
 };
 
+/* The call sites or owners live at the peaks, grouped by peak and ranked by bytes. */
+struct parts {
+    struct ms_u64map map; /* packed key -> index */
+    struct part *v;
+    size_t n, cap;
+};
+
+/* The computation and its result: the peaks and what was live at each. */
 struct pctx {
-    sqlite3 *db;
-    const struct ms_analyze_opts *o;
-    FILE *out;
-    struct ms_json j;
-    struct ms_names names;
-    struct ms_sites sites;
+    struct ms_actx *x;
     char layer_sql[256];
     struct peak *peaks;
     size_t npeaks;
-    char *err;
-    size_t errlen;
+    struct parts sites, owners;
+    int64_t start_ns; /* the run's start, for offsets */
 };
 
 static int db_fail(struct pctx *P, const char *what)
 {
-    snprintf(P->err, P->errlen, "peak: %s: %s", what, sqlite3_errmsg(P->db));
-    return MS_EDB;
+    return ms__actx_db_fail(P->x, what);
 }
 
 static int oom(struct pctx *P)
 {
-    snprintf(P->err, P->errlen, "peak: out of memory");
-    return MS_ENOMEM;
+    return ms__actx_oom(P->x);
 }
 
 static int cmp_peak(const void *a, const void *b)
@@ -81,7 +82,7 @@ static int find_peaks(struct pctx *P)
              "WHERE kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ") AND %s ORDER BY id",
              P->layer_sql);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(P->db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(P->x->db, sql, -1, &st, NULL) != SQLITE_OK)
         return db_fail(P, "events");
     struct ms_live live;
     ms__live_init(&live);
@@ -108,15 +109,10 @@ static int find_peaks(struct pctx *P)
                     break;
                 }
             if (!last) {
-                if (P->npeaks == cap) {
-                    size_t nc = cap ? 2 * cap : 8;
-                    struct peak *np = realloc(P->peaks, nc * sizeof *np);
-                    if (!np) {
-                        rc = oom(P);
-                        break;
-                    }
-                    P->peaks = np;
-                    cap = nc;
+                if (ms_grow((void **)&P->peaks, &cap, P->npeaks, sizeof *P->peaks, 8, MS_GROW_MAX) <
+                    0) {
+                    rc = oom(P);
+                    break;
                 }
                 last = &P->peaks[P->npeaks++];
                 memset(last, 0, sizeof *last);
@@ -177,7 +173,7 @@ static int64_t first_event_at(sqlite3_stmt *seek, int64_t ns, int64_t lo, int64_
 static int peaks_from_stats(struct pctx *P)
 {
     char sql[512];
-    int have_ids = ms__has_column(P->db, "process_stats", "peak_event_id");
+    int have_ids = ms__has_column(P->x->db, "process_stats", "peak_event_id");
     snprintf(sql, sizeof sql,
              "SELECT process_id, layer, peak_bytes, peak_ns, %s FROM process_stats e "
              "WHERE allocs > 0 AND %s ORDER BY process_id, layer",
@@ -185,15 +181,16 @@ static int peaks_from_stats(struct pctx *P)
     sqlite3_stmt *st = NULL, *ev = NULL, *seek = NULL, *ids = NULL;
     int ok = 1, s = SQLITE_DONE;
     size_t cap = 0;
-    if (sqlite3_prepare_v2(P->db, sql, -1, &st, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(P->db,
+    if (sqlite3_prepare_v2(P->x->db, sql, -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(P->x->db,
                            "SELECT id, allocation_id FROM events WHERE id >= ?4 AND "
                            "id < ?5 AND process_id = ?1 AND ts_ns = ?2 AND kind = " MS_SQL_MALLOC
                            " AND layer = ?3 ORDER BY id LIMIT 1",
                            -1, &ev, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(P->db, "SELECT id, ts_ns FROM events WHERE id >= ? ORDER BY id LIMIT 1",
-                           -1, &seek, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(P->db,
+        sqlite3_prepare_v2(P->x->db,
+                           "SELECT id, ts_ns FROM events WHERE id >= ? ORDER BY id LIMIT 1", -1,
+                           &seek, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(P->x->db,
                            "SELECT (SELECT min(id) FROM events), (SELECT max(id) FROM events)", -1,
                            &ids, NULL) != SQLITE_OK ||
         sqlite3_step(ids) != SQLITE_ROW) {
@@ -207,15 +204,9 @@ static int peaks_from_stats(struct pctx *P)
             ok = 0;
             break;
         }
-        if (P->npeaks == cap) {
-            size_t nc = cap ? 2 * cap : 8;
-            struct peak *np = realloc(P->peaks, nc * sizeof *np);
-            if (!np) {
-                ok = 0;
-                break;
-            }
-            P->peaks = np;
-            cap = nc;
+        if (ms_grow((void **)&P->peaks, &cap, P->npeaks, sizeof *P->peaks, 8, MS_GROW_MAX) < 0) {
+            ok = 0;
+            break;
         }
         struct peak *k = &P->peaks[P->npeaks++];
         memset(k, 0, sizeof *k);
@@ -267,13 +258,13 @@ out:
 /* process_stats' value, and the step current at each peak. */
 static int peak_details(struct pctx *P)
 {
-    int has_steps = ms__has_column(P->db, "steps", "end_event_id");
+    int has_steps = ms__has_column(P->x->db, "steps", "end_event_id");
     sqlite3_stmt *ps = NULL, *ss = NULL;
-    if (sqlite3_prepare_v2(P->db,
+    if (sqlite3_prepare_v2(P->x->db,
                            "SELECT peak_bytes FROM process_stats WHERE process_id = ? "
                            "AND layer = ?",
                            -1, &ps, NULL) != SQLITE_OK ||
-        (has_steps && sqlite3_prepare_v2(P->db,
+        (has_steps && sqlite3_prepare_v2(P->x->db,
                                          "SELECT min(step) FROM steps WHERE process_id = ? AND "
                                          "(end_event_id IS NULL OR end_event_id > ?)",
                                          -1, &ss, NULL) != SQLITE_OK)) {
@@ -300,17 +291,11 @@ static int peak_details(struct pctx *P)
     return 0;
 }
 
-struct parts {
-    struct ms_imap map; /* packed key -> index + 1 */
-    struct part *v;
-    size_t n, cap;
-};
-
 static struct part *parts_get(struct parts *p, size_t peak, int64_t key)
 {
     int64_t k = key * 4096 + (int64_t)peak;
     int isnew;
-    size_t *slot = ms__imap_put(&p->map, k, &isnew);
+    size_t *slot = ms_u64map_put(&p->map, k, &isnew);
     if (!slot)
         return NULL;
     if (!isnew)
@@ -328,8 +313,8 @@ static struct part *parts_get(struct parts *p, size_t peak, int64_t key)
 static void parts_clear(struct parts *p)
 {
     p->n = 0;
-    ms__imap_release(&p->map);
-    ms__imap_init(&p->map, sizeof(size_t));
+    ms_u64map_release(&p->map);
+    ms_u64map_init(&p->map, sizeof(size_t), MS_U64MAP_MAX);
 }
 
 static int cmp_part_site(const void *a, const void *b)
@@ -363,7 +348,7 @@ static int live_at_peaks(struct pctx *P, struct parts *sites, struct parts *owne
             max_alloc = P->peaks[i].alloc_id;
     if (!max_alloc)
         return 0;
-    int has_owner = ms__has_column(P->db, "blocks", "owner_id");
+    int has_owner = ms__has_column(P->x->db, "blocks", "owner_id");
     /* allocation_id follows allocation order: the range bounds the scan. With a few peaks,
      * one scan per peak with the liveness test in SQL returns only the live blocks (much
      * cheaper than stepping over every row); with many, one scan for all of them. */
@@ -378,7 +363,7 @@ static int live_at_peaks(struct pctx *P, struct parts *sites, struct parts *owne
                         "(free_event_id IS NULL AND free_ns > ?5))"
                       : "");
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(P->db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(P->x->db, sql, -1, &st, NULL) != SQLITE_OK)
         return db_fail(P, "blocks");
     int rc = 0, s = SQLITE_DONE;
     size_t cur = 0;
@@ -445,7 +430,7 @@ static int live_at_peaks(struct pctx *P, struct parts *sites, struct parts *owne
         return rc;
     /* Stacks -> call sites. */
     for (size_t i = 0; i < sites->n; i++)
-        if (!(sites->v[i].site = ms__sites_get(&P->sites, sites->v[i].key)))
+        if (!(sites->v[i].site = ms__sites_get(&P->x->sites, sites->v[i].key)))
             return oom(P);
     if (sites->n) {
         qsort(sites->v, sites->n, sizeof *sites->v, cmp_part_site);
@@ -466,150 +451,168 @@ static int live_at_peaks(struct pctx *P, struct parts *sites, struct parts *owne
     return 0;
 }
 
-static void write_parts(struct pctx *P, const struct parts *ps, size_t peak, int by_owner)
+/* Fills P: each peak, its details, and what was live at it. */
+static int compute(struct pctx *P)
 {
-    const int top = P->o->top > 0 ? P->o->top : 10;
-    size_t i = 0, shown = 0, total = 0;
-    while (i < ps->n && ps->v[i].peak < peak)
-        i++;
-    size_t e = i;
-    while (e < ps->n && ps->v[e].peak == peak)
-        e++;
-    total = e - i;
-    if (P->o->json) {
-        ms_json_begin_array(&P->j, by_owner ? "by_owner" : "by_site");
-        for (; i < e && shown < (size_t)top; i++, shown++) {
-            ms_json_begin_object(&P->j, NULL);
-            if (by_owner)
-                ms_json_str(&P->j, "owner", ms__names_owner(&P->names, ps->v[i].key));
-            else
-                ms_json_str(&P->j, "site", ps->v[i].site);
-            ms_json_int(&P->j, "bytes", ps->v[i].bytes);
-            ms_json_int(&P->j, "blocks", ps->v[i].blocks);
-            ms_json_end_object(&P->j);
+    sqlite3 *db = P->x->db;
+    int rc;
+    ms__layer_filter(db, P->x->o, "e.layer", P->layer_sql, sizeof P->layer_sql);
+    int fast = ms__has_column(db, "process_stats", "peak_ns") && peaks_from_stats(P);
+    if (fast) {
+        if ((rc = live_at_peaks(P, &P->sites, &P->owners)) < 0)
+            return rc;
+        for (size_t i = 0; i < P->npeaks; i++)
+            if (P->peaks[i].sum_bytes != P->peaks[i].bytes)
+                fast = 0; /* several MALLOCs at peak_ns, or stats from elsewhere: replay */
+        if (fast) {
+            for (size_t i = 0; i < P->npeaks; i++)
+                P->peaks[i].blocks = P->peaks[i].sum_blocks;
+        } else {
+            free(P->peaks);
+            P->peaks = NULL;
+            P->npeaks = 0;
+            parts_clear(&P->sites);
+            parts_clear(&P->owners);
         }
-        ms_json_end_array(&P->j);
-        return;
     }
+    if (!fast && ((rc = find_peaks(P)) < 0 || (rc = live_at_peaks(P, &P->sites, &P->owners)) < 0))
+        return rc;
+    if ((rc = peak_details(P)) < 0)
+        return rc;
+    P->start_ns = ms__run_start_ns(db);
+    return 0;
+}
+
+/* The run [*i, *e) of ps that belongs to peak. */
+static void parts_of(const struct parts *ps, size_t peak, size_t *i, size_t *e)
+{
+    *i = 0;
+    while (*i < ps->n && ps->v[*i].peak < peak)
+        (*i)++;
+    *e = *i;
+    while (*e < ps->n && ps->v[*e].peak == peak)
+        (*e)++;
+}
+
+static void text_parts(const struct pctx *P, const struct parts *ps, size_t peak, int by_owner)
+{
+    const struct ms_actx *x = P->x;
+    const size_t top = (size_t)(x->o->top > 0 ? x->o->top : 10);
+    size_t i, e;
+    parts_of(ps, peak, &i, &e);
+    size_t total = e - i, shown = 0;
     if (by_owner && (total == 0 || (total == 1 && ps->v[i].key == 0)))
         return; /* no owners recorded: say nothing */
-    fprintf(P->out, "  by %s:\n  %12s %8s  %s\n", by_owner ? "owner" : "call site", "bytes",
+    fprintf(x->out, "  by %s:\n  %12s %8s  %s\n", by_owner ? "owner" : "call site", "bytes",
             "blocks", by_owner ? "owner" : "call site");
-    for (; i < e && shown < (size_t)top; i++, shown++) {
-        const char *name = by_owner ? ms__names_owner(&P->names, ps->v[i].key) : ps->v[i].site;
-        fprintf(P->out, "  %12lld %8lld  %s\n", (long long)ps->v[i].bytes,
+    for (; i < e && shown < top; i++, shown++) {
+        const char *name = by_owner ? ms__names_owner(&x->names, ps->v[i].key) : ps->v[i].site;
+        fprintf(x->out, "  %12lld %8lld  %s\n", (long long)ps->v[i].bytes,
                 (long long)ps->v[i].blocks, name ? name : "(no owner)");
     }
     if (total > shown)
-        fprintf(P->out, "  ... %zu more\n", total - shown);
+        fprintf(x->out, "  ... %zu more\n", total - shown);
 }
 
-int ms_analyze_peak(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err,
-                    size_t errlen)
+static void render_text(const struct pctx *P)
+{
+    const struct ms_actx *x = P->x;
+    FILE *out = x->out;
+    fprintf(out, "peak: the first moment of maximum live bytes, per process and layer\n");
+    if (!P->npeaks)
+        fprintf(out, "  no allocations recorded\n");
+    for (size_t i = 0; i < P->npeaks; i++) {
+        const struct peak *k = &P->peaks[i];
+        const struct ms_name_proc *p = ms__names_proc(&x->names, k->process_id);
+        char hb[32], when[64] = "";
+        ms_human_bytes(hb, sizeof hb, k->bytes);
+        if (k->step > 0)
+            snprintf(when, sizeof when, ", during step %lld", (long long)k->step);
+        fprintf(out,
+                "  process %lld %s (pid %lld), %s: peak %lld bytes (%s) in %lld blocks "
+                "at +%.3f ms (event %lld%s)\n",
+                (long long)k->process_id, p ? p->exe : "?", (long long)(p ? p->pid : 0),
+                ms__names_layer(&x->names, k->layer), (long long)k->bytes, hb, (long long)k->blocks,
+                (k->ns - P->start_ns) / 1e6, (long long)k->event_id, when);
+        if (k->stats_bytes >= 0 && k->stats_bytes != k->bytes)
+            fprintf(out, "  note: process_stats says %lld bytes\n", (long long)k->stats_bytes);
+        text_parts(P, &P->sites, i, 0);
+        text_parts(P, &P->owners, i, 1);
+    }
+}
+
+static void json_parts(const struct pctx *P, struct ms_json *j, const struct parts *ps, size_t peak,
+                       int by_owner)
+{
+    const size_t top = (size_t)(P->x->o->top > 0 ? P->x->o->top : 10);
+    size_t i, e;
+    parts_of(ps, peak, &i, &e);
+    ms_json_begin_array(j, by_owner ? "by_owner" : "by_site");
+    for (size_t shown = 0; i < e && shown < top; i++, shown++) {
+        ms_json_begin_object(j, NULL);
+        if (by_owner)
+            ms_json_str(j, "owner", ms__names_owner(&P->x->names, ps->v[i].key));
+        else
+            ms_json_str(j, "site", ps->v[i].site);
+        ms_json_int(j, "bytes", ps->v[i].bytes);
+        ms_json_int(j, "blocks", ps->v[i].blocks);
+        ms_json_end_object(j);
+    }
+    ms_json_end_array(j);
+}
+
+static void render_json(const struct pctx *P)
+{
+    const struct ms_actx *x = P->x;
+    struct ms_json j;
+    ms_json_init(&j, x->out);
+    ms_json_begin_object(&j, NULL);
+    ms_json_str(&j, "analysis", "peak");
+    ms_json_begin_array(&j, "peaks");
+    for (size_t i = 0; i < P->npeaks; i++) {
+        const struct peak *k = &P->peaks[i];
+        const struct ms_name_proc *p = ms__names_proc(&x->names, k->process_id);
+        ms_json_begin_object(&j, NULL);
+        ms_json_int(&j, "process_id", k->process_id);
+        ms_json_int(&j, "pid", p ? p->pid : 0);
+        ms_json_str(&j, "exe", p ? p->exe : NULL);
+        ms_json_str(&j, "layer", ms__names_layer(&x->names, k->layer));
+        ms_json_int(&j, "peak_bytes", k->bytes);
+        ms_json_int(&j, "peak_blocks", k->blocks);
+        ms_json_int(&j, "peak_ns", k->ns);
+        ms_json_int(&j, "offset_ns", k->ns - P->start_ns);
+        ms_json_int(&j, "event_id", k->event_id);
+        if (k->step > 0)
+            ms_json_int(&j, "step", k->step);
+        else
+            ms_json_null(&j, "step");
+        if (k->stats_bytes >= 0)
+            ms_json_int(&j, "process_stats_peak_bytes", k->stats_bytes);
+        else
+            ms_json_null(&j, "process_stats_peak_bytes");
+        json_parts(P, &j, &P->sites, i, 0);
+        json_parts(P, &j, &P->owners, i, 1);
+        ms_json_end_object(&j);
+    }
+    ms_json_end_array(&j);
+    ms_json_end_object(&j);
+    ms_json_finish(&j);
+}
+
+int ms_analyze_peak(struct ms_actx *x)
 {
     struct pctx P;
     memset(&P, 0, sizeof P);
-    P.db = db;
-    P.o = o;
-    P.out = out;
-    P.err = err;
-    P.errlen = errlen;
-    struct parts sites = {0}, owners = {0};
-    ms__imap_init(&sites.map, sizeof(size_t));
-    ms__imap_init(&owners.map, sizeof(size_t));
-    int rc = ms__names_load(db, &P.names, err, errlen);
-    if (rc < 0)
-        return rc;
-    ms__sites_init(&P.sites, db);
-    ms__layer_filter(db, o, "e.layer", P.layer_sql, sizeof P.layer_sql);
-    int fast = ms__has_column(db, "process_stats", "peak_ns") && peaks_from_stats(&P);
-    if (fast) {
-        if ((rc = live_at_peaks(&P, &sites, &owners)) < 0)
-            goto out;
-        for (size_t i = 0; i < P.npeaks; i++)
-            if (P.peaks[i].sum_bytes != P.peaks[i].bytes)
-                fast = 0; /* several MALLOCs at peak_ns, or stats from elsewhere: replay */
-        if (fast) {
-            for (size_t i = 0; i < P.npeaks; i++)
-                P.peaks[i].blocks = P.peaks[i].sum_blocks;
-        } else {
-            free(P.peaks);
-            P.peaks = NULL;
-            P.npeaks = 0;
-            parts_clear(&sites);
-            parts_clear(&owners);
-        }
-    }
-    if (!fast && ((rc = find_peaks(&P)) < 0 || (rc = live_at_peaks(&P, &sites, &owners)) < 0))
-        goto out;
-    if ((rc = peak_details(&P)) < 0)
-        goto out;
-
-    int64_t start = ms__run_start_ns(db);
-    if (o->json) {
-        ms_json_init(&P.j, out);
-        ms_json_begin_object(&P.j, NULL);
-        ms_json_str(&P.j, "analysis", "peak");
-        ms_json_begin_array(&P.j, "peaks");
-    } else {
-        fprintf(out, "peak: the first moment of maximum live bytes, per process and layer\n");
-        if (!P.npeaks)
-            fprintf(out, "  no allocations recorded\n");
-    }
-    for (size_t i = 0; i < P.npeaks; i++) {
-        const struct peak *k = &P.peaks[i];
-        const struct ms_name_proc *p = ms__names_proc(&P.names, k->process_id);
-        const char *lname = ms__names_layer(&P.names, k->layer);
-        if (o->json) {
-            ms_json_begin_object(&P.j, NULL);
-            ms_json_int(&P.j, "process_id", k->process_id);
-            ms_json_int(&P.j, "pid", p ? p->pid : 0);
-            ms_json_str(&P.j, "exe", p ? p->exe : NULL);
-            ms_json_str(&P.j, "layer", lname);
-            ms_json_int(&P.j, "peak_bytes", k->bytes);
-            ms_json_int(&P.j, "peak_blocks", k->blocks);
-            ms_json_int(&P.j, "peak_ns", k->ns);
-            ms_json_int(&P.j, "offset_ns", k->ns - start);
-            ms_json_int(&P.j, "event_id", k->event_id);
-            if (k->step > 0)
-                ms_json_int(&P.j, "step", k->step);
-            else
-                ms_json_null(&P.j, "step");
-            if (k->stats_bytes >= 0)
-                ms_json_int(&P.j, "process_stats_peak_bytes", k->stats_bytes);
-            else
-                ms_json_null(&P.j, "process_stats_peak_bytes");
-        } else {
-            char hb[32], when[64] = "";
-            ms_human_bytes(hb, sizeof hb, k->bytes);
-            if (k->step > 0)
-                snprintf(when, sizeof when, ", during step %lld", (long long)k->step);
-            fprintf(out,
-                    "  process %lld %s (pid %lld), %s: peak %lld bytes (%s) in %lld blocks "
-                    "at +%.3f ms (event %lld%s)\n",
-                    (long long)k->process_id, p ? p->exe : "?", (long long)(p ? p->pid : 0), lname,
-                    (long long)k->bytes, hb, (long long)k->blocks, (k->ns - start) / 1e6,
-                    (long long)k->event_id, when);
-            if (k->stats_bytes >= 0 && k->stats_bytes != k->bytes)
-                fprintf(out, "  note: process_stats says %lld bytes\n", (long long)k->stats_bytes);
-        }
-        write_parts(&P, &sites, i, 0);
-        write_parts(&P, &owners, i, 1);
-        if (o->json)
-            ms_json_end_object(&P.j);
-    }
-    if (o->json) {
-        ms_json_end_array(&P.j);
-        ms_json_end_object(&P.j);
-        ms_json_finish(&P.j);
-    }
-out:
+    P.x = x;
+    ms_u64map_init(&P.sites.map, sizeof(size_t), MS_U64MAP_MAX);
+    ms_u64map_init(&P.owners.map, sizeof(size_t), MS_U64MAP_MAX);
+    int rc = compute(&P);
+    if (rc == 0)
+        (x->o->json ? render_json : render_text)(&P);
     free(P.peaks);
-    free(sites.v);
-    free(owners.v);
-    ms__imap_release(&sites.map);
-    ms__imap_release(&owners.map);
-    ms__sites_release(&P.sites);
-    ms__names_release(&P.names);
+    free(P.sites.v);
+    free(P.owners.v);
+    ms_u64map_release(&P.sites.map);
+    ms_u64map_release(&P.owners.map);
     return rc;
 }

@@ -1,22 +1,7 @@
-/* registry.c: the table of analyses, in the order `analyze all` runs them. The run functions
- * are weak references so that the table can list an analysis before its file exists;
- * ms_analysis_find() and `analyze all` skip entries whose function is missing. */
+/* registry.c: the table of analyses, in the order `analyze all` runs them. */
 #include "analyze.h"
 
 #include <stddef.h>
-
-#define DECLARE(name)                                                           \
-    int name(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t) \
-        __attribute__((weak))
-DECLARE(ms_analyze_leaks);
-DECLARE(ms_analyze_peak);
-DECLARE(ms_analyze_compare);
-DECLARE(ms_analyze_inefficient);
-DECLARE(ms_analyze_decompose);
-DECLARE(ms_analyze_temporary);
-DECLARE(ms_analyze_trend);
-DECLARE(ms_analyze_fragmentation);
-DECLARE(ms_analyze_oom);
 
 static int always(sqlite3 *db, const struct ms_analyze_opts *o)
 {

@@ -13,17 +13,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The analyses in src/analyze are listed in ms_analyses[] through weak references, and a weak
- * reference does not pull a member out of a static library. Referencing them here, where the
- * CLI's calls land, links them into every program that runs analyses. */
-int ms_analyze_leaks(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-int ms_analyze_peak(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-int ms_analyze_temporary(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-int ms_analyze_trend(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-int ms_analyze_oom(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-typedef int (*analysis_fn)(sqlite3 *, const struct ms_analyze_opts *, FILE *, char *, size_t);
-__attribute__((used)) static analysis_fn const linked[] = {
-    ms_analyze_leaks, ms_analyze_peak, ms_analyze_temporary, ms_analyze_trend, ms_analyze_oom};
+/* Runs analysis a on db with a context of its own. */
+static int run_one(const struct ms_analysis *a, sqlite3 *db, const struct ms_analyze_opts *o,
+                   FILE *out, char *err, size_t errlen)
+{
+    struct ms_actx x;
+    int rc = ms__actx_init(&x, a->name, db, o, out, err, errlen);
+    if (rc == 0)
+        rc = a->run(&x);
+    ms__actx_release(&x);
+    return rc;
+}
 
 #define MAX_LIST 32
 
@@ -125,7 +125,6 @@ static sqlite3 *db_for(struct dbs *d, const struct ms_analysis *a, const struct 
 int ms_analyze_run_list(const char *db_path, const char *names, const struct ms_analyze_opts *o,
                         FILE *out, char *err, size_t errlen)
 {
-    (void)linked;
     const struct ms_analysis *list[MAX_LIST];
     int all;
     err[0] = 0;
@@ -151,7 +150,7 @@ static int run_all(struct dbs *d, const struct ms_analysis **list, int n, int al
     sqlite3 *db;
     if (n == 1 && !all)
         return (db = db_for(d, list[0], o, &rc, err, errlen))
-                   ? list[0]->run(db, o, out, err, errlen)
+                   ? run_one(list[0], db, o, out, err, errlen)
                    : rc;
     int first_rc = 0;
     char one_err[512];
@@ -168,7 +167,7 @@ static int run_all(struct dbs *d, const struct ms_analysis **list, int n, int al
                 return MS_ENOMEM;
             }
             rc = (db = db_for(d, list[i], o, &rc, one_err, sizeof one_err))
-                     ? list[i]->run(db, o, mem, one_err, sizeof one_err)
+                     ? run_one(list[i], db, o, mem, one_err, sizeof one_err)
                      : rc;
             fclose(mem);
             /* Names are plain identifiers: no escaping needed for the key. */
@@ -194,7 +193,7 @@ static int run_all(struct dbs *d, const struct ms_analysis **list, int n, int al
             fprintf(out, "%s=== memscope analyze %s ===\n", i ? "\n" : "", list[i]->name);
             fflush(out);
             rc = (db = db_for(d, list[i], o, &rc, one_err, sizeof one_err))
-                     ? list[i]->run(db, o, out, one_err, sizeof one_err)
+                     ? run_one(list[i], db, o, out, one_err, sizeof one_err)
                      : rc;
             if (rc < 0)
                 fprintf(out, "%s: %s: %s\n", list[i]->name,

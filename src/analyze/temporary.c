@@ -59,14 +59,20 @@ static int cmp_temp(const void *a, const void *b)
     return strcmp(x->site, y->site);
 }
 
-/* The scan of the MALLOC and FREE rows of the selected layers, in id order. */
-struct tscan {
+/* The result: one row per (process, layer, call site), grouped by (process, layer) and ranked
+ * by temporaries within a group; and the totals. */
+struct tresult {
     struct site_stat *v;
     size_t n, cap;
+    int64_t allocs, temporary, temp_bytes;
+};
+
+/* The scan of the MALLOC and FREE rows of the selected layers, in id order. */
+struct tscan {
+    struct tresult *r;
     struct last_alloc *threads;
     size_t nthreads;
-    struct ms_imap *bykey; /* (stack or process, layer) -> v index */
-    int64_t allocs, temporary, temp_bytes;
+    struct ms_u64map bykey;     /* (stack or process, layer) -> r->v index */
     struct ms_layer_set layers; /* a compact database's replay */
 };
 
@@ -87,10 +93,10 @@ static int on_row(struct tscan *x, int kind, int64_t layer, int64_t proc, int64_
     struct last_alloc *t = &x->threads[tid];
     if (kind == MS_KIND_FREE) {
         if (alloc_id && t->alloc_id == alloc_id) {
-            x->v[t->stat].temporary++;
-            x->v[t->stat].temp_bytes += size;
-            x->temporary++;
-            x->temp_bytes += size;
+            x->r->v[t->stat].temporary++;
+            x->r->v[t->stat].temp_bytes += size;
+            x->r->temporary++;
+            x->r->temp_bytes += size;
         }
         t->alloc_id = 0;
         return 0;
@@ -99,23 +105,24 @@ static int on_row(struct tscan *x, int kind, int64_t layer, int64_t proc, int64_
      * below 4096). */
     int64_t key = stack > 0 ? stack * 4096 + (layer & 4095) : -((proc * 4096 + (layer & 4095)) + 1);
     int isnew;
-    size_t *slot = ms__imap_put(x->bykey, key, &isnew);
+    size_t *slot = ms_u64map_put(&x->bykey, key, &isnew);
     if (!slot)
         return MS_ENOMEM;
     if (isnew) {
-        if (x->n == x->cap &&
-            ms_grow((void **)&x->v, &x->cap, x->n, sizeof *x->v, 256, MS_GROW_MAX) < 0)
+        struct tresult *r = x->r;
+        if (r->n == r->cap &&
+            ms_grow((void **)&r->v, &r->cap, r->n, sizeof *r->v, 256, MS_GROW_MAX) < 0)
             return MS_ENOMEM;
-        memset(&x->v[x->n], 0, sizeof x->v[x->n]);
-        x->v[x->n].process_id = proc;
-        x->v[x->n].layer = layer;
-        x->v[x->n].stack = stack > 0 ? stack : 0;
-        *slot = x->n++;
+        memset(&r->v[r->n], 0, sizeof r->v[r->n]);
+        r->v[r->n].process_id = proc;
+        r->v[r->n].layer = layer;
+        r->v[r->n].stack = stack > 0 ? stack : 0;
+        *slot = r->n++;
     }
-    struct site_stat *ss = &x->v[*slot];
+    struct site_stat *ss = &x->r->v[*slot];
     ss->allocs++;
     ss->bytes += size;
-    x->allocs++;
+    x->r->allocs++;
     t->alloc_id = alloc_id;
     t->stat = *slot;
     return 0;
@@ -131,102 +138,101 @@ static int on_replayed(void *ctx, const struct ms_store_row *r)
                   r->has_size ? r->size : 0);
 }
 
-int ms_analyze_temporary(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err,
-                         size_t errlen)
+/* The counts a compact database's conversion made (site_stats, for the default layers). */
+static int from_site_stats(struct ms_actx *x, const char *layer_sql, struct tresult *r)
 {
-    struct ms_names names;
-    int rc = ms__names_load(db, &names, err, errlen);
-    if (rc < 0)
-        return rc;
-    struct ms_sites sites;
-    ms__sites_init(&sites, db);
-    struct ms_imap bykey;
-    ms__imap_init(&bykey, sizeof(size_t));
-    struct site_stat *v = NULL;
-    size_t n = 0, cap = 0;
-    struct last_alloc *threads = NULL;
-    int64_t allocs = 0, temporary = 0, temp_bytes = 0;
-    sqlite3_stmt *st = NULL;
-    char layer_sql[256], sql[512];
-    ms__layer_filter(db, o, "e.layer", layer_sql, sizeof layer_sql);
-    if (!o->layer && ms__computed(db, "site_stats")) {
-        /* the conversion counted them (site_stats, for the default layers) */
-        snprintf(sql, sizeof sql,
-                 "SELECT process_id, layer, stack_id, allocs, alloc_bytes, temporary, "
-                 "temporary_bytes FROM site_stats e WHERE %s",
-                 layer_sql);
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-            snprintf(err, errlen, "temporary: site_stats: %s", sqlite3_errmsg(db));
-            rc = MS_EDB;
-            goto out;
+    char sql[512];
+    sqlite3_stmt *st;
+    snprintf(sql, sizeof sql,
+             "SELECT process_id, layer, stack_id, allocs, alloc_bytes, temporary, "
+             "temporary_bytes FROM site_stats e WHERE %s",
+             layer_sql);
+    if (sqlite3_prepare_v2(x->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return ms__actx_db_fail(x, "site_stats");
+    int rc = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (r->n == r->cap &&
+            ms_grow((void **)&r->v, &r->cap, r->n, sizeof *r->v, 256, MS_GROW_MAX) < 0) {
+            rc = ms__actx_oom(x);
+            break;
         }
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            if (n == cap && ms_grow((void **)&v, &cap, n, sizeof *v, 256, MS_GROW_MAX) < 0)
-                goto oom;
-            struct site_stat *ss = &v[n++];
-            memset(ss, 0, sizeof *ss);
-            ss->process_id = sqlite3_column_int64(st, 0);
-            ss->layer = sqlite3_column_int64(st, 1);
-            ss->stack = sqlite3_column_int64(st, 2);
-            ss->allocs = sqlite3_column_int64(st, 3);
-            ss->bytes = sqlite3_column_int64(st, 4);
-            ss->temporary = sqlite3_column_int64(st, 5);
-            ss->temp_bytes = sqlite3_column_int64(st, 6);
-            allocs += ss->allocs;
-            temporary += ss->temporary;
-            temp_bytes += ss->temp_bytes;
-        }
-        goto sites;
+        struct site_stat *ss = &r->v[r->n++];
+        memset(ss, 0, sizeof *ss);
+        ss->process_id = sqlite3_column_int64(st, 0);
+        ss->layer = sqlite3_column_int64(st, 1);
+        ss->stack = sqlite3_column_int64(st, 2);
+        ss->allocs = sqlite3_column_int64(st, 3);
+        ss->bytes = sqlite3_column_int64(st, 4);
+        ss->temporary = sqlite3_column_int64(st, 5);
+        ss->temp_bytes = sqlite3_column_int64(st, 6);
+        r->allocs += ss->allocs;
+        r->temporary += ss->temporary;
+        r->temp_bytes += ss->temp_bytes;
     }
-    struct tscan x = {.bykey = &bykey, .layers = {0}};
-    if (ms_store_is_compact(db)) { /* one layer: the rows from its traces */
-        if ((rc = ms__layer_set_load(db, o, &x.layers)) == 0)
-            rc = ms_store_replay(sqlite3_db_filename(db, "main"), on_replayed, &x, err, errlen);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The counts from the events: a full database's rows, or a compact one's traces replayed. */
+static int from_events(struct ms_actx *x, const char *layer_sql, struct tresult *r)
+{
+    struct tscan t = {.r = r, .layers = {0}};
+    ms_u64map_init(&t.bykey, sizeof(size_t), MS_U64MAP_MAX);
+    int rc = 0;
+    if (ms_store_is_compact(x->db)) { /* one layer: the rows from its traces */
+        if ((rc = ms__layer_set_load(x->db, x->o, &t.layers)) == 0)
+            rc = ms_store_replay(sqlite3_db_filename(x->db, "main"), on_replayed, &t, x->err,
+                                 x->errlen);
     } else {
+        char sql[512];
+        sqlite3_stmt *st;
         snprintf(sql, sizeof sql,
                  "SELECT kind, layer, process_id, thread_id, allocation_id, stack_id, size "
                  "FROM events e WHERE kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ") AND %s "
                  "ORDER BY id",
                  layer_sql);
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-            snprintf(err, errlen, "temporary: events: %s", sqlite3_errmsg(db));
-            rc = MS_EDB;
+        if (sqlite3_prepare_v2(x->db, sql, -1, &st, NULL) != SQLITE_OK) {
+            rc = ms__actx_db_fail(x, "events");
             goto out;
         }
         int s;
         while ((s = sqlite3_step(st)) == SQLITE_ROW &&
-               (rc = on_row(&x, sqlite3_column_int(st, 0), sqlite3_column_int64(st, 1),
+               (rc = on_row(&t, sqlite3_column_int(st, 0), sqlite3_column_int64(st, 1),
                             sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
                             sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5),
                             sqlite3_column_int64(st, 6))) == 0)
             ;
-        if (rc == 0 && s != SQLITE_DONE) {
-            snprintf(err, errlen, "temporary: events: %s", sqlite3_errmsg(db));
-            rc = MS_EDB;
-        }
+        if (rc == 0 && s != SQLITE_DONE)
+            rc = ms__actx_db_fail(x, "events");
+        sqlite3_finalize(st);
     }
-    v = x.v;
-    n = x.n;
-    threads = x.threads;
-    allocs = x.allocs;
-    temporary = x.temporary;
-    temp_bytes = x.temp_bytes;
-    if (rc == MS_ELIMIT && !err[0])
-        snprintf(err, errlen, "temporary: a thread id out of range");
+    if (rc == MS_ELIMIT && !x->err[0])
+        snprintf(x->err, x->errlen, "temporary: a thread id out of range");
     if (rc == MS_ENOMEM)
-        goto oom;
-    if (rc < 0)
-        goto out;
+        rc = ms__actx_oom(x);
+out:
+    free(t.threads);
+    ms_u64map_release(&t.bykey);
+    return rc;
+}
 
-sites:
-    /* Stacks -> call sites. */
-    for (size_t i = 0; i < n; i++)
-        if (!(v[i].site = ms__sites_get(&sites, v[i].stack)))
-            goto oom;
-    if (n) {
-        qsort(v, n, sizeof *v, cmp_key);
+/* Fills r: the counts, stacks turned into call sites and merged, groups ranked. */
+static int compute(struct ms_actx *x, struct tresult *r)
+{
+    char layer_sql[256];
+    ms__layer_filter(x->db, x->o, "e.layer", layer_sql, sizeof layer_sql);
+    int rc = !x->o->layer && ms__computed(x->db, "site_stats") ? from_site_stats(x, layer_sql, r)
+                                                               : from_events(x, layer_sql, r);
+    if (rc < 0)
+        return rc;
+    struct site_stat *v = r->v;
+    for (size_t i = 0; i < r->n; i++)
+        if (!(v[i].site = ms__sites_get(&x->sites, v[i].stack)))
+            return ms__actx_oom(x);
+    if (r->n) {
+        qsort(v, r->n, sizeof *v, cmp_key);
         size_t w = 0;
-        for (size_t i = 1; i < n; i++) {
+        for (size_t i = 1; i < r->n; i++) {
             if (!cmp_key(&v[w], &v[i])) {
                 v[w].allocs += v[i].allocs;
                 v[w].bytes += v[i].bytes;
@@ -236,93 +242,102 @@ sites:
                 v[++w] = v[i];
             }
         }
-        n = w + 1;
-        qsort(v, n, sizeof *v, cmp_temp);
+        r->n = w + 1;
+        qsort(v, r->n, sizeof *v, cmp_temp);
     }
+    return 0;
+}
 
-    const int top = o->top > 0 ? o->top : 10;
-    struct ms_json j;
-    if (o->json) {
-        ms_json_init(&j, out);
-        ms_json_begin_object(&j, NULL);
-        ms_json_str(&j, "analysis", "temporary");
-        ms_json_int(&j, "allocations", allocs);
-        ms_json_int(&j, "temporary", temporary);
-        ms_json_int(&j, "temporary_bytes", temp_bytes);
-        ms_json_begin_array(&j, "groups");
-    } else {
-        fprintf(out, "temporary: allocations freed before any other allocation or free on "
-                     "their thread\n");
-        fprintf(out, "  %lld temporary of %lld allocations (%.1f%%), %lld bytes\n",
-                (long long)temporary, (long long)allocs,
-                allocs ? 100.0 * (double)temporary / (double)allocs : 0.0, (long long)temp_bytes);
+/* The end of the (process, layer) group starting at i, with its temporaries and allocations. */
+static size_t group_end(const struct tresult *r, size_t i, int64_t *temporary, int64_t *allocs)
+{
+    size_t e = i;
+    *temporary = *allocs = 0;
+    while (e < r->n && r->v[e].process_id == r->v[i].process_id && r->v[e].layer == r->v[i].layer) {
+        *temporary += r->v[e].temporary;
+        *allocs += r->v[e].allocs;
+        e++;
     }
-    for (size_t i = 0; i < n;) {
-        size_t e = i;
-        int64_t gt = 0, ga = 0;
-        while (e < n && v[e].process_id == v[i].process_id && v[e].layer == v[i].layer) {
-            gt += v[e].temporary;
-            ga += v[e].allocs;
-            e++;
-        }
-        if (gt == 0) {
-            i = e;
+    return e;
+}
+
+static void render_text(struct ms_actx *x, const struct tresult *r)
+{
+    FILE *out = x->out;
+    const size_t top = (size_t)(x->o->top > 0 ? x->o->top : 10);
+    fprintf(out, "temporary: allocations freed before any other allocation or free on "
+                 "their thread\n");
+    fprintf(out, "  %lld temporary of %lld allocations (%.1f%%), %lld bytes\n",
+            (long long)r->temporary, (long long)r->allocs,
+            r->allocs ? 100.0 * (double)r->temporary / (double)r->allocs : 0.0,
+            (long long)r->temp_bytes);
+    int64_t gt, ga;
+    for (size_t i = 0, e; i < r->n; i = e) {
+        e = group_end(r, i, &gt, &ga);
+        if (gt == 0)
             continue;
-        }
-        const struct ms_name_proc *p = ms__names_proc(&names, v[i].process_id);
-        const char *lname = ms__names_layer(&names, v[i].layer);
-        if (o->json) {
+        const struct site_stat *v = r->v;
+        const struct ms_name_proc *p = ms__names_proc(&x->names, v[i].process_id);
+        fprintf(out, "  process %lld %s (pid %lld), %s: %lld temporary of %lld allocations\n",
+                (long long)v[i].process_id, p ? p->exe : "?", (long long)(p ? p->pid : 0),
+                ms__names_layer(&x->names, v[i].layer), (long long)gt, (long long)ga);
+        fprintf(out, "  %10s %10s %7s %12s  %s\n", "temporary", "allocs", "temp%", "temp bytes",
+                "call site");
+        for (size_t k = i; k < e && k - i < top && v[k].temporary > 0; k++)
+            fprintf(out, "  %10lld %10lld %6.1f%% %12lld  %s\n", (long long)v[k].temporary,
+                    (long long)v[k].allocs, 100.0 * (double)v[k].temporary / (double)v[k].allocs,
+                    (long long)v[k].temp_bytes, v[k].site);
+    }
+}
+
+static void render_json(struct ms_actx *x, const struct tresult *r)
+{
+    const size_t top = (size_t)(x->o->top > 0 ? x->o->top : 10);
+    struct ms_json j;
+    ms_json_init(&j, x->out);
+    ms_json_begin_object(&j, NULL);
+    ms_json_str(&j, "analysis", "temporary");
+    ms_json_int(&j, "allocations", r->allocs);
+    ms_json_int(&j, "temporary", r->temporary);
+    ms_json_int(&j, "temporary_bytes", r->temp_bytes);
+    ms_json_begin_array(&j, "groups");
+    int64_t gt, ga;
+    for (size_t i = 0, e; i < r->n; i = e) {
+        e = group_end(r, i, &gt, &ga);
+        if (gt == 0)
+            continue;
+        const struct site_stat *v = r->v;
+        const struct ms_name_proc *p = ms__names_proc(&x->names, v[i].process_id);
+        ms_json_begin_object(&j, NULL);
+        ms_json_int(&j, "process_id", v[i].process_id);
+        ms_json_int(&j, "pid", p ? p->pid : 0);
+        ms_json_str(&j, "exe", p ? p->exe : NULL);
+        ms_json_str(&j, "layer", ms__names_layer(&x->names, v[i].layer));
+        ms_json_int(&j, "allocations", ga);
+        ms_json_int(&j, "temporary", gt);
+        ms_json_begin_array(&j, "sites");
+        for (size_t k = i; k < e && k - i < top && v[k].temporary > 0; k++) {
             ms_json_begin_object(&j, NULL);
-            ms_json_int(&j, "process_id", v[i].process_id);
-            ms_json_int(&j, "pid", p ? p->pid : 0);
-            ms_json_str(&j, "exe", p ? p->exe : NULL);
-            ms_json_str(&j, "layer", lname);
-            ms_json_int(&j, "allocations", ga);
-            ms_json_int(&j, "temporary", gt);
-            ms_json_begin_array(&j, "sites");
-        } else {
-            fprintf(out, "  process %lld %s (pid %lld), %s: %lld temporary of %lld allocations\n",
-                    (long long)v[i].process_id, p ? p->exe : "?", (long long)(p ? p->pid : 0),
-                    lname, (long long)gt, (long long)ga);
-            fprintf(out, "  %10s %10s %7s %12s  %s\n", "temporary", "allocs", "temp%", "temp bytes",
-                    "call site");
-        }
-        size_t shown = 0;
-        for (size_t k = i; k < e && shown < (size_t)top && v[k].temporary > 0; k++, shown++) {
-            double pct = 100.0 * (double)v[k].temporary / (double)v[k].allocs;
-            if (o->json) {
-                ms_json_begin_object(&j, NULL);
-                ms_json_str(&j, "site", v[k].site);
-                ms_json_int(&j, "temporary", v[k].temporary);
-                ms_json_int(&j, "allocations", v[k].allocs);
-                ms_json_int(&j, "temporary_bytes", v[k].temp_bytes);
-                ms_json_end_object(&j);
-            } else {
-                fprintf(out, "  %10lld %10lld %6.1f%% %12lld  %s\n", (long long)v[k].temporary,
-                        (long long)v[k].allocs, pct, (long long)v[k].temp_bytes, v[k].site);
-            }
-        }
-        if (o->json) {
-            ms_json_end_array(&j);
+            ms_json_str(&j, "site", v[k].site);
+            ms_json_int(&j, "temporary", v[k].temporary);
+            ms_json_int(&j, "allocations", v[k].allocs);
+            ms_json_int(&j, "temporary_bytes", v[k].temp_bytes);
             ms_json_end_object(&j);
         }
-        i = e;
-    }
-    if (o->json) {
         ms_json_end_array(&j);
         ms_json_end_object(&j);
-        ms_json_finish(&j);
     }
-    goto out;
-oom:
-    snprintf(err, errlen, "temporary: out of memory");
-    rc = MS_ENOMEM;
-out:
-    sqlite3_finalize(st);
-    free(v);
-    free(threads);
-    ms__imap_release(&bykey);
-    ms__sites_release(&sites);
-    ms__names_release(&names);
+    ms_json_end_array(&j);
+    ms_json_end_object(&j);
+    ms_json_finish(&j);
+}
+
+int ms_analyze_temporary(struct ms_actx *x)
+{
+    struct tresult r = {0};
+    int rc = compute(x, &r);
+    if (rc == 0)
+        (x->o->json ? render_json : render_text)(x, &r);
+    free(r.v);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include "common/db_ids.h"
 
 #include "common/ms_error.h"
+#include "common/grow.h"
 #include "store/store.h"
 
 #include <math.h>
@@ -59,27 +60,33 @@ static struct fit fit_line(const double *x, const double *y, int n)
     return f;
 }
 
-/* The step series of one process. */
+/* The step series of one process, and its fit from the first step after the warm-up. */
 struct pseries {
     int64_t process_id;
     double *step, *live;
     int n, cap;
+    int first;         /* the fit's first point */
+    struct fit fit;    /* live bytes per step */
+    int reached_at;    /* --limit: the first point at or over it, or -1 */
+    double limit_step; /* --limit: the step the fit reaches it at, or -1 */
 };
 
-struct tctx {
-    sqlite3 *db;
-    const struct ms_analyze_opts *o;
-    FILE *out;
-    struct ms_json j;
-    struct ms_names names;
-    int64_t t0, t1;
+/* The result: live bytes over time with its fit, and each stepping process's series. */
+struct trend {
+    int64_t t0, t1, start_ns;
     int64_t samples[TREND_POINTS + 1];
     int64_t final_live, max_live;
+    struct fit time_fit; /* live bytes per second */
+    int limit_reached;   /* --limit: max_live reached it */
+    double limit_s;      /* --limit: seconds after t0 at which the time fit reaches it, or -1 */
     struct pseries *ps;
-    size_t nps;
-    char *err;
-    size_t errlen;
-    /* the replay */
+    size_t nps, aps;
+};
+
+/* The scan that fills a trend's series. */
+struct tctx {
+    struct ms_actx *x;
+    struct trend *r;
     struct ms_live live;
     struct ms_layer_set layers;
     int64_t total;
@@ -89,15 +96,14 @@ struct tctx {
 static int add_step(struct tctx *T, int64_t proc, double step, double live)
 {
     struct pseries *p = NULL;
-    for (size_t i = 0; i < T->nps; i++)
-        if (T->ps[i].process_id == proc)
-            p = &T->ps[i];
+    for (size_t i = 0; i < T->r->nps; i++)
+        if (T->r->ps[i].process_id == proc)
+            p = &T->r->ps[i];
     if (!p) {
-        struct pseries *np = realloc(T->ps, (T->nps + 1) * sizeof *np);
-        if (!np)
+        if (ms_grow((void **)&T->r->ps, &T->r->aps, T->r->nps, sizeof *T->r->ps, 4, MS_GROW_MAX) <
+            0)
             return MS_ENOMEM;
-        T->ps = np;
-        p = &T->ps[T->nps++];
+        p = &T->r->ps[T->r->nps++];
         memset(p, 0, sizeof *p);
         p->process_id = proc;
     }
@@ -136,10 +142,10 @@ static int on_row(struct tctx *T, int64_t ts, int kind, int64_t layer, int64_t p
 {
     /* Sample k is taken at t0 + span * k / TREND_POINTS, in integers: epoch nanoseconds do
      * not fit a double's 53 bits. */
-    int64_t span = T->t1 - T->t0;
+    int64_t span = T->r->t1 - T->r->t0;
     while (T->k <= TREND_POINTS &&
-           T->t0 + span / TREND_POINTS * T->k + span % TREND_POINTS * T->k / TREND_POINTS < ts)
-        T->samples[T->k++] = T->total;
+           T->r->t0 + span / TREND_POINTS * T->k + span % TREND_POINTS * T->k / TREND_POINTS < ts)
+        T->r->samples[T->k++] = T->total;
     if (kind == MS_KIND_STEP)
         return name ? add_step(T, proc, atof(name), (double)proc_live(&T->live, proc)) : 0;
     if (!ms__live_apply(&T->live, kind, proc, layer, addr, size, has_alloc_id))
@@ -147,8 +153,8 @@ static int on_row(struct tctx *T, int64_t ts, int kind, int64_t layer, int64_t p
     T->total = 0;
     for (size_t i = 0; i < T->live.n; i++)
         T->total += T->live.pl[i].live;
-    if (T->total > T->max_live)
-        T->max_live = T->total;
+    if (T->total > T->r->max_live)
+        T->r->max_live = T->total;
     return 0;
 }
 
@@ -176,7 +182,7 @@ static int precomputed(struct tctx *T)
 {
     sqlite3_stmt *st;
     int have = 0, rc = 0;
-    if (sqlite3_prepare_v2(T->db,
+    if (sqlite3_prepare_v2(T->x->db,
                            "SELECT (SELECT value FROM meta WHERE key = "
                            "'max_live_bytes'), (SELECT value FROM meta WHERE key = "
                            "'final_live_bytes'), (SELECT count(*) FROM live_samples)",
@@ -185,22 +191,22 @@ static int precomputed(struct tctx *T)
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL &&
         sqlite3_column_int(st, 2) == TREND_POINTS + 1) {
         have = 1;
-        T->max_live = sqlite3_column_int64(st, 0);
-        T->final_live = sqlite3_column_int64(st, 1);
+        T->r->max_live = sqlite3_column_int64(st, 0);
+        T->r->final_live = sqlite3_column_int64(st, 1);
     }
     sqlite3_finalize(st);
     if (!have)
         return 0;
-    if (sqlite3_prepare_v2(T->db, "SELECT k, live_bytes FROM live_samples ORDER BY k", -1, &st,
+    if (sqlite3_prepare_v2(T->x->db, "SELECT k, live_bytes FROM live_samples ORDER BY k", -1, &st,
                            NULL) != SQLITE_OK)
         return MS_EDB;
     while (sqlite3_step(st) == SQLITE_ROW) {
         int k = sqlite3_column_int(st, 0);
         if (k >= 0 && k <= TREND_POINTS)
-            T->samples[k] = sqlite3_column_int64(st, 1);
+            T->r->samples[k] = sqlite3_column_int64(st, 1);
     }
     sqlite3_finalize(st);
-    if (sqlite3_prepare_v2(T->db,
+    if (sqlite3_prepare_v2(T->x->db,
                            "SELECT process_id, step, live_bytes FROM step_live ORDER BY "
                            "event_id",
                            -1, &st, NULL) != SQLITE_OK)
@@ -210,17 +216,17 @@ static int precomputed(struct tctx *T)
                       (double)sqlite3_column_int64(st, 2));
     sqlite3_finalize(st);
     if (rc)
-        snprintf(T->err, T->errlen, "trend: %s", ms_strerror(rc));
+        snprintf(T->x->err, T->x->errlen, "trend: %s", ms_strerror(rc));
     return rc < 0 ? rc : 1;
 }
 
 static int replay(struct tctx *T)
 {
     sqlite3_stmt *st;
-    int compact = ms_store_is_compact(T->db);
+    int compact = ms_store_is_compact(T->x->db);
     /* events.id is in time order: the first and last rows hold the extremes (a compact
      * database, without MALLOC and FREE rows, has them in meta). */
-    if (sqlite3_prepare_v2(T->db,
+    if (sqlite3_prepare_v2(T->x->db,
                            compact ? "SELECT (SELECT value FROM meta WHERE key = "
                                      "'first_event_ns'), (SELECT value FROM meta WHERE "
                                      "key = 'last_event_ns')"
@@ -230,20 +236,20 @@ static int replay(struct tctx *T)
                            -1, &st, NULL) != SQLITE_OK)
         goto db_fail;
     if (sqlite3_step(st) == SQLITE_ROW) {
-        T->t0 = sqlite3_column_int64(st, 0);
-        T->t1 = sqlite3_column_int64(st, 1);
+        T->r->t0 = sqlite3_column_int64(st, 0);
+        T->r->t1 = sqlite3_column_int64(st, 1);
     }
     sqlite3_finalize(st);
     ms__live_init(&T->live);
     int rc = 0, s = SQLITE_DONE;
-    if (!T->o->layer && (rc = precomputed(T)) != 0) {
+    if (!T->x->o->layer && (rc = precomputed(T)) != 0) {
         ms__live_release(&T->live);
         return rc < 0 ? rc : 0;
     }
     if (compact) {
-        if ((rc = ms__layer_set_load(T->db, T->o, &T->layers)) == 0)
-            rc = ms_store_replay(sqlite3_db_filename(T->db, "main"), on_replayed, T, T->err,
-                                 T->errlen);
+        if ((rc = ms__layer_set_load(T->x->db, T->x->o, &T->layers)) == 0)
+            rc = ms_store_replay(sqlite3_db_filename(T->x->db, "main"), on_replayed, T, T->x->err,
+                                 T->x->errlen);
         if (rc < 0) {
             ms__live_release(&T->live);
             return rc;
@@ -251,14 +257,14 @@ static int replay(struct tctx *T)
         goto done;
     }
 
-    int has_name = ms__has_column(T->db, "events", "name");
+    int has_name = ms__has_column(T->x->db, "events", "name");
     char layer_sql[256], sql[768];
-    ms__layer_filter(T->db, T->o, "e.layer", layer_sql, sizeof layer_sql);
+    ms__layer_filter(T->x->db, T->x->o, "e.layer", layer_sql, sizeof layer_sql);
     snprintf(sql, sizeof sql,
              "SELECT ts_ns, kind, layer, process_id, addr, size, allocation_id, %s FROM events e "
              "WHERE (kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ") AND %s)%s ORDER BY id",
              has_name ? "name" : "NULL", layer_sql, has_name ? " OR kind = " MS_SQL_STEP : "");
-    if (sqlite3_prepare_v2(T->db, sql, -1, &st, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(T->x->db, sql, -1, &st, NULL) != SQLITE_OK) {
         ms__live_release(&T->live);
         goto db_fail;
     }
@@ -277,213 +283,211 @@ static int replay(struct tctx *T)
     sqlite3_finalize(st);
 done:
     while (T->k <= TREND_POINTS)
-        T->samples[T->k++] = T->total;
-    T->final_live = T->total;
+        T->r->samples[T->k++] = T->total;
+    T->r->final_live = T->total;
     ms__live_release(&T->live);
     if (rc)
-        snprintf(T->err, T->errlen, "trend: %s", ms_strerror(rc));
+        snprintf(T->x->err, T->x->errlen, "trend: %s", ms_strerror(rc));
     return rc;
 db_fail:
-    snprintf(T->err, T->errlen, "trend: events: %s", sqlite3_errmsg(T->db));
+    snprintf(T->x->err, T->x->errlen, "trend: events: %s", sqlite3_errmsg(T->x->db));
     return MS_EDB;
 }
 
-static void write_fit(struct tctx *T, const char *key, const struct fit *f, const char *unit)
+/* Fills r: the series (precomputed or replayed), the fits, and the limit's predictions. */
+static int compute(struct ms_actx *x, struct trend *r)
 {
-    if (T->o->json) {
-        ms_json_begin_object(&T->j, key);
-        ms_json_int(&T->j, "points", f->n);
-        ms_json_double(&T->j, "slope", f->slope);
-        ms_json_double(&T->j, "intercept", f->intercept);
-        ms_json_double(&T->j, "r2", f->r2);
-        ms_json_double(&T->j, "slope_stderr", f->se);
-        ms_json_end_object(&T->j);
-    } else {
-        fprintf(T->out,
-                "  growth: %+.1f bytes/%s (R^2 %.4f, standard error %.1f bytes/%s, %d "
-                "points)\n",
-                f->slope, unit, f->r2, f->se, unit, f->n);
+    struct tctx T = {.x = x, .r = r};
+    int rc = replay(&T);
+    if (rc < 0)
+        return rc;
+    double tx[TREND_POINTS + 1], ty[TREND_POINTS + 1];
+    double span_s = (double)(r->t1 - r->t0) / 1e9;
+    for (int i = 0; i <= TREND_POINTS; i++) {
+        tx[i] = span_s * i / TREND_POINTS;
+        ty[i] = (double)r->samples[i];
+    }
+    r->time_fit = fit_line(tx, ty, TREND_POINTS + 1);
+    r->start_ns = ms__run_start_ns(x->db);
+    const double limit = (double)x->o->limit;
+    r->limit_reached = (double)r->max_live >= limit;
+    r->limit_s = r->time_fit.slope > 0 ? (limit - r->time_fit.intercept) / r->time_fit.slope : -1;
+    for (size_t i = 0; i < r->nps; i++) {
+        struct pseries *p = &r->ps[i];
+        p->first = 0;
+        while (p->first < p->n && p->step[p->first] <= x->o->warmup)
+            p->first++;
+        if (p->n - p->first < 2)
+            p->first = 0;
+        p->fit = fit_line(p->step + p->first, p->live + p->first, p->n - p->first);
+        p->reached_at = -1;
+        for (int k = 0; k < p->n; k++)
+            if (p->live[k] >= limit) {
+                p->reached_at = k;
+                break;
+            }
+        p->limit_step = p->fit.slope > 0 ? (limit - p->fit.intercept) / p->fit.slope : -1;
+    }
+    return 0;
+}
+
+static void text_fit(FILE *out, const struct fit *f, const char *unit)
+{
+    fprintf(out, "  growth: %+.1f bytes/%s (R^2 %.4f, standard error %.1f bytes/%s, %d points)\n",
+            f->slope, unit, f->r2, f->se, unit, f->n);
+}
+
+static void render_text(struct ms_actx *x, const struct trend *r)
+{
+    FILE *out = x->out;
+    const unsigned long long limit = (unsigned long long)x->o->limit;
+    fprintf(out, "trend: live bytes over time (all processes, selected layers)\n");
+    fprintf(out, "  %12s %14s\n", "time (ms)", "live bytes");
+    for (int i = 0; i <= TREND_POINTS; i += TREND_POINTS / 10)
+        fprintf(out, "  %12.3f %14lld\n", (double)(r->t1 - r->t0) * i / TREND_POINTS / 1e6,
+                (long long)r->samples[i]);
+    fprintf(out, "  final %lld bytes, maximum %lld bytes\n", (long long)r->final_live,
+            (long long)r->max_live);
+    text_fit(out, &r->time_fit, "s");
+    if (limit && r->limit_reached)
+        fprintf(out, "  limit %llu bytes: already reached (maximum %lld bytes)\n", limit,
+                (long long)r->max_live);
+    else if (limit && r->limit_s >= 0)
+        fprintf(out, "  limit %llu bytes: predicted at +%.3f s from the start\n", limit,
+                (double)(r->t0 - r->start_ns) / 1e9 + r->limit_s);
+    else if (limit)
+        fprintf(out, "  limit %llu bytes: never at this rate (not growing)\n", limit);
+
+    fprintf(out, "\ntrend: live bytes at step ends\n");
+    if (!r->nps)
+        fprintf(out, "  no steps recorded (the program never called memscope_step())\n");
+    for (size_t i = 0; i < r->nps; i++) {
+        const struct pseries *p = &r->ps[i];
+        const struct ms_name_proc *pr = ms__names_proc(&x->names, p->process_id);
+        fprintf(out, "  process %lld %s (pid %lld): %d step ends\n", (long long)p->process_id,
+                pr ? pr->exe : "?", (long long)(pr ? pr->pid : 0), p->n);
+        fprintf(out, "  %8s %14s\n", "step", "live bytes");
+        for (int k = 0; k < p->n; k++) {
+            if (p->n > 20 && k >= 10 && k < p->n - 5) {
+                if (k == 10)
+                    fprintf(out, "  %8s\n", "...");
+                continue;
+            }
+            fprintf(out, "  %8lld %14lld\n", (long long)p->step[k], (long long)p->live[k]);
+        }
+        if (p->n)
+            fprintf(out, "  fit from step %lld:\n", (long long)p->step[p->first]);
+        text_fit(out, &p->fit, "step");
+        if (limit && p->reached_at >= 0)
+            fprintf(out, "  limit %llu bytes: reached at the end of step %lld\n", limit,
+                    (long long)p->step[p->reached_at]);
+        else if (limit && p->limit_step >= 0)
+            fprintf(out, "  limit %llu bytes: predicted at the end of step %lld (%.2f)\n", limit,
+                    (long long)ceil(p->limit_step), p->limit_step);
+        else if (limit)
+            fprintf(out, "  limit %llu bytes: never at this rate (not growing per step)\n", limit);
     }
 }
 
-int ms_analyze_trend(sqlite3 *db, const struct ms_analyze_opts *o, FILE *out, char *err,
-                     size_t errlen)
+static void json_fit(struct ms_json *j, const char *key, const struct fit *f)
 {
-    struct tctx T;
-    memset(&T, 0, sizeof T);
-    T.db = db;
-    T.o = o;
-    T.out = out;
-    T.err = err;
-    T.errlen = errlen;
-    int rc = ms__names_load(db, &T.names, err, errlen);
-    if (rc < 0)
-        return rc;
-    if ((rc = replay(&T)) < 0)
-        goto out;
+    ms_json_begin_object(j, key);
+    ms_json_int(j, "points", f->n);
+    ms_json_double(j, "slope", f->slope);
+    ms_json_double(j, "intercept", f->intercept);
+    ms_json_double(j, "r2", f->r2);
+    ms_json_double(j, "slope_stderr", f->se);
+    ms_json_end_object(j);
+}
 
-    double x[TREND_POINTS + 1], y[TREND_POINTS + 1];
-    double span_s = (double)(T.t1 - T.t0) / 1e9;
+static void render_json(struct ms_actx *x, const struct trend *r)
+{
+    const struct ms_analyze_opts *o = x->o;
+    struct ms_json j;
+    ms_json_init(&j, x->out);
+    ms_json_begin_object(&j, NULL);
+    ms_json_str(&j, "analysis", "trend");
+    ms_json_int(&j, "start_ns", r->t0);
+    ms_json_int(&j, "end_ns", r->t1);
+    ms_json_int(&j, "final_live_bytes", r->final_live);
+    ms_json_int(&j, "max_live_bytes", r->max_live);
+    ms_json_begin_array(&j, "samples");
     for (int i = 0; i <= TREND_POINTS; i++) {
-        x[i] = span_s * i / TREND_POINTS;
-        y[i] = (double)T.samples[i];
+        ms_json_begin_object(&j, NULL);
+        ms_json_int(&j, "offset_ns", (int64_t)((double)(r->t1 - r->t0) * i / TREND_POINTS));
+        ms_json_int(&j, "live_bytes", r->samples[i]);
+        ms_json_end_object(&j);
     }
-    struct fit tf = fit_line(x, y, TREND_POINTS + 1);
-    int64_t start = ms__run_start_ns(db);
-    const double limit = (double)o->limit;
-
-    if (o->json) {
-        ms_json_init(&T.j, out);
-        ms_json_begin_object(&T.j, NULL);
-        ms_json_str(&T.j, "analysis", "trend");
-        ms_json_int(&T.j, "start_ns", T.t0);
-        ms_json_int(&T.j, "end_ns", T.t1);
-        ms_json_int(&T.j, "final_live_bytes", T.final_live);
-        ms_json_int(&T.j, "max_live_bytes", T.max_live);
-        ms_json_begin_array(&T.j, "samples");
-        for (int i = 0; i <= TREND_POINTS; i++) {
-            ms_json_begin_object(&T.j, NULL);
-            ms_json_int(&T.j, "offset_ns", (int64_t)((double)(T.t1 - T.t0) * i / TREND_POINTS));
-            ms_json_int(&T.j, "live_bytes", T.samples[i]);
-            ms_json_end_object(&T.j);
-        }
-        ms_json_end_array(&T.j);
-        write_fit(&T, "time_fit", &tf, "s");
-        if (o->limit)
-            ms_json_int(&T.j, "limit", (long long)o->limit);
-        else
-            ms_json_null(&T.j, "limit");
-    } else {
-        fprintf(out, "trend: live bytes over time (all processes, selected layers)\n");
-        fprintf(out, "  %12s %14s\n", "time (ms)", "live bytes");
-        for (int i = 0; i <= TREND_POINTS; i += TREND_POINTS / 10)
-            fprintf(out, "  %12.3f %14lld\n", (double)(T.t1 - T.t0) * i / TREND_POINTS / 1e6,
-                    (long long)T.samples[i]);
-        fprintf(out, "  final %lld bytes, maximum %lld bytes\n", (long long)T.final_live,
-                (long long)T.max_live);
-        write_fit(&T, NULL, &tf, "s");
-    }
-    /* Time to the limit, from the time fit. */
-    if (o->limit) {
-        int reached = (double)T.max_live >= limit;
-        double t_s = tf.slope > 0 ? (limit - tf.intercept) / tf.slope : -1;
-        if (o->json) {
-            ms_json_begin_object(&T.j, "time_to_limit");
-            ms_json_bool(&T.j, "reached", reached);
-            if (t_s >= 0) {
-                ms_json_int(&T.j, "predicted_ns", T.t0 + (int64_t)(t_s * 1e9));
-                ms_json_int(&T.j, "predicted_offset_ns", T.t0 - start + (int64_t)(t_s * 1e9));
-            } else {
-                ms_json_null(&T.j, "predicted_ns");
-                ms_json_null(&T.j, "predicted_offset_ns");
-            }
-            ms_json_end_object(&T.j);
-        } else if (reached) {
-            fprintf(out, "  limit %llu bytes: already reached (maximum %lld bytes)\n",
-                    (unsigned long long)o->limit, (long long)T.max_live);
-        } else if (t_s >= 0) {
-            fprintf(out, "  limit %llu bytes: predicted at +%.3f s from the start\n",
-                    (unsigned long long)o->limit, (double)(T.t0 - start) / 1e9 + t_s);
-        } else {
-            fprintf(out, "  limit %llu bytes: never at this rate (not growing)\n",
-                    (unsigned long long)o->limit);
-        }
-    }
-
-    /* Per step, per process. */
-    if (o->json)
-        ms_json_begin_array(&T.j, "steps");
+    ms_json_end_array(&j);
+    json_fit(&j, "time_fit", &r->time_fit);
+    if (o->limit)
+        ms_json_int(&j, "limit", (long long)o->limit);
     else
-        fprintf(out, "\ntrend: live bytes at step ends\n");
-    if (!T.nps && !o->json)
-        fprintf(out, "  no steps recorded (the program never called memscope_step())\n");
-    for (size_t i = 0; i < T.nps; i++) {
-        struct pseries *p = &T.ps[i];
-        const struct ms_name_proc *pr = ms__names_proc(&T.names, p->process_id);
-        int first = 0;
-        while (first < p->n && p->step[first] <= o->warmup)
-            first++;
-        if (p->n - first < 2)
-            first = 0;
-        struct fit sf = fit_line(p->step + first, p->live + first, p->n - first);
-        if (o->json) {
-            ms_json_begin_object(&T.j, NULL);
-            ms_json_int(&T.j, "process_id", p->process_id);
-            ms_json_int(&T.j, "pid", pr ? pr->pid : 0);
-            ms_json_str(&T.j, "exe", pr ? pr->exe : NULL);
-            ms_json_begin_array(&T.j, "ends");
-            for (int k = 0; k < p->n; k++) {
-                ms_json_begin_object(&T.j, NULL);
-                ms_json_int(&T.j, "step", (long long)p->step[k]);
-                ms_json_int(&T.j, "live_bytes", (long long)p->live[k]);
-                ms_json_end_object(&T.j);
-            }
-            ms_json_end_array(&T.j);
-            ms_json_int(&T.j, "fit_from_step", p->n ? (long long)p->step[first] : 0);
-            write_fit(&T, "step_fit", &sf, "step");
+        ms_json_null(&j, "limit");
+    if (o->limit) {
+        ms_json_begin_object(&j, "time_to_limit");
+        ms_json_bool(&j, "reached", r->limit_reached);
+        if (r->limit_s >= 0) {
+            ms_json_int(&j, "predicted_ns", r->t0 + (int64_t)(r->limit_s * 1e9));
+            ms_json_int(&j, "predicted_offset_ns",
+                        r->t0 - r->start_ns + (int64_t)(r->limit_s * 1e9));
         } else {
-            fprintf(out, "  process %lld %s (pid %lld): %d step ends\n", (long long)p->process_id,
-                    pr ? pr->exe : "?", (long long)(pr ? pr->pid : 0), p->n);
-            fprintf(out, "  %8s %14s\n", "step", "live bytes");
-            for (int k = 0; k < p->n; k++) {
-                if (p->n > 20 && k >= 10 && k < p->n - 5) {
-                    if (k == 10)
-                        fprintf(out, "  %8s\n", "...");
-                    continue;
-                }
-                fprintf(out, "  %8lld %14lld\n", (long long)p->step[k], (long long)p->live[k]);
-            }
-            if (p->n)
-                fprintf(out, "  fit from step %lld:\n", (long long)p->step[first]);
-            write_fit(&T, NULL, &sf, "step");
+            ms_json_null(&j, "predicted_ns");
+            ms_json_null(&j, "predicted_offset_ns");
         }
+        ms_json_end_object(&j);
+    }
+    ms_json_begin_array(&j, "steps");
+    for (size_t i = 0; i < r->nps; i++) {
+        const struct pseries *p = &r->ps[i];
+        const struct ms_name_proc *pr = ms__names_proc(&x->names, p->process_id);
+        ms_json_begin_object(&j, NULL);
+        ms_json_int(&j, "process_id", p->process_id);
+        ms_json_int(&j, "pid", pr ? pr->pid : 0);
+        ms_json_str(&j, "exe", pr ? pr->exe : NULL);
+        ms_json_begin_array(&j, "ends");
+        for (int k = 0; k < p->n; k++) {
+            ms_json_begin_object(&j, NULL);
+            ms_json_int(&j, "step", (long long)p->step[k]);
+            ms_json_int(&j, "live_bytes", (long long)p->live[k]);
+            ms_json_end_object(&j);
+        }
+        ms_json_end_array(&j);
+        ms_json_int(&j, "fit_from_step", p->n ? (long long)p->step[p->first] : 0);
+        json_fit(&j, "step_fit", &p->fit);
         if (o->limit) {
-            int reached_at = -1;
-            for (int k = 0; k < p->n; k++)
-                if (p->live[k] >= limit) {
-                    reached_at = k;
-                    break;
-                }
-            double step = sf.slope > 0 ? (limit - sf.intercept) / sf.slope : -1;
-            if (o->json) {
-                ms_json_begin_object(&T.j, "step_to_limit");
-                if (reached_at >= 0)
-                    ms_json_int(&T.j, "reached_at_step", (long long)p->step[reached_at]);
-                else
-                    ms_json_null(&T.j, "reached_at_step");
-                if (step >= 0) {
-                    ms_json_double(&T.j, "predicted_step", step);
-                    ms_json_int(&T.j, "predicted_step_end", (long long)ceil(step));
-                } else {
-                    ms_json_null(&T.j, "predicted_step");
-                    ms_json_null(&T.j, "predicted_step_end");
-                }
-                ms_json_end_object(&T.j);
-            } else if (reached_at >= 0) {
-                fprintf(out, "  limit %llu bytes: reached at the end of step %lld\n",
-                        (unsigned long long)o->limit, (long long)p->step[reached_at]);
-            } else if (step >= 0) {
-                fprintf(out, "  limit %llu bytes: predicted at the end of step %lld (%.2f)\n",
-                        (unsigned long long)o->limit, (long long)ceil(step), step);
+            ms_json_begin_object(&j, "step_to_limit");
+            if (p->reached_at >= 0)
+                ms_json_int(&j, "reached_at_step", (long long)p->step[p->reached_at]);
+            else
+                ms_json_null(&j, "reached_at_step");
+            if (p->limit_step >= 0) {
+                ms_json_double(&j, "predicted_step", p->limit_step);
+                ms_json_int(&j, "predicted_step_end", (long long)ceil(p->limit_step));
             } else {
-                fprintf(out, "  limit %llu bytes: never at this rate (not growing per step)\n",
-                        (unsigned long long)o->limit);
+                ms_json_null(&j, "predicted_step");
+                ms_json_null(&j, "predicted_step_end");
             }
+            ms_json_end_object(&j);
         }
-        if (o->json)
-            ms_json_end_object(&T.j);
+        ms_json_end_object(&j);
     }
-    if (o->json) {
-        ms_json_end_array(&T.j);
-        ms_json_end_object(&T.j);
-        ms_json_finish(&T.j);
+    ms_json_end_array(&j);
+    ms_json_end_object(&j);
+    ms_json_finish(&j);
+}
+
+int ms_analyze_trend(struct ms_actx *x)
+{
+    struct trend r;
+    memset(&r, 0, sizeof r);
+    int rc = compute(x, &r);
+    if (rc == 0)
+        (x->o->json ? render_json : render_text)(x, &r);
+    for (size_t i = 0; i < r.nps; i++) {
+        free(r.ps[i].step);
+        free(r.ps[i].live);
     }
-out:
-    for (size_t i = 0; i < T.nps; i++) {
-        free(T.ps[i].step);
-        free(T.ps[i].live);
-    }
-    free(T.ps);
-    ms__names_release(&T.names);
+    free(r.ps);
     return rc;
 }

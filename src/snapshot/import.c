@@ -17,7 +17,8 @@
 #include "common/db_ids.h"
 #include "common/ms_error.h"
 #include "common/files.h"
-#include "snap_addrmap.h"
+#include "common/grow.h"
+#include "common/u64map.h"
 #include "version.h"
 
 #include <sqlite3.h>
@@ -46,7 +47,7 @@ struct imp {
     char *err;
     size_t errlen;
     struct iev *ev;
-    uint64_t nev, cap;
+    size_t nev, cap;
 };
 
 static int ierr(struct imp *m, int code, const char *fmt, ...)
@@ -62,14 +63,8 @@ static int ierr(struct imp *m, int code, const char *fmt, ...)
 
 static int add_ev(struct imp *m, struct iev e)
 {
-    if (m->nev == m->cap) {
-        uint64_t cap = m->cap ? m->cap * 2 : 4096;
-        struct iev *v = realloc(m->ev, (size_t)cap * sizeof *v);
-        if (!v)
-            return ierr(m, MS_ENOMEM, "out of memory");
-        m->ev = v;
-        m->cap = cap;
-    }
+    if (ms_grow((void **)&m->ev, &m->cap, m->nev, sizeof *m->ev, 4096, MS_GROW_MAX) < 0)
+        return ierr(m, MS_ENOMEM, "out of memory");
     m->ev[m->nev++] = e;
     return 0;
 }
@@ -191,19 +186,16 @@ static int collect(struct imp *m, int64_t *t0, int64_t *t1)
 
     /* What needs a synthesized allocation: frees without a live block, and blocks/segments
      * live at the end without one. */
-    struct addrmap live[2] = {{0}, {0}};
+    struct ms_u64map live[2]; /* addr -> the live block's alloc event + 1 */
+    ms_u64map_init(&live[0], sizeof(uint64_t), MS_U64MAP_MAX);
+    ms_u64map_init(&live[1], sizeof(uint64_t), MS_U64MAP_MAX);
     struct iev *pre = NULL;
-    uint64_t npre = 0, cappre = 0;
+    size_t npre = 0, cappre = 0;
 #define PRE(addr_, size_, dev_, stack_, layer_, req_)                                           \
     do {                                                                                        \
-        if (npre == cappre) {                                                                   \
-            cappre = cappre ? cappre * 2 : 256;                                                 \
-            struct iev *p_ = realloc(pre, (size_t)cappre * sizeof *p_);                         \
-            if (!p_) {                                                                          \
-                rc = ierr(m, MS_ENOMEM, "out of memory");                                       \
-                goto out;                                                                       \
-            }                                                                                   \
-            pre = p_;                                                                           \
+        if (ms_grow((void **)&pre, &cappre, npre, sizeof *pre, 256, MS_GROW_MAX) < 0) {         \
+            rc = ierr(m, MS_ENOMEM, "out of memory");                                           \
+            goto out;                                                                           \
         }                                                                                       \
         pre[npre++] = (struct iev){                                                             \
             *t0,         (addr_), (size_), (dev_), (stack_), MS_KIND_MALLOC, (uint8_t)(layer_), \
@@ -212,22 +204,22 @@ static int collect(struct imp *m, int64_t *t0, int64_t *t1)
     rc = 0;
     for (uint64_t i = 0; i < m->nev; i++) {
         struct iev *e = &m->ev[i];
-        struct addrmap *lv = &live[e->layer == MS_LAYER_PTA_SEGMENT];
+        struct ms_u64map *lv = &live[e->layer == MS_LAYER_PTA_SEGMENT];
         if (e->kind == MS_KIND_MALLOC) {
-            if (addrmap_put(lv, e->addr, i + 1)) { /* the live block's alloc event, + 1 */
+            if (ms_u64map_set64(lv, e->addr, i + 1)) { /* the live block's alloc event, + 1 */
                 rc = ierr(m, MS_ENOMEM, "out of memory");
                 goto out;
             }
         } else if (e->kind == MS_KIND_FREE || e->kind == MS_KIND_FREE_REQUESTED) {
-            if (addrmap_find(lv, e->addr) == UINT64_MAX) {
+            if (!ms_u64map_get(lv, e->addr)) {
                 PRE(e->addr, e->size, e->device, e->stack, e->layer, 0);
-                if (addrmap_put(lv, e->addr, UINT64_MAX - 1)) { /* no event of ours */
+                if (ms_u64map_set64(lv, e->addr, UINT64_MAX - 1)) { /* no event of ours */
                     rc = ierr(m, MS_ENOMEM, "out of memory");
                     goto out;
                 }
             }
             if (e->kind == MS_KIND_FREE)
-                addrmap_del(lv, e->addr);
+                ms_u64map_del(lv, e->addr, NULL);
         }
     }
     /* A block's size is the allocator's (rounded) size, as the segments report it, with the
@@ -244,18 +236,18 @@ static int collect(struct imp *m, int64_t *t0, int64_t *t1)
     }
     for (uint64_t i = 0; i < s->nsegs; i++) {
         const struct ms_snap_segment *g = &s->segs[i];
-        if (addrmap_find(&live[1], g->addr) == UINT64_MAX)
+        if (!ms_u64map_get(&live[1], g->addr))
             PRE(g->addr, g->total, g->device, g->stack, MS_LAYER_PTA_SEGMENT, 0);
         for (uint64_t j = 0; j < g->nblocks; j++) {
             const struct ms_snap_block *b = &s->blocks[g->first_block + j];
             if (b->state != MS_SB_ACTIVE_ALLOCATED && b->state != MS_SB_ACTIVE_PENDING_FREE)
                 continue;
-            uint64_t k = addrmap_find(&live[0], b->addr), ev;
+            uint64_t ev;
             struct iev *x = NULL;
-            if (k == UINT64_MAX) {
+            if (!ms_u64map_get64(&live[0], b->addr, &ev)) {
                 PRE(b->addr, b->size, g->device, b->stack, MS_LAYER_PTA, b->requested);
                 x = &pre[npre - 1];
-            } else if ((ev = live[0].vals[k]) > 0 && ev <= m->nev) {
+            } else if (ev > 0 && ev <= m->nev) {
                 x = &m->ev[ev - 1]; /* the trace's alloc of this live block */
                 x->size = b->size;
                 if (b->requested && b->requested != x->requested) {
@@ -285,8 +277,8 @@ static int collect(struct imp *m, int64_t *t0, int64_t *t1)
 #undef PRE
 out:
     free(pre);
-    addrmap_release(&live[0]);
-    addrmap_release(&live[1]);
+    ms_u64map_release(&live[0]);
+    ms_u64map_release(&live[1]);
     return rc;
 }
 
@@ -395,7 +387,9 @@ static int write_events(struct imp *m, int64_t *thread_of_dev_first, int64_t nde
                    "UPDATE blocks SET free_ns = ?, free_event_id = ? "
                    "WHERE allocation_id = ?")))
         goto out;
-    struct addrmap live[2] = {{0}, {0}}; /* addr -> allocation id */
+    struct ms_u64map live[2]; /* addr -> allocation id */
+    ms_u64map_init(&live[0], sizeof(uint64_t), MS_U64MAP_MAX);
+    ms_u64map_init(&live[1], sizeof(uint64_t), MS_U64MAP_MAX);
     struct layer_stats ls[2] = {{0}};
     uint64_t *sizes = NULL; /* allocation id -> size */
     uint64_t next_alloc = 1;
@@ -407,14 +401,14 @@ static int write_events(struct imp *m, int64_t *thread_of_dev_first, int64_t nde
     for (uint64_t i = 0; i < m->nev; i++) {
         const struct iev *e = &m->ev[i];
         int L = e->layer == MS_LAYER_PTA_SEGMENT;
-        struct addrmap *lv = &live[L];
+        struct ms_u64map *lv = &live[L];
         struct layer_stats *st = &ls[L];
         int64_t tid = e->device - ndev_min + *thread_of_dev_first;
         int64_t alloc_id = 0;
-        uint64_t j = addrmap_find(lv, e->addr);
+        uint64_t old;
+        int have = ms_u64map_get64(lv, e->addr, &old);
         if (e->kind == MS_KIND_MALLOC) {
-            if (j != UINT64_MAX) { /* an alloc over a live block closes it first */
-                uint64_t old = lv->vals[j];
+            if (have) { /* an alloc over a live block closes it first */
                 sqlite3_bind_int64(fin, 1, e->ts);
                 sqlite3_bind_int64(fin, 2, (int64_t)i + 1);
                 sqlite3_bind_int64(fin, 3, (int64_t)old);
@@ -425,7 +419,7 @@ static int write_events(struct imp *m, int64_t *thread_of_dev_first, int64_t nde
             }
             alloc_id = (int64_t)next_alloc++;
             sizes[alloc_id] = e->size;
-            if (addrmap_put(lv, e->addr, (uint64_t)alloc_id)) {
+            if (ms_u64map_set64(lv, e->addr, (uint64_t)alloc_id)) {
                 rc = ierr(m, MS_ENOMEM, "out of memory");
                 goto out2;
             }
@@ -451,8 +445,8 @@ static int write_events(struct imp *m, int64_t *thread_of_dev_first, int64_t nde
                 sqlite3_bind_null(bl, 9);
             if ((rc = step(m, bl)))
                 goto out2;
-        } else if (j != UINT64_MAX) {
-            alloc_id = (int64_t)lv->vals[j];
+        } else if (have) {
+            alloc_id = (int64_t)old;
             if (e->kind == MS_KIND_FREE) {
                 sqlite3_bind_int64(fin, 1, e->ts);
                 sqlite3_bind_int64(fin, 2, (int64_t)i + 1);
@@ -462,7 +456,7 @@ static int write_events(struct imp *m, int64_t *thread_of_dev_first, int64_t nde
                 st->frees++;
                 st->live_bytes -= sizes[alloc_id];
                 st->live_blocks--;
-                addrmap_del(lv, e->addr);
+                ms_u64map_del(lv, e->addr, NULL);
             }
         } else if (e->kind == MS_KIND_FREE) {
             st->unmatched++;
@@ -517,8 +511,8 @@ static int write_events(struct imp *m, int64_t *thread_of_dev_first, int64_t nde
     }
 out2:
     free(sizes);
-    addrmap_release(&live[0]);
-    addrmap_release(&live[1]);
+    ms_u64map_release(&live[0]);
+    ms_u64map_release(&live[1]);
 out:
     sqlite3_finalize(ev);
     sqlite3_finalize(bl);

@@ -9,7 +9,8 @@
  * a million-event trace costs milliseconds per step once the snapshot is loaded. */
 #include "snapshot.h"
 
-#include "snap_addrmap.h"
+#include "common/grow.h"
+#include "common/u64map.h"
 #include "common/ms_error.h"
 
 #include <stdlib.h>
@@ -25,19 +26,13 @@ struct seg {
 
 struct vec {
     void *v;
-    uint64_t n, cap;
+    size_t n, cap;
 };
 
 static void *vec_add(struct vec *x, size_t elem)
 {
-    if (x->n == x->cap) {
-        uint64_t cap = x->cap ? x->cap * 2 : 256;
-        void *v = realloc(x->v, (size_t)cap * elem);
-        if (!v)
-            return NULL;
-        x->v = v;
-        x->cap = cap;
-    }
+    if (ms_grow(&x->v, &x->cap, x->n, elem, 256, MS_GROW_MAX) < 0)
+        return NULL;
     return (char *)x->v + (x->n++) * elem;
 }
 
@@ -53,40 +48,40 @@ static int cmp_blk(const void *a, const void *b)
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static int set_block(struct vec *bl, struct addrmap *bm, uint64_t addr, uint64_t size, uint64_t req,
-                     uint32_t stack, uint8_t state)
+static int set_block(struct vec *bl, struct ms_u64map *bm, uint64_t addr, uint64_t size,
+                     uint64_t req, uint32_t stack, uint8_t state)
 {
-    uint64_t j = addrmap_find(bm, addr);
+    uint64_t j;
     struct ms_snap_state_block *b;
-    if (j != UINT64_MAX) {
-        b = (struct ms_snap_state_block *)bl->v + bm->vals[j];
+    if (ms_u64map_get64(bm, addr, &j)) {
+        b = (struct ms_snap_state_block *)bl->v + j;
     } else {
         b = vec_add(bl, sizeof *b);
-        if (!b || addrmap_put(bm, addr, bl->n - 1))
+        if (!b || ms_u64map_set64(bm, addr, bl->n - 1))
             return MS_ENOMEM;
     }
     *b = (struct ms_snap_state_block){addr, size, req, stack, state};
     return 0;
 }
 
-static int add_seg(struct vec *sg, struct addrmap *sm, uint64_t addr, uint64_t size, int64_t stream,
-                   int expandable)
+static int add_seg(struct vec *sg, struct ms_u64map *sm, uint64_t addr, uint64_t size,
+                   int64_t stream, int expandable)
 {
     struct seg *g = vec_add(sg, sizeof *g);
-    if (!g || addrmap_put(sm, addr, sg->n - 1))
+    if (!g || ms_u64map_set64(sm, addr, sg->n - 1))
         return MS_ENOMEM;
     *g = (struct seg){addr, size, stream, (uint8_t)expandable, 0};
     return 0;
 }
 
 /* Removes [addr, addr+size) from the live segment containing it (segment_alloc/map undone). */
-static int remove_range(struct vec *sg, struct addrmap *sm, uint64_t addr, uint64_t size)
+static int remove_range(struct vec *sg, struct ms_u64map *sm, uint64_t addr, uint64_t size)
 {
     struct seg *v = sg->v;
-    uint64_t j = addrmap_find(sm, addr);
-    if (j != UINT64_MAX && !v[sm->vals[j]].dead && v[sm->vals[j]].size <= size) {
-        v[sm->vals[j]].dead = 1;
-        addrmap_del(sm, addr);
+    uint64_t j;
+    if (ms_u64map_get64(sm, addr, &j) && !v[j].dead && v[j].size <= size) {
+        v[j].dead = 1;
+        ms_u64map_del(sm, addr, NULL);
         return 0;
     }
     for (uint64_t i = 0; i < sg->n; i++) {
@@ -97,12 +92,12 @@ static int remove_range(struct vec *sg, struct addrmap *sm, uint64_t addr, uint6
         if (end > gend)
             end = gend;
         if (addr == g->addr) { /* prefix */
-            addrmap_del(sm, g->addr);
+            ms_u64map_del(sm, g->addr, NULL);
             g->addr = end;
             g->size = gend - end;
             if (!g->size)
                 g->dead = 1;
-            else if (addrmap_put(sm, g->addr, i))
+            else if (ms_u64map_set64(sm, g->addr, i))
                 return MS_ENOMEM;
         } else {
             g->size = addr - g->addr;
@@ -144,7 +139,9 @@ int ms_snapshot_state_at(const struct ms_snapshot *s, int64_t device, int64_t ev
     st->event = event;
 
     struct vec bl = {0}, sg = {0};
-    struct addrmap bm = {0}, sm = {0};
+    struct ms_u64map bm, sm; /* block and segment address -> index in bl, sg */
+    ms_u64map_init(&bm, sizeof(uint64_t), MS_U64MAP_MAX);
+    ms_u64map_init(&sm, sizeof(uint64_t), MS_U64MAP_MAX);
     int rc = MS_ENOMEM;
     for (uint64_t i = 0; i < s->nsegs; i++) {
         const struct ms_snap_segment *g = &s->segs[i];
@@ -165,16 +162,12 @@ int ms_snapshot_state_at(const struct ms_snapshot *s, int64_t device, int64_t ev
         uint64_t j;
         switch (e->action) {
         case MS_SA_ALLOC:
-            j = addrmap_find(&bm, e->addr);
-            if (j != UINT64_MAX) {
-                ((struct ms_snap_state_block *)bl.v)[bm.vals[j]].state = DEAD;
-                addrmap_del(&bm, e->addr);
-            }
+            if (ms_u64map_del(&bm, e->addr, &j))
+                ((struct ms_snap_state_block *)bl.v)[j].state = DEAD;
             break;
         case MS_SA_FREE_REQUESTED:
-            j = addrmap_find(&bm, e->addr);
-            if (j != UINT64_MAX)
-                ((struct ms_snap_state_block *)bl.v)[bm.vals[j]].state = MS_SB_ACTIVE_ALLOCATED;
+            if (ms_u64map_get64(&bm, e->addr, &j))
+                ((struct ms_snap_state_block *)bl.v)[j].state = MS_SB_ACTIVE_ALLOCATED;
             else if (set_block(&bl, &bm, e->addr, e->size, e->size, e->stack,
                                MS_SB_ACTIVE_ALLOCATED))
                 goto out;
@@ -246,8 +239,8 @@ int ms_snapshot_state_at(const struct ms_snapshot *s, int64_t device, int64_t ev
 out:
     free(bl.v);
     free(sg.v);
-    addrmap_release(&bm);
-    addrmap_release(&sm);
+    ms_u64map_release(&bm);
+    ms_u64map_release(&sm);
     if (rc)
         ms_snap_state_release(st);
     return rc;

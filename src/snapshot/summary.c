@@ -4,7 +4,7 @@
  * shared stacks cost one lookup each. */
 #include "snapshot.h"
 
-#include "snap_addrmap.h"
+#include "common/u64map.h"
 #include "common/ms_error.h"
 
 #include <math.h>
@@ -84,7 +84,8 @@ static int summarize(const struct ms_snapshot *s, int64_t dev, struct devsum *d,
     d->device = dev;
     d->t_first = MS_SNAP_NO_TIME;
     const struct ms_snap_trace *t = ms__snap_trace(s, dev);
-    struct addrmap live = {0};
+    struct ms_u64map live; /* address -> its alloc event */
+    ms_u64map_init(&live, sizeof(uint64_t), MS_U64MAP_MAX);
     int rc = 0;
     if (t) {
         d->events = t->nevents;
@@ -103,13 +104,13 @@ static int summarize(const struct ms_snapshot *s, int64_t dev, struct devsum *d,
                 }
             }
             if (e->action == MS_SA_ALLOC) {
-                if ((rc = addrmap_put(&live, e->addr, i)))
+                if ((rc = ms_u64map_set64(&live, e->addr, i)))
                     goto out;
                 uint32_t site = e->stack ? s->stacks[e->stack].site : 0;
                 if ((rc = add_site(&d->allocs, &d->nallocs, scratch, site, e->size)))
                     goto out;
             } else if (e->action == MS_SA_FREE_COMPLETED) {
-                addrmap_del(&live, e->addr);
+                ms_u64map_del(&live, e->addr, NULL);
             }
         }
     }
@@ -136,7 +137,7 @@ static int summarize(const struct ms_snapshot *s, int64_t dev, struct devsum *d,
                     seg_largest = b->size;
             }
             if (b->state == MS_SB_ACTIVE_ALLOCATED || b->state == MS_SB_ACTIVE_PENDING_FREE) {
-                if (addrmap_find(&live, b->addr) == UINT64_MAX) {
+                if (!ms_u64map_get(&live, b->addr)) {
                     d->ghost_count++;
                     d->ghost_bytes += b->size;
                 }
@@ -158,7 +159,7 @@ static int summarize(const struct ms_snapshot *s, int64_t dev, struct devsum *d,
     if (d->nallocs)
         qsort(d->allocs, d->nallocs, sizeof *d->allocs, cmp_site);
 out:
-    addrmap_release(&live);
+    ms_u64map_release(&live);
     return rc;
 }
 

@@ -187,14 +187,9 @@ static int list_traces(struct conv *c)
             rc = conv__fail(c, MS_ELIMIT, "more than %u trace files in %s", MAX_FILES, dir);
             break;
         }
-        if (c->nprocs == cap) {
-            cap = cap ? cap * 2 : 16;
-            struct proc *p = realloc(c->procs, cap * sizeof *p);
-            if (!p) {
-                rc = conv__oom(c, "trace list");
-                break;
-            }
-            c->procs = p;
+        if (ms_grow((void **)&c->procs, &cap, c->nprocs, sizeof *c->procs, 16, MAX_FILES) < 0) {
+            rc = conv__oom(c, "trace list");
+            break;
         }
         struct proc *p = &c->procs[c->nprocs];
         memset(p, 0, sizeof *p);
@@ -263,10 +258,10 @@ static int open_traces(struct conv *c)
     for (size_t i = 0; i < c->nprocs; i++) {
         struct proc *p = &c->procs[i];
         p->id = (int64_t)i + 1;
-        ms_addrmap_init(&p->stack_ids, MAX_STACKS);
-        ms_addrmap_init(&p->pyframe_ids, MAX_STACKS);
-        ms_addrmap_init(&p->pystack_ids, MAX_STACKS);
-        ms_addrmap_init(&p->kernels, MAX_STACKS);
+        ms_u64map_init(&p->stack_ids, sizeof(uint32_t), MAX_STACKS);
+        ms_u64map_init(&p->pyframe_ids, sizeof(uint32_t), MAX_STACKS);
+        ms_u64map_init(&p->pystack_ids, sizeof(uint32_t), MAX_STACKS);
+        ms_u64map_init(&p->kernels, sizeof(uint32_t), MAX_STACKS);
     }
     for (size_t i = 0; i < c->nprocs; i++)
         if (i + 1 == c->nprocs || c->procs[i + 1].tr.hdr.pid != c->procs[i].tr.hdr.pid)
@@ -296,7 +291,7 @@ struct layer_state *conv__proc_layer(struct conv *c, struct proc *p, int layer)
         }
         for (size_t i = p->nls; i < n; i++) {
             memset(&ls[i], 0, sizeof ls[i]);
-            ms_addrmap_init(&ls[i].live, MAX_LIVE);
+            ms_u64map_init(&ls[i].live, sizeof(uint32_t), MAX_LIVE);
         }
         p->ls = ls;
         p->nls = n;
@@ -310,18 +305,12 @@ struct layer_state *conv__proc_layer(struct conv *c, struct proc *p, int layer)
 static int add_stack(struct conv *c, struct proc *p, const struct ms_record *r)
 {
     uint32_t have;
-    if (ms_addrmap_get(&p->stack_ids, r->stack_id, &have))
+    if (ms_u64map_get32(&p->stack_ids, r->stack_id, &have))
         return 0; /* first definition wins */
-    if (c->nstacks >= MAX_STACKS || c->stack_pcs + r->depth > MAX_STACK_PCS)
+    if (c->stack_pcs + r->depth > MAX_STACK_PCS ||
+        ms_grow((void **)&c->stacks, &c->astacks, c->nstacks, sizeof *c->stacks, 1024, MAX_STACKS) <
+            0)
         return conv__oom(c, "stacks");
-    if (c->nstacks == c->astacks) {
-        size_t n = c->astacks ? c->astacks * 2 : 1024;
-        struct stack_def *s = realloc(c->stacks, n * sizeof *s);
-        if (!s)
-            return conv__oom(c, "stacks");
-        c->stacks = s;
-        c->astacks = n;
-    }
     struct stack_def *s = &c->stacks[c->nstacks];
     s->depth = r->depth;
     s->trace_id = r->stack_id;
@@ -335,7 +324,7 @@ static int add_stack(struct conv *c, struct proc *p, const struct ms_record *r)
     }
     c->stack_pcs += r->depth;
     c->nstacks++;
-    if (ms_addrmap_put(&p->stack_ids, r->stack_id, (uint32_t)c->nstacks) < 0)
+    if (ms_u64map_set32(&p->stack_ids, r->stack_id, (uint32_t)c->nstacks) < 0)
         return conv__oom(c, "stack ids");
     return 0;
 }
@@ -349,7 +338,7 @@ int conv__grow(void **a, size_t *alloc, size_t n, size_t sz, size_t max)
 static int add_pyframe(struct conv *c, struct proc *p, const struct ms_record *r)
 {
     uint32_t have;
-    if (ms_addrmap_get(&p->pyframe_ids, r->addr, &have))
+    if (ms_u64map_get32(&p->pyframe_ids, r->addr, &have))
         return 0;
     if (conv__grow((void **)&c->pyframes, &c->apyframes, c->npyframes, sizeof *c->pyframes,
                    MAX_STACKS) < 0)
@@ -367,7 +356,7 @@ static int add_pyframe(struct conv *c, struct proc *p, const struct ms_record *r
         return conv__oom(c, "Python frames");
     }
     c->npyframes++;
-    if (ms_addrmap_put(&p->pyframe_ids, r->addr, (uint32_t)c->npyframes) < 0)
+    if (ms_u64map_set32(&p->pyframe_ids, r->addr, (uint32_t)c->npyframes) < 0)
         return conv__oom(c, "Python frames");
     return 0;
 }
@@ -375,7 +364,7 @@ static int add_pyframe(struct conv *c, struct proc *p, const struct ms_record *r
 static int add_pystack(struct conv *c, struct proc *p, const struct ms_record *r)
 {
     uint32_t have;
-    if (ms_addrmap_get(&p->pystack_ids, r->stack_id, &have))
+    if (ms_u64map_get32(&p->pystack_ids, r->stack_id, &have))
         return 0;
     if (conv__grow((void **)&c->pystacks, &c->apystacks, c->npystacks, sizeof *c->pystacks,
                    MAX_STACKS) < 0)
@@ -388,7 +377,7 @@ static int add_pystack(struct conv *c, struct proc *p, const struct ms_record *r
     for (size_t i = 0; i < 2 * (size_t)r->depth; i++)
         ps->pairs[i] = (uint32_t)r->pcs[i];
     c->npystacks++;
-    if (ms_addrmap_put(&p->pystack_ids, r->stack_id, (uint32_t)c->npystacks) < 0)
+    if (ms_u64map_set32(&p->pystack_ids, r->stack_id, (uint32_t)c->npystacks) < 0)
         return conv__oom(c, "Python stacks");
     return 0;
 }
@@ -411,13 +400,13 @@ int conv__py_text(struct conv *c, struct proc *p, const struct stack_def *sd, st
         }
         return 0;
     }
-    if (!ms_addrmap_get(&p->pystack_ids, sd->trace_id, &idx))
+    if (!ms_u64map_get32(&p->pystack_ids, sd->trace_id, &idx))
         return 0;
     const struct pystack *ps = &c->pystacks[idx - 1];
     for (uint32_t i = 0; i < ps->depth; i++) {
         uint32_t fi;
         const char *file = "??", *func = "??";
-        if (ms_addrmap_get(&p->pyframe_ids, ps->pairs[2 * i], &fi)) {
+        if (ms_u64map_get32(&p->pyframe_ids, ps->pairs[2 * i], &fi)) {
             file = c->pyframes[fi - 1].file;
             func = c->pyframes[fi - 1].func;
         }
@@ -444,16 +433,8 @@ static int add_module(struct conv *c, struct proc *p, const struct ms_record *r)
             if (p->mods[i].epoch_to == UINT32_MAX && r->lo < p->mods[i].hi && p->mods[i].lo < r->hi)
                 p->mods[i].epoch_to = p->mod_epoch;
     }
-    if (p->nmods >= MAX_MODULES)
+    if (ms_grow((void **)&p->mods, &p->amods, p->nmods, sizeof *p->mods, 32, MAX_MODULES) < 0)
         return conv__oom(c, "modules");
-    if (p->nmods == p->amods) {
-        size_t n = p->amods ? p->amods * 2 : 32;
-        struct module *m = realloc(p->mods, n * sizeof *m);
-        if (!m)
-            return conv__oom(c, "modules");
-        p->mods = m;
-        p->amods = n;
-    }
     struct module *m = &p->mods[p->nmods];
     m->path = strndup(r->str1, r->len1);
     if (!m->path)
@@ -497,7 +478,7 @@ static int add_kernel(struct conv *c, struct proc *p, const struct ms_record *r)
     memcpy(name, r->str1, r->len1);
     name[r->len1] = 0;
     c->kernels[c->nkernels++] = name;
-    if (ms_addrmap_put(&p->kernels, r->addr, (uint32_t)c->nkernels) < 0)
+    if (ms_u64map_set32(&p->kernels, r->addr, (uint32_t)c->nkernels) < 0)
         return conv__oom(c, "kernel names");
     return 0;
 }
@@ -639,21 +620,14 @@ static int stream_fill(struct conv *c, struct stream *s)
 
 static int block_alloc(struct conv *c, uint32_t *slot)
 {
-    if (c->free_block != MS_ADDRMAP_EMPTY) {
+    if (c->free_block != UINT32_MAX) {
         *slot = c->free_block;
         c->free_block = c->blocks[*slot].next_free;
         return 0;
     }
-    if (c->nblocks >= MAX_LIVE)
+    if (ms_grow((void **)&c->blocks, &c->ablocks, c->nblocks, sizeof *c->blocks, 4096, MAX_LIVE) <
+        0)
         return conv__oom(c, "live blocks");
-    if (c->nblocks == c->ablocks) {
-        size_t n = c->ablocks ? c->ablocks * 2 : 4096;
-        struct block *b = realloc(c->blocks, n * sizeof *b);
-        if (!b)
-            return conv__oom(c, "live blocks");
-        c->blocks = b;
-        c->ablocks = n;
-    }
     *slot = (uint32_t)c->nblocks++;
     return 0;
 }
@@ -855,23 +829,23 @@ int conv__on_alloc(struct conv *c, const struct stream *s, int layer, const char
     struct layer_state *lst = conv__proc_layer(c, p, layer);
     if (!lst)
         return MS_ENOMEM;
-    struct ms_addrmap *live = &lst->live;
+    struct ms_u64map *live = &lst->live;
     uint32_t slot;
     int rc;
-    if (ms_addrmap_del(live, r->addr, &slot)) {
+    if (ms_u64map_del(live, r->addr, &slot)) {
         /* The free was not recorded (or happened before recording resumed): close the old
          * block at this moment, without a free event. */
         if ((rc = block_close(c, p, layer, slot, 1, s->ts, 0)) < 0)
             return rc;
     }
     uint32_t stack = 0;
-    if (r->stack_id && !ms_addrmap_get(&p->stack_ids, r->stack_id, &stack))
+    if (r->stack_id && !ms_u64map_get32(&p->stack_ids, r->stack_id, &stack))
         stack = 0; /* its STACK record was lost to damage */
     if (!func)
         func = ms_fn_name(r->type, r->fn);
     if ((rc = block_alloc(c, &slot)) < 0)
         return rc;
-    if (ms_addrmap_put(live, r->addr, slot) < 0)
+    if (ms_u64map_set32(live, r->addr, slot) < 0)
         return conv__oom(c, "live blocks");
     c->live_total++;
     int64_t alloc_id = ++c->next_alloc;
@@ -921,7 +895,7 @@ int conv__on_free(struct conv *c, const struct stream *s, int layer, const char 
     uint32_t slot;
     if (!lst)
         return MS_ENOMEM;
-    if (ms_addrmap_del(&lst->live, s->r.addr, &slot))
+    if (ms_u64map_del(&lst->live, s->r.addr, &slot))
         return conv__free_block(c, s, layer, slot, func);
     lst->st.unmatched++;
     return conv__write_event(c, s, MS_KIND_FREE, layer, (int64_t)s->r.addr, 0, 0, func, 0, 0);
@@ -943,7 +917,7 @@ static int on_munmap(struct conv *c, const struct stream *s)
     struct layer_state *lst = conv__proc_layer(c, p, MS_LAYER_MMAP);
     if (!lst)
         return MS_ENOMEM;
-    struct ms_addrmap *live = &lst->live;
+    struct ms_u64map *live = &lst->live;
     uint64_t addr = s->r.addr, len = s->r.size;
     uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
     uint64_t *hits = NULL;
@@ -958,13 +932,13 @@ static int on_munmap(struct conv *c, const struct stream *s)
         if (len / 4096 <= 4 * live->count) {
             /* mmap blocks start on page boundaries: probe each page of the range. */
             for (uint64_t a = addr; a < end && nhits < live->count; a += 4096) {
-                if (ms_addrmap_get(live, a, &val))
+                if (ms_u64map_get32(live, a, &val))
                     hits[nhits++] = a;
                 if (a + 4096 < a)
                     break;
             }
         } else {
-            for (size_t pos = 0; ms_addrmap_next(live, &pos, &key, &val);)
+            for (size_t pos = 0; ms_u64map_next32(live, &pos, &key, &val);)
                 if (key >= addr && key < end)
                     hits[nhits++] = key;
             if (nhits)
@@ -973,7 +947,7 @@ static int on_munmap(struct conv *c, const struct stream *s)
     }
     for (size_t i = 0; i < nhits && rc == 0; i++) {
         uint32_t slot;
-        ms_addrmap_del(live, hits[i], &slot);
+        ms_u64map_del(live, hits[i], &slot);
         rc = conv__free_block(c, s, MS_LAYER_MMAP, slot, "munmap");
     }
     free(hits);
@@ -1163,7 +1137,7 @@ static int write_processes(struct conv *c)
         for (size_t l = 0; l < p->nls && rc == 0; l++) {
             if (!p->ls[l].used)
                 continue;
-            struct ms_addrmap *live = &p->ls[l].live;
+            struct ms_u64map *live = &p->ls[l].live;
             uint32_t *slots = malloc((live->count + 1) * sizeof *slots);
             size_t ns = 0, pos = 0;
             uint64_t key;
@@ -1172,7 +1146,7 @@ static int write_processes(struct conv *c)
                 rc = conv__oom(c, "live blocks");
                 break;
             }
-            while (ms_addrmap_next(live, &pos, &key, &val))
+            while (ms_u64map_next32(live, &pos, &key, &val))
                 slots[ns++] = val;
             qsort_r(slots, ns, sizeof *slots, cmp_slot, c->blocks);
             for (size_t k = 0; k < ns && rc == 0; k++)
@@ -1444,16 +1418,16 @@ static void conv_release(struct conv *c)
         for (size_t k = 0; k < p->nmods; k++)
             free(p->mods[k].path);
         free(p->mods);
-        ms_addrmap_release(&p->stack_ids);
-        ms_addrmap_release(&p->pyframe_ids);
-        ms_addrmap_release(&p->pystack_ids);
-        ms_addrmap_release(&p->kernels);
+        ms_u64map_release(&p->stack_ids);
+        ms_u64map_release(&p->pyframe_ids);
+        ms_u64map_release(&p->pystack_ids);
+        ms_u64map_release(&p->kernels);
         if (p->pta) {
             ms_snapshot_release(p->pta);
             free(p->pta);
         }
         for (size_t l = 0; l < p->nls; l++) {
-            ms_addrmap_release(&p->ls[l].live);
+            ms_u64map_release(&p->ls[l].live);
             free(p->ls[l].peak_closed);
         }
         free(p->ls);
@@ -1497,7 +1471,7 @@ static void conv_release(struct conv *c)
     free(c->dpoints);
     free(c->dpairs);
     free(c->sites);
-    ms_addrmap_release(&c->site_ids);
+    ms_u64map_release(&c->site_ids);
     ms_strtab_release(&c->strings);
     free(c->tmp_path);
 }
@@ -1517,10 +1491,10 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
     c.res = res;
     c.err = err;
     c.errlen = errlen;
-    c.free_block = MS_ADDRMAP_EMPTY;
+    c.free_block = UINT32_MAX;
     ms_strtab_init(&c.strings, MAX_STRINGS, MAX_STRING_BYTES);
     ms_strtab_init(&c.owners, MAX_STRINGS, MAX_STRING_BYTES);
-    ms_addrmap_init(&c.site_ids, MAX_STACKS);
+    ms_u64map_init(&c.site_ids, sizeof(uint32_t), MAX_STACKS);
     ms_symcache_init(&c.symcache);
     if (!o || !o->trace_dir || (!o->db_path && !o->sink))
         return conv__fail(&c, MS_EINVAL, "ms_store_convert: trace_dir and db_path are required");

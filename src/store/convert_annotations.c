@@ -108,7 +108,7 @@ static int64_t live_block_at(const struct proc *p, uint64_t addr, int *layer)
     for (size_t l = 1; l < p->nls; l++) {
         if (l > MS_LAYER_MMAP && l < MS_LAYER_POOL0)
             continue;
-        if (p->ls[l].used && ms_addrmap_get(&p->ls[l].live, addr, &slot)) {
+        if (p->ls[l].used && ms_u64map_get32(&p->ls[l].live, addr, &slot)) {
             *layer = (int)l;
             return slot;
         }
@@ -228,7 +228,7 @@ static int pytrace_write(struct conv *c, struct thread *t, int64_t end_ns)
     struct pycall *pc = &t->calls[--t->ncalls];
     uint32_t fi;
     char info[2 * MS_TRACE_MAX_LABEL + 32];
-    if (ms_addrmap_get(&p->pyframe_ids, pc->frame, &fi))
+    if (ms_u64map_get32(&p->pyframe_ids, pc->frame, &fi))
         snprintf(info, sizeof info, "%s(%lld): %s", c->pyframes[fi - 1].file,
                  (long long)c->pyframes[fi - 1].firstline, c->pyframes[fi - 1].func);
     else
@@ -279,14 +279,9 @@ int conv__on_annotation(struct conv *c, struct stream *s)
         if (t->nranges >= MAX_OPEN_RANGES)
             return conv__fail(c, MS_ELIMIT, "more than %d nested ranges on one thread",
                               MAX_OPEN_RANGES);
-        if (t->nranges == t->aranges) {
-            int n = t->aranges ? t->aranges * 2 : 16;
-            struct open_range *o = realloc(t->ranges, (size_t)n * sizeof *o);
-            if (!o)
-                return conv__oom(c, "ranges");
-            t->ranges = o;
-            t->aranges = n;
-        }
+        if (ms_grow((void **)&t->ranges, &t->aranges, (size_t)t->nranges, sizeof *t->ranges, 16,
+                    MAX_OPEN_RANGES) < 0)
+            return conv__oom(c, "ranges");
         rc = conv__write_event_full(c, s, MS_KIND_RANGE_START, MS_LAYER_ANNOTATION, 0, 0, 0, 0,
                                     NULL, 0, 0, r->str1, r->len1, -1);
         if (rc < 0)

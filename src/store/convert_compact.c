@@ -267,7 +267,7 @@ static int site_index(struct conv *c, int64_t proc, int layer, int64_t stack, in
                        (uint64_t)step * 0x165667b19e3779f9ull);
     for (;;) {
         uint32_t i;
-        if (!ms_addrmap_get(&c->site_ids, k, &i))
+        if (!ms_u64map_get32(&c->site_ids, k, &i))
             break;
         const struct site_stat *v = &c->sites[i];
         if (v->process_id == proc && v->layer == layer && v->stack_id == stack &&
@@ -281,7 +281,7 @@ static int site_index(struct conv *c, int64_t proc, int layer, int64_t stack, in
         conv__grow((void **)&c->sites, &c->asites, c->nsites, sizeof *c->sites, MAX_STACKS) < 0)
         return conv__oom(c, "call sites");
     *out = (uint32_t)c->nsites++;
-    if (ms_addrmap_put(&c->site_ids, k, *out) < 0)
+    if (ms_u64map_set32(&c->site_ids, k, *out) < 0)
         return conv__oom(c, "call sites");
     c->sites[*out] = (struct site_stat){
         .process_id = proc, .stack_id = stack, .owner_id = owner, .step = step, .layer = layer};

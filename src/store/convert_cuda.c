@@ -41,11 +41,11 @@ void conv__load_pta(struct conv *c, struct proc *p)
 int conv__pta_find_pre(struct conv *c, const struct ms_snapshot *sn, const struct ms_snap_trace *t,
                        struct stream *s)
 {
-    struct ms_addrmap live[2];
+    struct ms_u64map live[2];
     size_t cap = 0, scap = 0;
     int rc = 0;
-    ms_addrmap_init(&live[0], MAX_LIVE);
-    ms_addrmap_init(&live[1], MAX_LIVE);
+    ms_u64map_init(&live[0], sizeof(uint32_t), MAX_LIVE);
+    ms_u64map_init(&live[1], sizeof(uint32_t), MAX_LIVE);
 #define PRE(a_, n_, st_, seg_)                                                           \
     do {                                                                                 \
         if (conv__grow((void **)&s->pre, &cap, s->npre, sizeof *s->pre, MAX_LIVE) < 0) { \
@@ -60,13 +60,13 @@ int conv__pta_find_pre(struct conv *c, const struct ms_snapshot *sn, const struc
         uint32_t v;
         if (e->action == MS_SA_ALLOC || e->action == MS_SA_SEGMENT_ALLOC ||
             e->action == MS_SA_SEGMENT_MAP) {
-            if (i >= UINT32_MAX || ms_addrmap_put(&live[seg], e->addr, (uint32_t)i) < 0) {
+            if (i >= UINT32_MAX || ms_u64map_set32(&live[seg], e->addr, (uint32_t)i) < 0) {
                 rc = conv__oom(c, "PyTorch allocator");
                 goto out;
             }
         } else if (e->action == MS_SA_FREE_COMPLETED || e->action == MS_SA_SEGMENT_FREE ||
                    e->action == MS_SA_SEGMENT_UNMAP) {
-            if (!ms_addrmap_del(&live[seg], e->addr, &v))
+            if (!ms_u64map_del(&live[seg], e->addr, &v))
                 PRE(e->addr, e->size, e->stack, seg);
         }
     }
@@ -75,13 +75,13 @@ int conv__pta_find_pre(struct conv *c, const struct ms_snapshot *sn, const struc
         uint32_t v;
         if (g->device != t->device)
             continue;
-        if (!ms_addrmap_get(&live[1], g->addr, &v))
+        if (!ms_u64map_get32(&live[1], g->addr, &v))
             PRE(g->addr, g->total, g->stack, 1);
         for (uint64_t j = 0; j < g->nblocks; j++) {
             const struct ms_snap_block *b = &sn->blocks[g->first_block + j];
             if (b->state != MS_SB_ACTIVE_ALLOCATED && b->state != MS_SB_ACTIVE_PENDING_FREE)
                 continue;
-            if (!ms_addrmap_get(&live[0], b->addr, &v)) {
+            if (!ms_u64map_get32(&live[0], b->addr, &v)) {
                 PRE(b->addr, b->size, b->stack, 0);
             } else { /* allocated in the trace: its rounded size */
                 if (conv__grow((void **)&s->sizes, &scap, s->nsizes, sizeof *s->sizes, MAX_LIVE) <
@@ -97,8 +97,8 @@ int conv__pta_find_pre(struct conv *c, const struct ms_snapshot *sn, const struc
         qsort(s->sizes, s->nsizes, sizeof *s->sizes, conv__cmp_u64);
 #undef PRE
 out:
-    ms_addrmap_release(&live[0]);
-    ms_addrmap_release(&live[1]);
+    ms_u64map_release(&live[0]);
+    ms_u64map_release(&live[1]);
     return rc;
 }
 
@@ -230,7 +230,7 @@ static int cuda_find(struct conv *c, struct proc *p, int k, uint64_t dev, uint64
     if (k < 0) {
         *layer = MS_LAYER_PINNED;
         return (size_t)MS_LAYER_PINNED < p->nls && p->ls[MS_LAYER_PINNED].used &&
-               ms_addrmap_del(&p->ls[MS_LAYER_PINNED].live, addr, slot);
+               ms_u64map_del(&p->ls[MS_LAYER_PINNED].live, addr, slot);
     }
     int first = cuda_layer(c, k, dev);
     *layer = first;
@@ -245,7 +245,7 @@ static int cuda_find(struct conv *c, struct proc *p, int k, uint64_t dev, uint64
             int l = d < 0 ? first - k + kind : MS_LAYER_CUDA0 + d * MS_CUDA_LAYERS + kind;
             if (d >= 0 && l == first - k + kind)
                 continue;
-            if ((size_t)l < p->nls && p->ls[l].used && ms_addrmap_del(&p->ls[l].live, addr, slot)) {
+            if ((size_t)l < p->nls && p->ls[l].used && ms_u64map_del(&p->ls[l].live, addr, slot)) {
                 *layer = l;
                 return 1;
             }
@@ -405,10 +405,10 @@ static int oom_rows(struct conv *c, const struct stream *s, uint64_t dev)
         } else if ((l - MS_LAYER_POOL0) % 2) {
             continue; /* a pool's reserved regions: the blocks are in its other layer */
         }
-        struct ms_addrmap *live = &p->ls[l].live;
+        struct ms_u64map *live = &p->ls[l].live;
         uint64_t key;
         uint32_t slot;
-        for (size_t pos = 0; ms_addrmap_next(live, &pos, &key, &slot);) {
+        for (size_t pos = 0; ms_u64map_next32(live, &pos, &key, &slot);) {
             if (n == cap && conv__grow((void **)&v, &cap, n, sizeof *v, MAX_LIVE) < 0) {
                 rc = conv__oom(c, "OOM rows");
                 break;
@@ -453,7 +453,7 @@ int conv__on_cuda(struct conv *c, struct stream *s)
     struct sbuf b = {0};
     int rc, bad = 0;
     uint32_t stack = 0;
-    if (r->stack_id && !ms_addrmap_get(&p->stack_ids, r->stack_id, &stack))
+    if (r->stack_id && !ms_u64map_get32(&p->stack_ids, r->stack_id, &stack))
         stack = 0;
     if (r->fn == MS_EXT_CUDA_MEM) {
         rc = on_cuda_mem(c, s, &b);
@@ -488,7 +488,7 @@ int conv__on_cuda(struct conv *c, struct stream *s)
         uint32_t k = 0;
         char hex[32];
         const char *name = hex;
-        if (ms_addrmap_get(&p->kernels, v[2], &k) && k && *c->kernels[k - 1])
+        if (ms_u64map_get32(&p->kernels, v[2], &k) && k && *c->kernels[k - 1])
             name = c->kernels[k - 1];
         else
             snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)v[2]);

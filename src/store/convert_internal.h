@@ -6,7 +6,7 @@
 
 #include "store.h"
 
-#include "addrmap.h"
+#include "common/u64map.h"
 #include "batch.h"
 #include "embed.h"
 #include "common/ms_error.h"
@@ -60,7 +60,7 @@ struct layer_stats {
 
 /* One memory layer of one process: its live blocks and statistics. */
 struct layer_state {
-    struct ms_addrmap live; /* address -> conv.blocks slot */
+    struct ms_u64map live; /* address -> conv.blocks slot */
     struct layer_stats st;
     int used; /* a process_stats row is written (heap and mmap always) */
     /* Compact output: the blocks closed since the current peak that were live at it (the
@@ -90,11 +90,11 @@ struct proc {
     size_t cmdlen;
     struct module *mods;
     size_t nmods, amods;
-    uint32_t mod_epoch;            /* bumped by a module that overlaps a live one */
-    struct ms_addrmap stack_ids;   /* trace stack id -> database stack id */
-    struct ms_addrmap pyframe_ids; /* trace Python frame id -> conv.pyframes index + 1 */
-    struct ms_addrmap pystack_ids; /* trace stack id -> conv.pystacks index + 1 */
-    struct ms_addrmap kernels;     /* CUDA function handle -> conv.kernels index + 1 */
+    uint32_t mod_epoch;           /* bumped by a module that overlaps a live one */
+    struct ms_u64map stack_ids;   /* trace stack id -> database stack id */
+    struct ms_u64map pyframe_ids; /* trace Python frame id -> conv.pyframes index + 1 */
+    struct ms_u64map pystack_ids; /* trace stack id -> conv.pystacks index + 1 */
+    struct ms_u64map kernels;     /* CUDA function handle -> conv.kernels index + 1 */
     /* PyTorch's CUDA caching allocator as the Python package saved it at exit
      * (<pid>.pta.pickle beside the trace, docs/cuda.md), NULL when none */
     struct ms_snapshot *pta;
@@ -151,7 +151,8 @@ struct thread {
     int owner_depth, owner_overflow;
     int64_t owner_id;
     struct open_range *ranges;
-    int nranges, aranges;
+    int nranges;
+    size_t aranges;
     /* Compact output: the block of this thread's last MALLOC while no MALLOC or FREE came
      * after it (a FREE of it now makes it temporary), and its site_stats index. */
     int64_t tmp_alloc;
@@ -253,7 +254,7 @@ struct conv {
         int64_t allocs, bytes, temporary, temp_bytes, live_blocks, live_bytes;
     } * sites;
     size_t nsites, asites;
-    struct ms_addrmap site_ids; /* hash of (process, layer, stack, owner, step) -> sites index */
+    struct ms_u64map site_ids; /* hash of (process, layer, stack, owner, step) -> sites index */
     /* Compact output: live bytes over the default layers of every process as MALLOC and FREE
      * rows add and remove them (decompose's total), its peak, and the blocks closed since that
      * were live at it (kept, as peak_closed per layer) */

@@ -156,13 +156,13 @@ static int epoch_symbolizer(struct conv *c, struct proc *p, const struct ms_sym_
 }
 
 /* Forgets the symbolized pcs (a new epoch's modules give them other names). */
-static void pcs_reset(struct ms_addrmap *pcs, struct pcinfo *info, size_t *ninfo)
+static void pcs_reset(struct ms_u64map *pcs, struct pcinfo *info, size_t *ninfo)
 {
     for (size_t i = 0; i < *ninfo; i++)
         free(info[i].text);
     *ninfo = 0;
-    ms_addrmap_release(pcs);
-    ms_addrmap_init(pcs, MAX_PCS_PER_PROCESS);
+    ms_u64map_release(pcs);
+    ms_u64map_init(pcs, sizeof(uint32_t), MAX_PCS_PER_PROCESS);
 }
 
 int conv__symbolize_process(struct conv *c, struct proc *p)
@@ -180,11 +180,11 @@ int conv__symbolize_process(struct conv *c, struct proc *p)
         return rc;
     }
 
-    struct ms_addrmap pcs; /* pc -> index in info */
+    struct ms_u64map pcs; /* pc -> index in info */
     struct pcinfo *info = NULL;
     size_t ninfo = 0, ainfo = 0;
     struct sbuf text = {0}, pytext = {0};
-    ms_addrmap_init(&pcs, MAX_PCS_PER_PROCESS);
+    ms_u64map_init(&pcs, sizeof(uint32_t), MAX_PCS_PER_PROCESS);
     for (uint32_t s = p->stack_first; s < p->stack_end && rc == 0; s++) {
         if ((s & 255) == 0 && c->o->stop && *c->o->stop) {
             rc = conv__fail(c, -EINTR, "interrupted");
@@ -207,19 +207,13 @@ int conv__symbolize_process(struct conv *c, struct proc *p)
         for (uint32_t k = 0; k < sd->depth && rc == 0; k++) {
             uint64_t pc = sd->pcs[k];
             uint32_t idx;
-            if (!ms_addrmap_get(&pcs, pc, &idx)) {
-                if (ninfo == ainfo) {
-                    size_t n = ainfo ? ainfo * 2 : 1024;
-                    struct pcinfo *ni = realloc(info, n * sizeof *ni);
-                    if (!ni) {
-                        rc = conv__oom(c, "pcs");
-                        break;
-                    }
-                    info = ni;
-                    ainfo = n;
+            if (!ms_u64map_get32(&pcs, pc, &idx)) {
+                if (ms_grow((void **)&info, &ainfo, ninfo, sizeof *info, 1024, MAX_STACK_PCS) < 0) {
+                    rc = conv__oom(c, "pcs");
+                    break;
                 }
                 idx = (uint32_t)ninfo;
-                if (ms_addrmap_put(&pcs, pc, idx) < 0) {
+                if (ms_u64map_set32(&pcs, pc, idx) < 0) {
                     rc = conv__oom(c, "pcs");
                     break;
                 }
@@ -266,7 +260,7 @@ int conv__symbolize_process(struct conv *c, struct proc *p)
     free(info);
     free(text.p);
     free(pytext.p);
-    ms_addrmap_release(&pcs);
+    ms_u64map_release(&pcs);
     ms_symbolizer_release(&sym);
     free(all);
     return rc;

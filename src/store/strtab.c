@@ -20,7 +20,7 @@ static uint64_t hash_bytes(const char *s, size_t len)
 void ms_strtab_init(struct ms_strtab *t, size_t max_count, size_t max_bytes)
 {
     memset(t, 0, sizeof *t);
-    ms_addrmap_init(&t->by_hash, max_count);
+    ms_u64map_init(&t->by_hash, sizeof(uint32_t), max_count);
     t->max_count = max_count;
     t->max_bytes = max_bytes;
 }
@@ -33,17 +33,17 @@ void ms_strtab_release(struct ms_strtab *t)
         free(t->texts[i]);
     free(t->texts);
     free(t->next);
-    ms_addrmap_release(&t->by_hash);
+    ms_u64map_release(&t->by_hash);
     memset(t, 0, sizeof *t);
 }
 
 int ms_strtab_intern(struct ms_strtab *t, const char *s, size_t len, int64_t *id, int *is_new)
 {
     uint64_t h = hash_bytes(s, len);
-    uint32_t i, first = MS_ADDRMAP_EMPTY;
+    uint32_t i, first = UINT32_MAX;
     *is_new = 0;
-    if (ms_addrmap_get(&t->by_hash, h, &first)) {
-        for (i = first; i != MS_ADDRMAP_EMPTY; i = t->next[i]) {
+    if (ms_u64map_get32(&t->by_hash, h, &first)) {
+        for (i = first; i != UINT32_MAX; i = t->next[i]) {
             if (strlen(t->texts[i]) == len && !memcmp(t->texts[i], s, len)) {
                 *id = (int64_t)i + 1;
                 return 0;
@@ -70,7 +70,7 @@ int ms_strtab_intern(struct ms_strtab *t, const char *s, size_t len, int64_t *id
     memcpy(copy, s, len);
     copy[len] = 0;
     i = (uint32_t)t->count;
-    int rc = ms_addrmap_put(&t->by_hash, h, i);
+    int rc = ms_u64map_set32(&t->by_hash, h, i);
     if (rc < 0) {
         free(copy);
         return rc;

@@ -5,15 +5,15 @@
 #ifndef MS_STORE_STRTAB_H
 #define MS_STORE_STRTAB_H
 
-#include "addrmap.h"
+#include "common/u64map.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 struct ms_strtab {
-    struct ms_addrmap by_hash; /* 64-bit hash -> index of the first string with that hash */
-    char **texts;              /* texts[i] is id i + 1, NUL-terminated, owned */
-    uint32_t *next;            /* next index with the same hash, MS_ADDRMAP_EMPTY at the end */
+    struct ms_u64map by_hash; /* 64-bit hash -> index of the first string with that hash */
+    char **texts;             /* texts[i] is id i + 1, NUL-terminated, owned */
+    uint32_t *next;           /* next index with the same hash, UINT32_MAX at the end */
     size_t count, alloc;
     size_t bytes, max_count, max_bytes;
 };

@@ -79,6 +79,14 @@ static inline int64_t ms_unzigzag(uint64_t v)
     return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
+/* A heap event (HEAP_ALLOC or HEAP_FREE) decoded: what the reader's fast path
+ * (ms_trace_cursor_next_heap(), reader.h) returns and what the packed-trace model codes. */
+struct ms_heap_record {
+    int type; /* MS_REC_HEAP_FREE, or MS_REC_HEAP_ALLOC + MS_FN_* */
+    uint64_t ns, addr, size;
+    uint32_t stack_id;
+};
+
 /* Delta state of one chunk; reset at each chunk start. */
 struct ms_enc_state {
     uint64_t prev_ns;

@@ -93,6 +93,17 @@
 #define MS_TRACE_MAX_CMDLINE 65536u
 #define MS_TRACE_MAX_LABEL 1024u
 
+/* Version 2, the packed trace (pack.h; docs/trace-format.md): the same header fields in a
+ * header of MS_TRACE_V2_HEADER_SIZE bytes with MS_TRACE_F_PACKED set, chunks unaligned, and
+ * besides raw chunks ("MSCK", description records) packed ones ("MSPK") coded with the model of
+ * pack_model.h, each decoding to at most MS_PACK_MAX_RAW bytes of version-1 records (a reader
+ * refuses chunks that claim more). */
+#define MS_TRACE_PACKED_VERSION 2u
+#define MS_TRACE_V2_HEADER_SIZE 128u
+#define MS_TRACE_PACK_MAGIC 0x4b50534du /* "MSPK" little-endian: a packed chunk */
+#define MS_TRACE_F_PACKED 4u            /* header flag of a packed trace */
+#define MS_PACK_MAX_RAW (1u << 20)
+
 #define MS_TRACE_F_STACKS 1u   /* native stacks were collected */
 #define MS_TRACE_F_DEFERRED 2u /* collect-mode=deferred: recording starts at memscope_start() */
 

@@ -5,6 +5,7 @@
 #include "reader.h"
 
 #include "encode.h"
+#include "unpack.h"
 #include "common/ms_error.h"
 
 #include <errno.h>

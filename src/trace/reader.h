@@ -8,7 +8,6 @@
 
 #include "format.h"
 #include "encode.h"
-#include "pack.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -100,13 +99,6 @@ void ms_trace_cursor_release(struct ms_trace_cursor *c);
 /* Returns 1 with *r filled, 0 at the end of the chunk, or MS_EFORMAT when the next record is
  * malformed (the cursor then stays at its end; the rest of the chunk is lost). */
 int ms_trace_cursor_next(struct ms_trace_cursor *c, struct ms_record *r);
-
-/* A heap event (HEAP_ALLOC or HEAP_FREE) as ms_trace_cursor_next_heap() returns it. */
-struct ms_heap_record {
-    int type; /* MS_REC_HEAP_FREE, or MS_REC_HEAP_ALLOC + MS_FN_* */
-    uint64_t ns, addr, size;
-    uint32_t stack_id;
-};
 
 /* A fast path for readers of many heap events: when the next record is a heap event in the
  * form the agent writes it (minimal varints; the ALIGNED bit set exactly when the address and

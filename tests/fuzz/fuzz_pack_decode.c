@@ -16,6 +16,7 @@
 #include "common/ms_error.h"
 #include "read_all.h"
 #include "trace/reader.h"
+#include "trace/unpack.h"
 
 #include <stddef.h>
 #include <stdint.h>

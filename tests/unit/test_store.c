@@ -6,7 +6,7 @@
 #include "tracegen.h"
 #include "test.h"
 
-#include "store/addrmap.h"
+#include "common/u64map.h"
 #include "common/ms_error.h"
 #include "trace/reader.h"
 #include "store/store.h"
@@ -430,24 +430,24 @@ static void test_symbolize(void)
     CHECK_EQ(marker_function(1), 4);
 }
 
-/* ---- The live-address map against a plain array ---- */
+/* ---- The one hash map (common/u64map.h) against a plain array ---- */
 
-static void test_addrmap(void)
+static void test_u64map(void)
 {
     enum { N = 5000 };
     static uint32_t ref[N]; /* key i*16 -> ref[i], 0 = absent */
-    struct ms_addrmap m;
-    ms_addrmap_init(&m, N);
+    struct ms_u64map m;
+    ms_u64map_init(&m, sizeof(uint32_t), N);
     uint64_t x = 88172645463325252ull;
     for (int step = 0; step < 400000; step++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         uint32_t i = (uint32_t)(x % N), v;
         uint64_t key = (uint64_t)i * 16;
         if ((x >> 32) % 3) {
-            CHECK_EQ(ms_addrmap_put(&m, key, step + 1), 0);
+            CHECK_EQ(ms_u64map_set32(&m, key, step + 1), 0);
             ref[i] = (uint32_t)step + 1;
         } else {
-            CHECK_EQ(ms_addrmap_del(&m, key, &v), ref[i] != 0);
+            CHECK_EQ(ms_u64map_del(&m, key, &v), ref[i] != 0);
             if (ref[i])
                 CHECK_EQ(v, ref[i]);
             ref[i] = 0;
@@ -455,7 +455,7 @@ static void test_addrmap(void)
         if (step % 50000 == 0) {
             size_t count = 0;
             for (uint32_t k = 0; k < N; k++) {
-                int have = ms_addrmap_get(&m, (uint64_t)k * 16, &v);
+                int have = ms_u64map_get32(&m, (uint64_t)k * 16, &v);
                 CHECK_EQ(have, ref[k] != 0);
                 if (have) {
                     CHECK_EQ(v, ref[k]);
@@ -463,17 +463,47 @@ static void test_addrmap(void)
                 }
             }
             CHECK_EQ(count, m.count);
+            size_t seen = 0, pos = 0;
+            uint64_t key;
+            while (ms_u64map_next32(&m, &pos, &key, &v)) {
+                CHECK_EQ(key % 16, 0);
+                CHECK_EQ(v, ref[key / 16]);
+                seen++;
+            }
+            CHECK_EQ(seen, m.count);
         }
     }
+    /* Wide values, key 0 among them, moved by growth and by backward shifts. */
+    struct wide {
+        uint64_t a, b, c;
+    };
+    struct ms_u64map w;
+    ms_u64map_init(&w, sizeof(struct wide), MS_U64MAP_MAX);
+    for (uint64_t k = 0; k < 3000; k++) {
+        int isnew = 0;
+        struct wide *p = ms_u64map_put(&w, k << 12, &isnew);
+        CHECK(p && isnew && !p->a && !p->b && !p->c);
+        *p = (struct wide){k, ~k, k * 3};
+    }
+    for (uint64_t k = 0; k < 3000; k += 2)
+        CHECK_EQ(ms_u64map_del(&w, k << 12, NULL), 1);
+    for (uint64_t k = 0; k < 3000; k++) {
+        const struct wide *p = ms_u64map_get(&w, k << 12);
+        CHECK_EQ(p != NULL, k % 2);
+        if (p)
+            CHECK(p->a == k && p->b == ~k && p->c == k * 3);
+    }
+    CHECK_EQ(w.count, 1500);
+    ms_u64map_release(&w);
     /* The cap holds. */
-    struct ms_addrmap small;
-    ms_addrmap_init(&small, 2);
-    CHECK_EQ(ms_addrmap_put(&small, 1, 1), 0);
-    CHECK_EQ(ms_addrmap_put(&small, 0, 2), 0);
-    CHECK_EQ(ms_addrmap_put(&small, 0, 3), 0);
-    CHECK_EQ(ms_addrmap_put(&small, 5, 1), MS_ENOMEM);
-    ms_addrmap_release(&small);
-    ms_addrmap_release(&m);
+    struct ms_u64map small;
+    ms_u64map_init(&small, sizeof(uint32_t), 2);
+    CHECK_EQ(ms_u64map_set32(&small, 1, 1), 0);
+    CHECK_EQ(ms_u64map_set32(&small, 0, 2), 0);
+    CHECK_EQ(ms_u64map_set32(&small, 0, 3), 0);
+    CHECK_EQ(ms_u64map_set32(&small, 5, 1), MS_ENOMEM);
+    ms_u64map_release(&small);
+    ms_u64map_release(&m);
 }
 
 static void remove_tree(const char *path)
@@ -542,7 +572,7 @@ int main(void)
     snprintf(dir, sizeof dir, "/tmp/memscope-test-store-XXXXXX");
     CHECK(mkdtemp(dir) != NULL);
     snprintf(db, sizeof db, "%s/run.db", dir);
-    test_addrmap();
+    test_u64map();
     test_convert();
     test_bad_input();
     test_symbolize();

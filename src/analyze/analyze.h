@@ -76,6 +76,19 @@ void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len);
 /* 1: a Python site is the innermost frame, library or not (analyze --site=innermost). */
 extern int ms_site_innermost;
 
+/* Live bytes over time as `analyze trend` computes them (its series, for `memscope plot`): the
+ * selected layers' total at MS_TREND_POINTS + 1 evenly spaced times from the first event (t0)
+ * to the last (t1), and the extremes. */
+#define MS_TREND_POINTS 100
+struct ms_live_series {
+    int64_t t0, t1, start_ns; /* start_ns: the run's start (meta), for offsets */
+    int64_t final_live, max_live;
+    int64_t samples[MS_TREND_POINTS + 1];
+};
+/* Fills *s from database db with options o (o->layer). 0, or a negative code with err set. */
+int ms_analyze_live_series(sqlite3 *db, const struct ms_analyze_opts *o, struct ms_live_series *s,
+                           char *err, size_t errlen);
+
 /* summary.c: prints a run's summary (memscope run's closing lines) from database db_path on
  * out; 0, or -1 when the database cannot be opened. */
 int ms_analyze_summary(const char *db_path, FILE *out);

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TREND_POINTS 100
+#define TREND_POINTS MS_TREND_POINTS
 
 struct fit {
     int n;
@@ -489,5 +489,31 @@ int ms_analyze_trend(struct ms_actx *x)
         free(r.ps[i].live);
     }
     free(r.ps);
+    return rc;
+}
+
+int ms_analyze_live_series(sqlite3 *db, const struct ms_analyze_opts *o, struct ms_live_series *s,
+                           char *err, size_t errlen)
+{
+    struct ms_actx x;
+    struct trend r;
+    memset(&r, 0, sizeof r);
+    int rc = ms__actx_init(&x, "trend", db, o, NULL, err, errlen);
+    if (rc == 0)
+        rc = compute(&x, &r);
+    if (rc == 0) {
+        s->t0 = r.t0;
+        s->t1 = r.t1;
+        s->start_ns = r.start_ns;
+        s->final_live = r.final_live;
+        s->max_live = r.max_live;
+        memcpy(s->samples, r.samples, sizeof s->samples);
+    }
+    for (size_t i = 0; i < r.nps; i++) {
+        free(r.ps[i].step);
+        free(r.ps[i].live);
+    }
+    free(r.ps);
+    ms__actx_release(&x);
     return rc;
 }

@@ -9,6 +9,7 @@ int cmd_export(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
 int cmd_snapshot(int argc, char **argv);
 #endif
@@ -23,6 +24,11 @@ struct ms_pack_stats;
  * 0, or -1 when some file failed (message printed; that file keeps its raw form). */
 int cli_pack_path(const char *path, int workers, time_t since, struct ms_pack_stats *total,
                   int *packed);
+
+/* Resolves a --layer NAME (name or event type, any case) against the layers of database
+ * db_path into *layer (cmd_analyze.c). Returns 0, or the exit status after printing why (1: the
+ * database cannot be opened, 2: no such layer); cmd names the command in the message. */
+int cli_resolve_layer(const char *cmd, const char *db_path, const char *name, int *layer);
 
 /* Prints "memscope: <fmt>\n" to stderr. Returns -1 so callers can `return cli_error(...)`. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -139,14 +139,13 @@ static int parse_threshold(const char *s, uint64_t *ns, double *pct)
     return 0;
 }
 
-/* Resolves --layer NAME against the database's layers (name or event type, any case). */
-static int resolve_layer(const char *db_path, const char *name, int *layer)
+int cli_resolve_layer(const char *cmd, const char *db_path, const char *name, int *layer)
 {
     char err[512];
     sqlite3 *db;
     int rc = ms_analyze_open(db_path, 0, &db, err, sizeof err);
     if (rc < 0) {
-        cli_error("analyze: %s", err);
+        cli_error("%s: %s", cmd, err);
         return 1;
     }
     sqlite3_stmt *st;
@@ -162,7 +161,7 @@ static int resolve_layer(const char *db_path, const char *name, int *layer)
     }
     sqlite3_close(db);
     if (*layer < 0)
-        return usage_error("analyze: no layer named '%s' in %s", name, db_path);
+        return usage_error("%s: no layer named '%s' in %s", cmd, name, db_path);
     return 0;
 }
 
@@ -302,7 +301,7 @@ int cmd_analyze(int argc, char **argv)
     if (out_path && !out_path[0])
         return usage_error("analyze: empty output file name");
     if (layer) {
-        int rc = resolve_layer(db, layer, &o.layer);
+        int rc = cli_resolve_layer("analyze", db, layer, &o.layer);
         if (rc)
             return rc;
     }

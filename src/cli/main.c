@@ -59,6 +59,7 @@ static const char usage[] =
     "       memscope pack TRACE_DIR|FILE.mst...         (raw traces -> packed traces)\n"
     "       memscope export run.db --format=csv [-o file.csv]\n"
     "       memscope analyze KIND|all|list run.db [options]   (memscope analyze --help)\n"
+    "       memscope plot run.db [-o mem.svg] [--layer=NAME]   (live bytes over time)\n"
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
     "       memscope snapshot FILE [--json] [-o run.db] [--state-at N]\n"
 #endif
@@ -71,7 +72,7 @@ static const struct command {
     int (*fn)(int argc, char **argv);
 } commands[] = {
     {"run", cmd_run},           {"import", cmd_import}, {"export", cmd_export},
-    {"analyze", cmd_analyze},   {"pack", cmd_pack},
+    {"analyze", cmd_analyze},   {"pack", cmd_pack},     {"plot", cmd_plot},
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
     {"snapshot", cmd_snapshot},
 #endif

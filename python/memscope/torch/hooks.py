@@ -8,6 +8,9 @@ Stages and when they are logged (docs/torch.md):
   post_backward                the gradients of all its inputs that require grad and of all its
                                parameters (recursively) exist; a module with neither is not
                                logged in backward
+A module called several times in one forward gets one pre_backward and one post_backward per
+call whose backward ran (each call's inputs are its own; the parameters' gradients, summed over
+the calls, complete them all).
   pre_step / post_step         around optimizer.step() (module "optimizer"), through
                                memscope.torch.optim: optimizer.step itself is not replaced
 torch 1.13 has no backward pre-hooks and its full backward hooks fire too early for modules
@@ -62,6 +65,19 @@ def _guard(model):
     cls.__call__ = __call__
 
 
+class _Call:
+    """One forward call of a module whose backward the log awaits: the gradients of its
+    inputs still missing, the parameters whose gradient is still missing, and whether its
+    output's gradient arrived (its pre_backward was logged)."""
+    __slots__ = ("qn", "inputs", "params", "fired")
+
+    def __init__(self, qn, params):
+        self.qn = qn
+        self.inputs = 0
+        self.params = set(params)
+        self.fired = [False]
+
+
 class Hooks:
     """What install_hooks() set up; remove() takes it all down."""
 
@@ -90,7 +106,8 @@ class Hooks:
         self.owners = decompose_owners
         self.log = ModuleLog(log_path, rank, to_db) if log else None
         self.handles = []
-        self.pending = {}      # module name -> [inputs still without grad, set of param ids]
+        self.pending = {}      # module name -> its _Calls awaiting their backward, in call order
+        self.open = {}         # module name -> its _Calls whose forward has not returned yet
         self.features = ("live",) if self.log else ()
         if self.features:
             dispatch.enable(*self.features)
@@ -146,16 +163,14 @@ class Hooks:
         if self.owners:
             decompose.enter(decompose.activation_label(self.name, qn))
         if torch.is_grad_enabled() and self.log is not None:
-            st = self.pending.get(qn)
-            n_in = 0
+            call = _Call(qn, self.mod_params.get(qn, ()))
             for t in inputs:
                 if isinstance(t, torch.Tensor) and t.requires_grad:
-                    t.register_hook(functools.partial(self._igrad, qn))
-                    n_in += 1
-            if st is None and (n_in or self.mod_params.get(qn)):
-                st = self.pending[qn] = [0, set(self.mod_params.get(qn, ())), False]
-            if st is not None:
-                st[0] += n_in
+                    t.register_hook(functools.partial(self._igrad, call))
+                    call.inputs += 1
+            if call.inputs or call.params:
+                self.pending.setdefault(qn, []).append(call)
+            self.open.setdefault(qn, []).append(call)
 
     def _post(self, qn, module, inputs, output):
         with _backend.QUIET:   # memscope's own work: not the program's allocations
@@ -165,8 +180,10 @@ class Hooks:
         if self.owners:
             decompose.leave()
         self._log("post_forward", qn)
+        opened = self.open.get(qn)
+        call = opened.pop() if opened else None   # this forward's call (calls nest)
         if torch.is_grad_enabled() and self.log is not None:
-            fired = [False]
+            fired = call.fired if call is not None else [False]
             for t in dispatch.tensors_of(output):
                 if t.requires_grad:
                     # One hook per tensor: a module returning its child's output (Sequential)
@@ -189,20 +206,27 @@ class Hooks:
                 fired[0] = True
                 self._log("pre_backward", qn)
 
-    def _done(self, qn, st):
-        if st[0] <= 0 and not st[1]:
-            del self.pending[qn]
-            self._log("post_backward", qn)
+    def _done(self, call):
+        """Logs the call's post_backward once its inputs' and parameters' gradients exist,
+        when its backward began (a call whose output got no gradient has no backward)."""
+        if call.inputs > 0 or call.params:
+            return
+        calls = self.pending.get(call.qn)
+        if calls is None or call not in calls:
+            return
+        calls.remove(call)
+        if not calls:
+            del self.pending[call.qn]
+        if call.fired[0]:
+            self._log("post_backward", call.qn)
 
-    def _igrad(self, qn, grad):
+    def _igrad(self, call, grad):
         with _backend.QUIET:   # memscope's own work: not the program's allocations
-            return self._igrad_q(qn, grad)
+            return self._igrad_q(call, grad)
 
-    def _igrad_q(self, qn, grad):
-        st = self.pending.get(qn)
-        if st is not None:
-            st[0] -= 1
-            self._done(qn, st)
+    def _igrad_q(self, call, grad):
+        call.inputs -= 1
+        self._done(call)
 
     def _pgrad(self, pid, grad):
         with _backend.QUIET:   # memscope's own work: not the program's allocations
@@ -210,10 +234,9 @@ class Hooks:
 
     def _pgrad_q(self, pid, grad):
         for qn in reversed(self.param_owners.get(pid, ())):   # innermost module first
-            st = self.pending.get(qn)
-            if st is not None:
-                st[1].discard(pid)
-                self._done(qn, st)
+            for call in list(self.pending.get(qn, ())):
+                call.params.discard(pid)
+                self._done(call)
 
     # --- optimizer (memscope.torch.optim calls these around every step; the owner tags after
     # it are made there, once, when self.owners)
@@ -225,6 +248,7 @@ class Hooks:
         if self.log is not None:
             self.log.log("pre_step", "optimizer", type(self.optimizer).__name__)
         self.pending.clear()
+        self.open.clear()
 
     def _after_step(self):
         with _backend.QUIET:   # memscope's own work: not the program's allocations

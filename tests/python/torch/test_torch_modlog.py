@@ -55,3 +55,42 @@ def test_module_log_lines(tmp_path):
                                      "'memscope-module:%' ORDER BY id")]
     assert marks == ["memscope-module:" + l for l in lines]
     assert query(db, "SELECT count(*) FROM events WHERE kind = 4") == [(2,)]
+
+
+TWICE = r'''
+import torch
+import memscope.torch as mt
+torch.manual_seed(0)
+torch.set_num_threads(1)
+class Twice(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+    def forward(self, x):
+        return self.lin(self.lin(x))   # the same module called twice in one forward
+model = Twice()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+h = mt.install_hooks(model, opt, auto_step=True, rank=0)
+for _ in range(2):
+    loss = model(torch.randn(3, 4)).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+h.remove()
+'''
+
+
+def test_module_called_twice_pairs_its_backward(tmp_path):
+    """Issue 18 item 9: a module called twice in a forward logs two pre_backward lines and two
+    post_backward lines (one per call), each post after a pre, in every step."""
+    run(tmp_path, TWICE)
+    recs = [json.loads(l) for l in (tmp_path / "mem_trace_rank_0.log").read_text().splitlines()]
+    for step in (1, 2):
+        lin = [r["stage"] for r in recs if r["step"] == step and r["module"] == "lin"]
+        assert lin.count("pre_forward") == lin.count("post_forward") == 2, lin
+        assert lin.count("pre_backward") == 2 and lin.count("post_backward") == 2, lin
+        back = [s for s in lin if s.endswith("_backward")]
+        assert back.index("pre_backward") < back.index("post_backward"), back
+        assert back[-1] == "post_backward", back
+        root = [r["stage"] for r in recs if r["step"] == step and r["module"] == "model"]
+        assert root.count("pre_backward") == root.count("post_backward") == 1, root

@@ -243,7 +243,8 @@ static inline void fast_leave(struct tstate *t)
 static inline struct stream *fast_enter(struct tstate *t)
 {
     struct stream *s = &t->s[0];
-    if (unlikely(!__atomic_load_n(&agent.recording, __ATOMIC_RELAXED) || t->guard || t->internal))
+    if (unlikely(!__atomic_load_n(&agent.recording, __ATOMIC_RELAXED) || t->guard || t->internal ||
+                 __atomic_load_n(&agent.paused, __ATOMIC_RELAXED)))
         return NULL;
     t->guard = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -539,10 +540,48 @@ static void on_thread_exit(void *arg)
 }
 
 /* A new process's own trace: the parent's file, mappings and tables are let go. */
+/* --steps: whether step n is one to record. */
+static int step_listed(unsigned n)
+{
+    for (unsigned i = 0; i < agent.nsteps; i++)
+        if (agent.steps[i] == n)
+            return 1;
+    return 0;
+}
+
+/* --steps: the process is in step n now. */
+static void steps_at(unsigned n)
+{
+    __atomic_store_n(&agent.step_no, n, __ATOMIC_RELAXED);
+    __atomic_store_n(&agent.paused, agent.nsteps && !step_listed(n), __ATOMIC_RELAXED);
+}
+
+/* MEMSCOPE_STEPS: up to MS_MAX_STEP_FILTER step numbers >= 1, comma-separated (memscope run
+ * checked them; anything else turns the filter off). */
+static void steps_init(void)
+{
+    const char *v = getenv(MS_ENV_STEPS);
+    agent.nsteps = 0;
+    while (v && *v && agent.nsteps < MS_MAX_STEP_FILTER) {
+        unsigned long n = 0;
+        const char *p = v;
+        while (*p >= '0' && *p <= '9' && n < 1000000000ul)
+            n = n * 10 + (unsigned long)(*p++ - '0');
+        if (p == v || n == 0 || n >= 1000000000ul || (*p && *p != ',')) {
+            agent.nsteps = 0; /* not what memscope run writes: record every step */
+            break;
+        }
+        agent.steps[agent.nsteps++] = (unsigned)n;
+        v = *p ? p + 1 : p;
+    }
+    steps_at(1);
+}
+
 static void child_setup(void)
 {
     struct tstate *t = &agent_tls;
     t->internal++;
+    steps_at(1); /* a new process: the database counts its steps from 1 */
     clock_after_fork_child();
     stacks_reset_after_fork();
     cuda_after_fork_child();
@@ -704,6 +743,7 @@ __attribute__((constructor)) static void agent_init(void)
         agent.flags |= MS_TRACE_F_DEFERRED;
     if (env_uint(MS_ENV_NO_FOLLOW, 0, 1))
         stop_following();
+    steps_init(); /* before the early events are replayed: they are step 1's */
     clock_init(env_uint(MS_ENV_NO_TSC, 0, 1));
     live_init();
     int rc = stacks_init();
@@ -753,7 +793,12 @@ static int record_ext(int ext, const uint64_t *v, int n, const char *str, void *
 
 AGENT_API int memscope__step(void)
 {
+    struct tstate *t = &agent_tls;
+    t->step_record = 1; /* written in a step --steps leaves out too */
     int rc = record_ext(MS_EXT_STEP, NULL, 0, NULL, NULL, 0);
+    t->step_record = 0;
+    if (agent.nsteps)
+        steps_at(__atomic_load_n(&agent.step_no, __ATOMIC_RELAXED) + 1);
     cuda_sample_usage();
     return rc;
 }

@@ -57,6 +57,8 @@ struct tstate {
                                (memscope__quiet): its allocations are not the program's and
                                are not recorded; frees still are (a program's block may die
                                there) */
+    int step_record;     /* memscope__step() is writing its STEP record (recorded even in a
+                            step --steps leaves out) */
     uint32_t generation; /* agent generation (bumped in a forked child) this state is for */
     uint32_t tid;
     struct stream s[2];  /* s[guard - 1] is the stream of the current agent call */
@@ -89,6 +91,7 @@ struct agent_live {
 /* Global configuration and state, set up by agent_init(). */
 struct agent_global {
     volatile int recording; /* events are recorded (atomic reads) */
+    volatile int paused;    /* --steps: the process's current step is not one to record */
     int clock_tsc;          /* agent_now() reads the TSC (set by clock_init, then constant) */
     int initialized;
     int broken;                /* recording stopped for good after an error */
@@ -109,6 +112,12 @@ struct agent_global {
     unsigned flags;                   /* MS_TRACE_F_* */
     uint32_t next_serial;             /* atomic */
     int file_lock;                    /* spinlock for extending the file without fallocate (rare) */
+    /* --steps (MEMSCOPE_STEPS): the step numbers whose events are recorded, and the process's
+     * current step (from 1: the events before the first memscope_step() are step 1). Every
+     * STEP record is written, so that the database numbers the steps as without the filter. */
+    unsigned steps[MS_MAX_STEP_FILTER];
+    unsigned nsteps; /* 0: every step */
+    volatile unsigned step_no;
     char dir[4096];
 };
 
@@ -160,6 +169,8 @@ static inline struct stream *agent_enter(struct tstate **tp)
     int g = t->guard;
     if (unlikely(t->internal))
         return NULL; /* the agent's own allocation */
+    if (unlikely(__atomic_load_n(&agent.paused, __ATOMIC_RELAXED)) && !t->step_record)
+        return NULL; /* --steps: a step not to record */
     if (unlikely(!agent.live->generation)) {
         if (g)
             return NULL;

@@ -59,7 +59,7 @@ AGENT_API int memscope__py_frame(uint32_t id, const char *file, const char *func
 static void trace_event(uint32_t id)
 {
     struct tstate *t = &agent_tls;
-    if (!agent.recording || t->guard || t->internal)
+    if (!agent.recording || agent.paused || t->guard || t->internal)
         return;
     if (unlikely(!agent.live->generation))
         agent_unseen_child(); /* a cloned child's first record */

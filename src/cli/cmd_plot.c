@@ -169,8 +169,8 @@ static void write_svg(FILE *f, const struct ms_live_series *s, const struct mark
         fprintf(f, "<text x=\"%.1f\" y=\"%d\">%.1f</text>\n", x, H - BOTTOM + 16,
                 (off0 + span / 1e9 * k / 5) / usize);
     }
-    fprintf(f, "<text x=\"%.1f\" y=\"%d\">time since the run started (%s)</text>\n",
-            LEFT + pw / 2, H - 8, unit);
+    fprintf(f, "<text x=\"%.1f\" y=\"%d\">time since the run started (%s)</text>\n", LEFT + pw / 2,
+            H - 8, unit);
     fputs("</g>\n", f);
 
     /* the step ends */

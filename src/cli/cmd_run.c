@@ -105,6 +105,7 @@ static pid_t spawn(char **argv, char *const *env_add, int *exec_errno)
     }
     if (pid == 0) {
         close(pfd[0]);
+        unsetenv(MS_ENV_STEPS); /* only this run's --steps, never one left in the environment */
         for (size_t i = 0; env_add[i]; i++)
             putenv(env_add[i]);
         signal(SIGINT, SIG_DFL);
@@ -367,6 +368,11 @@ static void agent_environment(struct run_options *o, const struct run_paths *p,
         snprintf(env_device, sizeof env_device, MS_ENV_DEVICE "=%s", o->device);
         env_add[nenv++] = env_device;
     }
+    static char env_steps[96];
+    if (o->steps[0]) {
+        snprintf(env_steps, sizeof env_steps, MS_ENV_STEPS "=%s", o->steps);
+        env_add[nenv++] = env_steps;
+    }
     env_add[nenv] = NULL;
 }
 
@@ -514,7 +520,11 @@ int cmd_run(int argc, char **argv)
     }
     if (cli_log_level <= 1)
         ms_analyze_summary(db_path, stderr);
-    if (o.analysis[0]) {
+    if (o.analysis[0] && o.steps[0]) {
+        /* the trace holds some steps only: a block freed in a step left out looks live */
+        cli_log(2, "--steps %s: the run records some steps only; --analysis=%s not run", o.steps,
+                o.analysis);
+    } else if (o.analysis[0]) {
         struct ms_analyze_opts ao;
         ms_analyze_opts_init(&ao);
         ao.write_back = 1; /* as msMemScope: inefficient findings land in the run's database */

@@ -23,6 +23,7 @@ struct run_options {
     const char *watch;   /* --watch=start[:outid],end[,full-content] */
     const char *step_on; /* --step-on=auto|none|OPTIMIZER (the Python layer's steps) */
     const char *device;  /* --device=cpu,cuda,cuda:N (the agent's CUDA hooks) */
+    char steps[64];      /* --steps=1,3: record only these steps ("" every step) */
     int symbolize;
     int stack_given; /* --call-stack was on the command line */
     char **prog;     /* the program and its arguments */

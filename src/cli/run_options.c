@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "run.h"
 #include "analyze/analyze.h"
+#include "common/agent_api.h"
 #include "version.h"
 
 #include <getopt.h>
@@ -50,6 +51,9 @@ static const char run_usage[] =
     "                           leaks, peak, compare, inefficient, decompose, temporary,\n"
     "                           trend, fragmentation, oom[:K] (CUDA out-of-memory, K rows\n"
     "                           of live blocks after each OOM), all, or none (default)\n"
+    "      --steps=LIST         record only the events of these steps (up to 5 numbers >= 1,\n"
+    "                           as 2,3; the events before the first step end are step 1);\n"
+    "                           the steps are still numbered; no analysis runs\n"
     "      --collect-mode=immediate|deferred\n"
     "                           deferred: record only after memscope_start() is called\n"
     "      --unwind=dwarf|fp    native unwinder: .eh_frame (default: full stacks whatever\n"
@@ -132,6 +136,22 @@ static int stack_item(const char *item, void *arg)
     return 0;
 }
 
+/* --steps items: step numbers 1..999999999, at most MS_MAX_STEP_FILTER, into o->steps. */
+static int steps_item(const char *item, void *arg)
+{
+    struct run_options *o = arg;
+    unsigned n, count = 1;
+    if (parse_uint(item, 999999999, &n) < 0 || n == 0)
+        return -1;
+    for (const char *p = o->steps; *p; p++)
+        count += *p == ',';
+    if (o->steps[0] && count >= MS_MAX_STEP_FILTER)
+        return -1;
+    size_t len = strlen(o->steps);
+    snprintf(o->steps + len, sizeof o->steps - len, "%s%u", len ? "," : "", n);
+    return 0;
+}
+
 /* --device items: cpu (host memory only), cuda (every device, the default), cuda:N. */
 static int device_item(const char *item, void *arg)
 {
@@ -198,7 +218,8 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
         OPT_WATCH,
         OPT_NOPACK,
         OPT_DEVICE,
-        OPT_STEPON
+        OPT_STEPON,
+        OPT_STEPS
     };
     static const struct option longopts[] = {
         {"output-path", required_argument, NULL, 'o'},
@@ -216,6 +237,7 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
         {"watch", required_argument, NULL, OPT_WATCH},
         {"step-on", required_argument, NULL, OPT_STEPON},
         {"device", required_argument, NULL, OPT_DEVICE},
+        {"steps", required_argument, NULL, OPT_STEPS},
         {"no-symbols", no_argument, NULL, OPT_NOSYM},
         {"log-level", required_argument, NULL, OPT_LOG},
         {"quiet", no_argument, NULL, 'q'},
@@ -261,6 +283,13 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
                                    optarg);
             snprintf(o->events, sizeof o->events, "%s", optarg);
             o->events_given = 1;
+            break;
+        case OPT_STEPS:
+            o->steps[0] = 0;
+            if (for_each_item(optarg, steps_item, o))
+                return usage_error("--steps: expected up to %d step numbers >= 1, as 2,3, not "
+                                   "'%s'",
+                                   MS_MAX_STEP_FILTER, optarg);
             break;
         case OPT_DEVICE:
             if (for_each_item(optarg, device_item, NULL) || strlen(optarg) > 100)

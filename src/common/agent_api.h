@@ -17,6 +17,8 @@
 #define MS_ENV_STACKS_AUTO "MEMSCOPE_STACKS_AUTO" /* 1: a Python image takes no native stack */
 #define MS_ENV_UNWIND "MEMSCOPE_UNWIND"           /* dwarf (default) or fp */
 #define MS_ENV_DEFERRED "MEMSCOPE_DEFERRED"       /* 1: record nothing until memscope__start */
+#define MS_ENV_STEPS "MEMSCOPE_STEPS"             /* --steps: "1,3": record only these steps */
+#define MS_MAX_STEP_FILTER 5                      /* step numbers --steps takes (msMemScope's) */
 #define MS_ENV_NO_FOLLOW "MEMSCOPE_NO_FOLLOW"     /* 1: programs this image execs are not traced */
 #define MS_ENV_NO_TSC "MEMSCOPE_NO_TSC"           /* 1: timestamps never from the TSC */
 #define MS_ENV_STDERR "MEMSCOPE_STDERR"           /* "<dev>:<ino>" of memscope run's stderr */

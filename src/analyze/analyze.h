@@ -223,6 +223,15 @@ int ms__actx_db_fail(struct ms_actx *x, const char *what);
 /* Sets x->err to "<name>: out of memory" and returns MS_ENOMEM. */
 int ms__actx_oom(struct ms_actx *x);
 
+/* peak.c: the first moment of maximum live bytes of every (process, layer) of the selected
+ * layers, as `analyze peak` finds it (process_stats, checked against the blocks, else a replay
+ * of the events): the MALLOC that reached it (event_id, alloc_id), its time and bytes. *out
+ * (n of them, by process and layer) is the caller's to free; 0 or a negative code (x->err). */
+struct ms_peak_at {
+    int64_t process_id, layer, bytes, ns, event_id, alloc_id;
+};
+int ms__peaks_find(struct ms_actx *x, struct ms_peak_at **out, size_t *n);
+
 /* The analyses (ms_analyses[] lists them), one file each. */
 int ms_analyze_leaks(struct ms_actx *x);
 int ms_analyze_peak(struct ms_actx *x);

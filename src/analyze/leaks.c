@@ -7,7 +7,10 @@
  * blocks, grouped by SQLite; the step check is one scan joined with steps by primary key; the
  * growth part streams once over the blocks allocated before the last step end and keeps one
  * difference array of step ends per stack and per owner. Runs that never called
- * memscope_step() skip both step parts (one probe of the steps table). */
+ * memscope_step() skip both step parts (one probe of the steps table) and get the fourth
+ * instead: the blocks live at each (process, layer) peak by call site and by the tenth of the
+ * run, up to the peak, they were allocated in (one rowid-bounded scan per peak), which names a
+ * site that grows until the peak even when the program frees it all before exiting. */
 #include "analyze.h"
 
 #include "common/ms_error.h"
@@ -89,6 +92,24 @@ static size_t merge_sites(struct site_row *rows, size_t n)
     qsort(rows, n, sizeof *rows, cmp_site_bytes);
     return n;
 }
+
+/* Part (d), without steps: a call site's or owner's blocks live at a peak, by the slice of the
+ * run (NSLICES from the run's start to the peak) they were allocated in; after finishing,
+ * live[k] is the bytes of them allocated up to the end of slice k. */
+#define NSLICES 10
+struct tgroup {
+    int64_t key; /* stack id, then (merged by site) kept; owner id */
+    const char *site;
+    int64_t live[NSLICES];
+    double per_slice; /* growth: (live[NSLICES - 2] - live[1]) / (NSLICES - 3) */
+};
+
+/* The part (d) result of one (process, layer) peak. */
+struct tpeak {
+    int64_t process_id, layer, peak_bytes, peak_ns, start_ns;
+    struct tgroup *sites, *owners;
+    size_t nsites, nowners;
+};
 
 /* One block of msMemScope's step-aware check. */
 struct flagged {
@@ -251,6 +272,9 @@ struct leaks {
     struct proc_steps *ps;
     size_t nps, aps;
     struct gset gsites, gowners;
+    /* (d) without steps: each (process, layer) peak's live blocks by allocation time */
+    struct tpeak *tpeaks;
+    size_t ntpeaks, atpeaks;
 };
 
 static int db_fail(struct leaks *L, const char *what)
@@ -505,6 +529,165 @@ done:
     return rc;
 }
 
+/* ---- Part (d): without steps, the peak's blocks by when they were allocated ---- */
+
+/* The group of key in *v (*n of them, capacity *cap), made when new. */
+static struct tgroup *tgroup_get(struct tgroup **v, size_t *n, size_t *cap, struct ms_u64map *map,
+                                 int64_t key)
+{
+    int isnew;
+    size_t *slot = ms_u64map_put(map, (uint64_t)key, &isnew);
+    if (!slot)
+        return NULL;
+    if (!isnew)
+        return &(*v)[*slot];
+    if (ms_grow((void **)v, cap, *n, sizeof **v, 64, MS_GROW_MAX) < 0)
+        return NULL;
+    struct tgroup *g = &(*v)[*n];
+    memset(g, 0, sizeof *g);
+    g->key = key;
+    *slot = (*n)++;
+    return g;
+}
+
+static int cmp_tgroup_site(const void *a, const void *b)
+{
+    const struct tgroup *x = a, *y = b;
+    return strcmp(x->site, y->site);
+}
+
+/* Most growth first, then most bytes at the peak, then by site text or key. */
+static int cmp_tgroup(const void *a, const void *b)
+{
+    const struct tgroup *x = a, *y = b;
+    if (x->per_slice != y->per_slice)
+        return x->per_slice > y->per_slice ? -1 : 1;
+    if (x->live[NSLICES - 1] != y->live[NSLICES - 1])
+        return x->live[NSLICES - 1] > y->live[NSLICES - 1] ? -1 : 1;
+    if (x->site && y->site)
+        return strcmp(x->site, y->site);
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* Turns per-slice bytes into running totals and computes the growth per slice over the
+ * middle slices (the first holds what was set up at the start, the last what was allocated
+ * just before the peak and is freed right after). */
+static void tgroups_finish(struct tgroup *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (int k = 1; k < NSLICES; k++)
+            v[i].live[k] += v[i].live[k - 1];
+        v[i].per_slice = (double)(v[i].live[NSLICES - 2] - v[i].live[1]) / (NSLICES - 3);
+    }
+    if (n)
+        qsort(v, n, sizeof *v, cmp_tgroup);
+}
+
+/* The blocks live at the peak of one (process, layer) into tp's groups. */
+static int peak_slices(struct leaks *L, struct tpeak *tp, int64_t peak_event, int64_t peak_alloc)
+{
+    char sql[768];
+    snprintf(sql, sizeof sql,
+             "SELECT stack_id, %s, size, alloc_ns FROM blocks WHERE allocation_id <= ?1 AND "
+             "process_id = ?2 AND layer = ?3 AND alloc_event_id <= ?4 AND (free_ns IS NULL OR "
+             "free_event_id > ?4 OR (free_event_id IS NULL AND free_ns > ?5))",
+             L->has_owner ? "owner_id" : "NULL");
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(L->x->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_fail(L, "blocks at the peak");
+    sqlite3_bind_int64(st, 1, peak_alloc);
+    sqlite3_bind_int64(st, 2, tp->process_id);
+    sqlite3_bind_int64(st, 3, tp->layer);
+    sqlite3_bind_int64(st, 4, peak_event);
+    sqlite3_bind_int64(st, 5, tp->peak_ns);
+    struct ms_u64map bystack, byowner;
+    ms_u64map_init(&bystack, sizeof(size_t), MS_U64MAP_MAX);
+    ms_u64map_init(&byowner, sizeof(size_t), MS_U64MAP_MAX);
+    size_t acap = 0, ocap = 0;
+    double span = tp->peak_ns > tp->start_ns ? (double)(tp->peak_ns - tp->start_ns) : 1;
+    int rc = 0, s;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t stack = sqlite3_column_int64(st, 0), owner = sqlite3_column_int64(st, 1);
+        int64_t size = sqlite3_column_int64(st, 2), at = sqlite3_column_int64(st, 3);
+        double f = (double)(at - tp->start_ns) / span;
+        int k = f <= 0 ? 0 : f >= 1 ? NSLICES - 1 : (int)(f * NSLICES);
+        struct tgroup *g =
+            tgroup_get(&tp->sites, &tp->nsites, &acap, &bystack, stack > 0 ? stack : 0);
+        if (!g) {
+            rc = oom(L);
+            break;
+        }
+        g->live[k] += size;
+        if (owner > 0) {
+            if (!(g = tgroup_get(&tp->owners, &tp->nowners, &ocap, &byowner, owner))) {
+                rc = oom(L);
+                break;
+            }
+            g->live[k] += size;
+        }
+    }
+    if (!rc && s != SQLITE_DONE)
+        rc = db_fail(L, "blocks at the peak");
+    sqlite3_finalize(st);
+    ms_u64map_release(&bystack);
+    ms_u64map_release(&byowner);
+    if (rc)
+        return rc;
+    /* stacks -> call sites, merged */
+    for (size_t i = 0; i < tp->nsites; i++)
+        if (!(tp->sites[i].site = ms__sites_get(&L->x->sites, tp->sites[i].key)))
+            return oom(L);
+    if (tp->nsites) {
+        qsort(tp->sites, tp->nsites, sizeof *tp->sites, cmp_tgroup_site);
+        size_t w = 0;
+        for (size_t i = 1; i < tp->nsites; i++) {
+            if (!cmp_tgroup_site(&tp->sites[w], &tp->sites[i])) {
+                for (int k = 0; k < NSLICES; k++)
+                    tp->sites[w].live[k] += tp->sites[i].live[k];
+            } else {
+                tp->sites[++w] = tp->sites[i];
+            }
+        }
+        tp->nsites = w + 1;
+    }
+    tgroups_finish(tp->sites, tp->nsites);
+    tgroups_finish(tp->owners, tp->nowners);
+    return 0;
+}
+
+/* Part (d): for a run without steps, every (process, layer) peak of the selected layers (the
+ * peaks `analyze peak` reports). */
+static int growth_without_steps(struct leaks *L)
+{
+    if (L->has_steps)
+        return 0;
+    struct ms_peak_at *pk;
+    size_t npk;
+    int rc = ms__peaks_find(L->x, &pk, &npk);
+    if (rc < 0)
+        return rc;
+    int64_t start = ms__run_start_ns(L->x->db);
+    for (size_t i = 0; rc == 0 && i < npk; i++) {
+        if (pk[i].bytes <= 0 || pk[i].event_id <= 0 || pk[i].alloc_id <= 0)
+            continue;
+        if (ms_grow((void **)&L->tpeaks, &L->atpeaks, L->ntpeaks, sizeof *L->tpeaks, 4,
+                    MS_GROW_MAX) < 0) {
+            rc = oom(L);
+            break;
+        }
+        struct tpeak *tp = &L->tpeaks[L->ntpeaks++];
+        memset(tp, 0, sizeof *tp);
+        tp->process_id = pk[i].process_id;
+        tp->layer = pk[i].layer;
+        tp->peak_bytes = pk[i].bytes;
+        tp->peak_ns = pk[i].ns;
+        tp->start_ns = start;
+        rc = peak_slices(L, tp, pk[i].event_id, pk[i].alloc_id);
+    }
+    free(pk);
+    return rc;
+}
+
 /* The growth groups of one (process, layer): the sites [*i, *e) (from *i on), its owners
  * [*oi, *oe) (from *oi on, a contiguous run too), and its process's step ends. */
 static const struct proc_steps *growth_section(const struct leaks *L, size_t *i, size_t *e,
@@ -665,11 +848,56 @@ static void text_growth(const struct leaks *L)
     }
 }
 
+/* Groups g[0, n) of one peak, by call site or by owner: those that grew, most first. */
+static void text_tgroups(const struct leaks *L, const struct tgroup *g, size_t n, int by_owner)
+{
+    FILE *out = L->x->out;
+    const size_t top = (size_t)(L->x->o->top > 0 ? L->x->o->top : 10);
+    fprintf(out, "  by %s:\n  %14s  %-34s  %s\n", by_owner ? "owner" : "call site", "bytes/tenth",
+            "live at the peak, allocated by", by_owner ? "owner" : "call site");
+    size_t shown = 0;
+    for (size_t i = 0; i < n && shown < top; i++) {
+        if (g[i].per_slice <= 0)
+            continue;
+        char num[32];
+        snprintf(num, sizeof num, "%+.1f", g[i].per_slice);
+        fprintf(out, "  %14s  %lld %lld %lld ... %lld %lld", num, (long long)g[i].live[0],
+                (long long)g[i].live[1], (long long)g[i].live[2], (long long)g[i].live[NSLICES - 2],
+                (long long)g[i].live[NSLICES - 1]);
+        fprintf(out, "  %s\n", by_owner ? ms__names_owner(&L->x->names, g[i].key) : g[i].site);
+        shown++;
+    }
+    if (!shown)
+        fprintf(out, "  (none grew)\n");
+}
+
+static void text_growth_without_steps(const struct leaks *L)
+{
+    if (L->has_steps || !L->ntpeaks)
+        return;
+    FILE *out = L->x->out;
+    fprintf(out, "\nleaks: growth without steps: the blocks live at each peak, by the tenth of "
+                 "the run (up to the peak) they were allocated in\n");
+    for (size_t i = 0; i < L->ntpeaks; i++) {
+        const struct tpeak *tp = &L->tpeaks[i];
+        char pl[256], hb[32];
+        proc_label(&L->x->names, tp->process_id, pl, sizeof pl);
+        ms_human_bytes(hb, sizeof hb, tp->peak_bytes);
+        fprintf(out, "  %s, %s: peak %lld bytes (%s) at +%.3f ms\n", pl,
+                ms__names_layer(&L->x->names, tp->layer), (long long)tp->peak_bytes, hb,
+                (double)(tp->peak_ns - tp->start_ns) / 1e6);
+        text_tgroups(L, tp->sites, tp->nsites, 0);
+        if (tp->nowners)
+            text_tgroups(L, tp->owners, tp->nowners, 1);
+    }
+}
+
 static void render_text(const struct leaks *L)
 {
     text_live_at_exit(L);
     text_step_check(L);
     text_growth(L);
+    text_growth_without_steps(L);
 }
 
 /* ---- Render: JSON ---- */
@@ -788,6 +1016,48 @@ static void json_growth(const struct leaks *L, struct ms_json *j)
     ms_json_end_array(j);
 }
 
+static void json_tgroups(const struct leaks *L, struct ms_json *j, const struct tgroup *g, size_t n,
+                         int by_owner)
+{
+    const size_t top = (size_t)(L->x->o->top > 0 ? L->x->o->top : 10);
+    ms_json_begin_array(j, by_owner ? "by_owner" : "by_site");
+    for (size_t i = 0; i < n && i < top; i++) {
+        ms_json_begin_object(j, NULL);
+        if (by_owner)
+            ms_json_str(j, "owner", ms__names_owner(&L->x->names, g[i].key));
+        else
+            ms_json_str(j, "site", g[i].site);
+        ms_json_double(j, "bytes_per_tenth", g[i].per_slice);
+        ms_json_begin_array(j, "live");
+        for (int k = 0; k < NSLICES; k++)
+            ms_json_int(j, NULL, g[i].live[k]);
+        ms_json_end_array(j);
+        ms_json_end_object(j);
+    }
+    ms_json_end_array(j);
+}
+
+static void json_growth_without_steps(const struct leaks *L, struct ms_json *j)
+{
+    ms_json_begin_array(j, "growth_without_steps");
+    for (size_t i = 0; !L->has_steps && i < L->ntpeaks; i++) {
+        const struct tpeak *tp = &L->tpeaks[i];
+        const struct ms_name_proc *pr = ms__names_proc(&L->x->names, tp->process_id);
+        ms_json_begin_object(j, NULL);
+        ms_json_int(j, "process_id", tp->process_id);
+        ms_json_int(j, "pid", pr ? pr->pid : 0);
+        ms_json_str(j, "exe", pr ? pr->exe : NULL);
+        ms_json_str(j, "layer", ms__names_layer(&L->x->names, tp->layer));
+        ms_json_int(j, "peak_bytes", tp->peak_bytes);
+        ms_json_int(j, "peak_ns", tp->peak_ns);
+        ms_json_int(j, "start_ns", tp->start_ns);
+        json_tgroups(L, j, tp->sites, tp->nsites, 0);
+        json_tgroups(L, j, tp->owners, tp->nowners, 1);
+        ms_json_end_object(j);
+    }
+    ms_json_end_array(j);
+}
+
 static void render_json(const struct leaks *L)
 {
     struct ms_json j;
@@ -798,6 +1068,7 @@ static void render_json(const struct leaks *L)
     json_live_at_exit(L, &j);
     json_step_check(L, &j);
     json_growth(L, &j);
+    json_growth_without_steps(L, &j);
     ms_json_end_object(&j);
     ms_json_finish(&j);
 }
@@ -822,7 +1093,8 @@ int ms_analyze_leaks(struct ms_actx *x)
         sqlite3_finalize(st);
     }
     int rc;
-    if ((rc = live_at_exit(&L)) == 0 && (rc = step_check(&L)) == 0 && (rc = growth(&L)) == 0)
+    if ((rc = live_at_exit(&L)) == 0 && (rc = step_check(&L)) == 0 && (rc = growth(&L)) == 0 &&
+        (rc = growth_without_steps(&L)) == 0)
         (x->o->json ? render_json : render_text)(&L);
     free(L.live);
     free(L.flagged);
@@ -831,5 +1103,10 @@ int ms_analyze_leaks(struct ms_actx *x)
     free(L.ps);
     gset_release(&L.gsites);
     gset_release(&L.gowners);
+    for (size_t i = 0; i < L.ntpeaks; i++) {
+        free(L.tpeaks[i].sites);
+        free(L.tpeaks[i].owners);
+    }
+    free(L.tpeaks);
     return rc;
 }

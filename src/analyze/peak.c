@@ -616,3 +616,29 @@ int ms_analyze_peak(struct ms_actx *x)
     ms_u64map_release(&P.owners.map);
     return rc;
 }
+
+int ms__peaks_find(struct ms_actx *x, struct ms_peak_at **out, size_t *n)
+{
+    struct pctx P;
+    memset(&P, 0, sizeof P);
+    P.x = x;
+    ms_u64map_init(&P.sites.map, sizeof(size_t), MS_U64MAP_MAX);
+    ms_u64map_init(&P.owners.map, sizeof(size_t), MS_U64MAP_MAX);
+    *out = NULL;
+    *n = 0;
+    int rc = compute(&P);
+    if (rc == 0 && P.npeaks && !(*out = calloc(P.npeaks, sizeof **out)))
+        rc = oom(&P);
+    for (size_t i = 0; rc == 0 && i < P.npeaks; i++) {
+        const struct peak *k = &P.peaks[i];
+        (*out)[i] =
+            (struct ms_peak_at){k->process_id, k->layer, k->bytes, k->ns, k->event_id, k->alloc_id};
+        *n = i + 1;
+    }
+    free(P.peaks);
+    free(P.sites.v);
+    free(P.owners.v);
+    ms_u64map_release(&P.sites.map);
+    ms_u64map_release(&P.owners.map);
+    return rc;
+}

@@ -23,6 +23,12 @@ SCHEMAS = {
         "growth": [{"process_id": INT, "pid": INT, "exe": OPT_STR, "layer": STR, "steps": [INT],
                     "by_site": [{"site": STR, "bytes_per_step": NUM, "live": [INT]}],
                     "by_owner": [{"owner": OPT_STR, "bytes_per_step": NUM, "live": [INT]}]}],
+        "growth_without_steps": [{"process_id": INT, "pid": INT, "exe": OPT_STR, "layer": STR,
+                                  "peak_bytes": INT, "peak_ns": INT, "start_ns": INT,
+                                  "by_site": [{"site": STR, "bytes_per_tenth": NUM,
+                                               "live": [INT]}],
+                                  "by_owner": [{"owner": OPT_STR, "bytes_per_tenth": NUM,
+                                                "live": [INT]}]}],
     },
     "peak": {
         "analysis": STR,

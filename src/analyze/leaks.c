@@ -97,11 +97,13 @@ static size_t merge_sites(struct site_row *rows, size_t n)
  * run (NSLICES from the run's start to the peak) they were allocated in; after finishing,
  * live[k] is the bytes of them allocated up to the end of slice k. */
 #define NSLICES 10
+#define GROW_FROM 4 /* the growth is measured from the end of the fifth tenth ... */
+#define GROW_TO 8   /* ... to the end of the ninth */
 struct tgroup {
     int64_t key; /* stack id, then (merged by site) kept; owner id */
     const char *site;
     int64_t live[NSLICES];
-    double per_slice; /* growth: (live[NSLICES - 2] - live[1]) / (NSLICES - 3) */
+    double per_slice; /* growth: (live[GROW_TO] - live[GROW_FROM]) / (GROW_TO - GROW_FROM) */
 };
 
 /* The part (d) result of one (process, layer) peak. */
@@ -569,15 +571,17 @@ static int cmp_tgroup(const void *a, const void *b)
     return x->key < y->key ? -1 : x->key > y->key;
 }
 
-/* Turns per-slice bytes into running totals and computes the growth per slice over the
- * middle slices (the first holds what was set up at the start, the last what was allocated
- * just before the peak and is freed right after). */
+/* Turns per-slice bytes into running totals and computes the growth per slice over the second
+ * half of the run up to the peak, without its last tenth: start-up and imports fill the first
+ * tenths and stop, a working set about to be freed fills the last; what still grows in
+ * between grows until the peak. */
 static void tgroups_finish(struct tgroup *v, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         for (int k = 1; k < NSLICES; k++)
             v[i].live[k] += v[i].live[k - 1];
-        v[i].per_slice = (double)(v[i].live[NSLICES - 2] - v[i].live[1]) / (NSLICES - 3);
+        v[i].per_slice =
+            (double)(v[i].live[GROW_TO] - v[i].live[GROW_FROM]) / (GROW_TO - GROW_FROM);
     }
     if (n)
         qsort(v, n, sizeof *v, cmp_tgroup);

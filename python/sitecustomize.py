@@ -31,6 +31,13 @@ def _memscope_boot():
             memscope.torch._arm_optimizer()
         except Exception as e:
             print("memscope: owners and steps of optimizers are off: %s" % e, file=sys.stderr)
+    # --analysis=decompose: activation owners of every module's forward (memscope.torch.activations)
+    if os.environ.get("MEMSCOPE_TRACE_DIR") and os.environ.get("MEMSCOPE_ANALYSIS"):
+        try:
+            import memscope.torch
+            memscope.torch._arm_activations()
+        except Exception as e:
+            print("memscope: activation owners are off: %s" % e, file=sys.stderr)
     if any(os.environ.get(v) for v in ("MEMSCOPE_EVENTS", "MEMSCOPE_LEVEL", "MEMSCOPE_WATCH")):
         try:
             import memscope.torch

@@ -106,6 +106,7 @@ static pid_t spawn(char **argv, char *const *env_add, int *exec_errno)
     if (pid == 0) {
         close(pfd[0]);
         unsetenv(MS_ENV_STEPS); /* only this run's --steps, never one left in the environment */
+        unsetenv(MS_ENV_ANALYSIS);
         for (size_t i = 0; env_add[i]; i++)
             putenv(env_add[i]);
         signal(SIGINT, SIG_DFL);
@@ -367,6 +368,11 @@ static void agent_environment(struct run_options *o, const struct run_paths *p,
     if (o->device) {
         snprintf(env_device, sizeof env_device, MS_ENV_DEVICE "=%s", o->device);
         env_add[nenv++] = env_device;
+    }
+    static char env_analysis[300];
+    if (o->analysis[0] && !o->steps[0]) { /* the Python layer's activation owners */
+        snprintf(env_analysis, sizeof env_analysis, MS_ENV_ANALYSIS "=%s", o->analysis);
+        env_add[nenv++] = env_analysis;
     }
     static char env_steps[96];
     if (o->steps[0]) {

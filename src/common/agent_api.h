@@ -28,6 +28,7 @@
 #define MS_ENV_LEVEL "MEMSCOPE_LEVEL"           /* --level */
 #define MS_ENV_WATCH "MEMSCOPE_WATCH"           /* --watch */
 #define MS_ENV_STEP_ON "MEMSCOPE_STEP_ON"       /* --step-on */
+#define MS_ENV_ANALYSIS "MEMSCOPE_ANALYSIS"     /* --analysis (decompose: activation owners) */
 #define MS_ENV_OUTPUT_DIR "MEMSCOPE_OUTPUT_DIR" /* where watch_dump/ goes */
 
 /* Whether the file name base (no directory) is a Python interpreter's: python, python3,

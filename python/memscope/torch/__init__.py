@@ -170,6 +170,22 @@ def _arm_optimizer():
     after_torch(go)
 
 
+def _arm_activations():
+    """Under `memscope run --analysis=decompose` (MEMSCOPE_ANALYSIS): every module's forward
+    labels its allocations as an activation owner (memscope.torch.activations), from when the
+    program imports torch."""
+    items = [a.strip().split(":")[0] for a in os.environ.get("MEMSCOPE_ANALYSIS", "").split(",")]
+    if "decompose" not in items and "all" not in items:
+        return False
+
+    def go():
+        """activation owners"""
+        from . import activations
+        activations.install()
+    after_torch(go)
+    return True
+
+
 def _arm_cuda_history():
     """Under `memscope run` (CUDA devices recorded): PyTorch's allocator history starts when the
     program initializes CUDA (memscope.torch.cuda_history)."""

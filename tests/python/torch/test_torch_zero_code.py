@@ -193,3 +193,27 @@ def test_memscope_own_allocations_are_not_the_programs(tmp_path):
     assert user and all(s.startswith("<module> (") for s in user)
     step_sites = {l["site"] for l in rep["step_check"]["leaks"]}
     assert not [s for s in step_sites if "/torch/" in s]
+
+
+def _activation_owners(db):
+    return sorted(r[0] for r in query(db, "SELECT label FROM owners WHERE label LIKE "
+                                          "'PTA@activation@%'"))
+
+
+def test_activation_owners_without_code(tmp_path):
+    """Under --analysis=decompose every module's forward labels its allocations (global module
+    hooks), as install_hooks() does, on the unmodified script; without it, no hook runs."""
+    db, p = run(tmp_path, PLAIN, opts=("--call-stack=c:0", "--analysis=decompose"))
+    owners = _activation_owners(db)
+    # the root and its four children, by their named_modules() paths
+    for want in ("PTA@activation@model", "PTA@activation@model@0", "PTA@activation@model@1",
+                 "PTA@activation@model@2", "PTA@activation@model@3"):
+        assert want in owners, owners
+    assert "activation owners are off" not in p.stderr
+    # the forward's allocations land under the activations in the owner tree
+    d = analyze(db, "decompose", "--step", "2")
+    assert _node(d["tree"][0]["children"], ["heap", "PTA", "activation"]) > 0, d["tree"]
+    # the same script without --analysis=decompose: no activation owner
+    (tmp_path / "plain").mkdir()
+    db2, _ = run(tmp_path / "plain", PLAIN)
+    assert _activation_owners(db2) == []

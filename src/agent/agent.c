@@ -539,7 +539,6 @@ static void on_thread_exit(void *arg)
     t->internal--;
 }
 
-/* A new process's own trace: the parent's file, mappings and tables are let go. */
 /* --steps: whether step n is one to record. */
 static int step_listed(unsigned n)
 {
@@ -577,6 +576,7 @@ static void steps_init(void)
     steps_at(1);
 }
 
+/* A new process's own trace: the parent's file, mappings and tables are let go. */
 static void child_setup(void)
 {
     struct tstate *t = &agent_tls;

@@ -169,13 +169,14 @@ static inline struct stream *agent_enter(struct tstate **tp)
     int g = t->guard;
     if (unlikely(t->internal))
         return NULL; /* the agent's own allocation */
-    if (unlikely(__atomic_load_n(&agent.paused, __ATOMIC_RELAXED)) && !t->step_record)
-        return NULL; /* --steps: a step not to record */
     if (unlikely(!agent.live->generation)) {
         if (g)
             return NULL;
         agent_unseen_child(); /* before anything of this event is written */
     }
+    /* --steps: a step not to record (after a cloned child's set-up, which starts its steps) */
+    if (unlikely(__atomic_load_n(&agent.paused, __ATOMIC_RELAXED)) && !t->step_record)
+        return NULL;
     if (unlikely(g >= 2)) {
         writer_lost();
         return NULL;

@@ -149,7 +149,16 @@ static int run_command(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].fn(argc - 1, argv + 1);
-    /* msMemScope form: options then the program. */
+    /* msMemScope form: options then the program; with --compare, no program (offline compare) */
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+        if (!strcmp(argv[i], "--compare"))
+            return cmd_compare_ms(argc, argv);
+        int takes_value = !strcmp(argv[i], "-i") || !strcmp(argv[i], "--input-path") ||
+                          !strcmp(argv[i], "-o") || !strcmp(argv[i], "--output-path");
+        if (argv[i][0] != '-')
+            break; /* the program */
+        i += takes_value;
+    }
     argv[0] = "run";
     return cmd_run(argc, argv);
 }

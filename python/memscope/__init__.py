@@ -26,9 +26,11 @@ from . import describe
 from . import tracer
 from .record_function import RecordFunction
 from .snapshot import take_snapshot, TakeSnapshot
+from .framework import init_framework_hooks, cleanup_framework_hooks
 
 __all__ = ["config", "start", "stop", "step", "tracer", "describe", "RecordFunction",
-           "take_snapshot", "TakeSnapshot", "watcher", "available", "mode"]
+           "take_snapshot", "TakeSnapshot", "watcher", "available", "mode",
+           "init_framework_hooks", "cleanup_framework_hooks"]
 
 # Python stacks follow each line (exact lines; PyEval_SetTrace) unless MEMSCOPE_PY_LINES=0,
 # which reports only calls and calls into C (PyEval_SetProfile; cheaper, the line of an

@@ -217,3 +217,42 @@ def test_activation_owners_without_code(tmp_path):
     (tmp_path / "plain").mkdir()
     db2, _ = run(tmp_path / "plain", PLAIN)
     assert _activation_owners(db2) == []
+
+
+FRAMEWORK = r'''
+import sys, torch, memscope
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+try:
+    memscope.init_framework_hooks("vllm_ascend", "11.0", "worker", "decompose")
+except ValueError as e:
+    print("refused:", e, file=sys.stderr)
+assert memscope.init_framework_hooks("pytorch", "99.0+", "fsdp2", "decompose") is False
+assert memscope.init_framework_hooks("pytorch", "1.0+", "module", "decompose") is True
+memscope._native.mark("with")
+model(torch.randn(4, 8)).sum().backward()
+memscope.cleanup_framework_hooks()
+memscope._native.mark("without")
+model(torch.randn(4, 8)).sum().backward()
+'''
+
+
+def test_init_framework_hooks(tmp_path):
+    """msMemScope's init_framework_hooks("pytorch", version, component, "decompose"): activation
+    owners from then on, none after cleanup_framework_hooks(); a preset memscope lacks raises
+    ValueError; a version key the running torch does not match installs nothing."""
+    db, p = run(tmp_path, FRAMEWORK)
+    assert "refused: init_framework_hooks(): memscope has presets for pytorch" in p.stderr
+    assert "does not match version 99.0+" in p.stderr
+    owners = _activation_owners(db)
+    assert "PTA@activation@model@0" in owners and "PTA@activation@model@2" in owners, owners
+    # the owner tags (MARKs of the owner stack) all fall between the two marks
+    ids = dict(query(db, "SELECT name, id FROM events WHERE kind = 5 AND name IN "
+                         "('with', 'without')"))
+    assert query(db, "SELECT count(*) FROM blocks b JOIN owners o ON o.id = b.owner_id WHERE "
+                     "o.label LIKE 'PTA@activation@%' AND b.alloc_event_id > ?",
+                 ids["without"])[0][0] == 0
+    assert query(db, "SELECT count(*) FROM blocks b JOIN owners o ON o.id = b.owner_id WHERE "
+                     "o.label LIKE 'PTA@activation@%' AND b.alloc_event_id BETWEEN ? AND ?",
+                 ids["with"], ids["without"])[0][0] > 0

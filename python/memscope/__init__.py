@@ -27,10 +27,15 @@ from . import tracer
 from .record_function import RecordFunction
 from .snapshot import take_snapshot, TakeSnapshot
 from .framework import init_framework_hooks, cleanup_framework_hooks
+from .analyzer import (list_analyzers, get_analyzer_config, analyze, check_leaks,
+                       check_inefficient, LeaksAnalyzer, LeaksConfig, InefficientAnalyzer,
+                       InefficientConfig)
 
 __all__ = ["config", "start", "stop", "step", "tracer", "describe", "RecordFunction",
            "take_snapshot", "TakeSnapshot", "watcher", "available", "mode",
-           "init_framework_hooks", "cleanup_framework_hooks"]
+           "init_framework_hooks", "cleanup_framework_hooks", "list_analyzers",
+           "get_analyzer_config", "analyze", "check_leaks", "check_inefficient", "LeaksAnalyzer",
+           "LeaksConfig", "InefficientAnalyzer", "InefficientConfig"]
 
 # Python stacks follow each line (exact lines; PyEval_SetTrace) unless MEMSCOPE_PY_LINES=0,
 # which reports only calls and calls into C (PyEval_SetProfile; cheaper, the line of an

@@ -299,4 +299,35 @@ assert_eq "CSV: HAL rows on device 1" "408" "$(grep -c ',HAL,N/A,[0-9]*,[0-9]*,[
 assert_eq "CSV: no address-space rows (as memscope_dump)" "0" "$(grep -c ',VMM_' "$TMP/k.csv")"
 assert_eq "CSV: as many rows as memscope_dump" "$(q "$TMP/dlsym.db" "SELECT count(*) + 1 FROM memscope_dump")" \
     "$(python3 -c 'import csv, sys; print(sum(1 for _ in csv.reader(open(sys.argv[1]))))' "$TMP/k.csv")"
+# msMemScope's offline check_leaks (memscope.analyzer) on a CUDA run's CSV: HAL memory between
+# the marks "iter" (cuda_marks.c): y (2 MiB, never freed) and q (5 MiB, freed after the third
+# mark) are leaks; x and z were freed in the window, w came after it. Without the package (an
+# ASan build): skipped.
+PKG=$(dirname "$MEMSCOPE")/python
+if ls "$PKG"/memscope/_native*.so >/dev/null 2>&1 && [ -x /usr/bin/python3 ]; then
+    out=$(LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run -q --format=csv -o "$TMP/marks.csv" \
+          -- "$CUDA_PROGS/cuda_marks" 2>"$TMP/marks.err")
+    assert_eq "marks: program output" ok "$out"
+    got=$(PYTHONPATH=$PKG /usr/bin/python3 -c "import memscope, sys
+r = memscope.check_leaks(sys.argv[1], 'iter', 0)
+print([(x['device'], x['size']) for x in r])" "$TMP/marks.csv" 2>&1)
+    assert_eq "check_leaks: two leak lines" "Direct Hal memory leak of 2.000000 Mb(s)
+Direct Hal memory leak of 5.000000 Mb(s)" "$(grep -o '^Direct Hal memory leak of [0-9.]* Mb(s)' <<<"$got")"
+    assert_eq "check_leaks: y then q on device 0" "[('0', 2097152), ('0', 5242880)]" "$(tail -1 <<<"$got")"
+    assert_eq "check_leaks: the Index is the CSV's ID of the MALLOC" \
+        "$(grep -E '^[0-9]+,MALLOC,HAL,.*size:2097152[,}]' "$TMP/marks.csv" | cut -d, -f1)" \
+        "$(grep -o 'Mb(s) at 0x[0-9a-f]* in Index [0-9]*' <<<"$got" | head -1 | awk '{print $NF}')"
+    assert_match "check_leaks: too few marks after start_index 1" "need 3 from index 1" \
+        "$(PYTHONPATH=$PKG /usr/bin/python3 -c "import memscope, sys
+try:
+    memscope.check_leaks(sys.argv[1], 'iter', 1)
+except ValueError as e:
+    print(e)" "$TMP/marks.csv" 2>&1)"
+    assert_eq "check_leaks: no mark of that name" "ValueError" \
+        "$(PYTHONPATH=$PKG /usr/bin/python3 -c "import memscope, sys
+try:
+    memscope.check_leaks(sys.argv[1], 'nosuch', 0)
+except ValueError as e:
+    print(type(e).__name__)" "$TMP/marks.csv" 2>&1)"
+fi
 done_testing

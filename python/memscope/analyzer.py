@@ -1,0 +1,199 @@
+"""msMemScope's offline analyzers: list_analyzers(), get_analyzer_config(), analyze(),
+check_leaks(), check_inefficient(), and the LeaksAnalyzer/LeaksConfig,
+InefficientAnalyzer/InefficientConfig classes. Callers: user code, through the memscope package.
+
+check_leaks reads msMemScope's CSV (`memscope run --format=csv`, `memscope export --format=csv`,
+or msMemScope's own) as msMemScope does: device memory (Event Type HAL) per device, between
+the MSTX marks of one name. check_inefficient runs `memscope analyze inefficient --write-back`
+on a database, which records the findings in it, as msMemScope appends them to its input.
+Inputs are hostile: a regular file, at most 8 GiB, a path of at most 4096 characters."""
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+MAX_INPUT = 8 << 30
+MAX_PATH = 4096
+INEFFICIENT_TYPES = ("early_allocation", "late_deallocation", "temporary_idleness")
+
+
+class LeaksConfig:
+    """check_leaks' parameters."""
+
+    def __init__(self, input_path, mstx_info, start_index=0):
+        self.input_path = input_path
+        self.mstx_info = mstx_info
+        self.start_index = start_index
+
+
+class InefficientConfig:
+    """check_inefficient's parameters."""
+
+    def __init__(self, input_path, mem_size=0, inefficient_type=None, idle_threshold=3000):
+        self.input_path = input_path
+        self.mem_size = mem_size
+        self.inefficient_type = inefficient_type
+        self.idle_threshold = idle_threshold
+
+
+def _check_input(path, suffixes, writable=False):
+    """The input's path, after msMemScope's checks (ValueError otherwise)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError("input_path must be a path, not %s" % type(path).__name__)
+    path = os.fspath(path)
+    if not path or len(path) > MAX_PATH:
+        raise ValueError("input_path: empty or longer than %d characters" % MAX_PATH)
+    if not path.endswith(suffixes):
+        raise ValueError("input_path %r: expected a %s file" % (path, " or ".join(suffixes)))
+    if not os.path.isfile(path):
+        raise ValueError("input_path %r: not a regular file" % path)
+    if os.path.getsize(path) > MAX_INPUT:
+        raise ValueError("input_path %r: larger than 8 GiB" % path)
+    if writable and not os.access(path, os.W_OK):
+        raise ValueError("input_path %r: not writable (the findings are written into it)" % path)
+    return path
+
+
+_SIZE = re.compile(r"(?:^|[{,])size:(\d+)")
+
+
+def check_leaks(input_path, mstx_info, start_index=0):
+    """Device memory (Event Type HAL) allocated between two MSTX marks named mstx_info and not
+    freed by the third: marks start_index, +1, +2 of that name are A, B, C; every HAL MALLOC with
+    A <= ID <= B is recorded, every HAL FREE with A <= ID <= C removes the recorded block at its
+    Ptr, per device; rows of Device Id N/A are not device memory. Prints
+    "Direct Hal memory leak of <MB> Mb(s) at <Ptr> in Index <ID>." for each block left and
+    returns them as dicts (device, ptr, id, size). The marks are the program's, whatever device
+    was current (memscope records them without one). ValueError when fewer than three marks of
+    that name follow start_index, or the file is not msMemScope's CSV."""
+    path = _check_input(input_path, (".csv",))
+    if not isinstance(start_index, int) or start_index < 0:
+        raise ValueError("start_index must be an int >= 0")
+    marks, rows = [], []
+    csv.field_size_limit(1 << 24)
+    with open(path, newline="", encoding="utf-8", errors="replace") as f:
+        reader = csv.DictReader(f)
+        need = {"ID", "Event", "Event Type", "Name", "Device Id", "Ptr", "Attr"}
+        if not reader.fieldnames or not need <= set(reader.fieldnames):
+            raise ValueError("%s: not msMemScope's CSV (columns %s)" % (path, sorted(need)))
+        for r in reader:
+            try:
+                rid = int(r["ID"])
+            except (TypeError, ValueError):
+                continue
+            if r["Event"] == "MSTX" and r["Event Type"] == "Mark" and r["Name"] == mstx_info:
+                marks.append(rid)
+            elif r["Event Type"] == "HAL" and r["Event"] in ("MALLOC", "FREE") and \
+                    r["Device Id"] not in ("N/A", "", None):
+                m = _SIZE.search(r["Attr"] or "")
+                rows.append((rid, r["Event"], r["Device Id"], r["Ptr"], int(m.group(1)) if m else 0))
+    marks.sort()
+    if len(marks) < start_index + 3:
+        raise ValueError("check_leaks: %d mark(s) named %r, need 3 from index %d"
+                         % (len(marks), mstx_info, start_index))
+    a, b, c = marks[start_index:start_index + 3]
+    live = {}   # (device, ptr) -> (id, size)
+    for rid, event, dev, ptr, size in sorted(rows):
+        if event == "MALLOC" and a <= rid <= b:
+            live[(dev, ptr)] = (rid, size)
+        elif event == "FREE" and a <= rid <= c:
+            live.pop((dev, ptr), None)
+    leaks = [{"device": dev, "ptr": ptr, "id": rid, "size": size}
+             for (dev, ptr), (rid, size) in sorted(live.items(), key=lambda kv: kv[1][0])]
+    for lk in leaks:
+        print("Direct Hal memory leak of %f Mb(s) at %s in Index %d." %
+              (lk["size"] / 1048576.0, lk["ptr"], lk["id"]))
+    return leaks
+
+
+def _memscope_bin():
+    """The memscope command beside this package (build tree or install tree), else on PATH."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for cand in (os.environ.get("MEMSCOPE"), os.path.join(here, "..", "..", "memscope"),
+                 os.path.join(here, "..", "..", "..", "..", "bin", "memscope"),
+                 shutil.which("memscope")):
+        if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return os.path.abspath(cand)
+    raise RuntimeError("check_inefficient: the memscope command is not found (set MEMSCOPE)")
+
+
+def check_inefficient(input_path, mem_size=0, inefficient_type=None, idle_threshold=3000):
+    """Early allocation, late deallocation and temporary idleness (msMemScope's rules) on a
+    memscope database: `memscope analyze inefficient --write-back` records the findings in it
+    (its `inefficient` table and the MALLOC rows' Attr `inefficient_type`). Returns the flagged
+    blocks of at least mem_size bytes of the asked types (all three when None), as dicts of the
+    analysis's JSON. A .csv input is refused: memscope reads its databases, not CSV back."""
+    if isinstance(input_path, (str, os.PathLike)) and os.fspath(input_path).endswith(".csv"):
+        raise ValueError("check_inefficient: memscope analyses its databases (.db), not CSV: "
+                         "give the run's database")
+    path = _check_input(input_path, (".db",), writable=True)
+    types = INEFFICIENT_TYPES if inefficient_type is None else (
+        (inefficient_type,) if isinstance(inefficient_type, str) else tuple(inefficient_type))
+    bad = [t for t in types if t not in INEFFICIENT_TYPES]
+    if bad:
+        raise ValueError("inefficient_type: %s (expected %s)" % (bad, ", ".join(INEFFICIENT_TYPES)))
+    if not isinstance(idle_threshold, int) or idle_threshold <= 0:
+        raise ValueError("idle_threshold must be an int > 0")
+    if not isinstance(mem_size, int) or mem_size < 0:
+        raise ValueError("mem_size must be an int >= 0")
+    p = subprocess.run([_memscope_bin(), "analyze", "inefficient", path, "--write-back",
+                        "--idle-threshold", str(idle_threshold), "--top", "1000000000",
+                        "--json"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("check_inefficient: %s" % (p.stderr.strip() or p.returncode))
+    import json
+    doc = json.loads(p.stdout)
+    found = [b for b in doc.get("blocks", []) if b.get("size", 0) >= mem_size and
+             any(t in b.get("types", ()) for t in types)]
+    for b in found:
+        print("%s: %d bytes, allocation %d (%s)" % (",".join(b.get("types", ())),
+                                                    b.get("size", 0), b.get("allocation_id", 0),
+                                                    b.get("site", "?")))
+    return found
+
+
+class LeaksAnalyzer:
+    def analyze(self, config):
+        return check_leaks(config.input_path, config.mstx_info, config.start_index)
+
+
+class InefficientAnalyzer:
+    def analyze(self, config):
+        return check_inefficient(config.input_path, config.mem_size, config.inefficient_type,
+                                 config.idle_threshold)
+
+
+_ANALYZERS = {
+    "leaks": (LeaksAnalyzer, LeaksConfig, ["input_path", "mstx_info", "start_index"]),
+    "inefficient": (InefficientAnalyzer, InefficientConfig,
+                    ["input_path", "mem_size", "inefficient_type", "idle_threshold"]),
+}
+
+
+def list_analyzers():
+    return list(_ANALYZERS)
+
+
+def get_analyzer_config(analyzer_type):
+    if analyzer_type not in _ANALYZERS:
+        raise ValueError("unknown analyzer %r (list_analyzers(): %s)"
+                         % (analyzer_type, list_analyzers()))
+    _, cfg, params = _ANALYZERS[analyzer_type]
+    return {"config_class": cfg.__name__, "parameters": list(params)}
+
+
+def analyze(analyzer_type, **kwargs):
+    """Runs analyzer `analyzer_type` with its config's parameters as keywords."""
+    if analyzer_type not in _ANALYZERS:
+        raise ValueError("unknown analyzer %r (list_analyzers(): %s)"
+                         % (analyzer_type, list_analyzers()))
+    cls, cfg, _ = _ANALYZERS[analyzer_type]
+    return cls().analyze(cfg(**kwargs))
+
+
+if __name__ == "__main__":   # python3 -m memscope.analyzer leaks FILE.csv MARK [START]
+    if len(sys.argv) >= 4 and sys.argv[1] == "leaks":
+        check_leaks(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 0)

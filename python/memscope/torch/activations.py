@@ -6,7 +6,8 @@ torch's global module hooks (torch.nn.modules.module.register_module_forward_pre
 _hook, torch 1.13 and 2.x) run for every module. A module entered while this thread is inside
 no forward is a root: its named_modules() names it and every submodule (the root is "model");
 a module with no name (made inside a forward) takes its class name under its caller. A
-forward that raised runs no forward hook: the next root's forward pops what it left.
+forward that raises runs no forward hook: nn.Module.__call__ is wrapped (once, on the base class,
+while the hooks are on) to pop what the call pushed when it raises.
 
 The hooks cost a few microseconds per module call, which is why they are on only when the run
 asks for the decomposition. A hook that fails is said once and never reaches the program."""
@@ -46,8 +47,8 @@ def _pre(module, inputs):
         return
     try:
         with _backend.QUIET:   # memscope's own work: not the program's allocations
-            if not decompose._stack():
-                decompose.unwind()
+            if _names.get(module) == "":
+                decompose.unwind()   # a root again: pop what a forward that raised left
             decompose.enter(_label(module))
     except Exception as e:   # never break the program's forward
         _say(e)
@@ -63,6 +64,29 @@ def _post(module, inputs, output):
         _say(e)
 
 
+_orig_call = []   # nn.Module.__call__ before install()
+
+
+def _wrap_call():
+    """nn.Module.__call__ that pops the owners its call pushed when the call raises."""
+    orig = torch.nn.Module.__call__
+
+    def __call__(self, *args, **kwargs):
+        depth = len(decompose._stack())
+        try:
+            return orig(self, *args, **kwargs)
+        except BaseException:
+            try:
+                while len(decompose._stack()) > depth:
+                    decompose.leave()
+            except Exception as e:
+                _say(e)
+            raise
+    __call__._memscope_activations = True
+    _orig_call.append(orig)
+    torch.nn.Module.__call__ = __call__
+
+
 def install():
     """Registers the global forward hooks (once)."""
     if _handles:
@@ -70,8 +94,12 @@ def install():
     mm = torch.nn.modules.module
     _handles.append(mm.register_module_forward_pre_hook(_pre))
     _handles.append(mm.register_module_forward_hook(_post))
+    if not getattr(torch.nn.Module.__call__, "_memscope_activations", False):
+        _wrap_call()
 
 
 def remove():
     while _handles:
         _handles.pop().remove()
+    if _orig_call and getattr(torch.nn.Module.__call__, "_memscope_activations", False):
+        torch.nn.Module.__call__ = _orig_call.pop()

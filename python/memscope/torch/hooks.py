@@ -8,11 +8,12 @@ Stages and when they are logged (docs/torch.md):
   post_backward                the gradients of all its inputs that require grad and of all its
                                parameters (recursively) exist; a module with neither is not
                                logged in backward
-A module called several times in one forward gets one pre_backward and one post_backward per
-call whose backward ran (each call's inputs are its own; the parameters' gradients, summed over
-the calls, complete them all).
   pre_step / post_step         around optimizer.step() (module "optimizer"), through
                                memscope.torch.optim: optimizer.step itself is not replaced
+A module called several times in one forward gets one pre_backward and one post_backward per
+call whose backward ran (each call's inputs are its own; the parameters' gradients, summed over
+the calls, complete them all). Forwards never followed by a backward (evaluation with grad on)
+are forgotten past MAX_PENDING calls of a module, and at every optimizer step.
 torch 1.13 has no backward pre-hooks and its full backward hooks fire too early for modules
 whose inputs do not require grad, hence the tensor hooks.
 """
@@ -63,6 +64,9 @@ def _guard(model):
             raise
     __call__._memscope_guard = True
     cls.__call__ = __call__
+
+
+MAX_PENDING = 256   # calls of one module awaiting their backward, at most
 
 
 class _Call:
@@ -169,7 +173,10 @@ class Hooks:
                     t.register_hook(functools.partial(self._igrad, call))
                     call.inputs += 1
             if call.inputs or call.params:
-                self.pending.setdefault(qn, []).append(call)
+                calls = self.pending.setdefault(qn, [])
+                calls.append(call)
+                if len(calls) > MAX_PENDING:   # forwards without a backward: the oldest go
+                    del calls[0]
             self.open.setdefault(qn, []).append(call)
 
     def _post(self, qn, module, inputs, output):

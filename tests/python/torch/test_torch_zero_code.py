@@ -153,6 +153,20 @@ def test_forward_that_raises_leaves_no_owner(tmp_path):
     assert query(db, "SELECT count(*) FROM owners WHERE label = 'PTA@activation@model@1'")[0][0]
 
 
+def test_zero_code_forward_that_raises_leaves_no_owner(tmp_path):
+    """The same with the activation owners of --analysis=decompose (no install_hooks): the
+    allocation after the raise has no owner, and the next forward is labelled again."""
+    script = BOOM.replace("h = mt.install_hooks(model, log=False)\n", "").replace(
+        "print(after.data_ptr())", "model[0](torch.randn(4, 8))\nprint(after.data_ptr())")
+    db, p = run(tmp_path, script, opts=("--call-stack=c:0", "--analysis=decompose"))
+    ptr = int(p.stdout.strip().splitlines()[-1])
+    rows = query(db, "SELECT COALESCE(o.label, '') FROM blocks b LEFT JOIN owners o "
+                     "ON o.id = b.owner_id WHERE b.addr = ? AND b.size = 12345", ptr)
+    assert rows == [("",)]
+    assert query(db, "SELECT count(*) FROM owners WHERE label = 'PTA@activation@model@1'")[0][0]
+    assert "activation owners are off" not in p.stderr
+
+
 CNN_TRACED = r'''
 import torch
 import memscope.torch as mt

@@ -60,6 +60,7 @@ static const char usage[] =
     "       memscope export run.db --format=csv [-o file.csv]\n"
     "       memscope analyze KIND|all|list run.db [options]   (memscope analyze --help)\n"
     "       memscope plot run.db [-o mem.svg] [--layer=NAME]   (live bytes over time)\n"
+    "       memscope --compare --input-path=A.db,B.db [-o DIR]  (two runs, msMemScope's form)\n"
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
     "       memscope snapshot FILE [--json] [-o run.db] [--state-at N]\n"
 #endif

@@ -11,11 +11,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,8 +40,8 @@ static int ends_with(const char *s, const char *suffix)
     return n >= k && !strcmp(s + n - k, suffix);
 }
 
-/* Packs one file in place. Returns 1 packed, 0 already packed, -1 failed (message printed). */
-static int pack_one(const char *path, int workers, struct ms_pack_stats *total)
+/* Packs one file in place, under the caller's lock (pack_one). Returns as pack_one does. */
+static int pack_locked(const char *path, int workers, struct ms_pack_stats *total)
 {
     struct ms_trace t;
     int rc = ms_trace_open(&t, path);
@@ -86,6 +88,37 @@ static int pack_one(const char *path, int workers, struct ms_pack_stats *total)
     total->out_bytes += st.out_bytes;
     total->damaged += st.damaged;
     return 1;
+}
+
+/* Packs one file in place. Returns 1 packed, 0 already packed (or being packed by another
+ * memscope), -1 failed (message printed). */
+static int pack_one(const char *path, int workers, struct ms_pack_stats *total)
+{
+    /* Two packers of one directory (two runs writing into it, or a run and `memscope pack`)
+     * must not both pack a trace: the second would read the file the first renamed over it.
+     * The packer holds an exclusive lock on the trace while packing; one that cannot take it
+     * leaves the trace to the other, and one that takes it checks that the path still names
+     * the file it locked (the other may have packed and replaced it meanwhile). */
+    int lk = open(path, O_RDONLY | O_CLOEXEC);
+    if (lk >= 0 && flock(lk, LOCK_EX | LOCK_NB) < 0) {
+        int busy = errno == EWOULDBLOCK;
+        close(lk);
+        if (busy) {
+            cli_log(0, "pack: %s: being packed by another memscope; left to it", path);
+            return 0;
+        }
+        lk = -1;
+    }
+    struct stat a, b;
+    if (lk >= 0 && (fstat(lk, &a) < 0 || stat(path, &b) < 0 || a.st_ino != b.st_ino ||
+                    a.st_dev != b.st_dev)) {
+        close(lk);
+        return 0; /* replaced meanwhile: packed by the other */
+    }
+    int r = pack_locked(path, workers, total);
+    if (lk >= 0)
+        close(lk);
+    return r;
 }
 
 int cli_pack_path(const char *path, int workers, time_t since, struct ms_pack_stats *total,

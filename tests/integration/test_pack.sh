@@ -127,6 +127,21 @@ assert_eq "import (packed in place): exit status" 0 "$RC"
 require_db "import (packed in place)" "$TMP/c.db"
 same_db "raw vs the same trace packed" "$TMP/r.db" "$TMP/c.db"
 
+# --- two packers of one directory: the one that finds a trace locked leaves it to the other -----
+# (two runs writing one directory pack it as they end: flock(1) here stands for the other packer,
+# holding the lock memscope takes on a trace it packs)
+cp -r "$TMP/r" "$TMP/l"
+LOCKED=$(ls "$TMP"/l/*.mst | head -1)
+flock "$LOCKED" sleep 5 &
+HOLDER=$!
+sleep 0.3
+ms locked pack "$TMP/l"
+assert_eq "trace locked by another packer: exit status" 0 "$RC"
+assert_eq "trace locked by another packer: no warning or error" "" "$(cat "$TMP/locked.err")"
+assert_eq "trace locked by another packer: left raw" 1 "$(version "$LOCKED")"
+kill $HOLDER 2>/dev/null
+wait $HOLDER 2>/dev/null
+
 # --- what pack refuses -------------------------------------------------------------------------
 seq 1 200 >"$TMP/notes.txt"
 cp "$TMP/notes.txt" "$TMP/notes.orig"

@@ -110,8 +110,8 @@ static int pack_one(const char *path, int workers, struct ms_pack_stats *total)
         lk = -1;
     }
     struct stat a, b;
-    if (lk >= 0 && (fstat(lk, &a) < 0 || stat(path, &b) < 0 || a.st_ino != b.st_ino ||
-                    a.st_dev != b.st_dev)) {
+    if (lk >= 0 &&
+        (fstat(lk, &a) < 0 || stat(path, &b) < 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev)) {
         close(lk);
         return 0; /* replaced meanwhile: packed by the other */
     }

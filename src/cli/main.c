@@ -60,6 +60,7 @@ static const char usage[] =
     "       memscope export run.db --format=csv [-o file.csv]\n"
     "       memscope analyze KIND|all|list run.db [options]   (memscope analyze --help)\n"
     "       memscope plot run.db [-o mem.svg] [--layer=NAME]   (live bytes over time)\n"
+    "       memscope view run.db [--port N]               (the viewer, in a browser)\n"
     "       memscope --compare --input-path=A.db,B.db [-o DIR]  (two runs, msMemScope's form)\n"
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
     "       memscope snapshot FILE [--json] [-o run.db] [--state-at N]\n"
@@ -74,6 +75,7 @@ static const struct command {
 } commands[] = {
     {"run", cmd_run},           {"import", cmd_import}, {"export", cmd_export},
     {"analyze", cmd_analyze},   {"pack", cmd_pack},     {"plot", cmd_plot},
+    {"view", cmd_view},
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
     {"snapshot", cmd_snapshot},
 #endif

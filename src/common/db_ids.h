@@ -56,6 +56,7 @@ enum {
 #define MS_SQL_MALLOC "1"
 #define MS_SQL_FREE "2"
 #define MS_SQL_STEP "4"
+#define MS_SQL_MARK "5"
 #define MS_SQL_RANGE_START "6"
 #define MS_SQL_RANGE_END "7"
 #define MS_SQL_FREE_REQUESTED "3"

@@ -1,0 +1,781 @@
+/* api.c: the viewer's queries (api.h). Workload: one request at a time from one browser; each
+ * answer is at most one pass over the model's blocks (tens of millions: tens of milliseconds)
+ * plus SQL lookups of the few hundred stacks it names, cached across requests. Parameters come
+ * from the network: every number is parsed strictly and bounded. */
+#include "api.h"
+
+#include "analyze/analyze.h"
+#include "common/grow.h"
+#include "common/ms_error.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_POINTS 4000
+#define MAX_ROWS 5000
+#define FLAME_STACKS 4000
+#define STACK_TEXT_MAX 65536
+
+/* ---- Loading -------------------------------------------------------------------------------- */
+
+static int load_owners(struct ms_view *v, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    sqlite3 *db = v->m.db;
+    if (sqlite3_prepare_v2(db, "SELECT id, label FROM owners WHERE id > 0 AND id < 16777216", -1,
+                           &st, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "owners: %s", sqlite3_errmsg(db));
+        return MS_EDB;
+    }
+    size_t cap = 0;
+    int rc = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        size_t id = (size_t)sqlite3_column_int64(st, 0);
+        const char *label = (const char *)sqlite3_column_text(st, 1);
+        if (ms_grow((void **)&v->owners, &cap, id, sizeof *v->owners, 64, 1u << 24) < 0) {
+            rc = MS_ENOMEM;
+            break;
+        }
+        for (size_t i = v->nowners; i <= id; i++)
+            v->owners[i] = NULL;
+        if (id >= v->nowners)
+            v->nowners = id + 1;
+        free(v->owners[id]);
+        if (!(v->owners[id] = strdup(label ? label : "")))
+            rc = MS_ENOMEM;
+    }
+    sqlite3_finalize(st);
+    if (rc)
+        snprintf(err, errlen, "owners: %s", ms_strerror(rc));
+    return rc;
+}
+
+static void load_command(struct ms_view *v)
+{
+    sqlite3_stmt *st;
+    v->command[0] = 0;
+    if (sqlite3_prepare_v2(v->m.db, "SELECT value FROM meta WHERE key = 'command_line'", -1, &st,
+                           NULL) != SQLITE_OK)
+        return;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(v->command, sizeof v->command, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+}
+
+int ms_view_open(struct ms_view *v, const char *path, char *err, size_t errlen)
+{
+    memset(v, 0, sizeof *v);
+    ms_u64map_init(&v->stack_idx, sizeof(uint32_t), 1u << 24);
+    int rc = ms_view_model_load(&v->m, path, err, errlen);
+    if (rc == 0)
+        rc = load_owners(v, err, errlen);
+    if (rc < 0) {
+        ms_view_release(v);
+        return rc;
+    }
+    load_command(v);
+    return 0;
+}
+
+void ms_view_release(struct ms_view *v)
+{
+    if (!v)
+        return;
+    ms_view_model_release(&v->m);
+    for (size_t i = 0; i < v->ntexts; i++)
+        free(v->texts[i]);
+    free(v->texts);
+    for (size_t i = 0; i < v->nowners; i++)
+        free(v->owners[i]);
+    free(v->owners);
+    ms_u64map_release(&v->stack_idx);
+    memset(v, 0, sizeof *v);
+}
+
+/* ---- Stacks --------------------------------------------------------------------------------- */
+
+/* The cached text of a stack: its site line, then its C lines (innermost first), a '\x1f' line,
+ * then its Python lines (innermost first). "" for no stack or when out of memory. */
+static const char *stack_text(struct ms_view *v, uint32_t id)
+{
+    uint32_t i;
+    if (!id)
+        return "";
+    if (ms_u64map_get32(&v->stack_idx, id, &i))
+        return v->texts[i];
+    char site[512];
+    ms_stack_site(v->m.db, id, site, sizeof site);
+    sqlite3_stmt *st;
+    const char *c = NULL, *py = NULL;
+    if (sqlite3_prepare_v2(v->m.db, "SELECT c_text, py_text FROM stacks WHERE id = ?", -1, &st,
+                           NULL) != SQLITE_OK)
+        return "";
+    sqlite3_bind_int64(st, 1, id);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        c = (const char *)sqlite3_column_text(st, 0);
+        py = (const char *)sqlite3_column_text(st, 1);
+    }
+    size_t lc = c ? strnlen(c, STACK_TEXT_MAX) : 0, lp = py ? strnlen(py, STACK_TEXT_MAX) : 0;
+    size_t ls = strlen(site);
+    char *t = malloc(ls + lc + lp + 8);
+    if (t) {
+        size_t n = 0;
+        memcpy(t + n, site, ls), n += ls, t[n++] = '\n';
+        memcpy(t + n, c ? c : "", lc), n += lc;
+        if (n && t[n - 1] != '\n')
+            t[n++] = '\n';
+        t[n++] = '\x1f';
+        t[n++] = '\n';
+        memcpy(t + n, py ? py : "", lp), n += lp;
+        t[n] = 0;
+    }
+    sqlite3_finalize(st);
+    if (!t ||
+        ms_grow((void **)&v->texts, &v->captexts, v->ntexts, sizeof *v->texts, 256, 1u << 24) < 0 ||
+        ms_u64map_set32(&v->stack_idx, id, (uint32_t)v->ntexts) < 0) {
+        free(t);
+        return "";
+    }
+    v->texts[v->ntexts++] = t;
+    return t;
+}
+
+/* The first line of a stack's text: its call site. Writes at most len bytes. */
+static void stack_site(struct ms_view *v, uint32_t id, char *out, size_t len)
+{
+    const char *t = stack_text(v, id);
+    const char *nl = strchr(t, '\n');
+    snprintf(out, len, "%.*s", (int)(nl ? nl - t : (long)strlen(t)), id ? t : "(no stack)");
+}
+
+/* ---- Parameters ----------------------------------------------------------------------------- */
+
+struct req {
+    ms_view_param_fn param;
+    void *ctx;
+    char bad[160];  /* the first bad parameter's message */
+    int64_t origin; /* times in and out are ns from here (the first event): exact in a
+                       JavaScript number, which an epoch in ns is not */
+};
+
+/* Parameter name as an integer in [lo, hi]; def when absent; sets r->bad when malformed. */
+static int64_t num(struct req *r, const char *name, int64_t def, int64_t lo, int64_t hi)
+{
+    const char *s = r->param(r->ctx, name);
+    if (!s)
+        return def;
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (!*s || *end || errno || x < lo || x > hi) {
+        if (!r->bad[0])
+            snprintf(r->bad, sizeof r->bad, "parameter '%s': expected an integer in [%lld, %lld]",
+                     name, (long long)lo, (long long)hi);
+        return def;
+    }
+    return x;
+}
+
+/* Time parameter name (ns from r->origin) as an absolute time; def (absolute) when absent. */
+static int64_t tnum(struct req *r, const char *name, int64_t def)
+{
+    int64_t lim = (int64_t)1 << 53;
+    int64_t x = num(r, name, INT64_MIN, -lim, lim);
+    return x == INT64_MIN ? def : x + r->origin;
+}
+
+/* 1 when block b counts for track t (0: every memory layer; else that track only). */
+static int in_track(const struct ms_view *v, const struct ms_vblock *b, int64_t t)
+{
+    return t ? b->track == (uint32_t)t : !v->m.tracks[b->track].reserve;
+}
+
+/* ---- Answers -------------------------------------------------------------------------------- */
+
+static void track_json(struct ms_json *j, const struct ms_vtrack *tr, size_t id, int64_t origin)
+{
+    ms_json_int(j, "id", (long long)id);
+    ms_json_int(j, "process_id", tr->process_id);
+    ms_json_int(j, "pid", tr->pid);
+    ms_json_int(j, "layer", tr->layer);
+    ms_json_str(j, "layer_name", tr->layer_name);
+    ms_json_bool(j, "reserve", tr->reserve);
+    ms_json_int(j, "peak_bytes", tr->peak);
+    ms_json_int(j, "peak_ns", tr->peak_ns - origin);
+    ms_json_int(j, "final_bytes", tr->n ? tr->live[tr->n - 1] : 0);
+    ms_json_int(j, "allocs", tr->allocs);
+    ms_json_int(j, "alloc_bytes", tr->alloc_bytes);
+}
+
+/* Top sites by bytes of the blocks that pass keep(), largest first, at most top. */
+struct site_sum {
+    uint32_t stack;
+    int64_t bytes, blocks;
+};
+
+static int by_bytes_desc(const void *a, const void *b)
+{
+    const struct site_sum *x = a, *y = b;
+    return x->bytes < y->bytes   ? 1
+           : x->bytes > y->bytes ? -1
+                                 : (x->stack > y->stack) - (x->stack < y->stack);
+}
+
+/* Sums the selected blocks by stack into a sorted array (caller frees); NULL when out of memory. */
+static struct site_sum *sum_by_stack(struct ms_view *v, int mode, int64_t a, int64_t b,
+                                     int64_t track, size_t *n, int64_t *total)
+{
+    struct ms_u64map sums;
+    ms_u64map_init(&sums, sizeof(struct site_sum), MS_U64MAP_MAX);
+    *total = 0;
+    for (size_t i = 0; i < v->m.nblocks; i++) {
+        const struct ms_vblock *k = &v->m.blocks[i];
+        int take = mode == 0   ? ms_vblock_live_at(k, a)
+                   : mode == 1 ? k->alloc_ns >= a && k->alloc_ns < b
+                               : k->free_ns == INT64_MAX;
+        if (!take || !in_track(v, k, track))
+            continue;
+        struct site_sum *s = ms_u64map_put(&sums, k->stack_id, NULL);
+        if (!s) {
+            ms_u64map_release(&sums);
+            return NULL;
+        }
+        s->stack = k->stack_id;
+        s->bytes += k->size;
+        s->blocks++;
+        *total += k->size;
+    }
+    struct site_sum *out = malloc((sums.count ? sums.count : 1) * sizeof *out);
+    size_t pos = 0, m = 0;
+    uint64_t key;
+    void *val;
+    while (out && ms_u64map_next(&sums, &pos, &key, &val))
+        out[m++] = *(struct site_sum *)val;
+    ms_u64map_release(&sums);
+    if (out)
+        qsort(out, m, sizeof *out, by_bytes_desc);
+    *n = m;
+    return out;
+}
+
+static int summary(struct ms_view *v, struct req *r, struct ms_json *j)
+{
+    (void)r;
+    const struct ms_view_model *m = &v->m;
+    ms_json_begin_object(j, NULL);
+    ms_json_str(j, "command", v->command);
+    char origin[32];
+    snprintf(origin, sizeof origin, "%lld", (long long)m->t0);
+    ms_json_str(j, "origin_ns", origin); /* every other time is ns from here */
+    ms_json_int(j, "t0", 0);
+    ms_json_int(j, "t1", m->t1 - m->t0);
+    ms_json_int(j, "events", (long long)m->events);
+    ms_json_int(j, "blocks", (long long)m->nblocks);
+    ms_json_int(j, "peak_bytes", m->total_peak);
+    ms_json_int(j, "peak_ns", m->total_peak_ns - m->t0);
+    int64_t leaked = 0, nleaked = 0;
+    for (size_t i = 0; i < m->nblocks; i++)
+        if (m->blocks[i].free_ns == INT64_MAX && !m->tracks[m->blocks[i].track].reserve) {
+            leaked += m->blocks[i].size;
+            nleaked++;
+        }
+    ms_json_int(j, "leaked_bytes", leaked);
+    ms_json_int(j, "leaked_blocks", nleaked);
+    ms_json_begin_array(j, "tracks");
+    for (size_t i = 0; i < m->ntracks; i++) {
+        ms_json_begin_object(j, NULL);
+        track_json(j, &m->tracks[i], i, m->t0);
+        ms_json_end_object(j);
+    }
+    ms_json_end_array(j);
+    ms_json_begin_array(j, "steps");
+    for (size_t i = 0; i < m->nsteps; i++) {
+        ms_json_begin_object(j, NULL);
+        ms_json_int(j, "process_id", m->steps[i].process_id);
+        ms_json_int(j, "step", m->steps[i].step);
+        ms_json_int(j, "ts_ns", m->steps[i].ts_ns - m->t0);
+        ms_json_end_object(j);
+    }
+    ms_json_end_array(j);
+    ms_json_begin_array(j, "marks");
+    for (size_t i = 0; i < m->nmarks && i < MAX_ROWS; i++) {
+        ms_json_begin_object(j, NULL);
+        ms_json_int(j, "process_id", m->marks[i].process_id);
+        ms_json_int(j, "ts_ns", m->marks[i].ts_ns - m->t0);
+        ms_json_str(j, "name", m->marks[i].name);
+        ms_json_end_object(j);
+    }
+    ms_json_end_array(j);
+    /* the sites of what was live at the peak, and of what was never freed */
+    for (int mode = 0; mode < 3; mode += 2) {
+        size_t n;
+        int64_t total;
+        struct site_sum *s = sum_by_stack(v, mode, m->total_peak_ns, 0, 0, &n, &total);
+        if (!s)
+            return MS_ENOMEM;
+        ms_json_begin_array(j, mode == 0 ? "peak_sites" : "leak_sites");
+        for (size_t i = 0; i < n && i < 10; i++) {
+            char site[512];
+            stack_site(v, s[i].stack, site, sizeof site);
+            ms_json_begin_object(j, NULL);
+            ms_json_int(j, "stack_id", s[i].stack);
+            ms_json_str(j, "site", site);
+            ms_json_int(j, "bytes", s[i].bytes);
+            ms_json_int(j, "blocks", s[i].blocks);
+            ms_json_end_object(j);
+        }
+        ms_json_end_array(j);
+        free(s);
+    }
+    ms_json_end_object(j);
+    return 0;
+}
+
+static int series(struct ms_view *v, struct req *r, struct ms_json *j)
+{
+    const struct ms_view_model *m = &v->m;
+    int64_t a = tnum(r, "t0", m->t0);
+    int64_t b = tnum(r, "t1", m->t1 + 1);
+    int64_t n = num(r, "n", 1000, 1, MAX_POINTS);
+    if (r->bad[0])
+        return MS_EINVAL;
+    if (b <= a)
+        b = a + 1;
+    ms_json_begin_object(j, NULL);
+    ms_json_int(j, "t0", a - r->origin);
+    ms_json_int(j, "t1", b - r->origin);
+    int64_t step = (b - a + n - 1) / n;
+    if (step < 1)
+        step = 1;
+    ms_json_begin_array(j, "t");
+    for (int64_t t = a; t < b; t += step)
+        ms_json_int(j, NULL, t - r->origin);
+    ms_json_end_array(j);
+    ms_json_begin_array(j, "tracks");
+    for (size_t i = 0; i < m->ntracks; i++) {
+        const struct ms_vtrack *tr = &m->tracks[i];
+        ms_json_begin_object(j, NULL);
+        ms_json_int(j, "id", (long long)i);
+        for (int k = 0; k < 2; k++) {
+            ms_json_begin_array(j, k ? "max" : "min");
+            for (int64_t t = a; t < b; t += step) {
+                int64_t mn, mx;
+                ms_view_minmax(tr, t, t + step < b ? t + step : b, &mn, &mx);
+                ms_json_int(j, NULL, k ? mx : mn);
+            }
+            ms_json_end_array(j);
+        }
+        ms_json_end_object(j);
+    }
+    ms_json_end_array(j);
+    ms_json_end_object(j);
+    return 0;
+}
+
+static void block_json(struct ms_view *v, struct ms_json *j, size_t i, int64_t origin)
+{
+    const struct ms_vblock *k = &v->m.blocks[i];
+    char site[512];
+    stack_site(v, k->stack_id, site, sizeof site);
+    ms_json_begin_object(j, NULL);
+    ms_json_int(j, "id", (long long)i);
+    ms_json_int(j, "allocation_id", k->allocation_id);
+    ms_json_int(j, "track", k->track);
+    ms_json_int(j, "size", k->size);
+    ms_json_int(j, "alloc_ns", k->alloc_ns - origin);
+    if (k->free_ns == INT64_MAX)
+        ms_json_null(j, "free_ns");
+    else
+        ms_json_int(j, "free_ns", k->free_ns - origin);
+    ms_json_int(j, "stack_id", k->stack_id);
+    ms_json_str(j, "site", site);
+    ms_json_str(j, "owner",
+                k->owner_id && k->owner_id < v->nowners ? v->owners[k->owner_id] : NULL);
+    ms_json_end_object(j);
+}
+
+/* A min-heap of block indexes by size: the limit largest blocks of a pass. */
+static void heap_push(const struct ms_vblock *bl, uint32_t *h, size_t *n, size_t cap, uint32_t i)
+{
+    if (*n == cap) {
+        if (bl[i].size <= bl[h[0]].size)
+            return;
+        h[0] = i;
+        for (size_t p = 0;;) { /* sift down */
+            size_t c = 2 * p + 1;
+            if (c >= *n)
+                break;
+            if (c + 1 < *n && bl[h[c + 1]].size < bl[h[c]].size)
+                c++;
+            if (bl[h[p]].size <= bl[h[c]].size)
+                break;
+            uint32_t t = h[p];
+            h[p] = h[c], h[c] = t, p = c;
+        }
+        return;
+    }
+    size_t c = (*n)++;
+    h[c] = i;
+    while (c && bl[h[(c - 1) / 2]].size > bl[h[c]].size) { /* sift up */
+        uint32_t t = h[c];
+        h[c] = h[(c - 1) / 2], h[(c - 1) / 2] = t, c = (c - 1) / 2;
+    }
+}
+
+static int by_size_desc(const void *a, const void *b, void *bl)
+{
+    const struct ms_vblock *k = bl;
+    int64_t x = k[*(const uint32_t *)a].size, y = k[*(const uint32_t *)b].size;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The largest blocks alive at some time in [t0, t1) (or at t), with their count and bytes. */
+static int blocks(struct ms_view *v, struct req *r, struct ms_json *j)
+{
+    const struct ms_view_model *m = &v->m;
+    int64_t at = tnum(r, "t", INT64_MIN);
+    int64_t a = tnum(r, "t0", m->t0);
+    int64_t b = tnum(r, "t1", m->t1 + 1);
+    int64_t limit = num(r, "limit", 500, 1, MAX_ROWS);
+    int64_t track = num(r, "track", 0, 0, (int64_t)m->ntracks - 1);
+    if (r->bad[0])
+        return MS_EINVAL;
+    if (at != INT64_MIN)
+        a = at, b = at + 1;
+    uint32_t *h = malloc((size_t)limit * sizeof *h);
+    if (!h)
+        return MS_ENOMEM;
+    size_t n = 0;
+    int64_t count = 0, bytes = 0;
+    for (size_t i = 0; i < m->nblocks; i++) {
+        const struct ms_vblock *k = &m->blocks[i];
+        if (k->alloc_ns >= b || k->free_ns <= a || !in_track(v, k, track))
+            continue;
+        count++;
+        bytes += k->size;
+        heap_push(m->blocks, h, &n, (size_t)limit, (uint32_t)i);
+    }
+    qsort_r(h, n, sizeof *h, by_size_desc, m->blocks);
+    ms_json_begin_object(j, NULL);
+    ms_json_int(j, "count", count);
+    ms_json_int(j, "bytes", bytes);
+    ms_json_begin_array(j, "blocks");
+    for (size_t i = 0; i < n; i++)
+        block_json(v, j, h[i], r->origin);
+    ms_json_end_array(j);
+    ms_json_end_object(j);
+    free(h);
+    return 0;
+}
+
+/* A flame graph node: children as a linked list; names point into the stack text cache. */
+struct fnode {
+    const char *name;
+    size_t len;
+    int64_t value;
+    uint32_t child, next; /* 0: none (node 0 is the root) */
+};
+
+struct flame {
+    struct fnode *n;
+    size_t count, cap;
+};
+
+static long fchild(struct flame *f, uint32_t parent, const char *name, size_t len)
+{
+    for (uint32_t c = f->n[parent].child; c; c = f->n[c].next)
+        if (f->n[c].len == len && !memcmp(f->n[c].name, name, len))
+            return c;
+    if (f->count >= UINT32_MAX ||
+        ms_grow((void **)&f->n, &f->cap, f->count, sizeof *f->n, 1024, 1u << 22) < 0)
+        return -1;
+    f->n[f->count] = (struct fnode){name, len, 0, 0, f->n[parent].child};
+    f->n[parent].child = (uint32_t)f->count;
+    return (long)f->count++;
+}
+
+/* 1 for a native frame of the Python interpreter (under a Python stack those frames are the
+ * Python frames themselves, drawn from the Python part instead). */
+static int interpreter_frame(const char *s, size_t len)
+{
+    static const char *const pre[] = {"_Py",      "Py",          "cfunction_", "method_vectorcall",
+                                      "slot_tp_", "vectorcall_", "_PyEval"};
+    for (size_t i = 0; i < sizeof pre / sizeof *pre; i++)
+        if (len >= strlen(pre[i]) && !strncmp(s, pre[i], strlen(pre[i])))
+            return 1;
+    return 0;
+}
+
+/* Adds one stack's frames, outermost first, with bytes: the Python frames (when the stack has
+ * them), then the native frames inside the innermost interpreter frame; without Python frames,
+ * every native frame. */
+static int fadd(struct flame *f, const char *text, int64_t bytes)
+{
+    const char *lines[512];
+    size_t lens[512], nl = 0, npy = 0;
+    const char *p = strchr(text, '\n'); /* skip the site line */
+    p = p ? p + 1 : text + strlen(text);
+    const char *sep = strchr(p, '\x1f');
+    const char *cend = sep ? sep : p + strlen(p);
+    const char *py = sep ? sep + 2 : cend;
+    /* Python lines, innermost first in the text: collect then reverse */
+    const char *pl[256];
+    size_t pll[256];
+    for (const char *q = py; *q && npy < 256;) {
+        const char *e = strchr(q, '\n');
+        size_t l = e ? (size_t)(e - q) : strlen(q);
+        if (l)
+            pl[npy] = q, pll[npy++] = l;
+        q = e ? e + 1 : q + l;
+    }
+    const char *cl[256];
+    size_t cll[256], nc = 0;
+    for (const char *q = p; q < cend && nc < 256;) {
+        const char *e = memchr(q, '\n', (size_t)(cend - q));
+        size_t l = e ? (size_t)(e - q) : (size_t)(cend - q);
+        if (l)
+            cl[nc] = q, cll[nc++] = l;
+        q = e ? e + 1 : cend;
+    }
+    for (size_t i = npy; i-- > 0;)
+        lines[nl] = pl[i], lens[nl++] = pll[i];
+    size_t cut = nc; /* native frames [0, cut) are inside the interpreter's innermost frame */
+    if (npy)
+        for (size_t i = 0; i < nc; i++)
+            if (interpreter_frame(cl[i], cll[i])) {
+                cut = i;
+                break;
+            }
+    for (size_t i = cut; i-- > 0;)
+        lines[nl] = cl[i], lens[nl++] = cll[i];
+    if (!nl)
+        lines[nl] = "(no stack)", lens[nl++] = 10;
+    f->n[0].value += bytes;
+    uint32_t at = 0;
+    for (size_t i = 0; i < nl; i++) {
+        long c = fchild(f, at, lines[i], lens[i]);
+        if (c < 0)
+            return MS_ENOMEM;
+        f->n[c].value += bytes;
+        at = (uint32_t)c;
+    }
+    return 0;
+}
+
+static void fjson(struct ms_json *j, const struct flame *f, uint32_t i, int64_t min, char *buf)
+{
+    ms_json_begin_object(j, NULL);
+    size_t l = f->n[i].len < 1023 ? f->n[i].len : 1023;
+    memcpy(buf, f->n[i].name, l);
+    buf[l] = 0;
+    ms_json_str(j, "n", buf);
+    ms_json_int(j, "v", f->n[i].value);
+    if (f->n[i].child) {
+        ms_json_begin_array(j, "c");
+        for (uint32_t c = f->n[i].child; c; c = f->n[c].next)
+            if (f->n[c].value >= min)
+                fjson(j, f, c, min, buf);
+        ms_json_end_array(j);
+    }
+    ms_json_end_object(j);
+}
+
+/* mode live (at t), alloc (allocated in [t0, t1)), leaked (never freed) or peak (live at the
+ * peak of the track's total). */
+static int flame(struct ms_view *v, struct req *r, struct ms_json *j)
+{
+    const struct ms_view_model *m = &v->m;
+    const char *mode_s = r->param(r->ctx, "mode");
+    int64_t track = num(r, "track", 0, 0, (int64_t)m->ntracks - 1);
+    int64_t at = tnum(r, "t", m->total_peak_ns);
+    int64_t a = tnum(r, "t0", m->t0);
+    int64_t b = tnum(r, "t1", m->t1 + 1);
+    int mode = !mode_s || !strcmp(mode_s, "live") ? 0
+               : !strcmp(mode_s, "peak")          ? 3
+               : !strcmp(mode_s, "alloc")         ? 1
+               : !strcmp(mode_s, "leaked")        ? 2
+                                                  : -1;
+    if (mode < 0 && !r->bad[0])
+        snprintf(r->bad, sizeof r->bad, "parameter 'mode': expected live, peak, alloc or leaked");
+    if (r->bad[0])
+        return MS_EINVAL;
+    if (mode == 3) {
+        mode = 0;
+        at = m->tracks[track].peak_ns;
+    }
+    size_t n;
+    int64_t total;
+    struct site_sum *s = sum_by_stack(v, mode, mode == 0 ? at : a, b, track, &n, &total);
+    struct flame f = {0};
+    int rc = s ? 0 : MS_ENOMEM;
+    if (rc == 0 && ms_grow((void **)&f.n, &f.cap, 0, sizeof *f.n, 1024, 1u << 22) < 0)
+        rc = MS_ENOMEM;
+    if (rc == 0) {
+        f.n[0] = (struct fnode){"all", 3, 0, 0, 0};
+        f.count = 1;
+    }
+    int64_t other = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (i >= FLAME_STACKS) {
+            other += s[i].bytes;
+            continue;
+        }
+        rc = fadd(&f, stack_text(v, s[i].stack), s[i].bytes);
+    }
+    if (rc == 0 && other)
+        rc = fadd(&f, "\n(other stacks)\n\x1f\n", other);
+    if (rc == 0) {
+        char buf[1024];
+        ms_json_begin_object(j, NULL);
+        if (mode == 0)
+            ms_json_int(j, "t", at - r->origin);
+        ms_json_int(j, "total", total);
+        ms_json_int(j, "stacks", (long long)n);
+        ms_json_begin_array(j, "root");
+        fjson(j, &f, 0, total / 5000 > 0 ? total / 5000 : 1, buf);
+        ms_json_end_array(j);
+        ms_json_end_object(j);
+    }
+    free(f.n);
+    free(s);
+    return rc;
+}
+
+static int by_owner_desc(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    return x[1] < y[1] ? 1 : x[1] > y[1] ? -1 : (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* Live bytes at t by owner label (the breakdown). */
+static int owners(struct ms_view *v, struct req *r, struct ms_json *j)
+{
+    const struct ms_view_model *m = &v->m;
+    int64_t at = tnum(r, "t", m->total_peak_ns);
+    int64_t track = num(r, "track", 0, 0, (int64_t)m->ntracks - 1);
+    if (r->bad[0])
+        return MS_EINVAL;
+    size_t no = v->nowners ? v->nowners : 1;
+    int64_t(*sum)[3] = calloc(no, sizeof *sum); /* owner id, bytes, blocks */
+    if (!sum)
+        return MS_ENOMEM;
+    int64_t total = 0;
+    for (size_t i = 0; i < m->nblocks; i++) {
+        const struct ms_vblock *k = &m->blocks[i];
+        if (!ms_vblock_live_at(k, at) || !in_track(v, k, track))
+            continue;
+        size_t o = k->owner_id < no ? k->owner_id : 0;
+        sum[o][0] = (int64_t)o;
+        sum[o][1] += k->size;
+        sum[o][2]++;
+        total += k->size;
+    }
+    qsort(sum, no, sizeof *sum, by_owner_desc);
+    ms_json_begin_object(j, NULL);
+    ms_json_int(j, "t", at - r->origin);
+    ms_json_int(j, "total", total);
+    ms_json_begin_array(j, "owners");
+    for (size_t i = 0; i < no && sum[i][1] > 0; i++) {
+        ms_json_begin_object(j, NULL);
+        size_t o = (size_t)sum[i][0];
+        ms_json_str(j, "owner", o && v->owners[o] ? v->owners[o] : "(no owner)");
+        ms_json_int(j, "bytes", sum[i][1]);
+        ms_json_int(j, "blocks", sum[i][2]);
+        ms_json_end_object(j);
+    }
+    ms_json_end_array(j);
+    ms_json_end_object(j);
+    free(sum);
+    return 0;
+}
+
+static void lines_json(struct ms_json *j, const char *key, const char *p, const char *end)
+{
+    char buf[2048];
+    ms_json_begin_array(j, key);
+    while (p < end) {
+        const char *e = memchr(p, '\n', (size_t)(end - p));
+        size_t l = e ? (size_t)(e - p) : (size_t)(end - p);
+        if (l) {
+            snprintf(buf, sizeof buf, "%.*s", (int)l, p);
+            ms_json_str(j, NULL, buf);
+        }
+        p = e ? e + 1 : end;
+    }
+    ms_json_end_array(j);
+}
+
+static int stack(struct ms_view *v, struct req *r, struct ms_json *j)
+{
+    int64_t id = num(r, "id", -1, 0, UINT32_MAX);
+    if (id < 0 && !r->bad[0])
+        snprintf(r->bad, sizeof r->bad, "parameter 'id' is required");
+    if (r->bad[0])
+        return MS_EINVAL;
+    const char *t = stack_text(v, (uint32_t)id);
+    const char *nl = strchr(t, '\n'), *sep = strchr(t, '\x1f');
+    ms_json_begin_object(j, NULL);
+    ms_json_int(j, "id", id);
+    if (nl && sep) {
+        lines_json(j, "c", nl + 1, sep);
+        lines_json(j, "py", sep + 2, sep + 2 + strlen(sep + 2));
+    } else {
+        ms_json_begin_array(j, "c");
+        ms_json_end_array(j);
+        ms_json_begin_array(j, "py");
+        ms_json_end_array(j);
+    }
+    ms_json_end_object(j);
+    return 0;
+}
+
+static const struct {
+    const char *path;
+    int (*fn)(struct ms_view *, struct req *, struct ms_json *);
+} routes[] = {
+    {"/api/summary", summary}, {"/api/series", series}, {"/api/blocks", blocks},
+    {"/api/flame", flame},     {"/api/owners", owners}, {"/api/stack", stack},
+};
+
+int ms_view_api(struct ms_view *v, const char *path, ms_view_param_fn param, void *ctx, char **body,
+                size_t *len)
+{
+    *body = NULL;
+    *len = 0;
+    FILE *f = open_memstream(body, len);
+    if (!f)
+        return 500;
+    struct req r = {.param = param, .ctx = ctx, .origin = v->m.t0};
+    struct ms_json j;
+    ms_json_init(&j, f);
+    int status = 404, rc = 0;
+    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++)
+        if (!strcmp(path, routes[i].path)) {
+            rc = routes[i].fn(v, &r, &j);
+            status = rc == 0 ? 200 : rc == MS_EINVAL ? 400 : 500;
+            break;
+        }
+    if (status != 200) {
+        /* a failed answer may have written part of its document: start again */
+        fflush(f);
+        rewind(f);
+        ms_json_init(&j, f);
+        ms_json_begin_object(&j, NULL);
+        ms_json_str(&j, "error",
+                    status == 404   ? "no such query"
+                    : status == 400 ? r.bad
+                                    : ms_strerror(rc));
+        ms_json_end_object(&j);
+    }
+    ms_json_finish(&j);
+    long end = ftell(f);
+    if (fclose(f) != 0 || !*body) {
+        free(*body);
+        *body = NULL;
+        return 500;
+    }
+    *len = end >= 0 ? (size_t)end : *len;
+    return status;
+}

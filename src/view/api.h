@@ -1,0 +1,38 @@
+/* api.h: the viewer's JSON queries over a model (model.h), as the HTTP server (server.c) and
+ * the report writer (report.c) ask them. Each answer is aggregated on this side: the browser
+ * never receives more than a few thousand points or rows, whatever the run's size. */
+#ifndef MS_VIEW_API_H
+#define MS_VIEW_API_H
+
+#include "model.h"
+#include "common/u64map.h"
+
+#include <stddef.h>
+
+/* The model plus the caches the answers fill (stack texts, site names, owner labels). Used by
+ * one thread at a time (the server answers requests on one thread). */
+struct ms_view {
+    struct ms_view_model m;
+    struct ms_u64map stack_idx; /* stack id -> index into texts (uint32) */
+    char **texts;               /* per cached stack: "site\n" then C lines, '\x1f', Python lines */
+    size_t ntexts, captexts;
+    char **owners; /* owner id -> label (index = id), loaded with the model */
+    size_t nowners;
+    char command[1024]; /* the traced command line, from meta */
+};
+
+/* Loads the model of the database at path and the owner labels. 0, or a negative code with
+ * a reason in err; release with ms_view_release(). */
+int ms_view_open(struct ms_view *v, const char *path, char *err, size_t errlen);
+void ms_view_release(struct ms_view *v);
+
+/* Looks up a query parameter by name: its value (NUL-terminated), or NULL when absent. */
+typedef const char *(*ms_view_param_fn)(void *ctx, const char *name);
+
+/* Answers the API request for path (e.g. "/api/series") with its parameters. Returns the HTTP
+ * status (200, 400 with a JSON {"error": ...}, 404 for an unknown path) and sets *body (malloc'd,
+ * the caller frees) and *len; *body is NULL only when out of memory (then 500). */
+int ms_view_api(struct ms_view *v, const char *path, ms_view_param_fn param, void *ctx, char **body,
+                size_t *len);
+
+#endif

@@ -1,0 +1,372 @@
+/* model.c: loads the viewer's model of a run (model.h) from a memscope database: every block
+ * with its lifetime, size, stack and owner, and each (process, layer)'s live bytes after each of
+ * its events, plus the run's total. Called once when `memscope view` or `memscope report`
+ * starts; a compact database's traces are replayed (ms_store_replay), a full one's events table
+ * is read in id (time) order. */
+#include "model.h"
+
+#include "analyze/analyze.h"
+#include "common/db_ids.h"
+#include "common/grow.h"
+#include "common/ms_error.h"
+#include "common/u64map.h"
+#include "store/store.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TRACKS 256
+
+struct loader {
+    struct ms_view_model *m;
+    struct ms_u64map open; /* allocation_id -> block index (uint32) of blocks not yet freed */
+    struct ms_layer_set layers;
+    int64_t live_total;
+    size_t last_track;
+    int rc;
+};
+
+static int track_push(struct ms_vtrack *tr, int64_t ts, int64_t delta)
+{
+    int64_t live = (tr->n ? tr->live[tr->n - 1] : 0) + delta;
+    if (tr->n && tr->ts[tr->n - 1] == ts) { /* same ns: the later value stands */
+        tr->live[tr->n - 1] = live;
+    } else {
+        size_t cap = tr->cap;
+        if (ms_grow((void **)&tr->ts, &cap, tr->n, sizeof *tr->ts, 1024, MS_GROW_MAX) < 0 ||
+            ms_grow((void **)&tr->live, &tr->cap, tr->n, sizeof *tr->live, 1024, MS_GROW_MAX) < 0)
+            return MS_ENOMEM;
+        tr->ts[tr->n] = ts;
+        tr->live[tr->n++] = live;
+    }
+    if (live > tr->peak) {
+        tr->peak = live;
+        tr->peak_ns = ts;
+    }
+    return 0;
+}
+
+/* The track of (process, layer), created on first use; -1 when there are too many. */
+static long track_of(struct loader *L, int64_t process_id, int64_t layer)
+{
+    struct ms_view_model *m = L->m;
+    if (L->last_track < m->ntracks && m->tracks[L->last_track].process_id == process_id &&
+        m->tracks[L->last_track].layer == layer)
+        return (long)L->last_track;
+    for (size_t i = 1; i < m->ntracks; i++)
+        if (m->tracks[i].process_id == process_id && m->tracks[i].layer == layer)
+            return (long)(L->last_track = i);
+    if (m->ntracks >= MAX_TRACKS)
+        return -1;
+    struct ms_vtrack *tr = &m->tracks[m->ntracks];
+    memset(tr, 0, sizeof *tr);
+    tr->process_id = process_id;
+    tr->layer = layer;
+    tr->reserve = !ms__layer_selected(&L->layers, layer);
+    return (long)(L->last_track = m->ntracks++);
+}
+
+static int on_malloc(struct loader *L, int64_t ts, int64_t proc, int64_t layer, int64_t size,
+                     int64_t stack_id, int64_t alloc_id, int64_t owner_id)
+{
+    struct ms_view_model *m = L->m;
+    long t = track_of(L, proc, layer);
+    if (t < 0)
+        return 0; /* past MAX_TRACKS: not drawn (docs/viewer.md) */
+    if (m->nblocks >= UINT32_MAX || ms_grow((void **)&m->blocks, &m->capblocks, m->nblocks,
+                                            sizeof *m->blocks, 4096, MS_GROW_MAX) < 0)
+        return MS_ENOMEM;
+    struct ms_vblock *b = &m->blocks[m->nblocks];
+    *b = (struct ms_vblock){
+        .alloc_ns = ts,
+        .free_ns = INT64_MAX,
+        .size = size,
+        .allocation_id = alloc_id,
+        .stack_id = stack_id > 0 && stack_id <= UINT32_MAX ? (uint32_t)stack_id : 0,
+        .owner_id = owner_id > 0 && owner_id <= UINT32_MAX ? (uint32_t)owner_id : 0,
+        .track = (uint32_t)t};
+    if (alloc_id && ms_u64map_set32(&L->open, (uint64_t)alloc_id, (uint32_t)m->nblocks) < 0)
+        return MS_ENOMEM;
+    m->nblocks++;
+    struct ms_vtrack *tr = &m->tracks[t];
+    tr->allocs++;
+    tr->alloc_bytes += size;
+    int rc = track_push(tr, ts, size);
+    if (rc == 0 && !tr->reserve)
+        rc = track_push(&m->tracks[0], ts, size);
+    return rc;
+}
+
+static int on_free(struct loader *L, int64_t ts, int64_t alloc_id)
+{
+    uint32_t i;
+    if (!alloc_id || !ms_u64map_get32(&L->open, (uint64_t)alloc_id, &i))
+        return 0; /* a free of nothing recorded */
+    ms_u64map_del(&L->open, (uint64_t)alloc_id, NULL);
+    struct ms_vblock *b = &L->m->blocks[i];
+    b->free_ns = ts;
+    struct ms_vtrack *tr = &L->m->tracks[b->track];
+    int rc = track_push(tr, ts, -b->size);
+    if (rc == 0 && !tr->reserve)
+        rc = track_push(&L->m->tracks[0], ts, -b->size);
+    return rc;
+}
+
+static int on_annotation(struct loader *L, int kind, int64_t ts, int64_t proc, const char *name,
+                         size_t len)
+{
+    struct ms_view_model *m = L->m;
+    if (kind == MS_KIND_STEP) {
+        if (ms_grow((void **)&m->steps, &m->capsteps, m->nsteps, sizeof *m->steps, 64,
+                    MS_GROW_MAX) < 0)
+            return MS_ENOMEM;
+        char num[32];
+        snprintf(num, sizeof num, "%.*s", (int)(len < 31 ? len : 31), name ? name : "");
+        m->steps[m->nsteps++] = (struct ms_vstep){proc, atoll(num), ts};
+    } else if (kind == MS_KIND_MARK) {
+        if (ms_grow((void **)&m->marks, &m->capmarks, m->nmarks, sizeof *m->marks, 64, 1u << 20) <
+            0)
+            return 0; /* more marks than a picture can show: the rest are not drawn */
+        struct ms_vmark *k = &m->marks[m->nmarks++];
+        k->process_id = proc;
+        k->ts_ns = ts;
+        snprintf(k->name, sizeof k->name, "%.*s", (int)(len < 63 ? len : 63), name ? name : "");
+    }
+    return 0;
+}
+
+static int on_row(struct loader *L, int kind, int64_t ts, int64_t proc, int64_t layer, int64_t size,
+                  int64_t stack, int64_t alloc_id, int64_t owner, const char *name, size_t len)
+{
+    struct ms_view_model *m = L->m;
+    if (!m->events++)
+        m->t0 = ts;
+    if (ts > m->t1)
+        m->t1 = ts;
+    if (kind == MS_KIND_MALLOC && layer > 0)
+        return on_malloc(L, ts, proc, layer, size, stack, alloc_id, owner);
+    if (kind == MS_KIND_FREE && layer > 0)
+        return on_free(L, ts, alloc_id);
+    return on_annotation(L, kind, ts, proc, name, len);
+}
+
+static int on_replayed(void *ctx, const struct ms_store_row *r)
+{
+    struct loader *L = ctx;
+    return on_row(L, r->kind, r->ts_ns, r->process_id, r->layer, r->has_size ? r->size : 0,
+                  r->stack_id, r->allocation_id, r->owner_id, r->name, r->name_len);
+}
+
+static int read_events(struct loader *L, char *err, size_t errlen)
+{
+    sqlite3 *db = L->m->db;
+    sqlite3_stmt *st;
+    int has_name = ms__has_column(db, "events", "name");
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT kind, ts_ns, process_id, layer, size, stack_id, allocation_id, %s FROM "
+             "events WHERE kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ", " MS_SQL_STEP
+             ", " MS_SQL_MARK ") ORDER BY id",
+             has_name ? "name" : "NULL");
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "events: %s", sqlite3_errmsg(db));
+        return MS_EDB;
+    }
+    int rc = 0, s;
+    while (rc == 0 && (s = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 7);
+        rc = on_row(L, sqlite3_column_int(st, 0), sqlite3_column_int64(st, 1),
+                    sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
+                    sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5),
+                    sqlite3_column_int64(st, 6), 0, name, name ? strlen(name) : 0);
+    }
+    if (rc == 0 && s != SQLITE_DONE) {
+        snprintf(err, errlen, "events: %s", sqlite3_errmsg(db));
+        rc = MS_EDB;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The blocks table's owner is the last one a tag gave (a MALLOC row has the owner then). */
+static int read_owners(struct loader *L, char *err, size_t errlen)
+{
+    struct ms_view_model *m = L->m;
+    struct ms_u64map idx;
+    ms_u64map_init(&idx, sizeof(uint32_t), MS_U64MAP_MAX);
+    for (size_t i = 0; i < m->nblocks; i++)
+        if (m->blocks[i].allocation_id &&
+            ms_u64map_set32(&idx, (uint64_t)m->blocks[i].allocation_id, (uint32_t)i) < 0) {
+            ms_u64map_release(&idx);
+            snprintf(err, errlen, "%s", ms_strerror(MS_ENOMEM));
+            return MS_ENOMEM;
+        }
+    sqlite3_stmt *st;
+    int rc = 0;
+    if (sqlite3_prepare_v2(m->db,
+                           "SELECT allocation_id, owner_id FROM blocks WHERE owner_id IS NOT "
+                           "NULL",
+                           -1, &st, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "blocks: %s", sqlite3_errmsg(m->db));
+        rc = MS_EDB;
+    } else {
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            uint32_t i;
+            int64_t owner = sqlite3_column_int64(st, 1);
+            if (ms_u64map_get32(&idx, (uint64_t)sqlite3_column_int64(st, 0), &i) && owner > 0 &&
+                owner <= UINT32_MAX)
+                m->blocks[i].owner_id = (uint32_t)owner;
+        }
+        sqlite3_finalize(st);
+    }
+    ms_u64map_release(&idx);
+    return rc;
+}
+
+static int build_chunks(struct ms_vtrack *tr)
+{
+    size_t nc = (tr->n + MS_VIEW_CHUNK - 1) / MS_VIEW_CHUNK;
+    tr->cmin = malloc((nc ? nc : 1) * sizeof *tr->cmin);
+    tr->cmax = malloc((nc ? nc : 1) * sizeof *tr->cmax);
+    if (!tr->cmin || !tr->cmax)
+        return MS_ENOMEM;
+    for (size_t c = 0; c < nc; c++) {
+        size_t a = c * MS_VIEW_CHUNK, b = a + MS_VIEW_CHUNK < tr->n ? a + MS_VIEW_CHUNK : tr->n;
+        int64_t mn = tr->live[a], mx = tr->live[a];
+        for (size_t i = a + 1; i < b; i++) {
+            mn = tr->live[i] < mn ? tr->live[i] : mn;
+            mx = tr->live[i] > mx ? tr->live[i] : mx;
+        }
+        tr->cmin[c] = mn;
+        tr->cmax[c] = mx;
+    }
+    return 0;
+}
+
+static int describe_tracks(struct ms_view_model *m, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(m->db,
+                           "SELECT (SELECT name FROM layers WHERE id = ?1), (SELECT pid FROM "
+                           "processes WHERE id = ?2)",
+                           -1, &st, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "layers: %s", sqlite3_errmsg(m->db));
+        return MS_EDB;
+    }
+    snprintf(m->tracks[0].layer_name, sizeof m->tracks[0].layer_name, "all");
+    for (size_t i = 1; i < m->ntracks; i++) {
+        struct ms_vtrack *tr = &m->tracks[i];
+        sqlite3_bind_int64(st, 1, tr->layer);
+        sqlite3_bind_int64(st, 2, tr->process_id);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            const char *name = (const char *)sqlite3_column_text(st, 0);
+            snprintf(tr->layer_name, sizeof tr->layer_name, "%s", name ? name : "?");
+            tr->pid = sqlite3_column_int64(st, 1);
+        }
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    int rc = ms_analyze_open(path, 0, &m->db, err, errlen);
+    if (rc < 0)
+        return rc;
+    struct loader L = {.m = m};
+    struct ms_analyze_opts o;
+    ms_analyze_opts_init(&o);
+    ms_u64map_init(&L.open, sizeof(uint32_t), MS_U64MAP_MAX);
+    m->tracks = calloc(MAX_TRACKS, sizeof *m->tracks);
+    if (!m->tracks) {
+        rc = MS_ENOMEM;
+        goto fail;
+    }
+    m->ntracks = 1; /* track 0: the total of every memory layer */
+    m->tracks[0].process_id = -1;
+    if ((rc = ms__layer_set_load(m->db, &o, &L.layers)) < 0) {
+        snprintf(err, errlen, "pools: %s", sqlite3_errmsg(m->db));
+        goto fail;
+    }
+    if (ms_store_is_compact(m->db))
+        rc = ms_store_replay(path, on_replayed, &L, err, errlen);
+    else
+        rc = read_events(&L, err, errlen);
+    if (rc == 0)
+        rc = read_owners(&L, err, errlen);
+    for (size_t i = 0; rc == 0 && i < m->ntracks; i++)
+        rc = build_chunks(&m->tracks[i]);
+    if (rc == 0)
+        rc = describe_tracks(m, err, errlen);
+    if (rc < 0)
+        goto fail;
+    m->total_peak = m->tracks[0].peak;
+    m->total_peak_ns = m->tracks[0].peak_ns;
+    ms_u64map_release(&L.open);
+    return 0;
+fail:
+    if (!*err)
+        snprintf(err, errlen, "%s", ms_strerror(rc));
+    ms_u64map_release(&L.open);
+    ms_view_model_release(m);
+    return rc;
+}
+
+void ms_view_model_release(struct ms_view_model *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; m->tracks && i < m->ntracks; i++) {
+        free(m->tracks[i].ts);
+        free(m->tracks[i].live);
+        free(m->tracks[i].cmin);
+        free(m->tracks[i].cmax);
+    }
+    free(m->tracks);
+    free(m->blocks);
+    free(m->steps);
+    free(m->marks);
+    sqlite3_close(m->db);
+    memset(m, 0, sizeof *m);
+}
+
+/* Index of the last change at or before t; -1 when none. */
+static long last_at(const struct ms_vtrack *tr, int64_t t)
+{
+    size_t lo = 0, hi = tr->n; /* first index with ts > t */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (tr->ts[mid] <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (long)lo - 1;
+}
+
+int64_t ms_view_live_at(const struct ms_vtrack *tr, int64_t t)
+{
+    long i = last_at(tr, t);
+    return i < 0 ? 0 : tr->live[i];
+}
+
+void ms_view_minmax(const struct ms_vtrack *tr, int64_t a, int64_t b, int64_t *mn, int64_t *mx)
+{
+    int64_t v = ms_view_live_at(tr, a);
+    *mn = *mx = v;
+    size_t i = (size_t)(last_at(tr, a) + 1), end = (size_t)(last_at(tr, b - 1) + 1);
+    while (i < end) {
+        if (i % MS_VIEW_CHUNK == 0 && i + MS_VIEW_CHUNK <= end) {
+            size_t c = i / MS_VIEW_CHUNK;
+            *mn = tr->cmin[c] < *mn ? tr->cmin[c] : *mn;
+            *mx = tr->cmax[c] > *mx ? tr->cmax[c] : *mx;
+            i += MS_VIEW_CHUNK;
+        } else {
+            *mn = tr->live[i] < *mn ? tr->live[i] : *mn;
+            *mx = tr->live[i] > *mx ? tr->live[i] : *mx;
+            i++;
+        }
+    }
+}

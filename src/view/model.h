@@ -1,0 +1,81 @@
+/* model.h: what the viewer (`memscope view`, `memscope report`) knows of a run, held in memory.
+ *
+ * Built once from a database (compact: its traces replayed; full: its events table), then only
+ * read, by any number of server threads at once. Workload: up to tens of millions of events.
+ * A MALLOC/FREE pair costs one block (48 bytes) and two changes of live bytes (16 bytes each):
+ * about 40 bytes per event, 400 MB for 10M events. Every query costs at most one pass over the
+ * blocks, or a binary search plus a bounded scan of one track's changes per pixel. */
+#ifndef MS_VIEW_MODEL_H
+#define MS_VIEW_MODEL_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* One allocation: alloc_ns..free_ns (INT64_MAX: never freed), in one track. */
+struct ms_vblock {
+    int64_t alloc_ns, free_ns;
+    int64_t size;
+    int64_t allocation_id;
+    uint32_t stack_id, owner_id;
+    uint32_t track;
+    uint32_t pad;
+};
+
+/* A track: one (process, layer), with its live bytes after each of its MALLOC/FREE events
+ * (ts ascending) and a min/max of every CHUNK changes, so that a window's extremes cost a
+ * bounded scan. */
+#define MS_VIEW_CHUNK 256
+struct ms_vtrack {
+    int64_t process_id, pid, layer;
+    char layer_name[32];
+    int reserve; /* a region pools carve blocks from: not added to the total */
+    int64_t *ts, *live;
+    size_t n, cap;
+    int64_t *cmin, *cmax; /* per chunk of MS_VIEW_CHUNK changes */
+    int64_t peak, peak_ns, allocs, alloc_bytes;
+};
+
+struct ms_vstep {
+    int64_t process_id, step, ts_ns;
+};
+
+struct ms_vmark {
+    int64_t process_id, ts_ns;
+    char name[64];
+};
+
+struct ms_view_model {
+    sqlite3 *db; /* read only; frames and stacks are looked up here on demand */
+    struct ms_vblock *blocks;
+    size_t nblocks, capblocks;
+    struct ms_vtrack *tracks;
+    size_t ntracks;
+    struct ms_vstep *steps;
+    size_t nsteps, capsteps;
+    struct ms_vmark *marks;
+    size_t nmarks, capmarks;
+    int64_t t0, t1;     /* first and last event */
+    int64_t total_peak; /* peak of the sum of all non-reserve tracks, and when */
+    int64_t total_peak_ns;
+    uint64_t events;
+};
+
+/* Loads the model of the database at path (opened read only). 0, or a negative code with a
+ * one-line reason in err. The caller releases with ms_view_model_release(). */
+int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, size_t errlen);
+void ms_view_model_release(struct ms_view_model *m);
+
+/* The track's live bytes at time t (after every event at or before t). */
+int64_t ms_view_live_at(const struct ms_vtrack *tr, int64_t t);
+
+/* Min and max live bytes of the track over [a, b) (the value entering the window counts). */
+void ms_view_minmax(const struct ms_vtrack *tr, int64_t a, int64_t b, int64_t *mn, int64_t *mx);
+
+/* 1 when block b is live at t (allocated at or before t, freed after). */
+static inline int ms_vblock_live_at(const struct ms_vblock *b, int64_t t)
+{
+    return b->alloc_ns <= t && b->free_ns > t;
+}
+
+#endif

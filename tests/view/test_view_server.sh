@@ -1,0 +1,126 @@
+#!/bin/bash
+# test_view_server.sh: `memscope view`'s server, with curl. On view_known.c's run (peak exactly
+# 11 MiB at activations(), 3 MiB in 3 blocks never freed from weights(), steps 1..4): the
+# queries' exact answers, compact database and full database alike; the token (401 without,
+# 403 wrong; a cookie after the first page), a foreign Host header (403), paths that try to
+# leave the embedded assets (404), malformed and out-of-range parameters (400 with a JSON
+# error), other methods (405); a file that is not a memscope database and a truncated
+# database: a clear error and exit status 1 before anything listens; Ctrl-C: exit status 0.
+. "$(dirname "$0")/view_lib.sh"
+command -v curl >/dev/null || { echo "SKIP: curl missing"; exit 77; }
+if "$MEMSCOPE" view 2>&1 | grep -q "built without libmicrohttpd"; then
+    echo "SKIP: memscope built without libmicrohttpd"
+    exit 77
+fi
+MIB=1048576
+known_db
+
+# get PATH: the body of GET BASE/PATH with the token; status in $TMP/status.
+get() {
+    local sep='?'
+    [[ $1 == *\?* ]] && sep='&'
+    curl -s -o "$TMP/body" -w '%{http_code}' "$BASE$1${sep}token=$TOKEN" >"$TMP/status"
+    cat "$TMP/body"
+}
+status() { cat "$TMP/status"; }
+js() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$TMP/body" "$1"; }
+
+check_known() { # WHAT
+    get "/api/summary" >/dev/null
+    assert_eq "$1: summary 200" 200 "$(status)"
+    assert_eq "$1: peak bytes" "$((11 * MIB))" "$(js 'd["peak_bytes"]')"
+    assert_eq "$1: never freed: bytes, blocks" "$((3 * MIB)) 3" "$(js 'd["leaked_bytes"], d["leaked_blocks"]' | tr -d '(),')"
+    assert_eq "$1: steps" "1 2 3 4" "$(js '" ".join(str(s["step"]) for s in d["steps"])')"
+    assert_match "$1: the first site at the peak" "^activations \(.*view_known\.c:[0-9]+\) $((8 * MIB))$" \
+        "$(js 'd["peak_sites"][0]["site"] + " " + str(d["peak_sites"][0]["bytes"])')"
+    assert_match "$1: the site never freed" "^weights \(.*view_known\.c:[0-9]+\) $((3 * MIB)) 3$" \
+        "$(js 'd["leak_sites"][0]["site"] + " " + str(d["leak_sites"][0]["bytes"]) + " " + str(d["leak_sites"][0]["blocks"])')"
+    local peak
+    peak=$(js 'd["peak_ns"]')
+    get "/api/blocks?t=$peak&limit=2" >/dev/null
+    assert_eq "$1: blocks live at the peak: count, bytes, the largest" "4 $((11 * MIB)) $((8 * MIB))" \
+        "$(js 'd["count"], d["bytes"], d["blocks"][0]["size"]' | tr -d '(),')"
+    local sid
+    sid=$(js 'd["blocks"][0]["stack_id"]')
+    get "/api/stack?id=$sid" >/dev/null
+    assert_match "$1: the largest block's stack: activations, then main" "^activations .*\|main " \
+        "$(js '"|".join(d["c"])')"
+    get "/api/flame?mode=peak" >/dev/null
+    assert_eq "$1: flame at the peak: total" "$((11 * MIB))" "$(js 'd["total"]')"
+    assert_eq "$1: flame at the peak: the activations node" "$((8 * MIB))" \
+        "$(js 'sum(n["v"] for n in (lambda f: f(f, d["root"][0]))(lambda f, n: [n] + [x for c in n.get("c", []) for x in f(f, c)]) if n["n"].startswith("activations"))')"
+    get "/api/flame?mode=leaked" >/dev/null
+    assert_eq "$1: flame of what was never freed" "$((3 * MIB))" "$(js 'd["total"]')"
+    get "/api/series?n=50" >/dev/null
+    assert_eq "$1: series: the total's maximum is the peak" "$((11 * MIB))" \
+        "$(js 'max(d["tracks"][0]["max"])')"
+    get "/api/owners?t=$peak" >/dev/null
+    assert_eq "$1: owners at the peak: all bytes, no owner" "$((11 * MIB)) (no owner)" \
+        "$(js 'd["total"], d["owners"][0]["owner"]' | tr -d "(),'" | sed 's/no owner/(no owner)/')"
+}
+
+view_start "$TMP/known.db"
+check_known "compact database"
+
+# the page and its assets, with the token; the cookie it sets serves later requests
+code=$(curl -s -o "$TMP/page" -D "$TMP/headers" -w '%{http_code}' "$URL")
+assert_eq "page: 200" 200 "$code"
+assert_match "page: the viewer's page" "<title>memscope</title>" "$(cat "$TMP/page")"
+assert_match "page: sets the token cookie" "Set-Cookie: memscope_token=$TOKEN; Path=/; HttpOnly; SameSite=Strict" \
+    "$(tr -d '\r' <"$TMP/headers")"
+assert_eq "a request with the cookie only: 200" 200 \
+    "$(curl -s -o /dev/null -w '%{http_code}' -b "memscope_token=$TOKEN" "$BASE/app.js")"
+
+# refusals
+assert_eq "no token: 401" 401 "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/api/summary")"
+assert_eq "wrong token: 403" 403 "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/api/summary?token=0$TOKEN")"
+assert_eq "wrong cookie: 403" 403 "$(curl -s -o /dev/null -w '%{http_code}' -b 'memscope_token=x' "$BASE/")"
+assert_eq "foreign Host header (DNS rebinding): 403" 403 \
+    "$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: attacker.example:80' "$URL")"
+assert_eq "Host with another port: 403" 403 \
+    "$(curl -s -o /dev/null -w '%{http_code}' -H "Host: 127.0.0.1:$((PORT + 1))" "$URL")"
+assert_eq "localhost with our port: 200" 200 \
+    "$(curl -s -o /dev/null -w '%{http_code}' -H "Host: localhost:$PORT" "$URL")"
+for p in "/../../../../etc/passwd" "/%2e%2e/%2e%2e/etc/passwd" "/app.js/../../../etc/passwd" \
+    "//etc/passwd" "/api/../index.html" "/index.html/"; do
+    c=$(curl -s --path-as-is -o "$TMP/trav" -w '%{http_code}' "$BASE$p?token=$TOKEN")
+    assert_eq "path $p: 404, nothing from the file system" "404" "$c"
+    assert_ne "path $p: no passwd line" "yes" "$(grep -q '^root:' "$TMP/trav" && echo yes)"
+done
+assert_eq "POST: 405" 405 "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$BASE/api/summary?token=$TOKEN")"
+for qs in "series?n=abc" "series?n=0" "series?n=99999999" "series?t0=1e9" "series?t0=" \
+    "blocks?limit=-1" "blocks?track=999" "flame?mode=nonsense" "stack?id=x" "stack" \
+    "blocks?t=99999999999999999999999" "series?n=5x"; do
+    get "/api/$qs" >/dev/null
+    assert_eq "malformed /api/$qs: 400" 400 "$(status)"
+    assert_match "malformed /api/$qs: a JSON error naming the parameter" '^\{"error":"parameter' "$(cat "$TMP/body")"
+done
+get "/api/nothing" >/dev/null
+assert_eq "unknown query: 404" 404 "$(status)"
+get "/api/stack?id=4000000000" >/dev/null
+assert_eq "a stack that does not exist: 200, empty" "200 0 0" "$(status) $(js 'len(d["c"]), len(d["py"])' | tr -d '(),')"
+view_stop
+assert_eq "Ctrl-C: exit status 0" 0 "$VIEW_RC"
+
+# the full database of the same run answers the same
+ms export export "$TMP/known.db" --format=db -o "$TMP/full.db"
+assert_eq "export to a full database" 0 "$RC"
+view_start "$TMP/full.db"
+check_known "full database"
+view_stop
+
+# bad databases: a clear error, exit status 1, nothing listens
+seq 1 1000 >"$TMP/notdb.db"
+ms notdb view "$TMP/notdb.db"
+assert_eq "not a database: exit status 1" 1 "$RC"
+assert_match "not a database: says so" "not a memscope database|file is not a database" "$(cat "$TMP/notdb.err")"
+head -c 20000 "$TMP/known.db" >"$TMP/trunc.db"
+ms trunc view "$TMP/trunc.db"
+assert_eq "truncated database: exit status 1" 1 "$RC"
+assert_match "truncated database: one error line" "^memscope: view: " "$(head -1 "$TMP/trunc.err")"
+ms missing view "$TMP/none.db"
+assert_eq "no such file: exit status 1" 1 "$RC"
+ms badport view "$TMP/known.db" --port 70000
+assert_eq "--port 70000: usage error" 2 "$RC"
+
+done_testing

@@ -1,0 +1,352 @@
+// main.js: memscope's viewer page. Asks the server (src/view/api.c) for aggregated answers
+// only (a few thousand points or rows each) and draws them: memory over time (uPlot), a flame
+// graph of allocation stacks (canvas), the largest blocks and the owners at the time cursor.
+// Every view follows the cursor and the zoom window; performance marks time the first view.
+import uPlot from "uplot";
+
+const token = new URLSearchParams(location.search).get("token") || "";
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  sum: null,          // /api/summary
+  win: null,          // [t0, t1): the zoom window
+  cursor: null,       // ns
+  flameRoot: null,    // the tree from /api/flame
+  flameTop: null,     // the node drawn as the whole width (click to zoom in)
+  selectedBlock: null,
+};
+
+async function api(path, params = {}) {
+  const q = new URLSearchParams(params);
+  if (token) q.set("token", token);
+  const r = await fetch(`/api/${path}?${q}`, { credentials: "same-origin" });
+  const body = await r.json();
+  if (!r.ok) throw new Error(body.error || `HTTP ${r.status}`);
+  return body;
+}
+
+export function bytes(n) {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let v = Math.abs(n), u = 0;
+  while (v >= 1024 && u < units.length - 1) { v /= 1024; u++; }
+  const s = u === 0 ? String(v) : v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0);
+  return (n < 0 ? "-" : "") + s + " " + units[u];
+}
+
+function rel(ns) {
+  if (ns === null || ns === undefined) return "never";
+  const s = (ns - state.sum.t0) / 1e9;
+  return Math.abs(s) >= 1 ? s.toFixed(3) + " s" : (s * 1e3).toFixed(3) + " ms";
+}
+
+function el(tag, attrs = {}, text) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function showError(e) {
+  $("err").textContent = String(e.message || e);
+}
+
+// ---- Summary ---------------------------------------------------------------------------------
+
+function renderSummary() {
+  const s = state.sum;
+  let cmd = s.command;
+  try { cmd = JSON.parse(s.command).join(" "); } catch (_) { /* not a JSON array */ }
+  $("cmd").textContent = cmd;
+  const stats = $("stats");
+  stats.textContent = "";
+  const add = (label, value, id) => {
+    const span = el("span", { class: "stat" });
+    span.append(label + " ");
+    const b = el("b", id ? { id } : {}, value);
+    span.append(b);
+    stats.append(span);
+  };
+  add("peak", bytes(s.peak_bytes), "peak");
+  add("at", rel(s.peak_ns));
+  add("events", s.events.toLocaleString("en"));
+  add("blocks", s.blocks.toLocaleString("en"));
+  add("never freed", `${bytes(s.leaked_bytes)} in ${s.leaked_blocks} blocks`, "leaked");
+  add("steps", String(new Set(s.steps.map((x) => x.step)).size));
+  const sites = (id, rows) => {
+    const tb = $(id).tBodies[0];
+    tb.textContent = "";
+    for (const r of rows) {
+      const tr = el("tr", { class: "row" });
+      tr.append(el("td", { class: "num" }, bytes(r.bytes)), el("td", { class: "site" }, r.site));
+      tr.onclick = () => showStack(r.stack_id, r.site);
+      tb.append(tr);
+    }
+    if (!rows.length) tb.append(el("tr", {}, "")).append(el("td", {}, "none"));
+  };
+  sites("peaksites", s.peak_sites);
+  sites("leaksites", s.leak_sites);
+}
+
+// ---- Memory over time ------------------------------------------------------------------------
+
+let plot = null;
+let seriesReq = 0;
+
+function chartWidth() {
+  return Math.max(400, $("chart").clientWidth || document.body.clientWidth - 60);
+}
+
+function trackLabel(t) {
+  return t.id === 0 ? "all memory" : `pid ${t.pid} ${t.layer_name}`;
+}
+
+const palette = ["#1d2330", "#3d6fd8", "#e07b39", "#2e9e6b", "#c0392b", "#8e44ad", "#16a085", "#7f8c8d"];
+
+async function loadSeries() {
+  const my = ++seriesReq;
+  const [t0, t1] = state.win;
+  const n = Math.min(2000, chartWidth());
+  const r = await api("series", { t0, t1, n });
+  if (my !== seriesReq) return; // a newer window was asked for meanwhile
+  const tracks = state.sum.tracks;
+  const xs = r.t.map((t) => (t - state.sum.t0) / 1e9);
+  const data = [xs];
+  const series = [{ label: "time (s)" }];
+  r.tracks.forEach((tr, i) => {
+    const meta = tracks[tr.id];
+    if (meta.reserve) return;
+    if (tracks.length === 2 && tr.id === 1) return; // one layer only: "all" says it
+    data.push(tr.max);
+    series.push({ label: trackLabel(meta), stroke: palette[i % palette.length], width: tr.id === 0 ? 2 : 1,
+      fill: tr.id === 0 ? "rgba(61,111,216,0.08)" : undefined, value: (u, v) => (v == null ? "" : bytes(v)) });
+  });
+  const opts = {
+    width: chartWidth(), height: 280,
+    series,
+    scales: { x: { time: false } },
+    axes: [{ label: "seconds from the first event" }, { values: (u, vals) => vals.map(bytes), size: 80 }],
+    cursor: { drag: { x: true, y: false } },
+    hooks: {
+      setSelect: [(u) => {
+        if (u.select.width < 3) return;
+        const a = u.posToVal(u.select.left, "x"), b = u.posToVal(u.select.left + u.select.width, "x");
+        u.setSelect({ width: 0, height: 0 }, false);
+        zoomTo(state.sum.t0 + a * 1e9, state.sum.t0 + b * 1e9);
+      }],
+      draw: [drawMarks],
+    },
+  };
+  if (plot) plot.destroy();
+  plot = new uPlot(opts, data, $("chart"));
+  plot.over.addEventListener("click", (e) => {
+    if (plot.select.width > 2) return;
+    const x = plot.posToVal(e.offsetX, "x");
+    setCursor(Math.round(state.sum.t0 + x * 1e9));
+  });
+  plot.over.addEventListener("dblclick", () => zoomTo(state.sum.t0, state.sum.t1 + 1));
+}
+
+function drawMarks(u) {
+  const ctx = u.ctx;
+  const top = u.bbox.top, h = u.bbox.height;
+  const xpos = (ns) => u.valToPos((ns - state.sum.t0) / 1e9, "x", true);
+  ctx.save();
+  ctx.setLineDash([4, 4]);
+  ctx.strokeStyle = "#9aa3b5";
+  ctx.fillStyle = "#6b7385";
+  ctx.font = `${10 * devicePixelRatio}px system-ui`;
+  const steps = state.sum.steps.filter((s) => s.ts_ns >= state.win[0] && s.ts_ns < state.win[1]);
+  const every = Math.max(1, Math.ceil(steps.length / 60));
+  steps.forEach((s, i) => {
+    if (i % every) return;
+    const x = xpos(s.ts_ns);
+    ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + h); ctx.stroke();
+    ctx.fillText(`step ${s.step}`, x + 2, top + 10 * devicePixelRatio);
+  });
+  ctx.setLineDash([]);
+  if (state.cursor !== null && state.cursor >= state.win[0] && state.cursor < state.win[1]) {
+    const x = xpos(state.cursor);
+    ctx.strokeStyle = "#c0392b";
+    ctx.lineWidth = 2;
+    ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + h); ctx.stroke();
+  }
+  ctx.restore();
+}
+
+async function zoomTo(a, b) {
+  state.win = [Math.floor(a), Math.max(Math.ceil(b), Math.floor(a) + 1)];
+  performance.mark("zoom-start");
+  await loadSeries();
+  if ($("fmode").value === "alloc") await loadFlame();
+  performance.mark("zoom-end");
+  performance.measure("zoom", "zoom-start", "zoom-end");
+  document.body.dataset.window = state.win.join(",");
+}
+
+// ---- Cursor-driven views ----------------------------------------------------------------------
+
+async function setCursor(t) {
+  state.cursor = t;
+  $("cursor").textContent = `cursor at ${rel(t)}`;
+  if (plot) plot.redraw(false);
+  performance.mark("cursor-start");
+  await Promise.all([loadBlocks(), loadOwners(), $("fmode").value === "live" ? loadFlame() : null]);
+  performance.mark("cursor-end");
+  performance.measure("cursor", "cursor-start", "cursor-end");
+  document.body.dataset.cursor = String(t);
+}
+
+async function loadBlocks() {
+  const r = await api("blocks", { t: state.cursor, limit: 200 });
+  $("bcount").textContent = `${r.count.toLocaleString("en")} live, ${bytes(r.bytes)}`;
+  const tb = $("blocks").tBodies[0];
+  tb.textContent = "";
+  for (const b of r.blocks) {
+    const tr = el("tr", { class: "row", "data-stack": b.stack_id });
+    tr.append(el("td", { class: "num" }, bytes(b.size)), el("td", { class: "site" }, b.site),
+      el("td", {}, b.owner || ""), el("td", { class: "num" }, rel(b.alloc_ns)), el("td", { class: "num" }, rel(b.free_ns)));
+    tr.onclick = () => {
+      for (const x of tb.querySelectorAll("tr.sel")) x.classList.remove("sel");
+      tr.classList.add("sel");
+      showStack(b.stack_id, `${bytes(b.size)} block #${b.allocation_id}, allocated at ${rel(b.alloc_ns)}, freed ${b.free_ns === null ? "never" : "at " + rel(b.free_ns)}`);
+    };
+    tb.append(tr);
+  }
+}
+
+async function showStack(id, title) {
+  const r = await api("stack", { id });
+  const lines = [title, ""];
+  if (r.py.length) lines.push("Python (innermost first):", ...r.py.map((l) => "  " + l), "");
+  lines.push("native (innermost first):", ...(r.c.length ? r.c.map((l) => "  " + l) : ["  (no stack)"]));
+  $("stack").textContent = lines.join("\n");
+}
+
+async function loadOwners() {
+  const r = await api("owners", { t: state.cursor });
+  $("ototal").textContent = bytes(r.total);
+  const tb = $("owners").tBodies[0];
+  tb.textContent = "";
+  for (const o of r.owners.slice(0, 200)) {
+    const tr = el("tr");
+    tr.append(el("td", { class: "site" }, o.owner), el("td", { class: "num" }, bytes(o.bytes)), el("td", { class: "num" }, String(o.blocks)));
+    tb.append(tr);
+  }
+}
+
+// ---- Flame graph -------------------------------------------------------------------------------
+
+const ROW = 18;
+
+async function loadFlame() {
+  const mode = $("fmode").value;
+  const params = { mode };
+  if (mode === "live") params.t = state.cursor;
+  if (mode === "alloc") { params.t0 = state.win[0]; params.t1 = state.win[1]; }
+  const r = await api("flame", params);
+  state.flameRoot = r.root[0];
+  state.flameTop = state.flameRoot;
+  $("ftotal").textContent = `${bytes(r.total)} in ${r.stacks.toLocaleString("en")} stacks`;
+  drawFlame();
+}
+
+function depthOf(n) {
+  let d = 0;
+  for (const c of n.c || []) d = Math.max(d, depthOf(c));
+  return d + 1;
+}
+
+// The rectangles of the flame graph: [x, y, w, node], the drawn top node across the width.
+let rects = [];
+
+function drawFlame() {
+  const cv = $("flame");
+  const top = state.flameTop;
+  if (!top) return;
+  const w = cv.clientWidth;
+  const h = Math.max(120, Math.min(depthOf(top), 60) * ROW + 4);
+  cv.style.height = h + "px";
+  cv.width = w * devicePixelRatio;
+  cv.height = h * devicePixelRatio;
+  const ctx = cv.getContext("2d");
+  ctx.scale(devicePixelRatio, devicePixelRatio);
+  ctx.font = "11px system-ui";
+  ctx.textBaseline = "middle";
+  rects = [];
+  const total = top.v || 1;
+  const walk = (n, x, y, width) => {
+    if (width < 0.5 || y > h) return;
+    rects.push([x, y, width, n]);
+    let hue = 0;
+    for (let i = 0; i < n.n.length; i++) hue = (hue * 31 + n.n.charCodeAt(i)) % 360;
+    ctx.fillStyle = n === top ? "#c8d2e6" : `hsl(${20 + (hue % 40)}, 75%, ${62 + (hue % 14)}%)`;
+    ctx.fillRect(x, y, width - 1, ROW - 1);
+    if (width > 30) {
+      ctx.fillStyle = "#1d2330";
+      const label = `${n.n} (${bytes(n.v)})`;
+      ctx.save();
+      ctx.beginPath(); ctx.rect(x, y, width - 2, ROW); ctx.clip();
+      ctx.fillText(label, x + 3, y + ROW / 2);
+      ctx.restore();
+    }
+    let cx = x;
+    for (const c of n.c || []) {
+      const cw = (c.v / total) * w;
+      walk(c, cx, y + ROW, cw);
+      cx += cw;
+    }
+  };
+  walk(top, 0, 0, w);
+  document.body.dataset.flameNodes = String(rects.length);
+}
+
+function flameHit(e) {
+  const r = $("flame").getBoundingClientRect();
+  const x = e.clientX - r.left, y = e.clientY - r.top;
+  for (let i = rects.length - 1; i >= 0; i--) {
+    const [rx, ry, rw, n] = rects[i];
+    if (x >= rx && x < rx + rw && y >= ry && y < ry + ROW) return n;
+  }
+  return null;
+}
+
+function setupFlame() {
+  const cv = $("flame"), tip = $("tip");
+  cv.addEventListener("mousemove", (e) => {
+    const n = flameHit(e);
+    if (!n) { tip.style.display = "none"; return; }
+    const pct = state.flameRoot.v ? (100 * n.v / state.flameRoot.v).toFixed(1) : "0";
+    tip.textContent = `${n.n}\n${bytes(n.v)} (${pct}% of all)`;
+    tip.style.left = e.clientX + 12 + "px";
+    tip.style.top = e.clientY + 12 + "px";
+    tip.style.display = "block";
+  });
+  cv.addEventListener("mouseleave", () => { tip.style.display = "none"; });
+  cv.addEventListener("click", (e) => {
+    const n = flameHit(e);
+    if (n) { state.flameTop = n; drawFlame(); }
+  });
+  $("funzoom").onclick = () => { state.flameTop = state.flameRoot; drawFlame(); };
+  $("fmode").onchange = () => loadFlame().catch(showError);
+}
+
+// ---- Start -------------------------------------------------------------------------------------
+
+async function start() {
+  performance.mark("start");
+  state.sum = await api("summary");
+  state.win = [state.sum.t0, state.sum.t1 + 1];
+  state.cursor = state.sum.peak_ns;
+  renderSummary();
+  setupFlame();
+  $("reset").onclick = () => zoomTo(state.sum.t0, state.sum.t1 + 1).catch(showError);
+  $("topeak").onclick = () => setCursor(state.sum.peak_ns).catch(showError);
+  await loadSeries();
+  await setCursor(state.sum.peak_ns);
+  performance.mark("first-view");
+  performance.measure("first-view", "start", "first-view");
+  document.body.dataset.ready = "1";
+  window.addEventListener("resize", () => { loadSeries().catch(showError); drawFlame(); });
+}
+
+start().catch(showError);

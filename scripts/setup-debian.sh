@@ -4,7 +4,10 @@
 set -eu
 pkgs="build-essential cmake pkg-config libsqlite3-dev sqlite3 libdw-dev clang clang-format libclang-rt-14-dev
       heaptrack zstd python3 python3-dev python3-torch python3-pytest git time
-      libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0"
+      libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libmicrohttpd-dev chromium curl"
+# Node.js for the viewer's browser tests (playwright-core from npm drives Debian's chromium) and
+# for rebuilding its front end; a machine that has node already (another distribution's) keeps it.
+command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs npm"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -16,3 +19,11 @@ if [ -n "$missing" ]; then
     apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 echo "setup: all build and test dependencies are installed"
+# The viewer's npm packages (web/package-lock.json: esbuild, uPlot, playwright-core; never a
+# browser download: the tests point playwright-core at /usr/bin/chromium).
+web=$(cd "$(dirname "$0")/../web" && pwd)
+if [ ! -d "$web/node_modules/playwright-core" ] || [ ! -d "$web/node_modules/uplot" ]; then
+    echo "setup: installing the viewer's npm packages (web/)"
+    (cd "$web" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+fi
+echo "setup: the viewer's npm packages are installed"

@@ -343,8 +343,8 @@ async function start() {
   $("topeak").onclick = () => setCursor(state.sum.peak_ns).catch(showError);
   await loadSeries();
   await setCursor(state.sum.peak_ns);
-  performance.mark("first-view");
-  performance.measure("first-view", "start", "first-view");
+  performance.mark("first-view-end");
+  performance.measure("first-view", "start", "first-view-end");
   document.body.dataset.ready = "1";
   window.addEventListener("resize", () => { loadSeries().catch(showError); drawFlame(); });
 }

@@ -1,0 +1,27 @@
+#!/bin/bash
+# test_view_browser.sh: the viewer in a real browser: view_browser.mjs (Debian's chromium driven
+# by playwright-core from web/node_modules) on view_known.c's run; screenshots are kept in
+# $PROGS/screenshots. Skipped (77) only when chromium, node or the npm packages are missing,
+# which scripts/setup-debian.sh installs; under CI=true that is a failure instead.
+. "$(dirname "$0")/view_lib.sh"
+missing=""
+[ -x "${CHROMIUM:-/usr/bin/chromium}" ] || missing="$missing chromium"
+command -v node >/dev/null || missing="$missing node"
+[ -d "$WEB/node_modules/playwright-core" ] || missing="$missing web/node_modules (npm ci)"
+"$MEMSCOPE" view 2>&1 | grep -q "built without libmicrohttpd" && missing="$missing libmicrohttpd"
+if [ -n "$missing" ]; then
+    [ "${CI:-}" = true ] && { echo "FAIL: missing:$missing (scripts/setup-debian.sh installs them)"; exit 1; }
+    skip "missing:$missing (scripts/setup-debian.sh installs them)"
+fi
+known_db
+view_start "$TMP/known.db"
+mkdir -p "$PROGS/screenshots"
+if WEB=$WEB node "$VIEW_SRC/view_browser.mjs" "$URL" "$PROGS/screenshots" >"$TMP/browser.out" 2>&1; then
+    pass "the page in chromium: $(tail -1 "$TMP/browser.out")"
+else
+    fail "the page in chromium"
+fi
+sed 's/^/  /' "$TMP/browser.out"
+view_stop
+assert_eq "Ctrl-C: exit status 0" 0 "$VIEW_RC"
+done_testing

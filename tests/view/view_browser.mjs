@@ -1,0 +1,97 @@
+// view_browser.mjs: drives Debian's chromium (playwright-core, never a downloaded browser) on
+// the viewer page at process.argv[2] (the URL memscope view printed) and checks what the page
+// shows for view_known.c's run: the exact peak and leak, the first site at the peak, the
+// stack of the largest block after a click on it, a drag on the chart that zooms, and a click
+// that moves the cursor. Prints one "ok:"/"FAIL:" line per check and the times the page
+// measured (performance marks); saves a screenshot of each state into process.argv[3].
+import { createRequire } from "node:module";
+const require = createRequire(process.env.WEB + "/package.json");
+const { chromium } = require("playwright-core");
+
+const [url, outDir] = process.argv.slice(2);
+let fails = 0, checks = 0;
+const check = (what, ok, got) => {
+  checks++;
+  if (ok) console.log(`ok: ${what}`);
+  else { fails++; console.log(`FAIL: ${what}: got [${got}]`); }
+};
+
+// Waits until fn(arg) is true in the page (up to 30 s). Not page.waitForFunction: its polling
+// evaluates a string, which the viewer's Content-Security-Policy (no eval) refuses.
+async function until(page, fn, arg) {
+  for (let i = 0; i < 300; i++) {
+    if (await page.evaluate(fn, arg)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${fn}`);
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1100 } });
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+  await page.goto(url);
+  await page.waitForSelector("body[data-ready='1']", { timeout: 30000 });
+  await page.screenshot({ path: `${outDir}/view-first.png`, fullPage: true });
+
+  const text = async (sel) => (await page.textContent(sel)).trim();
+  check("the peak shows 11.0 MiB", (await text("#peak")) === "11.0 MiB", await text("#peak"));
+  check("never freed: 3.00 MiB in 3 blocks", (await text("#leaked")) === "3.00 MiB in 3 blocks", await text("#leaked"));
+  const site0 = await text("#peaksites tbody tr:first-child");
+  check("the first site at the peak is activations(), 8.00 MiB", /^8\.00 MiB\s*activations \(/.test(site0), site0);
+  const leak0 = await text("#leaksites tbody tr:first-child");
+  check("the site never freed is weights(), 3.00 MiB", /^3\.00 MiB\s*weights \(/.test(leak0), leak0);
+  check("the cursor starts at the peak: 4 blocks live, 11.0 MiB", (await text("#bcount")) === "4 live, 11.0 MiB", await text("#bcount"));
+  const nodes = Number(await page.getAttribute("body", "data-flame-nodes"));
+  check("the flame graph draws its nodes", nodes >= 4, nodes);
+
+  // a click on the largest block shows its stack
+  await page.click("#blocks tbody tr:first-child");
+  await until(page, () => document.getElementById("stack").textContent.includes("native"));
+  const stack = await text("#stack");
+  check("the largest block's stack: 8.00 MiB, activations then main",
+    /^8\.00 MiB block/.test(stack) && /activations \(.*\n\s*main \(/.test(stack), stack);
+  await page.screenshot({ path: `${outDir}/view-stack.png`, fullPage: true });
+
+  // a drag over the chart zooms into a window
+  const over = await page.$("#chart .u-over");
+  const box = await over.boundingBox();
+  const before = await page.getAttribute("body", "data-window");
+  await page.mouse.move(box.x + box.width * 0.2, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.6, box.y + box.height / 2, { steps: 5 });
+  await page.mouse.up();
+  await until(page, (b) => document.body.dataset.window && document.body.dataset.window !== b, before);
+  const win = (await page.getAttribute("body", "data-window")).split(",").map(Number);
+  const t1 = await page.evaluate(async () => (await (await fetch("/api/summary")).json()).t1);
+  const frac = (win[1] - win[0]) / (t1 + 1);
+  check("a drag over 40% of the chart zooms to about 40% of the run", frac > 0.3 && frac < 0.5, frac);
+  await page.screenshot({ path: `${outDir}/view-zoom.png`, fullPage: true });
+
+  // a click on the chart moves the cursor; the views follow
+  const oldCursor = await page.getAttribute("body", "data-cursor");
+  await page.mouse.click(box.x + box.width * 0.05, box.y + box.height / 2);
+  await until(page, (c) => document.body.dataset.cursor !== c, oldCursor);
+  check("a click on the chart moves the cursor", true);
+  await page.screenshot({ path: `${outDir}/view-cursor.png`, fullPage: true });
+
+  // the flame graph of what was never freed
+  await page.selectOption("#fmode", "leaked");
+  await until(page, () => document.getElementById("ftotal").textContent.startsWith("3.00 MiB"));
+  check("flame of what was never freed: 3.00 MiB", true);
+  await page.screenshot({ path: `${outDir}/view-leaked.png`, fullPage: true });
+
+  check("no error in the page", errors.length === 0, errors.join(" | "));
+  const times = await page.evaluate(() => Object.fromEntries(
+    ["first-view", "zoom", "cursor"].map((n) => [n, performance.getEntriesByName(n).map((e) => Math.round(e.duration))])));
+  console.log(`times (ms): ${JSON.stringify(times)}`);
+} finally {
+  await browser.close();
+}
+console.log(`${checks - fails}/${checks} checks passed`);
+process.exit(fails ? 1 : 0);

@@ -91,10 +91,7 @@ static int on_malloc(struct loader *L, int64_t ts, int64_t proc, int64_t layer, 
     struct ms_vtrack *tr = &m->tracks[t];
     tr->allocs++;
     tr->alloc_bytes += size;
-    int rc = track_push(tr, ts, size);
-    if (rc == 0 && !tr->reserve)
-        rc = track_push(&m->tracks[0], ts, size);
-    return rc;
+    return track_push(tr, ts, size);
 }
 
 static int on_free(struct loader *L, int64_t ts, int64_t alloc_id)
@@ -106,10 +103,7 @@ static int on_free(struct loader *L, int64_t ts, int64_t alloc_id)
     struct ms_vblock *b = &L->m->blocks[i];
     b->free_ns = ts;
     struct ms_vtrack *tr = &L->m->tracks[b->track];
-    int rc = track_push(tr, ts, -b->size);
-    if (rc == 0 && !tr->reserve)
-        rc = track_push(&L->m->tracks[0], ts, -b->size);
-    return rc;
+    return track_push(tr, ts, -b->size);
 }
 
 static int on_annotation(struct loader *L, int kind, int64_t ts, int64_t proc, const char *name,
@@ -223,6 +217,46 @@ static int read_owners(struct loader *L, char *err, size_t errlen)
     return rc;
 }
 
+/* Track 0, the total of the memory tracks: the one memory track's own arrays when there is one
+ * (most runs: no copy), else their changes merged in time order. */
+static int build_total(struct ms_view_model *m)
+{
+    struct ms_vtrack *tot = &m->tracks[0];
+    size_t mem[MAX_TRACKS], k = 0, n = 0;
+    for (size_t i = 1; i < m->ntracks; i++)
+        if (!m->tracks[i].reserve) {
+            mem[k++] = i;
+            n += m->tracks[i].n;
+        }
+    if (k == 1) {
+        const struct ms_vtrack *one = &m->tracks[mem[0]];
+        tot->ts = one->ts;
+        tot->live = one->live;
+        tot->n = one->n;
+        tot->peak = one->peak;
+        tot->peak_ns = one->peak_ns;
+        tot->alias = 1;
+        return 0;
+    }
+    size_t pos[MAX_TRACKS] = {0};
+    int64_t prev[MAX_TRACKS] = {0};
+    for (size_t done = 0; done < n; done++) {
+        size_t best = k;
+        for (size_t j = 0; j < k; j++) {
+            const struct ms_vtrack *tr = &m->tracks[mem[j]];
+            if (pos[j] < tr->n &&
+                (best == k || tr->ts[pos[j]] < m->tracks[mem[best]].ts[pos[best]]))
+                best = j;
+        }
+        const struct ms_vtrack *tr = &m->tracks[mem[best]];
+        int64_t delta = tr->live[pos[best]] - prev[best];
+        prev[best] = tr->live[pos[best]];
+        if (track_push(tot, tr->ts[pos[best]++], delta) < 0)
+            return MS_ENOMEM;
+    }
+    return 0;
+}
+
 static int build_chunks(struct ms_vtrack *tr)
 {
     size_t nc = (tr->n + MS_VIEW_CHUNK - 1) / MS_VIEW_CHUNK;
@@ -296,6 +330,9 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
         rc = read_events(&L, err, errlen);
     if (rc == 0)
         rc = read_owners(&L, err, errlen);
+    ms_u64map_release(&L.open);
+    if (rc == 0)
+        rc = build_total(m);
     for (size_t i = 0; rc == 0 && i < m->ntracks; i++)
         rc = build_chunks(&m->tracks[i]);
     if (rc == 0)
@@ -319,8 +356,10 @@ void ms_view_model_release(struct ms_view_model *m)
     if (!m)
         return;
     for (size_t i = 0; m->tracks && i < m->ntracks; i++) {
-        free(m->tracks[i].ts);
-        free(m->tracks[i].live);
+        if (!m->tracks[i].alias) {
+            free(m->tracks[i].ts);
+            free(m->tracks[i].live);
+        }
         free(m->tracks[i].cmin);
         free(m->tracks[i].cmax);
     }

@@ -3,7 +3,8 @@
  * Built once from a database (compact: its traces replayed; full: its events table), then only
  * read, by any number of server threads at once. Workload: up to tens of millions of events.
  * A MALLOC/FREE pair costs one block (48 bytes) and two changes of live bytes (16 bytes each):
- * about 40 bytes per event, 400 MB for 10M events. Every query costs at most one pass over the
+ * about 40 bytes per event (the total of several memory tracks adds 16 per event), 400 MB for
+ * 10M events. Every query costs at most one pass over the
  * blocks, or a binary search plus a bounded scan of one track's changes per pixel. */
 #ifndef MS_VIEW_MODEL_H
 #define MS_VIEW_MODEL_H
@@ -30,6 +31,7 @@ struct ms_vtrack {
     int64_t process_id, pid, layer;
     char layer_name[32];
     int reserve; /* a region pools carve blocks from: not added to the total */
+    int alias;   /* ts and live are another track's (the total of a single memory track) */
     int64_t *ts, *live;
     size_t n, cap;
     int64_t *cmin, *cmax; /* per chunk of MS_VIEW_CHUNK changes */

@@ -136,6 +136,10 @@ async function loadSeries() {
       draw: [drawMarks],
     },
   };
+  if (plot && plot.series.length === series.length) {
+    plot.setData(data); // the same series over a new window: no new chart
+    return;
+  }
   if (plot) plot.destroy();
   plot = new uPlot(opts, data, $("chart"));
   plot.over.addEventListener("click", (e) => {
@@ -346,7 +350,10 @@ async function start() {
   performance.mark("first-view-end");
   performance.measure("first-view", "start", "first-view-end");
   document.body.dataset.ready = "1";
-  window.addEventListener("resize", () => { loadSeries().catch(showError); drawFlame(); });
+  window.addEventListener("resize", () => {
+    if (plot) plot.setSize({ width: chartWidth(), height: 280 });
+    drawFlame();
+  });
 }
 
 start().catch(showError);

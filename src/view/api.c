@@ -564,22 +564,39 @@ static int fadd(struct flame *f, const char *text, int64_t bytes)
     return 0;
 }
 
-static void fjson(struct ms_json *j, const struct flame *f, uint32_t i, int64_t min, char *buf)
+/* The tree as a flat array in pre-order: {"n": name, "v": bytes, "p": parent index} (-1 for the
+ * root), nodes under min bytes left out with their subtrees. Flat, so that a deep stack needs
+ * no deep nesting (the JSON writer nests 63 levels at most). */
+static void fjson(struct ms_json *j, const struct flame *f, int64_t min)
 {
-    ms_json_begin_object(j, NULL);
-    size_t l = f->n[i].len < 1023 ? f->n[i].len : 1023;
-    memcpy(buf, f->n[i].name, l);
-    buf[l] = 0;
-    ms_json_str(j, "n", buf);
-    ms_json_int(j, "v", f->n[i].value);
-    if (f->n[i].child) {
-        ms_json_begin_array(j, "c");
-        for (uint32_t c = f->n[i].child; c; c = f->n[c].next)
-            if (f->n[c].value >= min)
-                fjson(j, f, c, min, buf);
-        ms_json_end_array(j);
+    char buf[1024];
+    uint32_t *todo = malloc(f->count * sizeof *todo), *index = malloc(f->count * sizeof *index);
+    int32_t *parent = malloc(f->count * sizeof *parent);
+    if (!todo || !index || !parent) {
+        free(todo), free(index), free(parent);
+        return; /* an empty array: the page says there is nothing to draw */
     }
-    ms_json_end_object(j);
+    size_t n = 0, out = 0;
+    todo[n++] = 0;
+    parent[0] = -1;
+    while (n) {
+        uint32_t i = todo[--n];
+        index[i] = (uint32_t)out++;
+        size_t l = f->n[i].len < sizeof buf - 1 ? f->n[i].len : sizeof buf - 1;
+        memcpy(buf, f->n[i].name, l);
+        buf[l] = 0;
+        ms_json_begin_object(j, NULL);
+        ms_json_str(j, "n", buf);
+        ms_json_int(j, "v", f->n[i].value);
+        ms_json_int(j, "p", parent[i] < 0 ? -1 : (long long)index[parent[i]]);
+        ms_json_end_object(j);
+        for (uint32_t c = f->n[i].child; c; c = f->n[c].next)
+            if (f->n[c].value >= min) {
+                parent[c] = (int32_t)i;
+                todo[n++] = c;
+            }
+    }
+    free(todo), free(index), free(parent);
 }
 
 /* mode live (at t), alloc (allocated in [t0, t1)), leaked (never freed) or peak (live at the
@@ -627,14 +644,13 @@ static int flame(struct ms_view *v, struct req *r, struct ms_json *j)
     if (rc == 0 && other)
         rc = fadd(&f, "\n(other stacks)\n\x1f\n", other);
     if (rc == 0) {
-        char buf[1024];
         ms_json_begin_object(j, NULL);
         if (mode == 0)
             ms_json_int(j, "t", at - r->origin);
         ms_json_int(j, "total", total);
         ms_json_int(j, "stacks", (long long)n);
-        ms_json_begin_array(j, "root");
-        fjson(j, &f, 0, total / 5000 > 0 ? total / 5000 : 1, buf);
+        ms_json_begin_array(j, "nodes");
+        fjson(j, &f, total / 5000 > 0 ? total / 5000 : 1);
         ms_json_end_array(j);
         ms_json_end_object(j);
     }

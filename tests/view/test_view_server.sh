@@ -48,7 +48,12 @@ check_known() { # WHAT
     get "/api/flame?mode=peak" >/dev/null
     assert_eq "$1: flame at the peak: total" "$((11 * MIB))" "$(js 'd["total"]')"
     assert_eq "$1: flame at the peak: the activations node" "$((8 * MIB))" \
-        "$(js 'sum(n["v"] for n in (lambda f: f(f, d["root"][0]))(lambda f, n: [n] + [x for c in n.get("c", []) for x in f(f, c)]) if n["n"].startswith("activations"))')"
+        "$(js 'sum(n["v"] for n in d["nodes"] if n["n"].startswith("activations"))')"
+    get "/api/flame?mode=alloc" >/dev/null
+    assert_eq "$1: flame of every allocation: 11 MiB and deep()'s 4 KiB" "$((11 * MIB + 4096))" "$(js 'd["total"]')"
+    # the deepest chain: deep()'s stack, as deep as the recorded depth (32 frames) allows
+    assert_eq "$1: flame of every allocation: the deepest chain of nodes, root to leaf" 33 \
+        "$(js 'max((lambda f: f(f, i))(lambda f, k: 1 if d["nodes"][k]["p"] < 0 else 1 + f(f, d["nodes"][k]["p"])) for i in range(len(d["nodes"])))')"
     get "/api/flame?mode=leaked" >/dev/null
     assert_eq "$1: flame of what was never freed" "$((3 * MIB))" "$(js 'd["total"]')"
     get "/api/series?n=50" >/dev/null

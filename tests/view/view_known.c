@@ -1,7 +1,9 @@
 /* view_known.c: the viewer's known-answer program. Without stdio or any other allocation of
  * its own, it allocates three 1 MiB "weights" (never freed), then an 8 MiB "activations" block
  * (freed), so the run's peak is exactly 11 MiB, reached when activations() allocates, and
- * 3 MiB in 3 blocks are never freed, all from weights(); four steps are marked between. */
+ * 3 MiB in 3 blocks are never freed, all from weights(); four steps are marked between. First
+ * deep() recurses 40 calls down and allocates and frees 4 KiB there: a stack as deep as the
+ * recorded depth allows. */
 #include "memscope.h"
 
 #include <stdlib.h>
@@ -24,8 +26,21 @@ __attribute__((noinline)) static void *activations(void)
     return p;
 }
 
+__attribute__((noinline)) static int deep(int n)
+{
+    if (n == 0) {
+        void *p = malloc(4096);
+        memset(p, 3, 4096);
+        free(p);
+        return 0;
+    }
+    return deep(n - 1) + 1; /* not a tail call: every level keeps its frame */
+}
+
 int main(void)
 {
+    if (deep(40) != 40)
+        return 1;
     memscope_step();
     weights();
     memscope_step();

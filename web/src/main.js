@@ -248,7 +248,11 @@ async function loadFlame() {
   if (mode === "live") params.t = state.cursor;
   if (mode === "alloc") { params.t0 = state.win[0]; params.t1 = state.win[1]; }
   const r = await api("flame", params);
-  state.flameRoot = r.root[0];
+  // the nodes come flat in pre-order with their parent's index: the tree again
+  const nodes = r.nodes.map((x) => ({ n: x.n, v: x.v }));
+  r.nodes.forEach((x, i) => { if (x.p >= 0) (nodes[x.p].c ||= []).push(nodes[i]); });
+  for (const x of nodes) if (x.c) x.c.sort((a, b) => b.v - a.v);
+  state.flameRoot = nodes[0] || { n: "all", v: 0 };
   state.flameTop = state.flameRoot;
   $("ftotal").textContent = `${bytes(r.total)} in ${r.stacks.toLocaleString("en")} stacks`;
   drawFlame();

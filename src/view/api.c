@@ -189,7 +189,7 @@ static int64_t tnum(struct req *r, const char *name, int64_t def)
 /* 1 when block b counts for track t (0: every memory layer; else that track only). */
 static int in_track(const struct ms_view *v, const struct ms_vblock *b, int64_t t)
 {
-    return t ? b->track == (uint32_t)t : !v->m.tracks[b->track].reserve;
+    return t ? ms_vblock_track(b) == (uint32_t)t : !v->m.tracks[ms_vblock_track(b)].reserve;
 }
 
 /* ---- Answers -------------------------------------------------------------------------------- */
@@ -277,7 +277,8 @@ static int summary(struct ms_view *v, struct req *r, struct ms_json *j)
     ms_json_int(j, "peak_ns", m->total_peak_ns - m->t0);
     int64_t leaked = 0, nleaked = 0;
     for (size_t i = 0; i < m->nblocks; i++)
-        if (m->blocks[i].free_ns == INT64_MAX && !m->tracks[m->blocks[i].track].reserve) {
+        if (m->blocks[i].free_ns == INT64_MAX &&
+            !m->tracks[ms_vblock_track(&m->blocks[i])].reserve) {
             leaked += m->blocks[i].size;
             nleaked++;
         }
@@ -381,8 +382,7 @@ static void block_json(struct ms_view *v, struct ms_json *j, size_t i, int64_t o
     stack_site(v, k->stack_id, site, sizeof site);
     ms_json_begin_object(j, NULL);
     ms_json_int(j, "id", (long long)i);
-    ms_json_int(j, "allocation_id", k->allocation_id);
-    ms_json_int(j, "track", k->track);
+    ms_json_int(j, "track", ms_vblock_track(k));
     ms_json_int(j, "size", k->size);
     ms_json_int(j, "alloc_ns", k->alloc_ns - origin);
     if (k->free_ns == INT64_MAX)
@@ -391,8 +391,8 @@ static void block_json(struct ms_view *v, struct ms_json *j, size_t i, int64_t o
         ms_json_int(j, "free_ns", k->free_ns - origin);
     ms_json_int(j, "stack_id", k->stack_id);
     ms_json_str(j, "site", site);
-    ms_json_str(j, "owner",
-                k->owner_id && k->owner_id < v->nowners ? v->owners[k->owner_id] : NULL);
+    uint32_t owner = ms_vblock_owner(k);
+    ms_json_str(j, "owner", owner && owner < v->nowners ? v->owners[owner] : NULL);
     ms_json_end_object(j);
 }
 
@@ -682,7 +682,7 @@ static int owners(struct ms_view *v, struct req *r, struct ms_json *j)
         const struct ms_vblock *k = &m->blocks[i];
         if (!ms_vblock_live_at(k, at) || !in_track(v, k, track))
             continue;
-        size_t o = k->owner_id < no ? k->owner_id : 0;
+        size_t o = ms_vblock_owner(k) < no ? ms_vblock_owner(k) : 0;
         sum[o][0] = (int64_t)o;
         sum[o][1] += k->size;
         sum[o][2]++;

@@ -15,11 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_TRACKS 256
+#define MAX_TRACKS MS_VIEW_MAX_TRACKS
+#define MAX_OWNER ((1u << 24) - 1)
 
 struct loader {
     struct ms_view_model *m;
-    struct ms_u64map open; /* allocation_id -> block index (uint32) of blocks not yet freed */
+    struct ms_u64map open;   /* allocation_id -> block index (uint32) of blocks not yet freed */
+    struct ms_u64map owners; /* allocation_id -> owner id (uint32): the blocks table's, the
+                                last a tag gave (a MALLOC row has the owner at that time) */
     struct ms_layer_set layers;
     int64_t live_total;
     size_t last_track;
@@ -76,15 +79,17 @@ static int on_malloc(struct loader *L, int64_t ts, int64_t proc, int64_t layer, 
     if (m->nblocks >= UINT32_MAX || ms_grow((void **)&m->blocks, &m->capblocks, m->nblocks,
                                             sizeof *m->blocks, 4096, MS_GROW_MAX) < 0)
         return MS_ENOMEM;
+    uint32_t tagged;
+    if (alloc_id && ms_u64map_get32(&L->owners, (uint64_t)alloc_id, &tagged))
+        owner_id = tagged;
     struct ms_vblock *b = &m->blocks[m->nblocks];
     *b = (struct ms_vblock){
         .alloc_ns = ts,
         .free_ns = INT64_MAX,
         .size = size,
-        .allocation_id = alloc_id,
         .stack_id = stack_id > 0 && stack_id <= UINT32_MAX ? (uint32_t)stack_id : 0,
-        .owner_id = owner_id > 0 && owner_id <= UINT32_MAX ? (uint32_t)owner_id : 0,
-        .track = (uint32_t)t};
+        .owner_track =
+            (owner_id > 0 && owner_id <= MAX_OWNER ? (uint32_t)owner_id : 0) << 8 | (uint32_t)t};
     if (alloc_id && ms_u64map_set32(&L->open, (uint64_t)alloc_id, (uint32_t)m->nblocks) < 0)
         return MS_ENOMEM;
     m->nblocks++;
@@ -102,8 +107,7 @@ static int on_free(struct loader *L, int64_t ts, int64_t alloc_id)
     ms_u64map_del(&L->open, (uint64_t)alloc_id, NULL);
     struct ms_vblock *b = &L->m->blocks[i];
     b->free_ns = ts;
-    struct ms_vtrack *tr = &L->m->tracks[b->track];
-    return track_push(tr, ts, -b->size);
+    return track_push(&L->m->tracks[ms_vblock_track(b)], ts, -b->size);
 }
 
 static int on_annotation(struct loader *L, int kind, int64_t ts, int64_t proc, const char *name,
@@ -182,38 +186,29 @@ static int read_events(struct loader *L, char *err, size_t errlen)
     return rc;
 }
 
-/* The blocks table's owner is the last one a tag gave (a MALLOC row has the owner then). */
+/* The blocks table's owners (the last one a tag gave each block), before the events: only the
+ * blocks with an owner take room. */
 static int read_owners(struct loader *L, char *err, size_t errlen)
 {
-    struct ms_view_model *m = L->m;
-    struct ms_u64map idx;
-    ms_u64map_init(&idx, sizeof(uint32_t), MS_U64MAP_MAX);
-    for (size_t i = 0; i < m->nblocks; i++)
-        if (m->blocks[i].allocation_id &&
-            ms_u64map_set32(&idx, (uint64_t)m->blocks[i].allocation_id, (uint32_t)i) < 0) {
-            ms_u64map_release(&idx);
-            snprintf(err, errlen, "%s", ms_strerror(MS_ENOMEM));
-            return MS_ENOMEM;
-        }
+    sqlite3 *db = L->m->db;
     sqlite3_stmt *st;
     int rc = 0;
-    if (sqlite3_prepare_v2(m->db,
+    if (sqlite3_prepare_v2(db,
                            "SELECT allocation_id, owner_id FROM blocks WHERE owner_id IS NOT "
                            "NULL",
                            -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "blocks: %s", sqlite3_errmsg(m->db));
-        rc = MS_EDB;
-    } else {
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            uint32_t i;
-            int64_t owner = sqlite3_column_int64(st, 1);
-            if (ms_u64map_get32(&idx, (uint64_t)sqlite3_column_int64(st, 0), &i) && owner > 0 &&
-                owner <= UINT32_MAX)
-                m->blocks[i].owner_id = (uint32_t)owner;
-        }
-        sqlite3_finalize(st);
+        snprintf(err, errlen, "blocks: %s", sqlite3_errmsg(db));
+        return MS_EDB;
     }
-    ms_u64map_release(&idx);
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        int64_t owner = sqlite3_column_int64(st, 1);
+        if (owner > 0 && owner <= MAX_OWNER)
+            rc =
+                ms_u64map_set32(&L->owners, (uint64_t)sqlite3_column_int64(st, 0), (uint32_t)owner);
+    }
+    sqlite3_finalize(st);
+    if (rc)
+        snprintf(err, errlen, "blocks: %s", ms_strerror(rc));
     return rc;
 }
 
@@ -313,6 +308,7 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
     struct ms_analyze_opts o;
     ms_analyze_opts_init(&o);
     ms_u64map_init(&L.open, sizeof(uint32_t), MS_U64MAP_MAX);
+    ms_u64map_init(&L.owners, sizeof(uint32_t), MS_U64MAP_MAX);
     m->tracks = calloc(MAX_TRACKS, sizeof *m->tracks);
     if (!m->tracks) {
         rc = MS_ENOMEM;
@@ -324,13 +320,14 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
         snprintf(err, errlen, "pools: %s", sqlite3_errmsg(m->db));
         goto fail;
     }
+    if ((rc = read_owners(&L, err, errlen)) < 0)
+        goto fail;
     if (ms_store_is_compact(m->db))
         rc = ms_store_replay(path, on_replayed, &L, err, errlen);
     else
         rc = read_events(&L, err, errlen);
-    if (rc == 0)
-        rc = read_owners(&L, err, errlen);
     ms_u64map_release(&L.open);
+    ms_u64map_release(&L.owners);
     if (rc == 0)
         rc = build_total(m);
     for (size_t i = 0; rc == 0 && i < m->ntracks; i++)
@@ -347,6 +344,7 @@ fail:
     if (!*err)
         snprintf(err, errlen, "%s", ms_strerror(rc));
     ms_u64map_release(&L.open);
+    ms_u64map_release(&L.owners);
     ms_view_model_release(m);
     return rc;
 }

@@ -2,8 +2,8 @@
  *
  * Built once from a database (compact: its traces replayed; full: its events table), then only
  * read, by any number of server threads at once. Workload: up to tens of millions of events.
- * A MALLOC/FREE pair costs one block (48 bytes) and two changes of live bytes (16 bytes each):
- * about 40 bytes per event (the total of several memory tracks adds 16 per event), 400 MB for
+ * A MALLOC/FREE pair costs one block (32 bytes) and two changes of live bytes (16 bytes each):
+ * about 32 bytes per event (the total of several memory tracks adds 16 per event), 320 MB for
  * 10M events. Every query costs at most one pass over the
  * blocks, or a binary search plus a bounded scan of one track's changes per pixel. */
 #ifndef MS_VIEW_MODEL_H
@@ -13,15 +13,25 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* One allocation: alloc_ns..free_ns (INT64_MAX: never freed), in one track. */
+/* One allocation: alloc_ns..free_ns (INT64_MAX: never freed), in one track. 32 bytes: the owner
+ * id (below 2^24) and the track (below MS_VIEW_MAX_TRACKS) share a word. */
+#define MS_VIEW_MAX_TRACKS 256
 struct ms_vblock {
     int64_t alloc_ns, free_ns;
     int64_t size;
-    int64_t allocation_id;
-    uint32_t stack_id, owner_id;
-    uint32_t track;
-    uint32_t pad;
+    uint32_t stack_id;
+    uint32_t owner_track; /* owner id << 8 | track */
 };
+
+static inline uint32_t ms_vblock_owner(const struct ms_vblock *b)
+{
+    return b->owner_track >> 8;
+}
+
+static inline uint32_t ms_vblock_track(const struct ms_vblock *b)
+{
+    return b->owner_track & 0xff;
+}
 
 /* A track: one (process, layer), with its live bytes after each of its MALLOC/FREE events
  * (ts ascending) and a min/max of every CHUNK changes, so that a window's extremes cost a

@@ -1,11 +1,12 @@
 #!/bin/bash
 # test_view_server.sh: `memscope view`'s server, with curl. On view_known.c's run (peak exactly
-# 11 MiB at activations(), 3 MiB in 3 blocks never freed from weights(), steps 1..4): the
-# queries' exact answers, compact database and full database alike; the token (401 without,
-# 403 wrong; a cookie after the first page), a foreign Host header (403), paths that try to
-# leave the embedded assets (404), malformed and out-of-range parameters (400 with a JSON
-# error), other methods (405); a file that is not a memscope database and a truncated
-# database: a clear error and exit status 1 before anything listens; Ctrl-C: exit status 0.
+# 11 MiB at activations(), 3 MiB in 3 blocks never freed from weights(), steps 1..4, owners
+# "weight" and "activation", a 33-frame stack): the queries' exact answers, compact database
+# and full database alike; the token (401 without, 403 wrong; a cookie after the first page), a
+# foreign Host header (403), paths that try to leave the embedded assets (404), malformed and
+# out-of-range parameters (400 with a JSON error), other methods (405); a file that is not a
+# memscope database and a truncated database: a clear error and exit status 1 before anything
+# listens; Ctrl-C: exit status 0.
 . "$(dirname "$0")/view_lib.sh"
 command -v curl >/dev/null || { echo "SKIP: curl missing"; exit 77; }
 if "$MEMSCOPE" view 2>&1 | grep -q "built without libmicrohttpd"; then
@@ -60,8 +61,11 @@ check_known() { # WHAT
     assert_eq "$1: series: the total's maximum is the peak" "$((11 * MIB))" \
         "$(js 'max(d["tracks"][0]["max"])')"
     get "/api/owners?t=$peak" >/dev/null
-    assert_eq "$1: owners at the peak: all bytes, no owner" "$((11 * MIB)) (no owner)" \
-        "$(js 'd["total"], d["owners"][0]["owner"]' | tr -d "(),'" | sed 's/no owner/(no owner)/')"
+    assert_eq "$1: owners at the peak: total, then owner=bytes/blocks" \
+        "$((11 * MIB)) activation=$((8 * MIB))/1 weight=$((3 * MIB))/3" \
+        "$(js '" ".join([str(d["total"])] + ["%s=%d/%d" % (o["owner"], o["bytes"], o["blocks"]) for o in d["owners"]])')"
+    get "/api/blocks?t=$peak&limit=1" >/dev/null
+    assert_eq "$1: the largest block's owner" "activation" "$(js 'd["blocks"][0]["owner"]')"
 }
 
 view_start "$TMP/known.db"

@@ -47,6 +47,9 @@ try {
   const leak0 = await text("#leaksites tbody tr:first-child");
   check("the site never freed is weights(), 3.00 MiB", /^3\.00 MiB\s*weights \(/.test(leak0), leak0);
   check("the cursor starts at the peak: 4 blocks live, 11.0 MiB", (await text("#bcount")) === "4 live, 11.0 MiB", await text("#bcount"));
+  const own = await text("#owners tbody");
+  check("owners at the cursor: activation 8.00 MiB, weight 3.00 MiB",
+    /^activation\s*8\.00 MiB\s*1\s*weight\s*3\.00 MiB\s*3$/.test(own), own);
   const nodes = Number(await page.getAttribute("body", "data-flame-nodes"));
   check("the flame graph draws its nodes", nodes >= 4, nodes);
 

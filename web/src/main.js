@@ -212,7 +212,7 @@ async function loadBlocks() {
     tr.onclick = () => {
       for (const x of tb.querySelectorAll("tr.sel")) x.classList.remove("sel");
       tr.classList.add("sel");
-      showStack(b.stack_id, `${bytes(b.size)} block #${b.allocation_id}, allocated at ${rel(b.alloc_ns)}, freed ${b.free_ns === null ? "never" : "at " + rel(b.free_ns)}`);
+      showStack(b.stack_id, `${bytes(b.size)} block, allocated at ${rel(b.alloc_ns)}, freed ${b.free_ns === null ? "never" : "at " + rel(b.free_ns)}`);
     };
     tb.append(tr);
   }

@@ -90,6 +90,7 @@ void ms_view_release(struct ms_view *v)
     for (size_t i = 0; i < v->nowners; i++)
         free(v->owners[i]);
     free(v->owners);
+    free(v->live_idx);
     ms_u64map_release(&v->stack_idx);
     memset(v, 0, sizeof *v);
 }
@@ -192,6 +193,28 @@ static int in_track(const struct ms_view *v, const struct ms_vblock *b, int64_t 
     return t ? ms_vblock_track(b) == (uint32_t)t : !v->m.tracks[ms_vblock_track(b)].reserve;
 }
 
+/* The blocks live at t in track (cached: see struct ms_view). 0 or MS_ENOMEM. */
+static int live_set(struct ms_view *v, int64_t t, int64_t track)
+{
+    if (v->live_ok && v->live_t == t && v->live_track == track)
+        return 0;
+    v->live_ok = 0;
+    v->live_n = 0;
+    for (size_t i = 0; i < v->m.nblocks; i++) {
+        const struct ms_vblock *k = &v->m.blocks[i];
+        if (!ms_vblock_live_at(k, t) || !in_track(v, k, track))
+            continue;
+        if (ms_grow((void **)&v->live_idx, &v->live_cap, v->live_n, sizeof *v->live_idx, 1024,
+                    UINT32_MAX) < 0)
+            return MS_ENOMEM;
+        v->live_idx[v->live_n++] = (uint32_t)i;
+    }
+    v->live_t = t;
+    v->live_track = track;
+    v->live_ok = 1;
+    return 0;
+}
+
 /* ---- Answers -------------------------------------------------------------------------------- */
 
 static void track_json(struct ms_json *j, const struct ms_vtrack *tr, size_t id, int64_t origin)
@@ -230,12 +253,14 @@ static struct site_sum *sum_by_stack(struct ms_view *v, int mode, int64_t a, int
     struct ms_u64map sums;
     ms_u64map_init(&sums, sizeof(struct site_sum), MS_U64MAP_MAX);
     *total = 0;
-    for (size_t i = 0; i < v->m.nblocks; i++) {
-        const struct ms_vblock *k = &v->m.blocks[i];
-        int take = mode == 0   ? ms_vblock_live_at(k, a)
-                   : mode == 1 ? k->alloc_ns >= a && k->alloc_ns < b
-                               : k->free_ns == INT64_MAX;
-        if (!take || !in_track(v, k, track))
+    if (mode == 0 && live_set(v, a, track) < 0)
+        return NULL;
+    size_t count = mode == 0 ? v->live_n : v->m.nblocks;
+    for (size_t q = 0; q < count; q++) {
+        const struct ms_vblock *k = &v->m.blocks[mode == 0 ? v->live_idx[q] : q];
+        int take = mode == 0 ||
+                   (mode == 1 ? k->alloc_ns >= a && k->alloc_ns < b : k->free_ns == INT64_MAX);
+        if (!take || (mode != 0 && !in_track(v, k, track)))
             continue;
         struct site_sum *s = ms_u64map_put(&sums, k->stack_id, NULL);
         if (!s) {
@@ -449,9 +474,15 @@ static int blocks(struct ms_view *v, struct req *r, struct ms_json *j)
         return MS_ENOMEM;
     size_t n = 0;
     int64_t count = 0, bytes = 0;
-    for (size_t i = 0; i < m->nblocks; i++) {
+    if (at != INT64_MIN && live_set(v, at, track) < 0) {
+        free(h);
+        return MS_ENOMEM;
+    }
+    size_t all = at != INT64_MIN ? v->live_n : m->nblocks;
+    for (size_t q = 0; q < all; q++) {
+        size_t i = at != INT64_MIN ? v->live_idx[q] : q;
         const struct ms_vblock *k = &m->blocks[i];
-        if (k->alloc_ns >= b || k->free_ns <= a || !in_track(v, k, track))
+        if (at == INT64_MIN && (k->alloc_ns >= b || k->free_ns <= a || !in_track(v, k, track)))
             continue;
         count++;
         bytes += k->size;
@@ -678,10 +709,12 @@ static int owners(struct ms_view *v, struct req *r, struct ms_json *j)
     if (!sum)
         return MS_ENOMEM;
     int64_t total = 0;
-    for (size_t i = 0; i < m->nblocks; i++) {
-        const struct ms_vblock *k = &m->blocks[i];
-        if (!ms_vblock_live_at(k, at) || !in_track(v, k, track))
-            continue;
+    if (live_set(v, at, track) < 0) {
+        free(sum);
+        return MS_ENOMEM;
+    }
+    for (size_t q = 0; q < v->live_n; q++) {
+        const struct ms_vblock *k = &m->blocks[v->live_idx[q]];
         size_t o = ms_vblock_owner(k) < no ? ms_vblock_owner(k) : 0;
         sum[o][0] = (int64_t)o;
         sum[o][1] += k->size;

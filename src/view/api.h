@@ -19,6 +19,12 @@ struct ms_view {
     char **owners; /* owner id -> label (index = id), loaded with the model */
     size_t nowners;
     char command[1024]; /* the traced command line, from meta */
+    /* The blocks live at live_t in live_track (indexes, ascending): the last time asked for.
+     * A cursor move asks blocks, owners and the flame graph at one time: one pass for all. */
+    uint32_t *live_idx;
+    size_t live_n, live_cap;
+    int64_t live_t, live_track;
+    int live_ok;
 };
 
 /* Loads the model of the database at path and the owner labels. 0, or a negative code with

@@ -43,6 +43,10 @@ check_known() { # WHAT
         "$(js 'd["count"], d["bytes"], d["blocks"][0]["size"]' | tr -d '(),')"
     local sid
     sid=$(js 'd["blocks"][0]["stack_id"]')
+    get "/api/blocks?limit=3" >/dev/null
+    assert_eq "$1: blocks alive at some time in the whole run: count, bytes, the three largest" \
+        "5 $((11 * MIB + 4096)) $((8 * MIB)) $MIB $MIB" \
+        "$(js '" ".join(map(str, [d["count"], d["bytes"]] + [b["size"] for b in d["blocks"]]))')"
     get "/api/stack?id=$sid" >/dev/null
     assert_match "$1: the largest block's stack: activations, then main" "^activations .*\|main " \
         "$(js '"|".join(d["c"])')"

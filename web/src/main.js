@@ -77,7 +77,7 @@ function renderSummary() {
     tb.textContent = "";
     for (const r of rows) {
       const tr = el("tr", { class: "row" });
-      tr.append(el("td", { class: "num" }, bytes(r.bytes)), el("td", { class: "site" }, r.site));
+      tr.append(el("td", { class: "num" }, bytes(r.bytes)), el("td", { class: "site", title: r.site }, r.site));
       tr.onclick = () => showStack(r.stack_id, r.site);
       tb.append(tr);
     }
@@ -201,13 +201,13 @@ async function setCursor(t) {
 }
 
 async function loadBlocks() {
-  const r = await api("blocks", { t: state.cursor, limit: 200 });
+  const r = await api("blocks", { t: state.cursor, limit: 100 });
   $("bcount").textContent = `${r.count.toLocaleString("en")} live, ${bytes(r.bytes)}`;
   const tb = $("blocks").tBodies[0];
   tb.textContent = "";
   for (const b of r.blocks) {
     const tr = el("tr", { class: "row", "data-stack": b.stack_id });
-    tr.append(el("td", { class: "num" }, bytes(b.size)), el("td", { class: "site" }, b.site),
+    tr.append(el("td", { class: "num" }, bytes(b.size)), el("td", { class: "site", title: b.site }, b.site),
       el("td", {}, b.owner || ""), el("td", { class: "num" }, rel(b.alloc_ns)), el("td", { class: "num" }, rel(b.free_ns)));
     tr.onclick = () => {
       for (const x of tb.querySelectorAll("tr.sel")) x.classList.remove("sel");
@@ -264,6 +264,8 @@ function depthOf(n) {
   return d + 1;
 }
 
+let flameWidth = 0;
+
 // The rectangles of the flame graph: [x, y, w, node], the drawn top node across the width.
 let rects = [];
 
@@ -271,7 +273,7 @@ function drawFlame() {
   const cv = $("flame");
   const top = state.flameTop;
   if (!top) return;
-  const w = cv.clientWidth;
+  const w = flameWidth || (flameWidth = cv.clientWidth); // read once: no layout per redraw
   const h = Math.max(120, Math.min(depthOf(top), 60) * ROW + 4);
   cv.style.height = h + "px";
   cv.width = w * devicePixelRatio;
@@ -356,6 +358,7 @@ async function start() {
   document.body.dataset.ready = "1";
   window.addEventListener("resize", () => {
     if (plot) plot.setSize({ width: chartWidth(), height: 280 });
+    flameWidth = 0;
     drawFlame();
   });
 }

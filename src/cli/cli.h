@@ -11,6 +11,7 @@ int cmd_analyze(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_view(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 /* msMemScope's `--compare --input-path=A,B` (cmd_compare.c): argv[0] is memscope's. */
 int cmd_compare_ms(int argc, char **argv);
 #ifdef MEMSCOPE_HAVE_SNAPSHOT

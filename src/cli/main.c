@@ -61,6 +61,7 @@ static const char usage[] =
     "       memscope analyze KIND|all|list run.db [options]   (memscope analyze --help)\n"
     "       memscope plot run.db [-o mem.svg] [--layer=NAME]   (live bytes over time)\n"
     "       memscope view run.db [--port N]               (the viewer, in a browser)\n"
+    "       memscope report run.db [-o run.html]          (the viewer as one HTML file)\n"
     "       memscope --compare --input-path=A.db,B.db [-o DIR]  (two runs, msMemScope's form)\n"
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
     "       memscope snapshot FILE [--json] [-o run.db] [--state-at N]\n"
@@ -75,7 +76,7 @@ static const struct command {
 } commands[] = {
     {"run", cmd_run},           {"import", cmd_import}, {"export", cmd_export},
     {"analyze", cmd_analyze},   {"pack", cmd_pack},     {"plot", cmd_plot},
-    {"view", cmd_view},
+    {"view", cmd_view},         {"report", cmd_report},
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
     {"snapshot", cmd_snapshot},
 #endif

@@ -146,6 +146,8 @@ static const char *stack_text(struct ms_view *v, uint32_t id)
 /* The first line of a stack's text: its call site. Writes at most len bytes. */
 static void stack_site(struct ms_view *v, uint32_t id, char *out, size_t len)
 {
+    if (v->seen_stacks && id)
+        ms_u64map_put(v->seen_stacks, id, NULL); /* out of memory: the report lacks a stack */
     const char *t = stack_text(v, id);
     const char *nl = strchr(t, '\n');
     snprintf(out, len, "%.*s", (int)(nl ? nl - t : (long)strlen(t)), id ? t : "(no stack)");
@@ -640,6 +642,7 @@ static int flame(struct ms_view *v, struct req *r, struct ms_json *j)
     int64_t at = tnum(r, "t", m->total_peak_ns);
     int64_t a = tnum(r, "t0", m->t0);
     int64_t b = tnum(r, "t1", m->t1 + 1);
+    int64_t detail = num(r, "detail", 5000, 10, 100000); /* nodes under total/detail left out */
     int mode = !mode_s || !strcmp(mode_s, "live") ? 0
                : !strcmp(mode_s, "peak")          ? 3
                : !strcmp(mode_s, "alloc")         ? 1
@@ -681,7 +684,7 @@ static int flame(struct ms_view *v, struct req *r, struct ms_json *j)
         ms_json_int(j, "total", total);
         ms_json_int(j, "stacks", (long long)n);
         ms_json_begin_array(j, "nodes");
-        fjson(j, &f, total / 5000 > 0 ? total / 5000 : 1);
+        fjson(j, &f, total / detail > 0 ? total / detail : 1);
         ms_json_end_array(j);
         ms_json_end_object(j);
     }

@@ -25,6 +25,8 @@ struct ms_view {
     size_t live_n, live_cap;
     int64_t live_t, live_track;
     int live_ok;
+    struct ms_u64map *seen_stacks; /* when set (memscope report), every stack id an answer
+                                      names is added to it (keys; values unused, 1 byte) */
 };
 
 /* Loads the model of the database at path and the owner labels. 0, or a negative code with

@@ -1,6 +1,7 @@
 #!/bin/bash
 # test_view_browser.sh: the viewer in a real browser: view_browser.mjs (Debian's chromium driven
-# by playwright-core from web/node_modules) on view_known.c's run; screenshots are kept in
+# by playwright-core from web/node_modules) on view_known.c's run, served by memscope view and
+# written as one file by memscope report; screenshots are kept in
 # $PROGS/screenshots. Skipped (77) only when chromium, node or the npm packages are missing,
 # which scripts/setup-debian.sh installs; under CI=true that is a failure instead.
 . "$(dirname "$0")/view_lib.sh"
@@ -24,4 +25,18 @@ fi
 sed 's/^/  /' "$TMP/browser.out"
 view_stop
 assert_eq "Ctrl-C: exit status 0" 0 "$VIEW_RC"
+
+# the same page as one file (memscope report), opened from disk: no server, no network; the
+# run's command line carries a </script> that must stay text
+ms known2 run -q -o "$TMP/known2.db" -- "$PROGS/view_known" '</script><script>alert(1)</script>'
+assert_eq "view_known with an argument: run exit status" 0 "$RC"
+ms report report "$TMP/known2.db" -o "$TMP/known2.html"
+assert_eq "report: exit status" 0 "$RC"
+if WEB=$WEB node "$VIEW_SRC/view_browser.mjs" "file://$TMP/known2.html" "$PROGS/screenshots" report \
+    >"$TMP/report.out" 2>&1; then
+    pass "the report in chromium: $(tail -1 "$TMP/report.out")"
+else
+    fail "the report in chromium"
+fi
+sed 's/^/  /' "$TMP/report.out"
 done_testing

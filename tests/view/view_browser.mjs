@@ -1,5 +1,6 @@
 // view_browser.mjs: drives Debian's chromium (playwright-core, never a downloaded browser) on
-// the viewer page at process.argv[2] (the URL memscope view printed) and checks what the page
+// the viewer page at process.argv[2] (the URL memscope view printed, or the file:// URL of
+// memscope report's file, process.argv[4] = "report") and checks what the page
 // shows for view_known.c's run: the exact peak and leak, the first site at the peak, the
 // stack of the largest block after a click on it, a drag on the chart that zooms, and a click
 // that moves the cursor. Prints one "ok:"/"FAIL:" line per check and the times the page
@@ -8,7 +9,7 @@ import { createRequire } from "node:module";
 const require = createRequire(process.env.WEB + "/package.json");
 const { chromium } = require("playwright-core");
 
-const [url, outDir] = process.argv.slice(2);
+const [url, outDir, kind = "view"] = process.argv.slice(2);
 let fails = 0, checks = 0;
 const check = (what, ok, got) => {
   checks++;
@@ -32,12 +33,14 @@ const browser = await chromium.launch({
 });
 try {
   const page = await browser.newPage({ viewport: { width: 1400, height: 1100 } });
-  const errors = [];
+  const errors = [], requests = [];
+  page.on("request", (r) => { if (!r.url().startsWith("file:") && !r.url().startsWith("data:")) requests.push(r.url()); });
+  page.on("dialog", (d) => { errors.push(`a dialog opened: ${d.message()}`); d.dismiss(); });
   page.on("pageerror", (e) => errors.push(String(e)));
   page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
   await page.goto(url);
   await page.waitForSelector("body[data-ready='1']", { timeout: 30000 });
-  await page.screenshot({ path: `${outDir}/view-first.png`, fullPage: true });
+  await page.screenshot({ path: `${outDir}/${kind}-first.png`, fullPage: true });
 
   const text = async (sel) => (await page.textContent(sel)).trim();
   check("the peak shows 11.0 MiB", (await text("#peak")) === "11.0 MiB", await text("#peak"));
@@ -59,7 +62,7 @@ try {
   const stack = await text("#stack");
   check("the largest block's stack: 8.00 MiB, activations then main",
     /^8\.00 MiB block/.test(stack) && /activations \(.*\n\s*main \(/.test(stack), stack);
-  await page.screenshot({ path: `${outDir}/view-stack.png`, fullPage: true });
+  await page.screenshot({ path: `${outDir}/${kind}-stack.png`, fullPage: true });
 
   // a drag over the chart zooms into a window
   const over = await page.$("#chart .u-over");
@@ -71,25 +74,30 @@ try {
   await page.mouse.up();
   await until(page, (b) => document.body.dataset.window && document.body.dataset.window !== b, before);
   const win = (await page.getAttribute("body", "data-window")).split(",").map(Number);
-  const t1 = await page.evaluate(async () => (await (await fetch("/api/summary")).json()).t1);
+  const t1 = Number(await page.getAttribute("body", "data-t1"));
   const frac = (win[1] - win[0]) / (t1 + 1);
   check("a drag over 40% of the chart zooms to about 40% of the run", frac > 0.3 && frac < 0.5, frac);
-  await page.screenshot({ path: `${outDir}/view-zoom.png`, fullPage: true });
+  await page.screenshot({ path: `${outDir}/${kind}-zoom.png`, fullPage: true });
 
   // a click on the chart moves the cursor; the views follow
   const oldCursor = await page.getAttribute("body", "data-cursor");
   await page.mouse.click(box.x + box.width * 0.05, box.y + box.height / 2);
   await until(page, (c) => document.body.dataset.cursor !== c, oldCursor);
   check("a click on the chart moves the cursor", true);
-  await page.screenshot({ path: `${outDir}/view-cursor.png`, fullPage: true });
+  await page.screenshot({ path: `${outDir}/${kind}-cursor.png`, fullPage: true });
 
   // the flame graph of what was never freed
   await page.selectOption("#fmode", "leaked");
   await until(page, () => document.getElementById("ftotal").textContent.startsWith("3.00 MiB"));
   check("flame of what was never freed: 3.00 MiB", true);
-  await page.screenshot({ path: `${outDir}/view-leaked.png`, fullPage: true });
+  await page.screenshot({ path: `${outDir}/${kind}-leaked.png`, fullPage: true });
 
   check("no error in the page", errors.length === 0, errors.join(" | "));
+  if (kind === "report") {
+    check("the report asked the network for nothing", requests.length === 0, requests.join(" "));
+    const cmd = await text("#cmd");
+    check("the command line, with its </script> argument, shown as text", cmd.includes("</script><script>alert(1)</script>"), cmd);
+  }
   const times = await page.evaluate(() => Object.fromEntries(
     ["first-view", "zoom", "cursor"].map((n) => [n, performance.getEntriesByName(n).map((e) => Math.round(e.duration))])));
   console.log(`times (ms): ${JSON.stringify(times)}`);

@@ -16,7 +16,45 @@ const state = {
   selectedBlock: null,
 };
 
+// A report file (memscope report) carries its answers: no server to ask.
+const REPORT = window.MEMSCOPE_REPORT || null;
+
+// The precomputed time of the report nearest to t.
+function nearestTime(t) {
+  const ts = REPORT.times;
+  let lo = 0, hi = ts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (ts[mid] < t) lo = mid + 1; else hi = mid;
+  }
+  return lo > 0 && t - ts[lo - 1] < ts[lo] - t ? ts[lo - 1] : ts[lo];
+}
+
+// The report's answer to a query, as the server would give it.
+function reportAnswer(path, p) {
+  switch (path) {
+    case "summary": return REPORT.summary;
+    case "series": {
+      const s = REPORT.series;
+      const keep = s.t.map((t) => t >= Number(p.t0) && t < Number(p.t1));
+      if (!keep.some(Boolean)) keep[Math.max(0, s.t.findIndex((t) => t >= Number(p.t0)) - 1)] = true;
+      const pick = (a) => a.filter((_, i) => keep[i]);
+      return { t0: p.t0, t1: p.t1, t: pick(s.t), tracks: s.tracks.map((tr) => ({ id: tr.id, min: pick(tr.min), max: pick(tr.max) })) };
+    }
+    case "blocks": return REPORT.at[String(p.t)].blocks;
+    case "owners": return REPORT.at[String(p.t)].owners;
+    case "flame":
+      if (p.mode === "alloc") return REPORT.flame_alloc;
+      if (p.mode === "leaked") return REPORT.flame_leaked;
+      return REPORT.at[String(p.t)].flame;
+    case "stack":
+      return REPORT.stacks[String(p.id)] || { id: p.id, c: ["(this stack is not in the report)"], py: [] };
+  }
+  throw new Error(`no ${path} in this report`);
+}
+
 async function api(path, params = {}) {
+  if (REPORT) return reportAnswer(path, params);
   const q = new URLSearchParams(params);
   if (token) q.set("token", token);
   const r = await fetch(`/api/${path}?${q}`, { credentials: "same-origin" });
@@ -190,8 +228,9 @@ async function zoomTo(a, b) {
 // ---- Cursor-driven views ----------------------------------------------------------------------
 
 async function setCursor(t) {
+  if (REPORT) t = nearestTime(t); // a report has its answers at a set of times
   state.cursor = t;
-  $("cursor").textContent = `cursor at ${rel(t)}`;
+  $("cursor").textContent = `cursor at ${rel(t)}${REPORT ? " (the report's nearest time)" : ""}`;
   if (plot) plot.redraw(false);
   performance.mark("cursor-start");
   await Promise.all([loadBlocks(), loadOwners(), $("fmode").value === "live" ? loadFlame() : null]);
@@ -254,7 +293,8 @@ async function loadFlame() {
   for (const x of nodes) if (x.c) x.c.sort((a, b) => b.v - a.v);
   state.flameRoot = nodes[0] || { n: "all", v: 0 };
   state.flameTop = state.flameRoot;
-  $("ftotal").textContent = `${bytes(r.total)} in ${r.stacks.toLocaleString("en")} stacks`;
+  $("ftotal").textContent = `${bytes(r.total)} in ${r.stacks.toLocaleString("en")} stacks` +
+    (REPORT && mode === "alloc" ? " (the whole run: a report has no other window)" : "");
   drawFlame();
 }
 
@@ -344,8 +384,10 @@ function setupFlame() {
 
 async function start() {
   performance.mark("start");
+  if (REPORT) document.title = "memscope report";
   state.sum = await api("summary");
   state.win = [state.sum.t0, state.sum.t1 + 1];
+  document.body.dataset.t1 = String(state.sum.t1);
   state.cursor = state.sum.peak_ns;
   renderSummary();
   setupFlame();

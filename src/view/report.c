@@ -1,0 +1,255 @@
+/* report.c: `memscope report` (report.h). Asks the viewer's own queries (api.c) for every
+ * answer the page needs and writes them, with the page, its style and its script (the embedded
+ * assets), into one HTML file. The page (web/src/main.js) finds window.MEMSCOPE_REPORT and
+ * answers from it instead of the server: the cursor snaps to the nearest precomputed time, a
+ * zoom narrows the whole run's series. Workload: the model's queries at up to MAX_TIMES times;
+ * the answers are kept in memory until written, under MS_REPORT_BUDGET bytes. */
+#include "report.h"
+
+#include "assets.h"
+#include "common/ms_error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TIMES 200
+#define REPORT_BLOCKS "50"
+#define REPORT_DETAIL "400" /* flame nodes under 1/400 of the total left out */
+
+struct params {
+    const char *k[4], *v[4];
+    int n;
+};
+
+static const char *param(void *ctx, const char *name)
+{
+    const struct params *p = ctx;
+    for (int i = 0; i < p->n; i++)
+        if (!strcmp(p->k[i], name))
+            return p->v[i];
+    return NULL;
+}
+
+/* One answer of the queries, as JSON text (malloc'd) in *body; 0 or a negative code. */
+static int ask(struct ms_view *v, const char *path, struct params *p, char **body, size_t *len,
+               char *err, size_t errlen)
+{
+    int status = ms_view_api(v, path, param, p, body, len);
+    if (status == 200)
+        return 0;
+    snprintf(err, errlen, "report: %s: %.200s", path, *body ? *body : "out of memory");
+    free(*body);
+    *body = NULL;
+    return status == 400 ? MS_EINVAL : MS_ENOMEM;
+}
+
+/* A growing text: the answers, joined as one JSON object. */
+struct text {
+    char *p;
+    size_t n, cap;
+    int oom;
+};
+
+static void put(struct text *t, const char *s, size_t n)
+{
+    if (t->oom)
+        return;
+    if (t->n + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 1 << 16;
+        while (cap < t->n + n + 1)
+            cap *= 2;
+        char *q = realloc(t->p, cap);
+        if (!q) {
+            t->oom = 1;
+            return;
+        }
+        t->p = q;
+        t->cap = cap;
+    }
+    memcpy(t->p + t->n, s, n);
+    t->n += n;
+    t->p[t->n] = 0;
+}
+
+static void puts_(struct text *t, const char *s)
+{
+    put(t, s, strlen(s));
+}
+
+/* Adds "key": answer (without its trailing newline). */
+static void member(struct text *t, const char *key, const char *json, size_t len)
+{
+    while (len && json[len - 1] == '\n')
+        len--;
+    puts_(t, t->n > 1 ? ",\"" : "\"");
+    puts_(t, key);
+    puts_(t, "\":");
+    put(t, json, len);
+}
+
+static int add_answer(struct ms_view *v, struct text *t, const char *key, const char *path,
+                      struct params *p, char *err, size_t errlen)
+{
+    char *body;
+    size_t len;
+    int rc = ask(v, path, p, &body, &len, err, errlen);
+    if (rc == 0)
+        member(t, key, body, len);
+    free(body);
+    return rc;
+}
+
+/* Writes s to out with every "</" as "<\/": nothing in the data or the script can end the
+ * <script> element it sits in (in JSON and JavaScript strings "\/" is "/"). */
+static void write_script_safe(FILE *out, const char *s, size_t n)
+{
+    size_t from = 0;
+    for (size_t i = 0; i + 1 < n; i++)
+        if (s[i] == '<' && s[i + 1] == '/') {
+            fwrite(s + from, 1, i + 1 - from, out);
+            fputs("\\", out);
+            from = i + 1;
+        }
+    fwrite(s + from, 1, n - from, out);
+}
+
+static int times_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The answers at cursor time t (ns from the first event): "<t>": {blocks, owners, flame}. */
+static int add_time(struct ms_view *v, struct text *t, int64_t rel, char *err, size_t errlen)
+{
+    char ts[32], key[40];
+    snprintf(ts, sizeof ts, "%lld", (long long)rel);
+    snprintf(key, sizeof key, "%s", ts);
+    struct params pb = {{"t", "limit"}, {ts, REPORT_BLOCKS}, 2};
+    struct params po = {{"t"}, {ts}, 1};
+    struct params pf = {{"t", "mode", "detail"}, {ts, "live", REPORT_DETAIL}, 3};
+    struct text one = {0};
+    puts_(&one, "{");
+    int rc = add_answer(v, &one, "blocks", "/api/blocks", &pb, err, errlen);
+    if (rc == 0)
+        rc = add_answer(v, &one, "owners", "/api/owners", &po, err, errlen);
+    if (rc == 0)
+        rc = add_answer(v, &one, "flame", "/api/flame", &pf, err, errlen);
+    puts_(&one, "}");
+    if (rc == 0 && one.oom)
+        rc = MS_ENOMEM;
+    if (rc == 0)
+        member(t, key, one.p, one.n);
+    free(one.p);
+    return rc;
+}
+
+int ms_view_report(struct ms_view *v, FILE *out, char *err, size_t errlen)
+{
+    struct ms_u64map seen;
+    ms_u64map_init(&seen, 1, 1u << 24);
+    v->seen_stacks = &seen;
+    struct text t = {0}, at = {0};
+    int rc = 0;
+    char points[16];
+    snprintf(points, sizeof points, "%d", MS_REPORT_POINTS);
+    struct params none = {{0}, {0}, 0};
+    struct params ps = {{"n"}, {points}, 1};
+    struct params fa = {{"mode", "detail"}, {"alloc", REPORT_DETAIL}, 2};
+    struct params fl = {{"mode", "detail"}, {"leaked", REPORT_DETAIL}, 2};
+    puts_(&t, "{");
+    rc = add_answer(v, &t, "summary", "/api/summary", &none, err, errlen);
+    if (rc == 0)
+        rc = add_answer(v, &t, "series", "/api/series", &ps, err, errlen);
+    if (rc == 0)
+        rc = add_answer(v, &t, "flame_alloc", "/api/flame", &fa, err, errlen);
+    if (rc == 0)
+        rc = add_answer(v, &t, "flame_leaked", "/api/flame", &fl, err, errlen);
+
+    /* cursor times: the peak first, then evenly spaced ones (halving the spacing each round)
+     * while the answers fit the budget */
+    int64_t span = v->m.t1 - v->m.t0, times[MAX_TIMES];
+    int ntimes = 0;
+    puts_(&at, "{");
+    if (rc == 0 && (rc = add_time(v, &at, v->m.total_peak_ns - v->m.t0, err, errlen)) == 0)
+        times[ntimes++] = v->m.total_peak_ns - v->m.t0;
+    for (int parts = 2; rc == 0 && parts <= MAX_TIMES && ntimes < MAX_TIMES; parts *= 2)
+        for (int k = 1; k < parts && ntimes < MAX_TIMES; k += 2) { /* the new midpoints */
+            if (t.n + at.n > MS_REPORT_BUDGET * 3 / 4)
+                goto budget;
+            int64_t rel = span / parts * k;
+            if ((rc = add_time(v, &at, rel, err, errlen)) < 0)
+                break;
+            times[ntimes++] = rel;
+        }
+budget:
+    puts_(&at, "}");
+    if (rc == 0)
+        member(&t, "at", at.p, at.n);
+    qsort(times, (size_t)ntimes, sizeof *times, times_cmp);
+    puts_(&t, ",\"times\":[");
+    for (int i = 0; i < ntimes; i++) {
+        char n[32];
+        snprintf(n, sizeof n, "%s%lld", i ? "," : "", (long long)times[i]);
+        puts_(&t, n);
+    }
+    puts_(&t, "]");
+
+    /* the stacks every answer above names */
+    v->seen_stacks = NULL;
+    struct text st = {0};
+    puts_(&st, "{");
+    size_t pos = 0;
+    uint64_t id;
+    void *val;
+    while (rc == 0 && ms_u64map_next(&seen, &pos, &id, &val)) {
+        if (t.n + st.n > MS_REPORT_BUDGET)
+            break; /* the page says "stack not in this report" */
+        char ids[24];
+        snprintf(ids, sizeof ids, "%llu", (unsigned long long)id);
+        struct params p = {{"id"}, {ids}, 1};
+        rc = add_answer(v, &st, ids, "/api/stack", &p, err, errlen);
+    }
+    puts_(&st, "}");
+    if (rc == 0)
+        member(&t, "stacks", st.p, st.n);
+    puts_(&t, "}");
+    free(st.p);
+    free(at.p);
+    ms_u64map_release(&seen);
+    if (rc == 0 && t.oom)
+        rc = MS_ENOMEM;
+    if (rc < 0) {
+        if (!*err)
+            snprintf(err, errlen, "report: %s", ms_strerror(rc));
+        free(t.p);
+        return rc;
+    }
+
+    /* the page with its style and script inline, the data before the script */
+    const struct ms_asset *page = ms_asset_find("/index.html"), *js = ms_asset_find("/app.js"),
+                          *css = ms_asset_find("/uplot.css");
+    const char *html = (const char *)page->data;
+    const char *link = strstr(html, "<link rel=\"stylesheet\" href=\"uplot.css\">");
+    const char *script = strstr(html, "<script src=\"app.js\"></script>");
+    if (!link || !script || script < link) {
+        free(t.p);
+        snprintf(err, errlen, "report: the embedded page has no stylesheet or script tag");
+        return MS_EFORMAT;
+    }
+    fwrite(html, 1, (size_t)(link - html), out);
+    fputs("<style>", out);
+    write_script_safe(out, (const char *)css->data, css->len);
+    fputs("</style>", out);
+    const char *after_link = link + strlen("<link rel=\"stylesheet\" href=\"uplot.css\">");
+    fwrite(after_link, 1, (size_t)(script - after_link), out);
+    fputs("<script>window.MEMSCOPE_REPORT=", out);
+    write_script_safe(out, t.p, t.n);
+    fputs(";</script>\n<script>", out);
+    write_script_safe(out, (const char *)js->data, js->len);
+    fputs("</script>", out);
+    const char *rest = script + strlen("<script src=\"app.js\"></script>");
+    fwrite(rest, 1, strlen(rest), out);
+    free(t.p);
+    return 0;
+}

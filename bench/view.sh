@@ -8,7 +8,8 @@
 # server's start (process start to the URL printed: the model loaded), its peak RSS (VmHWM)
 # after the browser is done, and in Debian's chromium (bench/view.mjs) the first view (ms from
 # navigation start until every view is drawn) and the zoom and cursor redraws (the page's own
-# measures: request, answer, redraw). Prints a Markdown table of medians.
+# measures: request, answer, redraw); then `memscope report` on it (wall, peak RSS, file size).
+# Prints a Markdown table of medians.
 set -euo pipefail
 BENCH=view
 . "$(dirname "$0")/lib.sh"
@@ -45,6 +46,13 @@ for r in $(seq "$ROUNDS"); do
     kill -INT $pid
     wait $pid
 done
+for r in $(seq "$ROUNDS"); do
+    rm -f run.html
+    /usr/bin/time -f '%e %M' -o report.time "$MEMSCOPE" report run.db -o run.html 2>report.err
+    cut -d' ' -f1 report.time >>report.times
+    awk '{print $2 / 1024}' report.time >>report_rss.times
+    stat -c %s run.html | awk '{print $1 / 1048576}' >>report_size.times
+done
 col() { /usr/bin/python3 -c 'import json,sys; print("\n".join(str(json.loads(l)[sys.argv[1]]) for l in open("browser.jsonl")))' "$1" >"$1.times"; }
 for k in first_view_ms zoom_ms_median zoom_ms_max cursor_ms_median cursor_ms_max; do col $k; done
 echo "Workload: churn $OPS $THREADS ($events events), $(nproc) CPUs, $ROUNDS rounds, medians."
@@ -56,3 +64,4 @@ echo "| server peak RSS (MiB) | $(median rss.times) |"
 echo "| first view in the browser (ms from navigation start) | $(median first_view_ms.times) |"
 echo "| zoom redraw, median / max of 5 (ms) | $(median zoom_ms_median.times) / $(median zoom_ms_max.times) |"
 echo "| cursor move redraw, median / max of 5 (ms) | $(median cursor_ms_median.times) / $(median cursor_ms_max.times) |"
+echo "| memscope report: wall (s), peak RSS (MiB), file (MiB) | $(median report.times) / $(median report_rss.times) / $(median report_size.times) |"

@@ -14,7 +14,8 @@
 
 #define MAX_TIMES 200
 #define REPORT_BLOCKS "50"
-#define REPORT_DETAIL "400" /* flame nodes under 1/400 of the total left out */
+#define REPORT_DETAIL "400"     /* flame nodes under 1/400 of the total left out */
+#define REPORT_LIFETIMES "2000" /* the block lifetime chart: the largest blocks of the run */
 
 struct params {
     const char *k[4], *v[4];
@@ -165,6 +166,9 @@ int ms_view_report(struct ms_view *v, FILE *out, char *err, size_t errlen)
         rc = add_answer(v, &t, "flame_alloc", "/api/flame", &fa, err, errlen);
     if (rc == 0)
         rc = add_answer(v, &t, "flame_leaked", "/api/flame", &fl, err, errlen);
+    struct params pl = {{"limit"}, {REPORT_LIFETIMES}, 1};
+    if (rc == 0)
+        rc = add_answer(v, &t, "lifetimes", "/api/blocks", &pl, err, errlen);
 
     /* cursor times: the peak first, then evenly spaced ones (halving the spacing each round)
      * while the answers fit the budget */

@@ -2,7 +2,8 @@
  * fetch, no server) with the answers it needs precomputed: the summary, memory over time at
  * MS_REPORT_POINTS points, and at a set of cursor times (the peak, then evenly spaced times
  * while the budget lasts) the largest blocks, the owners and the flame graph; the flame graphs
- * of the whole run and of what was never freed; the stacks all of these name. The file stays
+ * of the whole run and of what was never freed; the run's largest blocks (the lifetime chart);
+ * the stacks all of these name. The file stays
  * under a byte budget whatever the run's size (issue 15: 5 MB). */
 #ifndef MS_VIEW_REPORT_H
 #define MS_VIEW_REPORT_H

@@ -53,6 +53,15 @@ try {
   const own = await text("#owners tbody");
   check("owners at the cursor: activation 8.00 MiB, weight 3.00 MiB",
     /^activation\s*8\.00 MiB\s*1\s*weight\s*3\.00 MiB\s*3$/.test(own), own);
+  const life = Number(await page.getAttribute("body", "data-life-blocks"));
+  check("the lifetime chart draws the run's 5 blocks", life === 5, life);
+  const lbox = await (await page.$("#life")).boundingBox();
+  await page.evaluate(() => { document.getElementById("stack").textContent = ""; });
+  await page.mouse.click(lbox.x + lbox.width * 0.7, lbox.y + lbox.height * 0.3);
+  await until(page, () => document.getElementById("stack").textContent.includes("native"));
+  const lstack = await text("#stack");
+  check("a click on the lifetime chart's 8 MiB band shows activations()' stack",
+    /^8\.00 MiB block/.test(lstack) && /activations \(/.test(lstack), lstack);
   const nodes = Number(await page.getAttribute("body", "data-flame-nodes"));
   check("the flame graph draws its nodes", nodes >= 4, nodes);
 

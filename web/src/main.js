@@ -218,8 +218,7 @@ function drawMarks(u) {
 async function zoomTo(a, b) {
   state.win = [Math.floor(a), Math.max(Math.ceil(b), Math.floor(a) + 1)];
   performance.mark("zoom-start");
-  await loadSeries();
-  if ($("fmode").value === "alloc") await loadFlame();
+  await Promise.all([loadSeries(), loadLifetimes(), $("fmode").value === "alloc" ? loadFlame() : null]);
   performance.mark("zoom-end");
   performance.measure("zoom", "zoom-start", "zoom-end");
   document.body.dataset.window = state.win.join(",");
@@ -275,6 +274,103 @@ async function loadOwners() {
     tr.append(el("td", { class: "site" }, o.owner), el("td", { class: "num" }, bytes(o.bytes)), el("td", { class: "num" }, String(o.blocks)));
     tb.append(tr);
   }
+}
+
+// ---- Block lifetimes ---------------------------------------------------------------------------
+
+const LIFE_BLOCKS = 2000;
+let lifeRects = []; // [x, y, w, h, block]
+
+function siteColour(site) {
+  let h = 0;
+  for (let i = 0; i < site.length; i++) h = (h * 31 + site.charCodeAt(i)) >>> 0;
+  return `hsl(${h % 360}, 55%, ${55 + (h >> 9) % 20}%)`;
+}
+
+async function loadLifetimes() {
+  const [t0, t1] = state.win;
+  const r = REPORT ? reportLifetimes(t0, t1) : await api("blocks", { t0, t1, limit: LIFE_BLOCKS });
+  drawLifetimes(r.blocks, t0, t1);
+  $("lhint").textContent = `the ${r.blocks.length.toLocaleString("en")} largest of ${r.count.toLocaleString("en")} blocks alive in the window, ` +
+    "each from its allocation to its free, stacked as they fit; colour by call site; click one for its stack";
+}
+
+// A report carries the largest blocks of the whole run: those alive in the window.
+function reportLifetimes(t0, t1) {
+  const all = REPORT.lifetimes.blocks;
+  const blocks = all.filter((b) => b.alloc_ns < t1 && (b.free_ns === null || b.free_ns > t0));
+  return { count: blocks.length, blocks };
+}
+
+// Places the blocks (largest first in the answer) in allocation order at the lowest offset
+// where no block alive at the same time sits: a picture of the live bytes they make up.
+function placeBlocks(blocks) {
+  const order = blocks.map((b, i) => i).sort((a, b) => blocks[a].alloc_ns - blocks[b].alloc_ns);
+  const active = []; // {lo, hi, end}
+  const at = new Array(blocks.length);
+  let top = 0;
+  for (const i of order) {
+    const b = blocks[i], end = b.free_ns === null ? Infinity : b.free_ns;
+    for (let k = active.length - 1; k >= 0; k--) if (active[k].end <= b.alloc_ns) active.splice(k, 1);
+    active.sort((x, y) => x.lo - y.lo);
+    let lo = 0;
+    for (const a of active) {
+      if (a.lo - lo >= b.size) break;
+      lo = Math.max(lo, a.hi);
+    }
+    active.push({ lo, hi: lo + b.size, end });
+    at[i] = lo;
+    top = Math.max(top, lo + b.size);
+  }
+  return { at, top };
+}
+
+function drawLifetimes(blocks, t0, t1) {
+  const cv = $("life");
+  const w = cv.clientWidth, h = 260;
+  cv.width = w * devicePixelRatio;
+  cv.height = h * devicePixelRatio;
+  const ctx = cv.getContext("2d");
+  ctx.scale(devicePixelRatio, devicePixelRatio);
+  ctx.clearRect(0, 0, w, h);
+  const { at, top } = placeBlocks(blocks);
+  const left = 80, span = Math.max(1, t1 - t0), ys = top ? (h - 16) / top : 0;
+  ctx.font = "10px system-ui";
+  ctx.fillStyle = "#6b7385";
+  ctx.fillText(bytes(top), 4, 10);
+  ctx.fillText("0 B", 4, h - 4);
+  lifeRects = [];
+  blocks.forEach((b, i) => {
+    const a = Math.max(b.alloc_ns, t0), e = b.free_ns === null ? t1 : Math.min(b.free_ns, t1);
+    const x = left + ((a - t0) / span) * (w - left), x2 = left + ((e - t0) / span) * (w - left);
+    const y = h - 2 - (at[i] + b.size) * ys, bh = Math.max(1, b.size * ys);
+    ctx.fillStyle = siteColour(b.site);
+    ctx.fillRect(x, y, Math.max(1, x2 - x), bh);
+    lifeRects.push([x, y, Math.max(1, x2 - x), bh, b]);
+  });
+  document.body.dataset.lifeBlocks = String(blocks.length);
+}
+
+function setupLifetimes() {
+  const cv = $("life"), tip = $("tip");
+  const hit = (e) => {
+    const r = cv.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top;
+    for (const [rx, ry, rw, rh, b] of lifeRects) if (x >= rx && x < rx + rw && y >= ry && y < ry + rh) return b;
+    return null;
+  };
+  cv.addEventListener("mousemove", (e) => {
+    const b = hit(e);
+    if (!b) { tip.style.display = "none"; return; }
+    tip.textContent = `${bytes(b.size)} ${b.owner ? "(" + b.owner + ") " : ""}from ${rel(b.alloc_ns)} to ${rel(b.free_ns)}\n${b.site}`;
+    tip.style.left = e.clientX + 12 + "px";
+    tip.style.top = e.clientY + 12 + "px";
+    tip.style.display = "block";
+  });
+  cv.addEventListener("mouseleave", () => { tip.style.display = "none"; });
+  cv.addEventListener("click", (e) => {
+    const b = hit(e);
+    if (b) showStack(b.stack_id, `${bytes(b.size)} block, allocated at ${rel(b.alloc_ns)}, freed ${b.free_ns === null ? "never" : "at " + rel(b.free_ns)}`);
+  });
 }
 
 // ---- Flame graph -------------------------------------------------------------------------------
@@ -391,9 +487,10 @@ async function start() {
   state.cursor = state.sum.peak_ns;
   renderSummary();
   setupFlame();
+  setupLifetimes();
   $("reset").onclick = () => zoomTo(state.sum.t0, state.sum.t1 + 1).catch(showError);
   $("topeak").onclick = () => setCursor(state.sum.peak_ns).catch(showError);
-  await loadSeries();
+  await Promise.all([loadSeries(), loadLifetimes()]);
   await setCursor(state.sum.peak_ns);
   performance.mark("first-view-end");
   performance.measure("first-view", "start", "first-view-end");

@@ -68,6 +68,10 @@ int ms_view_open(struct ms_view *v, const char *path, char *err, size_t errlen)
 {
     memset(v, 0, sizeof *v);
     ms_u64map_init(&v->stack_idx, sizeof(uint32_t), 1u << 24);
+    if (!(v->path = strdup(path))) {
+        snprintf(err, errlen, "%s", ms_strerror(MS_ENOMEM));
+        return MS_ENOMEM;
+    }
     int rc = ms_view_model_load(&v->m, path, err, errlen);
     if (rc == 0)
         rc = load_owners(v, err, errlen);
@@ -91,6 +95,9 @@ void ms_view_release(struct ms_view *v)
         free(v->owners[i]);
     free(v->owners);
     free(v->live_idx);
+    free(v->path);
+    for (size_t i = 0; i < sizeof v->analysis / sizeof *v->analysis; i++)
+        free(v->analysis[i]);
     ms_u64map_release(&v->stack_idx);
     memset(v, 0, sizeof *v);
 }
@@ -783,12 +790,69 @@ static int stack(struct ms_view *v, struct req *r, struct ms_json *j)
     return 0;
 }
 
+/* The analyses memscope analyze runs, by name and one-line summary. */
+static int analyses(struct ms_view *v, struct req *r, struct ms_json *j)
+{
+    (void)v, (void)r;
+    ms_json_begin_object(j, NULL);
+    ms_json_begin_array(j, "analyses");
+    for (const struct ms_analysis *a = ms_analyses; a->name; a++) {
+        ms_json_begin_object(j, NULL);
+        ms_json_str(j, "name", a->name);
+        ms_json_str(j, "summary", a->summary);
+        ms_json_end_object(j);
+    }
+    ms_json_end_array(j);
+    ms_json_end_object(j);
+    return 0;
+}
+
+/* The text report of one analysis with its default options (memscope analyze NAME RUN.db),
+ * computed once per server. An analysis that fails answers its reason as its text. */
+static int analysis(struct ms_view *v, struct req *r, struct ms_json *j)
+{
+    const char *name = r->param(r->ctx, "name");
+    size_t i = 0;
+    for (; name && ms_analyses[i].name; i++)
+        if (!strcmp(ms_analyses[i].name, name))
+            break;
+    if (!name || !ms_analyses[i].name || i >= sizeof v->analysis / sizeof *v->analysis) {
+        snprintf(r->bad, sizeof r->bad, "parameter 'name': expected an analysis (/api/analyses)");
+        return MS_EINVAL;
+    }
+    if (!v->analysis[i]) {
+        char *text = NULL, err[512] = "";
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        if (!f)
+            return MS_ENOMEM;
+        struct ms_analyze_opts o;
+        ms_analyze_opts_init(&o);
+        int rc = ms_analyze_run_list(v->path, name, &o, f, err, sizeof err);
+        if (rc < 0) {
+            rewind(f);
+            fprintf(f, "%s: %s\n", name, err[0] ? err : ms_strerror(rc));
+        }
+        if (fclose(f) != 0 || !text) {
+            free(text);
+            return MS_ENOMEM;
+        }
+        v->analysis[i] = text;
+    }
+    ms_json_begin_object(j, NULL);
+    ms_json_str(j, "name", name);
+    ms_json_str(j, "text", v->analysis[i]);
+    ms_json_end_object(j);
+    return 0;
+}
+
 static const struct {
     const char *path;
     int (*fn)(struct ms_view *, struct req *, struct ms_json *);
 } routes[] = {
-    {"/api/summary", summary}, {"/api/series", series}, {"/api/blocks", blocks},
-    {"/api/flame", flame},     {"/api/owners", owners}, {"/api/stack", stack},
+    {"/api/summary", summary},   {"/api/series", series},     {"/api/blocks", blocks},
+    {"/api/flame", flame},       {"/api/owners", owners},     {"/api/stack", stack},
+    {"/api/analyses", analyses}, {"/api/analysis", analysis},
 };
 
 int ms_view_api(struct ms_view *v, const char *path, ms_view_param_fn param, void *ctx, char **body,

@@ -19,6 +19,8 @@ struct ms_view {
     char **owners; /* owner id -> label (index = id), loaded with the model */
     size_t nowners;
     char command[1024]; /* the traced command line, from meta */
+    char *path;         /* the database's path (the analyses open it themselves) */
+    char *analysis[16]; /* the text report of ms_analyses[i], once asked for */
     /* The blocks live at live_t in live_track (indexes, ascending): the last time asked for.
      * A cursor move asks blocks, owners and the flame graph at one time: one pass for all. */
     uint32_t *live_idx;

@@ -7,6 +7,7 @@
 #include "report.h"
 
 #include "assets.h"
+#include "analyze/analyze.h"
 #include "common/ms_error.h"
 
 #include <stdlib.h>
@@ -169,6 +170,40 @@ int ms_view_report(struct ms_view *v, FILE *out, char *err, size_t errlen)
     struct params pl = {{"limit"}, {REPORT_LIFETIMES}, 1};
     if (rc == 0)
         rc = add_answer(v, &t, "lifetimes", "/api/blocks", &pl, err, errlen);
+
+    /* the analyses' reports (compare needs two steps or runs: not here) */
+    puts_(&t, ",\"analyses\":[");
+    int first = 1;
+    for (const struct ms_analysis *a = ms_analyses; rc == 0 && a->name; a++) {
+        if (!strcmp(a->name, "compare"))
+            continue;
+        struct params pa = {{"name"}, {a->name}, 1};
+        char *body;
+        size_t len;
+        if ((rc = ask(v, "/api/analysis", &pa, &body, &len, err, errlen)) < 0)
+            break;
+        while (len && body[len - 1] == '\n')
+            len--;
+        puts_(&t, first ? "" : ",");
+        first = 0;
+        /* {"name":..,"text":..} plus the summary: the answer's object, reopened */
+        put(&t, body, len - 1);
+        puts_(&t, ",\"summary\":");
+        char *sum = NULL;
+        size_t slen = 0;
+        FILE *f = open_memstream(&sum, &slen);
+        if (f) {
+            struct ms_json j;
+            ms_json_init(&j, f);
+            ms_json_str(&j, NULL, a->summary);
+            fclose(f);
+        }
+        puts_(&t, sum ? sum : "\"\"");
+        puts_(&t, "}");
+        free(sum);
+        free(body);
+    }
+    puts_(&t, "]");
 
     /* cursor times: the peak first, then evenly spaced ones (halving the spacing each round)
      * while the answers fit the budget */

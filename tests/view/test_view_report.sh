@@ -26,10 +26,12 @@ d = json.loads(m.group(1).replace("<\\/", "</"))
 s = d["summary"]
 print(s["peak_bytes"], s["leaked_bytes"], len(d["times"]), s["peak_ns"] in d["times"],
       all(str(t) in d["at"] for t in d["times"]), d["flame_leaked"]["total"],
-      all(str(b["stack_id"]) in d["stacks"] for t in d["at"] for b in d["at"][t]["blocks"]["blocks"]))
+      all(str(b["stack_id"]) in d["stacks"] for t in d["at"] for b in d["at"][t]["blocks"]["blocks"]),
+      " ".join(a["name"] for a in d["analyses"]), "weights (" in d["analyses"][0]["text"])
 PY
-assert_eq "report data: peak, never freed, times, the peak among them, answers at each, leaked flame, every block's stack" \
-    "11534336 3145728 128 True True 3145728 True" "$(cat "$TMP/facts")"
+assert_eq "report data: peak, never freed, times, the peak among them, answers at each, leaked flame, every block's stack, the analyses, leaks' report" \
+    "11534336 3145728 128 True True 3145728 True leaks peak inefficient decompose temporary trend fragmentation oom True" \
+    "$(cat "$TMP/facts")"
 
 ms report_o report "$TMP/known.db" -o "$TMP/out.html"
 assert_eq "report -o: exit status" 0 "$RC"

@@ -68,6 +68,12 @@ check_known() { # WHAT
     assert_eq "$1: owners at the peak: total, then owner=bytes/blocks" \
         "$((11 * MIB)) activation=$((8 * MIB))/1 weight=$((3 * MIB))/3" \
         "$(js '" ".join([str(d["total"])] + ["%s=%d/%d" % (o["owner"], o["bytes"], o["blocks"]) for o in d["owners"]])')"
+    get "/api/analyses" >/dev/null
+    assert_eq "$1: the analyses listed" "leaks peak compare inefficient decompose temporary trend fragmentation oom" \
+        "$(js '" ".join(a["name"] for a in d["analyses"])')"
+    get "/api/analysis?name=leaks" >/dev/null
+    assert_eq "$1: analyze leaks' report, as memscope analyze leaks prints it" \
+        "$("$MEMSCOPE" analyze leaks "$TMP/known.db" 2>&1)" "$(js 'd["text"].rstrip("\n")')"
     get "/api/blocks?t=$peak&limit=1" >/dev/null
     assert_eq "$1: the largest block's owner" "activation" "$(js 'd["blocks"][0]["owner"]')"
 }
@@ -103,7 +109,7 @@ done
 assert_eq "POST: 405" 405 "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$BASE/api/summary?token=$TOKEN")"
 for qs in "series?n=abc" "series?n=0" "series?n=99999999" "series?t0=1e9" "series?t0=" \
     "blocks?limit=-1" "blocks?track=999" "flame?mode=nonsense" "stack?id=x" "stack" \
-    "blocks?t=99999999999999999999999" "series?n=5x"; do
+    "blocks?t=99999999999999999999999" "series?n=5x" "analysis?name=bogus" "analysis"; do
     get "/api/$qs" >/dev/null
     assert_eq "malformed /api/$qs: 400" 400 "$(status)"
     assert_match "malformed /api/$qs: a JSON error naming the parameter" '^\{"error":"parameter' "$(cat "$TMP/body")"

@@ -101,6 +101,9 @@ try {
   check("flame of what was never freed: 3.00 MiB", true);
   await page.screenshot({ path: `${outDir}/${kind}-leaked.png`, fullPage: true });
 
+  await until(page, () => document.body.dataset.analysis === "leaks" && !document.getElementById("atext").textContent.startsWith("running"));
+  const findings = await text("#atext");
+  check("findings: analyze leaks' report names weights()", /weights \(/.test(findings), findings.slice(0, 200));
   check("no error in the page", errors.length === 0, errors.join(" | "));
   if (kind === "report") {
     check("the report asked the network for nothing", requests.length === 0, requests.join(" "));

@@ -47,6 +47,11 @@ function reportAnswer(path, p) {
       if (p.mode === "alloc") return REPORT.flame_alloc;
       if (p.mode === "leaked") return REPORT.flame_leaked;
       return REPORT.at[String(p.t)].flame;
+    case "analyses": return { analyses: REPORT.analyses.map((a) => ({ name: a.name, summary: a.summary })) };
+    case "analysis": {
+      const a = REPORT.analyses.find((x) => x.name === p.name);
+      return { name: p.name, text: a ? a.text : "(not in this report)" };
+    }
     case "stack":
       return REPORT.stacks[String(p.id)] || { id: p.id, c: ["(this stack is not in the report)"], py: [] };
   }
@@ -476,6 +481,28 @@ function setupFlame() {
   $("fmode").onchange = () => loadFlame().catch(showError);
 }
 
+// ---- Findings: the analyses' reports -----------------------------------------------------------
+
+async function setupFindings() {
+  const r = await api("analyses");
+  const sel = $("aname");
+  for (const a of r.analyses) {
+    const o = el("option", { value: a.name }, a.name);
+    o.title = a.summary;
+    sel.append(o);
+  }
+  const show = async () => {
+    const a = r.analyses.find((x) => x.name === sel.value);
+    $("ahint").textContent = a ? a.summary : "";
+    $("atext").textContent = "running memscope analyze " + sel.value + " ...";
+    const t = await api("analysis", { name: sel.value });
+    $("atext").textContent = t.text;
+    document.body.dataset.analysis = sel.value;
+  };
+  sel.onchange = () => show().catch(showError);
+  await show();
+}
+
 // ---- Start -------------------------------------------------------------------------------------
 
 async function start() {
@@ -495,6 +522,7 @@ async function start() {
   performance.mark("first-view-end");
   performance.measure("first-view", "start", "first-view-end");
   document.body.dataset.ready = "1";
+  setupFindings().catch(showError); // after the first view: an analysis may take a while
   window.addEventListener("resize", () => {
     if (plot) plot.setSize({ width: chartWidth(), height: 280 });
     flameWidth = 0;

@@ -75,4 +75,15 @@ long run_running_writer(const char *dir);
 int run_convert(const struct ms_store_options *o, volatile int *stop, struct ms_store_result *res,
                 char *err, size_t errlen);
 
+/* view_input.c: the database `memscope view` and `memscope report` read for path: path itself
+ * when it is a database (or missing: the caller's open reports it), else a trace directory or
+ * a PyTorch snapshot converted into a private temporary directory (in->dir, removed by
+ * cli_view_input_release). Returns 0, or -1 with a message printed (what: "view"). */
+struct cli_view_input {
+    char db[4200];
+    char dir[4096]; /* "" when nothing was created */
+};
+int cli_view_input(const char *what, const char *path, struct cli_view_input *in);
+void cli_view_input_release(struct cli_view_input *in);
+
 #endif

@@ -14,11 +14,12 @@
 #include <unistd.h>
 
 static const char report_usage[] =
-    "usage: memscope report RUN.db [-o FILE.html]\n"
+    "usage: memscope report RUN.db|TRACE_DIR|SNAPSHOT [-o FILE.html]\n"
     "  Writes the viewer's page (memory over time, flame graphs of allocation stacks, the\n"
     "  largest blocks and the owners at a set of times, the peak's and the leaks' sites) as\n"
     "  one HTML file that any browser opens without a server or a network: under 5 MB\n"
-    "  whatever the run's size. Default output: RUN.html beside the database.\n"
+    "  whatever the run's size. Default output: RUN.html beside the database. A trace\n"
+    "  directory or a PyTorch memory snapshot is converted first (into a temporary file).\n"
     "  -o, --output FILE   write the report there\n";
 
 int cmd_report(int argc, char **argv)
@@ -46,7 +47,9 @@ int cmd_report(int argc, char **argv)
     char def[4096];
     if (!out) {
         size_t n = strlen(db);
-        if (n > 3 && !strcmp(db + n - 3, ".db"))
+        while (n > 1 && db[n - 1] == '/') /* a trace directory: DIR.html beside it */
+            n--;
+        if (n > 3 && !strncmp(db + n - 3, ".db", 3))
             n -= 3;
         if (snprintf(def, sizeof def, "%.*s.html", (int)n, db) >= (int)sizeof def)
             return usage_error("report: path too long");
@@ -54,7 +57,12 @@ int cmd_report(int argc, char **argv)
     }
     char err[512] = "";
     struct ms_view v;
-    if (ms_view_open(&v, db, err, sizeof err) < 0) {
+    struct cli_view_input in;
+    if (cli_view_input("report", db, &in) < 0)
+        return 1;
+    int opened = ms_view_open(&v, in.db, err, sizeof err);
+    if (opened < 0) {
+        cli_view_input_release(&in);
         cli_error("report: %s", err);
         return 1;
     }
@@ -62,6 +70,7 @@ int cmd_report(int argc, char **argv)
     int rc = ms_output_open(&o, out);
     if (rc < 0) {
         ms_view_release(&v);
+        cli_view_input_release(&in);
         cli_error("report: cannot write %s: %s", out, ms_strerror(rc));
         return 1;
     }
@@ -72,11 +81,13 @@ int cmd_report(int argc, char **argv)
             close(fd);
         ms_output_abort(&o);
         ms_view_release(&v);
+        cli_view_input_release(&in);
         cli_error("report: cannot write %s: %s", out, strerror(errno));
         return 1;
     }
     rc = ms_view_report(&v, f, err, sizeof err);
     ms_view_release(&v);
+    cli_view_input_release(&in);
     int werr = ferror(f) ? errno : 0;
     if (fclose(f) != 0 && !werr)
         werr = errno;

@@ -16,11 +16,13 @@
 #include <time.h>
 
 static const char view_usage[] =
-    "usage: memscope view RUN.db [--port N]\n"
+    "usage: memscope view RUN.db|TRACE_DIR|SNAPSHOT [--port N]\n"
     "  Serves an interactive view of the run (memory over time, flame graphs of allocation\n"
     "  stacks, the largest blocks, owners) on 127.0.0.1 and prints the URL to open in a\n"
     "  browser; the URL carries a token without which the server answers nothing. Ctrl-C\n"
-    "  stops it. RUN.db is any memscope database (the default compact one or a full one).\n"
+    "  stops it. RUN.db is any memscope database (the default compact one or a full one); a\n"
+    "  trace directory or a PyTorch memory snapshot is converted first (into a temporary\n"
+    "  file, removed when the server stops).\n"
     "  --port N   listen on port N (default 0: a free port)\n";
 
 static volatile sig_atomic_t stop_flag;
@@ -81,7 +83,12 @@ int cmd_view(int argc, char **argv)
     struct ms_view v;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (ms_view_open(&v, db, err, sizeof err) < 0) {
+    struct cli_view_input in;
+    if (cli_view_input("view", db, &in) < 0)
+        return 1;
+    int opened = ms_view_open(&v, in.db, err, sizeof err);
+    if (opened < 0) {
+        cli_view_input_release(&in);
         cli_error("view: %s", err);
         return 1;
     }
@@ -95,6 +102,7 @@ int cmd_view(int argc, char **argv)
     struct ms_view_server_opts o = {.port = (int)port, .stop = &stop_flag, .on_ready = on_ready};
     int rc = ms_view_serve(&v, &o, err, sizeof err);
     ms_view_release(&v);
+    cli_view_input_release(&in);
     if (rc < 0) {
         cli_error("view: %s", err);
         return 1;

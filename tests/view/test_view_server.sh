@@ -26,7 +26,7 @@ get() {
 status() { cat "$TMP/status"; }
 js() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$TMP/body" "$1"; }
 
-check_known() { # WHAT
+check_known() { # WHAT [DB analyze leaks reads, default known.db]
     get "/api/summary" >/dev/null
     assert_eq "$1: summary 200" 200 "$(status)"
     assert_eq "$1: peak bytes" "$((11 * MIB))" "$(js 'd["peak_bytes"]')"
@@ -73,7 +73,7 @@ check_known() { # WHAT
         "$(js '" ".join(a["name"] for a in d["analyses"])')"
     get "/api/analysis?name=leaks" >/dev/null
     assert_eq "$1: analyze leaks' report, as memscope analyze leaks prints it" \
-        "$("$MEMSCOPE" analyze leaks "$TMP/known.db" 2>&1)" "$(js 'd["text"].rstrip("\n")')"
+        "$("$MEMSCOPE" analyze leaks "${2:-$TMP/known.db}" 2>&1)" "$(js 'd["text"].rstrip("\n")')"
     get "/api/blocks?t=$peak&limit=1" >/dev/null
     assert_eq "$1: the largest block's owner" "activation" "$(js 'd["blocks"][0]["owner"]')"
 }
@@ -128,11 +128,37 @@ view_start "$TMP/full.db"
 check_known "full database"
 view_stop
 
+# a trace directory: converted first (into a temporary directory, removed when it stops)
+ms traces run -q --format=trace -o "$TMP/traces" -- "$PROGS/view_known"
+assert_eq "run --format=trace: exit status" 0 "$RC"
+before=$(ls "${TMPDIR:-/tmp}" | grep -c '^memscope-view-' || true)
+ms traces_db import "$TMP/traces" -o "$TMP/traces.db"
+view_start "$TMP/traces"
+check_known "trace directory" "$TMP/traces.db"
+view_stop
+assert_eq "trace directory: its temporary database removed at Ctrl-C" "$before" \
+    "$(ls "${TMPDIR:-/tmp}" | grep -c '^memscope-view-' || true)"
+
+# a real PyTorch snapshot (shared/data/snapshots): imported first; its peak is analyze peak's
+SNAP=$VIEW_SRC/../../../shared/data/snapshots/04_cs336_bcrafton_torch2.10plus.pickle
+if [ -f "$SNAP" ]; then
+    ms snapdb snapshot "$SNAP" -o "$TMP/snap.db"
+    ms snappeak analyze peak "$TMP/snap.db" --json
+    want=$("$PY" -c 'import json,sys; p=json.load(open(sys.argv[1]))["peaks"][0]; print(p["peak_bytes"], p["offset_ns"])' "$TMP/snappeak.out")
+    view_start "$SNAP"
+    get "/api/summary" >/dev/null
+    assert_eq "snapshot: the peak and when, as analyze peak says" "$want" "$(js 'd["peak_bytes"], d["peak_ns"]' | tr -d '(),')"
+    assert_eq "snapshot: the segments are a reserved track" "PTA_SEGMENT True" \
+        "$(js '[(t["layer_name"], t["reserve"]) for t in d["tracks"] if t["reserve"]][0]' | tr -d "(),'")"
+    view_stop
+else
+    echo "note: $SNAP missing: the snapshot case is not run"
+fi
 # bad databases: a clear error, exit status 1, nothing listens
 seq 1 1000 >"$TMP/notdb.db"
 ms notdb view "$TMP/notdb.db"
 assert_eq "not a database: exit status 1" 1 "$RC"
-assert_match "not a database: says so" "not a memscope database|file is not a database" "$(cat "$TMP/notdb.err")"
+assert_match "not a database: says so" "neither a memscope database nor a snapshot" "$(cat "$TMP/notdb.err")"
 head -c 20000 "$TMP/known.db" >"$TMP/trunc.db"
 ms trunc view "$TMP/trunc.db"
 assert_eq "truncated database: exit status 1" 1 "$RC"

@@ -155,12 +155,13 @@ async function loadSeries() {
   const xs = r.t.map((t) => (t - state.sum.t0) / 1e9);
   const data = [xs];
   const series = [{ label: "time (s)" }];
+  const memory = tracks.filter((t) => t.id > 0 && !t.reserve).length;
   r.tracks.forEach((tr, i) => {
     const meta = tracks[tr.id];
-    if (meta.reserve) return;
-    if (tracks.length === 2 && tr.id === 1) return; // one layer only: "all" says it
+    if (memory === 1 && tr.id > 0 && !meta.reserve) return; // one layer only: "all" says it
     data.push(tr.max);
-    series.push({ label: trackLabel(meta), stroke: palette[i % palette.length], width: tr.id === 0 ? 2 : 1,
+    series.push({ label: trackLabel(meta) + (meta.reserve ? " (reserved)" : ""), stroke: palette[i % palette.length],
+      width: tr.id === 0 ? 2 : 1, dash: meta.reserve ? [6, 4] : undefined,
       fill: tr.id === 0 ? "rgba(61,111,216,0.08)" : undefined, value: (u, v) => (v == null ? "" : bytes(v)) });
   });
   const opts = {
@@ -296,7 +297,8 @@ async function loadLifetimes() {
   const [t0, t1] = state.win;
   const r = REPORT ? reportLifetimes(t0, t1) : await api("blocks", { t0, t1, limit: LIFE_BLOCKS });
   drawLifetimes(r.blocks, t0, t1);
-  $("lhint").textContent = `the ${r.blocks.length.toLocaleString("en")} largest of ${r.count.toLocaleString("en")} blocks alive in the window, ` +
+  $("lhint").textContent = (REPORT ? `${r.blocks.length.toLocaleString("en")} of the run's ${LIFE_BLOCKS} largest blocks alive in the window (a report keeps no others), `
+    : `the ${r.blocks.length.toLocaleString("en")} largest of ${r.count.toLocaleString("en")} blocks alive in the window, `) +
     "each from its allocation to its free, stacked as they fit; colour by call site; click one for its stack";
 }
 

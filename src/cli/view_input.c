@@ -1,0 +1,102 @@
+/* view_input.c: what `memscope view` and `memscope report` accept besides a database: a trace
+ * directory (converted as `memscope import` does) or a PyTorch memory snapshot (imported as
+ * `memscope snapshot -o` does), each into a private temporary directory removed afterwards. */
+#include "cli.h"
+
+#include "common/ms_error.h"
+#include "store/schema.h"
+#include "store/store.h"
+#ifdef MEMSCOPE_HAVE_SNAPSHOT
+#include "snapshot/snapshot.h"
+#endif
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* 1 when the file at path starts as an SQLite database does. */
+static int is_sqlite(const char *path)
+{
+    char head[16] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    size_t n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    return n == sizeof head && !memcmp(head, "SQLite format 3", 16);
+}
+
+int cli_view_input(const char *what, const char *path, struct cli_view_input *in)
+{
+    memset(in, 0, sizeof *in);
+    struct stat st;
+    if (stat(path, &st) < 0 || (!S_ISDIR(st.st_mode) && is_sqlite(path))) {
+        snprintf(in->db, sizeof in->db, "%s", path); /* a database, or an error to report */
+        return 0;
+    }
+#ifndef MEMSCOPE_HAVE_SNAPSHOT
+    if (!S_ISDIR(st.st_mode))
+        return cli_error("%s: %s is neither a memscope database nor a trace directory", what,
+                         path);
+#endif
+    const char *t = getenv("TMPDIR");
+    if (snprintf(in->dir, sizeof in->dir, "%s/memscope-view-XXXXXX", t && *t ? t : "/tmp") >=
+            (int)sizeof in->dir ||
+        !mkdtemp(in->dir)) {
+        in->dir[0] = 0;
+        return cli_error("%s: cannot create a temporary directory: %s", what, strerror(errno));
+    }
+    snprintf(in->db, sizeof in->db, "%s/run.db", in->dir);
+    char err[512] = "";
+    int rc;
+    if (S_ISDIR(st.st_mode)) {
+        struct ms_store_options o = {.trace_dir = path,
+                                     .db_path = in->db,
+                                     .exit_status = -1,
+                                     .symbolize = 1,
+                                     .compact = 1};
+        struct ms_store_result res;
+        static volatile int no_stop;
+        rc = run_convert(&o, &no_stop, &res, err, sizeof err);
+    } else {
+#ifdef MEMSCOPE_HAVE_SNAPSHOT
+        struct ms_snapshot s;
+        ms_snapshot_init(&s, NULL);
+        rc = ms_snapshot_load_file(&s, path);
+        if (rc)
+            snprintf(err, sizeof err, "%s: neither a memscope database nor a snapshot: %s",
+                     path, s.err);
+        else
+            rc = ms_snapshot_write_db(&s, path, in->db, ms_schema_sql, ms_schema_index_sql, err,
+                                      sizeof err);
+        ms_snapshot_release(&s);
+#else
+        rc = MS_EINVAL;
+#endif
+    }
+    if (rc < 0 || rc > 0) {
+        cli_view_input_release(in);
+        return cli_error("%s: %s", what, err[0] ? err : ms_strerror(rc < 0 ? rc : MS_EFORMAT));
+    }
+    cli_log(0, "%s: %s converted into %s", what, path, in->db);
+    return 0;
+}
+
+void cli_view_input_release(struct cli_view_input *in)
+{
+    if (!in->dir[0])
+        return;
+    unlink(in->db); /* ours: the conversion wrote it into our directory */
+    char side[sizeof in->db + 16];
+    static const char *const suffixes[] = {"-journal", "-wal", "-shm", ".lock"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
+        snprintf(side, sizeof side, "%s%s", in->db, suffixes[i]);
+        unlink(side);
+    }
+    rmdir(in->dir);
+    in->dir[0] = 0;
+}

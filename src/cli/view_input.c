@@ -40,8 +40,7 @@ int cli_view_input(const char *what, const char *path, struct cli_view_input *in
     }
 #ifndef MEMSCOPE_HAVE_SNAPSHOT
     if (!S_ISDIR(st.st_mode))
-        return cli_error("%s: %s is neither a memscope database nor a trace directory", what,
-                         path);
+        return cli_error("%s: %s is neither a memscope database nor a trace directory", what, path);
 #endif
     const char *t = getenv("TMPDIR");
     if (snprintf(in->dir, sizeof in->dir, "%s/memscope-view-XXXXXX", t && *t ? t : "/tmp") >=
@@ -54,11 +53,8 @@ int cli_view_input(const char *what, const char *path, struct cli_view_input *in
     char err[512] = "";
     int rc;
     if (S_ISDIR(st.st_mode)) {
-        struct ms_store_options o = {.trace_dir = path,
-                                     .db_path = in->db,
-                                     .exit_status = -1,
-                                     .symbolize = 1,
-                                     .compact = 1};
+        struct ms_store_options o = {
+            .trace_dir = path, .db_path = in->db, .exit_status = -1, .symbolize = 1, .compact = 1};
         struct ms_store_result res;
         static volatile int no_stop;
         rc = run_convert(&o, &no_stop, &res, err, sizeof err);
@@ -68,8 +64,8 @@ int cli_view_input(const char *what, const char *path, struct cli_view_input *in
         ms_snapshot_init(&s, NULL);
         rc = ms_snapshot_load_file(&s, path);
         if (rc)
-            snprintf(err, sizeof err, "%s: neither a memscope database nor a snapshot: %s",
-                     path, s.err);
+            snprintf(err, sizeof err, "%s: neither a memscope database nor a snapshot: %s", path,
+                     s.err);
         else
             rc = ms_snapshot_write_db(&s, path, in->db, ms_schema_sql, ms_schema_index_sql, err,
                                       sizeof err);

@@ -318,6 +318,35 @@ static int summary(struct ms_view *v, struct req *r, struct ms_json *j)
         }
     ms_json_int(j, "leaked_bytes", leaked);
     ms_json_int(j, "leaked_blocks", nleaked);
+    /* what the recording says went wrong: events the agent could not record, a trace that
+     * stopped or was damaged */
+    ms_json_begin_array(j, "warnings");
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(m->db,
+                           "SELECT pid, exe, lost_events, stopped_errno, damage FROM processes "
+                           "WHERE lost_events > 0 OR stopped_errno != 0 OR damage IS NOT NULL "
+                           "ORDER BY id LIMIT 100",
+                           -1, &st, NULL) == SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            char w[1024];
+            const char *exe = (const char *)sqlite3_column_text(st, 1);
+            const char *damage = (const char *)sqlite3_column_text(st, 4);
+            long long lost = sqlite3_column_int64(st, 2);
+            int stopped = sqlite3_column_int(st, 3);
+            int n = snprintf(w, sizeof w, "process %lld (%.300s)",
+                             (long long)sqlite3_column_int64(st, 0), exe ? exe : "?");
+            if (lost)
+                n += snprintf(w + n, sizeof w - (size_t)n, "; %lld events not recorded", lost);
+            if (stopped)
+                n += snprintf(w + n, sizeof w - (size_t)n, "; recording stopped: %s",
+                              strerror(stopped));
+            if (damage)
+                snprintf(w + n, sizeof w - (size_t)n, "; damaged trace: %.400s", damage);
+            ms_json_str(j, NULL, w);
+        }
+        sqlite3_finalize(st);
+    }
+    ms_json_end_array(j);
     ms_json_begin_array(j, "tracks");
     for (size_t i = 0; i < m->ntracks; i++) {
         ms_json_begin_object(j, NULL);

@@ -128,6 +128,22 @@ view_start "$TMP/full.db"
 check_known "full database"
 view_stop
 
+# what the recording says went wrong is a warning of the summary (the columns set by hand here:
+# test_cannot_record.sh makes real ones)
+cp "$TMP/known.db" "$TMP/warn.db"
+q "$TMP/warn.db" "UPDATE processes SET lost_events = 5, stopped_errno = 9"
+pid=$(q "$TMP/warn.db" "SELECT pid FROM processes")
+view_start "$TMP/warn.db"
+get "/api/summary" >/dev/null
+assert_match "warnings: lost events and the stop, named" \
+    "^\['process $pid \(.*view_known\); 5 events not recorded; recording stopped: Bad file descriptor'\]$" \
+    "$(js 'd["warnings"]')"
+view_stop
+view_start "$TMP/known.db"
+get "/api/summary" >/dev/null
+assert_eq "no warning for a clean run" "[]" "$(js 'd["warnings"]')"
+view_stop
+
 # a trace directory: converted first (into a temporary directory, removed when it stops)
 ms traces run -q --format=trace -o "$TMP/traces" -- "$PROGS/view_known"
 assert_eq "run --format=trace: exit status" 0 "$RC"

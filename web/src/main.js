@@ -115,6 +115,10 @@ function renderSummary() {
   add("blocks", s.blocks.toLocaleString("en"));
   add("never freed", `${bytes(s.leaked_bytes)} in ${s.leaked_blocks} blocks`, "leaked");
   add("steps", String(new Set(s.steps.map((x) => x.step)).size));
+  for (const w of s.warnings || []) {
+    const div = el("div", { class: "warning" }, "warning: " + w);
+    stats.append(div);
+  }
   const sites = (id, rows) => {
     const tb = $(id).tBodies[0];
     tb.textContent = "";

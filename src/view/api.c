@@ -15,6 +15,7 @@
 
 #define MAX_POINTS 4000
 #define MAX_ROWS 5000
+#define MAX_OFFSET 1000000 /* rows a page may start at: deeper, narrow the filters */
 #define FLAME_STACKS 4000
 #define STACK_TEXT_MAX 65536
 
@@ -459,42 +460,73 @@ static void block_json(struct ms_view *v, struct ms_json *j, size_t i, int64_t o
     ms_json_end_object(j);
 }
 
-/* A min-heap of block indexes by size: the limit largest blocks of a pass. */
-static void heap_push(const struct ms_vblock *bl, uint32_t *h, size_t *n, size_t cap, uint32_t i)
+/* A min-heap of (key, block index): the cap largest keys of a pass. Ties go to the earlier
+ * block (a larger index ranks lower), so that pages of one order never overlap. */
+struct hent {
+    int64_t key;
+    uint32_t idx;
+};
+
+static int hless(const struct hent *x, const struct hent *y)
+{
+    return x->key < y->key || (x->key == y->key && x->idx > y->idx);
+}
+
+static void heap_push(struct hent *h, size_t *n, size_t cap, struct hent e)
 {
     if (*n == cap) {
-        if (bl[i].size <= bl[h[0]].size)
+        if (!hless(&h[0], &e))
             return;
-        h[0] = i;
+        h[0] = e;
         for (size_t p = 0;;) { /* sift down */
             size_t c = 2 * p + 1;
             if (c >= *n)
                 break;
-            if (c + 1 < *n && bl[h[c + 1]].size < bl[h[c]].size)
+            if (c + 1 < *n && hless(&h[c + 1], &h[c]))
                 c++;
-            if (bl[h[p]].size <= bl[h[c]].size)
+            if (!hless(&h[c], &h[p]))
                 break;
-            uint32_t t = h[p];
+            struct hent t = h[p];
             h[p] = h[c], h[c] = t, p = c;
         }
         return;
     }
     size_t c = (*n)++;
-    h[c] = i;
-    while (c && bl[h[(c - 1) / 2]].size > bl[h[c]].size) { /* sift up */
-        uint32_t t = h[c];
+    h[c] = e;
+    while (c && hless(&h[c], &h[(c - 1) / 2])) { /* sift up */
+        struct hent t = h[c];
         h[c] = h[(c - 1) / 2], h[(c - 1) / 2] = t, c = (c - 1) / 2;
     }
 }
 
-static int by_size_desc(const void *a, const void *b, void *bl)
+static int hent_desc(const void *a, const void *b)
 {
-    const struct ms_vblock *k = bl;
-    int64_t x = k[*(const uint32_t *)a].size, y = k[*(const uint32_t *)b].size;
-    return x < y ? 1 : x > y ? -1 : 0;
+    const struct hent *x = a, *y = b;
+    return hless(y, x) ? -1 : hless(x, y) ? 1 : 0;
 }
 
-/* The largest blocks alive at some time in [t0, t1) (or at t), with their count and bytes. */
+/* The stack ids whose native or Python text contains text (a set: values unused). */
+static int stacks_matching(struct ms_view *v, const char *text, struct ms_u64map *set)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(v->m.db,
+                           "SELECT id FROM stacks WHERE instr(c_text, ?1) > 0 OR "
+                           "instr(py_text, ?1) > 0",
+                           -1, &st, NULL) != SQLITE_OK)
+        return MS_EDB;
+    sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+    int rc = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW)
+        if (!ms_u64map_put(set, (uint64_t)sqlite3_column_int64(st, 0), NULL))
+            rc = MS_ENOMEM;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The blocks alive at some time in [t0, t1) (or at t) that pass the filters (min_size,
+ * max_size; owner and site: text in the owner's label, in the stack), with their count and
+ * bytes, in the order sort (size, alloc, free or life, descending; order=asc reverses), the
+ * rows [offset, offset + limit). */
 static int blocks(struct ms_view *v, struct req *r, struct ms_json *j)
 {
     const struct ms_view_model *m = &v->m;
@@ -502,39 +534,84 @@ static int blocks(struct ms_view *v, struct req *r, struct ms_json *j)
     int64_t a = tnum(r, "t0", m->t0);
     int64_t b = tnum(r, "t1", m->t1 + 1);
     int64_t limit = num(r, "limit", 500, 1, MAX_ROWS);
+    int64_t offset = num(r, "offset", 0, 0, MAX_OFFSET);
     int64_t track = num(r, "track", 0, 0, (int64_t)m->ntracks - 1);
+    int64_t min_size = num(r, "min_size", 0, 0, INT64_MAX);
+    int64_t max_size = num(r, "max_size", INT64_MAX, 0, INT64_MAX);
+    const char *sort = r->param(r->ctx, "sort"), *order = r->param(r->ctx, "order");
+    const char *owner = r->param(r->ctx, "owner"), *site = r->param(r->ctx, "site");
+    int key = !sort || !strcmp(sort, "size") ? 0
+              : !strcmp(sort, "alloc")       ? 1
+              : !strcmp(sort, "free")        ? 2
+              : !strcmp(sort, "life")        ? 3
+                                             : -1;
+    if (key < 0 && !r->bad[0])
+        snprintf(r->bad, sizeof r->bad, "parameter 'sort': expected size, alloc, free or life");
+    if (order && strcmp(order, "asc") && strcmp(order, "desc") && !r->bad[0])
+        snprintf(r->bad, sizeof r->bad, "parameter 'order': expected asc or desc");
     if (r->bad[0])
         return MS_EINVAL;
+    int asc = order && !strcmp(order, "asc");
     if (at != INT64_MIN)
         a = at, b = at + 1;
-    uint32_t *h = malloc((size_t)limit * sizeof *h);
-    if (!h)
-        return MS_ENOMEM;
-    size_t n = 0;
-    int64_t count = 0, bytes = 0;
-    if (at != INT64_MIN && live_set(v, at, track) < 0) {
-        free(h);
-        return MS_ENOMEM;
+    /* the owners and stacks that pass the text filters */
+    unsigned char *owner_ok = NULL;
+    struct ms_u64map sites;
+    ms_u64map_init(&sites, 1, MS_U64MAP_MAX);
+    int rc = 0;
+    if (owner && *owner) {
+        owner_ok = calloc(v->nowners + 1, 1);
+        if (!owner_ok)
+            rc = MS_ENOMEM;
+        for (size_t o = 1; rc == 0 && o < v->nowners; o++)
+            owner_ok[o] = v->owners[o] && strstr(v->owners[o], owner) != NULL;
     }
+    if (rc == 0 && site && *site)
+        rc = stacks_matching(v, site, &sites);
+    size_t cap = (size_t)(offset + limit), n = 0;
+    struct hent *h = rc == 0 ? malloc(cap * sizeof *h) : NULL;
+    if (rc == 0 && !h)
+        rc = MS_ENOMEM;
+    if (rc == 0 && at != INT64_MIN)
+        rc = live_set(v, at, track);
+    if (rc < 0) {
+        free(owner_ok);
+        ms_u64map_release(&sites);
+        free(h);
+        return rc;
+    }
+    int64_t count = 0, bytes = 0;
     size_t all = at != INT64_MIN ? v->live_n : m->nblocks;
     for (size_t q = 0; q < all; q++) {
         size_t i = at != INT64_MIN ? v->live_idx[q] : q;
         const struct ms_vblock *k = &m->blocks[i];
         if (at == INT64_MIN && (k->alloc_ns >= b || k->free_ns <= a || !in_track(v, k, track)))
             continue;
+        uint32_t o = ms_vblock_owner(k);
+        if (k->size < min_size || k->size > max_size ||
+            (owner_ok && !owner_ok[o < v->nowners ? o : 0]) ||
+            (site && *site && !ms_u64map_get(&sites, k->stack_id)))
+            continue;
         count++;
         bytes += k->size;
-        heap_push(m->blocks, h, &n, (size_t)limit, (uint32_t)i);
+        int64_t kv = key == 0   ? k->size
+                     : key == 1 ? k->alloc_ns
+                     : key == 2 ? k->free_ns
+                                : (k->free_ns == INT64_MAX ? m->t1 : k->free_ns) - k->alloc_ns;
+        heap_push(h, &n, cap, (struct hent){asc ? -kv : kv, (uint32_t)i});
     }
-    qsort_r(h, n, sizeof *h, by_size_desc, m->blocks);
+    qsort(h, n, sizeof *h, hent_desc);
     ms_json_begin_object(j, NULL);
     ms_json_int(j, "count", count);
     ms_json_int(j, "bytes", bytes);
+    ms_json_int(j, "offset", offset);
     ms_json_begin_array(j, "blocks");
-    for (size_t i = 0; i < n; i++)
-        block_json(v, j, h[i], r->origin);
+    for (size_t i = (size_t)offset; i < n; i++)
+        block_json(v, j, h[i].idx, r->origin);
     ms_json_end_array(j);
     ms_json_end_object(j);
+    free(owner_ok);
+    ms_u64map_release(&sites);
     free(h);
     return 0;
 }

@@ -68,6 +68,20 @@ check_known() { # WHAT [DB analyze leaks reads, default known.db]
     assert_eq "$1: owners at the peak: total, then owner=bytes/blocks" \
         "$((11 * MIB)) activation=$((8 * MIB))/1 weight=$((3 * MIB))/3" \
         "$(js '" ".join([str(d["total"])] + ["%s=%d/%d" % (o["owner"], o["bytes"], o["blocks"]) for o in d["owners"]])')"
+    # filters, sort and paging over the run's five blocks (deep()'s 4 KiB, three 1 MiB weights,
+    # the 8 MiB activations)
+    local f
+    for f in "min_size=2000000|1 8388608" "max_size=4096|1 4096" "owner=weig|3 3145728" \
+        "site=deep|1 4096" "site=activations&owner=weight|0 0" "owner=nobody|0 0"; do
+        get "/api/blocks?${f%%|*}" >/dev/null
+        assert_eq "$1: blocks filtered by ${f%%|*}: count, bytes" "${f##*|}" "$(js 'd["count"], d["bytes"]' | tr -d '(),')"
+    done
+    for f in "sort=alloc&order=asc&limit=2|4096 $MIB" "sort=size&limit=2&offset=1|$MIB $MIB" \
+        "sort=size&limit=2&offset=4|4096" "sort=size&limit=2&offset=5|" \
+        "sort=life&limit=1|$MIB" "sort=free&order=asc&limit=2|4096 $((8 * MIB))"; do
+        get "/api/blocks?${f%%|*}" >/dev/null
+        assert_eq "$1: blocks in the order ${f%%|*}: sizes" "${f##*|}" "$(js '" ".join(str(b["size"]) for b in d["blocks"])')"
+    done
     get "/api/analyses" >/dev/null
     assert_eq "$1: the analyses listed" "leaks peak compare inefficient decompose temporary trend fragmentation oom" \
         "$(js '" ".join(a["name"] for a in d["analyses"])')"
@@ -109,7 +123,8 @@ done
 assert_eq "POST: 405" 405 "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$BASE/api/summary?token=$TOKEN")"
 for qs in "series?n=abc" "series?n=0" "series?n=99999999" "series?t0=1e9" "series?t0=" \
     "blocks?limit=-1" "blocks?track=999" "flame?mode=nonsense" "stack?id=x" "stack" \
-    "blocks?t=99999999999999999999999" "series?n=5x" "analysis?name=bogus" "analysis"; do
+    "blocks?t=99999999999999999999999" "series?n=5x" "analysis?name=bogus" "analysis" \
+    "blocks?sort=bogus" "blocks?order=up" "blocks?offset=-1" "blocks?offset=2000000" "blocks?min_size=x"; do
     get "/api/$qs" >/dev/null
     assert_eq "malformed /api/$qs: 400" 400 "$(status)"
     assert_match "malformed /api/$qs: a JSON error naming the parameter" '^\{"error":"parameter' "$(cat "$TMP/body")"

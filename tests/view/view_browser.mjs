@@ -73,8 +73,26 @@ try {
     /^8\.00 MiB block/.test(stack) && /activations \(.*\n\s*main \(/.test(stack), stack);
   await page.screenshot({ path: `${outDir}/${kind}-stack.png`, fullPage: true });
 
+  // the blocks table: every block of the run, then filtered by stack text, then sorted
+  await until(page, () => (document.body.dataset.tableRows || "").endsWith(":5"));
+  check("the blocks table: the run's 5 blocks", (await page.getAttribute("body", "data-table-rows")) === "0:5:5",
+    await page.getAttribute("body", "data-table-rows"));
+  await page.fill("#tform input[name=site]", "weights");
+  await page.click("#tform button[type=submit]");
+  await until(page, () => document.body.dataset.tableRows === "0:3:3");
+  check("the blocks table filtered by 'weights' in the stack: 3 rows of 1.00 MiB",
+    (await text("#tblocks tbody")).split("1.00 MiB").length - 1 === 3, await text("#tblocks tbody"));
+  await page.fill("#tform input[name=site]", "");
+  await page.selectOption("#tform select[name=sort]", "alloc");
+  await page.selectOption("#tform select[name=order]", "asc");
+  await page.click("#tform button[type=submit]");
+  await until(page, () => document.body.dataset.tableRows === "0:5:5" &&
+    document.querySelector("#tblocks tbody tr td").textContent === "4.00 KiB");
+  check("the blocks table by allocation time: deep()'s 4 KiB first", true);
+
   // a drag over the chart zooms into a window
   const over = await page.$("#chart .u-over");
+  await over.scrollIntoViewIfNeeded();
   const box = await over.boundingBox();
   const before = await page.getAttribute("body", "data-window");
   await page.mouse.move(box.x + box.width * 0.2, box.y + box.height / 2);

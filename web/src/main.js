@@ -228,7 +228,10 @@ function drawMarks(u) {
 async function zoomTo(a, b) {
   state.win = [Math.floor(a), Math.max(Math.ceil(b), Math.floor(a) + 1)];
   performance.mark("zoom-start");
-  await Promise.all([loadSeries(), loadLifetimes(), $("fmode").value === "alloc" ? loadFlame() : null]);
+  const byWindow = new FormData($("tform")).get("scope") === "window";
+  if (byWindow) tableOffset = 0;
+  await Promise.all([loadSeries(), loadLifetimes(), $("fmode").value === "alloc" ? loadFlame() : null,
+    byWindow ? loadTable() : null]);
   performance.mark("zoom-end");
   performance.measure("zoom", "zoom-start", "zoom-end");
   document.body.dataset.window = state.win.join(",");
@@ -242,7 +245,10 @@ async function setCursor(t) {
   $("cursor").textContent = `cursor at ${rel(t)}${REPORT ? " (the report's nearest time)" : ""}`;
   if (plot) plot.redraw(false);
   performance.mark("cursor-start");
-  await Promise.all([loadBlocks(), loadOwners(), $("fmode").value === "live" ? loadFlame() : null]);
+  const byCursor = new FormData($("tform")).get("scope") === "cursor";
+  if (byCursor) tableOffset = 0;
+  await Promise.all([loadBlocks(), loadOwners(), $("fmode").value === "live" ? loadFlame() : null,
+    byCursor ? loadTable() : null]);
   performance.mark("cursor-end");
   performance.measure("cursor", "cursor-start", "cursor-end");
   document.body.dataset.cursor = String(t);
@@ -487,6 +493,64 @@ function setupFlame() {
   $("fmode").onchange = () => loadFlame().catch(showError);
 }
 
+// ---- Blocks: filters, sort and paging over every block -----------------------------------------
+
+const PAGE = 100;
+let tableOffset = 0;
+
+function tableParams() {
+  const f = new FormData($("tform"));
+  const p = { sort: f.get("sort"), order: f.get("order"), limit: PAGE, offset: tableOffset };
+  for (const k of ["min_size", "max_size", "site", "owner"]) {
+    const v = String(f.get(k) || "").trim();
+    if (v) p[k] = v;
+  }
+  if (f.get("scope") === "cursor") p.t = state.cursor;
+  else { p.t0 = state.win[0]; p.t1 = state.win[1]; }
+  return p;
+}
+
+// A report's blocks (the run's largest) filtered and ordered as the server would.
+function reportBlocks(p) {
+  const keyOf = { size: (b) => b.size, alloc: (b) => b.alloc_ns, free: (b) => (b.free_ns === null ? Infinity : b.free_ns),
+    life: (b) => (b.free_ns === null ? state.sum.t1 : b.free_ns) - b.alloc_ns }[p.sort];
+  const rows = REPORT.lifetimes.blocks.filter((b) =>
+    (p.t !== undefined ? b.alloc_ns <= p.t && (b.free_ns === null || b.free_ns > p.t)
+      : b.alloc_ns < p.t1 && (b.free_ns === null || b.free_ns > p.t0)) &&
+    (!p.min_size || b.size >= Number(p.min_size)) && (!p.max_size || b.size <= Number(p.max_size)) &&
+    (!p.site || b.site.includes(p.site)) && (!p.owner || (b.owner || "").includes(p.owner)));
+  rows.sort((a, b) => (p.order === "asc" ? 1 : -1) * (keyOf(a) - keyOf(b)));
+  return { count: rows.length, bytes: rows.reduce((s, b) => s + b.size, 0), offset: p.offset, blocks: rows.slice(p.offset, p.offset + p.limit) };
+}
+
+async function loadTable() {
+  const p = tableParams();
+  const r = REPORT ? reportBlocks(p) : await api("blocks", p);
+  const tb = $("tblocks").tBodies[0];
+  tb.textContent = "";
+  const dur = (ns) => (Math.abs(ns) >= 1e9 ? (ns / 1e9).toFixed(3) + " s" : (ns / 1e6).toFixed(3) + " ms");
+  for (const b of r.blocks) {
+    const tr = el("tr", { class: "row" });
+    const life = (b.free_ns === null ? state.sum.t1 : b.free_ns) - b.alloc_ns;
+    tr.append(el("td", { class: "num" }, bytes(b.size)), el("td", { class: "site", title: b.site }, b.site),
+      el("td", {}, b.owner || ""), el("td", { class: "num" }, rel(b.alloc_ns)), el("td", { class: "num" }, rel(b.free_ns)),
+      el("td", { class: "num" }, dur(life) + (b.free_ns === null ? "+" : "")));
+    tr.onclick = () => showStack(b.stack_id, `${bytes(b.size)} block, allocated at ${rel(b.alloc_ns)}, freed ${b.free_ns === null ? "never" : "at " + rel(b.free_ns)}`);
+    tb.append(tr);
+  }
+  const last = r.offset + r.blocks.length;
+  $("thint").textContent = r.count ? `rows ${(r.offset + 1).toLocaleString("en")}–${last.toLocaleString("en")} of ${r.count.toLocaleString("en")} (${bytes(r.bytes)})${REPORT ? ", among the run's largest blocks a report keeps" : ""}` : "no block passes the filters";
+  $("tprev").disabled = r.offset === 0;
+  $("tnext").disabled = last >= r.count;
+  document.body.dataset.tableRows = `${r.offset}:${r.blocks.length}:${r.count}`;
+}
+
+function setupTable() {
+  $("tform").onsubmit = (e) => { e.preventDefault(); tableOffset = 0; loadTable().catch(showError); };
+  $("tprev").onclick = () => { tableOffset = Math.max(0, tableOffset - PAGE); loadTable().catch(showError); };
+  $("tnext").onclick = () => { tableOffset += PAGE; loadTable().catch(showError); };
+}
+
 // ---- Findings: the analyses' reports -----------------------------------------------------------
 
 async function setupFindings() {
@@ -521,6 +585,7 @@ async function start() {
   renderSummary();
   setupFlame();
   setupLifetimes();
+  setupTable();
   $("reset").onclick = () => zoomTo(state.sum.t0, state.sum.t1 + 1).catch(showError);
   $("topeak").onclick = () => setCursor(state.sum.peak_ns).catch(showError);
   await Promise.all([loadSeries(), loadLifetimes()]);
@@ -528,6 +593,7 @@ async function start() {
   performance.mark("first-view-end");
   performance.measure("first-view", "start", "first-view-end");
   document.body.dataset.ready = "1";
+  loadTable().catch(showError);
   setupFindings().catch(showError); // after the first view: an analysis may take a while
   window.addEventListener("resize", () => {
     if (plot) plot.setSize({ width: chartWidth(), height: 280 });

@@ -1,7 +1,7 @@
 #!/bin/bash
 # test_view_server.sh: `memscope view`'s server, with curl. On view_known.c's run (peak exactly
 # 11 MiB at activations(), 3 MiB in 3 blocks never freed from weights(), steps 1..4, owners
-# "weight" and "activation", a 33-frame stack): the queries' exact answers, compact database
+# "model@weight" and "model@activation", a 33-frame stack): the queries' exact answers, compact database
 # and full database alike; the token (401 without, 403 wrong; a cookie after the first page), a
 # foreign Host header (403), paths that try to leave the embedded assets (404), malformed and
 # out-of-range parameters (400 with a JSON error), other methods (405); a file that is not a
@@ -66,7 +66,7 @@ check_known() { # WHAT [DB analyze leaks reads, default known.db]
         "$(js 'max(d["tracks"][0]["max"])')"
     get "/api/owners?t=$peak" >/dev/null
     assert_eq "$1: owners at the peak: total, then owner=bytes/blocks" \
-        "$((11 * MIB)) activation=$((8 * MIB))/1 weight=$((3 * MIB))/3" \
+        "$((11 * MIB)) model@activation=$((8 * MIB))/1 model@weight=$((3 * MIB))/3" \
         "$(js '" ".join([str(d["total"])] + ["%s=%d/%d" % (o["owner"], o["bytes"], o["blocks"]) for o in d["owners"]])')"
     # filters, sort and paging over the run's five blocks (deep()'s 4 KiB, three 1 MiB weights,
     # the 8 MiB activations)
@@ -89,7 +89,7 @@ check_known() { # WHAT [DB analyze leaks reads, default known.db]
     assert_eq "$1: analyze leaks' report, as memscope analyze leaks prints it" \
         "$("$MEMSCOPE" analyze leaks "${2:-$TMP/known.db}" 2>&1)" "$(js 'd["text"].rstrip("\n")')"
     get "/api/blocks?t=$peak&limit=1" >/dev/null
-    assert_eq "$1: the largest block's owner" "activation" "$(js 'd["blocks"][0]["owner"]')"
+    assert_eq "$1: the largest block's owner" "model@activation" "$(js 'd["blocks"][0]["owner"]')"
 }
 
 view_start "$TMP/known.db"

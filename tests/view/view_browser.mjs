@@ -51,8 +51,10 @@ try {
   check("the site never freed is weights(), 3.00 MiB", /^3\.00 MiB\s*weights \(/.test(leak0), leak0);
   check("the cursor starts at the peak: 4 blocks live, 11.0 MiB", (await text("#bcount")) === "4 live, 11.0 MiB", await text("#bcount"));
   const own = await text("#owners tbody");
-  check("owners at the cursor: activation 8.00 MiB, weight 3.00 MiB",
-    /^activation\s*8\.00 MiB\s*1\s*weight\s*3\.00 MiB\s*3$/.test(own), own);
+  check("owners at the cursor: model@activation 8.00 MiB, model@weight 3.00 MiB",
+    /^model@activation\s*8\.00 MiB\s*1\s*model@weight\s*3\.00 MiB\s*3$/.test(own), own);
+  const tree = await page.getAttribute("body", "data-owner-tree");
+  check("the owner tree: all > model > activation, weight", tree === "all:11534336|model:11534336|activation:8388608|weight:3145728", tree);
   const life = Number(await page.getAttribute("body", "data-life-blocks"));
   check("the lifetime chart draws the run's 5 blocks", life === 5, life);
   const lbox = await (await page.$("#life")).boundingBox();

@@ -2,7 +2,7 @@
  * its own, it allocates three 1 MiB "weights" (never freed), then an 8 MiB "activations" block
  * (freed), so the run's peak is exactly 11 MiB, reached when activations() allocates, and
  * 3 MiB in 3 blocks are never freed, all from weights(); four steps are marked between. The
- * weights have the owner "weight", the activations "activation". First
+ * weights have the owner "model@weight", the activations "model@activation". First
  * deep() recurses 40 calls down and allocates and frees 4 KiB there: a stack as deep as the
  * recorded depth allows. */
 #include "memscope.h"
@@ -43,12 +43,14 @@ int main(void)
     if (deep(40) != 40)
         return 1;
     memscope_step();
+    memscope_owner_push("model");
     memscope_owner_push("weight");
     weights();
     memscope_owner_pop();
     memscope_step();
     memscope_owner_push("activation");
     void *a = activations();
+    memscope_owner_pop();
     memscope_owner_pop();
     memscope_step();
     free(a);

@@ -283,6 +283,7 @@ async function showStack(id, title) {
 async function loadOwners() {
   const r = await api("owners", { t: state.cursor });
   $("ototal").textContent = bytes(r.total);
+  drawOwners(r.owners, r.total);
   const tb = $("owners").tBodies[0];
   tb.textContent = "";
   for (const o of r.owners.slice(0, 200)) {
@@ -422,12 +423,10 @@ let flameWidth = 0;
 // The rectangles of the flame graph: [x, y, w, node], the drawn top node across the width.
 let rects = [];
 
-function drawFlame() {
-  const cv = $("flame");
-  const top = state.flameTop;
-  if (!top) return;
-  const w = flameWidth || (flameWidth = cv.clientWidth); // read once: no layout per redraw
-  const h = Math.max(120, Math.min(depthOf(top), 60) * ROW + 4);
+// Draws tree top as an icicle on canvas cv (width w: read once by the caller), the root across
+// the width, children below in proportion; returns the rectangles [x, y, w, node] drawn.
+function drawIcicle(cv, w, top, minHeight) {
+  const h = Math.max(minHeight, Math.min(depthOf(top), 60) * ROW + 4);
   cv.style.height = h + "px";
   cv.width = w * devicePixelRatio;
   cv.height = h * devicePixelRatio;
@@ -435,11 +434,11 @@ function drawFlame() {
   ctx.scale(devicePixelRatio, devicePixelRatio);
   ctx.font = "11px system-ui";
   ctx.textBaseline = "middle";
-  rects = [];
+  const out = [];
   const total = top.v || 1;
   const walk = (n, x, y, width) => {
     if (width < 0.5 || y > h) return;
-    rects.push([x, y, width, n]);
+    out.push([x, y, width, n]);
     let hue = 0;
     for (let i = 0; i < n.n.length; i++) hue = (hue * 31 + n.n.charCodeAt(i)) % 360;
     ctx.fillStyle = n === top ? "#c8d2e6" : `hsl(${20 + (hue % 40)}, 75%, ${62 + (hue % 14)}%)`;
@@ -460,17 +459,52 @@ function drawFlame() {
     }
   };
   walk(top, 0, 0, w);
+  return out;
+}
+
+// The node of an icicle under the mouse, or null.
+function icicleHit(cv, list, e) {
+  const r = cv.getBoundingClientRect();
+  const x = e.clientX - r.left, y = e.clientY - r.top;
+  for (let i = list.length - 1; i >= 0; i--) {
+    const [rx, ry, rw, n] = list[i];
+    if (x >= rx && x < rx + rw && y >= ry && y < ry + ROW) return n;
+  }
+  return null;
+}
+
+function drawFlame() {
+  const cv = $("flame");
+  if (!state.flameTop) return;
+  const w = flameWidth || (flameWidth = cv.clientWidth); // read once: no layout per redraw
+  rects = drawIcicle(cv, w, state.flameTop, 120);
   document.body.dataset.flameNodes = String(rects.length);
 }
 
 function flameHit(e) {
-  const r = $("flame").getBoundingClientRect();
-  const x = e.clientX - r.left, y = e.clientY - r.top;
-  for (let i = rects.length - 1; i >= 0; i--) {
-    const [rx, ry, rw, n] = rects[i];
-    if (x >= rx && x < rx + rw && y >= ry && y < ry + ROW) return n;
+  return icicleHit($("flame"), rects, e);
+}
+
+// The owner tree at the cursor: labels split at '@' ("PTA@weight", "model@layer1@activation"),
+// each level a node with the bytes below it.
+let ownerRects = [], ownerWidth = 0;
+
+function drawOwners(owners, total) {
+  const root = { n: "all", v: total, c: [] };
+  for (const o of owners) {
+    let at = root;
+    for (const part of o.owner.split("@").filter(Boolean)) {
+      let c = at.c.find((x) => x.n === part);
+      if (!c) at.c.push((c = { n: part, v: 0, c: [] }));
+      c.v += o.bytes;
+      at = c;
+    }
   }
-  return null;
+  const sortTree = (n) => { n.c.sort((a, b) => b.v - a.v); n.c.forEach(sortTree); };
+  sortTree(root);
+  const cv = $("otree");
+  ownerRects = drawIcicle(cv, ownerWidth || (ownerWidth = cv.clientWidth), root, 60);
+  document.body.dataset.ownerTree = ownerRects.map((r) => `${r[3].n}:${r[3].v}`).join("|");
 }
 
 function setupFlame() {
@@ -485,6 +519,16 @@ function setupFlame() {
     tip.style.display = "block";
   });
   cv.addEventListener("mouseleave", () => { tip.style.display = "none"; });
+  const ot = $("otree");
+  ot.addEventListener("mousemove", (e) => {
+    const n = icicleHit(ot, ownerRects, e);
+    if (!n) { tip.style.display = "none"; return; }
+    tip.textContent = `${n.n}\n${bytes(n.v)}`;
+    tip.style.left = e.clientX + 12 + "px";
+    tip.style.top = e.clientY + 12 + "px";
+    tip.style.display = "block";
+  });
+  ot.addEventListener("mouseleave", () => { tip.style.display = "none"; });
   cv.addEventListener("click", (e) => {
     const n = flameHit(e);
     if (n) { state.flameTop = n; drawFlame(); }
@@ -597,7 +641,7 @@ async function start() {
   setupFindings().catch(showError); // after the first view: an analysis may take a while
   window.addEventListener("resize", () => {
     if (plot) plot.setSize({ width: chartWidth(), height: 280 });
-    flameWidth = 0;
+    flameWidth = ownerWidth = 0;
     drawFlame();
   });
 }

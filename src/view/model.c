@@ -69,16 +69,20 @@ static long track_of(struct loader *L, int64_t process_id, int64_t layer)
     return (long)(L->last_track = m->ntracks++);
 }
 
-static int on_malloc(struct loader *L, int64_t ts, int64_t proc, int64_t layer, int64_t size,
-                     int64_t stack_id, int64_t alloc_id, int64_t owner_id)
+static int on_malloc(struct loader *L, int64_t ts, int64_t proc, int64_t layer, int64_t addr,
+                     int64_t size, int64_t stack_id, int64_t alloc_id, int64_t owner_id)
 {
     struct ms_view_model *m = L->m;
     long t = track_of(L, proc, layer);
     if (t < 0)
         return 0; /* past MAX_TRACKS: not drawn (docs/viewer.md) */
-    if (m->nblocks >= UINT32_MAX || ms_grow((void **)&m->blocks, &m->capblocks, m->nblocks,
-                                            sizeof *m->blocks, 4096, MS_GROW_MAX) < 0)
+    size_t cap = m->capblocks;
+    if (m->nblocks >= UINT32_MAX ||
+        ms_grow((void **)&m->addr, &cap, m->nblocks, sizeof *m->addr, 4096, MS_GROW_MAX) < 0 ||
+        ms_grow((void **)&m->blocks, &m->capblocks, m->nblocks, sizeof *m->blocks, 4096,
+                MS_GROW_MAX) < 0)
         return MS_ENOMEM;
+    m->addr[m->nblocks] = (uint64_t)addr;
     uint32_t tagged;
     if (alloc_id && ms_u64map_get32(&L->owners, (uint64_t)alloc_id, &tagged))
         owner_id = tagged;
@@ -133,8 +137,9 @@ static int on_annotation(struct loader *L, int kind, int64_t ts, int64_t proc, c
     return 0;
 }
 
-static int on_row(struct loader *L, int kind, int64_t ts, int64_t proc, int64_t layer, int64_t size,
-                  int64_t stack, int64_t alloc_id, int64_t owner, const char *name, size_t len)
+static int on_row(struct loader *L, int kind, int64_t ts, int64_t proc, int64_t layer, int64_t addr,
+                  int64_t size, int64_t stack, int64_t alloc_id, int64_t owner, const char *name,
+                  size_t len)
 {
     struct ms_view_model *m = L->m;
     if (!m->events++)
@@ -142,7 +147,7 @@ static int on_row(struct loader *L, int kind, int64_t ts, int64_t proc, int64_t 
     if (ts > m->t1)
         m->t1 = ts;
     if (kind == MS_KIND_MALLOC && layer > 0)
-        return on_malloc(L, ts, proc, layer, size, stack, alloc_id, owner);
+        return on_malloc(L, ts, proc, layer, addr, size, stack, alloc_id, owner);
     if (kind == MS_KIND_FREE && layer > 0)
         return on_free(L, ts, alloc_id);
     return on_annotation(L, kind, ts, proc, name, len);
@@ -151,8 +156,9 @@ static int on_row(struct loader *L, int kind, int64_t ts, int64_t proc, int64_t 
 static int on_replayed(void *ctx, const struct ms_store_row *r)
 {
     struct loader *L = ctx;
-    return on_row(L, r->kind, r->ts_ns, r->process_id, r->layer, r->has_size ? r->size : 0,
-                  r->stack_id, r->allocation_id, r->owner_id, r->name, r->name_len);
+    return on_row(L, r->kind, r->ts_ns, r->process_id, r->layer, r->has_addr ? r->addr : 0,
+                  r->has_size ? r->size : 0, r->stack_id, r->allocation_id, r->owner_id, r->name,
+                  r->name_len);
 }
 
 static int read_events(struct loader *L, char *err, size_t errlen)
@@ -162,7 +168,7 @@ static int read_events(struct loader *L, char *err, size_t errlen)
     int has_name = ms__has_column(db, "events", "name");
     char sql[512];
     snprintf(sql, sizeof sql,
-             "SELECT kind, ts_ns, process_id, layer, size, stack_id, allocation_id, %s FROM "
+             "SELECT kind, ts_ns, process_id, layer, size, stack_id, allocation_id, %s, addr FROM "
              "events WHERE kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ", " MS_SQL_STEP
              ", " MS_SQL_MARK ") ORDER BY id",
              has_name ? "name" : "NULL");
@@ -175,8 +181,9 @@ static int read_events(struct loader *L, char *err, size_t errlen)
         const char *name = (const char *)sqlite3_column_text(st, 7);
         rc = on_row(L, sqlite3_column_int(st, 0), sqlite3_column_int64(st, 1),
                     sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
-                    sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5),
-                    sqlite3_column_int64(st, 6), 0, name, name ? strlen(name) : 0);
+                    sqlite3_column_int64(st, 8), sqlite3_column_int64(st, 4),
+                    sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6), 0, name,
+                    name ? strlen(name) : 0);
     }
     if (rc == 0 && s != SQLITE_DONE) {
         snprintf(err, errlen, "events: %s", sqlite3_errmsg(db));
@@ -210,6 +217,31 @@ static int read_owners(struct loader *L, char *err, size_t errlen)
     if (rc)
         snprintf(err, errlen, "blocks: %s", ms_strerror(rc));
     return rc;
+}
+
+/* The pools table (a database without one has no pools). */
+static int read_pools(struct ms_view_model *m)
+{
+    sqlite3_stmt *st;
+    if (!ms__has_column(m->db, "pools", "reserve_layer") ||
+        sqlite3_prepare_v2(m->db,
+                           "SELECT name, layer, reserve_layer FROM pools ORDER BY id LIMIT 64", -1,
+                           &st, NULL) != SQLITE_OK)
+        return 0;
+    m->pools = calloc(64, sizeof *m->pools);
+    if (!m->pools) {
+        sqlite3_finalize(st);
+        return MS_ENOMEM;
+    }
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        struct ms_vpool *p = &m->pools[m->npools++];
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        snprintf(p->name, sizeof p->name, "%s", name ? name : "?");
+        p->layer = sqlite3_column_int64(st, 1);
+        p->reserve_layer = sqlite3_column_int64(st, 2);
+    }
+    sqlite3_finalize(st);
+    return 0;
 }
 
 /* Track 0, the total of the memory tracks: the one memory track's own arrays when there is one
@@ -322,6 +354,8 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
     }
     if ((rc = read_owners(&L, err, errlen)) < 0)
         goto fail;
+    if ((rc = read_pools(m)) < 0)
+        goto fail;
     if (ms_store_is_compact(m->db))
         rc = ms_store_replay(path, on_replayed, &L, err, errlen);
     else
@@ -363,6 +397,8 @@ void ms_view_model_release(struct ms_view_model *m)
     }
     free(m->tracks);
     free(m->blocks);
+    free(m->addr);
+    free(m->pools);
     free(m->steps);
     free(m->marks);
     sqlite3_close(m->db);

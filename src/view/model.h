@@ -2,9 +2,9 @@
  *
  * Built once from a database (compact: its traces replayed; full: its events table), then only
  * read, by any number of server threads at once. Workload: up to tens of millions of events.
- * A MALLOC/FREE pair costs one block (32 bytes) and two changes of live bytes (16 bytes each):
- * about 32 bytes per event (the total of several memory tracks adds 16 per event), 320 MB for
- * 10M events. Every query costs at most one pass over the
+ * A MALLOC/FREE pair costs one block (32 bytes and its 8-byte address) and two changes of
+ * live bytes (16 bytes each): about 36 bytes per event (the total of several memory tracks adds
+ * 16 per event), 360 MB for 10M events. Every query costs at most one pass over the
  * blocks, or a binary search plus a bounded scan of one track's changes per pixel. */
 #ifndef MS_VIEW_MODEL_H
 #define MS_VIEW_MODEL_H
@@ -57,10 +57,19 @@ struct ms_vmark {
     char name[64];
 };
 
+/* A pool (the pools table): its blocks' layer and the layer of the regions it carves from. */
+struct ms_vpool {
+    char name[64];
+    int64_t layer, reserve_layer;
+};
+
 struct ms_view_model {
     sqlite3 *db; /* read only; frames and stacks are looked up here on demand */
     struct ms_vblock *blocks;
     size_t nblocks, capblocks;
+    uint64_t *addr; /* each block's address (for the allocator state of pools), capblocks */
+    struct ms_vpool *pools;
+    size_t npools;
     struct ms_vtrack *tracks;
     size_t ntracks;
     struct ms_vstep *steps;

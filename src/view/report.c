@@ -7,6 +7,7 @@
 #include "report.h"
 
 #include "assets.h"
+#include "common/grow.h"
 #include "analyze/analyze.h"
 #include "common/ms_error.h"
 
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #define MAX_TIMES 200
+#define MAX_POOL_TIMES 100
 #define REPORT_BLOCKS "50"
 #define REPORT_DETAIL "400"     /* flame nodes under 1/400 of the total left out */
 #define REPORT_LIFETIMES "2000" /* the block lifetime chart: the largest blocks of the run */
@@ -121,6 +123,43 @@ static int times_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The times of the first pool's events (its tracks' changes), ascending, distinct: all of them
+ * or MAX_POOL_TIMES evenly picked. Returns how many. */
+static int pool_times(const struct ms_view_model *m, int64_t *out)
+{
+    if (!m->npools)
+        return 0;
+    const struct ms_vpool *p = &m->pools[0];
+    size_t n = 0, cap = 0;
+    int64_t *all = NULL;
+    for (size_t t = 1; t < m->ntracks; t++) {
+        const struct ms_vtrack *tr = &m->tracks[t];
+        if (tr->layer != p->layer && tr->layer != p->reserve_layer)
+            continue;
+        for (size_t i = 0; i < tr->n; i++) {
+            if (ms_grow((void **)&all, &cap, n, sizeof *all, 256, 1u << 26) < 0) {
+                free(all);
+                return 0; /* no step points: the report steps through its other times */
+            }
+            all[n++] = tr->ts[i];
+        }
+    }
+    qsort(all, n, sizeof *all, times_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!u || all[i] != all[u - 1])
+            all[u++] = all[i];
+    int k = 0;
+    if (u <= MAX_POOL_TIMES)
+        for (size_t i = 0; i < u; i++)
+            out[k++] = all[i];
+    else
+        for (size_t i = 0; i < MAX_POOL_TIMES; i++)
+            out[k++] = all[i * u / MAX_POOL_TIMES];
+    free(all);
+    return k;
+}
+
 /* The answers at cursor time t (ns from the first event): "<t>": {blocks, owners, flame}. */
 static int add_time(struct ms_view *v, struct text *t, int64_t rel, char *err, size_t errlen)
 {
@@ -137,6 +176,9 @@ static int add_time(struct ms_view *v, struct text *t, int64_t rel, char *err, s
         rc = add_answer(v, &one, "owners", "/api/owners", &po, err, errlen);
     if (rc == 0)
         rc = add_answer(v, &one, "flame", "/api/flame", &pf, err, errlen);
+    struct params pp = {{"t"}, {ts}, 1}; /* the first pool's state */
+    if (rc == 0 && v->m.npools)
+        rc = add_answer(v, &one, "segments", "/api/segments", &pp, err, errlen);
     puts_(&one, "}");
     if (rc == 0 && one.oom)
         rc = MS_ENOMEM;
@@ -212,6 +254,19 @@ int ms_view_report(struct ms_view *v, FILE *out, char *err, size_t errlen)
     puts_(&at, "{");
     if (rc == 0 && (rc = add_time(v, &at, v->m.total_peak_ns - v->m.t0, err, errlen)) == 0)
         times[ntimes++] = v->m.total_peak_ns - v->m.t0;
+    /* a pool's events (its regions and blocks changing), so that the allocator state steps
+     * through them: all of them, or as many evenly picked as MAX_POOL_TIMES */
+    int64_t ptimes[MAX_POOL_TIMES];
+    int nptimes = pool_times(&v->m, ptimes), nkept = 0;
+    for (int i = 0; rc == 0 && i < nptimes && ntimes < MAX_TIMES; i++) {
+        if (t.n + at.n > MS_REPORT_BUDGET / 2)
+            break;
+        int64_t rel = ptimes[i] - v->m.t0;
+        if (rel != times[0] && (rc = add_time(v, &at, rel, err, errlen)) == 0)
+            times[ntimes++] = rel;
+        if (rc == 0)
+            ptimes[nkept++] = rel; /* the ones the report answers at: the page steps through */
+    }
     for (int parts = 2; rc == 0 && parts <= MAX_TIMES && ntimes < MAX_TIMES; parts *= 2)
         for (int k = 1; k < parts && ntimes < MAX_TIMES; k += 2) { /* the new midpoints */
             if (t.n + at.n > MS_REPORT_BUDGET * 3 / 4)
@@ -230,6 +285,12 @@ budget:
     for (int i = 0; i < ntimes; i++) {
         char n[32];
         snprintf(n, sizeof n, "%s%lld", i ? "," : "", (long long)times[i]);
+        puts_(&t, n);
+    }
+    puts_(&t, "],\"pool_times\":[");
+    for (int i = 0; i < nkept; i++) {
+        char n[32];
+        snprintf(n, sizeof n, "%s%lld", i ? "," : "", (long long)ptimes[i]);
         puts_(&t, n);
     }
     puts_(&t, "]");

@@ -1,7 +1,8 @@
 /* report.h: `memscope report`: the viewer's page as one self-contained HTML file (no network
  * fetch, no server) with the answers it needs precomputed: the summary, memory over time at
  * MS_REPORT_POINTS points, and at a set of cursor times (the peak, then evenly spaced times
- * while the budget lasts) the largest blocks, the owners and the flame graph; the flame graphs
+ * while the budget lasts) the largest blocks, the owners, the flame graph and the first pool's
+ * allocator state; the flame graphs
  * of the whole run and of what was never freed; the run's largest blocks (the lifetime chart);
  * the stacks all of these name. The file stays
  * under a byte budget whatever the run's size (issue 15: 5 MB). */

@@ -43,6 +43,14 @@ function reportAnswer(path, p) {
     }
     case "blocks": return REPORT.at[String(p.t)].blocks;
     case "owners": return REPORT.at[String(p.t)].owners;
+    case "segments": {
+      const a = REPORT.at[String(p.t)];
+      if (!a.segments) throw new Error("no allocator state at this time in the report");
+      // stepping goes through the pool's events the report kept (else through all its times)
+      const ts = REPORT.pool_times.length ? REPORT.pool_times : REPORT.times, t = Number(p.t);
+      const prev = ts.filter((x) => x < t), next = ts.filter((x) => x > t);
+      return { ...a.segments, prev_t: prev.length ? prev[prev.length - 1] : null, next_t: next.length ? next[0] : null };
+    }
     case "flame":
       if (p.mode === "alloc") return REPORT.flame_alloc;
       if (p.mode === "leaked") return REPORT.flame_leaked;
@@ -248,7 +256,7 @@ async function setCursor(t) {
   const byCursor = new FormData($("tform")).get("scope") === "cursor";
   if (byCursor) tableOffset = 0;
   await Promise.all([loadBlocks(), loadOwners(), $("fmode").value === "live" ? loadFlame() : null,
-    byCursor ? loadTable() : null]);
+    byCursor ? loadTable() : null, loadSegments()]);
   performance.mark("cursor-end");
   performance.measure("cursor", "cursor-start", "cursor-end");
   document.body.dataset.cursor = String(t);
@@ -537,6 +545,87 @@ function setupFlame() {
   $("fmode").onchange = () => loadFlame().catch(showError);
 }
 
+// ---- Allocator state: a pool's regions and its blocks in them ---------------------------------
+
+const SEG_ROW = 16, SEG_LABEL = 330;
+let segRects = [], segWidth = 0;
+
+async function loadSegments() {
+  if (!state.sum.pools.length) return;
+  const r = await api("segments", { pool: $("pool").value, t: state.cursor });
+  state.segments = r;
+  $("shint").textContent = `${r.pool} at ${rel(r.t)}: ${r.segment_count} regions, ${bytes(r.reserved_bytes)} reserved, ` +
+    `${bytes(r.used_bytes)} in ${r.block_count} blocks` + (r.truncated ? " (the first 500 regions drawn)" : "");
+  $("sprev").disabled = r.prev_t === null;
+  $("snext").disabled = r.next_t === null;
+  drawSegments(r);
+  document.body.dataset.segments = r.segments.map((g) => `${g.size}:${g.blocks.map((b) => `${b.offset}+${b.size}`).join(",")}:${g.largest_free}`).join("|");
+}
+
+function drawSegments(r) {
+  const cv = $("segs");
+  const w = segWidth || (segWidth = cv.clientWidth);
+  const h = Math.max(SEG_ROW, r.segments.length * SEG_ROW);
+  cv.style.height = h + "px";
+  cv.width = w * devicePixelRatio;
+  cv.height = h * devicePixelRatio;
+  const ctx = cv.getContext("2d");
+  ctx.scale(devicePixelRatio, devicePixelRatio);
+  ctx.font = "11px system-ui";
+  ctx.textBaseline = "middle";
+  const biggest = Math.max(1, ...r.segments.map((g) => g.size));
+  const scale = (w - SEG_LABEL - 4) / biggest;
+  segRects = [];
+  r.segments.forEach((g, i) => {
+    const y = i * SEG_ROW;
+    ctx.fillStyle = "#1d2330";
+    ctx.fillText(`${g.addr} ${bytes(g.size)}, used ${bytes(g.used_bytes)}, largest free ${bytes(g.largest_free)}`, 2, y + SEG_ROW / 2);
+    ctx.fillStyle = "#e4e7ee";
+    ctx.fillRect(SEG_LABEL, y + 1, g.size * scale, SEG_ROW - 2);
+    for (const b of g.blocks) {
+      const x = SEG_LABEL + b.offset * scale, bw = Math.max(1, b.size * scale);
+      ctx.fillStyle = siteColour(b.site);
+      ctx.fillRect(x, y + 1, bw, SEG_ROW - 2);
+      segRects.push([x, y, bw, SEG_ROW, b, g]);
+    }
+  });
+}
+
+function setupSegments() {
+  if (!state.sum.pools.length) return;
+  $("allocsec").hidden = false;
+  const sel = $("pool");
+  state.sum.pools.forEach((name, i) => sel.append(el("option", { value: String(i) }, name)));
+  sel.onchange = () => loadSegments().catch(showError);
+  const step = (dir) => {
+    const r = state.segments;
+    if (!r) return;
+    const t = dir < 0 ? r.prev_t : r.next_t;
+    if (t !== null) setCursor(t).catch(showError);
+  };
+  $("sprev").onclick = () => step(-1);
+  $("snext").onclick = () => step(1);
+  const cv = $("segs"), tip = $("tip");
+  const hit = (e) => {
+    const rc = cv.getBoundingClientRect(), x = e.clientX - rc.left, y = e.clientY - rc.top;
+    return segRects.find(([rx, ry, rw, rh]) => x >= rx && x < rx + rw && y >= ry && y < ry + rh);
+  };
+  cv.addEventListener("mousemove", (e) => {
+    const f = hit(e);
+    if (!f) { tip.style.display = "none"; return; }
+    const [, , , , b, g] = f;
+    tip.textContent = `${bytes(b.size)} at ${g.addr} + ${b.offset}${b.owner ? " (" + b.owner + ")" : ""}, allocated at ${rel(b.alloc_ns)}\n${b.site}`;
+    tip.style.left = e.clientX + 12 + "px";
+    tip.style.top = e.clientY + 12 + "px";
+    tip.style.display = "block";
+  });
+  cv.addEventListener("mouseleave", () => { tip.style.display = "none"; });
+  cv.addEventListener("click", (e) => {
+    const f = hit(e);
+    if (f) showStack(f[4].stack_id, `${bytes(f[4].size)} block at ${f[5].addr} + ${f[4].offset}, allocated at ${rel(f[4].alloc_ns)}`);
+  });
+}
+
 // ---- Blocks: filters, sort and paging over every block -----------------------------------------
 
 const PAGE = 100;
@@ -630,6 +719,7 @@ async function start() {
   setupFlame();
   setupLifetimes();
   setupTable();
+  setupSegments();
   $("reset").onclick = () => zoomTo(state.sum.t0, state.sum.t1 + 1).catch(showError);
   $("topeak").onclick = () => setCursor(state.sum.peak_ns).catch(showError);
   await Promise.all([loadSeries(), loadLifetimes()]);
@@ -641,7 +731,7 @@ async function start() {
   setupFindings().catch(showError); // after the first view: an analysis may take a while
   window.addEventListener("resize", () => {
     if (plot) plot.setSize({ width: chartWidth(), height: 280 });
-    flameWidth = ownerWidth = 0;
+    flameWidth = ownerWidth = segWidth = 0;
     drawFlame();
   });
 }

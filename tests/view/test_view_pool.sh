@@ -54,6 +54,37 @@ assert_eq "no pool in the run: 400" 400 "$(cat "$TMP/status")"
 assert_match "no pool in the run: says so" "this run has no pool" "$(cat "$TMP/body")"
 view_stop
 
+# a real PyTorch snapshot: the regions and the active blocks at an event are the ones the
+# snapshot reader's own state (memscope snapshot --state-at, an independent path) gives
+SNAP=$VIEW_SRC/../../../shared/data/snapshots/04_cs336_bcrafton_torch2.10plus.pickle
+if [ -f "$SNAP" ]; then
+    view_start "$SNAP"
+    get "/api/summary"
+    origin=$(js 'd["origin_ns"]')
+    for n in 1000 3000 6400; do
+        "$MEMSCOPE" snapshot "$SNAP" --state-at $n >"$TMP/state$n.json" 2>/dev/null
+        t=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["time_us"] * 1000 - int(sys.argv[2]))' \
+            "$TMP/state$n.json" "$origin")
+        get "/api/segments?t=$t"
+        cp "$TMP/body" "$TMP/seg$n.json"
+        assert_eq "snapshot event $n: regions, reserved bytes, active blocks' addresses" "same" \
+            "$("$PY" - "$TMP/state$n.json" "$TMP/seg$n.json" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1])); v = json.load(open(sys.argv[2]))
+sa = sorted(x["address"] for s in a["segments"] for x in s["blocks"] if x["state"] == "active_allocated")
+sv = sorted(int(s["addr"], 16) + b["offset"] for s in v["segments"] for b in s["blocks"])
+ra = sorted((s["address"], s["total_size"]) for s in a["segments"])
+rv = sorted((int(s["addr"], 16), s["size"]) for s in v["segments"])
+print("same" if (sa, ra, a["reserved_bytes"]) == (sv, rv, v["reserved_bytes"]) else
+      f"differ: {len(sa)} vs {len(sv)} blocks, {len(ra)} vs {len(rv)} regions, {a['reserved_bytes']} vs {v['reserved_bytes']}")
+PY
+)"
+    done
+    view_stop
+else
+    echo "note: $SNAP missing: the snapshot case is not run"
+fi
+
 missing=""
 [ -x "${CHROMIUM:-/usr/bin/chromium}" ] || missing="$missing chromium"
 command -v node >/dev/null || missing="$missing node"

@@ -54,7 +54,7 @@ try {
   }
   // B's 1 MiB block: the second row, from the bars' start to half of B's width
   const box = await (await page.$("#segs")).boundingBox();
-  await page.mouse.click(box.x + 330 + (box.width - 334) * 0.2, box.y + 16 + 8);
+  await page.mouse.click(box.x + 360 + (box.width - 364) * 0.2, box.y + 16 + 8);
   await until(page, () => document.getElementById("stack").textContent.includes("main ("));
   const stack = (await page.textContent("#stack")).trim();
   check("a click on B's 1 MiB block shows its stack (view_pool.c:19)", /^1\.00 MiB block/.test(stack) && /view_pool\.c:19/.test(stack), stack);

@@ -84,6 +84,15 @@ export function bytes(n) {
   return (n < 0 ? "-" : "") + s + " " + units[u];
 }
 
+// An axis tick: seconds shown in s, ms or us, with the digits that tell ticks apart.
+function seconds(v) {
+  const a = Math.abs(v);
+  if (a === 0) return "0";
+  if (a >= 1) return +v.toFixed(3) + " s";
+  if (a >= 1e-3) return +(v * 1e3).toFixed(3) + " ms";
+  return +(v * 1e6).toFixed(3) + " us";
+}
+
 function rel(ns) {
   if (ns === null || ns === undefined) return "never";
   const s = (ns - state.sum.t0) / 1e9;
@@ -180,7 +189,8 @@ async function loadSeries() {
     width: chartWidth(), height: 280,
     series,
     scales: { x: { time: false } },
-    axes: [{ label: "seconds from the first event" }, { values: (u, vals) => vals.map(bytes), size: 80 }],
+    axes: [{ label: "time from the first event", values: (u, vals) => vals.map(seconds) },
+      { values: (u, vals) => vals.map(bytes), size: 80 }],
     cursor: { drag: { x: true, y: false } },
     hooks: {
       setSelect: [(u) => {
@@ -547,7 +557,7 @@ function setupFlame() {
 
 // ---- Allocator state: a pool's regions and its blocks in them ---------------------------------
 
-const SEG_ROW = 16, SEG_LABEL = 330;
+const SEG_ROW = 16, SEG_LABEL = 360;
 let segRects = [], segWidth = 0;
 
 async function loadSegments() {
@@ -578,8 +588,11 @@ function drawSegments(r) {
   segRects = [];
   r.segments.forEach((g, i) => {
     const y = i * SEG_ROW;
+    ctx.save();
+    ctx.beginPath(); ctx.rect(0, y, SEG_LABEL - 6, SEG_ROW); ctx.clip();
     ctx.fillStyle = "#1d2330";
-    ctx.fillText(`${g.addr} ${bytes(g.size)}, used ${bytes(g.used_bytes)}, largest free ${bytes(g.largest_free)}`, 2, y + SEG_ROW / 2);
+    ctx.fillText(`${g.addr} ${bytes(g.size)}: used ${bytes(g.used_bytes)}, free <= ${bytes(g.largest_free)}`, 2, y + SEG_ROW / 2);
+    ctx.restore();
     ctx.fillStyle = "#e4e7ee";
     ctx.fillRect(SEG_LABEL, y + 1, g.size * scale, SEG_ROW - 2);
     for (const b of g.blocks) {

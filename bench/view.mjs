@@ -2,7 +2,8 @@
 // the page at process.argv[2]: the first view (ms from navigation start to the page's
 // "first-view-end" mark: summary, chart, flame graph, blocks and owners drawn), then ROUNDS
 // zooms (a drag over the chart) and cursor moves (a click on it), each timed by the page's own
-// performance measures "zoom" and "cursor" (request, answer, redraw). Prints one JSON line.
+// performance measures "zoom" and "cursor" (request, answer, redraw), each alone (the page is
+// back on the whole run and idle before the next). Prints one JSON line.
 import { createRequire } from "node:module";
 const require = createRequire(process.env.WEB + "/package.json");
 const { chromium } = require("playwright-core");
@@ -37,12 +38,19 @@ try {
     const c = await page.evaluate(() => document.body.dataset.cursor);
     await page.mouse.click(box.x + box.width * (0.2 + 0.1 * i), box.y + box.height / 2);
     await until(page, (x) => document.body.dataset.cursor !== x, c);
+    // back to the whole run, and wait for it: the next action is timed alone
+    const z = await page.evaluate(() => document.body.dataset.window);
     await page.dblclick("#chart .u-over", { position: { x: 5, y: 5 } });
+    await until(page, (x) => document.body.dataset.window !== x, z);
+    await page.evaluate(() => new Promise((r) => setTimeout(r, 200)));
   }
   const m = await page.evaluate(() => ({
     zoom: performance.getEntriesByName("zoom").map((e) => e.duration),
     cursor: performance.getEntriesByName("cursor").map((e) => e.duration),
+    parts: Object.fromEntries(["zoom:series", "zoom:lifetimes", "zoom:table", "cursor:blocks", "cursor:owners",
+      "cursor:flame", "cursor:segments"].map((n) => [n, performance.getEntriesByName(n).map((e) => Math.round(e.duration))])),
   }));
+  if (process.env.VIEW_PARTS) console.error(JSON.stringify(m.parts));
   const med = (v) => { const s = [...v].sort((x, y) => x - y); return s.length ? s[s.length >> 1] : null; };
   console.log(JSON.stringify({ first_view_ms: Math.round(first), zoom_ms_median: Math.round(med(m.zoom)),
     zoom_ms_max: Math.round(Math.max(...m.zoom)), cursor_ms_median: Math.round(med(m.cursor)),

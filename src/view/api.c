@@ -203,24 +203,32 @@ static int in_track(const struct ms_view *v, const struct ms_vblock *b, int64_t 
     return t ? ms_vblock_track(b) == (uint32_t)t : !v->m.tracks[ms_vblock_track(b)].reserve;
 }
 
-/* The blocks live at t in track (cached: see struct ms_view). 0 or MS_ENOMEM. */
-static int live_set(struct ms_view *v, int64_t t, int64_t track)
+static int alive_add(void *ctx, size_t i)
 {
-    if (v->live_ok && v->live_t == t && v->live_track == track)
+    struct ms_view *v = ctx;
+    if (!in_track(v, &v->m.blocks[i], v->live_track))
+        return 0;
+    if (ms_grow((void **)&v->live_idx, &v->live_cap, v->live_n, sizeof *v->live_idx, 1024,
+                UINT32_MAX) < 0)
+        return MS_ENOMEM;
+    v->live_idx[v->live_n++] = (uint32_t)i;
+    return 0;
+}
+
+/* The blocks of track alive in [a, b) into v->live_idx (cached: see struct ms_view); the
+ * blocks live at t are the window [t, t + 1). 0 or MS_ENOMEM. */
+static int alive_set(struct ms_view *v, int64_t a, int64_t b, int64_t track)
+{
+    if (v->live_ok && v->live_a == a && v->live_b == b && v->live_track == track)
         return 0;
     v->live_ok = 0;
     v->live_n = 0;
-    for (size_t i = 0; i < v->m.nblocks; i++) {
-        const struct ms_vblock *k = &v->m.blocks[i];
-        if (!ms_vblock_live_at(k, t) || !in_track(v, k, track))
-            continue;
-        if (ms_grow((void **)&v->live_idx, &v->live_cap, v->live_n, sizeof *v->live_idx, 1024,
-                    UINT32_MAX) < 0)
-            return MS_ENOMEM;
-        v->live_idx[v->live_n++] = (uint32_t)i;
-    }
-    v->live_t = t;
     v->live_track = track;
+    int rc = ms_view_alive(&v->m, a, b, alive_add, v);
+    if (rc < 0)
+        return rc;
+    v->live_a = a;
+    v->live_b = b;
     v->live_ok = 1;
     return 0;
 }
@@ -263,7 +271,7 @@ static struct site_sum *sum_by_stack(struct ms_view *v, int mode, int64_t a, int
     struct ms_u64map sums;
     ms_u64map_init(&sums, sizeof(struct site_sum), MS_U64MAP_MAX);
     *total = 0;
-    if (mode == 0 && live_set(v, a, track) < 0)
+    if (mode == 0 && alive_set(v, a, a + 1, track) < 0)
         return NULL;
     size_t count = mode == 0 ? v->live_n : v->m.nblocks;
     for (size_t q = 0; q < count; q++) {
@@ -576,8 +584,8 @@ static int blocks(struct ms_view *v, struct req *r, struct ms_json *j)
     struct hent *h = rc == 0 ? malloc(cap * sizeof *h) : NULL;
     if (rc == 0 && !h)
         rc = MS_ENOMEM;
-    if (rc == 0 && at != INT64_MIN)
-        rc = live_set(v, at, track);
+    if (rc == 0)
+        rc = alive_set(v, a, b, track);
     if (rc < 0) {
         free(owner_ok);
         ms_u64map_release(&sites);
@@ -585,12 +593,9 @@ static int blocks(struct ms_view *v, struct req *r, struct ms_json *j)
         return rc;
     }
     int64_t count = 0, bytes = 0;
-    size_t all = at != INT64_MIN ? v->live_n : m->nblocks;
-    for (size_t q = 0; q < all; q++) {
-        size_t i = at != INT64_MIN ? v->live_idx[q] : q;
+    for (size_t q = 0; q < v->live_n; q++) {
+        size_t i = v->live_idx[q];
         const struct ms_vblock *k = &m->blocks[i];
-        if (at == INT64_MIN && (k->alloc_ns >= b || k->free_ns <= a || !in_track(v, k, track)))
-            continue;
         uint32_t o = ms_vblock_owner(k);
         if (k->size < min_size || k->size > max_size ||
             (owner_ok && !owner_ok[o < v->nowners ? o : 0]) ||
@@ -829,7 +834,7 @@ static int owners(struct ms_view *v, struct req *r, struct ms_json *j)
     if (!sum)
         return MS_ENOMEM;
     int64_t total = 0;
-    if (live_set(v, at, track) < 0) {
+    if (alive_set(v, at, at + 1, track) < 0) {
         free(sum);
         return MS_ENOMEM;
     }

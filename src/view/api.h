@@ -21,11 +21,12 @@ struct ms_view {
     char command[1024]; /* the traced command line, from meta */
     char *path;         /* the database's path (the analyses open it themselves) */
     char *analysis[16]; /* the text report of ms_analyses[i], once asked for */
-    /* The blocks live at live_t in live_track (indexes, ascending): the last time asked for.
-     * A cursor move asks blocks, owners and the flame graph at one time: one pass for all. */
+    /* The blocks alive in [live_a, live_b) in live_track (indexes, ascending): the last window
+     * asked for. A cursor move asks blocks, owners and the flame graph at one time, a zoom the
+     * lifetimes and the Blocks table of one window: one pass each. */
     uint32_t *live_idx;
     size_t live_n, live_cap;
-    int64_t live_t, live_track;
+    int64_t live_a, live_b, live_track;
     int live_ok;
     struct ms_u64map *seen_stacks; /* when set (memscope report), every stack id an answer
                                       names is added to it (keys; values unused, 1 byte) */

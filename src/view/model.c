@@ -284,6 +284,56 @@ static int build_total(struct ms_view_model *m)
     return 0;
 }
 
+/* The lifetime index (model.h: sorted, max_free). */
+static int build_lifetime_index(struct ms_view_model *m)
+{
+    m->sorted = 1;
+    for (size_t i = 1; i < m->nblocks && m->sorted; i++)
+        m->sorted = m->blocks[i].alloc_ns >= m->blocks[i - 1].alloc_ns;
+    size_t nc = (m->nblocks + MS_VIEW_CHUNK - 1) / MS_VIEW_CHUNK;
+    m->max_free = malloc((nc ? nc : 1) * sizeof *m->max_free);
+    if (!m->max_free)
+        return MS_ENOMEM;
+    for (size_t c = 0; c < nc; c++) {
+        int64_t mx = INT64_MIN;
+        for (size_t i = c * MS_VIEW_CHUNK; i < (c + 1) * MS_VIEW_CHUNK && i < m->nblocks; i++)
+            mx = m->blocks[i].free_ns > mx ? m->blocks[i].free_ns : mx;
+        m->max_free[c] = mx;
+    }
+    return 0;
+}
+
+int ms_view_alive(const struct ms_view_model *m, int64_t a, int64_t b,
+                  int (*fn)(void *ctx, size_t i), void *ctx)
+{
+    size_t end = m->nblocks;
+    if (m->sorted) { /* blocks from the first allocated at or after b on are not alive */
+        size_t lo = 0, hi = m->nblocks;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (m->blocks[mid].alloc_ns < b)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        end = lo;
+    }
+    for (size_t c = 0; c * MS_VIEW_CHUNK < end; c++) {
+        if (m->max_free[c] <= a)
+            continue; /* every block of the chunk freed by a */
+        size_t hi = (c + 1) * MS_VIEW_CHUNK < end ? (c + 1) * MS_VIEW_CHUNK : end;
+        for (size_t i = c * MS_VIEW_CHUNK; i < hi; i++) {
+            const struct ms_vblock *k = &m->blocks[i];
+            if (k->alloc_ns < b && k->free_ns > a) {
+                int rc = fn(ctx, i);
+                if (rc)
+                    return rc;
+            }
+        }
+    }
+    return 0;
+}
+
 static int build_chunks(struct ms_vtrack *tr)
 {
     size_t nc = (tr->n + MS_VIEW_CHUNK - 1) / MS_VIEW_CHUNK;
@@ -364,6 +414,8 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
     ms_u64map_release(&L.owners);
     if (rc == 0)
         rc = build_total(m);
+    if (rc == 0)
+        rc = build_lifetime_index(m);
     for (size_t i = 0; rc == 0 && i < m->ntracks; i++)
         rc = build_chunks(&m->tracks[i]);
     if (rc == 0)
@@ -398,6 +450,7 @@ void ms_view_model_release(struct ms_view_model *m)
     free(m->tracks);
     free(m->blocks);
     free(m->addr);
+    free(m->max_free);
     free(m->pools);
     free(m->steps);
     free(m->marks);

@@ -68,6 +68,12 @@ struct ms_view_model {
     struct ms_vblock *blocks;
     size_t nblocks, capblocks;
     uint64_t *addr; /* each block's address (for the allocator state of pools), capblocks */
+    /* The index of lifetimes: blocks are in allocation order (sorted set when alloc_ns never
+     * decreases), and max_free[c] is the latest free_ns among blocks [c * MS_VIEW_CHUNK,
+     * (c + 1) * MS_VIEW_CHUNK): the blocks alive in a window are found without visiting the
+     * chunks whose blocks were all freed before it nor those allocated after it. */
+    int sorted;
+    int64_t *max_free;
     struct ms_vpool *pools;
     size_t npools;
     struct ms_vtrack *tracks;
@@ -92,6 +98,11 @@ int64_t ms_view_live_at(const struct ms_vtrack *tr, int64_t t);
 
 /* Min and max live bytes of the track over [a, b) (the value entering the window counts). */
 void ms_view_minmax(const struct ms_vtrack *tr, int64_t a, int64_t b, int64_t *mn, int64_t *mx);
+
+/* Calls fn(ctx, i) for each block i alive at some time in [a, b) (allocated before b, freed
+ * after a), in index order; stops at fn's first nonzero return, which it returns. */
+int ms_view_alive(const struct ms_view_model *m, int64_t a, int64_t b,
+                  int (*fn)(void *ctx, size_t i), void *ctx);
 
 /* 1 when block b is live at t (allocated at or before t, freed after). */
 static inline int ms_vblock_live_at(const struct ms_vblock *b, int64_t t)

@@ -81,6 +81,13 @@ int ms_view_open(struct ms_view *v, const char *path, char *err, size_t errlen)
         return rc;
     }
     load_command(v);
+    sqlite3_stmt *st; /* whether there is a Python call trace to draw */
+    if (sqlite3_prepare_v2(v->m.db, "SELECT count(*) FROM python_trace", -1, &st, NULL) ==
+        SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            v->python_calls = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
     return 0;
 }
 
@@ -326,6 +333,7 @@ static int summary(struct ms_view *v, struct req *r, struct ms_json *j)
             nleaked++;
         }
     ms_json_int(j, "leaked_bytes", leaked);
+    ms_json_int(j, "python_calls", v->python_calls);
     ms_json_int(j, "leaked_blocks", nleaked);
     /* what the recording says went wrong: events the agent could not record, a trace that
      * stopped or was damaged */
@@ -1060,6 +1068,101 @@ static int segments(struct ms_view *v, struct req *r, struct ms_json *j)
     return 0;
 }
 
+/* The Python call trace (the python_trace table, msMemScope's tracer) of [t0, t1) as a flame
+ * graph of time: each call a node under its caller (by nesting depth, per thread), its value
+ * the ns of the call inside the window; the root holds the outermost calls' total. */
+static int pytrace(struct ms_view *v, struct req *r, struct ms_json *j)
+{
+    const struct ms_view_model *m = &v->m;
+    int64_t a = tnum(r, "t0", m->t0);
+    int64_t b = tnum(r, "t1", m->t1 + 1);
+    int64_t detail = num(r, "detail", 5000, 10, 100000);
+    if (r->bad[0])
+        return MS_EINVAL;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(m->db,
+                           "SELECT \"FuncInfo\", \"StartTime(ns)\", \"EndTime(ns)\", depth, "
+                           "\"Process Id\", \"Thread Id\" FROM "
+                           "python_trace WHERE \"StartTime(ns)\" < ?2 AND (\"EndTime(ns)\" > ?1 "
+                           "OR \"EndTime(ns)\" IS NULL) ORDER BY \"Process Id\", \"Thread Id\", "
+                           "\"StartTime(ns)\", depth",
+                           -1, &st, NULL) != SQLITE_OK) {
+        snprintf(r->bad, sizeof r->bad, "this database has no Python call trace");
+        return MS_EINVAL;
+    }
+    sqlite3_bind_int64(st, 1, a);
+    sqlite3_bind_int64(st, 2, b);
+    struct flame f = {0};
+    int rc = 0;
+    if (ms_grow((void **)&f.n, &f.cap, 0, sizeof *f.n, 1024, 1u << 22) < 0)
+        rc = MS_ENOMEM;
+    else
+        f.n[f.count++] = (struct fnode){"all", 3, 0, 0, 0};
+    uint32_t path[256] = {0}; /* the node of each open depth of the current thread */
+    int64_t calls = 0, proc = INT64_MIN, thread = INT64_MIN;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        if (sqlite3_column_int64(st, 4) != proc || sqlite3_column_int64(st, 5) != thread) {
+            proc = sqlite3_column_int64(st, 4); /* another thread: its own nesting */
+            thread = sqlite3_column_int64(st, 5);
+            memset(path, 0, sizeof path);
+        }
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        int64_t s0 = sqlite3_column_int64(st, 1);
+        int64_t e0 =
+            sqlite3_column_type(st, 2) == SQLITE_NULL ? m->t1 : sqlite3_column_int64(st, 2);
+        int64_t depth = sqlite3_column_int64(st, 3);
+        if (depth < 0 || depth >= 256)
+            continue; /* deeper than drawn */
+        uint32_t parent = depth == 0 ? 0 : path[depth - 1];
+        if (depth > 0 && !parent)
+            continue; /* its caller was not seen (a row of a damaged trace) */
+        size_t len = name ? strnlen(name, 1024) : 0;
+        long c = -1;
+        for (uint32_t k = f.n[parent].child; k; k = f.n[k].next)
+            if (f.n[k].len == len && !memcmp(f.n[k].name, name, len)) {
+                c = k;
+                break;
+            }
+        if (c < 0) { /* a new node: it owns a copy of its name */
+            char *copy = malloc(len + 1);
+            if (!copy || f.count >= UINT32_MAX ||
+                ms_grow((void **)&f.n, &f.cap, f.count, sizeof *f.n, 1024, 1u << 22) < 0) {
+                free(copy);
+                rc = MS_ENOMEM;
+                break;
+            }
+            memcpy(copy, name ? name : "", len);
+            copy[len] = 0;
+            f.n[f.count] = (struct fnode){copy, len, 0, 0, f.n[parent].child};
+            f.n[parent].child = (uint32_t)f.count;
+            c = (long)f.count++;
+        }
+        int64_t in = (e0 < b ? e0 : b) - (s0 > a ? s0 : a);
+        f.n[c].value += in > 0 ? in : 0;
+        if (depth == 0)
+            f.n[0].value += in > 0 ? in : 0;
+        path[depth] = (uint32_t)c;
+        if (depth + 1 < 256)
+            path[depth + 1] = 0; /* a deeper call needs this one as its caller */
+        calls++;
+    }
+    sqlite3_finalize(st);
+    if (rc == 0) {
+        ms_json_begin_object(j, NULL);
+        ms_json_int(j, "total", f.count ? f.n[0].value : 0);
+        ms_json_int(j, "calls", calls);
+        ms_json_begin_array(j, "nodes");
+        int64_t total = f.count ? f.n[0].value : 0;
+        fjson(j, &f, total / detail > 0 ? total / detail : 1);
+        ms_json_end_array(j);
+        ms_json_end_object(j);
+    }
+    for (size_t i = 1; i < f.count; i++)
+        free((char *)f.n[i].name);
+    free(f.n);
+    return rc;
+}
+
 /* The analyses memscope analyze runs, by name and one-line summary. */
 static int analyses(struct ms_view *v, struct req *r, struct ms_json *j)
 {
@@ -1123,6 +1226,7 @@ static const struct {
     {"/api/summary", summary},   {"/api/series", series},     {"/api/blocks", blocks},
     {"/api/flame", flame},       {"/api/owners", owners},     {"/api/stack", stack},
     {"/api/analyses", analyses}, {"/api/analysis", analysis}, {"/api/segments", segments},
+    {"/api/pytrace", pytrace},
 };
 
 int ms_view_api(struct ms_view *v, const char *path, ms_view_param_fn param, void *ctx, char **body,

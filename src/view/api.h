@@ -18,9 +18,10 @@ struct ms_view {
     size_t ntexts, captexts;
     char **owners; /* owner id -> label (index = id), loaded with the model */
     size_t nowners;
-    char command[1024]; /* the traced command line, from meta */
-    char *path;         /* the database's path (the analyses open it themselves) */
-    char *analysis[16]; /* the text report of ms_analyses[i], once asked for */
+    char command[1024];   /* the traced command line, from meta */
+    char *path;           /* the database's path (the analyses open it themselves) */
+    int64_t python_calls; /* rows of the Python call trace (python_trace) */
+    char *analysis[16];   /* the text report of ms_analyses[i], once asked for */
     /* The blocks alive in [live_a, live_b) in live_track (indexes, ascending): the last window
      * asked for. A cursor move asks blocks, owners and the flame graph at one time, a zoom the
      * lifetimes and the Blocks table of one window: one pass each. */

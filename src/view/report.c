@@ -209,6 +209,9 @@ int ms_view_report(struct ms_view *v, FILE *out, char *err, size_t errlen)
         rc = add_answer(v, &t, "flame_alloc", "/api/flame", &fa, err, errlen);
     if (rc == 0)
         rc = add_answer(v, &t, "flame_leaked", "/api/flame", &fl, err, errlen);
+    struct params pt = {{"detail"}, {REPORT_DETAIL}, 1};
+    if (rc == 0 && v->python_calls)
+        rc = add_answer(v, &t, "pytrace", "/api/pytrace", &pt, err, errlen);
     struct params pl = {{"limit"}, {REPORT_LIFETIMES}, 1};
     if (rc == 0)
         rc = add_answer(v, &t, "lifetimes", "/api/blocks", &pl, err, errlen);

@@ -143,6 +143,24 @@ view_start "$TMP/full.db"
 check_known "full database"
 view_stop
 
+# the Python call trace and Python stacks: pystack_sim (tests/progs: a test double of the
+# Python extension) traces main calling forward; its allocations have Python stacks
+ms pysim run -q --call-stack=c:8,python:8 -o "$TMP/py.db" -- "$PYSTACK_SIM"
+assert_eq "pystack_sim: run exit status" 0 "$RC"
+view_start "$TMP/py.db"
+get "/api/summary" >/dev/null
+assert_eq "Python call trace: its calls counted" 2 "$(js 'd["python_calls"]')"
+get "/api/pytrace" >/dev/null
+assert_eq "Python call trace: main, forward inside it, main's time the total" \
+    "all>train.py(1): main>model.py(10): forward True True" \
+    "$(js '" ".join(map(str, [">".join(n["n"] for n in d["nodes"]), d["nodes"][1]["v"] == d["total"], 0 < d["nodes"][2]["v"] < d["nodes"][1]["v"]]))')"
+get "/api/flame?mode=alloc" >/dev/null
+# each leaf's bytes and its path: the Python frames first (outermost first), then native ones
+assert_eq "flame of every allocation: 222 bytes under forward, under main's line 7" \
+    "train.py(7): main>model.py(12): forward" \
+    "$(js '(lambda n: ">".join(x for x in (lambda f, i: f(f, i))(lambda f, i: [] if i < 0 else f(f, n[i]["p"]) + [n[i]["n"]], [i for i, x in enumerate(n) if x["v"] == 222 and not any(y["p"] == i for y in n)][0])[1:3]))(d["nodes"])')"
+view_stop
+
 # what the recording says went wrong is a warning of the summary (the columns set by hand here:
 # test_cannot_record.sh makes real ones)
 cp "$TMP/known.db" "$TMP/warn.db"

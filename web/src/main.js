@@ -51,6 +51,9 @@ function reportAnswer(path, p) {
       const prev = ts.filter((x) => x < t), next = ts.filter((x) => x > t);
       return { ...a.segments, prev_t: prev.length ? prev[prev.length - 1] : null, next_t: next.length ? next[0] : null };
     }
+    case "pytrace":
+      if (!REPORT.pytrace) throw new Error("no Python call trace in this report");
+      return REPORT.pytrace;
     case "flame":
       if (p.mode === "alloc") return REPORT.flame_alloc;
       if (p.mode === "leaked") return REPORT.flame_leaked;
@@ -270,7 +273,7 @@ async function zoomTo(a, b, name = "zoom") {
   const byWindow = new FormData($("tform")).get("scope") === "window";
   if (byWindow) tableOffset = 0;
   await Promise.all([timed("zoom:series", loadSeries), timed("zoom:lifetimes", loadLifetimes),
-    $("fmode").value === "alloc" ? timed("zoom:flame", loadFlame) : null,
+    ["alloc", "python"].includes($("fmode").value) ? timed("zoom:flame", loadFlame) : null,
     byWindow ? timed("zoom:table", loadTable) : null]);
   performance.mark("zoom-end");
   performance.measure(name, "zoom-start", "zoom-end");
@@ -436,20 +439,29 @@ function setupLifetimes() {
 
 const ROW = 18;
 
+// A duration in ns as s, ms or us.
+function duration(ns) {
+  const a = Math.abs(ns);
+  return a >= 1e9 ? (ns / 1e9).toFixed(3) + " s" : a >= 1e6 ? (ns / 1e6).toFixed(3) + " ms" : (ns / 1e3).toFixed(1) + " us";
+}
+
 async function loadFlame() {
   const mode = $("fmode").value;
   const params = { mode };
   if (mode === "live") params.t = state.cursor;
-  if (mode === "alloc") { params.t0 = state.win[0]; params.t1 = state.win[1]; }
-  const r = await api("flame", params);
+  if (mode === "alloc" || mode === "python") { params.t0 = state.win[0]; params.t1 = state.win[1]; }
+  state.flameUnit = mode === "python" ? duration : bytes;
+  if (mode === "python") delete params.mode;
+  const r = await api(mode === "python" ? "pytrace" : "flame", params);
   // the nodes come flat in pre-order with their parent's index: the tree again
   const nodes = r.nodes.map((x) => ({ n: x.n, v: x.v }));
   r.nodes.forEach((x, i) => { if (x.p >= 0) (nodes[x.p].c ||= []).push(nodes[i]); });
   for (const x of nodes) if (x.c) x.c.sort((a, b) => b.v - a.v);
   state.flameRoot = nodes[0] || { n: "all", v: 0 };
   state.flameTop = state.flameRoot;
-  $("ftotal").textContent = `${bytes(r.total)} in ${r.stacks.toLocaleString("en")} stacks` +
-    (REPORT && mode === "alloc" ? " (the whole run: a report has no other window)" : "");
+  $("ftotal").textContent = (mode === "python" ? `${duration(r.total)} in ${r.calls.toLocaleString("en")} calls`
+    : `${bytes(r.total)} in ${r.stacks.toLocaleString("en")} stacks`) +
+    (REPORT && (mode === "alloc" || mode === "python") ? " (the whole run: a report has no other window)" : "");
   drawFlame();
 }
 
@@ -466,7 +478,7 @@ let rects = [];
 
 // Draws tree top as an icicle on canvas cv (width w: read once by the caller), the root across
 // the width, children below in proportion; returns the rectangles [x, y, w, node] drawn.
-function drawIcicle(cv, w, top, minHeight) {
+function drawIcicle(cv, w, top, minHeight, unit = bytes) {
   const h = Math.max(minHeight, Math.min(depthOf(top), 60) * ROW + 4);
   cv.style.height = h + "px";
   cv.width = w * devicePixelRatio;
@@ -486,7 +498,7 @@ function drawIcicle(cv, w, top, minHeight) {
     ctx.fillRect(x, y, width - 1, ROW - 1);
     if (width > 30) {
       ctx.fillStyle = "#1d2330";
-      const label = `${n.n} (${bytes(n.v)})`;
+      const label = `${n.n} (${unit(n.v)})`;
       ctx.save();
       ctx.beginPath(); ctx.rect(x, y, width - 2, ROW); ctx.clip();
       ctx.fillText(label, x + 3, y + ROW / 2);
@@ -518,7 +530,7 @@ function drawFlame() {
   const cv = $("flame");
   if (!state.flameTop) return;
   const w = flameWidth || (flameWidth = cv.clientWidth); // read once: no layout per redraw
-  rects = drawIcicle(cv, w, state.flameTop, 120);
+  rects = drawIcicle(cv, w, state.flameTop, 120, state.flameUnit || bytes);
   document.body.dataset.flameNodes = String(rects.length);
 }
 
@@ -554,7 +566,7 @@ function setupFlame() {
     const n = flameHit(e);
     if (!n) { tip.style.display = "none"; return; }
     const pct = state.flameRoot.v ? (100 * n.v / state.flameRoot.v).toFixed(1) : "0";
-    tip.textContent = `${n.n}\n${bytes(n.v)} (${pct}% of all)`;
+    tip.textContent = `${n.n}\n${(state.flameUnit || bytes)(n.v)} (${pct}% of all)`;
     tip.style.left = e.clientX + 12 + "px";
     tip.style.top = e.clientY + 12 + "px";
     tip.style.display = "block";
@@ -752,6 +764,7 @@ async function start() {
   document.body.dataset.t1 = String(state.sum.t1);
   state.cursor = state.sum.peak_ns;
   renderSummary();
+  if (!state.sum.python_calls) $("fmode").querySelector("option[value=python]").remove();
   setupFlame();
   setupLifetimes();
   setupTable();

@@ -1,7 +1,10 @@
 // main.js: memscope's viewer page. Asks the server (src/view/api.c) for aggregated answers
-// only (a few thousand points or rows each) and draws them: memory over time (uPlot), a flame
-// graph of allocation stacks (canvas), the largest blocks and the owners at the time cursor.
-// Every view follows the cursor and the zoom window; performance marks time the first view.
+// only (a few thousand points or rows each), or reads them from the page itself in a report
+// file (window.MEMSCOPE_REPORT, src/view/report.c), and draws them: memory over time (uPlot),
+// the block lifetime chart, flame graphs of allocation stacks and of the Python call trace, the
+// largest blocks and the owner tree at the time cursor, a pool's allocator state, the Blocks
+// table and the analyses' findings. Every view follows the cursor and the zoom window;
+// performance measures time the first view, each zoom and each cursor move.
 import uPlot from "uplot";
 
 const token = new URLSearchParams(location.search).get("token") || "";
@@ -13,7 +16,8 @@ const state = {
   cursor: null,       // ns
   flameRoot: null,    // the tree from /api/flame
   flameTop: null,     // the node drawn as the whole width (click to zoom in)
-  selectedBlock: null,
+  flameUnit: null,    // how the flame's values read: bytes, or a duration (Python call trace)
+  segments: null,     // the last /api/segments answer (stepping through a pool's events)
 };
 
 // A report file (memscope report) carries its answers: no server to ask.

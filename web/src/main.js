@@ -303,7 +303,7 @@ async function setCursor(t) {
 }
 
 async function loadBlocks() {
-  const r = await api("blocks", { t: state.cursor, limit: 100 });
+  const r = await api("blocks", { t: state.cursor, limit: 50 });
   $("bcount").textContent = `${r.count.toLocaleString("en")} live, ${bytes(r.bytes)}`;
   const tb = $("blocks").tBodies[0];
   tb.textContent = "";
@@ -500,13 +500,10 @@ function drawIcicle(cv, w, top, minHeight, unit = bytes) {
     for (let i = 0; i < n.n.length; i++) hue = (hue * 31 + n.n.charCodeAt(i)) % 360;
     ctx.fillStyle = n === top ? "#c8d2e6" : `hsl(${20 + (hue % 40)}, 75%, ${62 + (hue % 14)}%)`;
     ctx.fillRect(x, y, width - 1, ROW - 1);
-    if (width > 30) {
+    if (width > 30) { // the label cut to the box (about 6 px a character): no clip region
       ctx.fillStyle = "#1d2330";
-      const label = `${n.n} (${unit(n.v)})`;
-      ctx.save();
-      ctx.beginPath(); ctx.rect(x, y, width - 2, ROW); ctx.clip();
-      ctx.fillText(label, x + 3, y + ROW / 2);
-      ctx.restore();
+      const label = `${n.n} (${unit(n.v)})`, fit = Math.floor((width - 6) / 6);
+      ctx.fillText(label.length > fit ? label.slice(0, Math.max(0, fit - 1)) + "…" : label, x + 3, y + ROW / 2);
     }
     let cx = x;
     for (const c of n.c || []) {

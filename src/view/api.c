@@ -69,6 +69,7 @@ int ms_view_open(struct ms_view *v, const char *path, char *err, size_t errlen)
 {
     memset(v, 0, sizeof *v);
     ms_u64map_init(&v->stack_idx, sizeof(uint32_t), 1u << 24);
+    ms_u64map_init(&v->site_idx, sizeof(uint32_t), 1u << 24);
     if (!(v->path = strdup(path))) {
         snprintf(err, errlen, "%s", ms_strerror(MS_ENOMEM));
         return MS_ENOMEM;
@@ -95,10 +96,16 @@ void ms_view_release(struct ms_view *v)
 {
     if (!v)
         return;
+    sqlite3_finalize(v->stack_stmt); /* before the model closes the database */
+    v->stack_stmt = NULL;
     ms_view_model_release(&v->m);
     for (size_t i = 0; i < v->ntexts; i++)
         free(v->texts[i]);
     free(v->texts);
+    for (size_t i = 0; i < v->nsites; i++)
+        free(v->sites[i]);
+    free(v->sites);
+    ms_u64map_release(&v->site_idx);
     for (size_t i = 0; i < v->nowners; i++)
         free(v->owners[i]);
     free(v->owners);
@@ -112,8 +119,9 @@ void ms_view_release(struct ms_view *v)
 
 /* ---- Stacks --------------------------------------------------------------------------------- */
 
-/* The cached text of a stack: its site line, then its C lines (innermost first), a '\x1f' line,
- * then its Python lines (innermost first). "" for no stack or when out of memory. */
+/* The cached text of a stack: its C lines (innermost first), a '\x1f' line, then its Python
+ * lines (innermost first). "" for no stack or when out of memory. One prepared statement for
+ * all lookups: a flame graph of thousands of stacks asks thousands. */
 static const char *stack_text(struct ms_view *v, uint32_t id)
 {
     uint32_t i;
@@ -121,24 +129,21 @@ static const char *stack_text(struct ms_view *v, uint32_t id)
         return "";
     if (ms_u64map_get32(&v->stack_idx, id, &i))
         return v->texts[i];
-    char site[512];
-    ms_stack_site(v->m.db, id, site, sizeof site);
-    sqlite3_stmt *st;
-    const char *c = NULL, *py = NULL;
-    if (sqlite3_prepare_v2(v->m.db, "SELECT c_text, py_text FROM stacks WHERE id = ?", -1, &st,
-                           NULL) != SQLITE_OK)
+    if (!v->stack_stmt &&
+        sqlite3_prepare_v2(v->m.db, "SELECT c_text, py_text FROM stacks WHERE id = ?", -1,
+                           &v->stack_stmt, NULL) != SQLITE_OK)
         return "";
+    sqlite3_stmt *st = v->stack_stmt;
     sqlite3_bind_int64(st, 1, id);
+    const char *c = NULL, *py = NULL;
     if (sqlite3_step(st) == SQLITE_ROW) {
         c = (const char *)sqlite3_column_text(st, 0);
         py = (const char *)sqlite3_column_text(st, 1);
     }
     size_t lc = c ? strnlen(c, STACK_TEXT_MAX) : 0, lp = py ? strnlen(py, STACK_TEXT_MAX) : 0;
-    size_t ls = strlen(site);
-    char *t = malloc(ls + lc + lp + 8);
+    char *t = malloc(lc + lp + 8);
     if (t) {
         size_t n = 0;
-        memcpy(t + n, site, ls), n += ls, t[n++] = '\n';
         memcpy(t + n, c ? c : "", lc), n += lc;
         if (n && t[n - 1] != '\n')
             t[n++] = '\n';
@@ -147,7 +152,7 @@ static const char *stack_text(struct ms_view *v, uint32_t id)
         memcpy(t + n, py ? py : "", lp), n += lp;
         t[n] = 0;
     }
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
     if (!t ||
         ms_grow((void **)&v->texts, &v->captexts, v->ntexts, sizeof *v->texts, 256, 1u << 24) < 0 ||
         ms_u64map_set32(&v->stack_idx, id, (uint32_t)v->ntexts) < 0) {
@@ -158,14 +163,30 @@ static const char *stack_text(struct ms_view *v, uint32_t id)
     return t;
 }
 
-/* The first line of a stack's text: its call site. Writes at most len bytes. */
+/* A stack's call site (ms_stack_site: the first frame of the program's own code), cached.
+ * Writes at most len bytes. */
 static void stack_site(struct ms_view *v, uint32_t id, char *out, size_t len)
 {
-    if (v->seen_stacks && id)
+    if (!id) {
+        snprintf(out, len, "(no stack)");
+        return;
+    }
+    if (v->seen_stacks)
         ms_u64map_put(v->seen_stacks, id, NULL); /* out of memory: the report lacks a stack */
-    const char *t = stack_text(v, id);
-    const char *nl = strchr(t, '\n');
-    snprintf(out, len, "%.*s", (int)(nl ? nl - t : (long)strlen(t)), id ? t : "(no stack)");
+    uint32_t i;
+    if (ms_u64map_get32(&v->site_idx, id, &i)) {
+        snprintf(out, len, "%s", v->sites[i]);
+        return;
+    }
+    ms_stack_site(v->m.db, id, out, len);
+    char *copy = strdup(out);
+    if (!copy ||
+        ms_grow((void **)&v->sites, &v->capsites, v->nsites, sizeof *v->sites, 256, 1u << 24) < 0 ||
+        ms_u64map_set32(&v->site_idx, id, (uint32_t)v->nsites) < 0) {
+        free(copy); /* not cached: asked again next time */
+        return;
+    }
+    v->sites[v->nsites++] = copy;
 }
 
 /* ---- Parameters ----------------------------------------------------------------------------- */
@@ -678,8 +699,7 @@ static int fadd(struct flame *f, const char *text, int64_t bytes)
 {
     const char *lines[512];
     size_t lens[512], nl = 0, npy = 0;
-    const char *p = strchr(text, '\n'); /* skip the site line */
-    p = p ? p + 1 : text + strlen(text);
+    const char *p = text;
     const char *sep = strchr(p, '\x1f');
     const char *cend = sep ? sep : p + strlen(p);
     const char *py = sep ? sep + 2 : cend;
@@ -806,7 +826,7 @@ static int flame(struct ms_view *v, struct req *r, struct ms_json *j)
         rc = fadd(&f, stack_text(v, s[i].stack), s[i].bytes);
     }
     if (rc == 0 && other)
-        rc = fadd(&f, "\n(other stacks)\n\x1f\n", other);
+        rc = fadd(&f, "(other stacks)\n\x1f\n", other);
     if (rc == 0) {
         ms_json_begin_object(j, NULL);
         if (mode == 0)
@@ -897,11 +917,11 @@ static int stack(struct ms_view *v, struct req *r, struct ms_json *j)
     if (r->bad[0])
         return MS_EINVAL;
     const char *t = stack_text(v, (uint32_t)id);
-    const char *nl = strchr(t, '\n'), *sep = strchr(t, '\x1f');
+    const char *sep = strchr(t, '\x1f');
     ms_json_begin_object(j, NULL);
     ms_json_int(j, "id", id);
-    if (nl && sep) {
-        lines_json(j, "c", nl + 1, sep);
+    if (sep) {
+        lines_json(j, "c", t, sep);
         lines_json(j, "py", sep + 2, sep + 2 + strlen(sep + 2));
     } else {
         ms_json_begin_array(j, "c");

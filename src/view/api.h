@@ -14,8 +14,12 @@
 struct ms_view {
     struct ms_view_model m;
     struct ms_u64map stack_idx; /* stack id -> index into texts (uint32) */
-    char **texts;               /* per cached stack: "site\n" then C lines, '\x1f', Python lines */
+    char **texts;               /* per cached stack: C lines, a '\x1f' line, Python lines */
     size_t ntexts, captexts;
+    sqlite3_stmt *stack_stmt;  /* the stacks lookup, prepared once */
+    struct ms_u64map site_idx; /* stack id -> index into sites (uint32) */
+    char **sites;              /* per cached stack: its call site */
+    size_t nsites, capsites;
     char **owners; /* owner id -> label (index = id), loaded with the model */
     size_t nowners;
     char command[1024];   /* the traced command line, from meta */

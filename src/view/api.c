@@ -1061,15 +1061,16 @@ static int segments(struct ms_view *v, struct req *r, struct ms_json *j)
             seg_used += k->size;
             if (shown++ >= MAX_SEG_BLOCKS)
                 continue;
-            char site[512];
-            stack_site(v, k->stack_id, site, sizeof site);
+            /* no call site here: thousands of blocks of as many stacks would each need one
+             * (the page asks /api/stack for the block clicked) */
+            if (v->seen_stacks && k->stack_id) /* a report carries the stacks it names */
+                ms_u64map_put(v->seen_stacks, k->stack_id, NULL);
             uint32_t owner = ms_vblock_owner(k);
             ms_json_begin_object(j, NULL);
             ms_json_int(j, "offset", (long long)(blks[b].addr - lo));
             ms_json_int(j, "size", k->size);
             ms_json_int(j, "alloc_ns", k->alloc_ns - r->origin);
             ms_json_int(j, "stack_id", k->stack_id);
-            ms_json_str(j, "site", site);
             ms_json_str(j, "owner", owner && owner < v->nowners ? v->owners[owner] : NULL);
             ms_json_end_object(j);
         }

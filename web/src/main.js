@@ -633,7 +633,7 @@ function drawSegments(r) {
     ctx.fillRect(SEG_LABEL, y + 1, g.size * scale, SEG_ROW - 2);
     for (const b of g.blocks) {
       const x = SEG_LABEL + b.offset * scale, bw = Math.max(1, b.size * scale);
-      ctx.fillStyle = siteColour(b.site);
+      ctx.fillStyle = siteColour(String(b.stack_id)); // by stack: a region's blocks carry no site
       ctx.fillRect(x, y + 1, bw, SEG_ROW - 2);
       segRects.push([x, y, bw, SEG_ROW, b, g]);
     }
@@ -663,7 +663,7 @@ function setupSegments() {
     const f = hit(e);
     if (!f) { tip.style.display = "none"; return; }
     const [, , , , b, g] = f;
-    tip.textContent = `${bytes(b.size)} at ${g.addr} + ${b.offset}${b.owner ? " (" + b.owner + ")" : ""}, allocated at ${rel(b.alloc_ns)}\n${b.site}`;
+    tip.textContent = `${bytes(b.size)} at ${g.addr} + ${b.offset}${b.owner ? " (" + b.owner + ")" : ""}, allocated at ${rel(b.alloc_ns)}\nclick for its stack`;
     tip.style.left = e.clientX + 12 + "px";
     tip.style.top = e.clientY + 12 + "px";
     tip.style.display = "block";

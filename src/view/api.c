@@ -17,6 +17,7 @@
 #define MAX_ROWS 5000
 #define MAX_OFFSET 1000000 /* rows a page may start at: deeper, narrow the filters */
 #define FLAME_STACKS 4000
+#define MAX_FLAME_NODES 10000 /* nodes a flame graph sends at most (the smallest left out) */
 #define STACK_TEXT_MAX 65536
 
 /* ---- Loading -------------------------------------------------------------------------------- */
@@ -750,9 +751,29 @@ static int fadd(struct flame *f, const char *text, int64_t bytes)
 /* The tree as a flat array in pre-order: {"n": name, "v": bytes, "p": parent index} (-1 for the
  * root), nodes under min bytes left out with their subtrees. Flat, so that a deep stack needs
  * no deep nesting (the JSON writer nests 63 levels at most). */
+static int int64_desc(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x < y) - (x > y);
+}
+
 static void fjson(struct ms_json *j, const struct flame *f, int64_t min)
 {
     char buf[1024];
+    if (f->count > MAX_FLAME_NODES) {
+        /* deep, distinct stacks (a large snapshot's) can make hundreds of thousands of nodes
+         * above min: raise it to the MAX_FLAME_NODES-th largest value (a node is never larger
+         * than its parent, so what is left is still a tree) */
+        int64_t *vals = malloc(f->count * sizeof *vals);
+        if (vals) {
+            for (size_t i = 0; i < f->count; i++)
+                vals[i] = f->n[i].value;
+            qsort(vals, f->count, sizeof *vals, int64_desc);
+            int64_t cut = vals[MAX_FLAME_NODES - 1] + 1;
+            min = cut > min ? cut : min;
+            free(vals);
+        }
+    }
     uint32_t *todo = malloc(f->count * sizeof *todo), *index = malloc(f->count * sizeof *index);
     int32_t *parent = malloc(f->count * sizeof *parent);
     if (!todo || !index || !parent) {

@@ -666,18 +666,37 @@ struct fnode {
 struct flame {
     struct fnode *n;
     size_t count, cap;
+    struct ms_u64map kids; /* hash of (parent, name) -> a child of parent with that name's
+                              hash (uint32): a node with thousands of children (a large
+                              snapshot's outermost Python frames) is not scanned per insert */
 };
+
+static uint64_t kid_key(uint32_t parent, const char *name, size_t len)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ parent;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)name[i]) * 0x100000001b3ull;
+    return h;
+}
 
 static long fchild(struct flame *f, uint32_t parent, const char *name, size_t len)
 {
-    for (uint32_t c = f->n[parent].child; c; c = f->n[c].next)
-        if (f->n[c].len == len && !memcmp(f->n[c].name, name, len))
-            return c;
+    uint64_t key = kid_key(parent, name, len);
+    uint32_t c;
+    if (ms_u64map_get32(&f->kids, key, &c) && f->n[c].len == len &&
+        !memcmp(f->n[c].name, name, len))
+        return c;
+    if (ms_u64map_get32(&f->kids, key, &c)) /* a hash collision: the slow way */
+        for (c = f->n[parent].child; c; c = f->n[c].next)
+            if (f->n[c].len == len && !memcmp(f->n[c].name, name, len))
+                return c;
     if (f->count >= UINT32_MAX ||
         ms_grow((void **)&f->n, &f->cap, f->count, sizeof *f->n, 1024, 1u << 22) < 0)
         return -1;
     f->n[f->count] = (struct fnode){name, len, 0, 0, f->n[parent].child};
     f->n[parent].child = (uint32_t)f->count;
+    if (!ms_u64map_get(&f->kids, key) && ms_u64map_set32(&f->kids, key, (uint32_t)f->count) < 0)
+        return -1;
     return (long)f->count++;
 }
 
@@ -831,6 +850,7 @@ static int flame(struct ms_view *v, struct req *r, struct ms_json *j)
     int64_t total;
     struct site_sum *s = sum_by_stack(v, mode, mode == 0 ? at : a, b, track, &n, &total);
     struct flame f = {0};
+    ms_u64map_init(&f.kids, sizeof(uint32_t), MS_U64MAP_MAX);
     int rc = s ? 0 : MS_ENOMEM;
     if (rc == 0 && ms_grow((void **)&f.n, &f.cap, 0, sizeof *f.n, 1024, 1u << 22) < 0)
         rc = MS_ENOMEM;
@@ -859,6 +879,7 @@ static int flame(struct ms_view *v, struct req *r, struct ms_json *j)
         ms_json_end_array(j);
         ms_json_end_object(j);
     }
+    ms_u64map_release(&f.kids);
     free(f.n);
     free(s);
     return rc;
@@ -957,7 +978,7 @@ static int stack(struct ms_view *v, struct req *r, struct ms_json *j)
 /* ---- Allocator state ------------------------------------------------------------------------- */
 
 #define MAX_SEGMENTS 500
-#define MAX_SEG_BLOCKS 20000
+#define MAX_SEG_BLOCKS 5000
 
 struct seg_ent {
     uint64_t addr;

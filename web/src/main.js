@@ -601,7 +601,7 @@ async function loadSegments() {
   const r = await api("segments", { pool: $("pool").value, t: state.cursor });
   state.segments = r;
   $("shint").textContent = `${r.pool} at ${rel(r.t)}: ${r.segment_count} regions, ${bytes(r.reserved_bytes)} reserved, ` +
-    `${bytes(r.used_bytes)} in ${r.block_count} blocks` + (r.truncated ? " (the first 500 regions drawn)" : "");
+    `${bytes(r.used_bytes)} in ${r.block_count} blocks` + (r.truncated ? " (drawn: the first 500 regions, 5000 blocks)" : "");
   $("sprev").disabled = r.prev_t === null;
   $("snext").disabled = r.next_t === null;
   drawSegments(r);

@@ -1011,7 +1011,8 @@ static int64_t track_neighbour(const struct ms_vtrack *tr, int64_t t, int dir, i
 /* A pool's state at t (memory_viz's allocator state): the regions it had reserved (its
  * reserve layer's live blocks), by address, each with the pool's live blocks inside it, the
  * bytes used and the largest free extent; and the times of the pool's previous and next
- * events, to step through them. */
+ * events, to step through them. NEEDSWORK: regions and blocks are matched by address only, so
+ * two processes with the same pool (each its own address space) are drawn as one. */
 static int segments(struct ms_view *v, struct req *r, struct ms_json *j)
 {
     const struct ms_view_model *m = &v->m;

@@ -1058,8 +1058,10 @@ static int segments(struct ms_view *v, struct req *r, struct ms_json *j)
         free(blks);
         return rc;
     }
-    qsort(segs, nseg, sizeof *segs, seg_by_addr);
-    qsort(blks, nblk, sizeof *blks, seg_by_addr);
+    if (nseg > 1) /* qsort takes no NULL array, even empty: none was made then */
+        qsort(segs, nseg, sizeof *segs, seg_by_addr);
+    if (nblk > 1)
+        qsort(blks, nblk, sizeof *blks, seg_by_addr);
     ms_json_begin_object(j, NULL);
     ms_json_str(j, "pool", p->name);
     ms_json_int(j, "t", at - r->origin);
@@ -1171,6 +1173,7 @@ static int pytrace(struct ms_view *v, struct req *r, struct ms_json *j)
             memset(path, 0, sizeof path);
         }
         const char *name = (const char *)sqlite3_column_text(st, 0);
+        name = name ? name : ""; /* a NULL FuncInfo: memcmp takes no NULL, even for 0 bytes */
         int64_t s0 = sqlite3_column_int64(st, 1);
         int64_t e0 =
             sqlite3_column_type(st, 2) == SQLITE_NULL ? m->t1 : sqlite3_column_int64(st, 2);
@@ -1180,7 +1183,7 @@ static int pytrace(struct ms_view *v, struct req *r, struct ms_json *j)
         uint32_t parent = depth == 0 ? 0 : path[depth - 1];
         if (depth > 0 && !parent)
             continue; /* its caller was not seen (a row of a damaged trace) */
-        size_t len = name ? strnlen(name, 1024) : 0;
+        size_t len = strnlen(name, 1024);
         long c = -1;
         for (uint32_t k = f.n[parent].child; k; k = f.n[k].next)
             if (f.n[k].len == len && !memcmp(f.n[k].name, name, len)) {
@@ -1195,7 +1198,7 @@ static int pytrace(struct ms_view *v, struct req *r, struct ms_json *j)
                 rc = MS_ENOMEM;
                 break;
             }
-            memcpy(copy, name ? name : "", len);
+            memcpy(copy, name, len);
             copy[len] = 0;
             f.n[f.count] = (struct fnode){copy, len, 0, 0, f.n[parent].child};
             f.n[parent].child = (uint32_t)f.count;

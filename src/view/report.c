@@ -144,7 +144,8 @@ static int pool_times(const struct ms_view_model *m, int64_t *out)
             all[n++] = tr->ts[i];
         }
     }
-    qsort(all, n, sizeof *all, times_cmp);
+    if (n > 1) /* qsort takes no NULL array, even empty: none was made then */
+        qsort(all, n, sizeof *all, times_cmp);
     size_t u = 0;
     for (size_t i = 0; i < n; i++)
         if (!u || all[i] != all[u - 1])

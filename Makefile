@@ -20,6 +20,9 @@ example: all
 	$(BUILD)/memscope export out/example.db --format=db -o out/example-full.db
 	sqlite3 -header -column out/example-full.db \
 	  "SELECT \"Event\", count(*) AS events, sum(json_extract(\"Attr\", '$$.size')) AS bytes FROM memscope_dump GROUP BY 1"
+	@echo "--- the viewer's page as one file (memscope report; memscope view serves it live):"
+	$(BUILD)/memscope report out/example.db -o out/example.html
+	@echo "open out/example.html in a browser"
 
 check: format-check check-werror check-asan check-fuzz
 

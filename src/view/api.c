@@ -2,7 +2,7 @@
  * answer is at most one pass over the model's blocks (tens of millions: tens of milliseconds)
  * plus SQL lookups of the few hundred stacks it names, cached across requests. Parameters come
  * from the network: every number is parsed strictly and bounded. */
-#include "api.h"
+#include "api_internal.h"
 
 #include "analyze/analyze.h"
 #include "common/grow.h"
@@ -16,8 +16,6 @@
 #define MAX_POINTS 4000
 #define MAX_ROWS 5000
 #define MAX_OFFSET 1000000 /* rows a page may start at: deeper, narrow the filters */
-#define FLAME_STACKS 4000
-#define MAX_FLAME_NODES 10000 /* nodes a flame graph sends at most (the smallest left out) */
 #define STACK_TEXT_MAX 65536
 
 /* ---- Loading -------------------------------------------------------------------------------- */
@@ -123,7 +121,7 @@ void ms_view_release(struct ms_view *v)
 /* The cached text of a stack: its C lines (innermost first), a '\x1f' line, then its Python
  * lines (innermost first). "" for no stack or when out of memory. One prepared statement for
  * all lookups: a flame graph of thousands of stacks asks thousands. */
-static const char *stack_text(struct ms_view *v, uint32_t id)
+const char *ms__vstack_text(struct ms_view *v, uint32_t id)
 {
     uint32_t i;
     if (!id)
@@ -192,16 +190,8 @@ static void stack_site(struct ms_view *v, uint32_t id, char *out, size_t len)
 
 /* ---- Parameters ----------------------------------------------------------------------------- */
 
-struct req {
-    ms_view_param_fn param;
-    void *ctx;
-    char bad[160];  /* the first bad parameter's message */
-    int64_t origin; /* times in and out are ns from here (the first event): exact in a
-                       JavaScript number, which an epoch in ns is not */
-};
-
 /* Parameter name as an integer in [lo, hi]; def when absent; sets r->bad when malformed. */
-static int64_t num(struct req *r, const char *name, int64_t def, int64_t lo, int64_t hi)
+int64_t ms__vnum(struct req *r, const char *name, int64_t def, int64_t lo, int64_t hi)
 {
     const char *s = r->param(r->ctx, name);
     if (!s)
@@ -219,10 +209,10 @@ static int64_t num(struct req *r, const char *name, int64_t def, int64_t lo, int
 }
 
 /* Time parameter name (ns from r->origin) as an absolute time; def (absolute) when absent. */
-static int64_t tnum(struct req *r, const char *name, int64_t def)
+int64_t ms__vtnum(struct req *r, const char *name, int64_t def)
 {
     int64_t lim = (int64_t)1 << 53;
-    int64_t x = num(r, name, INT64_MIN, -lim, lim);
+    int64_t x = ms__vnum(r, name, INT64_MIN, -lim, lim);
     return x == INT64_MIN ? def : x + r->origin;
 }
 
@@ -280,10 +270,6 @@ static void track_json(struct ms_json *j, const struct ms_vtrack *tr, size_t id,
 }
 
 /* Top sites by bytes of the blocks that pass keep(), largest first, at most top. */
-struct site_sum {
-    uint32_t stack;
-    int64_t bytes, blocks;
-};
 
 static int by_bytes_desc(const void *a, const void *b)
 {
@@ -294,8 +280,8 @@ static int by_bytes_desc(const void *a, const void *b)
 }
 
 /* Sums the selected blocks by stack into a sorted array (caller frees); NULL when out of memory. */
-static struct site_sum *sum_by_stack(struct ms_view *v, int mode, int64_t a, int64_t b,
-                                     int64_t track, size_t *n, int64_t *total)
+struct site_sum *ms__vsum_by_stack(struct ms_view *v, int mode, int64_t a, int64_t b, int64_t track,
+                                   size_t *n, int64_t *total)
 {
     struct ms_u64map sums;
     ms_u64map_init(&sums, sizeof(struct site_sum), MS_U64MAP_MAX);
@@ -419,7 +405,7 @@ static int summary(struct ms_view *v, struct req *r, struct ms_json *j)
     for (int mode = 0; mode < 3; mode += 2) {
         size_t n;
         int64_t total;
-        struct site_sum *s = sum_by_stack(v, mode, m->total_peak_ns, 0, 0, &n, &total);
+        struct site_sum *s = ms__vsum_by_stack(v, mode, m->total_peak_ns, 0, 0, &n, &total);
         if (!s)
             return MS_ENOMEM;
         ms_json_begin_array(j, mode == 0 ? "peak_sites" : "leak_sites");
@@ -443,9 +429,9 @@ static int summary(struct ms_view *v, struct req *r, struct ms_json *j)
 static int series(struct ms_view *v, struct req *r, struct ms_json *j)
 {
     const struct ms_view_model *m = &v->m;
-    int64_t a = tnum(r, "t0", m->t0);
-    int64_t b = tnum(r, "t1", m->t1 + 1);
-    int64_t n = num(r, "n", 1000, 1, MAX_POINTS);
+    int64_t a = ms__vtnum(r, "t0", m->t0);
+    int64_t b = ms__vtnum(r, "t1", m->t1 + 1);
+    int64_t n = ms__vnum(r, "n", 1000, 1, MAX_POINTS);
     if (r->bad[0])
         return MS_EINVAL;
     if (b <= a)
@@ -572,14 +558,14 @@ static int stacks_matching(struct ms_view *v, const char *text, struct ms_u64map
 static int blocks(struct ms_view *v, struct req *r, struct ms_json *j)
 {
     const struct ms_view_model *m = &v->m;
-    int64_t at = tnum(r, "t", INT64_MIN);
-    int64_t a = tnum(r, "t0", m->t0);
-    int64_t b = tnum(r, "t1", m->t1 + 1);
-    int64_t limit = num(r, "limit", 500, 1, MAX_ROWS);
-    int64_t offset = num(r, "offset", 0, 0, MAX_OFFSET);
-    int64_t track = num(r, "track", 0, 0, (int64_t)m->ntracks - 1);
-    int64_t min_size = num(r, "min_size", 0, 0, INT64_MAX);
-    int64_t max_size = num(r, "max_size", INT64_MAX, 0, INT64_MAX);
+    int64_t at = ms__vtnum(r, "t", INT64_MIN);
+    int64_t a = ms__vtnum(r, "t0", m->t0);
+    int64_t b = ms__vtnum(r, "t1", m->t1 + 1);
+    int64_t limit = ms__vnum(r, "limit", 500, 1, MAX_ROWS);
+    int64_t offset = ms__vnum(r, "offset", 0, 0, MAX_OFFSET);
+    int64_t track = ms__vnum(r, "track", 0, 0, (int64_t)m->ntracks - 1);
+    int64_t min_size = ms__vnum(r, "min_size", 0, 0, INT64_MAX);
+    int64_t max_size = ms__vnum(r, "max_size", INT64_MAX, 0, INT64_MAX);
     const char *sort = r->param(r->ctx, "sort"), *order = r->param(r->ctx, "order");
     const char *owner = r->param(r->ctx, "owner"), *site = r->param(r->ctx, "site");
     int key = !sort || !strcmp(sort, "size") ? 0
@@ -655,236 +641,6 @@ static int blocks(struct ms_view *v, struct req *r, struct ms_json *j)
     return 0;
 }
 
-/* A flame graph node: children as a linked list; names point into the stack text cache. */
-struct fnode {
-    const char *name;
-    size_t len;
-    int64_t value;
-    uint32_t child, next; /* 0: none (node 0 is the root) */
-};
-
-struct flame {
-    struct fnode *n;
-    size_t count, cap;
-    struct ms_u64map kids; /* hash of (parent, name) -> a child of parent with that name's
-                              hash (uint32): a node with thousands of children (a large
-                              snapshot's outermost Python frames) is not scanned per insert */
-};
-
-static uint64_t kid_key(uint32_t parent, const char *name, size_t len)
-{
-    uint64_t h = 0xcbf29ce484222325ull ^ parent;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)name[i]) * 0x100000001b3ull;
-    return h;
-}
-
-static long fchild(struct flame *f, uint32_t parent, const char *name, size_t len)
-{
-    uint64_t key = kid_key(parent, name, len);
-    uint32_t c;
-    if (ms_u64map_get32(&f->kids, key, &c) && f->n[c].len == len &&
-        !memcmp(f->n[c].name, name, len))
-        return c;
-    if (ms_u64map_get32(&f->kids, key, &c)) /* a hash collision: the slow way */
-        for (c = f->n[parent].child; c; c = f->n[c].next)
-            if (f->n[c].len == len && !memcmp(f->n[c].name, name, len))
-                return c;
-    if (f->count >= UINT32_MAX ||
-        ms_grow((void **)&f->n, &f->cap, f->count, sizeof *f->n, 1024, 1u << 22) < 0)
-        return -1;
-    f->n[f->count] = (struct fnode){name, len, 0, 0, f->n[parent].child};
-    f->n[parent].child = (uint32_t)f->count;
-    if (!ms_u64map_get(&f->kids, key) && ms_u64map_set32(&f->kids, key, (uint32_t)f->count) < 0)
-        return -1;
-    return (long)f->count++;
-}
-
-/* 1 for a native frame of the Python interpreter (under a Python stack those frames are the
- * Python frames themselves, drawn from the Python part instead). */
-static int interpreter_frame(const char *s, size_t len)
-{
-    static const char *const pre[] = {"_Py",      "Py",          "cfunction_", "method_vectorcall",
-                                      "slot_tp_", "vectorcall_", "_PyEval"};
-    for (size_t i = 0; i < sizeof pre / sizeof *pre; i++)
-        if (len >= strlen(pre[i]) && !strncmp(s, pre[i], strlen(pre[i])))
-            return 1;
-    return 0;
-}
-
-/* Adds one stack's frames, outermost first, with bytes: the Python frames (when the stack has
- * them), then the native frames inside the innermost interpreter frame; without Python frames,
- * every native frame. */
-static int fadd(struct flame *f, const char *text, int64_t bytes)
-{
-    const char *lines[512];
-    size_t lens[512], nl = 0, npy = 0;
-    const char *p = text;
-    const char *sep = strchr(p, '\x1f');
-    const char *cend = sep ? sep : p + strlen(p);
-    const char *py = sep ? sep + 2 : cend;
-    /* Python lines, innermost first in the text: collect then reverse */
-    const char *pl[256];
-    size_t pll[256];
-    for (const char *q = py; *q && npy < 256;) {
-        const char *e = strchr(q, '\n');
-        size_t l = e ? (size_t)(e - q) : strlen(q);
-        if (l)
-            pl[npy] = q, pll[npy++] = l;
-        q = e ? e + 1 : q + l;
-    }
-    const char *cl[256];
-    size_t cll[256], nc = 0;
-    for (const char *q = p; q < cend && nc < 256;) {
-        const char *e = memchr(q, '\n', (size_t)(cend - q));
-        size_t l = e ? (size_t)(e - q) : (size_t)(cend - q);
-        if (l)
-            cl[nc] = q, cll[nc++] = l;
-        q = e ? e + 1 : cend;
-    }
-    for (size_t i = npy; i-- > 0;)
-        lines[nl] = pl[i], lens[nl++] = pll[i];
-    size_t cut = nc; /* native frames [0, cut) are inside the interpreter's innermost frame */
-    if (npy)
-        for (size_t i = 0; i < nc; i++)
-            if (interpreter_frame(cl[i], cll[i])) {
-                cut = i;
-                break;
-            }
-    for (size_t i = cut; i-- > 0;)
-        lines[nl] = cl[i], lens[nl++] = cll[i];
-    if (!nl)
-        lines[nl] = "(no stack)", lens[nl++] = 10;
-    f->n[0].value += bytes;
-    uint32_t at = 0;
-    for (size_t i = 0; i < nl; i++) {
-        long c = fchild(f, at, lines[i], lens[i]);
-        if (c < 0)
-            return MS_ENOMEM;
-        f->n[c].value += bytes;
-        at = (uint32_t)c;
-    }
-    return 0;
-}
-
-/* The tree as a flat array in pre-order: {"n": name, "v": bytes, "p": parent index} (-1 for the
- * root), nodes under min bytes left out with their subtrees. Flat, so that a deep stack needs
- * no deep nesting (the JSON writer nests 63 levels at most). */
-static int int64_desc(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x < y) - (x > y);
-}
-
-static void fjson(struct ms_json *j, const struct flame *f, int64_t min)
-{
-    char buf[1024];
-    if (f->count > MAX_FLAME_NODES) {
-        /* deep, distinct stacks (a large snapshot's) can make hundreds of thousands of nodes
-         * above min: raise it to the MAX_FLAME_NODES-th largest value (a node is never larger
-         * than its parent, so what is left is still a tree) */
-        int64_t *vals = malloc(f->count * sizeof *vals);
-        if (vals) {
-            for (size_t i = 0; i < f->count; i++)
-                vals[i] = f->n[i].value;
-            qsort(vals, f->count, sizeof *vals, int64_desc);
-            int64_t cut = vals[MAX_FLAME_NODES - 1] + 1;
-            min = cut > min ? cut : min;
-            free(vals);
-        }
-    }
-    uint32_t *todo = malloc(f->count * sizeof *todo), *index = malloc(f->count * sizeof *index);
-    int32_t *parent = malloc(f->count * sizeof *parent);
-    if (!todo || !index || !parent) {
-        free(todo), free(index), free(parent);
-        return; /* an empty array: the page says there is nothing to draw */
-    }
-    size_t n = 0, out = 0;
-    todo[n++] = 0;
-    parent[0] = -1;
-    while (n) {
-        uint32_t i = todo[--n];
-        index[i] = (uint32_t)out++;
-        size_t l = f->n[i].len < sizeof buf - 1 ? f->n[i].len : sizeof buf - 1;
-        memcpy(buf, f->n[i].name, l);
-        buf[l] = 0;
-        ms_json_begin_object(j, NULL);
-        ms_json_str(j, "n", buf);
-        ms_json_int(j, "v", f->n[i].value);
-        ms_json_int(j, "p", parent[i] < 0 ? -1 : (long long)index[parent[i]]);
-        ms_json_end_object(j);
-        for (uint32_t c = f->n[i].child; c; c = f->n[c].next)
-            if (f->n[c].value >= min) {
-                parent[c] = (int32_t)i;
-                todo[n++] = c;
-            }
-    }
-    free(todo), free(index), free(parent);
-}
-
-/* mode live (at t), alloc (allocated in [t0, t1)), leaked (never freed) or peak (live at the
- * peak of the track's total). */
-static int flame(struct ms_view *v, struct req *r, struct ms_json *j)
-{
-    const struct ms_view_model *m = &v->m;
-    const char *mode_s = r->param(r->ctx, "mode");
-    int64_t track = num(r, "track", 0, 0, (int64_t)m->ntracks - 1);
-    int64_t at = tnum(r, "t", m->total_peak_ns);
-    int64_t a = tnum(r, "t0", m->t0);
-    int64_t b = tnum(r, "t1", m->t1 + 1);
-    int64_t detail = num(r, "detail", 5000, 10, 100000); /* nodes under total/detail left out */
-    int mode = !mode_s || !strcmp(mode_s, "live") ? 0
-               : !strcmp(mode_s, "peak")          ? 3
-               : !strcmp(mode_s, "alloc")         ? 1
-               : !strcmp(mode_s, "leaked")        ? 2
-                                                  : -1;
-    if (mode < 0 && !r->bad[0])
-        snprintf(r->bad, sizeof r->bad, "parameter 'mode': expected live, peak, alloc or leaked");
-    if (r->bad[0])
-        return MS_EINVAL;
-    if (mode == 3) {
-        mode = 0;
-        at = m->tracks[track].peak_ns;
-    }
-    size_t n;
-    int64_t total;
-    struct site_sum *s = sum_by_stack(v, mode, mode == 0 ? at : a, b, track, &n, &total);
-    struct flame f = {0};
-    ms_u64map_init(&f.kids, sizeof(uint32_t), MS_U64MAP_MAX);
-    int rc = s ? 0 : MS_ENOMEM;
-    if (rc == 0 && ms_grow((void **)&f.n, &f.cap, 0, sizeof *f.n, 1024, 1u << 22) < 0)
-        rc = MS_ENOMEM;
-    if (rc == 0) {
-        f.n[0] = (struct fnode){"all", 3, 0, 0, 0};
-        f.count = 1;
-    }
-    int64_t other = 0;
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        if (i >= FLAME_STACKS) {
-            other += s[i].bytes;
-            continue;
-        }
-        rc = fadd(&f, stack_text(v, s[i].stack), s[i].bytes);
-    }
-    if (rc == 0 && other)
-        rc = fadd(&f, "(other stacks)\n\x1f\n", other);
-    if (rc == 0) {
-        ms_json_begin_object(j, NULL);
-        if (mode == 0)
-            ms_json_int(j, "t", at - r->origin);
-        ms_json_int(j, "total", total);
-        ms_json_int(j, "stacks", (long long)n);
-        ms_json_begin_array(j, "nodes");
-        fjson(j, &f, total / detail > 0 ? total / detail : 1);
-        ms_json_end_array(j);
-        ms_json_end_object(j);
-    }
-    ms_u64map_release(&f.kids);
-    free(f.n);
-    free(s);
-    return rc;
-}
-
 static int by_owner_desc(const void *a, const void *b)
 {
     const int64_t *x = a, *y = b;
@@ -895,8 +651,8 @@ static int by_owner_desc(const void *a, const void *b)
 static int owners(struct ms_view *v, struct req *r, struct ms_json *j)
 {
     const struct ms_view_model *m = &v->m;
-    int64_t at = tnum(r, "t", m->total_peak_ns);
-    int64_t track = num(r, "track", 0, 0, (int64_t)m->ntracks - 1);
+    int64_t at = ms__vtnum(r, "t", m->total_peak_ns);
+    int64_t track = ms__vnum(r, "track", 0, 0, (int64_t)m->ntracks - 1);
     if (r->bad[0])
         return MS_EINVAL;
     size_t no = v->nowners ? v->nowners : 1;
@@ -953,12 +709,12 @@ static void lines_json(struct ms_json *j, const char *key, const char *p, const 
 
 static int stack(struct ms_view *v, struct req *r, struct ms_json *j)
 {
-    int64_t id = num(r, "id", -1, 0, UINT32_MAX);
+    int64_t id = ms__vnum(r, "id", -1, 0, UINT32_MAX);
     if (id < 0 && !r->bad[0])
         snprintf(r->bad, sizeof r->bad, "parameter 'id' is required");
     if (r->bad[0])
         return MS_EINVAL;
-    const char *t = stack_text(v, (uint32_t)id);
+    const char *t = ms__vstack_text(v, (uint32_t)id);
     const char *sep = strchr(t, '\x1f');
     ms_json_begin_object(j, NULL);
     ms_json_int(j, "id", id);
@@ -973,261 +729,6 @@ static int stack(struct ms_view *v, struct req *r, struct ms_json *j)
     }
     ms_json_end_object(j);
     return 0;
-}
-
-/* ---- Allocator state ------------------------------------------------------------------------- */
-
-#define MAX_SEGMENTS 500
-#define MAX_SEG_BLOCKS 5000
-
-struct seg_ent {
-    uint64_t addr;
-    uint32_t idx;
-};
-
-static int seg_by_addr(const void *a, const void *b)
-{
-    const struct seg_ent *x = a, *y = b;
-    return (x->addr > y->addr) - (x->addr < y->addr);
-}
-
-/* The previous (dir < 0: last before t) or next (first after t) change of a track; def when
- * none. */
-static int64_t track_neighbour(const struct ms_vtrack *tr, int64_t t, int dir, int64_t def)
-{
-    size_t lo = 0, hi = tr->n; /* first index with ts > t (dir > 0) or >= t (dir < 0) */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (dir > 0 ? tr->ts[mid] <= t : tr->ts[mid] < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (dir > 0)
-        return lo < tr->n ? tr->ts[lo] : def;
-    return lo > 0 ? tr->ts[lo - 1] : def;
-}
-
-/* A pool's state at t (memory_viz's allocator state): the regions it had reserved (its
- * reserve layer's live blocks), by address, each with the pool's live blocks inside it, the
- * bytes used and the largest free extent; and the times of the pool's previous and next
- * events, to step through them. NEEDSWORK: regions and blocks are matched by address only, so
- * two processes with the same pool (each its own address space) are drawn as one. */
-static int segments(struct ms_view *v, struct req *r, struct ms_json *j)
-{
-    const struct ms_view_model *m = &v->m;
-    int64_t pool = num(r, "pool", 0, 0, m->npools ? (int64_t)m->npools - 1 : 0);
-    int64_t at = tnum(r, "t", m->total_peak_ns);
-    if (!m->npools && !r->bad[0])
-        snprintf(r->bad, sizeof r->bad, "parameter 'pool': this run has no pool");
-    if (r->bad[0])
-        return MS_EINVAL;
-    const struct ms_vpool *p = &m->pools[pool];
-    struct seg_ent *segs = NULL, *blks = NULL;
-    size_t nseg = 0, nblk = 0, capseg = 0, capblk = 0;
-    int rc = 0;
-    int64_t prev = INT64_MIN, next = INT64_MAX;
-    for (size_t t = 1; t < m->ntracks; t++) {
-        const struct ms_vtrack *tr = &m->tracks[t];
-        if (tr->layer != p->layer && tr->layer != p->reserve_layer)
-            continue;
-        int64_t a = track_neighbour(tr, at, -1, INT64_MIN),
-                b = track_neighbour(tr, at, 1, INT64_MAX);
-        prev = a > prev ? a : prev;
-        next = b < next ? b : next;
-    }
-    for (size_t i = 0; rc == 0 && i < m->nblocks; i++) {
-        const struct ms_vblock *k = &m->blocks[i];
-        if (!ms_vblock_live_at(k, at))
-            continue;
-        int64_t layer = m->tracks[ms_vblock_track(k)].layer;
-        if (layer == p->reserve_layer) {
-            if (ms_grow((void **)&segs, &capseg, nseg, sizeof *segs, 64, 1u << 24) < 0)
-                rc = MS_ENOMEM;
-            else
-                segs[nseg++] = (struct seg_ent){m->addr[i], (uint32_t)i};
-        } else if (layer == p->layer) {
-            if (ms_grow((void **)&blks, &capblk, nblk, sizeof *blks, 256, 1u << 26) < 0)
-                rc = MS_ENOMEM;
-            else
-                blks[nblk++] = (struct seg_ent){m->addr[i], (uint32_t)i};
-        }
-    }
-    if (rc < 0) {
-        free(segs);
-        free(blks);
-        return rc;
-    }
-    if (nseg > 1) /* qsort takes no NULL array, even empty: none was made then */
-        qsort(segs, nseg, sizeof *segs, seg_by_addr);
-    if (nblk > 1)
-        qsort(blks, nblk, sizeof *blks, seg_by_addr);
-    ms_json_begin_object(j, NULL);
-    ms_json_str(j, "pool", p->name);
-    ms_json_int(j, "t", at - r->origin);
-    if (prev == INT64_MIN)
-        ms_json_null(j, "prev_t");
-    else
-        ms_json_int(j, "prev_t", prev - r->origin);
-    if (next == INT64_MAX)
-        ms_json_null(j, "next_t");
-    else
-        ms_json_int(j, "next_t", next - r->origin);
-    ms_json_int(j, "segment_count", (long long)nseg);
-    ms_json_int(j, "block_count", (long long)nblk);
-    int64_t reserved = 0, used = 0;
-    for (size_t s = 0; s < nseg; s++)
-        reserved += m->blocks[segs[s].idx].size;
-    for (size_t b = 0; b < nblk; b++)
-        used += m->blocks[blks[b].idx].size;
-    ms_json_int(j, "reserved_bytes", reserved);
-    ms_json_int(j, "used_bytes", used);
-    ms_json_begin_array(j, "segments");
-    size_t b = 0, shown = 0;
-    for (size_t s = 0; s < nseg && s < MAX_SEGMENTS; s++) {
-        uint64_t lo = segs[s].addr, hi = lo + (uint64_t)m->blocks[segs[s].idx].size;
-        while (b < nblk && blks[b].addr < lo) /* blocks outside every region: not drawn */
-            b++;
-        ms_json_begin_object(j, NULL);
-        char hex[32];
-        snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)lo);
-        ms_json_str(j, "addr", hex);
-        ms_json_int(j, "size", (long long)(hi - lo));
-        ms_json_int(j, "alloc_ns", m->blocks[segs[s].idx].alloc_ns - r->origin);
-        int64_t seg_used = 0, largest_free = 0;
-        uint64_t end = lo; /* the end of the last block, for the free extents */
-        ms_json_begin_array(j, "blocks");
-        for (; b < nblk && blks[b].addr < hi; b++) {
-            const struct ms_vblock *k = &m->blocks[blks[b].idx];
-            if (blks[b].addr > end && (int64_t)(blks[b].addr - end) > largest_free)
-                largest_free = (int64_t)(blks[b].addr - end);
-            uint64_t bend = blks[b].addr + (uint64_t)k->size;
-            end = bend > end ? bend : end;
-            seg_used += k->size;
-            if (shown++ >= MAX_SEG_BLOCKS)
-                continue;
-            /* no call site here: thousands of blocks of as many stacks would each need one
-             * (the page asks /api/stack for the block clicked) */
-            if (v->seen_stacks && k->stack_id) /* a report carries the stacks it names */
-                ms_u64map_put(v->seen_stacks, k->stack_id, NULL);
-            uint32_t owner = ms_vblock_owner(k);
-            ms_json_begin_object(j, NULL);
-            ms_json_int(j, "offset", (long long)(blks[b].addr - lo));
-            ms_json_int(j, "size", k->size);
-            ms_json_int(j, "alloc_ns", k->alloc_ns - r->origin);
-            ms_json_int(j, "stack_id", k->stack_id);
-            ms_json_str(j, "owner", owner && owner < v->nowners ? v->owners[owner] : NULL);
-            ms_json_end_object(j);
-        }
-        ms_json_end_array(j);
-        if (hi > end && (int64_t)(hi - end) > largest_free)
-            largest_free = (int64_t)(hi - end);
-        ms_json_int(j, "used_bytes", seg_used);
-        ms_json_int(j, "largest_free", largest_free);
-        ms_json_end_object(j);
-    }
-    ms_json_end_array(j);
-    ms_json_bool(j, "truncated", nseg > MAX_SEGMENTS || shown > MAX_SEG_BLOCKS);
-    ms_json_end_object(j);
-    free(segs);
-    free(blks);
-    return 0;
-}
-
-/* The Python call trace (the python_trace table, msMemScope's tracer) of [t0, t1) as a flame
- * graph of time: each call a node under its caller (by nesting depth, per thread), its value
- * the ns of the call inside the window; the root holds the outermost calls' total. */
-static int pytrace(struct ms_view *v, struct req *r, struct ms_json *j)
-{
-    const struct ms_view_model *m = &v->m;
-    int64_t a = tnum(r, "t0", m->t0);
-    int64_t b = tnum(r, "t1", m->t1 + 1);
-    int64_t detail = num(r, "detail", 5000, 10, 100000);
-    if (r->bad[0])
-        return MS_EINVAL;
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(m->db,
-                           "SELECT \"FuncInfo\", \"StartTime(ns)\", \"EndTime(ns)\", depth, "
-                           "\"Process Id\", \"Thread Id\" FROM "
-                           "python_trace WHERE \"StartTime(ns)\" < ?2 AND (\"EndTime(ns)\" > ?1 "
-                           "OR \"EndTime(ns)\" IS NULL) ORDER BY \"Process Id\", \"Thread Id\", "
-                           "\"StartTime(ns)\", depth",
-                           -1, &st, NULL) != SQLITE_OK) {
-        snprintf(r->bad, sizeof r->bad, "this database has no Python call trace");
-        return MS_EINVAL;
-    }
-    sqlite3_bind_int64(st, 1, a);
-    sqlite3_bind_int64(st, 2, b);
-    struct flame f = {0};
-    int rc = 0;
-    if (ms_grow((void **)&f.n, &f.cap, 0, sizeof *f.n, 1024, 1u << 22) < 0)
-        rc = MS_ENOMEM;
-    else
-        f.n[f.count++] = (struct fnode){"all", 3, 0, 0, 0};
-    uint32_t path[256] = {0}; /* the node of each open depth of the current thread */
-    int64_t calls = 0, proc = INT64_MIN, thread = INT64_MIN;
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        if (sqlite3_column_int64(st, 4) != proc || sqlite3_column_int64(st, 5) != thread) {
-            proc = sqlite3_column_int64(st, 4); /* another thread: its own nesting */
-            thread = sqlite3_column_int64(st, 5);
-            memset(path, 0, sizeof path);
-        }
-        const char *name = (const char *)sqlite3_column_text(st, 0);
-        name = name ? name : ""; /* a NULL FuncInfo: memcmp takes no NULL, even for 0 bytes */
-        int64_t s0 = sqlite3_column_int64(st, 1);
-        int64_t e0 =
-            sqlite3_column_type(st, 2) == SQLITE_NULL ? m->t1 : sqlite3_column_int64(st, 2);
-        int64_t depth = sqlite3_column_int64(st, 3);
-        if (depth < 0 || depth >= 256)
-            continue; /* deeper than drawn */
-        uint32_t parent = depth == 0 ? 0 : path[depth - 1];
-        if (depth > 0 && !parent)
-            continue; /* its caller was not seen (a row of a damaged trace) */
-        size_t len = strnlen(name, 1024);
-        long c = -1;
-        for (uint32_t k = f.n[parent].child; k; k = f.n[k].next)
-            if (f.n[k].len == len && !memcmp(f.n[k].name, name, len)) {
-                c = k;
-                break;
-            }
-        if (c < 0) { /* a new node: it owns a copy of its name */
-            char *copy = malloc(len + 1);
-            if (!copy || f.count >= UINT32_MAX ||
-                ms_grow((void **)&f.n, &f.cap, f.count, sizeof *f.n, 1024, 1u << 22) < 0) {
-                free(copy);
-                rc = MS_ENOMEM;
-                break;
-            }
-            memcpy(copy, name, len);
-            copy[len] = 0;
-            f.n[f.count] = (struct fnode){copy, len, 0, 0, f.n[parent].child};
-            f.n[parent].child = (uint32_t)f.count;
-            c = (long)f.count++;
-        }
-        int64_t in = (e0 < b ? e0 : b) - (s0 > a ? s0 : a);
-        f.n[c].value += in > 0 ? in : 0;
-        if (depth == 0)
-            f.n[0].value += in > 0 ? in : 0;
-        path[depth] = (uint32_t)c;
-        if (depth + 1 < 256)
-            path[depth + 1] = 0; /* a deeper call needs this one as its caller */
-        calls++;
-    }
-    sqlite3_finalize(st);
-    if (rc == 0) {
-        ms_json_begin_object(j, NULL);
-        ms_json_int(j, "total", f.count ? f.n[0].value : 0);
-        ms_json_int(j, "calls", calls);
-        ms_json_begin_array(j, "nodes");
-        int64_t total = f.count ? f.n[0].value : 0;
-        fjson(j, &f, total / detail > 0 ? total / detail : 1);
-        ms_json_end_array(j);
-        ms_json_end_object(j);
-    }
-    for (size_t i = 1; i < f.count; i++)
-        free((char *)f.n[i].name);
-    free(f.n);
-    return rc;
 }
 
 /* The analyses memscope analyze runs, by name and one-line summary. */
@@ -1290,10 +791,16 @@ static const struct {
     const char *path;
     int (*fn)(struct ms_view *, struct req *, struct ms_json *);
 } routes[] = {
-    {"/api/summary", summary},   {"/api/series", series},     {"/api/blocks", blocks},
-    {"/api/flame", flame},       {"/api/owners", owners},     {"/api/stack", stack},
-    {"/api/analyses", analyses}, {"/api/analysis", analysis}, {"/api/segments", segments},
-    {"/api/pytrace", pytrace},
+    {"/api/summary", summary},
+    {"/api/series", series},
+    {"/api/blocks", blocks},
+    {"/api/flame", ms__vapi_flame},
+    {"/api/owners", owners},
+    {"/api/stack", stack},
+    {"/api/analyses", analyses},
+    {"/api/analysis", analysis},
+    {"/api/segments", ms__vapi_segments},
+    {"/api/pytrace", ms__vapi_pytrace},
 };
 
 int ms_view_api(struct ms_view *v, const char *path, ms_view_param_fn param, void *ctx, char **body,

@@ -1,0 +1,44 @@
+/* api_internal.h: what the viewer's query files share (api.c: loading, stacks, parameters,
+ * summary, series, blocks, owners, analyses and the routing; api_flame.c: the flame graphs of
+ * allocation stacks and of the Python call trace; api_pool.c: a pool's allocator state). */
+#ifndef MS_VIEW_API_INTERNAL_H
+#define MS_VIEW_API_INTERNAL_H
+
+#include "api.h"
+#include "analyze/analyze.h"
+
+#include <stdint.h>
+
+/* One request: how to read its parameters, the first bad one's message. */
+struct req {
+    ms_view_param_fn param;
+    void *ctx;
+    char bad[160];  /* the first bad parameter's message */
+    int64_t origin; /* times in and out are ns from here (the first event): exact in a
+                       JavaScript number, which an epoch in ns is not */
+};
+
+/* Parameter name as an integer in [lo, hi]; def when absent; sets r->bad when malformed. */
+int64_t ms__vnum(struct req *r, const char *name, int64_t def, int64_t lo, int64_t hi);
+/* Time parameter name (ns from r->origin) as an absolute time; def (absolute) when absent. */
+int64_t ms__vtnum(struct req *r, const char *name, int64_t def);
+/* The cached text of a stack: C lines, a '\x1f' line, Python lines ("" when none). */
+const char *ms__vstack_text(struct ms_view *v, uint32_t id);
+
+/* Bytes and blocks of one stack's selected blocks. */
+struct site_sum {
+    uint32_t stack;
+    int64_t bytes, blocks;
+};
+
+/* The blocks of mode 0 (live at a), 1 (allocated in [a, b)) or 2 (never freed) in track,
+ * summed by stack, largest first (caller frees); NULL when out of memory. */
+struct site_sum *ms__vsum_by_stack(struct ms_view *v, int mode, int64_t a, int64_t b, int64_t track,
+                                   size_t *n, int64_t *total);
+
+/* The queries of the other files: 0, MS_EINVAL (r->bad says why) or another negative code. */
+int ms__vapi_flame(struct ms_view *v, struct req *r, struct ms_json *j);
+int ms__vapi_pytrace(struct ms_view *v, struct req *r, struct ms_json *j);
+int ms__vapi_segments(struct ms_view *v, struct req *r, struct ms_json *j);
+
+#endif

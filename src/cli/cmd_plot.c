@@ -1,16 +1,18 @@
-/* cmd_plot.c: `memscope plot RUN.db [-o FILE.svg]`: a quick static picture of live bytes over
+/* cmd_plot.c: `memscope plot RUN.db [-o FILE.svg|FILE.png]`: a quick static picture of live bytes over
  * time, with the step ends and the maximum marked, for CI artifacts and for a look without the
  * viewer (the idea of Tiny-Torch's memory plots).
  *
  * The series is `analyze trend`'s (ms_analyze_live_series: the conversion's precomputed
  * samples, or a replay with --layer), so the picture and the trend report agree. The step ends
- * come from the steps table. Output: one SVG document (a standalone file any browser or SVG
- * reader opens), to stdout or -o FILE. Workload: one series of MS_TREND_POINTS + 1 samples and
+ * come from the steps table. The picture is drawn once through a pen (plot_raster.h): the SVG
+ * pen here writes one standalone SVG document, the raster pen paints a PNG image at twice the
+ * size (plot_raster.c), to stdout or -o FILE. Workload: one series of MS_TREND_POINTS + 1 samples and
  * at most MAX_MARKS step lines, whatever the run's size. */
 #include "cli.h"
 
 #include "analyze/analyze.h"
 #include "common/ms_error.h"
+#include "plot_raster.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#define PNG_SCALE 2 /* PNG pixels per SVG unit */
 #define W 800
 #define H 320
 #define LEFT 80
@@ -28,10 +31,11 @@
 #define MAX_LABELS 12 /* step numbers written at most */
 
 static const char plot_usage[] =
-    "usage: memscope plot RUN.db [-o FILE.svg] [--layer=NAME] [--title=TEXT]\n"
+    "usage: memscope plot RUN.db [-o FILE.svg|FILE.png] [--png] [--layer=NAME] [--title=TEXT]\n"
     "  Draws live bytes over time (analyze trend's series) with the step ends and the\n"
-    "  maximum, as an SVG image: to FILE, or to standard output.\n"
-    "  -o, --output FILE   write the image there (.svg)\n"
+    "  maximum, as an SVG or PNG image: to FILE, or to standard output.\n"
+    "  -o, --output FILE   write the image there (.svg or .png, 1600x640 pixels)\n"
+    "  --png               a PNG image to standard output (SVG by default)\n"
     "  --layer=NAME        only this layer (heap, mmap, cuda:0, pool:NAME, ...)\n"
     "  --title=TEXT        the image's title (default: the database's file name)\n";
 
@@ -120,113 +124,223 @@ static struct mark *step_marks(sqlite3 *db, size_t *n, size_t *total)
     return all;
 }
 
-static void write_svg(FILE *f, const struct ms_live_series *s, const struct mark *marks,
-                      size_t nmarks, size_t total_marks, const char *title)
+/* ---- the SVG pen ----------------------------------------------------------------------- */
+
+static void svg_colour(FILE *f, const char *attr, uint32_t rgb)
+{
+    fprintf(f, " %s=\"#%06x\"", attr, (unsigned)rgb & 0xffffffu);
+}
+
+static void svg_group(void *ctx, const char *attrs)
+{
+    FILE *f = ctx;
+    if (attrs)
+        fprintf(f, "<g %s>\n", attrs);
+    else
+        fputs("</g>\n", f);
+}
+
+static void svg_line(void *ctx, double x0, double y0, double x1, double y1, uint32_t rgb,
+                     double width, int dash_on, int dash_off, const char *cls)
+{
+    FILE *f = ctx;
+    fputs("<line", f);
+    if (cls)
+        fprintf(f, " class=\"%s\"", cls);
+    fprintf(f, " x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"", x0, y0, x1, y1);
+    svg_colour(f, "stroke", rgb);
+    if (width != 1)
+        fprintf(f, " stroke-width=\"%g\"", width);
+    if (dash_on)
+        fprintf(f, " stroke-dasharray=\"%d,%d\"", dash_on, dash_off);
+    fputs("/>\n", f);
+}
+
+static void svg_points(FILE *f, const double *xy, int n)
+{
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s%.1f,%.1f", i ? " " : "", xy[2 * i], xy[2 * i + 1]);
+}
+
+static void svg_polyline(void *ctx, const double *xy, int n, uint32_t rgb, double width,
+                         const char *cls)
+{
+    FILE *f = ctx;
+    fputs("<polyline", f);
+    if (cls)
+        fprintf(f, " class=\"%s\"", cls);
+    fputs(" fill=\"none\"", f);
+    svg_colour(f, "stroke", rgb);
+    fprintf(f, " stroke-width=\"%g\" points=\"", width);
+    svg_points(f, xy, n);
+    fputs("\"/>\n", f);
+}
+
+static void svg_area(void *ctx, const double *xy, int n, double base, uint32_t rgb)
+{
+    FILE *f = ctx;
+    if (n < 1)
+        return;
+    fputs("<polygon stroke=\"none\"", f);
+    svg_colour(f, "fill", rgb);
+    fprintf(f, " points=\"%.1f,%.1f ", xy[0], base);
+    svg_points(f, xy, n);
+    fprintf(f, " %.1f,%.1f\"/>\n", xy[2 * (n - 1)], base);
+}
+
+static void svg_text(void *ctx, double x, double y, const char *s, uint32_t rgb, int size, int bold,
+                     int anchor)
+{
+    FILE *f = ctx;
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\"", x, y);
+    svg_colour(f, "fill", rgb);
+    if (size != 11)
+        fprintf(f, " font-size=\"%d\"", size);
+    if (bold)
+        fputs(" font-weight=\"bold\"", f);
+    if (anchor != PLOT_LEFT)
+        fprintf(f, " text-anchor=\"%s\"", anchor == PLOT_MIDDLE ? "middle" : "end");
+    fputc('>', f);
+    xml_text(f, s);
+    fputs("</text>\n", f);
+}
+
+/* ---- the picture ----------------------------------------------------------------------- */
+
+#define AXIS 0x888888u
+#define GRID 0xeeeeeeu
+#define LABEL 0x444444u
+#define STEP 0x999999u
+#define STEP_LABEL 0x777777u
+#define AREA 0xcfe3f7u
+#define LIVE 0x1f6fbfu
+#define MAXC 0xc0392bu
+
+/* Draws the series, the step ends and the maximum with pen. xy: room for MS_TREND_POINTS + 1
+ * points. */
+static void draw_plot(const struct plot_pen *p, const struct ms_live_series *s,
+                      const struct mark *marks, size_t nmarks, size_t total_marks,
+                      const char *title, double *xy)
 {
     const double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
     const double span = s->t1 > s->t0 ? (double)(s->t1 - s->t0) : 1;
     const double ymax = nice_max((double)s->max_live);
     const double off0 = (double)(s->t0 - s->start_ns) / 1e9; /* seconds from the start to t0 */
-    fprintf(f,
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-            "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"11\">\n",
-            W, H, W, H);
-    fputs("<title>", f);
-    xml_text(f, title);
-    fputs("</title>\n", f);
-    fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", W, H);
-    fprintf(f, "<text x=\"%d\" y=\"20\" font-size=\"13\" font-weight=\"bold\">", LEFT);
-    xml_text(f, title);
-    fputs("</text>\n", f);
+    char buf[160];
+    p->text(p->ctx, LEFT, 20, title, 0x000000u, 13, 1, PLOT_LEFT);
 
     /* axes and ticks: 4 divisions on y (bytes), 5 on x (seconds from the run's start) */
-    fprintf(f, "<g class=\"axes\" stroke=\"#888888\" stroke-width=\"1\">\n");
-    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>\n", LEFT, TOP, LEFT, H - BOTTOM);
-    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>\n", LEFT, H - BOTTOM, W - RIGHT,
-            H - BOTTOM);
+    p->group(p->ctx, "class=\"axes\"");
+    p->line(p->ctx, LEFT, TOP, LEFT, H - BOTTOM, AXIS, 1, 0, 0, NULL);
+    p->line(p->ctx, LEFT, H - BOTTOM, W - RIGHT, H - BOTTOM, AXIS, 1, 0, 0, NULL);
+    p->group(p->ctx, NULL);
     /* the y labels in the unit of the top (1 KiB = 1024 B) */
     static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     int u = 0;
     double usz = 1;
     while (u < 6 && ymax >= usz * 1024)
         usz *= 1024, u++;
-    fputs("</g>\n<g class=\"yticks\" fill=\"#444444\" text-anchor=\"end\">\n", f);
+    p->group(p->ctx, "class=\"yticks\"");
     for (int k = 0; k <= 4; k++) {
         double y = TOP + ph - ph * k / 4;
-        char hb[32];
-        snprintf(hb, sizeof hb, "%g %s", ymax * k / 4 / usz, units[u]);
-        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eeeeee\"/>", LEFT,
-                y, W - RIGHT, y);
-        fprintf(f, "<text x=\"%d\" y=\"%.1f\">%s</text>\n", LEFT - 6, y + 4, hb);
+        snprintf(buf, sizeof buf, "%g %s", ymax * k / 4 / usz, units[u]);
+        if (k)
+            p->line(p->ctx, LEFT + 1, y, W - RIGHT, y, GRID, 1, 0, 0, NULL);
+        p->text(p->ctx, LEFT - 6, y + 4, buf, LABEL, 11, 0, PLOT_RIGHT);
     }
+    p->group(p->ctx, NULL);
     const char *unit;
     double usize;
     time_unit(span / 1e9, &unit, &usize);
-    fputs("</g>\n<g class=\"xticks\" fill=\"#444444\" text-anchor=\"middle\">\n", f);
+    p->group(p->ctx, "class=\"xticks\"");
     for (int k = 0; k <= 5; k++) {
-        double x = LEFT + pw * k / 5;
-        fprintf(f, "<text x=\"%.1f\" y=\"%d\">%.1f</text>\n", x, H - BOTTOM + 16,
-                (off0 + span / 1e9 * k / 5) / usize);
+        snprintf(buf, sizeof buf, "%.1f", (off0 + span / 1e9 * k / 5) / usize);
+        p->text(p->ctx, LEFT + pw * k / 5, H - BOTTOM + 16, buf, LABEL, 11, 0, PLOT_MIDDLE);
     }
-    fprintf(f, "<text x=\"%.1f\" y=\"%d\">time since the run started (%s)</text>\n", LEFT + pw / 2,
-            H - 8, unit);
-    fputs("</g>\n", f);
+    snprintf(buf, sizeof buf, "time since the run started (%s)", unit);
+    p->text(p->ctx, LEFT + pw / 2, H - 8, buf, LABEL, 11, 0, PLOT_MIDDLE);
+    p->group(p->ctx, NULL);
 
-    /* the step ends */
-    fprintf(f,
-            "<g class=\"steps\" stroke=\"#999999\" stroke-dasharray=\"3,3\" "
-            "data-steps=\"%zu\">\n",
-            total_marks);
+    /* the series: an area under a polyline */
+    for (int k = 0; k <= MS_TREND_POINTS; k++) {
+        xy[2 * k] = LEFT + pw * k / MS_TREND_POINTS;
+        xy[2 * k + 1] = TOP + ph - ph * (double)s->samples[k] / ymax;
+    }
+    p->group(p->ctx, "class=\"series\"");
+    p->area(p->ctx, xy, MS_TREND_POINTS + 1, H - BOTTOM, AREA);
+    p->polyline(p->ctx, xy, MS_TREND_POINTS + 1, LIVE, 1.5, "live");
+    p->group(p->ctx, NULL);
+
+    /* the step ends, over the series */
+    snprintf(buf, sizeof buf, "class=\"steps\" data-steps=\"%zu\"", total_marks);
+    p->group(p->ctx, buf);
     size_t every = nmarks > MAX_LABELS ? (nmarks + MAX_LABELS - 1) / MAX_LABELS : 1;
     for (size_t i = 0; i < nmarks; i++) {
         double x = LEFT + pw * (double)(marks[i].ns - s->t0) / span;
         if (x < LEFT || x > W - RIGHT)
             continue;
-        fprintf(f, "<line class=\"step\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", x, TOP, x,
-                H - BOTTOM);
-        if (i % every == 0)
-            fprintf(f,
-                    "<text x=\"%.1f\" y=\"%d\" stroke=\"none\" fill=\"#777777\" "
-                    "font-size=\"9\" text-anchor=\"middle\">%lld</text>",
-                    x, TOP - 3, (long long)marks[i].step);
-        fputc('\n', f);
+        p->line(p->ctx, x, TOP, x, H - BOTTOM, STEP, 1, 3, 3, "step");
+        if (i % every == 0) {
+            snprintf(buf, sizeof buf, "%lld", (long long)marks[i].step);
+            p->text(p->ctx, x, TOP - 3, buf, STEP_LABEL, 9, 0, PLOT_MIDDLE);
+        }
     }
-    fputs("</g>\n", f);
-
-    /* the series: an area under a polyline */
-    fputs("<g class=\"series\">\n<polygon fill=\"#cfe3f7\" stroke=\"none\" points=\"", f);
-    fprintf(f, "%d,%d ", LEFT, H - BOTTOM);
-    for (int k = 0; k <= MS_TREND_POINTS; k++)
-        fprintf(f, "%.1f,%.1f ", LEFT + pw * k / MS_TREND_POINTS,
-                TOP + ph - ph * (double)s->samples[k] / ymax);
-    fprintf(f,
-            "%d,%d\"/>\n<polyline class=\"live\" fill=\"none\" stroke=\"#1f6fbf\" "
-            "stroke-width=\"1.5\" points=\"",
-            W - RIGHT, H - BOTTOM);
-    for (int k = 0; k <= MS_TREND_POINTS; k++)
-        fprintf(f, "%s%.1f,%.1f", k ? " " : "", LEFT + pw * k / MS_TREND_POINTS,
-                TOP + ph - ph * (double)s->samples[k] / ymax);
-    fputs("\"/>\n</g>\n", f);
+    p->group(p->ctx, NULL);
 
     /* the maximum and the end */
     char hb[32], hf[32];
     ms_human_bytes(hb, sizeof hb, s->max_live);
     ms_human_bytes(hf, sizeof hf, s->final_live);
     double ym = TOP + ph - ph * (double)s->max_live / ymax;
-    fprintf(f,
-            "<g class=\"max\" data-bytes=\"%lld\"><line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" "
-            "y2=\"%.1f\" stroke=\"#c0392b\" stroke-dasharray=\"6,3\"/>"
-            "<text x=\"%d\" y=\"%.1f\" fill=\"#c0392b\" text-anchor=\"end\">maximum %s "
-            "(%lld bytes), at exit %s</text></g>\n",
-            (long long)s->max_live, LEFT, ym, W - RIGHT, ym, W - RIGHT - 4, ym - 4, hb,
-            (long long)s->max_live, hf);
-    fputs("</svg>\n", f);
+    snprintf(buf, sizeof buf, "class=\"max\" data-bytes=\"%lld\"", (long long)s->max_live);
+    p->group(p->ctx, buf);
+    p->line(p->ctx, LEFT, ym, W - RIGHT, ym, MAXC, 1, 6, 3, NULL);
+    snprintf(buf, sizeof buf, "maximum %s (%lld bytes), at exit %s", hb, (long long)s->max_live,
+             hf);
+    p->text(p->ctx, W - RIGHT - 4, ym - 4, buf, MAXC, 11, 0, PLOT_RIGHT);
+    p->group(p->ctx, NULL);
+}
+
+/* Writes the picture to f as SVG, or as PNG when png; -1 on an error (errno set). */
+static int write_plot(FILE *f, int png, const struct ms_live_series *s, const struct mark *marks,
+                      size_t nmarks, size_t total_marks, const char *title)
+{
+    double *xy = malloc(sizeof(double) * 2 * (MS_TREND_POINTS + 1));
+    if (!xy)
+        return errno = ENOMEM, -1;
+    int rc = 0;
+    if (png) {
+        struct plot_raster r;
+        if (plot_raster_init(&r, W, H, PNG_SCALE, 0xffffffu) < 0) {
+            free(xy);
+            return errno = ENOMEM, -1;
+        }
+        struct plot_pen p = plot_raster_pen(&r);
+        draw_plot(&p, s, marks, nmarks, total_marks, title, xy);
+        rc = plot_raster_write_png(&r, f);
+        plot_raster_release(&r);
+    } else {
+        fprintf(f,
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"11\">\n",
+                W, H, W, H);
+        fputs("<title>", f);
+        xml_text(f, title);
+        fputs("</title>\n", f);
+        fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", W, H);
+        struct plot_pen p = {f, svg_group, svg_line, svg_polyline, svg_area, svg_text};
+        draw_plot(&p, s, marks, nmarks, total_marks, title, xy);
+        fputs("</svg>\n", f);
+    }
+    free(xy);
+    return rc;
 }
 
 int cmd_plot(int argc, char **argv)
 {
     const char *db_path = NULL, *out_path = NULL, *layer = NULL, *title = NULL;
+    int png_out = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -236,6 +350,8 @@ int cmd_plot(int argc, char **argv)
             if (++i >= argc)
                 return usage_error("plot: %s needs a file name", a);
             out_path = argv[i];
+        } else if (!strcmp(a, "--png")) {
+            png_out = 1;
         } else if (!strncmp(a, "--output=", 9)) {
             out_path = a + 9;
         } else if (!strncmp(a, "--layer=", 8) || !strcmp(a, "--layer")) {
@@ -261,10 +377,16 @@ int cmd_plot(int argc, char **argv)
     }
     if (!db_path)
         return usage_error("plot: no database given");
+    int png = 0;
     if (out_path) {
         const char *dot = strrchr(out_path, '.');
-        if (!dot || strcmp(dot, ".svg"))
-            return usage_error("plot: %s: the image is SVG; name the output FILE.svg", out_path);
+        png = dot && !strcmp(dot, ".png");
+        if (!dot || (strcmp(dot, ".svg") && !png))
+            return usage_error("plot: %s: name the output FILE.svg or FILE.png", out_path);
+    } else if (png_out) {
+        png = 1;
+        if (isatty(STDOUT_FILENO))
+            return usage_error("plot: --png writes binary data: redirect it or use -o FILE.png");
     }
     struct ms_analyze_opts o;
     ms_analyze_opts_init(&o);
@@ -305,18 +427,20 @@ int cmd_plot(int argc, char **argv)
             return cli_error("plot: cannot write %s: %s", out_path, strerror(errno)), 1;
         }
     }
-    write_svg(f, &s, marks, nmarks, total_marks, title);
+    errno = 0;
+    int bad = write_plot(f, png, &s, marks, nmarks, total_marks, title) < 0;
+    int werr = errno;
     free(marks);
     if (out_path) {
-        int bad = ferror(f);
+        bad |= ferror(f);
         bad |= fclose(f) != 0;
         if (bad || rename(tmp, out_path) != 0) {
-            int e = errno;
+            int e = werr ? werr : errno;
             unlink(tmp);
             return cli_error("plot: cannot write %s: %s", out_path, strerror(e)), 1;
         }
         cli_log(1, "plot: wrote %s", out_path);
-    } else if (fflush(stdout) != 0 || ferror(stdout)) {
+    } else if (bad || fflush(stdout) != 0 || ferror(stdout)) {
         return cli_error("plot: cannot write the image: %s", strerror(errno)), 1;
     }
     return 0;

@@ -2,9 +2,11 @@
 # test_plot.sh: `memscope plot` on an_trend.c (20 steps, +100000 bytes each): the image is an
 # SVG document that Python's XML parser reads, with one dashed line per step end (20; 300 steps
 # are thinned to 200 lines that say 300), the trend series (101 points inside the frame, the
-# last one the live bytes at exit) and the maximum that `analyze trend` reports; bad input
-# (a PNG name, an unknown layer, not a database, an unwritable output) gets a clear error and
-# leaves no file behind.
+# last one the live bytes at exit) and the maximum that `analyze trend` reports. The PNG image
+# (-o FILE.png, --png) is read by Debian's Pillow and checked by pngcheck: 1600x640, 20 dashed
+# step lines, the series's pixels where the SVG's points are (x2), the maximum's line above it.
+# Bad input (a .jpg name, an unknown layer, not a database, an unwritable output) gets a clear
+# error and leaves no file behind.
 . "$(dirname "$0")/an_lib.sh"
 
 DB=$TMP/plot.db
@@ -60,10 +62,59 @@ ms plot300 plot "$TMP/p300.db" -o "$TMP/p300.svg"
 svg_facts "$TMP/p300.svg" >"$TMP/facts300" 2>&1
 assert_eq "300 step ends: 200 lines that say 300" "300 200" "$(sed -n 2p "$TMP/facts300")"
 
+# PNG: the same picture at twice the size, read by a real decoder (Pillow: chunk CRCs, zlib
+# stream and Adler-32) and checked by pngcheck.
+ms png plot "$DB" -o "$TMP/plot.png"
+assert_eq "png exit status" 0 "$RC"
+if command -v pngcheck >/dev/null; then
+    assert_eq "pngcheck: a valid PNG" 0 "$(pngcheck -q "$TMP/plot.png" >/dev/null; echo $?)"
+fi
+"$PY" - "$TMP/plot.png" "$TMP/plot.svg" >"$TMP/pngfacts" 2>&1 <<'EOF' || true
+import sys
+import xml.etree.ElementTree as ET
+from PIL import Image
+im = Image.open(sys.argv[1])
+im.load()
+px = im.load()
+w, h = im.size
+print(im.format, im.mode, w, h)
+NS = "{http://www.w3.org/2000/svg}"
+svg = ET.parse(sys.argv[2]).getroot()
+pts = [tuple(map(float, p.split(","))) for p in
+       svg.find(f".//{NS}polyline[@class='live']").get("points").split()]
+bottom = int(float(svg.find(f"{NS}g[@class='steps']/{NS}line").get("y2")) * 2)
+# step lines: runs of columns with the step grey in a band (a dash period high) above the axis
+runs, prev = 0, False
+for x in range(w):
+    on = any(px[x, y] == (0x99, 0x99, 0x99) for y in range(bottom - 16, bottom - 3))
+    runs += on and not prev
+    prev = on
+print("steps", runs)
+# the series: a pixel of its blue within 3 px of every SVG point (x2)
+LIVE = (0x1f, 0x6f, 0xbf)
+def near(x, y):
+    return any(px[min(max(int(x * 2) + dx, 0), w - 1), min(max(int(y * 2) + dy, 0), h - 1)] == LIVE
+               for dx in range(-3, 4) for dy in range(-3, 4))
+print("series", sum(near(x, y) for x, y in pts), len(pts))
+# the maximum: a dashed red row, no series pixel above it
+MAXC = (0xc0, 0x39, 0x2b)
+reds = [sum(px[x, y] == MAXC for x in range(w)) for y in range(h)]
+ym = max(range(h), key=lambda y: reds[y])
+top_live = min(y for y in range(h) for x in range(0, w, 2) if px[x, y] == LIVE)
+print("max", reds[ym] > w // 2, top_live >= ym - 3)
+EOF
+assert_eq "png: 1600x640 RGB" "PNG RGB 1600 640" "$(sed -n 1p "$TMP/pngfacts")"
+assert_eq "png: 20 dashed step lines" "steps 20" "$(sed -n 2p "$TMP/pngfacts")"
+assert_eq "png: the series where the SVG's points are" "series 101 101" "$(sed -n 3p "$TMP/pngfacts")"
+assert_eq "png: the maximum's line, nothing above it" "max True True" "$(sed -n 4p "$TMP/pngfacts")"
+"$MEMSCOPE" plot "$DB" --png >"$TMP/stdout.png" 2>"$TMP/pngout.err"
+assert_eq "--png to stdout: the same image" "" "$(cmp "$TMP/stdout.png" "$TMP/plot.png" 2>&1)"
+
 # Bad input.
-ms png plot "$DB" -o "$TMP/x.png"
-assert_eq "a .png name: usage error" 2 "$RC"
-assert_eq "a .png name: no file" "" "$(ls "$TMP" | grep 'x.png' || true)"
+ms jpg plot "$DB" -o "$TMP/x.jpg"
+assert_eq "a .jpg name: usage error" 2 "$RC"
+assert_eq "a .jpg name: no file" "" "$(ls "$TMP" | grep 'x.jpg' || true)"
+
 ms nolayer plot "$DB" --layer nosuch
 assert_eq "an unknown layer: usage error" 2 "$RC"
 assert_eq "an unknown layer: said" 1 "$(grep -c "no layer named 'nosuch'" "$TMP/nolayer.err")"

@@ -232,6 +232,20 @@ struct ms_peak_at {
 };
 int ms__peaks_find(struct ms_actx *x, struct ms_peak_at **out, size_t *n);
 
+/* MindStudio Insight's time rules of inefficient memory (reference §5) for one block allocated
+ * at alloc_ns and freed (or seen last) at end_ns, accessed first at first_ns (0: never), last
+ * at last_ns, with max_gap ns at most between two accesses: MS_INEFF_LAZY, MS_INEFF_DELAYED
+ * and MS_INEFF_LONG_IDLE bits. A rule fires over its ns (0: off) or its percent of the
+ * lifetime (0 or 100: off). inefficient.c and the viewer share it. */
+enum { MS_INEFF_LAZY = 1, MS_INEFF_DELAYED = 2, MS_INEFF_LONG_IDLE = 4 };
+struct ms_insight_thresholds {
+    uint64_t lazy_ns, delayed_ns, idle_ns;
+    double lazy_pct, delayed_pct, idle_pct;
+};
+unsigned ms_analyze_insight_flags(const struct ms_insight_thresholds *t, int64_t alloc_ns,
+                                  int64_t end_ns, int64_t first_ns, int64_t last_ns,
+                                  int64_t max_gap);
+
 /* The analyses (ms_analyses[] lists them), one file each. */
 int ms_analyze_leaks(struct ms_actx *x);
 int ms_analyze_peak(struct ms_actx *x);

@@ -99,22 +99,38 @@ static int over(int64_t x, int64_t life, uint64_t ns, double pct)
     return pct > 0 && pct < 100 && life > 0 && (double)x / (double)life > pct / 100.0;
 }
 
+unsigned ms_analyze_insight_flags(const struct ms_insight_thresholds *t, int64_t alloc_ns,
+                                  int64_t end_ns, int64_t first_ns, int64_t last_ns,
+                                  int64_t max_gap)
+{
+    int64_t life = end_ns - alloc_ns;
+    unsigned f = 0;
+    if (!first_ns)
+        return 0;
+    if (first_ns - alloc_ns > 0 && over(first_ns - alloc_ns, life, t->lazy_ns, t->lazy_pct))
+        f |= MS_INEFF_LAZY;
+    if (last_ns - alloc_ns > 0 && over(end_ns - last_ns, life, t->delayed_ns, t->delayed_pct))
+        f |= MS_INEFF_DELAYED;
+    if (max_gap > 0 && over(max_gap, life, t->idle_ns, t->idle_pct))
+        f |= MS_INEFF_LONG_IDLE;
+    return f;
+}
+
 /* Ends a block (freed at end_ns, or live at its process's end): applies Insight's thresholds
  * and records it when anything fired. */
 static int finish_block(struct state *s, int64_t id, struct blk *b, int64_t end_ns)
 {
     const struct ms_analyze_opts *o = s->o;
-    int64_t life = end_ns - b->alloc_ns;
-    if (b->first_ns) {
-        if (b->first_ns - b->alloc_ns > 0 &&
-            over(b->first_ns - b->alloc_ns, life, o->lazy_ns, o->lazy_pct))
-            b->flags |= K_LAZY;
-        if (b->last_ns - b->alloc_ns > 0 &&
-            over(end_ns - b->last_ns, life, o->delayed_ns, o->delayed_pct))
-            b->flags |= K_DELAYED;
-        if (b->max_gap > 0 && over(b->max_gap, life, o->idle_ns, o->idle_pct))
-            b->flags |= K_LONG;
-    }
+    const struct ms_insight_thresholds t = {o->lazy_ns,  o->delayed_ns,  o->idle_ns,
+                                            o->lazy_pct, o->delayed_pct, o->idle_pct};
+    unsigned f =
+        ms_analyze_insight_flags(&t, b->alloc_ns, end_ns, b->first_ns, b->last_ns, b->max_gap);
+    if (f & MS_INEFF_LAZY)
+        b->flags |= K_LAZY;
+    if (f & MS_INEFF_DELAYED)
+        b->flags |= K_DELAYED;
+    if (f & MS_INEFF_LONG_IDLE)
+        b->flags |= K_LONG;
     if (!b->flags)
         return 0;
     if (s->nfound == s->capfound &&

@@ -208,6 +208,54 @@ int64_t ms__vnum(struct req *r, const char *name, int64_t def, int64_t lo, int64
     return x;
 }
 
+/* Threshold parameter name: "N" ns or "P%" of a block's lifetime (Insight's valueT, perT). */
+static void threshold_param(struct req *r, const char *name, uint64_t *ns, double *pct)
+{
+    const char *s = r->param(r->ctx, name);
+    if (!s)
+        return;
+    char *end;
+    errno = 0;
+    if (*s && s[strlen(s) - 1] == '%') {
+        double p = strtod(s, &end);
+        if (end == s + strlen(s) - 1 && !errno && p >= 0 && p <= 100) {
+            *ns = 0, *pct = p;
+            return;
+        }
+    } else {
+        long long x = strtoll(s, &end, 10);
+        if (*s && !*end && !errno && x >= 0) {
+            *ns = (uint64_t)x, *pct = 0;
+            return;
+        }
+    }
+    if (!r->bad[0])
+        snprintf(r->bad, sizeof r->bad, "parameter '%s': expected ns or a percent (e.g. 50%%)",
+                 name);
+}
+
+/* The thresholds of inefficient blocks: each 50% of the block's lifetime unless the request
+ * says otherwise (lazy, delayed, idle). */
+static void thresholds(struct req *r)
+{
+    r->th = (struct ms_insight_thresholds){0, 0, 0, 50, 50, 50};
+    threshold_param(r, "lazy", &r->th.lazy_ns, &r->th.lazy_pct);
+    threshold_param(r, "delayed", &r->th.delayed_ns, &r->th.delayed_pct);
+    threshold_param(r, "idle", &r->th.idle_ns, &r->th.idle_pct);
+}
+
+/* Insight's flags of block i under r's thresholds (0: not accessed, or efficient). */
+static unsigned ineff_flags(const struct ms_view *v, const struct req *r, size_t i)
+{
+    const struct ms_vaccess *ac = v->m.access.count ? ms_u64map_get(&v->m.access, i) : NULL;
+    if (!ac)
+        return 0;
+    const struct ms_vblock *k = &v->m.blocks[i];
+    int64_t end = k->free_ns == INT64_MAX ? v->m.t1 : k->free_ns;
+    return ms_analyze_insight_flags(&r->th, k->alloc_ns, end, ac->first_ns, ac->last_ns,
+                                    ac->max_gap);
+}
+
 /* Time parameter name (ns from r->origin) as an absolute time; def (absolute) when absent. */
 int64_t ms__vtnum(struct req *r, const char *name, int64_t def)
 {
@@ -342,6 +390,7 @@ static int summary(struct ms_view *v, struct req *r, struct ms_json *j)
         }
     ms_json_int(j, "leaked_bytes", leaked);
     ms_json_int(j, "python_calls", v->python_calls);
+    ms_json_int(j, "accessed_blocks", (long long)v->m.access.count);
     ms_json_int(j, "leaked_blocks", nleaked);
     /* what the recording says went wrong: events the agent could not record, a trace that
      * stopped or was damaged */
@@ -467,8 +516,9 @@ static int series(struct ms_view *v, struct req *r, struct ms_json *j)
     return 0;
 }
 
-static void block_json(struct ms_view *v, struct ms_json *j, size_t i, int64_t origin)
+static void block_json(struct ms_view *v, struct ms_json *j, size_t i, const struct req *r)
 {
+    int64_t origin = r->origin;
     const struct ms_vblock *k = &v->m.blocks[i];
     char site[512];
     stack_site(v, k->stack_id, site, sizeof site);
@@ -483,21 +533,36 @@ static void block_json(struct ms_view *v, struct ms_json *j, size_t i, int64_t o
         ms_json_int(j, "free_ns", k->free_ns - origin);
     ms_json_int(j, "stack_id", k->stack_id);
     ms_json_str(j, "site", site);
+    char addr[24];
+    snprintf(addr, sizeof addr, "0x%llx", (unsigned long long)v->m.addr[i]);
+    ms_json_str(j, "addr", addr);
     uint32_t owner = ms_vblock_owner(k);
     ms_json_str(j, "owner", owner && owner < v->nowners ? v->owners[owner] : NULL);
+    const struct ms_vaccess *ac = v->m.access.count ? ms_u64map_get(&v->m.access, i) : NULL;
+    if (ac) {
+        ms_json_begin_object(j, "access");
+        ms_json_int(j, "first_ns", ac->first_ns - origin);
+        ms_json_int(j, "last_ns", ac->last_ns - origin);
+        ms_json_int(j, "max_gap_ns", ac->max_gap);
+        ms_json_end_object(j);
+        ms_json_int(j, "ineff", ineff_flags(v, r, i));
+    }
     ms_json_end_object(j);
 }
 
-/* A min-heap of (key, block index): the cap largest keys of a pass. Ties go to the earlier
- * block (a larger index ranks lower), so that pages of one order never overlap. */
+/* A min-heap of (key, block index, aux): the cap largest keys of a pass. Ties go to the earlier
+ * block (a larger index ranks lower), then the smaller aux, so that pages of one order never
+ * overlap. */
 struct hent {
     int64_t key;
     uint32_t idx;
+    uint32_t aux; /* the events': 0 the allocation, 1 the free */
 };
 
 static int hless(const struct hent *x, const struct hent *y)
 {
-    return x->key < y->key || (x->key == y->key && x->idx > y->idx);
+    return x->key < y->key ||
+           (x->key == y->key && (x->idx > y->idx || (x->idx == y->idx && x->aux > y->aux)));
 }
 
 static void heap_push(struct hent *h, size_t *n, size_t cap, struct hent e)
@@ -551,10 +616,75 @@ static int stacks_matching(struct ms_view *v, const char *text, struct ms_u64map
     return rc;
 }
 
-/* The blocks alive at some time in [t0, t1) (or at t) that pass the filters (min_size,
- * max_size; owner and site: text in the owner's label, in the stack), with their count and
- * bytes, in the order sort (size, alloc, free or life, descending; order=asc reverses), the
- * rows [offset, offset + limit). */
+/* The filters of the Blocks and Events tables: track, min_size, max_size, addr, owner (text in
+ * the owner's label), site (text in the stack), ineff=1 (only inefficient blocks). */
+struct filter {
+    int64_t track, min_size, max_size, only_ineff;
+    int has_addr;
+    uint64_t addr;           /* addr=: only the blocks at this address */
+    unsigned char *owner_ok; /* per owner id, or NULL: any owner */
+    const char *site;        /* non-empty, or NULL */
+    struct ms_u64map sites;  /* the stacks that contain site */
+};
+
+static int filter_init(struct ms_view *v, struct req *r, struct filter *f)
+{
+    memset(f, 0, sizeof *f);
+    ms_u64map_init(&f->sites, 1, MS_U64MAP_MAX);
+    f->track = ms__vnum(r, "track", 0, 0, (int64_t)v->m.ntracks - 1);
+    f->min_size = ms__vnum(r, "min_size", 0, 0, INT64_MAX);
+    f->max_size = ms__vnum(r, "max_size", INT64_MAX, 0, INT64_MAX);
+    f->only_ineff = ms__vnum(r, "ineff", 0, 0, 1);
+    const char *owner = r->param(r->ctx, "owner"), *site = r->param(r->ctx, "site");
+    const char *addr = r->param(r->ctx, "addr");
+    if (addr && *addr) {
+        char *end;
+        errno = 0;
+        f->addr = strtoull(addr, &end, 0);
+        f->has_addr = 1;
+        if (*end || errno || *addr == '-') {
+            if (!r->bad[0])
+                snprintf(r->bad, sizeof r->bad,
+                         "parameter 'addr': expected an address (0x... or decimal)");
+        }
+    }
+    if (r->bad[0])
+        return MS_EINVAL;
+    if (owner && *owner) {
+        if (!(f->owner_ok = calloc(v->nowners + 1, 1)))
+            return MS_ENOMEM;
+        for (size_t o = 1; o < v->nowners; o++)
+            f->owner_ok[o] = v->owners[o] && strstr(v->owners[o], owner) != NULL;
+    }
+    if (site && *site) {
+        f->site = site;
+        return stacks_matching(v, site, &f->sites);
+    }
+    return 0;
+}
+
+static void filter_release(struct filter *f)
+{
+    free(f->owner_ok);
+    ms_u64map_release(&f->sites);
+}
+
+/* 1 when block i passes the filters other than the track (the alive set applies it). */
+static int filter_pass(const struct ms_view *v, const struct req *r, const struct filter *f,
+                       size_t i)
+{
+    const struct ms_vblock *k = &v->m.blocks[i];
+    uint32_t o = ms_vblock_owner(k);
+    return k->size >= f->min_size && k->size <= f->max_size &&
+           (!f->has_addr || v->m.addr[i] == f->addr) &&
+           (!f->owner_ok || f->owner_ok[o < v->nowners ? o : 0]) &&
+           (!f->site || ms_u64map_get(&f->sites, k->stack_id)) &&
+           (!f->only_ineff || ineff_flags(v, r, i));
+}
+
+/* The blocks alive at some time in [t0, t1) (or at t) that pass the filters, with their count
+ * and bytes, in the order sort (size, alloc, free or life, descending; order=asc reverses),
+ * the rows [offset, offset + limit). */
 static int blocks(struct ms_view *v, struct req *r, struct ms_json *j)
 {
     const struct ms_view_model *m = &v->m;
@@ -563,11 +693,7 @@ static int blocks(struct ms_view *v, struct req *r, struct ms_json *j)
     int64_t b = ms__vtnum(r, "t1", m->t1 + 1);
     int64_t limit = ms__vnum(r, "limit", 500, 1, MAX_ROWS);
     int64_t offset = ms__vnum(r, "offset", 0, 0, MAX_OFFSET);
-    int64_t track = ms__vnum(r, "track", 0, 0, (int64_t)m->ntracks - 1);
-    int64_t min_size = ms__vnum(r, "min_size", 0, 0, INT64_MAX);
-    int64_t max_size = ms__vnum(r, "max_size", INT64_MAX, 0, INT64_MAX);
     const char *sort = r->param(r->ctx, "sort"), *order = r->param(r->ctx, "order");
-    const char *owner = r->param(r->ctx, "owner"), *site = r->param(r->ctx, "site");
     int key = !sort || !strcmp(sort, "size") ? 0
               : !strcmp(sort, "alloc")       ? 1
               : !strcmp(sort, "free")        ? 2
@@ -577,34 +703,19 @@ static int blocks(struct ms_view *v, struct req *r, struct ms_json *j)
         snprintf(r->bad, sizeof r->bad, "parameter 'sort': expected size, alloc, free or life");
     if (order && strcmp(order, "asc") && strcmp(order, "desc") && !r->bad[0])
         snprintf(r->bad, sizeof r->bad, "parameter 'order': expected asc or desc");
-    if (r->bad[0])
-        return MS_EINVAL;
+    struct filter f;
+    int rc = filter_init(v, r, &f);
     int asc = order && !strcmp(order, "asc");
     if (at != INT64_MIN)
         a = at, b = at + 1;
-    /* the owners and stacks that pass the text filters */
-    unsigned char *owner_ok = NULL;
-    struct ms_u64map sites;
-    ms_u64map_init(&sites, 1, MS_U64MAP_MAX);
-    int rc = 0;
-    if (owner && *owner) {
-        owner_ok = calloc(v->nowners + 1, 1);
-        if (!owner_ok)
-            rc = MS_ENOMEM;
-        for (size_t o = 1; rc == 0 && o < v->nowners; o++)
-            owner_ok[o] = v->owners[o] && strstr(v->owners[o], owner) != NULL;
-    }
-    if (rc == 0 && site && *site)
-        rc = stacks_matching(v, site, &sites);
     size_t cap = (size_t)(offset + limit), n = 0;
     struct hent *h = rc == 0 ? malloc(cap * sizeof *h) : NULL;
     if (rc == 0 && !h)
         rc = MS_ENOMEM;
     if (rc == 0)
-        rc = alive_set(v, a, b, track);
+        rc = alive_set(v, a, b, f.track);
     if (rc < 0) {
-        free(owner_ok);
-        ms_u64map_release(&sites);
+        filter_release(&f);
         free(h);
         return rc;
     }
@@ -612,10 +723,7 @@ static int blocks(struct ms_view *v, struct req *r, struct ms_json *j)
     for (size_t q = 0; q < v->live_n; q++) {
         size_t i = v->live_idx[q];
         const struct ms_vblock *k = &m->blocks[i];
-        uint32_t o = ms_vblock_owner(k);
-        if (k->size < min_size || k->size > max_size ||
-            (owner_ok && !owner_ok[o < v->nowners ? o : 0]) ||
-            (site && *site && !ms_u64map_get(&sites, k->stack_id)))
+        if (!filter_pass(v, r, &f, i))
             continue;
         count++;
         bytes += k->size;
@@ -623,7 +731,7 @@ static int blocks(struct ms_view *v, struct req *r, struct ms_json *j)
                      : key == 1 ? k->alloc_ns
                      : key == 2 ? k->free_ns
                                 : (k->free_ns == INT64_MAX ? m->t1 : k->free_ns) - k->alloc_ns;
-        heap_push(h, &n, cap, (struct hent){asc ? -kv : kv, (uint32_t)i});
+        heap_push(h, &n, cap, (struct hent){asc ? -kv : kv, (uint32_t)i, 0});
     }
     qsort(h, n, sizeof *h, hent_desc);
     ms_json_begin_object(j, NULL);
@@ -632,11 +740,91 @@ static int blocks(struct ms_view *v, struct req *r, struct ms_json *j)
     ms_json_int(j, "offset", offset);
     ms_json_begin_array(j, "blocks");
     for (size_t i = (size_t)offset; i < n; i++)
-        block_json(v, j, h[i].idx, r->origin);
+        block_json(v, j, h[i].idx, r);
     ms_json_end_array(j);
     ms_json_end_object(j);
-    free(owner_ok);
-    ms_u64map_release(&sites);
+    filter_release(&f);
+    free(h);
+    return 0;
+}
+
+/* The events (each block's allocation and free) in [t0, t1) whose blocks pass the filters,
+ * of kind alloc, free or both (kind=all), with their count, in time order (order=desc
+ * reverses), the rows [offset, offset + limit). */
+static int events(struct ms_view *v, struct req *r, struct ms_json *j)
+{
+    const struct ms_view_model *m = &v->m;
+    int64_t a = ms__vtnum(r, "t0", m->t0);
+    int64_t b = ms__vtnum(r, "t1", m->t1 + 1);
+    int64_t limit = ms__vnum(r, "limit", 500, 1, MAX_ROWS);
+    int64_t offset = ms__vnum(r, "offset", 0, 0, MAX_OFFSET);
+    const char *kind = r->param(r->ctx, "kind"), *order = r->param(r->ctx, "order");
+    int want = !kind || !strcmp(kind, "all") ? 3
+               : !strcmp(kind, "alloc")      ? 1
+               : !strcmp(kind, "free")       ? 2
+                                             : 0;
+    if (!want && !r->bad[0])
+        snprintf(r->bad, sizeof r->bad, "parameter 'kind': expected all, alloc or free");
+    if (order && strcmp(order, "asc") && strcmp(order, "desc") && !r->bad[0])
+        snprintf(r->bad, sizeof r->bad, "parameter 'order': expected asc or desc");
+    struct filter f;
+    int rc = filter_init(v, r, &f);
+    int desc = order && !strcmp(order, "desc");
+    size_t cap = (size_t)(offset + limit), n = 0;
+    struct hent *h = rc == 0 ? malloc(cap * sizeof *h) : NULL;
+    if (rc == 0 && !h)
+        rc = MS_ENOMEM;
+    /* every block with an event in [a, b): allocated before b, freed at or after a */
+    if (rc == 0)
+        rc = alive_set(v, a > INT64_MIN ? a - 1 : a, b, f.track);
+    if (rc < 0) {
+        filter_release(&f);
+        free(h);
+        return rc;
+    }
+    int64_t count = 0;
+    for (size_t q = 0; q < v->live_n; q++) {
+        size_t i = v->live_idx[q];
+        const struct ms_vblock *k = &m->blocks[i];
+        if (!filter_pass(v, r, &f, i))
+            continue;
+        for (uint32_t e = 0; e < 2; e++) {
+            int64_t ts = e ? k->free_ns : k->alloc_ns;
+            if (!(want & (1u << e)) || ts < a || ts >= b)
+                continue;
+            count++;
+            heap_push(h, &n, cap, (struct hent){desc ? ts : -ts, (uint32_t)i, e});
+        }
+    }
+    qsort(h, n, sizeof *h, hent_desc);
+    ms_json_begin_object(j, NULL);
+    ms_json_int(j, "count", count);
+    ms_json_int(j, "offset", offset);
+    ms_json_begin_array(j, "events");
+    char site[512], addr[24];
+    for (size_t q = (size_t)offset; q < n; q++) {
+        size_t i = h[q].idx;
+        const struct ms_vblock *k = &m->blocks[i];
+        const struct ms_vtrack *tr = &m->tracks[ms_vblock_track(k)];
+        uint32_t owner = ms_vblock_owner(k);
+        stack_site(v, k->stack_id, site, sizeof site);
+        snprintf(addr, sizeof addr, "0x%llx", (unsigned long long)m->addr[i]);
+        ms_json_begin_object(j, NULL);
+        ms_json_str(j, "kind", h[q].aux ? "free" : "alloc");
+        ms_json_int(j, "ns", (h[q].aux ? k->free_ns : k->alloc_ns) - r->origin);
+        ms_json_int(j, "block", (long long)i);
+        ms_json_int(j, "size", k->size);
+        ms_json_int(j, "pid", tr->pid);
+        ms_json_str(j, "layer", tr->layer_name);
+        ms_json_str(j, "addr", addr);
+        ms_json_int(j, "stack_id", k->stack_id);
+        ms_json_str(j, "site", site);
+        ms_json_str(j, "owner", owner && owner < v->nowners ? v->owners[owner] : NULL);
+        ms_json_end_object(j);
+    }
+    ms_json_end_array(j);
+    ms_json_end_object(j);
+    filter_release(&f);
     free(h);
     return 0;
 }
@@ -794,6 +982,7 @@ static const struct {
     {"/api/summary", summary},
     {"/api/series", series},
     {"/api/blocks", blocks},
+    {"/api/events", events},
     {"/api/flame", ms__vapi_flame},
     {"/api/owners", owners},
     {"/api/stack", stack},
@@ -812,6 +1001,7 @@ int ms_view_api(struct ms_view *v, const char *path, ms_view_param_fn param, voi
     if (!f)
         return 500;
     struct req r = {.param = param, .ctx = ctx, .origin = v->m.t0};
+    thresholds(&r);
     struct ms_json j;
     ms_json_init(&j, f);
     int status = 404, rc = 0;

@@ -16,6 +16,7 @@ struct req {
     char bad[160];  /* the first bad parameter's message */
     int64_t origin; /* times in and out are ns from here (the first event): exact in a
                        JavaScript number, which an epoch in ns is not */
+    struct ms_insight_thresholds th; /* inefficient blocks (lazy, delayed, idle parameters) */
 };
 
 /* Parameter name as an integer in [lo, hi]; def when absent; sets r->bad when malformed. */

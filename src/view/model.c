@@ -114,6 +114,26 @@ static int on_free(struct loader *L, int64_t ts, int64_t alloc_id)
     return track_push(&L->m->tracks[ms_vblock_track(b)], ts, -b->size);
 }
 
+/* An ACCESS of a live block: its first, last and longest gap. */
+static int on_access(struct loader *L, int64_t ts, int64_t alloc_id)
+{
+    uint32_t i;
+    if (!alloc_id || !ms_u64map_get32(&L->open, (uint64_t)alloc_id, &i))
+        return 0; /* a block not recorded, or freed */
+    int isnew;
+    struct ms_vaccess *a = ms_u64map_put(&L->m->access, i, &isnew);
+    if (!a)
+        return MS_ENOMEM;
+    if (isnew) {
+        *a = (struct ms_vaccess){ts, ts, 0};
+        return 0;
+    }
+    if (ts - a->last_ns > a->max_gap)
+        a->max_gap = ts - a->last_ns;
+    a->last_ns = ts;
+    return 0;
+}
+
 static int on_annotation(struct loader *L, int kind, int64_t ts, int64_t proc, const char *name,
                          size_t len)
 {
@@ -150,6 +170,8 @@ static int on_row(struct loader *L, int kind, int64_t ts, int64_t proc, int64_t 
         return on_malloc(L, ts, proc, layer, addr, size, stack, alloc_id, owner);
     if (kind == MS_KIND_FREE && layer > 0)
         return on_free(L, ts, alloc_id);
+    if (kind == MS_KIND_ACCESS)
+        return on_access(L, ts, alloc_id);
     return on_annotation(L, kind, ts, proc, name, len);
 }
 
@@ -170,7 +192,7 @@ static int read_events(struct loader *L, char *err, size_t errlen)
     snprintf(sql, sizeof sql,
              "SELECT kind, ts_ns, process_id, layer, size, stack_id, allocation_id, %s, addr FROM "
              "events WHERE kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ", " MS_SQL_STEP
-             ", " MS_SQL_MARK ") ORDER BY id",
+             ", " MS_SQL_MARK ", " MS_SQL_ACCESS ") ORDER BY id",
              has_name ? "name" : "NULL");
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "events: %s", sqlite3_errmsg(db));
@@ -387,6 +409,7 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
     if (rc < 0)
         return rc;
     struct loader L = {.m = m};
+    ms_u64map_init(&m->access, sizeof(struct ms_vaccess), MS_U64MAP_MAX);
     struct ms_analyze_opts o;
     ms_analyze_opts_init(&o);
     ms_u64map_init(&L.open, sizeof(uint32_t), MS_U64MAP_MAX);
@@ -454,6 +477,7 @@ void ms_view_model_release(struct ms_view_model *m)
     free(m->pools);
     free(m->steps);
     free(m->marks);
+    ms_u64map_release(&m->access);
     sqlite3_close(m->db);
     memset(m, 0, sizeof *m);
 }

@@ -9,6 +9,8 @@
 #ifndef MS_VIEW_MODEL_H
 #define MS_VIEW_MODEL_H
 
+#include "common/u64map.h"
+
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,6 +50,12 @@ struct ms_vtrack {
     int64_t peak, peak_ns, allocs, alloc_bytes;
 };
 
+/* The ACCESS events of one block (memscope_access, PyTorch's op-level accesses): the first, the
+ * last, and the longest time between two (MindStudio Insight's access statistics). */
+struct ms_vaccess {
+    int64_t first_ns, last_ns, max_gap;
+};
+
 struct ms_vstep {
     int64_t process_id, step, ts_ns;
 };
@@ -74,6 +82,7 @@ struct ms_view_model {
      * chunks whose blocks were all freed before it nor those allocated after it. */
     int sorted;
     int64_t *max_free;
+    struct ms_u64map access; /* block index -> struct ms_vaccess, for accessed blocks only */
     struct ms_vpool *pools;
     size_t npools;
     struct ms_vtrack *tracks;

@@ -26,6 +26,17 @@ sed 's/^/  /' "$TMP/browser.out"
 view_stop
 assert_eq "Ctrl-C: exit status 0" 0 "$VIEW_RC"
 
+# inefficient blocks: b_ineff.c (tests/analyze), MindStudio Insight's three time rules
+ms ineff run -q -o "$TMP/ineff.db" -- "$INEFF_PROG"
+view_start "$TMP/ineff.db"
+if WEB=$WEB node "$VIEW_SRC/view_browser.mjs" "$URL" "$PROGS/screenshots" ineff >"$TMP/ineff.out" 2>&1; then
+    pass "inefficient blocks in chromium: $(tail -1 "$TMP/ineff.out")"
+else
+    fail "inefficient blocks in chromium"
+fi
+sed 's/^/  /' "$TMP/ineff.out"
+view_stop
+
 # the same page as one file (memscope report), opened from disk: no server, no network; the
 # run's command line carries a </script> that must stay text
 ms known2 run -q -o "$TMP/known2.db" -- "$PROGS/view_known" '</script><script>alert(1)</script>'

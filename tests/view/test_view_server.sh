@@ -1,8 +1,9 @@
 #!/bin/bash
 # test_view_server.sh: `memscope view`'s server, with curl. On view_known.c's run (peak exactly
 # 11 MiB at activations(), 3 MiB in 3 blocks never freed from weights(), steps 1..4, owners
-# "model@weight" and "model@activation", a 33-frame stack): the queries' exact answers, compact database
-# and full database alike; the token (401 without, 403 wrong; a cookie after the first page), a
+# "model@weight" and "model@activation", a 33-frame stack): the queries' exact answers (blocks,
+# events, filters and pages among them), compact database and full database alike; b_ineff.c's
+# inefficient blocks by Insight's rules, as `analyze inefficient` finds them; the token (401 without, 403 wrong; a cookie after the first page), a
 # foreign Host header (403), paths that try to leave the embedded assets (404), malformed and
 # out-of-range parameters (400 with a JSON error), other methods (405); a file that is not a
 # memscope database and a truncated database: a clear error and exit status 1 before anything
@@ -82,6 +83,33 @@ check_known() { # WHAT [DB analyze leaks reads, default known.db]
         get "/api/blocks?${f%%|*}" >/dev/null
         assert_eq "$1: blocks in the order ${f%%|*}: sizes" "${f##*|}" "$(js '" ".join(str(b["size"]) for b in d["blocks"])')"
     done
+    # the events: each block's allocation and free, in time order (deep()'s pair first, the
+    # weights never freed), filtered and paged as the blocks are
+    get "/api/events" >/dev/null
+    assert_eq "$1: events: count, kinds and sizes in time order" \
+        "7 alloc:4096 free:4096 alloc:$MIB alloc:$MIB alloc:$MIB alloc:$((8 * MIB)) free:$((8 * MIB))" \
+        "$(js '" ".join([str(d["count"])] + ["%s:%d" % (e["kind"], e["size"]) for e in d["events"]])')"
+    assert_eq "$1: events: times ascending, the layer named" "True heap" \
+        "$(js 'all(a["ns"] <= b["ns"] for a, b in zip(d["events"], d["events"][1:])), d["events"][0]["layer"]' | tr -d "(),'")"
+    local tfree
+    tfree=$(js 'd["events"][1]["ns"]')
+    for f in "kind=alloc|5" "kind=free|2" "kind=free&owner=activation|1" "min_size=$MIB&kind=alloc|4" \
+        "t0=$tfree&t1=$((tfree + 1))|1" "site=weights|3" "kind=free&site=weights|0"; do
+        get "/api/events?${f%%|*}" >/dev/null
+        assert_eq "$1: events filtered by ${f%%|*}: count" "${f##*|}" "$(js 'd["count"]')"
+    done
+    get "/api/events?order=desc&limit=2&offset=1" >/dev/null
+    assert_eq "$1: events, latest first, the second page of one: 8 MiB then 1 MiB allocated" \
+        "alloc:$((8 * MIB)) alloc:$MIB" "$(js '" ".join("%s:%d" % (e["kind"], e["size"]) for e in d["events"])')"
+    get "/api/blocks?t=$peak&limit=1" >/dev/null
+    local addr
+    addr=$(js 'd["blocks"][0]["addr"]')
+    get "/api/blocks?addr=$addr" >/dev/null
+    assert_eq "$1: blocks at the largest block's address ($addr): it alone" "1 $((8 * MIB))" \
+        "$(js 'd["count"], d["bytes"]' | tr -d '(),')"
+    get "/api/events?addr=$addr" >/dev/null
+    assert_eq "$1: events at that address: its allocation and its free" "alloc free" \
+        "$(js '" ".join(e["kind"] for e in d["events"])')"
     get "/api/analyses" >/dev/null
     assert_eq "$1: the analyses listed" "leaks peak compare inefficient decompose temporary trend fragmentation oom" \
         "$(js '" ".join(a["name"] for a in d["analyses"])')"
@@ -124,7 +152,9 @@ assert_eq "POST: 405" 405 "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$BA
 for qs in "series?n=abc" "series?n=0" "series?n=99999999" "series?t0=1e9" "series?t0=" \
     "blocks?limit=-1" "blocks?track=999" "flame?mode=nonsense" "stack?id=x" "stack" \
     "blocks?t=99999999999999999999999" "series?n=5x" "analysis?name=bogus" "analysis" \
-    "blocks?sort=bogus" "blocks?order=up" "blocks?offset=-1" "blocks?offset=2000000" "blocks?min_size=x"; do
+    "blocks?sort=bogus" "blocks?order=up" "blocks?offset=-1" "blocks?offset=2000000" "blocks?min_size=x" \
+    "events?kind=bogus" "events?order=up" "events?limit=0" "blocks?addr=zz" "blocks?addr=-1" \
+    "blocks?lazy=abc" "blocks?idle=150%" "blocks?delayed=-5" "blocks?ineff=2"; do
     get "/api/$qs" >/dev/null
     assert_eq "malformed /api/$qs: 400" 400 "$(status)"
     assert_match "malformed /api/$qs: a JSON error naming the parameter" '^\{"error":"parameter' "$(cat "$TMP/body")"
@@ -159,6 +189,30 @@ get "/api/flame?mode=alloc" >/dev/null
 assert_eq "flame of every allocation: 222 bytes under forward, under main's line 7" \
     "train.py(7): main>model.py(12): forward" \
     "$(js '(lambda n: ">".join(x for x in (lambda f, i: f(f, i))(lambda f, i: [] if i < 0 else f(f, n[i]["p"]) + [n[i]["n"]], [i for i, x in enumerate(n) if x["v"] == 222 and not any(y["p"] == i for y in n)][0])[1:3]))(d["nodes"])')"
+view_stop
+
+# inefficient blocks: b_ineff.c (tests/analyze) makes one block of each of MindStudio Insight's
+# time rules (Z 600 B lazy used, D 700 B delayed free, G 800 B long idle, 300 ms each); with
+# thresholds of 100 ms exactly those three are flagged, as `analyze inefficient` flags them
+ms ineff run -q -o "$TMP/ineff.db" -- "$INEFF_PROG"
+assert_eq "b_ineff: run exit status" 0 "$RC"
+view_start "$TMP/ineff.db"
+get "/api/summary" >/dev/null
+assert_eq "b_ineff: the accessed blocks counted" 7 "$(js 'd["accessed_blocks"]')"
+TH="lazy=100000000&delayed=100000000&idle=100000000"
+get "/api/blocks?ineff=1&$TH&sort=size&order=asc" >/dev/null
+assert_eq "b_ineff: inefficient blocks at 100 ms: size=flags (1 lazy, 2 delayed, 4 long idle)" \
+    "600=1 700=2 800=4" "$(js '" ".join("%d=%d" % (b["size"], b["ineff"]) for b in d["blocks"])')"
+assert_eq "b_ineff: the long idle block's longest gap is the 300 ms nap" True \
+    "$(js '300000000 <= d["blocks"][2]["access"]["max_gap_ns"] < 1000000000')"
+ms ineffan analyze inefficient "$TMP/ineff.db" --json --lazy-used=100000000 --delayed-free=100000000 \
+    --long-idle=100000000
+assert_eq "b_ineff: analyze inefficient flags the same blocks by Insight's rules" "600 700 800" \
+    "$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(" ".join(str(b["size"]) for b in sorted(d["blocks"], key=lambda b: b["size"]) if set(b["types"]) & {"lazy_used", "delayed_free", "long_idle"}))' "$TMP/ineffan.out")"
+get "/api/blocks?ineff=1&lazy=100%&delayed=100%&idle=100%" >/dev/null
+assert_eq "b_ineff: every rule off (0 ns, 100%): none" 0 "$(js 'd["count"]')"
+get "/api/events?ineff=1&$TH&kind=free" >/dev/null
+assert_eq "b_ineff: the frees of the inefficient blocks" 3 "$(js 'd["count"]')"
 view_stop
 
 # what the recording says went wrong is a warning of the summary (the columns set by hand here:

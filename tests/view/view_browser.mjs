@@ -4,7 +4,11 @@
 // shows for view_known.c's run: the exact peak and leak, the first site at the peak, the
 // stack of the largest block after a click on it, a drag on the chart that zooms, and a click
 // that moves the cursor. Prints one "ok:"/"FAIL:" line per check and the times the page
-// measured (performance marks); saves a screenshot of each state into process.argv[3].
+// measured (performance marks); saves a screenshot of each state into process.argv[3]. Then
+// the owner tree by Insight's categories, the lifetime chart coloured by owner, the Events
+// table, and the findings' links (a call site, an address, a step) into the tables. With
+// process.argv[4] = "ineff", b_ineff.c's run instead: its three inefficient blocks outlined
+// and listed once the thresholds are set to 100 ms.
 import { createRequire } from "node:module";
 const require = createRequire(process.env.WEB + "/package.json");
 const { chromium } = require("playwright-core");
@@ -43,6 +47,25 @@ try {
   await page.screenshot({ path: `${outDir}/${kind}-first.png`, fullPage: true });
 
   const text = async (sel) => (await page.textContent(sel)).trim();
+  if (kind === "ineff") {
+    check("the inefficiency thresholds are offered", await page.isVisible("#ineff"), "hidden");
+    for (const k of ["lazy", "delayed", "idle"]) await page.fill(`#ineff input[name=${k}]`, "100000000");
+    await page.click("#ineff button[type=submit]");
+    await until(page, () => document.body.dataset.lifeIneff === "3");
+    check("b_ineff: 3 inefficient blocks outlined in the lifetime chart at 100 ms", true);
+    await page.check("#tform input[name=ineff]");
+    await page.selectOption("#tform select[name=sort]", "size");
+    await page.selectOption("#tform select[name=order]", "asc");
+    await page.click("#tform button[type=submit]");
+    await until(page, () => document.body.dataset.tableRows === "0:3:3");
+    const rows = await text("#tblocks tbody");
+    check("b_ineff: the table of inefficient blocks: 600 B, 700 B, 800 B", /^600 B.*700 B.*800 B/s.test(rows), rows);
+    await page.screenshot({ path: `${outDir}/ineff.png`, fullPage: true });
+    check("no error in the page", errors.length === 0, errors.join(" | "));
+    await browser.close();
+    console.log(`${checks - fails}/${checks} checks passed`);
+    process.exit(fails ? 1 : 0);
+  }
   check("the peak shows 11.0 MiB", (await text("#peak")) === "11.0 MiB", await text("#peak"));
   check("never freed: 3.00 MiB in 3 blocks", (await text("#leaked")) === "3.00 MiB in 3 blocks", await text("#leaked"));
   const site0 = await text("#peaksites tbody tr:first-child");
@@ -124,6 +147,34 @@ try {
   await until(page, () => document.body.dataset.analysis === "leaks" && !document.getElementById("atext").textContent.startsWith("running"));
   const findings = await text("#atext");
   check("findings: analyze leaks' report names weights()", /weights \(/.test(findings), findings.slice(0, 200));
+
+  // Insight's categories for the owner tree; the lifetime chart coloured by owner
+  await page.click("#topeak");
+  await until(page, () => document.getElementById("ototal").textContent === "11.0 MiB");
+  await page.selectOption("#omode", "category");
+  await until(page, () => document.body.dataset.ownerTree.startsWith("Process_Total"));
+  const cats = await page.getAttribute("body", "data-owner-tree");
+  check("the owner tree by category at the peak: weight named Weight",
+    cats === "Process_Total_Memory_Allocation:11534336|model:11534336|activation:8388608|Weight:3145728", cats);
+  await page.selectOption("#lcolour", "owner");
+  await until(page, () => document.body.dataset.lifeBlocks !== undefined);
+  // the findings' links: a call site and an address of the leaks report show their blocks, a
+  // step its events
+  const links = Number(await page.getAttribute("#atext", "data-links"));
+  check("findings: the leaks report's sites, addresses and steps are links", links >= 7, links);
+  await page.click("#atext a[data-site^='weights']");
+  await until(page, () => document.body.dataset.tableRows === "0:3:3");
+  check("findings: weights()'s link lists its 3 blocks", true);
+  await page.click("#atext a[data-addr]");
+  await until(page, () => document.body.dataset.tableRows === "0:1:1");
+  check("findings: an address's link lists the block there: 1.00 MiB",
+    (await text("#tblocks tbody tr:first-child td:first-child")) === "1.00 MiB", await text("#tblocks tbody"));
+  await page.click("#atext a[data-step='2']");
+  await until(page, () => document.body.dataset.tableRows === "0:3:3" && !document.getElementById("tevents").hidden);
+  const ev = await text("#tevents tbody");
+  check("findings: step 2's link lists its events: 3 allocations of 1.00 MiB",
+    (ev.match(/alloc1\.00 MiB/g) || []).length === 3, ev);
+  await page.screenshot({ path: `${outDir}/${kind}-events.png` }); // the table in view
   check("no error in the page", errors.length === 0, errors.join(" | "));
   if (kind === "report") {
     check("the report asked the network for nothing", requests.length === 0, requests.join(" "));

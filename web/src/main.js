@@ -18,7 +18,11 @@ const state = {
   flameTop: null,     // the node drawn as the whole width (click to zoom in)
   flameUnit: null,    // how the flame's values read: bytes, or a duration (Python call trace)
   segments: null,     // the last /api/segments answer (stepping through a pool's events)
+  th: {},             // the thresholds of inefficient blocks (lazy, delayed, idle) when set
 };
+
+const INEFF = ["lazy used", "delayed free", "long idle"]; // the bits of a block's "ineff"
+const ineffNames = (f) => INEFF.filter((_, i) => f & (1 << i)).join(", ");
 
 // A report file (memscope report) carries its answers: no server to ask.
 const REPORT = window.MEMSCOPE_REPORT || null;
@@ -166,7 +170,11 @@ function renderSummary() {
       tr.onclick = () => showStack(r.stack_id, r.site);
       tb.append(tr);
     }
-    if (!rows.length) tb.append(el("tr", {}, "")).append(el("td", {}, "none"));
+    if (!rows.length) {
+      const tr = el("tr");
+      tr.append(el("td", {}, "none"));
+      tb.append(tr);
+    }
   };
   sites("peaksites", s.peak_sites);
   sites("leaksites", s.leak_sites);
@@ -329,7 +337,7 @@ async function showStack(id, title) {
 }
 
 async function loadOwners() {
-  const r = await api("owners", { t: state.cursor });
+  const r = await api("owners", { t: state.cursor }); // cached: a change of mode asks nothing
   $("ototal").textContent = bytes(r.total);
   drawOwners(r.owners, r.total);
   const tb = $("owners").tBodies[0];
@@ -354,11 +362,14 @@ function siteColour(site) {
 
 async function loadLifetimes() {
   const [t0, t1] = state.win;
-  const r = REPORT ? reportLifetimes(t0, t1) : await api("blocks", { t0, t1, limit: LIFE_BLOCKS });
+  const r = REPORT ? reportLifetimes(t0, t1) : await api("blocks", { t0, t1, limit: LIFE_BLOCKS, ...state.th });
   drawLifetimes(r.blocks, t0, t1);
+  const flagged = r.blocks.filter((b) => b.ineff).length;
   $("lhint").textContent = (REPORT ? `${r.blocks.length.toLocaleString("en")} of the run's ${LIFE_BLOCKS} largest blocks alive in the window (a report keeps no others), `
     : `the ${r.blocks.length.toLocaleString("en")} largest of ${r.count.toLocaleString("en")} blocks alive in the window, `) +
-    "each from its allocation to its free, stacked as they fit; colour by call site; click one for its stack";
+    "each from its allocation to its free, stacked as they fit; click one for its stack";
+  if (state.sum.accessed_blocks) $("ihint").textContent = ` ${flagged} of the blocks drawn are inefficient`;
+  document.body.dataset.lifeIneff = String(flagged);
 }
 
 // A report carries the largest blocks of the whole run: those alive in the window.
@@ -400,6 +411,7 @@ function drawLifetimes(blocks, t0, t1) {
   ctx.scale(devicePixelRatio, devicePixelRatio);
   ctx.clearRect(0, 0, w, h);
   const { at, top } = placeBlocks(blocks);
+  const byOwner = $("lcolour").value === "owner";
   const left = 80, span = Math.max(1, t1 - t0), ys = top ? (h - 16) / top : 0;
   ctx.font = "10px system-ui";
   ctx.fillStyle = "#6b7385";
@@ -410,15 +422,31 @@ function drawLifetimes(blocks, t0, t1) {
     const a = Math.max(b.alloc_ns, t0), e = b.free_ns === null ? t1 : Math.min(b.free_ns, t1);
     const x = left + ((a - t0) / span) * (w - left), x2 = left + ((e - t0) / span) * (w - left);
     const y = h - 2 - (at[i] + b.size) * ys, bh = Math.max(1, b.size * ys);
-    ctx.fillStyle = siteColour(b.site);
+    ctx.fillStyle = siteColour(byOwner ? b.owner || "(no owner)" : b.site);
     ctx.fillRect(x, y, Math.max(1, x2 - x), bh);
     lifeRects.push([x, y, Math.max(1, x2 - x), bh, b]);
   });
+  ctx.strokeStyle = "#d0021b";
+  ctx.lineWidth = 2;
+  for (const [x, y, rw, rh, b] of lifeRects) if (b.ineff) ctx.strokeRect(x + 1, y + 1, Math.max(1, rw - 2), Math.max(1, rh - 2));
   document.body.dataset.lifeBlocks = String(blocks.length);
 }
 
 function setupLifetimes() {
   const cv = $("life"), tip = $("tip");
+  $("lcolour").onchange = () => loadLifetimes().catch(showError);
+  if (state.sum.accessed_blocks) {
+    $("ineff").hidden = false;
+    $("tineff").hidden = false;
+    if (REPORT) for (const i of $("ineff").querySelectorAll("input, button")) i.disabled = true; // answers precomputed at 50%
+  }
+  $("ineff").onsubmit = (e) => {
+    e.preventDefault();
+    const f = new FormData($("ineff"));
+    state.th = {};
+    for (const k of ["lazy", "delayed", "idle"]) state.th[k] = String(f.get(k)).trim();
+    Promise.all([loadLifetimes(), loadTable()]).catch(showError);
+  };
   const hit = (e) => {
     const r = cv.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top;
     for (const [rx, ry, rw, rh, b] of lifeRects) if (x >= rx && x < rx + rw && y >= ry && y < ry + rh) return b;
@@ -427,7 +455,9 @@ function setupLifetimes() {
   cv.addEventListener("mousemove", (e) => {
     const b = hit(e);
     if (!b) { tip.style.display = "none"; return; }
-    tip.textContent = `${bytes(b.size)} ${b.owner ? "(" + b.owner + ") " : ""}from ${rel(b.alloc_ns)} to ${rel(b.free_ns)}\n${b.site}`;
+    tip.textContent = `${bytes(b.size)} ${b.owner ? "(" + b.owner + ") " : ""}from ${rel(b.alloc_ns)} to ${rel(b.free_ns)}\n${b.site}` +
+      (b.access ? `\naccessed first at ${rel(b.access.first_ns)}, last at ${rel(b.access.last_ns)}, longest idle ${duration(b.access.max_gap_ns)}` : "") +
+      (b.ineff ? `\ninefficient: ${ineffNames(b.ineff)}` : "");
     tip.style.left = e.clientX + 12 + "px";
     tip.style.top = e.clientY + 12 + "px";
     tip.style.display = "block";
@@ -540,14 +570,30 @@ function flameHit(e) {
 }
 
 // The owner tree at the cursor: labels split at '@' ("PTA@weight", "model@layer1@activation"),
-// each level a node with the bytes below it.
+// each level a node with the bytes below it. In category mode, MindStudio Insight's names for
+// the levels it knows (reference §5: PTA -> PTA_Reserved, PTA@ops -> PTA_Operator, @weight ->
+// Weight, ...), at most 20 levels, and the bytes of blocks without an owner as "Other".
 let ownerRects = [], ownerWidth = 0;
 
+const CATEGORY_PREFIX = { PTA: "PTA_Reserved", "PTA@ops": "PTA_Operator", "PTA@ops@aten": "ATEN", "PTA@model": "PTA_Model",
+  PTA_WORKSPACE: "PTA_Workspace", ATB: "ATB_Reserved", MINDSPORE: "MindSpore_Reserved", "(no owner)": "Other" };
+const CATEGORY_TAG = { weight: "Weight", gradient: "Gradient", optimizer_state: "Optimizer" };
+
+function ownerPath(label, category) {
+  const parts = label.split("@").filter(Boolean);
+  if (!category) return parts;
+  return parts.slice(0, 20).map((p, i) => CATEGORY_PREFIX[parts.slice(0, i + 1).join("@")] || CATEGORY_TAG[p] || p);
+}
+
 function drawOwners(owners, total) {
-  const root = { n: "all", v: total, c: [] };
-  for (const o of owners) {
+  const category = $("omode").value === "category";
+  const root = { n: category ? "Process_Total_Memory_Allocation" : "all", v: total, c: [] };
+  let tagged = 0;
+  for (const o of owners) tagged += o.bytes;
+  const rows = category && total > tagged ? [...owners, { owner: "Other", bytes: total - tagged }] : owners;
+  for (const o of rows) {
     let at = root;
-    for (const part of o.owner.split("@").filter(Boolean)) {
+    for (const part of ownerPath(o.owner, category)) {
       let c = at.c.find((x) => x.n === part);
       if (!c) at.c.push((c = { n: part, v: 0, c: [] }));
       c.v += o.bytes;
@@ -675,65 +721,162 @@ function setupSegments() {
   });
 }
 
-// ---- Blocks: filters, sort and paging over every block -----------------------------------------
+// ---- Blocks and events: filters, sort and paging over every block -----------------------------
 
 const PAGE = 100;
 let tableOffset = 0;
 
+// The window of step n: from the end of step n - 1 (or the run's start) to the end of step n.
+function stepWindow(n) {
+  const end = (k) => Math.max(-Infinity, ...state.sum.steps.filter((x) => x.step === k).map((x) => x.ts_ns));
+  const prev = end(n - 1);
+  return [prev === -Infinity ? state.sum.t0 : prev, end(n) + 1];
+}
+
 function tableParams() {
   const f = new FormData($("tform"));
-  const p = { sort: f.get("sort"), order: f.get("order"), limit: PAGE, offset: tableOffset };
-  for (const k of ["min_size", "max_size", "site", "owner"]) {
+  const events = f.get("rows") === "events";
+  const p = events ? { kind: f.get("kind"), order: f.get("order") === "desc" ? "desc" : "asc" } : { sort: f.get("sort"), order: f.get("order") };
+  Object.assign(p, { limit: PAGE, offset: tableOffset, ...state.th });
+  for (const k of ["min_size", "max_size", "site", "owner", "addr"]) {
     const v = String(f.get(k) || "").trim();
     if (v) p[k] = v;
   }
-  if (f.get("scope") === "cursor") p.t = state.cursor;
+  if (f.get("track") !== "0") p.track = f.get("track");
+  if (f.get("ineff")) p.ineff = 1;
+  const scope = f.get("scope");
+  if (scope === "cursor" && !events) p.t = state.cursor;
+  else if (scope === "step" && f.get("step")) [p.t0, p.t1] = stepWindow(Number(f.get("step")));
   else { p.t0 = state.win[0]; p.t1 = state.win[1]; }
   return p;
 }
 
 // A report's blocks (the run's largest) filtered and ordered as the server would.
+function reportRows(p) {
+  return REPORT.lifetimes.blocks.filter((b) =>
+    (!p.min_size || b.size >= Number(p.min_size)) && (!p.max_size || b.size <= Number(p.max_size)) &&
+    (!p.site || b.site.includes(p.site)) && (!p.owner || (b.owner || "").includes(p.owner)) &&
+    (!p.track || b.track === Number(p.track)) && (!p.ineff || b.ineff) &&
+    (!p.addr || (b.addr !== undefined && BigInt(b.addr) === BigInt(p.addr))));
+}
+
 function reportBlocks(p) {
   const keyOf = { size: (b) => b.size, alloc: (b) => b.alloc_ns, free: (b) => (b.free_ns === null ? Infinity : b.free_ns),
     life: (b) => (b.free_ns === null ? state.sum.t1 : b.free_ns) - b.alloc_ns }[p.sort];
-  const rows = REPORT.lifetimes.blocks.filter((b) =>
-    (p.t !== undefined ? b.alloc_ns <= p.t && (b.free_ns === null || b.free_ns > p.t)
-      : b.alloc_ns < p.t1 && (b.free_ns === null || b.free_ns > p.t0)) &&
-    (!p.min_size || b.size >= Number(p.min_size)) && (!p.max_size || b.size <= Number(p.max_size)) &&
-    (!p.site || b.site.includes(p.site)) && (!p.owner || (b.owner || "").includes(p.owner)));
+  const rows = reportRows(p).filter((b) => (p.t !== undefined ? b.alloc_ns <= p.t && (b.free_ns === null || b.free_ns > p.t)
+    : b.alloc_ns < p.t1 && (b.free_ns === null || b.free_ns > p.t0)));
   rows.sort((a, b) => (p.order === "asc" ? 1 : -1) * (keyOf(a) - keyOf(b)));
   return { count: rows.length, bytes: rows.reduce((s, b) => s + b.size, 0), offset: p.offset, blocks: rows.slice(p.offset, p.offset + p.limit) };
 }
 
+function reportEvents(p) {
+  const ev = [];
+  for (const b of reportRows(p)) {
+    const base = { block: b.id, size: b.size, layer: "", addr: b.addr || "", stack_id: b.stack_id, site: b.site, owner: b.owner };
+    if (p.kind !== "free" && b.alloc_ns >= p.t0 && b.alloc_ns < p.t1) ev.push({ ...base, kind: "alloc", ns: b.alloc_ns });
+    if (p.kind !== "alloc" && b.free_ns !== null && b.free_ns >= p.t0 && b.free_ns < p.t1) ev.push({ ...base, kind: "free", ns: b.free_ns });
+  }
+  ev.sort((a, b) => (p.order === "desc" ? -1 : 1) * (a.ns - b.ns));
+  return { count: ev.length, offset: p.offset, events: ev.slice(p.offset, p.offset + p.limit) };
+}
+
 async function loadTable() {
   const p = tableParams();
-  const r = REPORT ? reportBlocks(p) : await api("blocks", p);
-  const tb = $("tblocks").tBodies[0];
+  const events = p.kind !== undefined;
+  $("tblocks").hidden = events;
+  $("tevents").hidden = !events;
+  const r = REPORT ? (events ? reportEvents(p) : reportBlocks(p)) : await api(events ? "events" : "blocks", p);
+  const rows = events ? r.events : r.blocks;
+  const tb = $(events ? "tevents" : "tblocks").tBodies[0];
   tb.textContent = "";
   const dur = (ns) => (Math.abs(ns) >= 1e9 ? (ns / 1e9).toFixed(3) + " s" : (ns / 1e6).toFixed(3) + " ms");
-  for (const b of r.blocks) {
+  for (const b of rows) {
     const tr = el("tr", { class: "row" });
-    const life = (b.free_ns === null ? state.sum.t1 : b.free_ns) - b.alloc_ns;
-    tr.append(el("td", { class: "num" }, bytes(b.size)), el("td", { class: "site", title: b.site }, b.site),
-      el("td", {}, b.owner || ""), el("td", { class: "num" }, rel(b.alloc_ns)), el("td", { class: "num" }, rel(b.free_ns)),
-      el("td", { class: "num" }, dur(life) + (b.free_ns === null ? "+" : "")));
-    tr.onclick = () => showStack(b.stack_id, `${bytes(b.size)} block, allocated at ${rel(b.alloc_ns)}, freed ${b.free_ns === null ? "never" : "at " + rel(b.free_ns)}`);
+    if (events) {
+      tr.append(el("td", { class: "num" }, rel(b.ns)), el("td", {}, b.kind), el("td", { class: "num" }, bytes(b.size)),
+        el("td", {}, b.layer), el("td", { class: "site" }, b.addr), el("td", { class: "site", title: b.site }, b.site), el("td", {}, b.owner || ""));
+      tr.onclick = () => showStack(b.stack_id, `${b.kind === "alloc" ? "allocation" : "free"} of ${bytes(b.size)} at ${b.addr}, ${rel(b.ns)}`);
+    } else {
+      const life = (b.free_ns === null ? state.sum.t1 : b.free_ns) - b.alloc_ns;
+      tr.append(el("td", { class: "num" }, bytes(b.size)), el("td", { class: "site", title: b.site }, b.site),
+        el("td", {}, b.owner || ""), el("td", { class: "num" }, rel(b.alloc_ns)), el("td", { class: "num" }, rel(b.free_ns)),
+        el("td", { class: "num" }, dur(life) + (b.free_ns === null ? "+" : "")));
+      if (b.ineff) tr.title = "inefficient: " + ineffNames(b.ineff);
+      tr.onclick = () => showStack(b.stack_id, `${bytes(b.size)} block, allocated at ${rel(b.alloc_ns)}, freed ${b.free_ns === null ? "never" : "at " + rel(b.free_ns)}` +
+        (b.ineff ? `; inefficient: ${ineffNames(b.ineff)}` : ""));
+    }
     tb.append(tr);
   }
-  const last = r.offset + r.blocks.length;
-  $("thint").textContent = r.count ? `rows ${(r.offset + 1).toLocaleString("en")}–${last.toLocaleString("en")} of ${r.count.toLocaleString("en")} (${bytes(r.bytes)})${REPORT ? ", among the run's largest blocks a report keeps" : ""}` : "no block passes the filters";
+  const last = r.offset + rows.length;
+  $("thint").textContent = r.count ? `rows ${(r.offset + 1).toLocaleString("en")}–${last.toLocaleString("en")} of ${r.count.toLocaleString("en")}` +
+    (events ? " events" : ` (${bytes(r.bytes)})`) + (REPORT ? ", among the run's largest blocks a report keeps" : "") : `no ${events ? "event" : "block"} passes the filters`;
   $("tprev").disabled = r.offset === 0;
   $("tnext").disabled = last >= r.count;
-  document.body.dataset.tableRows = `${r.offset}:${r.blocks.length}:${r.count}`;
+  document.body.dataset.tableRows = `${r.offset}:${rows.length}:${r.count}`;
 }
 
 function setupTable() {
-  $("tform").onsubmit = (e) => { e.preventDefault(); tableOffset = 0; loadTable().catch(showError); };
+  const form = $("tform");
+  for (const t of state.sum.tracks) if (t.id) form.track.append(el("option", { value: String(t.id) }, trackLabel(t)));
+  const steps = [...new Set(state.sum.steps.map((x) => x.step))].sort((a, b) => a - b);
+  for (const n of steps) form.step.append(el("option", { value: String(n) }, `step ${n}`));
+  if (!steps.length) form.scope.querySelector("option[value=step]").remove();
+  const sync = () => {
+    const events = form.rows.value === "events";
+    form.kind.hidden = !events;
+    form.sort.hidden = events;
+    form.step.hidden = form.scope.value !== "step";
+    form.scope.querySelector("option[value=cursor]").disabled = events;
+    if (events && form.scope.value === "cursor") form.scope.value = "window";
+  };
+  form.onchange = (e) => {
+    if (e && e.target === form.rows) form.order.value = form.rows.value === "events" ? "asc" : "desc"; // time order reads best
+    sync();
+  };
+  sync();
+  form.onsubmit = (e) => { e.preventDefault(); tableOffset = 0; loadTable().catch(showError); };
   $("tprev").onclick = () => { tableOffset = Math.max(0, tableOffset - PAGE); loadTable().catch(showError); };
   $("tnext").onclick = () => { tableOffset += PAGE; loadTable().catch(showError); };
 }
 
+// Shows the table with these filters (the others cleared), over the whole run.
+function tableFor(filters) {
+  const form = $("tform");
+  for (const k of ["min_size", "max_size", "site", "owner", "addr"]) form[k].value = filters[k] || "";
+  form.rows.value = filters.rows || "blocks";
+  form.order.value = form.rows.value === "events" ? "asc" : "desc";
+  form.ineff.checked = false;
+  form.track.value = "0";
+  if (filters.step !== undefined) { form.scope.value = "step"; form.step.value = String(filters.step); }
+  else form.scope.value = "window";
+  form.onchange();
+  const go = filters.step === undefined && (state.win[0] !== state.sum.t0 || state.win[1] !== state.sum.t1 + 1)
+    ? zoomTo(state.sum.t0, state.sum.t1 + 1, "zoom-reset") : Promise.resolve();
+  return go.then(() => { tableOffset = 0; return loadTable(); }).then(() => form.scrollIntoView({ block: "start" }));
+}
+
 // ---- Findings: the analyses' reports -----------------------------------------------------------
+
+// The report's text with its call sites ("fn (file:line)"), addresses and step numbers as links:
+// a site or an address shows its blocks in the Blocks table, a step its window.
+const FINDING_LINK = /([A-Za-z_~.<>:\w$@-]+ \([^()\s]+:\d+\))|(0x[0-9a-f]{6,16})\b|\b(step (\d+))\b/g;
+
+function linkFindings(pre, text) {
+  pre.textContent = "";
+  let at = 0, links = 0;
+  for (const m of text.matchAll(FINDING_LINK)) {
+    pre.append(text.slice(at, m.index));
+    const a = el("a", {}, m[0]);
+    if (m[1]) { a.dataset.site = m[1]; a.title = "its blocks"; a.onclick = () => tableFor({ site: m[1] }).catch(showError); }
+    else if (m[2]) { a.dataset.addr = m[2]; a.title = "the blocks at this address"; a.onclick = () => tableFor({ addr: m[2] }).catch(showError); }
+    else { a.dataset.step = m[4]; a.title = "this step's events"; a.onclick = () => tableFor({ step: Number(m[4]), rows: "events" }).catch(showError); }
+    if (m[3] && !state.sum.steps.some((x) => x.step === Number(m[4]))) pre.append(m[0]); // no such step recorded
+    else { pre.append(a); links++; }
+    at = m.index + m[0].length;
+  }
+  pre.append(text.slice(at));
+  pre.dataset.links = String(links);
+}
 
 async function setupFindings() {
   const r = await api("analyses");
@@ -748,7 +891,7 @@ async function setupFindings() {
     $("ahint").textContent = a ? a.summary : "";
     $("atext").textContent = "running memscope analyze " + sel.value + " ...";
     const t = await api("analysis", { name: sel.value });
-    $("atext").textContent = t.text;
+    linkFindings($("atext"), t.text);
     document.body.dataset.analysis = sel.value;
   };
   sel.onchange = () => show().catch(showError);
@@ -767,6 +910,7 @@ async function start() {
   renderSummary();
   if (!state.sum.python_calls) $("fmode").querySelector("option[value=python]").remove();
   setupFlame();
+  $("omode").onchange = () => loadOwners().catch(showError);
   setupLifetimes();
   setupTable();
   setupSegments();

@@ -37,6 +37,17 @@ fi
 sed 's/^/  /' "$TMP/ineff.out"
 view_stop
 
+# two memory layers (tests/progs/mmap_anon.c: heap and mmap), split and stacked
+ms mmap run -q -o "$TMP/mmap.db" -- "$MMAP_PROG"
+view_start "$TMP/mmap.db"
+if WEB=$WEB node "$VIEW_SRC/view_browser.mjs" "$URL" "$PROGS/screenshots" stacked >"$TMP/stacked.out" 2>&1; then
+    pass "layers split and stacked in chromium: $(tail -1 "$TMP/stacked.out")"
+else
+    fail "layers split and stacked in chromium"
+fi
+sed 's/^/  /' "$TMP/stacked.out"
+view_stop
+
 # the same page as one file (memscope report), opened from disk: no server, no network; the
 # run's command line carries a </script> that must stay text
 ms known2 run -q -o "$TMP/known2.db" -- "$PROGS/view_known" '</script><script>alert(1)</script>'

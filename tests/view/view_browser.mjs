@@ -8,7 +8,8 @@
 // the owner tree by Insight's categories, the lifetime chart coloured by owner, the Events
 // table, and the findings' links (a call site, an address, a step) into the tables. With
 // process.argv[4] = "ineff", b_ineff.c's run instead: its three inefficient blocks outlined
-// and listed once the thresholds are set to 100 ms.
+// and listed once the thresholds are set to 100 ms; with "stacked", mmap_anon.c's run: its heap
+// and mmap layers split, then stacked.
 import { createRequire } from "node:module";
 const require = createRequire(process.env.WEB + "/package.json");
 const { chromium } = require("playwright-core");
@@ -47,6 +48,20 @@ try {
   await page.screenshot({ path: `${outDir}/${kind}-first.png`, fullPage: true });
 
   const text = async (sel) => (await page.textContent(sel)).trim();
+  if (kind === "stacked") {
+    check("mmap_anon: no access recorded, no inefficiency thresholds offered", !(await page.isVisible("#ineff")), "visible");
+    const split = await page.getAttribute("body", "data-series-labels");
+    check("mmap_anon: split, the total and each layer", /^all memory\|pid \d+ mmap\|pid \d+ heap$/.test(split), split);
+    await page.selectOption("#smode", "stacked");
+    await until(page, () => (document.body.dataset.seriesLabels || "").includes("stacked"));
+    const st = await page.getAttribute("body", "data-series-labels");
+    check("mmap_anon: stacked, heap on top of mmap", /^pid \d+ heap \(stacked\)\|pid \d+ mmap \(stacked\)$/.test(st), st);
+    await page.screenshot({ path: `${outDir}/stacked.png` });
+    check("no error in the page", errors.length === 0, errors.join(" | "));
+    await browser.close();
+    console.log(`${checks - fails}/${checks} checks passed`);
+    process.exit(fails ? 1 : 0);
+  }
   if (kind === "ineff") {
     check("the inefficiency thresholds are offered", await page.isVisible("#ineff"), "hidden");
     for (const k of ["lazy", "delayed", "idle"]) await page.fill(`#ineff input[name=${k}]`, "100000000");

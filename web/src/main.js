@@ -206,14 +206,31 @@ async function loadSeries() {
   const data = [xs];
   const series = [{ label: "time (s)" }];
   const memory = tracks.filter((t) => t.id > 0 && !t.reserve).length;
+  // stacked: each memory layer of each process on top of the ones before it (the maxima of each
+  // pixel's interval added up); split: each on its own, with their total
+  const stacked = $("smode").value === "stacked" && memory > 1;
+  const sum = new Array(xs.length).fill(0);
   r.tracks.forEach((tr, i) => {
     const meta = tracks[tr.id];
     if (memory === 1 && tr.id > 0 && !meta.reserve) return; // one layer only: "all" says it
-    data.push(tr.max);
-    series.push({ label: trackLabel(meta) + (meta.reserve ? " (reserved)" : ""), stroke: palette[i % palette.length],
-      width: tr.id === 0 ? 2 : 1, dash: meta.reserve ? [6, 4] : undefined,
-      fill: tr.id === 0 ? "rgba(61,111,216,0.08)" : undefined, value: (u, v) => (v == null ? "" : bytes(v)) });
+    if (stacked && tr.id === 0) return; // the stack's top is the total
+    const colour = palette[i % palette.length];
+    let values = tr.max, label = trackLabel(meta) + (meta.reserve ? " (reserved)" : "");
+    if (stacked && !meta.reserve) {
+      values = tr.max.map((v, k) => (sum[k] += v ?? 0));
+      label += " (stacked)";
+    }
+    data.push(values);
+    series.push({ label, stroke: colour, width: tr.id === 0 ? 2 : 1, dash: meta.reserve ? [6, 4] : undefined,
+      fill: tr.id === 0 ? "rgba(61,111,216,0.08)" : stacked && !meta.reserve ? colour + "30" : undefined,
+      value: (u, v) => (v == null ? "" : bytes(v)) });
   });
+  if (stacked) { // drawn top first, so that each fill covers only its own band
+    const order = data.slice(1).map((_, k) => k + 1).reverse();
+    data.splice(1, data.length - 1, ...order.map((k) => data[k]));
+    series.splice(1, series.length - 1, ...order.map((k) => series[k]));
+  }
+  document.body.dataset.seriesLabels = series.slice(1).map((x) => x.label).join("|");
   const opts = {
     width: chartWidth(), height: 280,
     series,
@@ -231,12 +248,13 @@ async function loadSeries() {
       draw: [drawMarks],
     },
   };
-  if (plot && plot.series.length === series.length) {
+  if (plot && plot.series.length === series.length && plot.stacked === stacked) {
     plot.setData(data); // the same series over a new window: no new chart
     return;
   }
   if (plot) plot.destroy();
   plot = new uPlot(opts, data, $("chart"));
+  plot.stacked = stacked;
   plot.over.addEventListener("click", (e) => {
     if (plot.select.width > 2) return;
     const x = plot.posToVal(e.offsetX, "x");
@@ -914,6 +932,8 @@ async function start() {
   setupLifetimes();
   setupTable();
   setupSegments();
+  $("smode").onchange = () => loadSeries().catch(showError);
+  if (state.sum.tracks.filter((t) => t.id > 0 && !t.reserve).length < 2) $("smode").hidden = true;
   $("reset").onclick = () => zoomTo(state.sum.t0, state.sum.t1 + 1, "zoom-reset").catch(showError);
   $("topeak").onclick = () => setCursor(state.sum.peak_ns).catch(showError);
   await Promise.all([loadSeries(), loadLifetimes()]);

@@ -25,6 +25,7 @@ try {
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   await page.goto(url);
   await until(page, () => document.body.dataset.ready === "1");
+  await page.evaluate(() => new Promise((r) => setTimeout(r, 500))); // the page drawn; a user looks first
   const first = await page.evaluate(() => performance.getEntriesByName("first-view-end")[0].startTime);
   const box = await (await page.$("#chart .u-over")).boundingBox();
   for (let i = 0; i < rounds; i++) {
@@ -47,7 +48,7 @@ try {
   const m = await page.evaluate(() => ({
     zoom: performance.getEntriesByName("zoom").map((e) => e.duration),
     cursor: performance.getEntriesByName("cursor").map((e) => e.duration),
-    parts: Object.fromEntries(["zoom:series", "zoom:lifetimes", "zoom:table", "cursor:blocks", "cursor:owners",
+    parts: Object.fromEntries(["zoom:series", "zoom:lifetimes", "zoom:table", "cursor:at", "lifetimes:place", "cursor:blocks", "cursor:owners",
       "cursor:flame", "cursor:segments"].map((n) => [n, performance.getEntriesByName(n).map((e) => Math.round(e.duration))])),
   }));
   if (process.env.VIEW_PARTS) console.error(JSON.stringify(m.parts));

@@ -495,33 +495,48 @@ static int series(struct ms_view *v, struct req *r, struct ms_json *j)
     for (int64_t t = a; t < b; t += step)
         ms_json_int(j, NULL, t - r->origin);
     ms_json_end_array(j);
+    /* each bucket's min and max in one pass; a track that is another's alias (the total of a
+     * single memory layer) reuses its numbers */
+    size_t nb = (size_t)((b - a + step - 1) / step);
+    int64_t *mn = malloc(nb * 2 * sizeof *mn), *mx = mn ? mn + nb : NULL;
+    if (!mn)
+        return MS_ENOMEM;
+    const int64_t *done = NULL; /* the ts array mn and mx were computed for */
     ms_json_begin_array(j, "tracks");
     for (size_t i = 0; i < m->ntracks; i++) {
         const struct ms_vtrack *tr = &m->tracks[i];
+        if (!done || tr->ts != done || !tr->ts) {
+            size_t q = 0;
+            for (int64_t t = a; t < b && q < nb; t += step, q++)
+                ms_view_minmax(tr, t, t + step < b ? t + step : b, &mn[q], &mx[q]);
+            done = tr->ts;
+        }
         ms_json_begin_object(j, NULL);
         ms_json_int(j, "id", (long long)i);
         for (int k = 0; k < 2; k++) {
             ms_json_begin_array(j, k ? "max" : "min");
-            for (int64_t t = a; t < b; t += step) {
-                int64_t mn, mx;
-                ms_view_minmax(tr, t, t + step < b ? t + step : b, &mn, &mx);
-                ms_json_int(j, NULL, k ? mx : mn);
-            }
+            for (size_t q = 0; q < nb; q++)
+                ms_json_int(j, NULL, k ? mx[q] : mn[q]);
             ms_json_end_array(j);
         }
         ms_json_end_object(j);
     }
     ms_json_end_array(j);
     ms_json_end_object(j);
+    free(mn);
     return 0;
 }
 
-static void block_json(struct ms_view *v, struct ms_json *j, size_t i, const struct req *r)
+/* One block of an answer; brief (sites=map): without its site and address, which the answer's
+ * "sites" map gives by stack id (the lifetime chart's 2000 blocks share a few sites). */
+static void block_json(struct ms_view *v, struct ms_json *j, size_t i, const struct req *r,
+                       int brief)
 {
     int64_t origin = r->origin;
     const struct ms_vblock *k = &v->m.blocks[i];
     char site[512];
-    stack_site(v, k->stack_id, site, sizeof site);
+    if (!brief)
+        stack_site(v, k->stack_id, site, sizeof site);
     ms_json_begin_object(j, NULL);
     ms_json_int(j, "id", (long long)i);
     ms_json_int(j, "track", ms_vblock_track(k));
@@ -532,10 +547,12 @@ static void block_json(struct ms_view *v, struct ms_json *j, size_t i, const str
     else
         ms_json_int(j, "free_ns", k->free_ns - origin);
     ms_json_int(j, "stack_id", k->stack_id);
-    ms_json_str(j, "site", site);
-    char addr[24];
-    snprintf(addr, sizeof addr, "0x%llx", (unsigned long long)v->m.addr[i]);
-    ms_json_str(j, "addr", addr);
+    if (!brief) {
+        ms_json_str(j, "site", site);
+        char addr[24];
+        snprintf(addr, sizeof addr, "0x%llx", (unsigned long long)v->m.addr[i]);
+        ms_json_str(j, "addr", addr);
+    }
     uint32_t owner = ms_vblock_owner(k);
     ms_json_str(j, "owner", owner && owner < v->nowners ? v->owners[owner] : NULL);
     const struct ms_vaccess *ac = v->m.access.count ? ms_u64map_get(&v->m.access, i) : NULL;
@@ -694,6 +711,9 @@ static int blocks(struct ms_view *v, struct req *r, struct ms_json *j)
     int64_t limit = ms__vnum(r, "limit", 500, 1, MAX_ROWS);
     int64_t offset = ms__vnum(r, "offset", 0, 0, MAX_OFFSET);
     const char *sort = r->param(r->ctx, "sort"), *order = r->param(r->ctx, "order");
+    const char *sites = r->param(r->ctx, "sites");
+    if (sites && strcmp(sites, "map") && !r->bad[0])
+        snprintf(r->bad, sizeof r->bad, "parameter 'sites': expected map");
     int key = !sort || !strcmp(sort, "size") ? 0
               : !strcmp(sort, "alloc")       ? 1
               : !strcmp(sort, "free")        ? 2
@@ -740,8 +760,25 @@ static int blocks(struct ms_view *v, struct req *r, struct ms_json *j)
     ms_json_int(j, "offset", offset);
     ms_json_begin_array(j, "blocks");
     for (size_t i = (size_t)offset; i < n; i++)
-        block_json(v, j, h[i].idx, r);
+        block_json(v, j, h[i].idx, r, sites != NULL);
     ms_json_end_array(j);
+    if (sites) { /* each stack of the rows once */
+        char site[512], id[16];
+        struct ms_u64map written;
+        ms_u64map_init(&written, 1, MS_U64MAP_MAX);
+        ms_json_begin_object(j, "sites");
+        for (size_t i = (size_t)offset; i < n; i++) {
+            uint32_t sid = m->blocks[h[i].idx].stack_id;
+            int isnew = 1; /* out of memory: a site written twice is still right */
+            if (ms_u64map_put(&written, sid, &isnew) && !isnew)
+                continue;
+            stack_site(v, sid, site, sizeof site);
+            snprintf(id, sizeof id, "%u", sid);
+            ms_json_str(j, id, site);
+        }
+        ms_json_end_object(j);
+        ms_u64map_release(&written);
+    }
     ms_json_end_object(j);
     filter_release(&f);
     free(h);
@@ -879,6 +916,33 @@ static int owners(struct ms_view *v, struct req *r, struct ms_json *j)
     return 0;
 }
 
+/* What a cursor move asks, in one answer: [the blocks live at t (as /api/blocks?t), the owners
+ * at t, the flame graph live at t (with mode=live, else null), the pool's allocator state at t
+ * (with pool=N, else null)]. The server answers one request after another anyway, and each
+ * browser round trip costs more than these answers (all from one pass over the blocks live
+ * at t, which the alive set keeps). */
+static int at(struct ms_view *v, struct req *r, struct ms_json *j)
+{
+    if (!r->param(r->ctx, "t")) {
+        snprintf(r->bad, sizeof r->bad, "parameter 't': required");
+        return MS_EINVAL;
+    }
+    ms_json_begin_array(j, NULL);
+    int rc = blocks(v, r, j);
+    if (rc == 0)
+        rc = owners(v, r, j);
+    if (rc == 0 && r->param(r->ctx, "mode"))
+        rc = ms__vapi_flame(v, r, j);
+    else if (rc == 0)
+        ms_json_null(j, NULL);
+    if (rc == 0 && r->param(r->ctx, "pool"))
+        rc = ms__vapi_segments(v, r, j);
+    else if (rc == 0)
+        ms_json_null(j, NULL);
+    ms_json_end_array(j);
+    return rc;
+}
+
 static void lines_json(struct ms_json *j, const char *key, const char *p, const char *end)
 {
     char buf[2048];
@@ -983,6 +1047,7 @@ static const struct {
     {"/api/series", series},
     {"/api/blocks", blocks},
     {"/api/events", events},
+    {"/api/at", at},
     {"/api/flame", ms__vapi_flame},
     {"/api/owners", owners},
     {"/api/stack", stack},

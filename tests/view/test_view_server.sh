@@ -83,6 +83,16 @@ check_known() { # WHAT [DB analyze leaks reads, default known.db]
         get "/api/blocks?${f%%|*}" >/dev/null
         assert_eq "$1: blocks in the order ${f%%|*}: sizes" "${f##*|}" "$(js '" ".join(str(b["size"]) for b in d["blocks"])')"
     done
+    # a cursor move's one request: the answers of blocks, owners, the live flame graph and
+    # (no pool here) null, each as its own query gives it
+    local one
+    for one in "blocks?t=$peak&limit=50" "owners?t=$peak" "flame?mode=live&t=$peak"; do
+        get "/api/$one" >/dev/null
+        cp "$TMP/body" "$TMP/one.${one%%\?*}"
+    done
+    get "/api/at?t=$peak&limit=50&mode=live" >/dev/null
+    assert_eq "$1: /api/at: the blocks, owners and flame answers, then null" "True True True None" \
+        "$(js '" ".join(str(x) for x in [d[0] == json.load(open(sys.argv[1].rsplit("/", 1)[0] + "/one.blocks")), d[1] == json.load(open(sys.argv[1].rsplit("/", 1)[0] + "/one.owners")), d[2] == json.load(open(sys.argv[1].rsplit("/", 1)[0] + "/one.flame")), d[3]])')"
     # the events: each block's allocation and free, in time order (deep()'s pair first, the
     # weights never freed), filtered and paged as the blocks are
     get "/api/events" >/dev/null
@@ -154,7 +164,7 @@ for qs in "series?n=abc" "series?n=0" "series?n=99999999" "series?t0=1e9" "serie
     "blocks?t=99999999999999999999999" "series?n=5x" "analysis?name=bogus" "analysis" \
     "blocks?sort=bogus" "blocks?order=up" "blocks?offset=-1" "blocks?offset=2000000" "blocks?min_size=x" \
     "events?kind=bogus" "events?order=up" "events?limit=0" "blocks?addr=zz" "blocks?addr=-1" \
-    "blocks?lazy=abc" "blocks?idle=150%" "blocks?delayed=-5" "blocks?ineff=2"; do
+    "blocks?lazy=abc" "blocks?idle=150%" "blocks?delayed=-5" "blocks?ineff=2" "at" "at?t=1&mode=x"; do
     get "/api/$qs" >/dev/null
     assert_eq "malformed /api/$qs: 400" 400 "$(status)"
     assert_match "malformed /api/$qs: a JSON error naming the parameter" '^\{"error":"parameter' "$(cat "$TMP/body")"

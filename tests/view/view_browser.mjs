@@ -114,6 +114,7 @@ try {
   await page.screenshot({ path: `${outDir}/${kind}-stack.png`, fullPage: true });
 
   // the blocks table: every block of the run, then filtered by stack text, then sorted
+  await page.locator("#tform").scrollIntoViewIfNeeded(); // the table follows the window once seen
   await until(page, () => (document.body.dataset.tableRows || "").endsWith(":5"));
   check("the blocks table: the run's 5 blocks", (await page.getAttribute("body", "data-table-rows")) === "0:5:5",
     await page.getAttribute("body", "data-table-rows"));
@@ -159,6 +160,7 @@ try {
   check("flame of what was never freed: 3.00 MiB", true);
   await page.screenshot({ path: `${outDir}/${kind}-leaked.png`, fullPage: true });
 
+  await page.locator("#atext").scrollIntoViewIfNeeded(); // the first report is asked for when seen
   await until(page, () => document.body.dataset.analysis === "leaks" && !document.getElementById("atext").textContent.startsWith("running"));
   const findings = await text("#atext");
   check("findings: analyze leaks' report names weights()", /weights \(/.test(findings), findings.slice(0, 200));

@@ -80,25 +80,41 @@ function reportAnswer(path, p) {
 // The last answers, by query: a run never changes while it is viewed, so going back to a
 // window or a time (the whole run after a zoom, the peak) asks the server nothing.
 const answers = new Map();
+const pending = new Map(); // the answers on their way, by query
 const ANSWERS = 32;
+
+function answerKey(path, params) {
+  const q = new URLSearchParams(params);
+  if (token) q.set("token", token);
+  return `${path}?${q}`;
+}
+
+// Keeps an answer got another way (a part of /api/at) as the answer to path with params.
+function keepAnswer(path, params, body) {
+  answers.set(answerKey(path, params), body);
+  if (answers.size > ANSWERS) answers.delete(answers.keys().next().value);
+}
 
 async function api(path, params = {}) {
   if (REPORT) return reportAnswer(path, params);
-  const q = new URLSearchParams(params);
-  if (token) q.set("token", token);
-  const key = `${path}?${q}`;
+  const key = answerKey(path, params);
   if (answers.has(key)) {
     const body = answers.get(key);
     answers.delete(key); // most recent last
     answers.set(key, body);
     return body;
   }
-  const r = await fetch(`/api/${key}`, { credentials: "same-origin" });
-  const body = await r.json();
-  if (!r.ok) throw new Error(body.error || `HTTP ${r.status}`);
-  answers.set(key, body);
-  if (answers.size > ANSWERS) answers.delete(answers.keys().next().value);
-  return body;
+  if (pending.has(key)) return pending.get(key); // asked already: the same answer
+  const ask = (async () => {
+    const r = await fetch(`/api/${key}`, { credentials: "same-origin" });
+    const body = await r.json();
+    if (!r.ok) throw new Error(body.error || `HTTP ${r.status}`);
+    answers.set(key, body);
+    if (answers.size > ANSWERS) answers.delete(answers.keys().next().value);
+    return body;
+  })();
+  pending.set(key, ask);
+  try { return await ask; } finally { pending.delete(key); }
 }
 
 export function bytes(n) {
@@ -256,7 +272,7 @@ async function loadSeries() {
   plot = new uPlot(opts, data, $("chart"));
   plot.stacked = stacked;
   plot.over.addEventListener("click", (e) => {
-    if (plot.select.width > 2) return;
+    if (plot.select.width > 2 || e.detail > 1) return; // a drag, or a double-click's second click
     const x = plot.posToVal(e.offsetX, "x");
     setCursor(Math.round(state.sum.t0 + x * 1e9));
   });
@@ -291,6 +307,17 @@ function drawMarks(u) {
 }
 
 // Runs fn, recording its duration as the performance measure name (the benchmark reads them).
+// Resolves once the browser has painted what the page changed: the next frame's callback, then
+// the task after it (the paint happens between them). The measures end here.
+function painted() {
+  return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+}
+
+function timedSync(name, fn) {
+  const t0 = performance.now();
+  try { return fn(); } finally { performance.measure(name, { start: t0, end: performance.now() }); }
+}
+
 async function timed(name, fn) {
   const t0 = performance.now();
   try { return await fn(); } finally { performance.measure(name, { start: t0, end: performance.now() }); }
@@ -304,7 +331,8 @@ async function zoomTo(a, b, name = "zoom") {
   if (byWindow) tableOffset = 0;
   await Promise.all([timed("zoom:series", loadSeries), timed("zoom:lifetimes", loadLifetimes),
     ["alloc", "python"].includes($("fmode").value) ? timed("zoom:flame", loadFlame) : null,
-    byWindow ? timed("zoom:table", loadTable) : null]);
+    byWindow ? timed("zoom:table", tableWhenSeen) : null]);
+  await painted();
   performance.mark("zoom-end");
   performance.measure(name, "zoom-start", "zoom-end");
   document.body.dataset.window = state.win.join(",");
@@ -312,7 +340,7 @@ async function zoomTo(a, b, name = "zoom") {
 
 // ---- Cursor-driven views ----------------------------------------------------------------------
 
-async function setCursor(t) {
+async function setCursor(t, name = "cursor") {
   if (REPORT) t = nearestTime(t); // a report has its answers at a set of times
   state.cursor = t;
   $("cursor").textContent = `cursor at ${rel(t)}${REPORT ? " (the report's nearest time)" : ""}`;
@@ -320,12 +348,30 @@ async function setCursor(t) {
   performance.mark("cursor-start");
   const byCursor = new FormData($("tform")).get("scope") === "cursor";
   if (byCursor) tableOffset = 0;
+  if (!REPORT) await timed("cursor:at", () => prefetchAt(t));
   await Promise.all([timed("cursor:blocks", loadBlocks), timed("cursor:owners", loadOwners),
     $("fmode").value === "live" ? timed("cursor:flame", loadFlame) : null,
-    byCursor ? timed("cursor:table", loadTable) : null, timed("cursor:segments", loadSegments)]);
+    byCursor ? timed("cursor:table", tableWhenSeen) : null, timed("cursor:segments", loadSegments)]);
+  await painted();
   performance.mark("cursor-end");
-  performance.measure("cursor", "cursor-start", "cursor-end");
+  performance.measure(name, "cursor-start", "cursor-end");
   document.body.dataset.cursor = String(t);
+}
+
+// One request for what the views below ask at time t (/api/at: the blocks, owners, live flame
+// graph and allocator state there), kept as the answers to their own queries: a browser's round
+// trip costs more than the server's answers.
+async function prefetchAt(t) {
+  const live = $("fmode").value === "live", pool = state.sum.pools.length ? $("pool").value : null;
+  const p = { t, limit: 50 };
+  if (live) p.mode = "live";
+  if (pool !== null) p.pool = pool;
+  if (answers.has(answerKey("blocks", { t, limit: 50 }))) return;
+  const [blocks, owners, flame, segments] = await api("at", p);
+  keepAnswer("blocks", { t, limit: 50 }, blocks);
+  keepAnswer("owners", { t }, owners);
+  if (live) keepAnswer("flame", { mode: "live", t }, flame);
+  if (pool !== null) keepAnswer("segments", { pool, t }, segments);
 }
 
 async function loadBlocks() {
@@ -360,7 +406,7 @@ async function loadOwners() {
   drawOwners(r.owners, r.total);
   const tb = $("owners").tBodies[0];
   tb.textContent = "";
-  for (const o of r.owners.slice(0, 200)) {
+  for (const o of r.owners.slice(0, 50)) { // the tree above shows them all
     const tr = el("tr");
     tr.append(el("td", { class: "site" }, o.owner), el("td", { class: "num" }, bytes(o.bytes)), el("td", { class: "num" }, String(o.blocks)));
     tb.append(tr);
@@ -380,7 +426,7 @@ function siteColour(site) {
 
 async function loadLifetimes() {
   const [t0, t1] = state.win;
-  const r = REPORT ? reportLifetimes(t0, t1) : await api("blocks", { t0, t1, limit: LIFE_BLOCKS, ...state.th });
+  const r = REPORT ? reportLifetimes(t0, t1) : await largestAlive(t0, t1);
   drawLifetimes(r.blocks, t0, t1);
   const flagged = r.blocks.filter((b) => b.ineff).length;
   $("lhint").textContent = (REPORT ? `${r.blocks.length.toLocaleString("en")} of the run's ${LIFE_BLOCKS} largest blocks alive in the window (a report keeps no others), `
@@ -428,7 +474,7 @@ function drawLifetimes(blocks, t0, t1) {
   const ctx = cv.getContext("2d");
   ctx.scale(devicePixelRatio, devicePixelRatio);
   ctx.clearRect(0, 0, w, h);
-  const { at, top } = placeBlocks(blocks);
+  const { at, top } = timedSync("lifetimes:place", () => placeBlocks(blocks));
   const byOwner = $("lcolour").value === "owner";
   const left = 80, span = Math.max(1, t1 - t0), ys = top ? (h - 16) / top : 0;
   ctx.font = "10px system-ui";
@@ -463,7 +509,7 @@ function setupLifetimes() {
     const f = new FormData($("ineff"));
     state.th = {};
     for (const k of ["lazy", "delayed", "idle"]) state.th[k] = String(f.get(k)).trim();
-    Promise.all([loadLifetimes(), loadTable()]).catch(showError);
+    Promise.all([loadLifetimes(), tableWhenSeen()]).catch(showError);
   };
   const hit = (e) => {
     const r = cv.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top;
@@ -798,12 +844,53 @@ function reportEvents(p) {
   return { count: ev.length, offset: p.offset, events: ev.slice(p.offset, p.offset + p.limit) };
 }
 
+// The LIFE_BLOCKS largest blocks alive in [t0, t1), each with its site (the answer names each
+// site once).
+async function largestAlive(t0, t1) {
+  const r = await api("blocks", { t0, t1, limit: LIFE_BLOCKS, sites: "map", ...state.th });
+  if (!r.sitesSet) {
+    for (const b of r.blocks) b.site = r.sites[b.stack_id];
+    r.sitesSet = true; // the cached answer is complete now
+  }
+  return r;
+}
+
+// The table's first pages of the largest blocks alive in the window, unfiltered, are the first
+// rows of the lifetime chart's answer (the same order, ties included): no query of their own.
+function firstLargest(p) {
+  if (p.kind !== undefined || p.t0 === undefined || p.sort !== "size" || p.order !== "desc" ||
+      p.offset + p.limit > LIFE_BLOCKS || ["min_size", "max_size", "site", "owner", "addr", "track", "ineff"].some((k) => k in p))
+    return null;
+  return largestAlive(p.t0, p.t1).then((r) =>
+    ({ count: r.count, bytes: r.bytes, offset: p.offset, blocks: r.blocks.slice(p.offset, p.offset + p.limit) }));
+}
+
+// The table follows the window and the cursor only while it is on screen; scrolled to, it
+// catches up: what nobody sees costs no query, layout or paint during a zoom or a cursor move.
+let tableSeen = false, tableStale = false;
+
+function tableWhenSeen() {
+  if (tableSeen) return loadTable();
+  tableStale = true;
+  return Promise.resolve();
+}
+
+function watchTable() {
+  new IntersectionObserver((entries) => {
+    tableSeen = entries[entries.length - 1].isIntersecting;
+    if (tableSeen && tableStale) {
+      tableStale = false;
+      loadTable().catch(showError);
+    }
+  }).observe($("tform").closest("section"));
+}
+
 async function loadTable() {
   const p = tableParams();
   const events = p.kind !== undefined;
   $("tblocks").hidden = events;
   $("tevents").hidden = !events;
-  const r = REPORT ? (events ? reportEvents(p) : reportBlocks(p)) : await api(events ? "events" : "blocks", p);
+  const r = REPORT ? (events ? reportEvents(p) : reportBlocks(p)) : await (firstLargest(p) || api(events ? "events" : "blocks", p));
   const rows = events ? r.events : r.blocks;
   const tb = $(events ? "tevents" : "tblocks").tBodies[0];
   tb.textContent = "";
@@ -913,7 +1000,14 @@ async function setupFindings() {
     document.body.dataset.analysis = sel.value;
   };
   sel.onchange = () => show().catch(showError);
-  await show();
+  // the first report when the section comes into view: an analysis of a large run takes the
+  // server a while, which the other views should not wait for
+  const seen = new IntersectionObserver((entries) => {
+    if (!entries.some((e) => e.isIntersecting)) return;
+    seen.disconnect();
+    show().catch(showError);
+  });
+  seen.observe($("atext"));
 }
 
 // ---- Start -------------------------------------------------------------------------------------
@@ -931,18 +1025,20 @@ async function start() {
   $("omode").onchange = () => loadOwners().catch(showError);
   setupLifetimes();
   setupTable();
+  watchTable();
   setupSegments();
   $("smode").onchange = () => loadSeries().catch(showError);
   if (state.sum.tracks.filter((t) => t.id > 0 && !t.reserve).length < 2) $("smode").hidden = true;
   $("reset").onclick = () => zoomTo(state.sum.t0, state.sum.t1 + 1, "zoom-reset").catch(showError);
   $("topeak").onclick = () => setCursor(state.sum.peak_ns).catch(showError);
   await Promise.all([loadSeries(), loadLifetimes()]);
-  await setCursor(state.sum.peak_ns);
+  await setCursor(state.sum.peak_ns, "cursor-first"); // part of the first view
+  await painted();
   performance.mark("first-view-end");
   performance.measure("first-view", "start", "first-view-end");
   document.body.dataset.ready = "1";
-  loadTable().catch(showError);
-  setupFindings().catch(showError); // after the first view: an analysis may take a while
+  tableWhenSeen().catch(showError);
+  setupFindings().catch(showError); // the list now, the first report when scrolled to
   window.addEventListener("resize", () => {
     if (plot) plot.setSize({ width: chartWidth(), height: 280 });
     flameWidth = ownerWidth = segWidth = 0;

@@ -14,6 +14,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+#define HUGE ((uintptr_t)2 << 20) /* a huge page of x86-64 */
 
 #define MAX_TRACKS MS_VIEW_MAX_TRACKS
 #define MAX_OWNER ((1u << 24) - 1)
@@ -26,8 +29,31 @@ struct loader {
     struct ms_layer_set layers;
     int64_t live_total;
     size_t last_track;
+    size_t events_hint; /* the events the database says it holds (meta event_count), or 0 */
     int rc;
 };
+
+/* Room for n elements of elem bytes in *a (capacity *cap) at once, before loading: no copy
+ * while the array grows, and the memory in huge pages where the kernel gives them on request
+ * (a 10M-event run faults a few hundred pages instead of a hundred thousand). Unused room
+ * costs address space only. Failing is harmless: the array grows as it goes. */
+static void reserve(void **a, size_t *cap, size_t n, size_t elem)
+{
+    if (*a || n == 0 || n > SIZE_MAX / elem / 2)
+        return;
+    size_t len = n * elem;
+    void *p = malloc(len);
+    if (!p)
+        return;
+#ifdef MADV_HUGEPAGE
+    uintptr_t lo = ((uintptr_t)p + HUGE - 1) & ~(uintptr_t)(HUGE - 1);
+    uintptr_t hi = ((uintptr_t)p + len) & ~(uintptr_t)(HUGE - 1);
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* advice only: its failure changes nothing */
+#endif
+    *a = p;
+    *cap = n;
+}
 
 static int track_push(struct ms_vtrack *tr, int64_t ts, int64_t delta)
 {
@@ -63,6 +89,15 @@ static long track_of(struct loader *L, int64_t process_id, int64_t layer)
         return -1;
     struct ms_vtrack *tr = &m->tracks[m->ntracks];
     memset(tr, 0, sizeof *tr);
+    if (m->ntracks == 1) { /* the first: most runs have one track, which takes every change */
+        size_t cap = 0;
+        reserve((void **)&tr->ts, &cap, L->events_hint, sizeof *tr->ts);
+        reserve((void **)&tr->live, &tr->cap, cap ? L->events_hint : 0, sizeof *tr->live);
+        if (tr->ts && !tr->live) {
+            free(tr->ts);
+            tr->ts = NULL;
+        }
+    }
     tr->process_id = process_id;
     tr->layer = layer;
     tr->reserve = !ms__layer_selected(&L->layers, layer);
@@ -402,6 +437,23 @@ static int describe_tracks(struct ms_view_model *m, char *err, size_t errlen)
     return 0;
 }
 
+/* The events the database holds by its meta table (0 when it does not say): the blocks and
+ * the changes of live bytes are at most as many. */
+static size_t events_hint(sqlite3 *db)
+{
+    sqlite3_stmt *st;
+    size_t n = 0;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'event_count'", -1, &st, NULL) !=
+        SQLITE_OK)
+        return 0;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        sqlite3_int64 v = sqlite3_column_int64(st, 0);
+        n = v > 0 && v < ((sqlite3_int64)1 << 34) ? (size_t)v : 0;
+    }
+    sqlite3_finalize(st);
+    return n;
+}
+
 int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
@@ -427,6 +479,17 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
     }
     if ((rc = read_owners(&L, err, errlen)) < 0)
         goto fail;
+    L.events_hint = events_hint(m->db);
+    if (L.events_hint) {
+        size_t cap = 0;
+        /* a block per MALLOC: half the events when all are freed, all when none is */
+        reserve((void **)&m->addr, &cap, L.events_hint, sizeof *m->addr);
+        reserve((void **)&m->blocks, &m->capblocks, cap, sizeof *m->blocks);
+        if (m->addr && !m->blocks) {
+            free(m->addr);
+            m->addr = NULL;
+        }
+    }
     if ((rc = read_pools(m)) < 0)
         goto fail;
     if (ms_store_is_compact(m->db))

@@ -48,7 +48,7 @@ try {
   const m = await page.evaluate(() => ({
     zoom: performance.getEntriesByName("zoom").map((e) => e.duration),
     cursor: performance.getEntriesByName("cursor").map((e) => e.duration),
-    parts: Object.fromEntries(["zoom:series", "zoom:lifetimes", "zoom:table", "cursor:at", "lifetimes:place", "cursor:blocks", "cursor:owners",
+    parts: Object.fromEntries(["zoom:window", "zoom:series", "zoom:lifetimes", "zoom:table", "cursor:at", "lifetimes:place", "cursor:blocks", "cursor:owners",
       "cursor:flame", "cursor:segments"].map((n) => [n, performance.getEntriesByName(n).map((e) => Math.round(e.duration))])),
   }));
   if (process.env.VIEW_PARTS) console.error(JSON.stringify(m.parts));

@@ -916,6 +916,18 @@ static int owners(struct ms_view *v, struct req *r, struct ms_json *j)
     return 0;
 }
 
+/* What a zoom asks, in one answer: [the series of [t0, t1) (as /api/series), the largest
+ * blocks alive in it (as /api/blocks with the same parameters)]. */
+static int window(struct ms_view *v, struct req *r, struct ms_json *j)
+{
+    ms_json_begin_array(j, NULL);
+    int rc = series(v, r, j);
+    if (rc == 0)
+        rc = blocks(v, r, j);
+    ms_json_end_array(j);
+    return rc;
+}
+
 /* What a cursor move asks, in one answer: [the blocks live at t (as /api/blocks?t), the owners
  * at t, the flame graph live at t (with mode=live, else null), the pool's allocator state at t
  * (with pool=N, else null)]. The server answers one request after another anyway, and each
@@ -1048,6 +1060,7 @@ static const struct {
     {"/api/blocks", blocks},
     {"/api/events", events},
     {"/api/at", at},
+    {"/api/window", window},
     {"/api/flame", ms__vapi_flame},
     {"/api/owners", owners},
     {"/api/stack", stack},

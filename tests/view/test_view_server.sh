@@ -93,6 +93,17 @@ check_known() { # WHAT [DB analyze leaks reads, default known.db]
     get "/api/at?t=$peak&limit=50&mode=live" >/dev/null
     assert_eq "$1: /api/at: the blocks, owners and flame answers, then null" "True True True None" \
         "$(js '" ".join(str(x) for x in [d[0] == json.load(open(sys.argv[1].rsplit("/", 1)[0] + "/one.blocks")), d[1] == json.load(open(sys.argv[1].rsplit("/", 1)[0] + "/one.owners")), d[2] == json.load(open(sys.argv[1].rsplit("/", 1)[0] + "/one.flame")), d[3]])')"
+    # a zoom's one request: the series and the largest blocks of the window, as their own
+    # queries give them
+    get "/api/series?t0=100&t1=20000000&n=40" >/dev/null
+    cp "$TMP/body" "$TMP/one.series"
+    get "/api/blocks?t0=100&t1=20000000&limit=3&sites=map" >/dev/null
+    cp "$TMP/body" "$TMP/one.blocks"
+    assert_eq "$1: blocks with sites=map: no site in the blocks, each in the map" "False True" \
+        "$(js '"site" in d["blocks"][0], all(str(b["stack_id"]) in d["sites"] for b in d["blocks"])' | tr -d '(),')"
+    get "/api/window?t0=100&t1=20000000&n=40&limit=3&sites=map" >/dev/null
+    assert_eq "$1: /api/window: the series and blocks answers" "True True" \
+        "$(js '" ".join(str(x) for x in [d[0] == json.load(open(sys.argv[1].rsplit("/", 1)[0] + "/one.series")), d[1] == json.load(open(sys.argv[1].rsplit("/", 1)[0] + "/one.blocks"))])')"
     # the events: each block's allocation and free, in time order (deep()'s pair first, the
     # weights never freed), filtered and paged as the blocks are
     get "/api/events" >/dev/null
@@ -164,7 +175,8 @@ for qs in "series?n=abc" "series?n=0" "series?n=99999999" "series?t0=1e9" "serie
     "blocks?t=99999999999999999999999" "series?n=5x" "analysis?name=bogus" "analysis" \
     "blocks?sort=bogus" "blocks?order=up" "blocks?offset=-1" "blocks?offset=2000000" "blocks?min_size=x" \
     "events?kind=bogus" "events?order=up" "events?limit=0" "blocks?addr=zz" "blocks?addr=-1" \
-    "blocks?lazy=abc" "blocks?idle=150%" "blocks?delayed=-5" "blocks?ineff=2" "at" "at?t=1&mode=x"; do
+    "blocks?lazy=abc" "blocks?idle=150%" "blocks?delayed=-5" "blocks?ineff=2" "at" "at?t=1&mode=x" \
+    "window?n=0" "blocks?sites=list"; do
     get "/api/$qs" >/dev/null
     assert_eq "malformed /api/$qs: 400" 400 "$(status)"
     assert_match "malformed /api/$qs: a JSON error naming the parameter" '^\{"error":"parameter' "$(cat "$TMP/body")"

@@ -205,6 +205,20 @@ function chartWidth() {
   return Math.max(400, $("chart").clientWidth || document.body.clientWidth - 60);
 }
 
+function seriesPoints() {
+  return Math.min(2000, chartWidth());
+}
+
+// One request for what a zoom asks (/api/window: the series and the largest blocks alive in
+// [t0, t1)), kept as the answers to their own queries.
+async function prefetchWindow(t0, t1) {
+  const n = seriesPoints(), life = { t0, t1, limit: LIFE_BLOCKS, sites: "map", ...state.th };
+  if (answers.has(answerKey("series", { t0, t1, n })) && answers.has(answerKey("blocks", life))) return;
+  const [series, blocks] = await api("window", { t0, t1, n, limit: LIFE_BLOCKS, sites: "map", ...state.th });
+  keepAnswer("series", { t0, t1, n }, series);
+  keepAnswer("blocks", life, blocks);
+}
+
 function trackLabel(t) {
   return t.id === 0 ? "all memory" : `pid ${t.pid} ${t.layer_name}`;
 }
@@ -214,7 +228,7 @@ const palette = ["#1d2330", "#3d6fd8", "#e07b39", "#2e9e6b", "#c0392b", "#8e44ad
 async function loadSeries() {
   const my = ++seriesReq;
   const [t0, t1] = state.win;
-  const n = Math.min(2000, chartWidth());
+  const n = seriesPoints();
   const r = await api("series", { t0, t1, n });
   if (my !== seriesReq) return; // a newer window was asked for meanwhile
   const tracks = state.sum.tracks;
@@ -329,6 +343,7 @@ async function zoomTo(a, b, name = "zoom") {
   performance.mark("zoom-start");
   const byWindow = new FormData($("tform")).get("scope") === "window";
   if (byWindow) tableOffset = 0;
+  if (!REPORT) await timed("zoom:window", () => prefetchWindow(state.win[0], state.win[1]));
   await Promise.all([timed("zoom:series", loadSeries), timed("zoom:lifetimes", loadLifetimes),
     ["alloc", "python"].includes($("fmode").value) ? timed("zoom:flame", loadFlame) : null,
     byWindow ? timed("zoom:table", tableWhenSeen) : null]);

@@ -391,6 +391,7 @@ static int summary(struct ms_view *v, struct req *r, struct ms_json *j)
     ms_json_int(j, "leaked_bytes", leaked);
     ms_json_int(j, "python_calls", v->python_calls);
     ms_json_int(j, "accessed_blocks", (long long)v->m.access.count);
+    ms_json_int(j, "ranges", (long long)(v->m.nranges + v->m.ranges_dropped));
     ms_json_int(j, "leaked_blocks", nleaked);
     /* what the recording says went wrong: events the agent could not record, a trace that
      * stopped or was damaged */
@@ -916,14 +917,82 @@ static int owners(struct ms_view *v, struct req *r, struct ms_json *j)
     return 0;
 }
 
+/* The ranges overlapping [t0, t1) that last at least (t1 - t0) / n (a pixel of a chart n
+ * pixels wide), at most MAX_RANGES of them in start order (the longest when more), with how
+ * many overlap the window in all. */
+#define MAX_RANGES 2000
+
+static int hent_by_idx(const void *a, const void *b)
+{
+    const struct hent *x = a, *y = b;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int ranges(struct ms_view *v, struct req *r, struct ms_json *j)
+{
+    const struct ms_view_model *m = &v->m;
+    int64_t a = ms__vtnum(r, "t0", m->t0);
+    int64_t b = ms__vtnum(r, "t1", m->t1 + 1);
+    int64_t n = ms__vnum(r, "n", 1000, 1, MAX_POINTS);
+    if (r->bad[0])
+        return MS_EINVAL;
+    int64_t least = b > a ? (b - a) / n : 0;
+    struct hent *h = malloc(MAX_RANGES * sizeof *h);
+    if (!h)
+        return MS_ENOMEM;
+    size_t nh = 0;
+    int64_t count = 0;
+    for (size_t i = 0; i < m->nranges && m->ranges[i].start_ns < b; i++) {
+        const struct ms_vrange *g = &m->ranges[i];
+        int64_t end = g->end_ns == INT64_MAX ? m->t1 : g->end_ns;
+        if (end <= a)
+            continue;
+        count++;
+        if (end - g->start_ns >= least)
+            heap_push(h, &nh, MAX_RANGES, (struct hent){end - g->start_ns, (uint32_t)i, 0});
+    }
+    if (nh > 1)
+        qsort(h, nh, sizeof *h, hent_by_idx); /* back to start order: the index order */
+    ms_json_begin_object(j, NULL);
+    ms_json_int(j, "count", count);
+    ms_json_begin_array(j, "ranges");
+    for (size_t x = 0; x < nh; x++) {
+        const struct ms_vrange *g = &m->ranges[h[x].idx];
+        ms_json_begin_object(j, NULL);
+        ms_json_str(j, "name", g->name);
+        ms_json_int(j, "start_ns", g->start_ns - r->origin);
+        if (g->end_ns == INT64_MAX)
+            ms_json_null(j, "end_ns");
+        else
+            ms_json_int(j, "end_ns", g->end_ns - r->origin);
+        ms_json_int(j, "depth", g->depth);
+        ms_json_int(j, "process_id", g->process_id);
+        ms_json_end_object(j);
+    }
+    ms_json_end_array(j);
+    ms_json_end_object(j);
+    free(h);
+    return 0;
+}
+
 /* What a zoom asks, in one answer: [the series of [t0, t1) (as /api/series), the largest
- * blocks alive in it (as /api/blocks with the same parameters)]. */
+ * blocks alive in it (as /api/blocks with the same parameters), its ranges (with ranges=1, as
+ * /api/ranges; else null)]. */
 static int window(struct ms_view *v, struct req *r, struct ms_json *j)
 {
+    const char *with_ranges = r->param(r->ctx, "ranges");
+    if (with_ranges && strcmp(with_ranges, "1")) {
+        snprintf(r->bad, sizeof r->bad, "parameter 'ranges': expected 1");
+        return MS_EINVAL;
+    }
     ms_json_begin_array(j, NULL);
     int rc = series(v, r, j);
     if (rc == 0)
         rc = blocks(v, r, j);
+    if (rc == 0 && with_ranges)
+        rc = ranges(v, r, j);
+    else if (rc == 0)
+        ms_json_null(j, NULL);
     ms_json_end_array(j);
     return rc;
 }
@@ -1061,6 +1130,7 @@ static const struct {
     {"/api/events", events},
     {"/api/at", at},
     {"/api/window", window},
+    {"/api/ranges", ranges},
     {"/api/flame", ms__vapi_flame},
     {"/api/owners", owners},
     {"/api/stack", stack},

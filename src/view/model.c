@@ -30,6 +30,11 @@ struct loader {
     int64_t live_total;
     size_t last_track;
     size_t events_hint; /* the events the database says it holds (meta event_count), or 0 */
+    struct open_range {
+        int64_t process_id, thread_id;
+        size_t idx;  /* in m->ranges; SIZE_MAX: not kept (past the cap) */
+    } * open_ranges; /* the ranges pushed and not yet popped, every thread's, in push order */
+    size_t nopen, capopen;
     int rc;
 };
 
@@ -192,9 +197,48 @@ static int on_annotation(struct loader *L, int kind, int64_t ts, int64_t proc, c
     return 0;
 }
 
-static int on_row(struct loader *L, int kind, int64_t ts, int64_t proc, int64_t layer, int64_t addr,
-                  int64_t size, int64_t stack, int64_t alloc_id, int64_t owner, const char *name,
-                  size_t len)
+/* A range push (start) or pop of thread (proc, thread): a pop ends the thread's latest open
+ * range. */
+static int on_range(struct loader *L, int start, int64_t ts, int64_t proc, int64_t thread,
+                    const char *name, size_t len)
+{
+    struct ms_view_model *m = L->m;
+    if (!start) {
+        for (size_t i = L->nopen; i-- > 0;)
+            if (L->open_ranges[i].process_id == proc && L->open_ranges[i].thread_id == thread) {
+                if (L->open_ranges[i].idx != SIZE_MAX)
+                    m->ranges[L->open_ranges[i].idx].end_ns = ts;
+                memmove(&L->open_ranges[i], &L->open_ranges[i + 1],
+                        (L->nopen - i - 1) * sizeof *L->open_ranges);
+                L->nopen--;
+                break;
+            }
+        return 0; /* a pop without a push: nothing to end */
+    }
+    uint32_t depth = 0;
+    for (size_t i = 0; i < L->nopen; i++)
+        depth += L->open_ranges[i].process_id == proc && L->open_ranges[i].thread_id == thread;
+    if (ms_grow((void **)&L->open_ranges, &L->capopen, L->nopen, sizeof *L->open_ranges, 16,
+                1u << 16) < 0)
+        return 0; /* nested deeper than any picture shows: its pop ends the one below */
+    size_t idx = SIZE_MAX;
+    if (m->nranges < MS_VIEW_MAX_RANGES &&
+        ms_grow((void **)&m->ranges, &m->capranges, m->nranges, sizeof *m->ranges, 64,
+                MS_VIEW_MAX_RANGES) == 0) {
+        struct ms_vrange *r = &m->ranges[idx = m->nranges++];
+        *r = (struct ms_vrange){proc, ts, INT64_MAX, depth, ""};
+        snprintf(r->name, sizeof r->name, "%.*s",
+                 (int)(len < sizeof r->name ? len : sizeof r->name - 1), name ? name : "");
+    } else {
+        m->ranges_dropped++;
+    }
+    L->open_ranges[L->nopen++] = (struct open_range){proc, thread, idx};
+    return 0;
+}
+
+static int on_row(struct loader *L, int kind, int64_t ts, int64_t proc, int64_t thread,
+                  int64_t layer, int64_t addr, int64_t size, int64_t stack, int64_t alloc_id,
+                  int64_t owner, const char *name, size_t len)
 {
     struct ms_view_model *m = L->m;
     if (!m->events++)
@@ -207,15 +251,17 @@ static int on_row(struct loader *L, int kind, int64_t ts, int64_t proc, int64_t 
         return on_free(L, ts, alloc_id);
     if (kind == MS_KIND_ACCESS)
         return on_access(L, ts, alloc_id);
+    if (kind == MS_KIND_RANGE_START || kind == MS_KIND_RANGE_END)
+        return on_range(L, kind == MS_KIND_RANGE_START, ts, proc, thread, name, len);
     return on_annotation(L, kind, ts, proc, name, len);
 }
 
 static int on_replayed(void *ctx, const struct ms_store_row *r)
 {
     struct loader *L = ctx;
-    return on_row(L, r->kind, r->ts_ns, r->process_id, r->layer, r->has_addr ? r->addr : 0,
-                  r->has_size ? r->size : 0, r->stack_id, r->allocation_id, r->owner_id, r->name,
-                  r->name_len);
+    return on_row(L, r->kind, r->ts_ns, r->process_id, r->thread_id, r->layer,
+                  r->has_addr ? r->addr : 0, r->has_size ? r->size : 0, r->stack_id,
+                  r->allocation_id, r->owner_id, r->name, r->name_len);
 }
 
 static int read_events(struct loader *L, char *err, size_t errlen)
@@ -225,9 +271,10 @@ static int read_events(struct loader *L, char *err, size_t errlen)
     int has_name = ms__has_column(db, "events", "name");
     char sql[512];
     snprintf(sql, sizeof sql,
-             "SELECT kind, ts_ns, process_id, layer, size, stack_id, allocation_id, %s, addr FROM "
-             "events WHERE kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ", " MS_SQL_STEP
-             ", " MS_SQL_MARK ", " MS_SQL_ACCESS ") ORDER BY id",
+             "SELECT kind, ts_ns, process_id, layer, size, stack_id, allocation_id, %s, addr, "
+             "thread_id FROM events WHERE kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ", " MS_SQL_STEP
+             ", " MS_SQL_MARK ", " MS_SQL_ACCESS ", " MS_SQL_RANGE_START ", " MS_SQL_RANGE_END
+             ") ORDER BY id",
              has_name ? "name" : "NULL");
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "events: %s", sqlite3_errmsg(db));
@@ -237,10 +284,10 @@ static int read_events(struct loader *L, char *err, size_t errlen)
     while (rc == 0 && (s = sqlite3_step(st)) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(st, 7);
         rc = on_row(L, sqlite3_column_int(st, 0), sqlite3_column_int64(st, 1),
-                    sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
-                    sqlite3_column_int64(st, 8), sqlite3_column_int64(st, 4),
-                    sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6), 0, name,
-                    name ? strlen(name) : 0);
+                    sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 9),
+                    sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 8),
+                    sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5),
+                    sqlite3_column_int64(st, 6), 0, name, name ? strlen(name) : 0);
     }
     if (rc == 0 && s != SQLITE_DONE) {
         snprintf(err, errlen, "events: %s", sqlite3_errmsg(db));
@@ -498,6 +545,8 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
         rc = read_events(&L, err, errlen);
     ms_u64map_release(&L.open);
     ms_u64map_release(&L.owners);
+    free(L.open_ranges);
+    L.open_ranges = NULL;
     if (rc == 0)
         rc = build_total(m);
     if (rc == 0)
@@ -515,6 +564,7 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
 fail:
     if (!*err)
         snprintf(err, errlen, "%s", ms_strerror(rc));
+    free(L.open_ranges);
     ms_u64map_release(&L.open);
     ms_u64map_release(&L.owners);
     ms_view_model_release(m);
@@ -540,6 +590,7 @@ void ms_view_model_release(struct ms_view_model *m)
     free(m->pools);
     free(m->steps);
     free(m->marks);
+    free(m->ranges);
     ms_u64map_release(&m->access);
     sqlite3_close(m->db);
     memset(m, 0, sizeof *m);

@@ -65,6 +65,15 @@ struct ms_vmark {
     char name[64];
 };
 
+/* A range (memscope_range_push .. pop, NVTX's push .. pop) of one thread: its name, its times
+ * (end INT64_MAX: still open at the end) and how many of the thread's ranges enclose it. */
+struct ms_vrange {
+    int64_t process_id, start_ns, end_ns;
+    uint32_t depth;
+    char name[44];
+};
+#define MS_VIEW_MAX_RANGES ((size_t)1 << 20) /* kept at most; later ones are counted only */
+
 /* A pool (the pools table): its blocks' layer and the layer of the regions it carves from. */
 struct ms_vpool {
     char name[64];
@@ -91,8 +100,11 @@ struct ms_view_model {
     size_t nsteps, capsteps;
     struct ms_vmark *marks;
     size_t nmarks, capmarks;
-    int64_t t0, t1;     /* first and last event */
-    int64_t total_peak; /* peak of the sum of all non-reserve tracks, and when */
+    struct ms_vrange *ranges; /* in start order */
+    size_t nranges, capranges;
+    uint64_t ranges_dropped; /* past MS_VIEW_MAX_RANGES */
+    int64_t t0, t1;          /* first and last event */
+    int64_t total_peak;      /* peak of the sum of all non-reserve tracks, and when */
     int64_t total_peak_ns;
     uint64_t events;
 };

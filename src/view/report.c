@@ -206,6 +206,8 @@ int ms_view_report(struct ms_view *v, FILE *out, char *err, size_t errlen)
     rc = add_answer(v, &t, "summary", "/api/summary", &none, err, errlen);
     if (rc == 0)
         rc = add_answer(v, &t, "series", "/api/series", &ps, err, errlen);
+    if (rc == 0) /* the ranges a pixel of the whole run's chart shows */
+        rc = add_answer(v, &t, "ranges", "/api/ranges", &ps, err, errlen);
     if (rc == 0)
         rc = add_answer(v, &t, "flame_alloc", "/api/flame", &fa, err, errlen);
     if (rc == 0)

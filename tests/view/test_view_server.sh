@@ -1,7 +1,7 @@
 #!/bin/bash
 # test_view_server.sh: `memscope view`'s server, with curl. On view_known.c's run (peak exactly
 # 11 MiB at activations(), 3 MiB in 3 blocks never freed from weights(), steps 1..4, owners
-# "model@weight" and "model@activation", a 33-frame stack): the queries' exact answers (blocks,
+# "model@weight" and "model@activation", a 33-frame stack, a mark, two nested ranges): the queries' exact answers (blocks,
 # events, filters and pages among them), compact database and full database alike; b_ineff.c's
 # inefficient blocks by Insight's rules, as `analyze inefficient` finds them; the token (401 without, 403 wrong; a cookie after the first page), a
 # foreign Host header (403), paths that try to leave the embedded assets (404), malformed and
@@ -104,6 +104,17 @@ check_known() { # WHAT [DB analyze leaks reads, default known.db]
     get "/api/window?t0=100&t1=20000000&n=40&limit=3&sites=map" >/dev/null
     assert_eq "$1: /api/window: the series and blocks answers" "True True" \
         "$(js '" ".join(str(x) for x in [d[0] == json.load(open(sys.argv[1].rsplit("/", 1)[0] + "/one.series")), d[1] == json.load(open(sys.argv[1].rsplit("/", 1)[0] + "/one.blocks"))])')"
+    # the mark and the ranges: forward encloses layer1, which encloses the activations'
+    # allocation
+    get "/api/summary" >/dev/null
+    assert_eq "$1: the mark, the ranges counted" "weights loaded 2" "$(js 'd["marks"][0]["name"], d["ranges"]' | tr -d "(),'")"
+    get "/api/ranges" >/dev/null
+    assert_eq "$1: ranges: name@depth in start order" "forward@0 layer1@1" \
+        "$(js '" ".join("%s@%d" % (g["name"], g["depth"]) for g in d["ranges"])')"
+    assert_eq "$1: ranges: layer1 inside forward, around the activations' allocation at the peak" True \
+        "$(js 'd["ranges"][0]["start_ns"] <= d["ranges"][1]["start_ns"] <= '"$peak"' < d["ranges"][1]["end_ns"] <= d["ranges"][0]["end_ns"]')"
+    get "/api/ranges?t0=$((peak + 1))&t1=$((peak + 2))" >/dev/null
+    assert_eq "$1: ranges over one ns inside them: both" 2 "$(js 'd["count"]')"
     # the events: each block's allocation and free, in time order (deep()'s pair first, the
     # weights never freed), filtered and paged as the blocks are
     get "/api/events" >/dev/null
@@ -176,7 +187,7 @@ for qs in "series?n=abc" "series?n=0" "series?n=99999999" "series?t0=1e9" "serie
     "blocks?sort=bogus" "blocks?order=up" "blocks?offset=-1" "blocks?offset=2000000" "blocks?min_size=x" \
     "events?kind=bogus" "events?order=up" "events?limit=0" "blocks?addr=zz" "blocks?addr=-1" \
     "blocks?lazy=abc" "blocks?idle=150%" "blocks?delayed=-5" "blocks?ineff=2" "at" "at?t=1&mode=x" \
-    "window?n=0" "blocks?sites=list"; do
+    "window?n=0" "blocks?sites=list" "window?ranges=2" "ranges?n=0" "ranges?t0=x"; do
     get "/api/$qs" >/dev/null
     assert_eq "malformed /api/$qs: 400" 400 "$(status)"
     assert_match "malformed /api/$qs: a JSON error naming the parameter" '^\{"error":"parameter' "$(cat "$TMP/body")"

@@ -93,6 +93,8 @@ try {
     /^model@activation\s*8\.00 MiB\s*1\s*model@weight\s*3\.00 MiB\s*3$/.test(own), own);
   const tree = await page.getAttribute("body", "data-owner-tree");
   check("the owner tree: all > model > activation, weight", tree === "all:11534336|model:11534336|activation:8388608|weight:3145728", tree);
+  const drawn = [await page.getAttribute("body", "data-marks"), await page.getAttribute("body", "data-ranges")].join(" ");
+  check("the chart draws the mark and the two nested ranges", drawn === "weights loaded forward@0|layer1@1", drawn);
   const life = Number(await page.getAttribute("body", "data-life-blocks"));
   check("the lifetime chart draws the run's 5 blocks", life === 5, life);
   const lbox = await (await page.$("#life")).boundingBox();

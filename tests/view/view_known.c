@@ -4,7 +4,8 @@
  * 3 MiB in 3 blocks are never freed, all from weights(); four steps are marked between. The
  * weights have the owner "model@weight", the activations "model@activation". First
  * deep() recurses 40 calls down and allocates and frees 4 KiB there: a stack as deep as the
- * recorded depth allows. */
+ * recorded depth allows. A mark "weights loaded" follows the weights; the activations are
+ * allocated inside the range "layer1", inside the range "forward". */
 #include "memscope.h"
 
 #include <stdlib.h>
@@ -46,10 +47,15 @@ int main(void)
     memscope_owner_push("model");
     memscope_owner_push("weight");
     weights();
+    memscope_mark("weights loaded");
     memscope_owner_pop();
     memscope_step();
     memscope_owner_push("activation");
+    memscope_range_push("forward");
+    memscope_range_push("layer1");
     void *a = activations();
+    memscope_range_pop();
+    memscope_range_pop();
     memscope_owner_pop();
     memscope_owner_pop();
     memscope_step();

@@ -59,6 +59,10 @@ function reportAnswer(path, p) {
       const prev = ts.filter((x) => x < t), next = ts.filter((x) => x > t);
       return { ...a.segments, prev_t: prev.length ? prev[prev.length - 1] : null, next_t: next.length ? next[0] : null };
     }
+    case "ranges": { // the whole run's: those overlapping the window
+      const keep = REPORT.ranges.ranges.filter((g) => g.start_ns < Number(p.t1) && (g.end_ns === null || g.end_ns > Number(p.t0)));
+      return { count: keep.length, ranges: keep };
+    }
     case "pytrace":
       if (!REPORT.pytrace) throw new Error("no Python call trace in this report");
       return REPORT.pytrace;
@@ -214,9 +218,12 @@ function seriesPoints() {
 async function prefetchWindow(t0, t1) {
   const n = seriesPoints(), life = { t0, t1, limit: LIFE_BLOCKS, sites: "map", ...state.th };
   if (answers.has(answerKey("series", { t0, t1, n })) && answers.has(answerKey("blocks", life))) return;
-  const [series, blocks] = await api("window", { t0, t1, n, limit: LIFE_BLOCKS, sites: "map", ...state.th });
+  const p = { t0, t1, n, limit: LIFE_BLOCKS, sites: "map", ...state.th };
+  if (state.sum.ranges) p.ranges = 1;
+  const [series, blocks, ranges] = await api("window", p);
   keepAnswer("series", { t0, t1, n }, series);
   keepAnswer("blocks", life, blocks);
+  if (ranges) keepAnswer("ranges", { t0, t1, n }, ranges);
 }
 
 function trackLabel(t) {
@@ -229,8 +236,9 @@ async function loadSeries() {
   const my = ++seriesReq;
   const [t0, t1] = state.win;
   const n = seriesPoints();
-  const r = await api("series", { t0, t1, n });
+  const [r, ranges] = await Promise.all([api("series", { t0, t1, n }), state.sum.ranges ? api("ranges", { t0, t1, n }) : null]);
   if (my !== seriesReq) return; // a newer window was asked for meanwhile
+  state.ranges = ranges ? ranges.ranges : [];
   const tracks = state.sum.tracks;
   const xs = r.t.map((t) => (t - state.sum.t0) / 1e9);
   const data = [xs];
@@ -310,7 +318,36 @@ function drawMarks(u) {
     ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + h); ctx.stroke();
     ctx.fillText(`step ${s.step}`, x + 2, top + 10 * devicePixelRatio);
   });
+  // marks: a dotted purple line with the mark's text at the bottom
+  ctx.setLineDash([2, 3]);
+  ctx.strokeStyle = "#8e44ad";
+  ctx.fillStyle = "#8e44ad";
+  const marks = state.sum.marks.filter((m) => m.ts_ns >= state.win[0] && m.ts_ns < state.win[1]);
+  const everyMark = Math.max(1, Math.ceil(marks.length / 40));
+  marks.forEach((m, i) => {
+    if (i % everyMark) return;
+    const x = xpos(m.ts_ns);
+    ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + h); ctx.stroke();
+    ctx.fillText(m.name, x + 2, top + h - 4 * devicePixelRatio);
+  });
   ctx.setLineDash([]);
+  // ranges (memscope_range_push .. pop, NVTX): bands along the top, a row per nesting depth
+  const row = 12 * devicePixelRatio;
+  ctx.font = `${9 * devicePixelRatio}px system-ui`;
+  for (const g of state.ranges || []) {
+    if (g.depth > 3) continue;
+    const x0 = Math.max(u.bbox.left, xpos(g.start_ns));
+    const x1 = Math.min(u.bbox.left + u.bbox.width, xpos(g.end_ns === null ? state.sum.t1 : g.end_ns));
+    const y = top + 14 * devicePixelRatio + g.depth * row;
+    ctx.fillStyle = "rgba(142, 68, 173, 0.16)";
+    ctx.fillRect(x0, y, Math.max(1, x1 - x0), row - 2);
+    if (x1 - x0 > 30 * devicePixelRatio) {
+      ctx.fillStyle = "#5b2c6f";
+      ctx.fillText(g.name, x0 + 2, y + row - 4 * devicePixelRatio, x1 - x0 - 4);
+    }
+  }
+  document.body.dataset.ranges = (state.ranges || []).map((g) => `${g.name}@${g.depth}`).join("|");
+  document.body.dataset.marks = marks.map((m) => m.name).join("|");
   if (state.cursor !== null && state.cursor >= state.win[0] && state.cursor < state.win[1]) {
     const x = xpos(state.cursor);
     ctx.strokeStyle = "#c0392b";
@@ -320,13 +357,13 @@ function drawMarks(u) {
   ctx.restore();
 }
 
-// Runs fn, recording its duration as the performance measure name (the benchmark reads them).
 // Resolves once the browser has painted what the page changed: the next frame's callback, then
 // the task after it (the paint happens between them). The measures end here.
 function painted() {
   return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
 }
 
+// Runs fn, recording its duration as the performance measure name (the benchmark reads them).
 function timedSync(name, fn) {
   const t0 = performance.now();
   try { return fn(); } finally { performance.measure(name, { start: t0, end: performance.now() }); }

@@ -69,6 +69,7 @@ int ms_view_open(struct ms_view *v, const char *path, char *err, size_t errlen)
     memset(v, 0, sizeof *v);
     ms_u64map_init(&v->stack_idx, sizeof(uint32_t), 1u << 24);
     ms_u64map_init(&v->site_idx, sizeof(uint32_t), 1u << 24);
+    ms_u64map_init(&v->frames_idx, sizeof(uint32_t), 1u << 24);
     if (!(v->path = strdup(path))) {
         snprintf(err, errlen, "%s", ms_strerror(MS_ENOMEM));
         return MS_ENOMEM;
@@ -113,6 +114,10 @@ void ms_view_release(struct ms_view *v)
     for (size_t i = 0; i < sizeof v->analysis / sizeof *v->analysis; i++)
         free(v->analysis[i]);
     ms_u64map_release(&v->stack_idx);
+    for (size_t i = 0; i < v->nframes; i++)
+        free(v->frames[i].f);
+    free(v->frames);
+    ms_u64map_release(&v->frames_idx);
     memset(v, 0, sizeof *v);
 }
 

@@ -11,11 +11,27 @@
 
 /* The model plus the caches the answers fill (stack texts, site names, owner labels). Used by
  * one thread at a time (the server answers requests on one thread). */
+/* A stack's frames as a flame graph draws them (outermost first), each a line of the stack's
+ * cached text with the hash of its name: a flame graph of thousands of deep stacks splits and
+ * hashes each stack's text once, not once per request. */
+struct ms_vframe {
+    const char *s; /* into the stack's cached text; not NUL-terminated */
+    uint32_t len;
+    uint64_t hash;
+};
+struct ms_vframes {
+    struct ms_vframe *f;
+    uint32_t n;
+};
+
 struct ms_view {
     struct ms_view_model m;
     struct ms_u64map stack_idx; /* stack id -> index into texts (uint32) */
     char **texts;               /* per cached stack: C lines, a '\x1f' line, Python lines */
     size_t ntexts, captexts;
+    struct ms_u64map frames_idx; /* stack id -> index into frames (uint32) */
+    struct ms_vframes *frames;   /* per stack a flame graph drew */
+    size_t nframes, capframes;
     sqlite3_stmt *stack_stmt;  /* the stacks lookup, prepared once */
     struct ms_u64map site_idx; /* stack id -> index into sites (uint32) */
     char **sites;              /* per cached stack: its call site */

@@ -18,42 +18,49 @@ struct fnode {
     size_t len;
     int64_t value;
     uint32_t child, next; /* 0: none (node 0 is the root) */
+    uint32_t parent;
 };
 
 struct flame {
     struct fnode *n;
     size_t count, cap;
-    struct ms_u64map kids; /* hash of (parent, name) -> a child of parent with that name's
-                              hash (uint32): a node with thousands of children (a large
-                              snapshot's outermost Python frames) is not scanned per insert */
+    struct ms_u64map kids; /* (parent, name's hash) -> that child (uint32): one lookup per
+                              frame, even under a node of thousands of children (a large
+                              snapshot's outermost Python frames) */
 };
 
-static uint64_t kid_key(uint32_t parent, const char *name, size_t len)
+static uint64_t name_hash(const char *name, size_t len)
 {
-    uint64_t h = 0xcbf29ce484222325ull ^ parent;
+    uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < len; i++)
         h = (h ^ (unsigned char)name[i]) * 0x100000001b3ull;
     return h;
 }
 
-static long fchild(struct flame *f, uint32_t parent, const char *name, size_t len)
+static long fchild(struct flame *f, uint32_t parent, const struct ms_vframe *fr)
 {
-    uint64_t key = kid_key(parent, name, len);
-    uint32_t c;
-    if (ms_u64map_get32(&f->kids, key, &c) && f->n[c].len == len &&
-        !memcmp(f->n[c].name, name, len))
-        return c;
-    if (ms_u64map_get32(&f->kids, key, &c)) /* a hash collision: the slow way */
-        for (c = f->n[parent].child; c; c = f->n[c].next)
-            if (f->n[c].len == len && !memcmp(f->n[c].name, name, len))
+    uint64_t key = fr->hash ^ (((uint64_t)parent + 1) * 0x9e3779b97f4a7c15ull);
+    int isnew;
+    uint32_t *slot = ms_u64map_put(&f->kids, key, &isnew);
+    if (!slot)
+        return -1;
+    if (!isnew) {
+        uint32_t c = *slot;
+        if (f->n[c].parent == parent && f->n[c].len == fr->len &&
+            !memcmp(f->n[c].name, fr->s, fr->len))
+            return c;
+        for (c = f->n[parent].child; c; c = f->n[c].next) /* a collision: the slow way */
+            if (f->n[c].len == fr->len && !memcmp(f->n[c].name, fr->s, fr->len))
                 return c;
+        slot = NULL; /* the key stays the other node's */
+    }
     if (f->count >= UINT32_MAX ||
         ms_grow((void **)&f->n, &f->cap, f->count, sizeof *f->n, 1024, 1u << 22) < 0)
         return -1;
-    f->n[f->count] = (struct fnode){name, len, 0, 0, f->n[parent].child};
+    f->n[f->count] = (struct fnode){fr->s, fr->len, 0, 0, f->n[parent].child, parent};
     f->n[parent].child = (uint32_t)f->count;
-    if (!ms_u64map_get(&f->kids, key) && ms_u64map_set32(&f->kids, key, (uint32_t)f->count) < 0)
-        return -1;
+    if (slot)
+        *slot = (uint32_t)f->count;
     return (long)f->count++;
 }
 
@@ -69,20 +76,18 @@ static int interpreter_frame(const char *s, size_t len)
     return 0;
 }
 
-/* Adds one stack's frames, outermost first, with bytes: the Python frames (when the stack has
- * them), then the native frames inside the innermost interpreter frame; without Python frames,
- * every native frame. */
-static int fadd(struct flame *f, const char *text, int64_t bytes)
+/* A stack text's frames, outermost first, into out (room for 512): the Python frames (when
+ * the stack has them), then the native frames inside the innermost interpreter frame; without
+ * Python frames, every native frame. Returns how many. */
+static uint32_t split_frames(const char *text, struct ms_vframe *out)
 {
-    const char *lines[512];
-    size_t lens[512], nl = 0, npy = 0;
     const char *p = text;
     const char *sep = strchr(p, '\x1f');
     const char *cend = sep ? sep : p + strlen(p);
     const char *py = sep ? sep + 2 : cend;
     /* Python lines, innermost first in the text: collect then reverse */
     const char *pl[256];
-    size_t pll[256];
+    size_t pll[256], npy = 0;
     for (const char *q = py; *q && npy < 256;) {
         const char *e = strchr(q, '\n');
         size_t l = e ? (size_t)(e - q) : strlen(q);
@@ -99,8 +104,9 @@ static int fadd(struct flame *f, const char *text, int64_t bytes)
             cl[nc] = q, cll[nc++] = l;
         q = e ? e + 1 : cend;
     }
+    uint32_t nl = 0;
     for (size_t i = npy; i-- > 0;)
-        lines[nl] = pl[i], lens[nl++] = pll[i];
+        out[nl].s = pl[i], out[nl++].len = (uint32_t)pll[i];
     size_t cut = nc; /* native frames [0, cut) are inside the interpreter's innermost frame */
     if (npy)
         for (size_t i = 0; i < nc; i++)
@@ -109,13 +115,43 @@ static int fadd(struct flame *f, const char *text, int64_t bytes)
                 break;
             }
     for (size_t i = cut; i-- > 0;)
-        lines[nl] = cl[i], lens[nl++] = cll[i];
+        out[nl].s = cl[i], out[nl++].len = (uint32_t)cll[i];
     if (!nl)
-        lines[nl] = "(no stack)", lens[nl++] = 10;
+        out[nl].s = "(no stack)", out[nl++].len = 10;
+    for (uint32_t i = 0; i < nl; i++)
+        out[i].hash = name_hash(out[i].s, out[i].len);
+    return nl;
+}
+
+/* The frames of stack id, split once and cached (the text they point into is cached too);
+ * NULL when out of memory. */
+static const struct ms_vframes *stack_frames(struct ms_view *v, uint32_t id)
+{
+    uint32_t i;
+    if (ms_u64map_get32(&v->frames_idx, id, &i))
+        return &v->frames[i];
+    struct ms_vframe tmp[512];
+    uint32_t n = split_frames(ms__vstack_text(v, id), tmp);
+    struct ms_vframe *f = malloc(n * sizeof *f);
+    if (!f ||
+        ms_grow((void **)&v->frames, &v->capframes, v->nframes, sizeof *v->frames, 256, 1u << 24) <
+            0 ||
+        ms_u64map_set32(&v->frames_idx, id, (uint32_t)v->nframes) < 0) {
+        free(f);
+        return NULL;
+    }
+    memcpy(f, tmp, n * sizeof *f);
+    v->frames[v->nframes] = (struct ms_vframes){f, n};
+    return &v->frames[v->nframes++];
+}
+
+/* Adds one stack's frames, outermost first, with bytes. */
+static int fadd(struct flame *f, const struct ms_vframes *sf, int64_t bytes)
+{
     f->n[0].value += bytes;
     uint32_t at = 0;
-    for (size_t i = 0; i < nl; i++) {
-        long c = fchild(f, at, lines[i], lens[i]);
+    for (uint32_t i = 0; i < sf->n; i++) {
+        long c = fchild(f, at, &sf->f[i]);
         if (c < 0)
             return MS_ENOMEM;
         f->n[c].value += bytes;
@@ -213,7 +249,7 @@ int ms__vapi_flame(struct ms_view *v, struct req *r, struct ms_json *j)
     if (rc == 0 && ms_grow((void **)&f.n, &f.cap, 0, sizeof *f.n, 1024, 1u << 22) < 0)
         rc = MS_ENOMEM;
     if (rc == 0) {
-        f.n[0] = (struct fnode){"all", 3, 0, 0, 0};
+        f.n[0] = (struct fnode){"all", 3, 0, 0, 0, 0};
         f.count = 1;
     }
     int64_t other = 0;
@@ -222,10 +258,14 @@ int ms__vapi_flame(struct ms_view *v, struct req *r, struct ms_json *j)
             other += s[i].bytes;
             continue;
         }
-        rc = fadd(&f, ms__vstack_text(v, s[i].stack), s[i].bytes);
+        const struct ms_vframes *sf = stack_frames(v, s[i].stack);
+        rc = sf ? fadd(&f, sf, s[i].bytes) : MS_ENOMEM;
     }
-    if (rc == 0 && other)
-        rc = fadd(&f, "(other stacks)\n\x1f\n", other);
+    if (rc == 0 && other) {
+        struct ms_vframe fr = {"(other stacks)", 14, name_hash("(other stacks)", 14)};
+        const struct ms_vframes sf = {&fr, 1};
+        rc = fadd(&f, &sf, other);
+    }
     if (rc == 0) {
         ms_json_begin_object(j, NULL);
         if (mode == 0)
@@ -272,7 +312,7 @@ int ms__vapi_pytrace(struct ms_view *v, struct req *r, struct ms_json *j)
     if (ms_grow((void **)&f.n, &f.cap, 0, sizeof *f.n, 1024, 1u << 22) < 0)
         rc = MS_ENOMEM;
     else
-        f.n[f.count++] = (struct fnode){"all", 3, 0, 0, 0};
+        f.n[f.count++] = (struct fnode){"all", 3, 0, 0, 0, 0};
     uint32_t path[256] = {0}; /* the node of each open depth of the current thread */
     int64_t calls = 0, proc = INT64_MIN, thread = INT64_MIN;
     while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
@@ -309,7 +349,7 @@ int ms__vapi_pytrace(struct ms_view *v, struct req *r, struct ms_json *j)
             }
             memcpy(copy, name, len);
             copy[len] = 0;
-            f.n[f.count] = (struct fnode){copy, len, 0, 0, f.n[parent].child};
+            f.n[f.count] = (struct fnode){copy, len, 0, 0, f.n[parent].child, parent};
             f.n[parent].child = (uint32_t)f.count;
             c = (long)f.count++;
         }

@@ -395,6 +395,24 @@ static int summary(struct ms_view *v, struct req *r, struct ms_json *j)
         }
     ms_json_int(j, "leaked_bytes", leaked);
     ms_json_int(j, "python_calls", v->python_calls);
+    /* the threads of the Python call trace, most calls first (the page draws one or all) */
+    ms_json_begin_array(j, "python_threads");
+    sqlite3_stmt *pt;
+    if (v->python_calls &&
+        sqlite3_prepare_v2(m->db,
+                           "SELECT \"Process Id\", \"Thread Id\", count(*) FROM python_trace "
+                           "GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2 LIMIT 256",
+                           -1, &pt, NULL) == SQLITE_OK) {
+        while (sqlite3_step(pt) == SQLITE_ROW) {
+            ms_json_begin_object(j, NULL);
+            ms_json_int(j, "pid", sqlite3_column_int64(pt, 0));
+            ms_json_int(j, "tid", sqlite3_column_int64(pt, 1));
+            ms_json_int(j, "calls", sqlite3_column_int64(pt, 2));
+            ms_json_end_object(j);
+        }
+        sqlite3_finalize(pt);
+    }
+    ms_json_end_array(j);
     ms_json_int(j, "accessed_blocks", (long long)v->m.access.count);
     ms_json_int(j, "ranges", (long long)(v->m.nranges + v->m.ranges_dropped));
     ms_json_int(j, "leaked_blocks", nleaked);

@@ -292,6 +292,11 @@ int ms__vapi_pytrace(struct ms_view *v, struct req *r, struct ms_json *j)
     int64_t a = ms__vtnum(r, "t0", m->t0);
     int64_t b = ms__vtnum(r, "t1", m->t1 + 1);
     int64_t detail = ms__vnum(r, "detail", 5000, 10, 100000);
+    /* one thread (pid and tid as the summary's python_threads name them), or all */
+    int64_t pid = ms__vnum(r, "pid", INT64_MIN, INT64_MIN + 1, INT64_MAX);
+    int64_t tid = ms__vnum(r, "tid", INT64_MIN, INT64_MIN + 1, INT64_MAX);
+    if ((pid == INT64_MIN) != (tid == INT64_MIN) && !r->bad[0])
+        snprintf(r->bad, sizeof r->bad, "parameters 'pid' and 'tid': both or neither");
     if (r->bad[0])
         return MS_EINVAL;
     sqlite3_stmt *st;
@@ -299,7 +304,8 @@ int ms__vapi_pytrace(struct ms_view *v, struct req *r, struct ms_json *j)
                            "SELECT \"FuncInfo\", \"StartTime(ns)\", \"EndTime(ns)\", depth, "
                            "\"Process Id\", \"Thread Id\" FROM "
                            "python_trace WHERE \"StartTime(ns)\" < ?2 AND (\"EndTime(ns)\" > ?1 "
-                           "OR \"EndTime(ns)\" IS NULL) ORDER BY \"Process Id\", \"Thread Id\", "
+                           "OR \"EndTime(ns)\" IS NULL) AND (?3 IS NULL OR (\"Process Id\" = ?3 "
+                           "AND \"Thread Id\" = ?4)) ORDER BY \"Process Id\", \"Thread Id\", "
                            "\"StartTime(ns)\", depth",
                            -1, &st, NULL) != SQLITE_OK) {
         snprintf(r->bad, sizeof r->bad, "this database has no Python call trace");
@@ -307,6 +313,10 @@ int ms__vapi_pytrace(struct ms_view *v, struct req *r, struct ms_json *j)
     }
     sqlite3_bind_int64(st, 1, a);
     sqlite3_bind_int64(st, 2, b);
+    if (pid != INT64_MIN) {
+        sqlite3_bind_int64(st, 3, pid);
+        sqlite3_bind_int64(st, 4, tid);
+    }
     struct flame f = {0};
     int rc = 0;
     if (ms_grow((void **)&f.n, &f.cap, 0, sizeof *f.n, 1024, 1u << 22) < 0)

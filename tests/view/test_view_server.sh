@@ -217,6 +217,16 @@ get "/api/pytrace" >/dev/null
 assert_eq "Python call trace: main, forward inside it, main's time the total" \
     "all>train.py(1): main>model.py(10): forward True True" \
     "$(js '" ".join(map(str, [">".join(n["n"] for n in d["nodes"]), d["nodes"][1]["v"] == d["total"], 0 < d["nodes"][2]["v"] < d["nodes"][1]["v"]]))')"
+get "/api/summary" >/dev/null
+th=$(js '"%d %d %d" % (d["python_threads"][0]["pid"], d["python_threads"][0]["tid"], d["python_threads"][0]["calls"])')
+assert_eq "Python call trace: one thread, its 2 calls" 2 "${th##* }"
+set -- $th
+get "/api/pytrace?pid=$1&tid=$2" >/dev/null
+assert_eq "Python call trace of that thread: its 2 calls" 2 "$(js 'd["calls"]')"
+get "/api/pytrace?pid=$1&tid=$(($2 + 1))" >/dev/null
+assert_eq "Python call trace of a thread without calls: none" "0 0" "$(js 'd["calls"], d["total"]' | tr -d '(),')"
+get "/api/pytrace?pid=$1" >/dev/null
+assert_eq "Python call trace: pid without tid: 400" 400 "$(status)"
 get "/api/flame?mode=alloc" >/dev/null
 # each leaf's bytes and its path: the Python frames first (outermost first), then native ones
 assert_eq "flame of every allocation: 222 bytes under forward, under main's line 7" \

@@ -602,6 +602,8 @@ async function loadFlame() {
   if (mode === "alloc" || mode === "python") { params.t0 = state.win[0]; params.t1 = state.win[1]; }
   state.flameUnit = mode === "python" ? duration : bytes;
   if (mode === "python") delete params.mode;
+  if (mode === "python" && $("fthread").value !== "all") [params.pid, params.tid] = $("fthread").value.split(":");
+  $("fthread").hidden = mode !== "python" || REPORT || state.sum.python_threads.length < 2;
   const r = await api(mode === "python" ? "pytrace" : "flame", params);
   // the nodes come flat in pre-order with their parent's index: the tree again
   const nodes = r.nodes.map((x) => ({ n: x.n, v: x.v }));
@@ -1073,6 +1075,9 @@ async function start() {
   state.cursor = state.sum.peak_ns;
   renderSummary();
   if (!state.sum.python_calls) $("fmode").querySelector("option[value=python]").remove();
+  for (const th of state.sum.python_threads || [])
+    $("fthread").append(el("option", { value: `${th.pid}:${th.tid}` }, `process ${th.pid} thread ${th.tid} (${th.calls.toLocaleString("en")} calls)`));
+  $("fthread").onchange = () => loadFlame().catch(showError);
   setupFlame();
   $("omode").onchange = () => loadOwners().catch(showError);
   setupLifetimes();

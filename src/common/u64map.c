@@ -42,6 +42,14 @@ void ms_u64map_release(struct ms_u64map *m)
     m->has_zero = 0;
 }
 
+void ms_u64map_clear(struct ms_u64map *m)
+{
+    if (m->mask)
+        memset(m->keys, 0, (m->mask + 2) * sizeof *m->keys);
+    m->count = 0;
+    m->has_zero = 0;
+}
+
 /* Returns the slot of key, or SIZE_MAX when absent. */
 static size_t find(const struct ms_u64map *m, uint64_t key)
 {

@@ -42,6 +42,9 @@ void ms_u64map_init(struct ms_u64map *m, size_t vsize, size_t cap);
  * NULL. */
 void ms_u64map_release(struct ms_u64map *m);
 
+/* Empties the map and keeps its table: refilling it to the same size allocates nothing. */
+void ms_u64map_clear(struct ms_u64map *m);
+
 /* Returns the value of key, or NULL when key is absent. */
 void *ms_u64map_get(const struct ms_u64map *m, uint64_t key);
 

@@ -70,6 +70,7 @@ int ms_view_open(struct ms_view *v, const char *path, char *err, size_t errlen)
     ms_u64map_init(&v->stack_idx, sizeof(uint32_t), 1u << 24);
     ms_u64map_init(&v->site_idx, sizeof(uint32_t), 1u << 24);
     ms_u64map_init(&v->frames_idx, sizeof(uint32_t), 1u << 24);
+    ms_u64map_init(&v->flame_kids, sizeof(uint32_t), MS_U64MAP_MAX);
     if (!(v->path = strdup(path))) {
         snprintf(err, errlen, "%s", ms_strerror(MS_ENOMEM));
         return MS_ENOMEM;
@@ -118,6 +119,8 @@ void ms_view_release(struct ms_view *v)
         free(v->frames[i].f);
     free(v->frames);
     ms_u64map_release(&v->frames_idx);
+    free(v->flame_nodes);
+    ms_u64map_release(&v->flame_kids);
     memset(v, 0, sizeof *v);
 }
 

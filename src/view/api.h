@@ -32,6 +32,11 @@ struct ms_view {
     struct ms_u64map frames_idx; /* stack id -> index into frames (uint32) */
     struct ms_vframes *frames;   /* per stack a flame graph drew */
     size_t nframes, capframes;
+    /* the last flame graph's nodes and child map, emptied and refilled by the next one: a
+     * graph of hundreds of thousands of nodes allocates (and faults in) its memory once */
+    void *flame_nodes;
+    size_t flame_cap;
+    struct ms_u64map flame_kids;
     sqlite3_stmt *stack_stmt;  /* the stacks lookup, prepared once */
     struct ms_u64map site_idx; /* stack id -> index into sites (uint32) */
     char **sites;              /* per cached stack: its call site */

@@ -243,8 +243,9 @@ int ms__vapi_flame(struct ms_view *v, struct req *r, struct ms_json *j)
     size_t n;
     int64_t total;
     struct site_sum *s = ms__vsum_by_stack(v, mode, mode == 0 ? at : a, b, track, &n, &total);
-    struct flame f = {0};
-    ms_u64map_init(&f.kids, sizeof(uint32_t), MS_U64MAP_MAX);
+    /* the last graph's memory, emptied */
+    struct flame f = {v->flame_nodes, 0, v->flame_cap, v->flame_kids};
+    ms_u64map_clear(&f.kids);
     int rc = s ? 0 : MS_ENOMEM;
     if (rc == 0 && ms_grow((void **)&f.n, &f.cap, 0, sizeof *f.n, 1024, 1u << 22) < 0)
         rc = MS_ENOMEM;
@@ -277,8 +278,9 @@ int ms__vapi_flame(struct ms_view *v, struct req *r, struct ms_json *j)
         ms_json_end_array(j);
         ms_json_end_object(j);
     }
-    ms_u64map_release(&f.kids);
-    free(f.n);
+    v->flame_nodes = f.n; /* kept for the next graph */
+    v->flame_cap = f.cap;
+    v->flame_kids = f.kids;
     free(s);
     return rc;
 }

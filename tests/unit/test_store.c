@@ -503,6 +503,19 @@ static void test_u64map(void)
     CHECK_EQ(ms_u64map_set32(&small, 0, 3), 0);
     CHECK_EQ(ms_u64map_set32(&small, 5, 1), MS_ENOMEM);
     ms_u64map_release(&small);
+    /* cleared: empty, its table kept, refilled without growing */
+    size_t mask = m.mask;
+    ms_u64map_clear(&m);
+    CHECK_EQ(m.count, 0);
+    CHECK(ms_u64map_get(&m, 0) == NULL);
+    CHECK(ms_u64map_get(&m, 16) == NULL);
+    for (uint64_t k = 0; k < 1000; k++)
+        CHECK_EQ(ms_u64map_set32(&m, k * 16, (uint32_t)k), 0);
+    uint32_t got = 0;
+    CHECK(ms_u64map_get32(&m, 999 * 16, &got) && got == 999);
+    CHECK(ms_u64map_get32(&m, 0, &got) && got == 0);
+    CHECK_EQ(m.count, 1000);
+    CHECK_EQ(m.mask, mask); /* the table kept: no growth, no new allocation */
     ms_u64map_release(&m);
 }
 

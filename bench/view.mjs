@@ -1,9 +1,10 @@
 // view.mjs: times the viewer in Debian's chromium (playwright-core from web/node_modules) on
 // the page at process.argv[2]: the first view (ms from navigation start to the page's
-// "first-view-end" mark: summary, chart, flame graph, blocks and owners drawn), then ROUNDS
-// zooms (a drag over the chart) and cursor moves (a click on it), each timed by the page's own
-// performance measures "zoom" and "cursor" (request, answer, redraw), each alone (the page is
-// back on the whole run and idle before the next). Prints one JSON line.
+// "first-view-end" mark: summary, chart, flame graph, blocks and owners painted), then ROUNDS
+// zooms (a drag over the chart), pans (the right arrow key: half a window) and cursor moves (a
+// click on it), each timed by the page's own performance measures "zoom", "pan" and "cursor"
+// (request, answer, redraw, paint), each alone (the page is back on the whole run and idle
+// before the next). Prints one JSON line.
 import { createRequire } from "node:module";
 const require = createRequire(process.env.WEB + "/package.json");
 const { chromium } = require("playwright-core");
@@ -36,6 +37,9 @@ try {
     await page.mouse.move(box.x + box.width * b, box.y + box.height / 2, { steps: 4 });
     await page.mouse.up();
     await until(page, (x) => (document.body.dataset.window || "") !== x, w);
+    const wz = await page.evaluate(() => document.body.dataset.window);
+    await page.keyboard.press("ArrowRight"); // pan by half the window
+    await until(page, (x) => document.body.dataset.window !== x, wz);
     const c = await page.evaluate(() => document.body.dataset.cursor);
     await page.mouse.click(box.x + box.width * (0.2 + 0.1 * i), box.y + box.height / 2);
     await until(page, (x) => document.body.dataset.cursor !== x, c);
@@ -47,6 +51,7 @@ try {
   }
   const m = await page.evaluate(() => ({
     zoom: performance.getEntriesByName("zoom").map((e) => e.duration),
+    pan: performance.getEntriesByName("pan").map((e) => e.duration),
     cursor: performance.getEntriesByName("cursor").map((e) => e.duration),
     parts: Object.fromEntries(["zoom:window", "zoom:series", "zoom:lifetimes", "zoom:table", "cursor:at", "lifetimes:place", "cursor:blocks", "cursor:owners",
       "cursor:flame", "cursor:segments"].map((n) => [n, performance.getEntriesByName(n).map((e) => Math.round(e.duration))])),
@@ -54,7 +59,8 @@ try {
   if (process.env.VIEW_PARTS) console.error(JSON.stringify(m.parts));
   const med = (v) => { const s = [...v].sort((x, y) => x - y); return s.length ? s[s.length >> 1] : null; };
   console.log(JSON.stringify({ first_view_ms: Math.round(first), zoom_ms_median: Math.round(med(m.zoom)),
-    zoom_ms_max: Math.round(Math.max(...m.zoom)), cursor_ms_median: Math.round(med(m.cursor)),
+    zoom_ms_max: Math.round(Math.max(...m.zoom)), pan_ms_median: Math.round(med(m.pan)),
+    pan_ms_max: Math.round(Math.max(...m.pan)), cursor_ms_median: Math.round(med(m.cursor)),
     cursor_ms_max: Math.round(Math.max(...m.cursor)) }));
 } finally {
   await browser.close();

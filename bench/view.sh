@@ -7,7 +7,7 @@
 # database, then in each round (default 3) starts `memscope view` on it and measures: the
 # server's start (process start to the URL printed: the model loaded), its peak RSS (VmHWM)
 # after the browser is done, and in Debian's chromium (bench/view.mjs) the first view (ms from
-# navigation start until every view is drawn) and the zoom and cursor redraws (the page's own
+# navigation start until every view is drawn) and the zoom, pan and cursor redraws (the page's own
 # measures: request, answer, redraw); then `memscope report` on it (wall, peak RSS, file size).
 # Prints a Markdown table of medians.
 set -euo pipefail
@@ -54,7 +54,7 @@ for r in $(seq "$ROUNDS"); do
     stat -c %s run.html | awk '{print $1 / 1048576}' >>report_size.times
 done
 col() { /usr/bin/python3 -c 'import json,sys; print("\n".join(str(json.loads(l)[sys.argv[1]]) for l in open("browser.jsonl")))' "$1" >"$1.times"; }
-for k in first_view_ms zoom_ms_median zoom_ms_max cursor_ms_median cursor_ms_max; do col $k; done
+for k in first_view_ms zoom_ms_median zoom_ms_max pan_ms_median pan_ms_max cursor_ms_median cursor_ms_max; do col $k; done
 echo "Workload: churn $OPS $THREADS ($events events), $(nproc) CPUs, $ROUNDS rounds, medians."
 echo
 echo "| measure | value |"
@@ -63,5 +63,6 @@ echo "| server start: model loaded, URL printed (s) | $(median start.times) |"
 echo "| server peak RSS (MiB) | $(median rss.times) |"
 echo "| first view in the browser (ms from navigation start) | $(median first_view_ms.times) |"
 echo "| zoom redraw, median / max of 5 (ms) | $(median zoom_ms_median.times) / $(median zoom_ms_max.times) |"
+echo "| pan redraw (right arrow: half a window), median / max of 5 (ms) | $(median pan_ms_median.times) / $(median pan_ms_max.times) |"
 echo "| cursor move redraw, median / max of 5 (ms) | $(median cursor_ms_median.times) / $(median cursor_ms_max.times) |"
 echo "| memscope report: wall (s), peak RSS (MiB), file (MiB) | $(median report.times) / $(median report_rss.times) / $(median report_size.times) |"

@@ -226,7 +226,7 @@ static void threshold_param(struct req *r, const char *name, uint64_t *ns, doubl
     errno = 0;
     if (*s && s[strlen(s) - 1] == '%') {
         double p = strtod(s, &end);
-        if (end == s + strlen(s) - 1 && !errno && p >= 0 && p <= 100) {
+        if (end > s && end == s + strlen(s) - 1 && !errno && p >= 0 && p <= 100) {
             *ns = 0, *pct = p;
             return;
         }

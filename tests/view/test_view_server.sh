@@ -186,7 +186,7 @@ for qs in "series?n=abc" "series?n=0" "series?n=99999999" "series?t0=1e9" "serie
     "blocks?t=99999999999999999999999" "series?n=5x" "analysis?name=bogus" "analysis" \
     "blocks?sort=bogus" "blocks?order=up" "blocks?offset=-1" "blocks?offset=2000000" "blocks?min_size=x" \
     "events?kind=bogus" "events?order=up" "events?limit=0" "blocks?addr=zz" "blocks?addr=-1" \
-    "blocks?lazy=abc" "blocks?idle=150%" "blocks?delayed=-5" "blocks?ineff=2" "at" "at?t=1&mode=x" \
+    "blocks?lazy=abc" "blocks?idle=150%" "blocks?delayed=-5" "blocks?lazy=%25" "blocks?ineff=2" "at" "at?t=1&mode=x" \
     "window?n=0" "blocks?sites=list" "window?ranges=2" "ranges?n=0" "ranges?t0=x"; do
     get "/api/$qs" >/dev/null
     assert_eq "malformed /api/$qs: 400" 400 "$(status)"

@@ -32,6 +32,13 @@ async function until(page, fn, arg) {
   throw new Error(`timed out waiting for ${fn}`);
 }
 
+// A screenshot of the whole page. Sections off screen are not rendered (content-visibility:
+// auto), which a full-page capture would show blank: they are rendered for it.
+async function shot(page, path) {
+  await page.addStyleTag({ content: "section { content-visibility: visible !important; }" });
+  await page.screenshot({ path, fullPage: true });
+}
+
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
   args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
@@ -45,7 +52,7 @@ try {
   page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
   await page.goto(url);
   await page.waitForSelector("body[data-ready='1']", { timeout: 30000 });
-  await page.screenshot({ path: `${outDir}/${kind}-first.png`, fullPage: true });
+  await shot(page, `${outDir}/${kind}-first.png`);
 
   const text = async (sel) => (await page.textContent(sel)).trim();
   if (kind === "stacked") {
@@ -75,7 +82,7 @@ try {
     await until(page, () => document.body.dataset.tableRows === "0:3:3");
     const rows = await text("#tblocks tbody");
     check("b_ineff: the table of inefficient blocks: 600 B, 700 B, 800 B", /^600 B.*700 B.*800 B/s.test(rows), rows);
-    await page.screenshot({ path: `${outDir}/ineff.png`, fullPage: true });
+    await shot(page, `${outDir}/ineff.png`);
     check("no error in the page", errors.length === 0, errors.join(" | "));
     await browser.close();
     console.log(`${checks - fails}/${checks} checks passed`);
@@ -113,7 +120,7 @@ try {
   const stack = await text("#stack");
   check("the largest block's stack: 8.00 MiB, activations then main",
     /^8\.00 MiB block/.test(stack) && /activations \(.*\n\s*main \(/.test(stack), stack);
-  await page.screenshot({ path: `${outDir}/${kind}-stack.png`, fullPage: true });
+  await shot(page, `${outDir}/${kind}-stack.png`);
 
   // the blocks table: every block of the run, then filtered by stack text, then sorted
   await page.locator("#tform").scrollIntoViewIfNeeded(); // the table follows the window once seen
@@ -147,20 +154,29 @@ try {
   const t1 = Number(await page.getAttribute("body", "data-t1"));
   const frac = (win[1] - win[0]) / (t1 + 1);
   check("a drag over 40% of the chart zooms to about 40% of the run", frac > 0.3 && frac < 0.5, frac);
-  await page.screenshot({ path: `${outDir}/${kind}-zoom.png`, fullPage: true });
+  // the right arrow key pans by half the window, its width kept
+  await page.keyboard.press("ArrowRight");
+  await until(page, (b) => document.body.dataset.window !== b, win.join(","));
+  const panned = (await page.getAttribute("body", "data-window")).split(",").map(Number);
+  const w0 = win[1] - win[0];
+  check("the right arrow pans by half the window, its width kept",
+    panned[1] - panned[0] === w0 && Math.abs(panned[0] - win[0] - w0 / 2) <= 1, panned.join(","));
+  await page.keyboard.press("ArrowLeft");
+  await until(page, (b) => document.body.dataset.window !== b, panned.join(","));
+  await shot(page, `${outDir}/${kind}-zoom.png`);
 
   // a click on the chart moves the cursor; the views follow
   const oldCursor = await page.getAttribute("body", "data-cursor");
   await page.mouse.click(box.x + box.width * 0.05, box.y + box.height / 2);
   await until(page, (c) => document.body.dataset.cursor !== c, oldCursor);
   check("a click on the chart moves the cursor", true);
-  await page.screenshot({ path: `${outDir}/${kind}-cursor.png`, fullPage: true });
+  await shot(page, `${outDir}/${kind}-cursor.png`);
 
   // the flame graph of what was never freed
   await page.selectOption("#fmode", "leaked");
   await until(page, () => document.getElementById("ftotal").textContent.startsWith("3.00 MiB"));
   check("flame of what was never freed: 3.00 MiB", true);
-  await page.screenshot({ path: `${outDir}/${kind}-leaked.png`, fullPage: true });
+  await shot(page, `${outDir}/${kind}-leaked.png`);
 
   await page.locator("#atext").scrollIntoViewIfNeeded(); // the first report is asked for when seen
   await until(page, () => document.body.dataset.analysis === "leaks" && !document.getElementById("atext").textContent.startsWith("running"));

@@ -31,6 +31,13 @@ const states = [
     `${A}:0+${256 * KiB},${512 * KiB}+${128 * KiB}:${384 * KiB}|${B}:0+${MiB}:${MiB}`],
 ];
 
+// A screenshot of the whole page. Sections off screen are not rendered (content-visibility:
+// auto), which a full-page capture would show blank: they are rendered for it.
+async function shot(page, path) {
+  await page.addStyleTag({ content: "section { content-visibility: visible !important; }" });
+  await page.screenshot({ path, fullPage: true });
+}
+
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
   args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
@@ -50,7 +57,7 @@ try {
     const got = await page.getAttribute("body", "data-segments");
     check(states[i][0], got === states[i][1], got);
     await page.locator("#segs").scrollIntoViewIfNeeded();
-    await page.screenshot({ path: `${outDir}/${kind}-pool-${i}.png`, fullPage: true });
+    await shot(page, `${outDir}/${kind}-pool-${i}.png`);
   }
   // B's 1 MiB block: the second row, from the bars' start to half of B's width
   const box = await (await page.$("#segs")).boundingBox();

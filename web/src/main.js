@@ -390,6 +390,16 @@ async function zoomTo(a, b, name = "zoom") {
   document.body.dataset.window = state.win.join(",");
 }
 
+// Moves the window by share of its width, its width kept, within the run.
+function pan(share) {
+  const [a, b] = state.win, w = b - a;
+  const lo = state.sum.t0, hi = state.sum.t1 + 1;
+  let na = Math.round(a + share * w);
+  na = Math.max(lo, Math.min(na, hi - w));
+  if (na === a) return Promise.resolve(); // at the run's edge already
+  return zoomTo(na, na + w, "pan");
+}
+
 // ---- Cursor-driven views ----------------------------------------------------------------------
 
 async function setCursor(t, name = "cursor") {
@@ -1087,6 +1097,15 @@ async function start() {
   $("smode").onchange = () => loadSeries().catch(showError);
   if (state.sum.tracks.filter((t) => t.id > 0 && !t.reserve).length < 2) $("smode").hidden = true;
   $("reset").onclick = () => zoomTo(state.sum.t0, state.sum.t1 + 1, "zoom-reset").catch(showError);
+  $("panl").onclick = () => pan(-0.5).catch(showError);
+  $("panr").onclick = () => pan(0.5).catch(showError);
+  window.addEventListener("keydown", (e) => {
+    if (e.target.closest && e.target.closest("input, select, textarea")) return; // typing in a form
+    if (e.key === "ArrowLeft" || e.key === "ArrowRight") {
+      e.preventDefault();
+      pan(e.key === "ArrowLeft" ? -0.5 : 0.5).catch(showError);
+    }
+  });
   $("topeak").onclick = () => setCursor(state.sum.peak_ns).catch(showError);
   await Promise.all([loadSeries(), loadLifetimes()]);
   await setCursor(state.sum.peak_ns, "cursor-first"); // part of the first view

@@ -14,6 +14,7 @@ view_start "$TMP/pool.db"
 get() {
     local sep='?'
     [[ $1 == *\?* ]] && sep='&'
+    rm -f "$TMP/body" # a failed request leaves no earlier answer to be read as its own
     curl -s -o "$TMP/body" -w '%{http_code}' "$BASE$1${sep}token=$TOKEN" >"$TMP/status"
 }
 js() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$TMP/body" "$1"; }

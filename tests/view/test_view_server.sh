@@ -21,6 +21,7 @@ known_db
 get() {
     local sep='?'
     [[ $1 == *\?* ]] && sep='&'
+    rm -f "$TMP/body" # a failed request leaves no earlier answer to be read as its own
     curl -s -o "$TMP/body" -w '%{http_code}' "$BASE$1${sep}token=$TOKEN" >"$TMP/status"
     cat "$TMP/body"
 }

@@ -17,6 +17,9 @@ known_db() {
 # view_start DB: starts memscope view DB --port 0 in the background; sets VIEW_PID, URL, BASE
 # (http://127.0.0.1:PORT), TOKEN and PORT. Fails the test when no URL comes within 60 s.
 view_start() {
+    # emptied here, not only by the redirection below: that happens in the child, which may
+    # not have run yet when the loop first reads the file (the last server's URL)
+    : >"$TMP/view.out"
     "$MEMSCOPE" view "$1" --port 0 >"$TMP/view.out" 2>"$TMP/view.err" &
     VIEW_PID=$!
     local i

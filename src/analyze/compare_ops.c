@@ -314,7 +314,8 @@ static int myers(const struct op *a, long n, const struct op *b, long m, long a0
             else
                 ed[(*ned)++] = (struct edit){a0 + (--x), -1};
         }
-        for (size_t i = start, j = *ned - 1; i < j; i++, j--) {
+        /* none written (both sides empty): *ned - 1 would wrap around */
+        for (size_t i = start, j = *ned > start ? *ned - 1 : start; i < j; i++, j--) {
             struct edit t = ed[i];
             ed[i] = ed[j];
             ed[j] = t;

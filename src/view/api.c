@@ -1107,11 +1107,34 @@ static int analyses(struct ms_view *v, struct req *r, struct ms_json *j)
     return 0;
 }
 
+/* The text report of analysis name with options o (its reason when it fails), a string the
+ * caller frees; NULL when out of memory. */
+static char *analysis_text(struct ms_view *v, const char *name, const struct ms_analyze_opts *o)
+{
+    char *text = NULL, err[512] = "";
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    int rc = ms_analyze_run_list(v->path, name, o, f, err, sizeof err);
+    if (rc < 0) {
+        rewind(f);
+        fprintf(f, "%s: %s\n", name, err[0] ? err : ms_strerror(rc));
+    }
+    if (fclose(f) != 0 || !text) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
 /* The text report of one analysis with its default options (memscope analyze NAME RUN.db),
- * computed once per server. An analysis that fails answers its reason as its text. */
+ * computed once per server; compare with steps=A,B compares those two steps of the run (as
+ * `memscope analyze compare --steps A,B`), computed each time. An analysis that fails answers
+ * its reason as its text. */
 static int analysis(struct ms_view *v, struct req *r, struct ms_json *j)
 {
-    const char *name = r->param(r->ctx, "name");
+    const char *name = r->param(r->ctx, "name"), *steps = r->param(r->ctx, "steps");
     size_t i = 0;
     for (; name && ms_analyses[i].name; i++)
         if (!strcmp(ms_analyses[i].name, name))
@@ -1120,25 +1143,29 @@ static int analysis(struct ms_view *v, struct req *r, struct ms_json *j)
         snprintf(r->bad, sizeof r->bad, "parameter 'name': expected an analysis (/api/analyses)");
         return MS_EINVAL;
     }
-    if (!v->analysis[i]) {
-        char *text = NULL, err[512] = "";
-        size_t len = 0;
-        FILE *f = open_memstream(&text, &len);
-        if (!f)
-            return MS_ENOMEM;
-        struct ms_analyze_opts o;
-        ms_analyze_opts_init(&o);
-        int rc = ms_analyze_run_list(v->path, name, &o, f, err, sizeof err);
-        if (rc < 0) {
-            rewind(f);
-            fprintf(f, "%s: %s\n", name, err[0] ? err : ms_strerror(rc));
+    struct ms_analyze_opts o;
+    ms_analyze_opts_init(&o);
+    if (steps) {
+        int a, b, end = 0;
+        if (strcmp(name, "compare") || sscanf(steps, "%d,%d%n", &a, &b, &end) != 2 || steps[end] ||
+            a < 1 || b < 1 || a == b) {
+            snprintf(r->bad, sizeof r->bad,
+                     "parameter 'steps': expected two steps A,B, with name=compare");
+            return MS_EINVAL;
         }
-        if (fclose(f) != 0 || !text) {
-            free(text);
+        o.step_a = a, o.step_b = b;
+        char *text = analysis_text(v, name, &o);
+        if (!text)
             return MS_ENOMEM;
-        }
-        v->analysis[i] = text;
+        ms_json_begin_object(j, NULL);
+        ms_json_str(j, "name", name);
+        ms_json_str(j, "text", text);
+        ms_json_end_object(j);
+        free(text);
+        return 0;
     }
+    if (!v->analysis[i] && !(v->analysis[i] = analysis_text(v, name, &o)))
+        return MS_ENOMEM;
     ms_json_begin_object(j, NULL);
     ms_json_str(j, "name", name);
     ms_json_str(j, "text", v->analysis[i]);

@@ -149,6 +149,9 @@ check_known() { # WHAT [DB analyze leaks reads, default known.db]
     get "/api/analysis?name=leaks" >/dev/null
     assert_eq "$1: analyze leaks' report, as memscope analyze leaks prints it" \
         "$("$MEMSCOPE" analyze leaks "${2:-$TMP/known.db}" 2>&1)" "$(js 'd["text"].rstrip("\n")')"
+    get "/api/analysis?name=compare&steps=2,4" >/dev/null
+    assert_eq "$1: compare of steps 2 and 4, as memscope analyze compare --steps 2,4 prints it" \
+        "$("$MEMSCOPE" analyze compare "${2:-$TMP/known.db}" --steps 2,4 2>&1)" "$(js 'd["text"].rstrip("\n")')"
     get "/api/blocks?t=$peak&limit=1" >/dev/null
     assert_eq "$1: the largest block's owner" "model@activation" "$(js 'd["blocks"][0]["owner"]')"
 }
@@ -188,7 +191,9 @@ for qs in "series?n=abc" "series?n=0" "series?n=99999999" "series?t0=1e9" "serie
     "blocks?sort=bogus" "blocks?order=up" "blocks?offset=-1" "blocks?offset=2000000" "blocks?min_size=x" \
     "events?kind=bogus" "events?order=up" "events?limit=0" "blocks?addr=zz" "blocks?addr=-1" \
     "blocks?lazy=abc" "blocks?idle=150%" "blocks?delayed=-5" "blocks?lazy=%25" "blocks?ineff=2" "at" "at?t=1&mode=x" \
-    "window?n=0" "blocks?sites=list" "window?ranges=2" "ranges?n=0" "ranges?t0=x"; do
+    "window?n=0" "blocks?sites=list" "window?ranges=2" "ranges?n=0" "ranges?t0=x" \
+    "analysis?name=compare&steps=2" "analysis?name=compare&steps=2,2" "analysis?name=leaks&steps=1,2" \
+    "analysis?name=compare&steps=0,1" "analysis?name=compare&steps=1,2x"; do
     get "/api/$qs" >/dev/null
     assert_eq "malformed /api/$qs: 400" 400 "$(status)"
     assert_match "malformed /api/$qs: a JSON error naming the parameter" '^\{"error":"parameter' "$(cat "$TMP/body")"

@@ -183,6 +183,20 @@ try {
   const findings = await text("#atext");
   check("findings: analyze leaks' report names weights()", /weights \(/.test(findings), findings.slice(0, 200));
 
+  // compare of two steps, picked in the findings (the first after the warm-up and the last)
+  if (kind === "report") {
+    const offered = await page.evaluate(() => [...document.querySelectorAll("#aname option")].map((o) => o.value));
+    check("findings: a report offers no compare (it needs steps picked)", !offered.includes("compare"), offered.join(" "));
+  } else {
+    await page.selectOption("#aname", "compare");
+    await until(page, () => document.body.dataset.analysis === "compare");
+    const cmp = await text("#atext");
+    check("findings: compare of steps 2 and 4, weights() 3 MiB less in 4",
+      /^Compare A \(step 2\) with B \(step 4\)/.test(cmp) && /-3145728 .*weights \(/.test(cmp), cmp.slice(0, 300));
+    await page.selectOption("#aname", "leaks");
+    await until(page, () => document.body.dataset.analysis === "leaks");
+  }
+
   // Insight's categories for the owner tree; the lifetime chart coloured by owner
   await page.click("#topeak");
   await until(page, () => document.getElementById("ototal").textContent === "11.0 MiB");

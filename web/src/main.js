@@ -1055,15 +1055,27 @@ async function setupFindings() {
     o.title = a.summary;
     sel.append(o);
   }
+  // compare: two steps of this run, picked here (the first after the warm-up and the last)
+  const steps = [...new Set(state.sum.steps.map((x) => x.step))].sort((a, b) => a - b);
+  for (const id of ["ca", "cb"]) for (const n of steps) $(id).append(el("option", { value: String(n) }, String(n)));
+  if (steps.length >= 2) {
+    $("ca").value = String(steps.length > 2 ? steps[1] : steps[0]);
+    $("cb").value = String(steps[steps.length - 1]);
+  }
+  const comparing = () => sel.value === "compare" && steps.length >= 2 && !REPORT;
   const show = async () => {
     const a = r.analyses.find((x) => x.name === sel.value);
     $("ahint").textContent = a ? a.summary : "";
+    $("csteps").hidden = !comparing();
     $("atext").textContent = "running memscope analyze " + sel.value + " ...";
-    const t = await api("analysis", { name: sel.value });
+    const q = { name: sel.value };
+    if (comparing()) q.steps = `${$("ca").value},${$("cb").value}`;
+    const t = q.steps && $("ca").value === $("cb").value ? { text: "compare: pick two different steps" } : await api("analysis", q);
     linkFindings($("atext"), t.text);
     document.body.dataset.analysis = sel.value;
   };
   sel.onchange = () => show().catch(showError);
+  $("ca").onchange = $("cb").onchange = () => show().catch(showError);
   // the first report when the section comes into view: an analysis of a large run takes the
   // server a while, which the other views should not wait for
   const seen = new IntersectionObserver((entries) => {

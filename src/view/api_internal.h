@@ -1,6 +1,7 @@
 /* api_internal.h: what the viewer's query files share (api.c: loading, stacks, parameters,
- * summary, series, blocks, owners, analyses and the routing; api_flame.c: the flame graphs of
- * allocation stacks and of the Python call trace; api_pool.c: a pool's allocator state). */
+ * summary, series, owners, analyses and the routing; api_tables.c: blocks, events, ranges;
+ * api_flame.c: the flame graphs of allocation stacks and of the Python call trace;
+ * api_pool.c: a pool's allocator state). */
 #ifndef MS_VIEW_API_INTERNAL_H
 #define MS_VIEW_API_INTERNAL_H
 
@@ -8,6 +9,10 @@
 #include "analyze/analyze.h"
 
 #include <stdint.h>
+
+#define MAX_POINTS 4000 /* a series' buckets, a chart's pixels at most */
+#define MAX_ROWS 5000
+#define MAX_OFFSET 1000000 /* rows a page may start at: deeper, narrow the filters */
 
 /* One request: how to read its parameters, the first bad one's message. */
 struct req {
@@ -23,6 +28,14 @@ struct req {
 int64_t ms__vnum(struct req *r, const char *name, int64_t def, int64_t lo, int64_t hi);
 /* Time parameter name (ns from r->origin) as an absolute time; def (absolute) when absent. */
 int64_t ms__vtnum(struct req *r, const char *name, int64_t def);
+/* A stack's call site (the first frame of the program's own code), cached; at most len
+ * bytes into out. */
+void ms__vstack_site(struct ms_view *v, uint32_t id, char *out, size_t len);
+/* Insight's inefficiency flags of block i under r's thresholds (0: not accessed, efficient). */
+unsigned ms__vineff_flags(const struct ms_view *v, const struct req *r, size_t i);
+/* The blocks of track (0: every memory layer) alive in [a, b) into v->live_idx, cached (see
+ * struct ms_view): 0 or MS_ENOMEM. */
+int ms__valive_set(struct ms_view *v, int64_t a, int64_t b, int64_t track);
 /* The cached text of a stack: C lines, a '\x1f' line, Python lines ("" when none). */
 const char *ms__vstack_text(struct ms_view *v, uint32_t id);
 
@@ -38,6 +51,9 @@ struct site_sum *ms__vsum_by_stack(struct ms_view *v, int mode, int64_t a, int64
                                    size_t *n, int64_t *total);
 
 /* The queries of the other files: 0, MS_EINVAL (r->bad says why) or another negative code. */
+int ms__vapi_blocks(struct ms_view *v, struct req *r, struct ms_json *j);
+int ms__vapi_events(struct ms_view *v, struct req *r, struct ms_json *j);
+int ms__vapi_ranges(struct ms_view *v, struct req *r, struct ms_json *j);
 int ms__vapi_flame(struct ms_view *v, struct req *r, struct ms_json *j);
 int ms__vapi_pytrace(struct ms_view *v, struct req *r, struct ms_json *j);
 int ms__vapi_segments(struct ms_view *v, struct req *r, struct ms_json *j);

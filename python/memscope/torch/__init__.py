@@ -17,7 +17,7 @@ torch, if the package's __init__ (or `python3 -m memscope.torch script.py`) call
 import os
 import sys
 
-__all__ = ["trace_ops", "install_hooks", "tag", "enable_ops", "disable_ops", "WEIGHT",
+__all__ = ["trace_ops", "install_hooks", "MemTracer", "tag", "enable_ops", "disable_ops", "WEIGHT",
            "GRADIENT", "OPTIMIZER_STATE", "ACTIVATION"]
 
 WEIGHT = "PTA@weight"
@@ -44,16 +44,36 @@ def disable_ops(access=True):
     dispatch.disable("ops", *(("access",) if access else ()))
 
 
-def install_hooks(model=None, optimizer=None, *, name="model", log_path=None, rank=None,
-                  auto_step=False, decompose=True, log=True, to_db=True):
+def install_hooks(model=None, optimizer=None, tracer=None, *, m=None, opt=None, name="model",
+                  log_path=None, rank=None, auto_step=False, decompose=True, log=True,
+                  to_db=True):
     """Hook a model and/or optimizer: owner tags for `memscope analyze decompose`
     (decompose=True), the per-module memory log (log=True; log_path default
     mem_trace_rank_{rank}.log, `{rank}` is substituted; to_db: also as MARKs), and with
-    auto_step=True a memscope step after every optimizer.step(). Returns a handle with
-    remove() (also a context manager)."""
+    auto_step=True a memscope step after every optimizer.step(). MemTracer's call,
+    install_hooks(m=model, opt=optimizer, tracer=MemTracer(path)), logs in its format through
+    the given tracer (docs/torch.md). Returns a handle with remove() (also a context
+    manager)."""
+    if m is not None:
+        if model is not None:
+            raise TypeError("install_hooks(): give the model once (model or m)")
+        model = m
+    if opt is not None:
+        if optimizer is not None:
+            raise TypeError("install_hooks(): give the optimizer once (optimizer or opt)")
+        optimizer = opt
     from .hooks import Hooks
     return Hooks(model, optimizer, name=name, log_path=log_path, rank=rank,
-                 auto_step=auto_step, decompose_owners=decompose, log=log, to_db=to_db)
+                 auto_step=auto_step, decompose_owners=decompose, log=log, to_db=to_db,
+                 tracer=tracer)
+
+
+def MemTracer(log_path=None, rank=None, to_db=True):
+    """A module memory log in MemTracer's format for install_hooks(tracer=...): one dict per
+    line, {'step': 0, 'module': 'Linear', 'stage': 'pre forward', 'mem': {... MiB}}; log_path
+    default mem_trace_rank_{rank}.log. Close it with .close() (or at exit)."""
+    from .modlog import MemTracer as T
+    return T(log_path, rank, to_db)
 
 
 def tag(tensor_or_addr, owner, size=0):

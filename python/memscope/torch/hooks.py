@@ -86,13 +86,13 @@ class Hooks:
     """What install_hooks() set up; remove() takes it all down."""
 
     def __init__(self, model, optimizer=None, name="model", log_path=None, rank=None,
-                 auto_step=False, decompose_owners=True, log=True, to_db=True):
+                 auto_step=False, decompose_owners=True, log=True, to_db=True, tracer=None):
         with _backend.QUIET:   # memscope's own bookkeeping: not the program's allocations
             self._init(model, optimizer, name, log_path, rank, auto_step, decompose_owners, log,
-                       to_db)
+                       to_db, tracer)
 
     def _init(self, model, optimizer, name, log_path, rank, auto_step, decompose_owners, log,
-              to_db):
+              to_db, tracer):
         if model is not None and not isinstance(model, torch.nn.Module):
             raise TypeError("install_hooks(): model must be a torch.nn.Module, not %s"
                             % type(model).__name__)
@@ -108,7 +108,16 @@ class Hooks:
         self.name = name
         self.auto_step = auto_step
         self.owners = decompose_owners
-        self.log = ModuleLog(log_path, rank, to_db) if log else None
+        if tracer is not None:   # the caller's log (MemTracer): it owns it
+            if not isinstance(tracer, ModuleLog):
+                raise TypeError("install_hooks(): tracer must be a memscope.torch.MemTracer, "
+                                "not %s" % type(tracer).__name__)
+            if not log or log_path is not None or rank is not None:
+                raise ValueError("install_hooks(): tracer= already says where and how to log "
+                                 "(no log=, log_path= or rank= with it)")
+            self.log, self.own_log = tracer, False
+        else:
+            self.log, self.own_log = (ModuleLog(log_path, rank, to_db) if log else None), True
         self.handles = []
         self.pending = {}      # module name -> its _Calls awaiting their backward, in call order
         self.open = {}         # module name -> its _Calls whose forward has not returned yet
@@ -277,8 +286,9 @@ class Hooks:
         if self.features:
             dispatch.disable(*self.features)
             self.features = ()
-        if self.log is not None:
+        if self.log is not None and self.own_log:
             self.log.close()
+        self.log = None
         decompose.unwind()
 
     def __enter__(self):

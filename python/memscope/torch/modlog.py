@@ -23,6 +23,15 @@ and, as the same text after `memscope-module:`, as a MARK in the database:
   ts_ns          time.time_ns() at the hook
 
 Values are ints and strings only, so a line reads with json.loads and ast.literal_eval.
+
+MemTracer's own format (install_hooks(m=model, opt=optimizer, tracer=MemTracer(...))): one
+Python dict literal per line, steps from 0, the module's class name, stages with a space, the
+figures in MiB (4 decimals) under "mem", `max_cached` the largest `cached` seen by the tracer:
+
+  {'step': 0, 'module': 'Linear', 'stage': 'pre forward',
+   'mem': {'allocated': 0.0012, 'cached': 0.1328, 'max_allocated': 0.0024, 'max_cached': 0.1328}}
+
+The database gets the same MARKs as with the default log (memscope's JSON line, its step from 1).
 """
 import ctypes
 import json
@@ -99,11 +108,36 @@ class ModuleLog:
                "max_allocated": live.max_allocated, "ts_ns": time.time_ns()}
         line = json.dumps(rec, separators=(", ", ": "))
         if self.f is not None:
-            self.f.write(line + "\n")
+            self.f.write(self.format(rec, line) + "\n")
         if self.to_db:
             _backend.mark(MARK_PREFIX + line)
+
+    def format(self, rec, line):
+        """The file's line for one record (line: the record as JSON)."""
+        return line
 
     def close(self):
         if self.f is not None:
             self.f.close()
             self.f = None
+
+
+def _mib(n):
+    return round(n / 1048576.0, 4)
+
+
+class MemTracer(ModuleLog):
+    """A module log in MemTracer's format, for install_hooks(m=, opt=, tracer=). The caller
+    owns it: removing the hooks leaves it open (one tracer may serve several installs);
+    close() ends the file. The file is line-buffered: a line is on disk once logged."""
+
+    def __init__(self, log_path=None, rank=None, to_db=True):
+        super().__init__(log_path, rank, to_db)
+        self.max_cached = 0
+
+    def format(self, rec, line):
+        self.max_cached = max(self.max_cached, rec["reserved"])
+        mem = {"allocated": _mib(rec["allocated"]), "cached": _mib(rec["reserved"]),
+               "max_allocated": _mib(rec["max_allocated"]), "max_cached": _mib(self.max_cached)}
+        return repr({"step": rec["step"] - 1, "module": rec["type"],
+                     "stage": rec["stage"].replace("_", " "), "mem": mem})

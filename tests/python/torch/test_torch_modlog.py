@@ -94,3 +94,72 @@ def test_module_called_twice_pairs_its_backward(tmp_path):
         assert back[-1] == "post_backward", back
         root = [r["stage"] for r in recs if r["step"] == step and r["module"] == "model"]
         assert root.count("pre_backward") == root.count("post_backward") == 1, root
+
+
+MEMTRACER = r'''
+import torch
+import memscope.torch as mt
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+tracer = mt.MemTracer("trace.log")
+h = mt.install_hooks(m=model, opt=opt, tracer=tracer, auto_step=True)
+def train():
+    loss = model(torch.randn(5, 8)).pow(2).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+train()
+h.remove()
+train()                                        # not logged: the hooks are gone
+h = mt.install_hooks(model, opt, tracer)       # the same tracer, positionally: it goes on
+train()
+h.remove()
+tracer.close()
+for bad in (lambda: mt.install_hooks(m=model, opt=opt, tracer=tracer, log_path="x.log"),
+            lambda: mt.install_hooks(model, m=model),
+            lambda: mt.install_hooks(model, opt, tracer=object())):
+    try:
+        bad()
+        print("accepted")
+    except (TypeError, ValueError) as e:
+        print("refused:", e)
+'''
+
+
+def test_memtracer_format(tmp_path):
+    """Issue 18 item 9: install_hooks(m=, opt=, tracer=MemTracer(path)) logs MemTracer's lines:
+    dict literals, steps from 0, class names, stages with a space, MiB under 'mem' with
+    max_cached; the figures are the MARKs' (memscope's JSON) in MiB."""
+    db, p = run(tmp_path, MEMTRACER)
+    refused = [l for l in p.stdout.splitlines() if l.startswith(("refused", "accepted"))]
+    assert len(refused) == 3 and all(l.startswith("refused: install_hooks()") for l in refused), \
+        p.stdout
+    assert not (tmp_path / "mem_trace_rank_0.log").exists()
+    lines = (tmp_path / "trace.log").read_text().splitlines()
+    recs = [ast.literal_eval(l) for l in lines]
+    assert all(l == repr(r) for l, r in zip(lines, recs))
+    stages = ("pre forward", "post forward", "pre backward", "post backward")
+    for step in (0, 1):
+        got = sorted((r["module"], r["stage"]) for r in recs if r["step"] == step)
+        want = sorted([(m, s) for m in ("Sequential", "Linear", "ReLU", "Linear")
+                       for s in stages] + [("SGD", "pre step"), ("SGD", "post step")])
+        assert got == want, step
+    assert {r["step"] for r in recs} == {0, 1}
+    marks = [json.loads(r[0][len("memscope-module:"):]) for r in query(
+        db, "SELECT name FROM events WHERE kind = 5 AND name LIKE 'memscope-module:%' "
+            "ORDER BY id")]
+    assert len(marks) == len(recs)
+    top = 0
+    for r, mk in zip(recs, marks):
+        assert list(r) == ["step", "module", "stage", "mem"]
+        assert list(r["mem"]) == ["allocated", "cached", "max_allocated", "max_cached"]
+        assert r["module"] == mk["type"] and r["stage"] == mk["stage"].replace("_", " ")
+        assert r["step"] == mk["step"] - 1
+        mib = lambda n: round(n / 1048576.0, 4)
+        assert r["mem"]["allocated"] == mib(mk["allocated"]) > 0
+        assert r["mem"]["cached"] == mib(mk["reserved"])
+        assert r["mem"]["max_allocated"] == mib(mk["max_allocated"])
+        top = max(top, mk["reserved"])
+        assert r["mem"]["max_cached"] == mib(top)

@@ -5,7 +5,8 @@ InefficientAnalyzer/InefficientConfig classes. Callers: user code, through the m
 check_leaks reads msMemScope's CSV (`memscope run --format=csv`, `memscope export --format=csv`,
 or msMemScope's own) as msMemScope does: device memory (Event Type HAL) per device, between
 the MSTX marks of one name. check_inefficient runs `memscope analyze inefficient --write-back`
-on a database, which records the findings in it, as msMemScope appends them to its input.
+on a database, which records the findings in it, as msMemScope appends them to its input; on a
+CSV it applies the same rules here and writes the findings into the MALLOC rows' Attr.
 Inputs are hostile: a regular file, at most 8 GiB, a path of at most 4096 characters."""
 import csv
 import os
@@ -121,14 +122,14 @@ def _memscope_bin():
 
 def check_inefficient(input_path, mem_size=0, inefficient_type=None, idle_threshold=3000):
     """Early allocation, late deallocation and temporary idleness (msMemScope's rules) on a
-    memscope database: `memscope analyze inefficient --write-back` records the findings in it
-    (its `inefficient` table and the MALLOC rows' Attr `inefficient_type`). Returns the flagged
-    blocks of at least mem_size bytes of the asked types (all three when None), as dicts of the
-    analysis's JSON. A .csv input is refused: memscope reads its databases, not CSV back."""
-    if isinstance(input_path, (str, os.PathLike)) and os.fspath(input_path).endswith(".csv"):
-        raise ValueError("check_inefficient: memscope analyses its databases (.db), not CSV: "
-                         "give the run's database")
-    path = _check_input(input_path, (".db",), writable=True)
+    memscope database or msMemScope's CSV. On a database, `memscope analyze inefficient
+    --write-back` records the findings in it (its `inefficient` table and the MALLOC rows'
+    Attr `inefficient_type`); on a CSV the rules run here (_ineff_csv, the same rules as that
+    analysis) and the flagged MALLOC rows' Attr gain `inefficient_type:<a>[,<b>]`, the file
+    rewritten in place (every other record byte for byte). Returns the flagged blocks of at
+    least mem_size bytes of the asked types (all three when None), as dicts (allocation_id,
+    size, layer, types[, site, owner])."""
+    path = _check_input(input_path, (".db", ".csv"), writable=True)
     types = INEFFICIENT_TYPES if inefficient_type is None else (
         (inefficient_type,) if isinstance(inefficient_type, str) else tuple(inefficient_type))
     bad = [t for t in types if t not in INEFFICIENT_TYPES]
@@ -138,6 +139,22 @@ def check_inefficient(input_path, mem_size=0, inefficient_type=None, idle_thresh
         raise ValueError("idle_threshold must be an int > 0")
     if not isinstance(mem_size, int) or mem_size < 0:
         raise ValueError("mem_size must be an int >= 0")
+    if path.endswith(".csv"):
+        found = [b for b in _ineff_csv(path, idle_threshold) if b["size"] >= mem_size]
+        for b in found:
+            b["types"] = [t for t in b["types"] if t in types]
+        found = [b for b in found if b["types"]]
+        _ineff_csv_write(path, {b["allocation_id"]: b["types"] for b in found})
+    else:
+        found = _ineff_db(path, mem_size, types, idle_threshold)
+    for b in found:
+        print("%s: %d bytes, allocation %d (%s)" % (",".join(b.get("types", ())),
+                                                    b.get("size", 0), b.get("allocation_id", 0),
+                                                    b.get("site") or b.get("layer", "?")))
+    return found
+
+
+def _ineff_db(path, mem_size, types, idle_threshold):
     p = subprocess.run([_memscope_bin(), "analyze", "inefficient", path, "--write-back",
                         "--idle-threshold", str(idle_threshold), "--top", "1000000000",
                         "--json"],
@@ -146,13 +163,178 @@ def check_inefficient(input_path, mem_size=0, inefficient_type=None, idle_thresh
         raise RuntimeError("check_inefficient: %s" % (p.stderr.strip() or p.returncode))
     import json
     doc = json.loads(p.stdout)
-    found = [b for b in doc.get("blocks", []) if b.get("size", 0) >= mem_size and
-             any(t in b.get("types", ()) for t in types)]
-    for b in found:
-        print("%s: %d bytes, allocation %d (%s)" % (",".join(b.get("types", ())),
-                                                    b.get("size", 0), b.get("allocation_id", 0),
-                                                    b.get("site", "?")))
-    return found
+    return [b for b in doc.get("blocks", []) if b.get("size", 0) >= mem_size and
+            any(t in b.get("types", ()) for t in types)]
+
+
+_AID = re.compile(r"(?:^|[{,])\"?allocation_id\"?:\"?(\d+)")
+_CSV_NEED = ("ID", "Event", "Event Type", "Name", "Process Id", "Thread Id", "Attr")
+
+
+class _Api:
+    """One process's API counter (analyze inefficient's struct proc)."""
+    __slots__ = ("api", "malloc_api", "free_api", "open", "tmp_malloc", "tmp_free")
+
+    def __init__(self):
+        self.api, self.malloc_api, self.free_api = 0, None, None
+        self.open, self.tmp_malloc, self.tmp_free = 0, False, False
+
+    def classify(self):
+        if self.tmp_malloc:
+            self.malloc_api = self.api
+        if self.tmp_free:
+            self.free_api = self.api
+        self.tmp_malloc = self.tmp_free = False
+
+
+def _ineff_csv(path, idle_threshold):
+    """msMemScope's three API-count rules over a CSV in ID order, as `memscope analyze
+    inefficient` applies them to a database (docs/analyses.md): an API is an outermost range
+    (OP_LAUNCH ATEN_START..ATEN_END, or memscope's MSTX Range_start..Range_end) of a thread, or
+    one MALLOC, FREE or ACCESS outside every range; per process. Every MALLOC/FREE row takes
+    part, as every memory layer does there. Memory: the live blocks and the findings."""
+    csv.field_size_limit(1 << 24)
+    procs, depth, live, found = {}, {}, {}, {}
+    with open(path, newline="", encoding="utf-8", errors="replace") as f:
+        reader = csv.reader(f)
+        head = next(reader, None)
+        if not head or not all(c in head for c in _CSV_NEED):
+            raise ValueError("%s: not msMemScope's CSV (columns %s)" % (path, list(_CSV_NEED)))
+        ci = {c: head.index(c) for c in _CSV_NEED}
+        last = None
+        for r in reader:
+            if len(r) != len(head):
+                raise ValueError("%s: line %d: %d fields, the header has %d"
+                                 % (path, reader.line_num, len(r), len(head)))
+            try:
+                rid = int(r[ci["ID"]])
+            except ValueError:
+                raise ValueError("%s: line %d: ID %r is not a number"
+                                 % (path, reader.line_num, r[ci["ID"]])) from None
+            if last is not None and rid <= last:
+                raise ValueError("%s: line %d: ID %d after %d (the rows must be in ID order)"
+                                 % (path, reader.line_num, rid, last))
+            last = rid
+            _ineff_row(r, ci, idle_threshold, procs, depth, live, found)
+    for aid, b in live.items():
+        if b[4]:
+            found[aid] = b
+    return [{"allocation_id": aid, "size": b[5], "layer": b[6],
+             "types": [t for t in INEFFICIENT_TYPES if t in b[4]]}
+            for aid, b in sorted(found.items(), key=lambda kv: (-kv[1][5], kv[0]))]
+
+
+def _ineff_row(r, ci, idle_threshold, procs, depth, live, found):
+    """One CSV record of _ineff_csv."""
+    event, etype = r[ci["Event"]], r[ci["Event Type"]]
+    key = r[ci["Process Id"]]
+    p = procs.get(key)
+    if p is None:
+        p = procs[key] = _Api()
+    if etype in ("ATEN_START", "Range_start", "ATEN_END", "Range_end") and \
+            event in ("OP_LAUNCH", "MSTX"):
+        t = (key, r[ci["Thread Id"]])
+        d = depth.get(t, 0)
+        if etype.endswith("START") or etype.endswith("start"):
+            depth[t] = d + 1
+            if d == 0:
+                p.open += 1
+                p.api += 1
+        elif d > 0:
+            depth[t] = d - 1
+            if d == 1 and p.open > 0:
+                p.open -= 1
+                if p.open == 0:
+                    p.classify()
+        return
+    if event not in ("MALLOC", "FREE", "ACCESS"):
+        return
+    if not p.open:
+        p.api += 1
+        p.tmp_malloc, p.tmp_free = event == "MALLOC", event == "FREE"
+        p.classify()
+    else:
+        p.tmp_malloc |= event == "MALLOC"
+        p.tmp_free |= event == "FREE"
+    m = _AID.search(r[ci["Attr"]])
+    if not m:
+        return
+    aid, api = int(m.group(1)), p.api
+    if event == "MALLOC":
+        sm = _SIZE.search(r[ci["Attr"]])
+        # [malloc api, first access api other than it, last api, last was an access,
+        #  flags, size, layer]
+        live[aid] = [api, None, api, False, set(), int(sm.group(1)) if sm else 0, etype]
+        return
+    b = live.get(aid)
+    if b is None:
+        return   # allocated before recording, or not a block of this file
+    if event == "ACCESS":
+        if b[3] and api > b[2] and api - b[2] > idle_threshold:
+            b[4].add("temporary_idleness")
+        if b[1] is None and api != b[0]:
+            b[1] = api
+        if p.free_api is not None and b[1] is not None and b[0] != p.free_api and \
+                b[1] > p.free_api and b[0] < p.free_api:
+            b[4].add("early_allocation")
+        b[2], b[3] = api, True
+        return
+    if p.malloc_api is not None and b[3] and b[2] != api and b[2] < p.malloc_api < api:
+        b[4].add("late_deallocation")
+    del live[aid]
+    if b[4]:
+        found[aid] = b
+
+
+_INEFF_ATTR = re.compile(r",?\"?inefficient_type\"?:\"?[a-z_,]*\"?(?=}$)")
+
+
+def _ineff_csv_write(path, flagged):
+    """Rewrites the CSV with the flagged blocks' MALLOC Attr ending in
+    `inefficient_type:<a>[,<b>]` (an earlier value replaced); every other record is copied as
+    it was. Records may span lines (stacks): a record starts on a line read outside quotes."""
+    if not flagged:
+        return
+    import io
+    d = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(d, ".%s.memscope-%d.tmp" % (os.path.basename(path), os.getpid()))
+    ci = None
+    try:
+        with open(path, newline="", encoding="utf-8", errors="surrogateescape") as f, \
+                open(tmp, "w", newline="", encoding="utf-8", errors="surrogateescape") as out:
+            rec = []
+            inq = False
+            for line in f:
+                rec.append(line)
+                inq ^= line.count('"') % 2 == 1
+                if inq:
+                    continue
+                text = "".join(rec)
+                rec = []
+                if ci is None:
+                    head = next(csv.reader(io.StringIO(text)))
+                    ci = {c: head.index(c) for c in ("ID", "Event", "Attr")}
+                elif text.split(",", 2)[1:2] == ["MALLOC"]:
+                    r = next(csv.reader(io.StringIO(text)))
+                    try:
+                        aid = _AID.search(r[ci["Attr"]])
+                        types = flagged.get(int(aid.group(1))) if aid else None
+                    except (ValueError, IndexError):
+                        types = None
+                    if types:
+                        a = _INEFF_ATTR.sub("", r[ci["Attr"]])
+                        r[ci["Attr"]] = a[:-1] + ",inefficient_type:" + ",".join(types) + "}"
+                        buf = io.StringIO()
+                        csv.writer(buf, lineterminator=text[len(text.rstrip("\r\n")):] or
+                                   "\n").writerow(r)
+                        text = buf.getvalue()
+                out.write(text)
+            out.write("".join(rec))
+        shutil.copymode(path, tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 class LeaksAnalyzer:

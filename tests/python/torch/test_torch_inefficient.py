@@ -3,7 +3,7 @@ in a crafted script one tensor is allocated long before its first use (another t
 in between) and it is the one flagged (issue 4)."""
 import subprocess
 
-from mstorch_util import analyze, inefficient_tensors, memscope_bin, query, run
+from mstorch_util import PYTHON, analyze, env, inefficient_tensors, memscope_bin, query, run
 
 SCRIPT = r'''
 import torch
@@ -54,3 +54,26 @@ def test_inefficient_flags_the_early_tensor_only(tmp_path):
     assert "early_allocation" in flagged.get(early, set())
     if scope:
         assert flagged == {early: {"early_allocation"}}
+
+
+def test_check_inefficient_csv_equals_database(tmp_path):
+    """Issue 18 item 8: msMemScope's offline check_inefficient on the run's CSV (memscope export)
+    flags the same blocks with the same kinds as on its database (the analysis in C, over the
+    whole heap: the early tensor is among them); the flagged MALLOC rows of the CSV carry inefficient_type."""
+    db, _ = run(tmp_path, SCRIPT)
+    early = query(db, "SELECT allocation_id FROM blocks WHERE size = ?", EARLY)[0][0]
+    csv_path = tmp_path / "run.csv"
+    subprocess.run([memscope_bin(), "export", str(db), "--format=csv", "-o", str(csv_path)],
+                   check=True)
+    probe = ("import memscope, sys, contextlib, io\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n"
+             "    r = memscope.check_inefficient(sys.argv[1])\n"
+             "print(sorted((b['allocation_id'], b['size'], b['types']) for b in r))\n")
+    got = [subprocess.run([PYTHON, "-c", probe, str(p)], env=env(MEMSCOPE=memscope_bin()),
+                          capture_output=True, text=True, check=True).stdout
+           for p in (db, csv_path)]
+    assert got[0] == got[1]
+    found = eval(got[1])
+    assert any(a == early and n == EARLY and "early_allocation" in t for a, n, t in found)
+    text = csv_path.read_text()
+    assert text.count("inefficient_type:") == len(found) > 0

@@ -383,6 +383,8 @@ int cmd_plot(int argc, char **argv)
         png = dot && !strcmp(dot, ".png");
         if (!dot || (strcmp(dot, ".svg") && !png))
             return usage_error("plot: %s: name the output FILE.svg or FILE.png", out_path);
+        if (png_out && !png)
+            return usage_error("plot: --png with %s: name the output FILE.png", out_path);
     } else if (png_out) {
         png = 1;
         if (isatty(STDOUT_FILENO))

@@ -114,6 +114,10 @@ assert_eq "--png to stdout: the same image" "" "$(cmp "$TMP/stdout.png" "$TMP/pl
 ms jpg plot "$DB" -o "$TMP/x.jpg"
 assert_eq "a .jpg name: usage error" 2 "$RC"
 assert_eq "a .jpg name: no file" "" "$(ls "$TMP" | grep 'x.jpg' || true)"
+ms pngsvg plot "$DB" --png -o "$TMP/x.svg"
+assert_eq "--png with an .svg name: usage error" 2 "$RC"
+assert_eq "--png with an .svg name: said, no file" "1 " \
+    "$(grep -c 'name the output FILE.png' "$TMP/pngsvg.err") $(ls "$TMP" | grep 'x.svg' || true)"
 
 ms nolayer plot "$DB" --layer nosuch
 assert_eq "an unknown layer: usage error" 2 "$RC"

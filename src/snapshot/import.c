@@ -229,9 +229,8 @@ static int collect(struct imp *m, int64_t *t0, int64_t *t1)
     for (uint64_t i = 0; i < m->nev; i++) {
         struct iev *e = &m->ev[i];
         if (e->kind == MS_KIND_MALLOC && e->layer == MS_LAYER_PTA) {
-            uint64_t r = e->size < 512 ? 512 : (e->size + 511) / 512 * 512;
             e->requested = e->size;
-            e->size = r >= e->size ? r : e->size; /* no overflow near UINT64_MAX */
+            e->size = ms_snap_round_size(e->size);
         }
     }
     for (uint64_t i = 0; i < s->nsegs; i++) {

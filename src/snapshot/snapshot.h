@@ -168,6 +168,17 @@ int ms_snapshot_write_summary(const struct ms_snapshot *s, FILE *out, int json, 
 
 /* --- allocator state at an event (state.c) --- */
 
+/* The size of the block PyTorch's caching allocator gives a request of `size` bytes (its
+ * round_size: a multiple of 512 bytes, at least 512). The trace's alloc and free entries carry
+ * the request; segments' blocks the allocator's size, which can be larger still (a remainder
+ * too small to split stays in the block), so this is the estimate for blocks known from the
+ * trace only. */
+static inline uint64_t ms_snap_round_size(uint64_t size)
+{
+    uint64_t r = size < 512 ? 512 : (size + 511) / 512 * 512;
+    return r >= size ? r : size; /* no overflow near UINT64_MAX */
+}
+
 struct ms_snap_state_block {
     uint64_t addr, size, requested;
     uint32_t stack;

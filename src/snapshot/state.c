@@ -4,7 +4,10 @@
  * N + 1, as PyTorch's viewer (MemoryViz.js simulate_memory) does: alloc -> the block goes,
  * free_requested -> the block is active_allocated again, free_completed -> the block comes
  * back as active_pending_free, segment_free/unmap -> the range comes back, segment_alloc/map
- * -> the range goes. Only active blocks are tracked; inactive space is what is left.
+ * -> the range goes. Only active blocks are tracked; inactive space is what is left. A block
+ * brought back from the trace has the allocator's rounding of the request as its size and the
+ * request as requested_size (the trace has only the request), as the import does
+ * (ms_snap_round_size), so the two agree; a block live at the end keeps its segment's sizes.
  * Workload: O(events after N) hash operations plus a sort, so stepping interactively through
  * a million-event trace costs milliseconds per step once the snapshot is loaded. */
 #include "snapshot.h"
@@ -168,12 +171,13 @@ int ms_snapshot_state_at(const struct ms_snapshot *s, int64_t device, int64_t ev
         case MS_SA_FREE_REQUESTED:
             if (ms_u64map_get64(&bm, e->addr, &j))
                 ((struct ms_snap_state_block *)bl.v)[j].state = MS_SB_ACTIVE_ALLOCATED;
-            else if (set_block(&bl, &bm, e->addr, e->size, e->size, e->stack,
+            else if (set_block(&bl, &bm, e->addr, ms_snap_round_size(e->size), e->size, e->stack,
                                MS_SB_ACTIVE_ALLOCATED))
                 goto out;
             break;
         case MS_SA_FREE_COMPLETED:
-            if (set_block(&bl, &bm, e->addr, e->size, e->size, e->stack, MS_SB_ACTIVE_PENDING_FREE))
+            if (set_block(&bl, &bm, e->addr, ms_snap_round_size(e->size), e->size, e->stack,
+                          MS_SB_ACTIVE_PENDING_FREE))
                 goto out;
             break;
         case MS_SA_SEGMENT_FREE:

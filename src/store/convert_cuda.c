@@ -157,7 +157,7 @@ int conv__pta_fill(struct conv *c, struct stream *s)
                 if (s->size_next < s->nsizes && s->sizes[s->size_next].event == i)
                     s->r.size = s->sizes[s->size_next].size;
                 else
-                    s->r.size = e->size < 512 ? 512 : (e->size + 511) / 512 * 512;
+                    s->r.size = ms_snap_round_size(e->size);
             }
             return 1;
         default: break; /* free_requested (the block ends at free_completed), oom, snapshot, ... */

@@ -68,12 +68,12 @@ if [ -f "$SNAP" ]; then
             "$TMP/state$n.json" "$origin")
         get "/api/segments?t=$t"
         cp "$TMP/body" "$TMP/seg$n.json"
-        assert_eq "snapshot event $n: regions, reserved bytes, active blocks' addresses" "same" \
+        assert_eq "snapshot event $n: regions, reserved bytes, active blocks' addresses and sizes" "same" \
             "$("$PY" - "$TMP/state$n.json" "$TMP/seg$n.json" <<'PY'
 import json, sys
 a = json.load(open(sys.argv[1])); v = json.load(open(sys.argv[2]))
-sa = sorted(x["address"] for s in a["segments"] for x in s["blocks"] if x["state"] == "active_allocated")
-sv = sorted(int(s["addr"], 16) + b["offset"] for s in v["segments"] for b in s["blocks"])
+sa = sorted((x["address"], x["size"]) for s in a["segments"] for x in s["blocks"] if x["state"] == "active_allocated")
+sv = sorted((int(s["addr"], 16) + b["offset"], b["size"]) for s in v["segments"] for b in s["blocks"])
 ra = sorted((s["address"], s["total_size"]) for s in a["segments"])
 rv = sorted((int(s["addr"], 16), s["size"]) for s in v["segments"])
 print("same" if (sa, ra, a["reserved_bytes"]) == (sv, rv, v["reserved_bytes"]) else

@@ -1,6 +1,6 @@
 /* report.c: `memscope report` (report.h). Asks the viewer's own queries (api.c) for every
  * answer the page needs and writes them, with the page, its style and its script (the embedded
- * assets), into one HTML file. The page (web/src/main.js) finds window.MEMSCOPE_REPORT and
+ * assets), into one HTML file. The page (web/src, common.js) finds window.MEMSCOPE_REPORT and
  * answers from it instead of the server: the cursor snaps to the nearest precomputed time, a
  * zoom narrows the whole run's series. Workload: the model's queries at up to MAX_TIMES times;
  * the answers are kept in memory until written, under MS_REPORT_BUDGET bytes. */

@@ -113,6 +113,19 @@ try {
     /^8\.00 MiB block/.test(lstack) && /activations \(/.test(lstack), lstack);
   const nodes = Number(await page.getAttribute("body", "data-flame-nodes"));
   check("the flame graph draws its nodes", nodes >= 4, nodes);
+  { // the flame search: each matching frame's bytes once, the rest dimmed
+    const found = [];
+    for (const q of ["activations", "WEIGHTS", "main", "no such frame", ""]) {
+      await page.fill("#fsearch", q);
+      found.push(await page.getAttribute("body", "data-flame-match"));
+    }
+    check("flame search: activations 8 MiB, weights 3 MiB, main 11 MiB once, none, off",
+      found.join(" ") === "8388608 3145728 11534336 0 ", found.join(" "));
+    check("flame search off: no share said", (await text("#fmatch")) === "", await text("#fmatch"));
+    await page.fill("#fsearch", "activations");
+    check("flame search: the share said", (await text("#fmatch")) === "matched: 8.00 MiB (72.7% of all)", await text("#fmatch"));
+    await page.fill("#fsearch", "");
+  }
 
   // a click on the largest block shows its stack
   await page.click("#blocks tbody tr:first-child");

@@ -48,7 +48,7 @@ export let rects = [];
 
 // Draws tree top as an icicle on canvas cv (width w: read once by the caller), the root across
 // the width, children below in proportion; returns the rectangles [x, y, w, node] drawn.
-export function drawIcicle(cv, w, top, minHeight, unit = bytes) {
+export function drawIcicle(cv, w, top, minHeight, unit = bytes, match = null) {
   const h = Math.max(minHeight, Math.min(depthOf(top), 60) * ROW + 4);
   cv.style.height = h + "px";
   cv.width = w * devicePixelRatio;
@@ -64,7 +64,8 @@ export function drawIcicle(cv, w, top, minHeight, unit = bytes) {
     out.push([x, y, width, n]);
     let hue = 0;
     for (let i = 0; i < n.n.length; i++) hue = (hue * 31 + n.n.charCodeAt(i)) % 360;
-    ctx.fillStyle = n === top ? "#c8d2e6" : `hsl(${20 + (hue % 40)}, 75%, ${62 + (hue % 14)}%)`;
+    ctx.fillStyle = n === top ? "#c8d2e6" : match && !match(n) ? "#e4e6ea"
+      : match ? "#e040a0" : `hsl(${20 + (hue % 40)}, 75%, ${62 + (hue % 14)}%)`;
     ctx.fillRect(x, y, width - 1, ROW - 1);
     if (width > 30) { // the label cut to the box (about 6 px a character): no clip region
       ctx.fillStyle = "#1d2330";
@@ -97,8 +98,27 @@ export function drawFlame() {
   const cv = $("flame");
   if (!state.flameTop) return;
   const w = flameWidth || (flameWidth = cv.clientWidth); // read once: no layout per redraw
-  rects = drawIcicle(cv, w, state.flameTop, 120, state.flameUnit || bytes);
+  const q = $("fsearch").value.trim().toLowerCase();
+  const match = q ? (n) => n.n.toLowerCase().includes(q) : null;
+  rects = drawIcicle(cv, w, state.flameTop, 120, state.flameUnit || bytes, match);
   document.body.dataset.flameNodes = String(rects.length);
+  showMatch(match);
+}
+
+// The share of the drawn top node under frames that match the search: each matching node's
+// value once, the nodes below a match not again (a recursive frame counts once).
+function matched(n, match) {
+  if (n !== state.flameRoot && match(n)) return n.v;
+  let v = 0;
+  for (const c of n.c || []) v += matched(c, match);
+  return v;
+}
+
+function showMatch(match) {
+  const top = state.flameTop, unit = state.flameUnit || bytes;
+  const v = match ? matched(top, match) : 0;
+  $("fmatch").textContent = match ? `matched: ${unit(v)} (${top.v ? (100 * v / top.v).toFixed(1) : "0"}% of ${top === state.flameRoot ? "all" : top.n})` : "";
+  document.body.dataset.flameMatch = match ? String(v) : "";
 }
 
 export function flameHit(e) {
@@ -175,5 +195,6 @@ export function setupFlame() {
     if (n) { state.flameTop = n; drawFlame(); }
   });
   $("funzoom").onclick = () => { state.flameTop = state.flameRoot; drawFlame(); };
+  $("fsearch").addEventListener("input", () => drawFlame());
   $("fmode").onchange = () => loadFlame().catch(showError);
 }

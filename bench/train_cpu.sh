@@ -7,7 +7,10 @@
 #   plain      python3 train_cpu.py STEPS
 #   heaptrack  heaptrack -o OUT python3 train_cpu.py STEPS
 #   ms-py      memscope run --call-stack=python:32 --format=trace --no-pack -o DIR -- python3 ...
-#   ms-py-db   memscope run --call-stack=python:32 -o X.db -- python3 ...      (+ database)
+#   ms-def     memscope run -o X.db -- python3 ...          (the defaults, end to end: Python
+#              stacks, the compact database; issue 18's target: <= 1.2x plain)
+#   ms-py-db   memscope run --call-stack=python:32 --format=db -o X.db -- python3 ...
+#              (+ the full database, msMemScope's memscope_dump)
 #   ms-cpy     memscope run --call-stack=c:32,python:32 --format=trace --no-pack -o DIR -- python3 ...
 # and prints a Markdown table of medians and ratios: the whole command's wall time, and the
 # training loop's own seconds (the script's last line), which leaves out interpreter start,
@@ -37,10 +40,12 @@ timed() {
 
 for r in $(seq "$rounds"); do
     echo "round $r/$rounds" >&2
-    rm -rf ht* tr1 tr2 x.db
+    rm -rf ht* tr1 tr2 x.db d.db
     timed plain "$py" "$prog" "$steps"
     timed heaptrack heaptrack -o "$work/ht" "$py" "$prog" "$steps"
     timed ms_py "$MEMSCOPE" run -q --call-stack=python:32 --format=trace --no-pack -o "$work/tr1" -- "$py" "$prog" "$steps"
+    timed ms_def "$MEMSCOPE" run -q -o "$work/d.db" -- "$py" "$prog" "$steps"
+    rm -f d.db
     timed ms_py_db "$MEMSCOPE" run -q --call-stack=python:32 --format=db -o "$work/x.db" -- "$py" "$prog" "$steps"
     timed ms_cpy "$MEMSCOPE" run -q --call-stack=c:32,python:32 --format=trace --no-pack -o "$work/tr2" -- "$py" "$prog" "$steps"
 done
@@ -64,10 +69,11 @@ memscope: \`$("$MEMSCOPE" --version)\` (tree $(git -C "$root" describe --always 
 $(row plain plain)
 $(row heaptrack heaptrack)
 $(row "memscope \`--call-stack=python:32\`, recording (\`--format=trace --no-pack\`)" ms_py)
-$(row "memscope \`--call-stack=python:32\`, recording + database" ms_py_db)
+$(row "memscope, default options, run to its default output (compact database)" ms_def)
+$(row "memscope \`--call-stack=python:32\`, recording + full database (\`--format=db\`)" ms_py_db)
 $(row "memscope \`--call-stack=c:32,python:32\`, recording (\`--format=trace --no-pack\`)" ms_cpy)
 
 The database of the python:32 run: $events events, $mallocs MALLOCs, $pystacks of them with a Python stack.
-Raw wall s: plain $(tr '\n' ' ' <plain.times)/ heaptrack $(tr '\n' ' ' <heaptrack.times)/ ms-py $(tr '\n' ' ' <ms_py.times)/ ms-py-db $(tr '\n' ' ' <ms_py_db.times)/ ms-cpy $(tr '\n' ' ' <ms_cpy.times)
-Raw loop s: plain $(tr '\n' ' ' <plain.loop)/ heaptrack $(tr '\n' ' ' <heaptrack.loop)/ ms-py $(tr '\n' ' ' <ms_py.loop)/ ms-py-db $(tr '\n' ' ' <ms_py_db.loop)/ ms-cpy $(tr '\n' ' ' <ms_cpy.loop)
+Raw wall s: plain $(tr '\n' ' ' <plain.times)/ heaptrack $(tr '\n' ' ' <heaptrack.times)/ ms-py $(tr '\n' ' ' <ms_py.times)/ ms-def $(tr '\n' ' ' <ms_def.times)/ ms-py-db $(tr '\n' ' ' <ms_py_db.times)/ ms-cpy $(tr '\n' ' ' <ms_cpy.times)
+Raw loop s: plain $(tr '\n' ' ' <plain.loop)/ heaptrack $(tr '\n' ' ' <heaptrack.loop)/ ms-py $(tr '\n' ' ' <ms_py.loop)/ ms-def $(tr '\n' ' ' <ms_def.loop)/ ms-py-db $(tr '\n' ' ' <ms_py_db.loop)/ ms-cpy $(tr '\n' ' ' <ms_cpy.loop)
 EOT

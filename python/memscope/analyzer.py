@@ -296,7 +296,8 @@ def _ineff_csv_write(path, flagged):
     if not flagged:
         return
     import io
-    d = os.path.dirname(os.path.abspath(path))
+    path = os.path.realpath(path)   # a symbolic link keeps pointing at the rewritten file
+    d = os.path.dirname(path)
     tmp = os.path.join(d, ".%s.memscope-%d.tmp" % (os.path.basename(path), os.getpid()))
     ci = None
     try:
@@ -321,7 +322,7 @@ def _ineff_csv_write(path, flagged):
                         types = flagged.get(int(aid.group(1))) if aid else None
                     except (ValueError, IndexError):
                         types = None
-                    if types:
+                    if types and r[ci["Attr"]].endswith("}"):
                         a = _INEFF_ATTR.sub("", r[ci["Attr"]])
                         r[ci["Attr"]] = a[:-1] + ",inefficient_type:" + ",".join(types) + "}"
                         buf = io.StringIO()

@@ -1,7 +1,6 @@
 // common.js: what every view of the viewer shares: the page's state, the answers from the
 // server (or from a report file's own data), element and number helpers, the performance measures.
 
-
 export const token = new URLSearchParams(location.search).get("token") || "";
 export const $ = (id) => document.getElementById(id);
 

@@ -149,7 +149,6 @@ export function showError(e) {
   $("err").textContent = String(e.message || e);
 }
 
-
 // Resolves once the browser has painted what the page changed: the next frame's callback, then
 // the task after it (the paint happens between them). The measures end here.
 export function painted() {

@@ -73,6 +73,9 @@ int ms_analyze_open(const char *path, int writable, sqlite3 **db, char *err, siz
  * (file:line)", "function (module+0xoff)", or "(no stack)" for stack_id <= 0. Writes at most
  * len bytes to out. */
 void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len);
+/* 1 when a Python stack line ("file(line): function", as stacks.py_text holds them) is a frame
+ * of memscope's own package (its import hook, its hooks): not the program's code. */
+int ms_py_frame_own(const char *line, size_t len);
 /* 1: a Python site is the innermost frame, library or not (analyze --site=innermost). */
 extern int ms_site_innermost;
 

@@ -152,6 +152,18 @@ static int py_file_kind(const char *f, size_t n)
     return 0;
 }
 
+int ms_py_frame_own(const char *line, size_t len)
+{
+    const char *colon = NULL; /* the first "): ": the file ends at the '(' before it */
+    for (size_t i = 0; !colon && i + 3 <= len; i++)
+        if (!memcmp(line + i, "): ", 3))
+            colon = line + i;
+    const char *open = colon;
+    while (open && open > line && *open != '(')
+        open--;
+    return open && open > line && *open == '(' && py_file_kind(line, (size_t)(open - line)) == 2;
+}
+
 void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
 {
     snprintf(out, len, "(no stack)");

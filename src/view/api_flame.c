@@ -77,8 +77,9 @@ static int interpreter_frame(const char *s, size_t len)
 }
 
 /* A stack text's frames, outermost first, into out (room for 512): the Python frames (when
- * the stack has them), then the native frames inside the innermost interpreter frame; without
- * Python frames, every native frame. Returns how many. */
+ * the stack has them) but memscope's own (its import hook under `import torch`: it would read
+ * as memscope allocating what torch's import does), then the native frames inside the
+ * innermost interpreter frame; without Python frames, every native frame. Returns how many. */
 static uint32_t split_frames(const char *text, struct ms_vframe *out)
 {
     const char *p = text;
@@ -91,7 +92,7 @@ static uint32_t split_frames(const char *text, struct ms_vframe *out)
     for (const char *q = py; *q && npy < 256;) {
         const char *e = strchr(q, '\n');
         size_t l = e ? (size_t)(e - q) : strlen(q);
-        if (l)
+        if (l && !ms_py_frame_own(q, l))
             pl[npy] = q, pll[npy++] = l;
         q = e ? e + 1 : q + l;
     }

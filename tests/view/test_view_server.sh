@@ -239,6 +239,18 @@ assert_eq "flame of every allocation: 222 bytes under forward, under main's line
     "train.py(7): main>model.py(12): forward" \
     "$(js '(lambda n: ">".join(x for x in (lambda f, i: f(f, i))(lambda f, i: [] if i < 0 else f(f, n[i]["p"]) + [n[i]["n"]], [i for i, x in enumerate(n) if x["v"] == 222 and not any(y["p"] == i for y in n)][0])[1:3]))(d["nodes"])')"
 view_stop
+# memscope's own Python frames (its import hook under `import torch`) are not drawn: with
+# pystack_sim's frame 2 memscope's, the 222 bytes hang under main's line 7, then native frames
+ms pysimown run -q --call-stack=c:8,python:8 -o "$TMP/pyown.db" -- "$PYSTACK_SIM" own
+assert_eq "pystack_sim own: run exit status" 0 "$RC"
+assert_eq "pystack_sim own: the database keeps memscope's frame" 1 \
+    "$(sqlite3 "$TMP/pyown.db" "SELECT count(*) > 0 FROM stacks WHERE py_text LIKE '%/memscope/torch/__init__.py(12): _TorchFinder.exec_module%'")"
+view_start "$TMP/pyown.db"
+get "/api/flame?mode=alloc" >/dev/null
+assert_eq "flame: memscope's own frame left out, 222 bytes under main's line 7 then native frames" \
+    "0 train.py(7): main False" \
+    "$(js '(lambda n: " ".join(map(str, [sum("/memscope/" in x["n"] for x in n)] + (lambda p: [p[1], ".py(" in p[2]])((lambda f, i: f(f, i))(lambda f, i: [] if i < 0 else f(f, n[i]["p"]) + [n[i]["n"]], [i for i, x in enumerate(n) if x["v"] == 222 and not any(y["p"] == i for y in n)][0])))))(d["nodes"])')"
+view_stop
 
 # inefficient blocks: b_ineff.c (tests/analyze) makes one block of each of MindStudio Insight's
 # time rules (Z 600 B lazy used, D 700 B delayed free, G 800 B long idle, 300 ms each); with

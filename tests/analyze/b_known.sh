@@ -56,6 +56,11 @@ if [ "${B_UPDATE_GOLDEN:-}" = 1 ]; then cp "$T/compare_ops.csv" "$GOLD/"; else
     diff -u "$GOLD/compare_ops.csv" "$T/compare_ops.csv" || bad "compare_ops.csv differs"
 fi
 golden compare_with.txt "$MEMSCOPE" analyze compare steps.db --with base.db
+# two steps without any op (step 1, and step 4 after the last memscope_step): the op sequences'
+# edit script is empty (its reversal once wrapped around and crashed)
+"$MEMSCOPE" analyze compare "$T/steps.db" --steps 1,4 --json >"$T/c14.json" 2>"$T/c14.err" ||
+    bad "compare --steps 1,4 (no op on either side) failed: $(cat "$T/c14.err")"
+grep -q '"analysis": *"compare"' "$T/c14.json" || bad "compare --steps 1,4: no JSON report"
 golden decompose_peak.txt "$MEMSCOPE" analyze decompose steps.db
 golden decompose_step1.txt "$MEMSCOPE" analyze decompose steps.db --step 1
 golden fragmentation.txt "$MEMSCOPE" analyze fragmentation pool.db

@@ -3,7 +3,7 @@
 # change's effect is measured under the same machine conditions (this machine's speed drifts by
 # 20% or more over minutes; alternating cancels that out of the comparison).
 #
-#   bench/ab.sh [-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-k] OLD NEW
+#   bench/ab.sh [-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-x OLD_ARGS] [-y NEW_ARGS] [-k] OLD NEW
 #
 # OLD and NEW are memscope binaries (each with its libmemscope.so beside it: a build directory's
 # memscope, or a copy of both files). Each round runs, for OLD then NEW:
@@ -13,15 +13,18 @@
 #   db     memscope run -q --call-stack=c:32 -o DIR -- ./churn OPS THREADS
 #          (the default output: recording, then the conversion to the compact database, which
 #          decodes the trace and matches every block: what a user waits for before an answer)
-# and prints medians of wall, user and system seconds (GNU time), and NEW / OLD.
+# and prints medians of wall, user and system seconds (GNU time), and NEW / OLD. -x and -y add
+# options to OLD's and NEW's runs (split at spaces): one build against itself with two settings,
+# e.g. `bench/ab.sh -x --unwind=fp build/memscope build/memscope`.
 set -euo pipefail
 BENCH=ab.sh
 . "$(dirname "$0")/lib.sh"
 
-rounds=9 ops=2000000 threads=2 keep=0
-bench_options "[-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-k] OLD NEW" "r:n:t:k" "$@"
+rounds=9 ops=2000000 threads=2 keep=0 xargs_old="" xargs_new=""
+usage="[-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-x OLD_ARGS] [-y NEW_ARGS] [-k] OLD NEW"
+bench_options "$usage" "r:n:t:x:y:k" "$@"
 shift $((OPTIND - 1))
-[ $# -eq 2 ] || bench_die "usage: $0 [-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-k] OLD NEW"
+[ $# -eq 2 ] || bench_die "usage: $0 $usage"
 old=$(readlink -f "$1") new=$(readlink -f "$2")
 for b in "$old" "$new"; do
     [ -x "$b" ] && [ -f "$(dirname "$b")/libmemscope.so" ] ||
@@ -48,17 +51,20 @@ one() {
 }
 for r in $(seq "$rounds"); do
     echo "round $r/$rounds" >&2
-    one trace_old "$old" --format=trace
-    one trace_new "$new" --format=trace
-    one raw_old "$old" --format=trace --no-pack
-    one raw_new "$new" --format=trace --no-pack
-    one db_old "$old"
-    one db_new "$new"
+    # shellcheck disable=SC2086 # the extra options are split at spaces on purpose
+    {
+        one trace_old "$old" $xargs_old --format=trace
+        one trace_new "$new" $xargs_new --format=trace
+        one raw_old "$old" $xargs_old --format=trace --no-pack
+        one raw_new "$new" $xargs_new --format=trace --no-pack
+        one db_old "$old" $xargs_old
+        one db_new "$new" $xargs_new
+    }
 done
 
 echo "Workload: \`churn $ops $threads\` ($(nproc) CPUs, $rounds alternating rounds, medians)."
-echo "OLD: $old"
-echo "NEW: $new"
+echo "OLD: $old $xargs_old"
+echo "NEW: $new $xargs_new"
 echo
 echo "| run | OLD wall s | NEW wall s | NEW / OLD | OLD user+sys s | NEW user+sys s | NEW / OLD |"
 echo "|---|---:|---:|---:|---:|---:|---:|"

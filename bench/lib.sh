@@ -57,6 +57,8 @@ bench_options() {
         n) ops=$OPTARG ;;
         t) threads=$OPTARG ;;
         s) steps=$OPTARG ;;
+        x) xargs_old=$OPTARG ;;
+        y) xargs_new=$OPTARG ;;
         k) keep=1 ;;
         *) echo "usage: $0 $usage" >&2; exit 2 ;;
         esac

@@ -351,7 +351,7 @@ static inline uint64_t hash_end(uint64_t h, unsigned n)
 /* unwind.c: the DWARF (.eh_frame) unwinder. unwind_add_module() registers a module's
  * .eh_frame_hdr (stacks.c's module scan); unwind_cfi() walks from the interposer's frame fp0
  * inside the stack [lo, hi), storing up to max return addresses in pcs and their hash_stack()
- * in *hash; memo (NULL in a signal handler's walk) holds the thread's last walk. */
+ * in *hash; memo (NULL in a signal handler's walk) holds the rules the thread used lately. */
 struct dl_phdr_info;
 int unwind_init(void);
 void unwind_add_module(const struct dl_phdr_info *info, uintptr_t lo, uintptr_t hi);
@@ -363,7 +363,7 @@ void unwind_remove_module(uintptr_t lo, uintptr_t hi);
 int unwind_should_rescan(struct unwind_memo *m, uintptr_t last_pc);
 unsigned unwind_cfi(void *fp0, uintptr_t lo, uintptr_t hi, uint64_t *pcs, unsigned max,
                     struct unwind_memo *memo, uint64_t *hash);
-/* The calling thread's walk memo (mapped on first use; NULL when it cannot be), and its
+/* The calling thread's rule memo (mapped on first use; NULL when it cannot be), and its
  * release at thread exit. */
 struct unwind_memo *unwind_memo(struct tstate *t);
 void unwind_memo_free(struct tstate *t);

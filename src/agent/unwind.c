@@ -67,22 +67,13 @@ struct rule {
 static uint64_t *cache;
 static int cache_used; /* an entry was written since the last unwind_forget() */
 
-/* The rules of a thread's last walk, by frame: a walk whose frame sits where the last walk had
- * one (same stack pointer) with the same pc takes the rule from here, a read of memory the
- * thread touched moments ago, instead of a probe of the shared cache (which misses in the CPU's
- * caches on programs with deep stacks: most of a walk's time before this memo). Two buffers:
- * the last walk's, read while the current one is written. Per thread, in its own mapping (not
- * TLS: the agent can be loaded with dlopen), never used by a signal handler's walk. */
-#define MEMO_FRAMES 128
-#define LOCAL_BITS 10
+/* The rules a thread's walks used lately, by pc (direct-mapped, 64 KiB): a thread's frames
+ * vary among a few call paths, whose rules stay here in the CPU's nearest caches, where the
+ * shared cache misses on programs with deep stacks. Per thread, in its own mapping (not TLS:
+ * the agent can be loaded with dlopen), never used by a signal handler's walk. An entry is
+ * the pc and its packed rule; pc 0 is empty. */
+#define LOCAL_BITS 12
 struct unwind_memo {
-    unsigned cur, n[2];
-    struct mframe {
-        uintptr_t rsp, pc;
-        uint64_t rule;
-    } f[2][MEMO_FRAMES];
-    /* the rules this thread used lately, by pc (direct-mapped): a thread's inner frames vary
-     * among a few call paths, whose rules stay here in the CPU's nearest caches */
     struct local_rule {
         uintptr_t pc;
         uint64_t rule;
@@ -710,39 +701,25 @@ static inline uint64_t rule_of(uintptr_t pc)
     return packed;
 }
 
-/* The walk's per-frame lookup: the memo's rule when the last walk had this frame, else the
- * thread's recent rules, else the shared cache's; the frame goes into the new memo. */
-struct walk {
-    const struct mframe *old;
-    unsigned nold, j;
-    struct mframe *neu;
-    unsigned nnew;
-    struct local_rule *local;
-};
-
-static inline uint64_t frame_rule(struct walk *w, uintptr_t pc, uintptr_t rsp)
+/* The walk's per-frame lookup: the thread's recent rules (local, NULL in a signal handler's
+ * walk), else the shared cache's. */
+static inline uint64_t frame_rule(struct local_rule *local, uintptr_t pc)
 {
-    if (!w->neu)
+    if (!local)
         return rule_of(pc);
-    uint64_t v;
-    while (w->j < w->nold && w->old[w->j].rsp < rsp)
-        w->j++;
-    if (w->j < w->nold && w->old[w->j].rsp == rsp && w->old[w->j].pc == pc) {
-        v = w->old[w->j].rule;
-    } else {
-        unsigned k = (unsigned)((pc * 0x9e3779b97f4a7c15ull) >> (64 - LOCAL_BITS));
-        if (w->local[k].pc == pc) {
-            v = w->local[k].rule;
-        } else {
-            v = rule_of(pc);
-            w->local[k].pc = pc;
-            w->local[k].rule = v;
-        }
-    }
-    if (w->nnew < MEMO_FRAMES)
-        w->neu[w->nnew++] = (struct mframe){rsp, pc, v};
+    struct local_rule *e = &local[(pc * 0x9e3779b97f4a7c15ull) >> (64 - LOCAL_BITS)];
+    if (e->pc == pc)
+        return e->rule;
+    uint64_t v = rule_of(pc);
+    e->pc = pc;
+    e->rule = v;
     return v;
 }
+
+/* The packed rule of a frame pointer's frame (push rbp; mov rbp, rsp): CFA = rbp + 16, the
+ * caller's rbp saved at CFA - 16. Most frames of code built with frame pointers: the walk's
+ * fast case. */
+#define RULE_FP ((uint64_t)CFA_RBP | (16 / 8) << 3 | 1u << 19 | (16 / 8) << 20)
 
 /* The registers of the interrupted code in the kernel's signal frame (x86-64 rt_sigframe: the
  * handler returns into the trampoline with rsp at its ucontext; uc_mcontext.gregs start at
@@ -761,67 +738,71 @@ unsigned unwind_cfi(void *fp0, uintptr_t lo, uintptr_t hi, uint64_t *pcs, unsign
     uintptr_t pc = f[1], rsp = (uintptr_t)fp0 + 16, rbp = f[0];
     unsigned n = 0;
     uint64_t v;
-    struct walk w = {0};
-    if (memo && memo->gen != __atomic_load_n(&rules_gen, __ATOMIC_ACQUIRE)) {
-        /* modules changed: what this thread remembers may be a closed library's */
-        memo->gen = __atomic_load_n(&rules_gen, __ATOMIC_ACQUIRE);
-        memo->n[0] = memo->n[1] = 0;
-        memset(memo->local, 0, sizeof memo->local);
-    }
+    struct local_rule *local = NULL;
     if (memo) {
-        w.old = memo->f[memo->cur];
-        w.nold = memo->n[memo->cur];
-        w.neu = memo->f[memo->cur ^ 1];
-        w.local = memo->local;
+        unsigned gen = __atomic_load_n(&rules_gen, __ATOMIC_ACQUIRE);
+        if (memo->gen != gen) { /* modules changed: what it remembers may be a closed library's */
+            memo->gen = gen;
+            memset(memo->local, 0, sizeof memo->local);
+        }
+        local = memo->local;
+        memo->unknown = 0;
     }
     pcs[n++] = pc;
     uint64_t h = hash_step(HASH_SEED, pc); /* hash_stack(), computed on the way */
-    /* a return address: its call instruction, one byte before, is in the caller's frame */
-    if (memo)
-        memo->unknown = 0;
     if (!cache || rsp < lo || rsp >= hi)
         goto out;
-    if (!R_KIND(v = frame_rule(&w, pc - 1, rsp))) {
+    /* a return address: its call instruction, one byte before, is in the caller's frame */
+    if (!R_KIND(v = frame_rule(local, pc - 1))) {
         if (memo)
             memo->unknown = 1;
         goto out;
     }
     while (n < max) {
         uintptr_t ra;
-        int exact = 0; /* the interrupted pc of a signal frame is not a return address */
-        unsigned kind = R_KIND(v);
-        if (kind == CFA_RSP || kind == CFA_RBP) {
-            uintptr_t cfa = (kind == CFA_RSP ? rsp : rbp) + R_CFA_OFF(v);
-            /* the frame lies above the last one (the walk ends) and inside the stack */
-            if (cfa <= rsp || cfa > hi || (cfa & 7))
+        int exact = 0;      /* the interrupted pc of a signal frame is not a return address */
+        if (v == RULE_FP) { /* the frame's two words at rbp: the caller's rbp, the return address */
+            uintptr_t cfa = rbp + 16;
+            if (cfa < rsp + 16 || cfa > hi || (cfa & 7))
                 break;
             ra = ((uintptr_t *)cfa)[-1];
-            if (R_RBP_SAVED(v)) {
-                uintptr_t at = cfa + R_RBP_OFF(v);
-                if (at < rsp || at + 8 > hi)
-                    break;
-                rbp = *(uintptr_t *)at;
-            }
+            rbp = ((uintptr_t *)cfa)[-2];
             rsp = cfa;
-        } else if (kind == CFA_SIGNAL) {
-            uintptr_t uc = rsp;
-            if (uc < lo || uc + UC_GREGS + 8 * (GREG_RIP + 1) > hi || (uc & 7))
-                break;
-            const uintptr_t *g = (const uintptr_t *)(uc + UC_GREGS);
-            ra = g[GREG_RIP];
-            uintptr_t sp2 = g[GREG_RSP];
-            if (sp2 <= rsp || sp2 >= hi)
-                break;
-            rbp = g[GREG_RBP];
-            rsp = sp2;
-            exact = 1;
         } else {
-            break;
+            unsigned kind = R_KIND(v);
+            if (kind == CFA_RSP || kind == CFA_RBP) {
+                uintptr_t cfa = (kind == CFA_RSP ? rsp : rbp) + R_CFA_OFF(v);
+                /* the frame lies above the last one (the walk ends) and inside the stack */
+                if (cfa <= rsp || cfa > hi || (cfa & 7))
+                    break;
+                ra = ((uintptr_t *)cfa)[-1];
+                if (R_RBP_SAVED(v)) {
+                    uintptr_t at = cfa + R_RBP_OFF(v);
+                    if (at < rsp || at + 8 > hi)
+                        break;
+                    rbp = *(uintptr_t *)at;
+                }
+                rsp = cfa;
+            } else if (kind == CFA_SIGNAL) {
+                uintptr_t uc = rsp;
+                if (uc < lo || uc + UC_GREGS + 8 * (GREG_RIP + 1) > hi || (uc & 7))
+                    break;
+                const uintptr_t *g = (const uintptr_t *)(uc + UC_GREGS);
+                ra = g[GREG_RIP];
+                uintptr_t sp2 = g[GREG_RSP];
+                if (sp2 <= rsp || sp2 >= hi)
+                    break;
+                rbp = g[GREG_RBP];
+                rsp = sp2;
+                exact = 1;
+            } else {
+                break;
+            }
         }
         /* a return address into code of a known module, or the end: never a made-up frame */
         if (ra < 4096)
             break;
-        if (!R_KIND(v = frame_rule(&w, exact ? ra : ra - 1, rsp))) {
+        if (!R_KIND(v = frame_rule(local, exact ? ra : ra - 1))) {
             if (memo)
                 memo->unknown = 1; /* code of a library loaded since the last module scan? */
             break;
@@ -832,9 +813,5 @@ unsigned unwind_cfi(void *fp0, uintptr_t lo, uintptr_t hi, uint64_t *pcs, unsign
     }
 out:
     *hash = hash_end(h, n);
-    if (memo) {
-        memo->n[memo->cur ^ 1] = w.nnew;
-        memo->cur ^= 1;
-    }
     return n;
 }

@@ -267,13 +267,6 @@ static inline void sys_munmap(void *addr, size_t len)
     syscall(SYS_munmap, addr, len);
 }
 
-/* Asks for transparent huge pages on a large table read at random (a hint: ignored where the
- * kernel gives none). */
-static inline void sys_huge_pages(void *addr, size_t len)
-{
-    syscall(SYS_madvise, addr, len, MADV_HUGEPAGE);
-}
-
 /* Spinlocks for the rare shared paths (taking a chunk, scanning modules): held for a few
  * syscalls at most. A signal handler's nested stream only ever tries them. */
 static inline void spin_lock(int *l)

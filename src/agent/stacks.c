@@ -83,13 +83,11 @@ int stacks_init(void)
     if (m == MAP_FAILED)
         return -errno;
     stab = m;
-    sys_huge_pages(stab, (size_t)STAB_SIZE * sizeof(uint64_t));
     m = sys_mmap(NULL, (size_t)STAB_SIZE * sizeof(uint32_t), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return -errno;
     stab_id = m;
-    sys_huge_pages(stab_id, (size_t)STAB_SIZE * sizeof(uint32_t));
     if (unwind_init() < 0)
         return -errno;
     ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);

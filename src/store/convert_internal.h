@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -295,6 +296,10 @@ struct conv {
     struct ms_strtab strings;
     struct ms_strtab owners;     /* owner strings -> owners.id */
     struct ms_symcache symcache; /* ELF files read for symbolization, shared by processes */
+    /* Symbolization on a thread of its own while pass 2 matches the heap events (compact
+     * output): it alone uses the database, the strings and the stacks until conv__sym_join. */
+    pthread_t sym_thread;
+    int sym_running, sym_rc;
     char **pools; /* pool names; pool i has layers MS_LAYER_POOL0 + 2i and + 2i + 1 */
     size_t npools;
     struct pyframe *pyframes;

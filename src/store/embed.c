@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static const char *base_name(const char *path)
@@ -31,6 +33,9 @@ static void *pack_all(void *arg)
 {
     struct ms_embed *e = arg;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    /* The conversion needs the packed traces only at its end: packing takes the CPU time the
+     * conversion's threads leave (the packer's threads inherit this thread's priority). */
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
     for (size_t i = 0; i < e->n && e->rc == 0; i++) {
         if (!ends_with(e->paths[i], ".mst")) {
             e->packed[i] = e->paths[i];

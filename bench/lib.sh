@@ -92,3 +92,14 @@ bench_require() {
         command -v "$c" >/dev/null || bench_die "$c is not installed"
     done
 }
+
+# bench_gen_c FILE: a C file for cc1 to compile (1500 structs and functions: about 8M
+# allocations in Debian's GCC 12), the workload of unwind.sh and ab_default.sh.
+bench_gen_c() {
+    local i
+    for i in $(seq 1500); do
+        printf 'struct s%d { int a; double b; char c[%d]; };\n' "$i" $((i % 17 + 1))
+        printf 'int f%d(int x, struct s%d *p) { int y = x * %d; for (int k = 0; k < x; k++) { y += k ^ %d; if (y > %d) y -= p->a; } p->b = y * 0.5; return y + (int)p->c[0]; }\n' "$i" "$i" "$i" "$i" $((i * 3))
+    done >"$1"
+    echo 'int main(void) { return 0; }' >>"$1"
+}

@@ -33,11 +33,7 @@ bench_workdir "$keep"
 cc -O2 -g -pthread "$root/../shared/bench/churn.c" -o "$work/churn_nofp"
 cc -O2 -g -fno-omit-frame-pointer -pthread "$root/../shared/bench/churn.c" -o "$work/churn_fp"
 cd "$work"
-for i in $(seq 1500); do
-    printf 'struct s%d { int a; double b; char c[%d]; };\n' "$i" $((i % 17 + 1))
-    printf 'int f%d(int x, struct s%d *p) { int y = x * %d; for (int k = 0; k < x; k++) { y += k ^ %d; if (y > %d) y -= p->a; } p->b = y * 0.5; return y + (int)p->c[0]; }\n' "$i" "$i" "$i" "$i" $((i * 3))
-done >gen.c
-echo 'int main(void) { return 0; }' >>gen.c
+bench_gen_c gen.c
 
 for r in $(seq "$rounds"); do
     echo "round $r/$rounds" >&2

@@ -62,7 +62,7 @@ for r in $(seq "$rounds"); do
     }
 done
 
-echo "Workload: \`churn $ops $threads\` ($(nproc) CPUs, $rounds alternating rounds, medians)."
+echo "Workload: \`churn $ops $threads\` ($(bench_machine), $rounds alternating rounds, medians)."
 echo "OLD: $old $xargs_old"
 echo "NEW: $new $xargs_new"
 echo

@@ -52,7 +52,7 @@ row() { # label workload
     echo "| $1 | $p | $o | $(r "$o" "$p") | $n | $(r "$n" "$p") | $(r "$n" "$o") |"
 }
 cat <<EOT
-OLD: \`$old\`, NEW: \`$new\`; $(nproc) CPUs, $rounds rounds alternating, medians (wall s).
+OLD: \`$old\`, NEW: \`$new\`; $(bench_machine), $rounds rounds alternating, medians (wall s).
 
 | workload | alone | OLD | OLD / alone | NEW | NEW / alone | NEW / OLD |
 |---|---:|---:|---:|---:|---:|---:|

@@ -78,7 +78,7 @@ row() {
 }
 
 cat <<EOT
-Workload: \`churn $ops $threads\` ($(nproc) CPUs, $(uname -m), $rounds rounds alternating, medians).
+Workload: \`churn $ops $threads\` ($(bench_machine), $rounds rounds alternating, medians).
 memscope: \`$("$MEMSCOPE" --version)\` (tree $(git -C "$root" describe --always --dirty)); heaptrack: \`$(heaptrack --version 2>&1 | head -1)\`.
 Database: $events events, $blocks blocks, $db_bytes bytes. heaptrack file: $ht_bytes bytes ($ht_allocs allocations, $ht_temp temporary, by its own count).
 

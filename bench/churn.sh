@@ -66,7 +66,7 @@ ratio_median() {
 }
 per() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 cat <<EOT
-Workload: \`churn $ops $threads\` ($(nproc) CPUs, $(uname -m), $rounds rounds, medians of wall time).
+Workload: \`churn $ops $threads\` ($(bench_machine), $rounds rounds, medians of wall time).
 memscope: \`$("$MEMSCOPE" --version)\` (tree $(git -C "$root" describe --always --dirty)); heaptrack: \`$(heaptrack --version 2>&1 | head -1)\`.
 
 | run | median s | x plain | x heaptrack |

@@ -103,3 +103,16 @@ bench_gen_c() {
     done >"$1"
     echo 'int main(void) { return 0; }' >>"$1"
 }
+
+# bench_machine: the machine, for the heading of a result: CPUs, model and clock rate,
+# architecture, and the kernel's clocksource (with kvm-clock, as on VMs started with
+# tsc=unstable, memscope's agent reads the time with clock_gettime at every event instead of
+# the TSC: docs/ARCHITECTURE.md, the agent's clock). Figures of two machines differ by more
+# than most changes measured here.
+bench_machine() {
+    local model mhz cs
+    model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+    mhz=$(sed -n 's/^cpu MHz[[:space:]]*: \([0-9]*\).*/\1/p' /proc/cpuinfo | head -1)
+    cs=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)
+    echo "$(nproc) CPUs (${model:-unknown}${mhz:+, $mhz MHz}), $(uname -m), clocksource $cs"
+}

@@ -94,7 +94,7 @@ ht_events=$((2 * ht_allocs - ht_leaked))
 hp=$(median ht_path.times) mp=$(median ms_path.times)
 hpr=$(median ht_print.times) ma=$(median ms_all.times)
 cat <<EOT
-Workload: \`churn $ops $threads\` ($(nproc) CPUs, $(uname -m), $rounds rounds, medians).
+Workload: \`churn $ops $threads\` ($(bench_machine), $rounds rounds, medians).
 memscope: \`$("$MEMSCOPE" --version)\` (tree $(git -C "$root" describe --always --dirty)); heaptrack: \`$(heaptrack --version 2>&1 | head -1)\`.
 
 | path | heaptrack s | memscope s | memscope / heaptrack (ratio of medians) | (median of per-round ratios) |

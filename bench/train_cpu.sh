@@ -61,7 +61,7 @@ row() { # label name
 }
 pw=$(median plain.times) hw=$(median heaptrack.times) pl=$(median plain.loop) hl=$(median heaptrack.loop)
 cat <<EOT
-Workload: \`$py train_cpu.py $steps\` ($(nproc) CPUs, $(uname -m), $rounds rounds alternating, medians).
+Workload: \`$py train_cpu.py $steps\` ($(bench_machine), $rounds rounds alternating, medians).
 memscope: \`$("$MEMSCOPE" --version)\` (tree $(git -C "$root" describe --always --dirty)); heaptrack: \`$(heaptrack --version 2>&1 | head -1)\`.
 
 | run | wall s | x plain | x heaptrack | loop s | x plain | x heaptrack |

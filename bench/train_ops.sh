@@ -57,7 +57,7 @@ row() { # label name
 }
 pw=$(median plain.times) pl=$(median plain.loop) mw=$(median ms.times) ml=$(median ms.loop)
 cat <<EOT
-Workload: \`$py train_cpu.py $steps\` ($(nproc) CPUs, $(uname -m), $rounds rounds alternating, medians).
+Workload: \`$py train_cpu.py $steps\` ($(bench_machine), $rounds rounds alternating, medians).
 memscope: \`$("$MEMSCOPE" --version)\` (tree $(git -C "$root" describe --always --dirty)).
 
 | run | wall s | x plain | x memscope | loop s | x plain | x memscope |

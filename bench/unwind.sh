@@ -57,7 +57,7 @@ depth() { sqlite3 "$1" "SELECT printf('%.1f', avg(depth)) FROM stacks"; }
 p=$(median plain.times) m=$(median ms.times) mf=$(median msfp.times) h=$(median ht.times)
 c=$(median cms.times) cf=$(median cmsfp.times) ch=$(median cht.times) cr=$(median craw.times)
 cat <<EOT
-Workloads: cc1 of $(cc --version | head -1) on a generated file; churn $ops $threads.
+Workloads: cc1 of $(cc --version | head -1) on a generated file; churn $ops $threads; $(bench_machine).
 memscope: \`$("$MEMSCOPE" --version)\`; heaptrack: \`$(heaptrack --version 2>&1 | head -1)\`; $rounds rounds, medians.
 
 | cc1, about 8M allocations | seconds | / plain | mean stack depth |

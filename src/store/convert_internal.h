@@ -297,7 +297,8 @@ struct conv {
     struct ms_strtab owners;     /* owner strings -> owners.id */
     struct ms_symcache symcache; /* ELF files read for symbolization, shared by processes */
     /* Symbolization on a thread of its own while pass 2 matches the heap events (compact
-     * output): it alone uses the database, the strings and the stacks until conv__sym_join. */
+     * output): it alone uses the database, the strings and the stacks until pass 2 waits for
+     * it (sym_join in convert.c). */
     pthread_t sym_thread;
     int sym_running, sym_rc;
     char **pools; /* pool names; pool i has layers MS_LAYER_POOL0 + 2i and + 2i + 1 */

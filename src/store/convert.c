@@ -79,13 +79,11 @@ int sbuf__json(struct sbuf *b, const char *s, size_t n)
     return rc ? rc : sbuf__add(b, "\"", 1);
 }
 
-static int sym_join(struct conv *c);
-
 int conv__fail(struct conv *c, int rc, const char *fmt, ...)
 {
     /* the main thread waits for the symbolization's thread: one writer of err at a time */
     if (c->sym_running && !pthread_equal(pthread_self(), c->sym_thread))
-        sym_join(c);
+        conv__sym_join(c);
     if (c->err && c->errlen && !c->err[0]) {
         va_list ap;
         va_start(ap, fmt);
@@ -984,7 +982,7 @@ static int on_event(struct conv *c, struct stream *s)
     case MS_REC_HEAP_FREE: return conv__on_free(c, s, MS_LAYER_HEAP, "free");
     case MS_REC_EXTENSION: {
         /* annotations write rows: the symbolization's thread first ends its own */
-        int rc = c->sym_running ? sym_join(c) : 0;
+        int rc = c->sym_running ? conv__sym_join(c) : 0;
         if (rc < 0)
             return rc;
         return s->pta ? conv__on_pta(c, s) : conv__on_annotation(c, s);
@@ -1412,49 +1410,9 @@ static int open_schema(struct conv *c)
     return rc;
 }
 
-/* ---- Symbolization, overlapping pass 2 ------------------------------------------------------ */
-
-static void *symbolize_all(void *arg)
-{
-    struct conv *c = arg;
-    int rc = 0;
-    for (size_t i = 0; i < c->nprocs && rc == 0; i++)
-        rc = conv__symbolize_process(c, &c->procs[i]);
-    c->sym_rc = rc;
-    return NULL;
-}
-
-/* Symbolizes every process (libdw's lookups, the strings, frames and stacks rows): on a thread
- * of its own when pass 2 writes no row before its first annotation record, so that the two
- * overlap (compact output without PyTorch's allocator pickles, whose streams read stacks);
- * here otherwise. The rows are the same, in the same order: pass 2 waits for the thread
- * (sym_join) before it writes its first row. */
-static int symbolize_start(struct conv *c)
-{
-    int overlap = c->o->compact && !c->o->sink;
-    for (size_t i = 0; i < c->nprocs; i++)
-        overlap &= !c->procs[i].pta;
-    if (overlap && pthread_create(&c->sym_thread, NULL, symbolize_all, c) == 0) {
-        c->sym_running = 1;
-        return 0;
-    }
-    symbolize_all(c);
-    return c->sym_rc;
-}
-
-/* Waits for the symbolization's thread, if it runs; returns its result. */
-static int sym_join(struct conv *c)
-{
-    if (c->sym_running) {
-        pthread_join(c->sym_thread, NULL);
-        c->sym_running = 0;
-    }
-    return c->sym_rc;
-}
-
 static void conv_release(struct conv *c)
 {
-    sym_join(c);
+    conv__sym_join(c);
     ms_embed_release(&c->embed);
     sqlite3_stmt *sts[] = {c->ins_string, c->ins_frame, c->ins_stack, c->ins_stack_frame,
                            c->ins_owner,  c->ins_step,  c->ins_range, c->ins_pytrace};
@@ -1572,12 +1530,12 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
     if (rc == 0)
         rc = open_db(&c);
     if (rc == 0)
-        rc = symbolize_start(&c);
+        rc = conv__symbolize_start(&c);
     if (rc == 0 && !o->sink && getenv("MEMSCOPE_FAULT_CONVERT"))
         raise(SIGSEGV); /* failure injection (tests): a crash with its files half-written */
     if (rc == 0)
         rc = pass2(&c);
-    int sym_rc = sym_join(&c);
+    int sym_rc = conv__sym_join(&c);
     if (rc == 0)
         rc = sym_rc;
     if (rc == 0)

@@ -298,7 +298,7 @@ struct conv {
     struct ms_symcache symcache; /* ELF files read for symbolization, shared by processes */
     /* Symbolization on a thread of its own while pass 2 matches the heap events (compact
      * output): it alone uses the database, the strings and the stacks until pass 2 waits for
-     * it (sym_join in convert.c). */
+     * it (conv__sym_join). */
     pthread_t sym_thread;
     int sym_running, sym_rc;
     char **pools; /* pool names; pool i has layers MS_LAYER_POOL0 + 2i and + 2i + 1 */
@@ -382,6 +382,10 @@ int conv__write_annotations(struct conv *c);
 
 /* Symbolizes process p's stacks and writes its modules, strings, frames and stacks rows. */
 int conv__symbolize_process(struct conv *c, struct proc *p);
+/* Symbolizes every process: on a thread of its own (compact output) or before returning. */
+int conv__symbolize_start(struct conv *c);
+/* Waits for the symbolization's thread, if it runs; returns its result. */
+int conv__sym_join(struct conv *c);
 
 /* ---- convert_compact.c: the computed tables (both kinds), the compact database's part -------- */
 

@@ -1,7 +1,8 @@
 /* convert_symbols.c: the conversion's symbolization: each distinct return address of a process
  * looked up once with libdw (symbolize.c: inlined frames included, C++ names demangled), its
- * modules, strings, frames, stack_frames and stacks rows (c_text, py_text). Workload: once per
- * process after pass 1; per distinct pc a lookup, per stack its frames joined. */
+ * modules, strings, frames, stack_frames and stacks rows (c_text, py_text), on a thread of its
+ * own beside pass 2 in a compact conversion. Workload: once per process after pass 1; per
+ * distinct pc a lookup, per stack its frames joined. */
 #include "convert_internal.h"
 
 /* ---- Symbolization: modules, strings, frames, stacks ---------------------------------------- */
@@ -264,4 +265,44 @@ int conv__symbolize_process(struct conv *c, struct proc *p)
     ms_symbolizer_release(&sym);
     free(all);
     return rc;
+}
+
+/* ---- The symbolization of every process, overlapping pass 2 --------------------------------- */
+
+static void *symbolize_all(void *arg)
+{
+    struct conv *c = arg;
+    int rc = 0;
+    for (size_t i = 0; i < c->nprocs && rc == 0; i++)
+        rc = conv__symbolize_process(c, &c->procs[i]);
+    c->sym_rc = rc;
+    return NULL;
+}
+
+/* Symbolizes every process (libdw's lookups, the strings, frames and stacks rows): on a thread
+ * of its own when pass 2 writes no row before its first annotation record, so that the two
+ * overlap (compact output without PyTorch's allocator pickles, whose streams read stacks);
+ * here otherwise. The rows are the same, in the same order: pass 2 waits for the thread
+ * (conv__sym_join) before it writes its first row. */
+int conv__symbolize_start(struct conv *c)
+{
+    int overlap = c->o->compact && !c->o->sink;
+    for (size_t i = 0; i < c->nprocs; i++)
+        overlap &= !c->procs[i].pta;
+    if (overlap && pthread_create(&c->sym_thread, NULL, symbolize_all, c) == 0) {
+        c->sym_running = 1;
+        return 0;
+    }
+    symbolize_all(c);
+    return c->sym_rc;
+}
+
+/* Waits for the symbolization's thread, if it runs; returns its result. */
+int conv__sym_join(struct conv *c)
+{
+    if (c->sym_running) {
+        pthread_join(c->sym_thread, NULL);
+        c->sym_running = 0;
+    }
+    return c->sym_rc;
 }

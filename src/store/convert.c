@@ -81,15 +81,14 @@ int sbuf__json(struct sbuf *b, const char *s, size_t n)
 
 int conv__fail(struct conv *c, int rc, const char *fmt, ...)
 {
-    /* the main thread waits for the symbolization's thread: one writer of err at a time */
-    if (c->sym_running && !pthread_equal(pthread_self(), c->sym_thread))
-        conv__sym_join(c);
+    pthread_mutex_lock(&c->err_mu); /* the conversion's threads may fail at once */
     if (c->err && c->errlen && !c->err[0]) {
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(c->err, c->errlen, fmt, ap);
         va_end(ap);
     }
+    pthread_mutex_unlock(&c->err_mu);
     return rc;
 }
 
@@ -103,8 +102,7 @@ int conv__oom(struct conv *c, const char *what)
     return conv__fail(c, MS_ENOMEM, "out of memory or over a size cap (%s)", what);
 }
 
-/* An error of an ms_batch call (what: the insert). */
-static int batch_fail(struct conv *c, int rc, const char *what)
+int conv__batch_fail(struct conv *c, int rc, const char *what)
 {
     return rc == MS_EDB ? db_fail(c, what) : conv__oom(c, what);
 }
@@ -635,76 +633,6 @@ static int block_alloc(struct conv *c, uint32_t *slot)
     return 0;
 }
 
-/* Writes the blocks row of cb now. */
-int conv__block_row(struct conv *c, const struct closed_block *cb)
-{
-    const struct block *b = &cb->b;
-    struct ms_cell *row;
-    int rc = ms_batch_row(&c->blocks_ins, &row);
-    if (rc < 0)
-        return batch_fail(c, rc, "insert block");
-    ms_cell_int(&row[0], b->alloc_id);
-    ms_cell_int(&row[1], cb->layer);
-    ms_cell_int(&row[2], cb->process_id);
-    ms_cell_int(&row[3], b->thread_id);
-    ms_cell_int(&row[4], b->addr);
-    ms_cell_int(&row[5], b->size);
-    ms_cell_static(&row[6], b->func);
-    ms_cell_int(&row[7], b->alloc_ns);
-    ms_cell_opt(&row[8], cb->free_ns, cb->have_free);
-    ms_cell_int(&row[9], b->alloc_event_id);
-    ms_cell_opt(&row[10], cb->free_event, cb->have_free && cb->free_event);
-    ms_cell_opt(&row[11], b->stack_id, b->stack_id != 0);
-    ms_cell_opt(&row[12], b->owner_id, b->owner_id != 0);
-    ms_cell_int(&row[13], b->step);
-    return 0;
-}
-
-/* Writes the waiting rows in id order from closed_next: through every id below upto, passing
- * over the ids of blocks still live (written out of order when they close), then on while the
- * next id is waiting. */
-static int closed_drain(struct conv *c, int64_t upto)
-{
-    int rc = 0;
-    for (;; c->closed_next++) {
-        struct closed_block *cb = &c->closed[(uint64_t)c->closed_next & (REORDER - 1)];
-        if (cb->b.alloc_id != c->closed_next) {
-            if (c->closed_next >= upto)
-                return 0;
-            continue; /* still live: passed over */
-        }
-        if ((rc = conv__block_row(c, cb)) < 0)
-            return rc;
-        cb->b.alloc_id = 0;
-    }
-}
-
-/* Writes the blocks row of a closed block, or keeps it in the window until the blocks allocated
- * before it are written. Blocks close in about allocation order (most live briefly), and rows
- * written in key order are appended to the table's b-tree, where a row out of order costs SQLite
- * a search from the root and page splits (about 40% of a row's cost on churn). The window holds
- * REORDER rows (8 MiB); a block live longer than REORDER later allocations is passed over and
- * its row written out of order when it closes. */
-static int write_block(struct conv *c, const struct closed_block *cb)
-{
-    int64_t id = cb->b.alloc_id;
-    if (!c->closed) {
-        c->closed = calloc(REORDER, sizeof *c->closed);
-        if (!c->closed)
-            return conv__oom(c, "blocks");
-        c->closed_next = 1;
-    }
-    if (id < c->closed_next)
-        return conv__block_row(c, cb); /* passed over while it was live */
-    int rc = 0;
-    if (id - c->closed_next >= (int64_t)REORDER)
-        rc = closed_drain(c, id - (int64_t)REORDER + 1);
-    if (rc < 0)
-        return rc;
-    c->closed[(uint64_t)id & (REORDER - 1)] = *cb;
-    return id == c->closed_next ? closed_drain(c, 0) : 0;
-}
-
 /* Writes the blocks row of the block in slot and frees the slot. free_event 0: no free event
  * (replaced by an allocation at the same address); have_free 0: still live at the end. */
 static int block_close(struct conv *c, struct proc *p, int layer, uint32_t slot, int have_free,
@@ -716,7 +644,7 @@ static int block_close(struct conv *c, struct proc *p, int layer, uint32_t slot,
              : c->o->compact ? conv__compact_block(c, p, &cb)
                              : conv__live_at_end(c, &cb);
     if (rc == 0 && !c->o->sink && !c->o->compact)
-        rc = write_block(c, &cb);
+        rc = conv__write_block(c, &cb);
     if (have_free) {
         struct layer_stats *ls = &p->ls[layer].st;
         ls->live_bytes -= b->size;
@@ -777,7 +705,7 @@ int conv__write_event_full(struct conv *c, const struct stream *s, int kind, int
     struct ms_cell *row;
     int rc = ms_batch_row(&c->events_ins, &row);
     if (rc < 0)
-        return batch_fail(c, rc, "insert event");
+        return conv__batch_fail(c, rc, "insert event");
     ms_cell_int(&row[0], ++c->next_event);
     ms_cell_int(&row[1], s->ts);
     ms_cell_int(&row[2], kind);
@@ -791,11 +719,11 @@ int conv__write_event_full(struct conv *c, const struct stream *s, int kind, int
     ms_cell_opt(&row[10], alloc_id, alloc_id != 0);
     ms_cell_null(&row[11]);
     if (name && (rc = ms_batch_copy(&c->events_ins, &row[11], name, name_len)) < 0)
-        return batch_fail(c, rc, "insert event");
+        return conv__batch_fail(c, rc, "insert event");
     ms_cell_opt(&row[12], flags, flags >= 0);
     ms_cell_null(&row[13]);
     if (c->attr && (rc = ms_batch_copy(&c->events_ins, &row[13], c->attr, c->attr_len)) < 0)
-        return batch_fail(c, rc, "insert event");
+        return conv__batch_fail(c, rc, "insert event");
     c->attr = NULL;
     return 0;
 }
@@ -985,7 +913,12 @@ static int on_event(struct conv *c, struct stream *s)
         int rc = c->sym_running ? conv__sym_join(c) : 0;
         if (rc < 0)
             return rc;
-        return s->pta ? conv__on_pta(c, s) : conv__on_annotation(c, s);
+        if (c->kept_running) /* the kept blocks' thread writes rows too */
+            pthread_mutex_lock(&c->db_mu);
+        rc = s->pta ? conv__on_pta(c, s) : conv__on_annotation(c, s);
+        if (c->kept_running)
+            pthread_mutex_unlock(&c->db_mu);
+        return rc;
     }
     default: return on_munmap(c, s);
     }
@@ -1320,14 +1253,14 @@ static int write_meta(struct conv *c)
 /* Writes the blocks rows still waiting and the events and blocks rows still buffered. */
 static int flush_batches(struct conv *c)
 {
-    int rc = c->closed ? closed_drain(c, c->next_alloc + 1) : 0;
+    int rc = conv__drain_blocks(c);
     if (rc < 0)
         return rc;
     rc = ms_batch_flush(&c->events_ins);
     if (rc < 0)
-        return batch_fail(c, rc, "insert event");
+        return conv__batch_fail(c, rc, "insert event");
     rc = ms_batch_flush(&c->blocks_ins);
-    return rc < 0 ? batch_fail(c, rc, "insert block") : 0;
+    return rc < 0 ? conv__batch_fail(c, rc, "insert block") : 0;
 }
 
 static int open_schema(struct conv *c);
@@ -1388,9 +1321,9 @@ static int open_schema(struct conv *c)
     if (rc == 0)
         rc = conv__exec(c, ms_schema_index_sql, "create indexes");
     if (rc == 0 && (rc = ms_batch_init(&c->events_ins, c->db, "events", 14, 1)) < 0)
-        rc = batch_fail(c, rc, "prepare");
+        rc = conv__batch_fail(c, rc, "prepare");
     if (rc == 0 && (rc = ms_batch_init(&c->blocks_ins, c->db, "blocks", 14, 1)) < 0)
-        rc = batch_fail(c, rc, "prepare");
+        rc = conv__batch_fail(c, rc, "prepare");
     if (rc == 0)
         rc = conv__prepare(c, &c->ins_owner, "INSERT INTO owners VALUES (?,?)");
     if (rc == 0)
@@ -1413,6 +1346,7 @@ static int open_schema(struct conv *c)
 static void conv_release(struct conv *c)
 {
     conv__sym_join(c);
+    conv__kept_join(c, 1);
     ms_embed_release(&c->embed);
     sqlite3_stmt *sts[] = {c->ins_string, c->ins_frame, c->ins_stack, c->ins_stack_frame,
                            c->ins_owner,  c->ins_step,  c->ins_range, c->ins_pytrace};
@@ -1476,7 +1410,6 @@ static void conv_release(struct conv *c)
     free(c->threads);
     free(c->blocks);
     free(c->closed);
-    free(c->kept);
     free(c->all_closed);
     free(c->step_lives);
     free(c->own_live);
@@ -1495,6 +1428,10 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
     struct conv c;
     struct ms_store_result dummy;
     memset(&c, 0, sizeof c);
+    pthread_mutex_init(&c.err_mu, NULL);
+    pthread_mutex_init(&c.db_mu, NULL);
+    pthread_mutex_init(&c.kept_mu, NULL);
+    pthread_cond_init(&c.kept_cv, NULL);
     if (!res)
         res = &dummy;
     memset(res, 0, sizeof *res);
@@ -1533,11 +1470,16 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
         rc = conv__symbolize_start(&c);
     if (rc == 0 && !o->sink && getenv("MEMSCOPE_FAULT_CONVERT"))
         raise(SIGSEGV); /* failure injection (tests): a crash with its files half-written */
+    if (rc == 0 && o->compact && !o->sink)
+        rc = conv__kept_start(&c);
     if (rc == 0)
         rc = pass2(&c);
     int sym_rc = conv__sym_join(&c);
+    int kept_rc = conv__kept_join(&c, rc < 0 || sym_rc < 0);
     if (rc == 0)
         rc = sym_rc;
+    if (rc == 0)
+        rc = kept_rc;
     if (rc == 0)
         rc = conv__write_annotations(&c);
     if (rc == 0)

@@ -419,7 +419,7 @@ int conv__compact_block(struct conv *c, struct proc *p, const struct closed_bloc
     if (rc < 0)
         return rc;
     if (!cb->have_free || cb->b.moments != p->moments || cb->b.keep || pool_layer(cb->layer))
-        return closed_push(c, &c->kept, &c->nkept, &c->akept, cb);
+        return conv__keep_block(c, cb);
     struct layer_state *ls = &p->ls[cb->layer];
     if (ls->st.peak_alloc && cb->b.alloc_id <= ls->st.peak_alloc)
         rc = closed_push(c, &ls->peak_closed, &ls->npeak_closed, &ls->apeak_closed, cb);
@@ -429,7 +429,7 @@ int conv__compact_block(struct conv *c, struct proc *p, const struct closed_bloc
     return rc;
 }
 
-/* A kept block by allocation id, for the sort (the rows are 150 bytes: sorting them moved
+/* A block live at a peak by allocation id, for the sort (the rows are 150 bytes: sorting them moved
  * 50 MB on a training run's 330,000 blocks live at its peak). */
 struct kept_ref {
     int64_t id;
@@ -450,11 +450,14 @@ static size_t add_refs(struct kept_ref *refs, size_t at, const struct closed_blo
     return at;
 }
 
-/* Compact output: writes the kept blocks rows, in allocation order (a block live at both peaks
- * once). */
+/* Compact output: writes the rows still in the window, then those of the blocks live at a
+ * peak, in allocation order (a block live at both peaks once). */
 int conv__compact_write_blocks(struct conv *c)
 {
-    size_t total = c->nkept + c->nall_closed;
+    int rc = conv__drain_blocks(c);
+    if (rc < 0)
+        return rc;
+    size_t total = c->nall_closed;
     for (size_t i = 0; i < c->nprocs; i++)
         for (size_t l = 0; l < c->procs[i].nls; l++)
             total += c->procs[i].ls[l].npeak_closed;
@@ -463,13 +466,11 @@ int conv__compact_write_blocks(struct conv *c)
     struct kept_ref *refs = malloc(total * sizeof *refs);
     if (!refs)
         return conv__oom(c, "blocks of the compact database");
-    size_t n = add_refs(refs, 0, c->kept, c->nkept);
-    n = add_refs(refs, n, c->all_closed, c->nall_closed);
+    size_t n = add_refs(refs, 0, c->all_closed, c->nall_closed);
     for (size_t i = 0; i < c->nprocs; i++)
         for (size_t l = 0; l < c->procs[i].nls; l++)
             n = add_refs(refs, n, c->procs[i].ls[l].peak_closed, c->procs[i].ls[l].npeak_closed);
     qsort(refs, n, sizeof *refs, cmp_kept_ref);
-    int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++)
         if (!i || refs[i].id != refs[i - 1].id)
             rc = conv__block_row(c, refs[i].cb);

@@ -219,6 +219,8 @@ struct pta_pre {
     int seg;
 };
 
+struct kept_chunk; /* convert_blocks.c */
+
 struct conv {
     const struct ms_store_options *o;
     struct ms_store_result *res;
@@ -244,10 +246,19 @@ struct conv {
     struct closed_block *closed;
     int64_t closed_next;
     /* Compact output (o->compact): no MALLOC or FREE rows, and blocks rows only for the blocks
-     * the analyses read there (docs/database.md): those kept so far, written at the end. */
-    struct closed_block *kept;
-    size_t nkept, akept;
-    struct ms_embed embed; /* the packed traces on their way into trace_files */
+     * the analyses read there (docs/database.md). The rows kept when a block closes go through
+     * the window too, written during pass 2 by a thread of their own (convert_blocks.c): main
+     * fills kept_fill and queues it (kept_head..kept_tail, under kept_mu), the thread writes. */
+    pthread_t kept_thread;
+    int kept_running, kept_closed, kept_rc;
+    pthread_mutex_t kept_mu;
+    pthread_cond_t kept_cv;
+    struct kept_chunk *kept_fill, *kept_head, *kept_tail;
+    /* The connection is used by one thread at a time: while threads share it (the
+     * symbolization's, the kept blocks', pass 2's annotations), each holds db_mu to use it. */
+    pthread_mutex_t db_mu;
+    pthread_mutex_t err_mu; /* err: the first message of any thread */
+    struct ms_embed embed;  /* the packed traces on their way into trace_files */
     /* Compact output: allocations per (process, layer, stack): the site_stats rows. */
     struct site_stat {
         int64_t process_id, stack_id, owner_id, step; /* owner at allocation */
@@ -365,8 +376,27 @@ int conv__free_block(struct conv *c, const struct stream *s, int layer, uint32_t
 
 /* Runs sql (several statements); 0 or an error (set). */
 int conv__exec(struct conv *c, const char *sql, const char *what);
+/* An error of an ms_batch call (what: the insert). */
+int conv__batch_fail(struct conv *c, int rc, const char *what);
+
+/* ---- convert_blocks.c: the blocks rows -------------------------------------------------------- */
+
 /* Writes the blocks row of cb now. */
 int conv__block_row(struct conv *c, const struct closed_block *cb);
+/* Writes the blocks row of cb, or keeps it in the window (closed) until the blocks allocated
+ * before it are written. */
+int conv__write_block(struct conv *c, const struct closed_block *cb);
+/* Writes the rows still waiting in the window. */
+int conv__drain_blocks(struct conv *c);
+/* Compact output: starts the thread that writes the kept blocks' rows during pass 2 (none if
+ * it cannot start: conv__keep_block writes them). Returns 0. */
+int conv__kept_start(struct conv *c);
+/* Compact output: the row of a kept block, to the thread or (none, or after it) written here
+ * under db_mu. Returns 0 or an error (the thread's, if it stopped on one). */
+int conv__keep_block(struct conv *c, const struct closed_block *cb);
+/* Hands the last rows to the thread and waits for it; failed: the conversion failed, the rows
+ * are dropped. Returns 0 or the thread's error. */
+int conv__kept_join(struct conv *c, int failed);
 
 /* Python stack text of sd ("file(line): function" lines, innermost first) into b. */
 int conv__py_text(struct conv *c, struct proc *p, const struct stack_def *sd, struct sbuf *b);

@@ -273,8 +273,10 @@ static void *symbolize_all(void *arg)
 {
     struct conv *c = arg;
     int rc = 0;
+    pthread_mutex_lock(&c->db_mu); /* the kept blocks' thread waits for the connection */
     for (size_t i = 0; i < c->nprocs && rc == 0; i++)
         rc = conv__symbolize_process(c, &c->procs[i]);
+    pthread_mutex_unlock(&c->db_mu);
     c->sym_rc = rc;
     return NULL;
 }

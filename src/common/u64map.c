@@ -109,19 +109,25 @@ void *ms_u64map_put(struct ms_u64map *m, uint64_t key, int *isnew)
 {
     if (isnew)
         *isnew = 0;
-    size_t i = find(m, key);
-    if (i != SIZE_MAX)
-        return val_at(m, i);
+    size_t i = SIZE_MAX; /* a key's probe ends at the free slot where it would go */
+    if (m->mask && key) {
+        for (i = home_of(m, key); m->keys[i]; i = (i + 1) & m->mask)
+            if (m->keys[i] == key)
+                return val_at(m, i);
+    } else if (m->mask && m->has_zero) {
+        return val_at(m, m->mask + 1);
+    }
     if (m->count >= m->cap)
         return NULL;
     if (!m->mask || (m->count + 1) * 2 > m->mask + 1) {
         if (grow(m) < 0)
             return NULL;
+        i = SIZE_MAX; /* the table changed: probe again */
     }
     if (key) {
-        i = home_of(m, key);
-        while (m->keys[i])
-            i = (i + 1) & m->mask;
+        if (i == SIZE_MAX)
+            for (i = home_of(m, key); m->keys[i];)
+                i = (i + 1) & m->mask;
         m->keys[i] = key;
     } else {
         i = m->mask + 1;

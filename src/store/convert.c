@@ -760,13 +760,15 @@ int conv__on_alloc(struct conv *c, const struct stream *s, int layer, const char
     struct layer_state *lst = conv__proc_layer(c, p, layer);
     if (!lst)
         return MS_ENOMEM;
-    struct ms_u64map *live = &lst->live;
-    uint32_t slot;
-    int rc;
-    if (ms_u64map_del(live, r->addr, &slot)) {
+    int is_new, rc;
+    uint32_t *live = ms_u64map_put(&lst->live, r->addr, &is_new); /* valid: no put or del
+                                                                   * on the map below */
+    if (!live)
+        return conv__oom(c, "live blocks");
+    if (!is_new) {
         /* The free was not recorded (or happened before recording resumed): close the old
          * block at this moment, without a free event. */
-        if ((rc = block_close(c, p, layer, slot, 1, s->ts, 0)) < 0)
+        if ((rc = block_close(c, p, layer, *live, 1, s->ts, 0)) < 0)
             return rc;
     }
     uint32_t stack = 0;
@@ -774,10 +776,10 @@ int conv__on_alloc(struct conv *c, const struct stream *s, int layer, const char
         stack = 0; /* its STACK record was lost to damage */
     if (!func)
         func = ms_fn_name(r->type, r->fn);
+    uint32_t slot = 0;
     if ((rc = block_alloc(c, &slot)) < 0)
         return rc;
-    if (ms_u64map_set32(live, r->addr, slot) < 0)
-        return conv__oom(c, "live blocks");
+    *live = slot;
     c->live_total++;
     int64_t alloc_id = ++c->next_alloc;
     /* PyTorch's allocator events name no thread: they take the owner of the process's first
@@ -813,7 +815,7 @@ int conv__on_alloc(struct conv *c, const struct stream *s, int layer, const char
         ls->peak_ns = s->ts;
         ls->peak_event = c->next_event;
         ls->peak_alloc = alloc_id;
-        lst->npeak_closed = 0; /* closed before this peak: not live at it */
+        lst->peak_from = c->ncand; /* closed before this peak: not live at it */
     }
     return 0;
 }
@@ -1375,7 +1377,6 @@ static void conv_release(struct conv *c)
         }
         for (size_t l = 0; l < p->nls; l++) {
             ms_u64map_release(&p->ls[l].live);
-            free(p->ls[l].peak_closed);
         }
         free(p->ls);
     }
@@ -1410,7 +1411,7 @@ static void conv_release(struct conv *c)
     free(c->threads);
     free(c->blocks);
     free(c->closed);
-    free(c->all_closed);
+    free(c->cand);
     free(c->step_lives);
     free(c->own_live);
     free(c->own_peak);

@@ -91,39 +91,76 @@ int conv__drain_blocks(struct conv *c)
 
 /* ---- The kept blocks' thread (compact output) ------------------------------------------------ */
 
-/* The next chunk of the queue, waiting for one; NULL once the queue is closed and empty.
- * *failed: the thread or the conversion stopped on an error (the chunk is only freed). */
-static struct kept_chunk *next_chunk(struct conv *c, int *failed)
+/* Every chunk of the queue, waiting for one; NULL once the queue is closed and empty.
+ * *failed: the thread or the conversion stopped on an error (the chunks are only freed). */
+static struct kept_chunk *next_chunks(struct conv *c, int *failed)
 {
     pthread_mutex_lock(&c->kept_mu);
     while (!c->kept_head && !c->kept_closed)
         pthread_cond_wait(&c->kept_cv, &c->kept_mu);
     struct kept_chunk *k = c->kept_head;
-    if (k && !(c->kept_head = k->next))
-        c->kept_tail = NULL;
+    c->kept_head = c->kept_tail = NULL;
     *failed = c->kept_rc != 0;
     pthread_mutex_unlock(&c->kept_mu);
     return k;
 }
 
-/* The thread: writes the rows of each chunk through the window, holding the connection (which
- * the symbolization's thread and pass 2's annotations also use) ROWS_PER_HOLD rows at a time.
- * After an error it only frees what comes, and pass 2 stops at its next chunk. */
+/* A row of the chunks taken at once, by allocation id, for the sort. */
+struct kept_ref {
+    int64_t id;
+    const struct closed_block *cb;
+};
+
+static int cmp_kept_ref(const void *a, const void *b)
+{
+    const struct kept_ref *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Writes the rows of the chunks k.., in allocation order. The kept blocks live long (across a
+ * step's end): nearly every row comes after rows of later ids and costs SQLite a search from
+ * the root; in id order, the searches of a batch go down to the same pages one after the
+ * other. Holds the connection ROWS_PER_HOLD rows at a time. */
+static int write_chunks(struct conv *c, const struct kept_chunk *k)
+{
+    size_t n = 0;
+    for (const struct kept_chunk *x = k; x; x = x->next)
+        n += x->n;
+    struct kept_ref *refs = malloc(n * sizeof *refs);
+    if (!refs)
+        return conv__oom(c, "blocks of the compact database");
+    n = 0;
+    for (const struct kept_chunk *x = k; x; x = x->next)
+        for (size_t i = 0; i < x->n; i++)
+            refs[n++] = (struct kept_ref){x->rows[i].b.alloc_id, &x->rows[i]};
+    qsort(refs, n, sizeof *refs, cmp_kept_ref);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i += ROWS_PER_HOLD) {
+        size_t end = i + ROWS_PER_HOLD < n ? i + ROWS_PER_HOLD : n;
+        pthread_mutex_lock(&c->db_mu);
+        for (size_t j = i; j < end && rc == 0; j++)
+            rc = conv__write_block(c, refs[j].cb);
+        pthread_mutex_unlock(&c->db_mu);
+    }
+    free(refs);
+    return rc;
+}
+
+/* The thread: writes the rows of the chunks queued, all those waiting at a time (the connection
+ * is also used by the symbolization's thread and pass 2's annotations). After an error it only
+ * frees what comes, and pass 2 stops at its next chunk. */
 static void *write_kept(void *arg)
 {
     struct conv *c = arg;
     struct kept_chunk *k;
     int failed;
-    while ((k = next_chunk(c, &failed))) {
-        int rc = 0;
-        for (size_t i = 0; i < k->n && rc == 0 && !failed; i += ROWS_PER_HOLD) {
-            size_t end = i + ROWS_PER_HOLD < k->n ? i + ROWS_PER_HOLD : k->n;
-            pthread_mutex_lock(&c->db_mu);
-            for (size_t j = i; j < end && rc == 0; j++)
-                rc = conv__write_block(c, &k->rows[j]);
-            pthread_mutex_unlock(&c->db_mu);
+    while ((k = next_chunks(c, &failed))) {
+        int rc = failed ? 0 : write_chunks(c, k);
+        while (k) {
+            struct kept_chunk *next = k->next;
+            free(k);
+            k = next;
         }
-        free(k);
         if (rc < 0) {
             pthread_mutex_lock(&c->kept_mu);
             c->kept_rc = rc;

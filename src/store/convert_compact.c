@@ -331,7 +331,7 @@ int conv__compact_event(struct conv *c, const struct stream *s, int kind, int la
             c->all_peak_alloc = alloc_id;
             c->all_peak_event = event_id;
             c->all_peak_ns = s->ts;
-            c->nall_closed = 0; /* closed before this peak: not live at it */
+            c->all_from = c->ncand; /* closed before this peak: not live at it */
         }
         if (c->trend_ok)
             return owner_live(c, owner, size);
@@ -371,16 +371,6 @@ static int write_sites(struct conv *c)
     return rc;
 }
 
-/* Appends cb to the array *a of *n (capacity *cap) closed blocks. */
-static int closed_push(struct conv *c, struct closed_block **a, size_t *n, size_t *cap,
-                       const struct closed_block *cb)
-{
-    if (*n == *cap && conv__grow((void **)a, cap, *n, sizeof **a, MAX_LIVE) < 0)
-        return conv__oom(c, "blocks of the compact database");
-    (*a)[(*n)++] = *cb;
-    return 0;
-}
-
 /* The layers of pools (a user pool's blocks and regions, PyTorch's blocks and segments):
  * the compact database keeps all their blocks rows (fragmentation reads them). */
 static int pool_layer(int layer)
@@ -406,13 +396,83 @@ int conv__live_at_end(struct conv *c, const struct closed_block *cb)
     return 0;
 }
 
+/* cand[k], closed after its layer's peak (in its process) and allocated before it: live at it;
+ * or after the peak of all default layers and allocated before that. */
+static int live_at_a_peak(const struct conv *c, size_t k)
+{
+    const struct closed_block *cb = &c->cand[k];
+    const struct layer_state *ls = &c->procs[cb->process_id - 1].ls[cb->layer];
+    if (k >= ls->peak_from && cb->b.alloc_id <= ls->st.peak_alloc)
+        return 1;
+    return k >= c->all_from && !reserve_layer(cb->layer) && cb->b.alloc_id <= c->all_peak_alloc;
+}
+
+/* A start in cand (all_from, a layer's peak_from), for compact_cand. */
+struct cand_from {
+    size_t at;
+    size_t *from;
+};
+
+static int cmp_cand_from(const void *a, const void *b)
+{
+    const struct cand_from *x = a, *y = b;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* Drops the blocks of cand that no current peak needs any more (closed before every peak they
+ * could be live at), keeping the order of the others and moving each start to the same block
+ * (or the end). Returns 0 or MS_ENOMEM. */
+static int compact_cand(struct conv *c)
+{
+    size_t n = 1, w = 0;
+    for (size_t i = 0; i < c->nprocs; i++)
+        n += c->procs[i].nls;
+    struct cand_from *f = malloc(n * sizeof *f);
+    if (!f)
+        return MS_ENOMEM;
+    n = 0;
+    f[n++] = (struct cand_from){c->all_from, &c->all_from};
+    for (size_t i = 0; i < c->nprocs; i++)
+        for (size_t l = 0; l < c->procs[i].nls; l++)
+            f[n++] = (struct cand_from){c->procs[i].ls[l].peak_from, &c->procs[i].ls[l].peak_from};
+    qsort(f, n, sizeof *f, cmp_cand_from);
+    size_t j = 0;
+    for (size_t k = 0; k < c->ncand; k++) {
+        for (; j < n && f[j].at <= k; j++)
+            *f[j].from = w;
+        if (live_at_a_peak(c, k))
+            c->cand[w++] = c->cand[k];
+    }
+    for (; j < n; j++)
+        *f[j].from = w;
+    c->ncand = w;
+    free(f);
+    return 0;
+}
+
+/* Appends cb to cand: first drops the blocks no peak needs any more (peaks are reached again
+ * and again: a training step's), and grows it if that leaves it more than half full. */
+static int cand_push(struct conv *c, const struct closed_block *cb)
+{
+    if (c->ncand == c->acand) {
+        if (c->ncand && compact_cand(c) < 0)
+            return conv__oom(c, "blocks of the compact database");
+        size_t need = c->ncand > c->acand / 2 ? c->acand : c->ncand; /* acand: doubles */
+        if (conv__grow((void **)&c->cand, &c->acand, need, sizeof *c->cand, MAX_LIVE) < 0)
+            return conv__oom(c, "blocks of the compact database");
+    }
+    c->cand[c->ncand++] = *cb;
+    return 0;
+}
+
 /* Compact output: keeps the row of a closed block that an analysis reads from the compact
  * database: live at exit, live at the end of a step or at an OOM (one happened in its process
  * while it was live), accessed, retagged, of a pool, or live at its layer's peak or at the peak
  * of all default layers (decompose's moment). Whether a block was live at a peak is known only
- * at the end: a block closed after the current peak and allocated before it waits in
- * peak_closed (all_closed), which a new peak empties (nothing closed before a peak is live at
- * it). */
+ * at the end: a block closed after a current peak and allocated before it waits in cand, and a
+ * new peak moves its list's start to the end of cand (nothing closed before a peak is live at
+ * it). The condition to enter cand is the one live_at_a_peak checks at the end: a block enters
+ * after the peak was set, so the peak it was checked against is still the peak then. */
 int conv__compact_block(struct conv *c, struct proc *p, const struct closed_block *cb)
 {
     int rc = conv__live_at_end(c, cb);
@@ -420,60 +480,42 @@ int conv__compact_block(struct conv *c, struct proc *p, const struct closed_bloc
         return rc;
     if (!cb->have_free || cb->b.moments != p->moments || cb->b.keep || pool_layer(cb->layer))
         return conv__keep_block(c, cb);
-    struct layer_state *ls = &p->ls[cb->layer];
-    if (ls->st.peak_alloc && cb->b.alloc_id <= ls->st.peak_alloc)
-        rc = closed_push(c, &ls->peak_closed, &ls->npeak_closed, &ls->apeak_closed, cb);
-    if (rc == 0 && !reserve_layer(cb->layer) && c->all_peak_alloc &&
-        cb->b.alloc_id <= c->all_peak_alloc)
-        rc = closed_push(c, &c->all_closed, &c->nall_closed, &c->aall_closed, cb);
-    return rc;
+    const struct layer_state *ls = &p->ls[cb->layer];
+    if ((ls->st.peak_alloc && cb->b.alloc_id <= ls->st.peak_alloc) ||
+        (!reserve_layer(cb->layer) && c->all_peak_alloc && cb->b.alloc_id <= c->all_peak_alloc))
+        return cand_push(c, cb);
+    return 0;
 }
 
-/* A block live at a peak by allocation id, for the sort (the rows are 150 bytes: sorting them moved
- * 50 MB on a training run's 330,000 blocks live at its peak). */
-struct kept_ref {
+/* A block live at a peak by allocation id, for the sort (the rows are 150 bytes). */
+struct peak_ref {
     int64_t id;
     const struct closed_block *cb;
 };
 
-static int cmp_kept_ref(const void *a, const void *b)
+static int cmp_peak_ref(const void *a, const void *b)
 {
-    const struct kept_ref *x = a, *y = b;
+    const struct peak_ref *x = a, *y = b;
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Appends the n blocks of a to refs. */
-static size_t add_refs(struct kept_ref *refs, size_t at, const struct closed_block *a, size_t n)
-{
-    for (size_t k = 0; k < n; k++)
-        refs[at++] = (struct kept_ref){a[k].b.alloc_id, &a[k]};
-    return at;
-}
-
 /* Compact output: writes the rows still in the window, then those of the blocks live at a
- * peak, in allocation order (a block live at both peaks once). */
+ * peak, in allocation order. */
 int conv__compact_write_blocks(struct conv *c)
 {
     int rc = conv__drain_blocks(c);
-    if (rc < 0)
+    size_t n = 0;
+    if (rc < 0 || !c->ncand)
         return rc;
-    size_t total = c->nall_closed;
-    for (size_t i = 0; i < c->nprocs; i++)
-        for (size_t l = 0; l < c->procs[i].nls; l++)
-            total += c->procs[i].ls[l].npeak_closed;
-    if (!total)
-        return 0;
-    struct kept_ref *refs = malloc(total * sizeof *refs);
+    struct peak_ref *refs = malloc(c->ncand * sizeof *refs);
     if (!refs)
         return conv__oom(c, "blocks of the compact database");
-    size_t n = add_refs(refs, 0, c->all_closed, c->nall_closed);
-    for (size_t i = 0; i < c->nprocs; i++)
-        for (size_t l = 0; l < c->procs[i].nls; l++)
-            n = add_refs(refs, n, c->procs[i].ls[l].peak_closed, c->procs[i].ls[l].npeak_closed);
-    qsort(refs, n, sizeof *refs, cmp_kept_ref);
+    for (size_t k = 0; k < c->ncand; k++)
+        if (live_at_a_peak(c, k))
+            refs[n++] = (struct peak_ref){c->cand[k].b.alloc_id, &c->cand[k]};
+    qsort(refs, n, sizeof *refs, cmp_peak_ref);
     for (size_t i = 0; i < n && rc == 0; i++)
-        if (!i || refs[i].id != refs[i - 1].id)
-            rc = conv__block_row(c, refs[i].cb);
+        rc = conv__block_row(c, refs[i].cb);
     free(refs);
     return rc;
 }

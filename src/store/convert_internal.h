@@ -64,10 +64,10 @@ struct layer_state {
     struct ms_u64map live; /* address -> conv.blocks slot */
     struct layer_stats st;
     int used; /* a process_stats row is written (heap and mmap always) */
-    /* Compact output: the blocks closed since the current peak that were live at it (the
-     * peak's live set is these and the blocks still live that were allocated before it). */
-    struct closed_block *peak_closed;
-    size_t npeak_closed, apeak_closed;
+    /* Compact output: where the blocks closed since the current peak begin in conv.cand (the
+     * peak's live set is those of them allocated before it and the blocks still live that
+     * were). */
+    size_t peak_from;
 };
 
 /* A module of a process. A library loaded where a closed one was (dlclose, then dlopen) starts
@@ -268,11 +268,13 @@ struct conv {
     size_t nsites, asites;
     struct ms_u64map site_ids; /* hash of (process, layer, stack, owner, step) -> sites index */
     /* Compact output: live bytes over the default layers of every process as MALLOC and FREE
-     * rows add and remove them (decompose's total), its peak, and the blocks closed since that
-     * were live at it (kept, as peak_closed per layer) */
+     * rows add and remove them (decompose's total), its peak, and where the blocks closed
+     * since then begin in cand. cand: the closed blocks that were live at their layer's
+     * current peak or at this one, in the order they closed, each once (convert_compact.c). */
     int64_t all_live, all_peak, all_peak_alloc;
-    struct closed_block *all_closed;
-    size_t nall_closed, aall_closed;
+    size_t all_from;
+    struct closed_block *cand;
+    size_t ncand, acand;
     /* Compact output: trend's series over the default layers, computed here when the last
      * event's time is known before pass 2 (t1_guess: raw traces only; checked at the end) */
     int trend_ok;

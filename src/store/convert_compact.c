@@ -436,7 +436,8 @@ static int compact_cand(struct conv *c)
         for (size_t l = 0; l < c->procs[i].nls; l++)
             f[n++] = (struct cand_from){c->procs[i].ls[l].peak_from, &c->procs[i].ls[l].peak_from};
     qsort(f, n, sizeof *f, cmp_cand_from);
-    size_t j = 0;
+    size_t j = 0; /* the starts at or before k are already moved (to w <= k): live_at_a_peak
+                   * compares k with them as with their old places, k being past both */
     for (size_t k = 0; k < c->ncand; k++) {
         for (; j < n && f[j].at <= k; j++)
             *f[j].from = w;

@@ -28,7 +28,8 @@ owners steps ranges pools process_stats python_trace inefficient site_stats live
 decompose_points decompose_live owner_peaks"
 
 # The blocks a compact database keeps, computed on the full one: live at exit; live at the
-# peak event of their process and layer; live when a STEP or OOM event of their process happened.
+# peak event of their process and layer, or at the peak of all default layers (a pool's reserve
+# layer is not one); live when a STEP or OOM event of their process happened.
 KEPT_SQL="SELECT b.* FROM blocks b WHERE b.free_ns IS NULL
   OR EXISTS (SELECT 1 FROM process_stats s WHERE s.process_id = b.process_id AND
      s.layer = b.layer AND s.peak_bytes > 0 AND b.alloc_event_id <= s.peak_event_id AND
@@ -37,6 +38,10 @@ KEPT_SQL="SELECT b.* FROM blocks b WHERE b.free_ns IS NULL
   OR EXISTS (SELECT 1 FROM events e WHERE e.process_id = b.process_id AND e.kind IN (4, 9) AND
      e.id > b.alloc_event_id AND (b.free_event_id > e.id OR (b.free_event_id IS NULL AND
       b.free_ns >= e.ts_ns)))
+  OR (b.layer NOT IN (SELECT reserve_layer FROM pools) AND EXISTS (SELECT 1 FROM meta m
+     WHERE m.key = 'all_peak_event_id' AND b.alloc_event_id <= CAST(m.value AS INTEGER) AND
+     (b.free_event_id > CAST(m.value AS INTEGER) OR (b.free_event_id IS NULL AND
+      b.free_ns >= (SELECT ts_ns FROM events WHERE id = CAST(m.value AS INTEGER))))))
   OR EXISTS (SELECT 1 FROM events e WHERE e.kind = 8 AND e.allocation_id = b.allocation_id)
   OR b.layer IN (SELECT layer FROM pools UNION SELECT reserve_layer FROM pools)
   ORDER BY b.allocation_id"
@@ -118,6 +123,16 @@ compare_formats() { # NAME PROGRAM ARGS...
 }
 
 compare_formats peak "$AN/an_peak"
+# A peak reached 40 times, the peak of all layers (round 10's, a 4 MiB mapping held) older
+# than the heap's (round 40's): the converter drops the blocks newer peaks left behind while it
+# keeps these two rounds' (12,000 candidates in all).
+compare_formats peaks "$PROGS/peaks"
+assert_eq "peaks: blocks rows: round 10's 300 and round 40's 300, no other round's" \
+    "1010|300 1040|300" \
+    "$(sqlite3 "$TMP/peaks.c.db" "SELECT size, count(*) FROM blocks
+        WHERE size BETWEEN 1001 AND 1040 GROUP BY size" | tr '\n' ' ' | sed 's/ $//')"
+assert_eq "peaks: the mapping live at the peak of all layers" "1" \
+    "$(sqlite3 "$TMP/peaks.c.db" "SELECT count(*) FROM blocks WHERE size = 4194304")"
 compare_formats leak_steps "$AN/an_leak_steps"
 compare_formats steps "$AN/b_steps"
 compare_formats pool "$AN/b_pool"

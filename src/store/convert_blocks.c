@@ -105,15 +105,9 @@ static struct kept_chunk *next_chunks(struct conv *c, int *failed)
     return k;
 }
 
-/* A row of the chunks taken at once, by allocation id, for the sort. */
-struct kept_ref {
-    int64_t id;
-    const struct closed_block *cb;
-};
-
-static int cmp_kept_ref(const void *a, const void *b)
+int conv__cmp_block_ref(const void *a, const void *b)
 {
-    const struct kept_ref *x = a, *y = b;
+    const struct block_ref *x = a, *y = b;
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
@@ -126,14 +120,14 @@ static int write_chunks(struct conv *c, const struct kept_chunk *k)
     size_t n = 0;
     for (const struct kept_chunk *x = k; x; x = x->next)
         n += x->n;
-    struct kept_ref *refs = malloc(n * sizeof *refs);
+    struct block_ref *refs = malloc(n * sizeof *refs);
     if (!refs)
         return conv__oom(c, "blocks of the compact database");
     n = 0;
     for (const struct kept_chunk *x = k; x; x = x->next)
         for (size_t i = 0; i < x->n; i++)
-            refs[n++] = (struct kept_ref){x->rows[i].b.alloc_id, &x->rows[i]};
-    qsort(refs, n, sizeof *refs, cmp_kept_ref);
+            refs[n++] = (struct block_ref){x->rows[i].b.alloc_id, &x->rows[i]};
+    qsort(refs, n, sizeof *refs, conv__cmp_block_ref);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i += ROWS_PER_HOLD) {
         size_t end = i + ROWS_PER_HOLD < n ? i + ROWS_PER_HOLD : n;

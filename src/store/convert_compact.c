@@ -488,18 +488,6 @@ int conv__compact_block(struct conv *c, struct proc *p, const struct closed_bloc
     return 0;
 }
 
-/* A block live at a peak by allocation id, for the sort (the rows are 150 bytes). */
-struct peak_ref {
-    int64_t id;
-    const struct closed_block *cb;
-};
-
-static int cmp_peak_ref(const void *a, const void *b)
-{
-    const struct peak_ref *x = a, *y = b;
-    return x->id < y->id ? -1 : x->id > y->id;
-}
-
 /* Compact output: writes the rows still in the window, then those of the blocks live at a
  * peak, in allocation order. */
 int conv__compact_write_blocks(struct conv *c)
@@ -508,13 +496,13 @@ int conv__compact_write_blocks(struct conv *c)
     size_t n = 0;
     if (rc < 0 || !c->ncand)
         return rc;
-    struct peak_ref *refs = malloc(c->ncand * sizeof *refs);
+    struct block_ref *refs = malloc(c->ncand * sizeof *refs);
     if (!refs)
         return conv__oom(c, "blocks of the compact database");
     for (size_t k = 0; k < c->ncand; k++)
         if (live_at_a_peak(c, k))
-            refs[n++] = (struct peak_ref){c->cand[k].b.alloc_id, &c->cand[k]};
-    qsort(refs, n, sizeof *refs, cmp_peak_ref);
+            refs[n++] = (struct block_ref){c->cand[k].b.alloc_id, &c->cand[k]};
+    qsort(refs, n, sizeof *refs, conv__cmp_block_ref);
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = conv__block_row(c, refs[i].cb);
     free(refs);

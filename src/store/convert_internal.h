@@ -390,6 +390,13 @@ int conv__block_row(struct conv *c, const struct closed_block *cb);
 int conv__write_block(struct conv *c, const struct closed_block *cb);
 /* Writes the rows still waiting in the window. */
 int conv__drain_blocks(struct conv *c);
+/* A closed block by allocation id, for sorting rows (they are 150 bytes) before writing them;
+ * conv__cmp_block_ref orders them for qsort. */
+struct block_ref {
+    int64_t id;
+    const struct closed_block *cb;
+};
+int conv__cmp_block_ref(const void *a, const void *b);
 /* Compact output: starts the thread that writes the kept blocks' rows during pass 2 (none if
  * it cannot start: conv__keep_block writes them). Returns 0. */
 int conv__kept_start(struct conv *c);

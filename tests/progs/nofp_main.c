@@ -12,6 +12,10 @@
  *   1006  a thread: start_thread -> nofp_thread -> nofp_leaf2 -> malloc
  *   1007  main -> nofp_fp_lib_alloc (libms_fp_lib.so, with frame pointers) -> nofp_callback
  *         (back in this program, without) -> malloc
+ *   1008  main -> nofp_via_a -> nofp_leaf3 -> malloc    } 50 times each, alternately: the two
+ *   1009  main -> nofp_via_b -> nofp_leaf3 -> malloc    } callers' frames lie at the same place,
+ *         so a walk from nofp_leaf3 meets the last walk's state there and must see that the
+ *         caller above it changed (the unwinder's reuse of the last walk, unwind.c)
  * Prints "nofp ok". */
 #include <pthread.h>
 #include <signal.h>
@@ -97,6 +101,30 @@ __attribute__((noinline)) static void *nofp_callback(size_t n)
     return p;
 }
 
+__attribute__((noinline)) static void *nofp_leaf3(size_t n)
+{
+    char *p = malloc(n);
+    if (p)
+        p[0] = 8;
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
+__attribute__((noinline)) static void *nofp_via_a(size_t n)
+{
+    char *p = nofp_leaf3(n);
+    __asm__ volatile("" ::: "memory");
+    nofp_sink = p; /* bodies of their own: identical functions would be folded into one */
+    return p;
+}
+
+__attribute__((noinline)) static void *nofp_via_b(size_t n)
+{
+    char *p = nofp_leaf3(n + 1);
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
 int main(void)
 {
     void *a = nofp_outer(1001);
@@ -110,6 +138,8 @@ int main(void)
     if (pthread_create(&t, NULL, nofp_thread, NULL) == 0)
         pthread_join(t, NULL);
     void *c = nofp_fp_lib_alloc(nofp_callback, 1007);
+    for (int i = 0; i < 100; i++)
+        free(i % 2 ? nofp_via_b(1008) : nofp_via_a(1008));
     free(a);
     free(b);
     free(c);

@@ -145,7 +145,7 @@ static int thp_available(void)
  * memscope starts itself again with it added, and that second start puts the user's
  * environment back at once, so that the traced program and everything memscope starts see it
  * unchanged. Not when the user set hugetlb (their choice), the kernel gives no huge pages, or
- * /proc/self/exe cannot be executed (then memscope goes on as it is). */
+ * memscope's own file cannot be executed again (then it goes on as it is). */
 static void huge_page_heap(char **argv)
 {
     const char *mark = getenv(REEXEC_MARK);
@@ -160,13 +160,15 @@ static void huge_page_heap(char **argv)
     const char *t = getenv("GLIBC_TUNABLES");
     if ((t && strstr(t, "glibc.malloc.hugetlb")) || !thp_available())
         return;
-    char old[4096], val[4096 + 32];
-    if (t && strlen(t) + 1 >= sizeof old)
+    char old[4096], val[4096 + 32], self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1); /* a path (valgrind, gdb) */
+    if (n <= 0 || (t && strlen(t) + 1 >= sizeof old))
         return;
+    self[n] = 0;
     snprintf(old, sizeof old, "%s%s", t ? "=" : "-", t ? t : "");
     snprintf(val, sizeof val, "%s%sglibc.malloc.hugetlb=1", t ? t : "", t && *t ? ":" : "");
     if (setenv(REEXEC_MARK, old, 1) == 0 && setenv("GLIBC_TUNABLES", val, 1) == 0)
-        execv("/proc/self/exe", argv);
+        execv(self, argv);
     /* not started again: as before */
     if (old[0] == '=')
         setenv("GLIBC_TUNABLES", old + 1, 1);

@@ -795,7 +795,7 @@ unsigned unwind_cfi(void *fp0, uintptr_t lo, uintptr_t hi, uint64_t *pcs, unsign
      * stack pointer (just above the return address) and its rbp are known. */
     uintptr_t *f = fp0;
     uintptr_t pc = f[1], rsp = (uintptr_t)fp0 + 16, rbp = f[0];
-    unsigned n = 0, j = 0, end = END_STOP, unknown = 0;
+    unsigned n = 0, nh = 1, j = 0, end = END_STOP, unknown = 0; /* nh: frames in h */
     int exact = 0; /* the interrupted pc of a signal frame is not a return address */
     uintptr_t end_at = 0, end_val = 0;
     uint64_t v;
@@ -817,7 +817,8 @@ unsigned unwind_cfi(void *fp0, uintptr_t lo, uintptr_t hi, uint64_t *pcs, unsign
         }
     }
     pcs[n++] = pc;
-    uint64_t h = hash_step(HASH_SEED, pc); /* hash_stack(), computed on the way */
+    /* hash_stack(), computed on the way: a frame enters it once its rule says it is one */
+    uint64_t h = hash_step(HASH_SEED, pc);
     if (!cache || rsp < lo || rsp >= hi) {
         cur = NULL;
         goto out;
@@ -834,10 +835,10 @@ unsigned unwind_cfi(void *fp0, uintptr_t lo, uintptr_t hi, uint64_t *pcs, unsign
                     take = max - n;
                 if (cur)
                     memcpy(&cur->f[n - 1], p, (take + 1) * sizeof *p);
-                for (unsigned i = 1; i <= take; i++) {
+                for (unsigned i = 1; i <= take; i++)
                     pcs[n++] = p[i].pc;
-                    h = hash_step(h, p[i].pc);
-                }
+                for (; nh < n; nh++) /* frames of the last walk: their rules said so */
+                    h = hash_step(h, pcs[nh]);
                 if (j + 1 + take < prev->n || (prev->end == END_MAX && n == max)) {
                     end = END_MAX;
                     if (cur)
@@ -872,6 +873,8 @@ unsigned unwind_cfi(void *fp0, uintptr_t lo, uintptr_t hi, uint64_t *pcs, unsign
                 cur = NULL;
             break;
         }
+        if (nh < n) /* the frame is one */
+            h = hash_step(h, pcs[nh++]);
         struct walk_frame *w = cur ? &cur->f[n - 1] : NULL;
         if (w) {
             w->pc = pc;
@@ -942,7 +945,6 @@ unsigned unwind_cfi(void *fp0, uintptr_t lo, uintptr_t hi, uint64_t *pcs, unsign
         }
         pc = ra;
         pcs[n++] = pc;
-        h = hash_step(h, pc);
     }
     if (cur) {
         cur->n = n;

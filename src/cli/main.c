@@ -139,8 +139,9 @@ static int thp_available(void)
 }
 
 /* memscope's own heap in huge pages. The conversion's hash maps and block records are read at
- * random over tens of MB, and with 4 KiB pages most of its time went to TLB misses (a PyTorch
- * run's conversion 0.86 s instead of 1.14 s; bench/RESULTS.md). glibc's malloc asks for huge
+ * random over tens of MB (half its main thread's time was on those loads), and in huge pages it
+ * takes a quarter less time (a PyTorch run's: 0.87 s instead of 1.14; bench/RESULTS.md), the
+ * address translations of 4 KiB pages being what it saves. glibc's malloc asks for huge
  * pages when GLIBC_TUNABLES holds glibc.malloc.hugetlb=1, read once as a program starts: so
  * memscope starts itself again with it added, and that second start puts the user's
  * environment back at once, so that the traced program and everything memscope starts see it

@@ -36,6 +36,14 @@ assert_eq "blocks of nofp_via_a, nofp_via_b: 50 each, each with its own caller" 
                           'nofp_leaf3 %' || CASE b.size WHEN 1008 THEN 'nofp_via_a' ELSE 'nofp_via_b' END
                           || '%main %')
                FROM blocks b JOIN stacks s ON s.id = b.stack_id WHERE b.size IN (1008, 1009)")"
+# frames above found from rbp, which differs at a frame that lies at the same place
+assert_eq "blocks of nofp_vla 3 and 2 deep: 50 each, each with its own number of frames" \
+    "50|50|0" \
+    "$(q "$D" "SELECT count(*) FILTER (WHERE b.size = 1010), count(*) FILTER (WHERE b.size = 1011),
+                      count(*) FILTER (WHERE s.c_text NOT LIKE 'nofp_leaf4%main %'
+                          OR (length(s.c_text) - length(replace(s.c_text, 'nofp_vla', ''))) / 8
+                             != CASE b.size WHEN 1010 THEN 3 ELSE 2 END)
+               FROM blocks b JOIN stacks s ON s.id = b.stack_id WHERE b.size IN (1010, 1011)")"
 assert_eq "every frame is in a module (no ?? (0xADDRESS) frame)" 0 \
     "$(q "$D" "SELECT count(*) FROM stacks WHERE c_text LIKE '%?? (0x%'")"
 

@@ -16,9 +16,15 @@
  *   1009  main -> nofp_via_b -> nofp_leaf3 -> malloc    } callers' frames lie at the same place,
  *         so a walk from nofp_leaf3 meets the last walk's state there and must see that the
  *         caller above it changed (the unwinder's reuse of the last walk, unwind.c)
+ *   1010  main -> nofp_vla x 3 -> nofp_leaf4 -> malloc   } 50 times each, alternately, the
+ *   1011  main -> nofp_vla x 2 -> nofp_leaf4 -> malloc   } innermost array sized so that
+ *         nofp_leaf4's frame lies at the same place in both: the frames above are found from
+ *         rbp (a function with a variable-length array keeps its frame there), which differs,
+ *         while the words the other walk read are still there, in the array's unused part
  * Prints "nofp ok". */
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -125,6 +131,27 @@ __attribute__((noinline)) static void *nofp_via_b(size_t n)
     return p;
 }
 
+static volatile uintptr_t nofp_where; /* where nofp_leaf4's frame lay */
+
+__attribute__((noinline)) static void *nofp_leaf4(size_t n)
+{
+    volatile char here = 0;
+    nofp_where = (uintptr_t)&here;
+    nofp_sink = malloc(n);
+    free(nofp_sink); /* here: a free called from main would write over the words above */
+    return NULL;
+}
+
+/* depth more frames of itself, each with an array of len bytes (the innermost: last) */
+__attribute__((noinline)) static void *nofp_vla(int depth, size_t len, size_t last, size_t n)
+{
+    char buf[depth ? len : last];
+    buf[0] = (char)depth; /* the rest is left as it was */
+    void *p = depth ? nofp_vla(depth - 1, len, last, n) : nofp_leaf4(n);
+    __asm__ volatile("" : : "r"(buf) : "memory");
+    return p;
+}
+
 int main(void)
 {
     void *a = nofp_outer(1001);
@@ -140,6 +167,20 @@ int main(void)
     void *c = nofp_fp_lib_alloc(nofp_callback, 1007);
     for (int i = 0; i < 100; i++)
         free(i % 2 ? nofp_via_b(1008) : nofp_via_a(1008));
+    /* the array that puts nofp_leaf4 at the same place with one frame less (sizes and frames
+     * are multiples of 16): not recorded, size 1 */
+    nofp_vla(2, 64, 64, 1);
+    uintptr_t deep = nofp_where;
+    nofp_vla(1, 64, 64, 1);
+    size_t last = 64 + (nofp_where - deep);
+    int same = 1;
+    for (int i = 0; i < 100; i++) {
+        int odd = i % 2; /* one call site: the same return address into main */
+        nofp_vla(odd ? 1 : 2, 64, odd ? last : 64, odd ? 1011 : 1010);
+        same &= nofp_where == deep;
+    }
+    if (!same)
+        printf("nofp_leaf4 not at one place\n");
     free(a);
     free(b);
     free(c);

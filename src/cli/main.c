@@ -150,7 +150,9 @@ static int thp_available(void)
 static void huge_page_heap(char **argv)
 {
     const char *mark = getenv(REEXEC_MARK);
-    if (mark) { /* the second start: the user's environment back */
+    if (mark && mark[0] != '=' && strcmp(mark, "-") != 0)
+        mark = NULL; /* not a mark of ours: the first start replaces it */
+    if (mark) {      /* the second start: the user's environment back */
         if (mark[0] == '=')
             setenv("GLIBC_TUNABLES", mark + 1, 1);
         else

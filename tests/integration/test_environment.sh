@@ -51,4 +51,9 @@ assert_eq "the caller's hugetlb is kept (memscope not started again)" \
 assert_eq "and the program's" "GLIBC_TUNABLES=glibc.malloc.hugetlb=0" \
     "$(grep '^GLIBC_TUNABLES' "$TMP/theirs.prog")"
 
+# a variable of that name that memscope did not set is not taken for its mark
+run stray GLIBC_TUNABLES=glibc.malloc.arena_max=2 MEMSCOPE_GLIBC_TUNABLES=stray
+assert_eq "a stray mark leaves the caller's GLIBC_TUNABLES" "GLIBC_TUNABLES=glibc.malloc.arena_max=2" \
+    "$(grep '^GLIBC_TUNABLES' "$TMP/stray.prog")"
+
 done_testing

@@ -5,6 +5,7 @@
 
 #include "common/ms_error.h"
 #include "common/grow.h"
+#include "store/stack_text.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -205,12 +206,11 @@ void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
             return;
     }
     const char *q = "SELECT fn.text, fl.text, f.line, m.path, f.pc - COALESCE(m.bias, 0) "
-                    "FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id "
+                    "FROM sf JOIN frames f ON f.id = sf.frame_id "
                     "LEFT JOIN modules m ON m.id = f.module_id "
                     "LEFT JOIN strings fn ON fn.id = f.function_id "
-                    "LEFT JOIN strings fl ON fl.id = f.file_id "
-                    "WHERE sf.stack_id = ? ORDER BY sf.position";
-    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+                    "LEFT JOIN strings fl ON fl.id = f.file_id ORDER BY sf.position";
+    if (ms_stack_frames_prepare(db, q, &st) < 0)
         return;
     sqlite3_bind_int64(st, 1, stack_id);
     /* The first frame is the fallback; a later frame with source information (a file and a

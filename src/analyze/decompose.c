@@ -11,6 +11,7 @@
  * Workload: one scan of the memory events in id order, each joined to its block for the owner
  * (a primary-key lookup), then one GROUP BY over blocks for the tree. Memory: one counter per
  * owner per sample point, and the tree. */
+#include "store/stack_text.h"
 #include "analyze.h"
 #include "common/db_ids.h"
 
@@ -526,8 +527,8 @@ static int build_tree(sqlite3 *db, const struct ms_analyze_opts *o, int has_owne
      * block replaced without a free -- by time). */
     if (o->by_stack) /* the Python stack when there is one, else the native one */
         snprintf(q, sizeof q,
-                 "SELECT l.name, COALESCE(NULLIF(s.py_text, ''), s.c_text), COUNT(*), "
-                 "SUM(b.size) FROM blocks b LEFT JOIN layers l ON l.id = b.layer "
+                 "SELECT l.name, NULLIF(s.py_text, ''), COUNT(*), SUM(b.size), s.id "
+                 "FROM blocks b LEFT JOIN layers l ON l.id = b.layer "
                  "LEFT JOIN stacks s ON s.id = b.stack_id "
                  "WHERE %s%s AND b.alloc_event_id <= ?1 AND (b.free_ns IS NULL "
                  "OR (b.free_event_id IS NOT NULL AND b.free_event_id > ?1) "
@@ -550,12 +551,24 @@ static int build_tree(sqlite3 *db, const struct ms_analyze_opts *o, int has_owne
         return MS_EDB;
     sqlite3_bind_int64(st, 1, eid);
     sqlite3_bind_int64(st, 2, ts);
+    /* the Python stack when there is one, else the native one (made from the stack tree) */
+    struct ms_stack_text stext;
+    if (o->by_stack && ms_stack_text_init(&stext, db) < 0) {
+        sqlite3_finalize(st);
+        return MS_EDB;
+    }
     int rc = 0, r;
     while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
         const char *layer = (const char *)sqlite3_column_text(st, 0);
+        const char *text = (const char *)sqlite3_column_text(st, 1);
+        if (o->by_stack && !text && sqlite3_column_type(st, 4) != SQLITE_NULL &&
+            !(text = ms_stack_text_c(&stext, sqlite3_column_int64(st, 4)))) {
+            rc = MS_ENOMEM;
+            break;
+        }
         if (o->by_stack)
-            rc = tree_add_stack(root, layer ? layer : "?", (const char *)sqlite3_column_text(st, 1),
-                                sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3));
+            rc = tree_add_stack(root, layer ? layer : "?", text, sqlite3_column_int64(st, 2),
+                                sqlite3_column_int64(st, 3));
         else
             rc = tree_add(root, layer ? layer : "?", (const char *)sqlite3_column_text(st, 1),
                           sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3));
@@ -563,6 +576,8 @@ static int build_tree(sqlite3 *db, const struct ms_analyze_opts *o, int has_owne
     if (!rc && r != SQLITE_DONE)
         rc = MS_EDB;
     sqlite3_finalize(st);
+    if (o->by_stack)
+        ms_stack_text_release(&stext);
     return rc;
 }
 

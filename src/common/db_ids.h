@@ -8,7 +8,8 @@
 #define MS_DB_IDS_H
 
 /* The database format version this code writes and the highest it reads (meta.format_version). */
-#define MS_DB_FORMAT_VERSION 1
+#define MS_DB_FORMAT_VERSION 2
+#define MS_DB_FORMAT_VERSION_SQL "2" /* the same, as SQL text */
 
 /* Layer ids. */
 enum {

@@ -285,6 +285,10 @@ static int write_strings_frames_stacks(struct imp *m)
 {
     const struct ms_snapshot *s = m->s;
     sqlite3_stmt *str = NULL, *fr = NULL, *stk = NULL, *sf = NULL, *find = NULL;
+    /* the stack tree (docs/database.md): a node per (caller node, frame), each written once */
+    struct ms_u64map nodes;
+    int64_t next_node = 0;
+    ms_u64map_init(&nodes, sizeof(uint32_t), (size_t)1 << 31);
     int rc;
     if ((rc = prep(m, &str, "INSERT OR IGNORE INTO strings(text) VALUES (?)")) ||
         (rc = prep(m, &find, "SELECT id FROM strings WHERE text = ?")) ||
@@ -292,11 +296,11 @@ static int write_strings_frames_stacks(struct imp *m)
                    "INSERT INTO frames(id, module_id, pc, inline_depth, function_id, "
                    "file_id, line) VALUES (?, NULL, ?, 0, ?, ?, ?)")) ||
         (rc = prep(m, &stk,
-                   "INSERT INTO stacks(id, process_id, depth, c_text, py_text) "
-                   "VALUES (?, 1, ?, ?3, ?3)")) ||
-        (rc = prep(m, &sf,
-                   "INSERT INTO stack_frames(stack_id, position, frame_id) VALUES (?, ?, ?)")))
+                   "INSERT INTO stacks(id, process_id, depth, c_text, py_text, node_id) "
+                   "VALUES (?, 1, ?, ?3, ?3, ?4)")) ||
+        (rc = prep(m, &sf, "INSERT INTO stack_nodes(id, parent, frame_id) VALUES (?, ?, ?)")))
         goto out;
+
     for (uint32_t i = 1; i < s->nframes; i++) {
         const struct ms_snap_frame *f = &s->frames[i];
         int64_t ids[2];
@@ -339,17 +343,39 @@ static int write_strings_frames_stacks(struct imp *m)
             len += (size_t)snprintf(text + len, cap - len, "%s%.*s(%lld): %.*s", k ? "\n" : "",
                                     (int)f->file.n, f->file.p, (long long)f->line, (int)f->func.n,
                                     f->func.p);
-            sqlite3_bind_int64(sf, 1, i);
-            sqlite3_bind_int64(sf, 2, k);
-            sqlite3_bind_int64(sf, 3, fid);
-            if ((rc = step(m, sf))) {
+        }
+        int64_t node = 0;
+        for (uint32_t k = st->depth; k-- > 0;) {
+            uint32_t fid = ms_snapshot_stack_frame(s, i, k);
+            int isnew;
+            uint32_t *slot = ms_u64map_put(&nodes, (uint64_t)node << 32 | fid, &isnew);
+            if (!slot) {
                 free(text);
+                rc = ierr(m, MS_ENOMEM, "out of memory");
                 goto out;
             }
+            if (isnew) {
+                *slot = (uint32_t)++next_node;
+                sqlite3_bind_int64(sf, 1, next_node);
+                if (node)
+                    sqlite3_bind_int64(sf, 2, node);
+                else
+                    sqlite3_bind_null(sf, 2);
+                sqlite3_bind_int64(sf, 3, fid);
+                if ((rc = step(m, sf))) {
+                    free(text);
+                    goto out;
+                }
+            }
+            node = *slot;
         }
         sqlite3_bind_int64(stk, 1, i);
         sqlite3_bind_int64(stk, 2, st->depth);
         sqlite3_bind_text(stk, 3, text ? text : "", (int)len, SQLITE_STATIC);
+        if (node)
+            sqlite3_bind_int64(stk, 4, node);
+        else
+            sqlite3_bind_null(stk, 4);
         if ((rc = step(m, stk))) {
             free(text);
             goto out;
@@ -357,6 +383,7 @@ static int write_strings_frames_stacks(struct imp *m)
     }
     free(text);
 out:
+    ms_u64map_release(&nodes);
     sqlite3_finalize(str);
     sqlite3_finalize(find);
     sqlite3_finalize(fr);
@@ -655,7 +682,7 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path, c
     snprintf(num[0], sizeof num[0], "%lld", (long long)t0);
     snprintf(num[1], sizeof num[1], "%lld", (long long)t1);
     snprintf(num[2], sizeof num[2], "%d", s->protocol);
-    const char *meta[][2] = {{"format_version", "1"},
+    const char *meta[][2] = {{"format_version", MS_DB_FORMAT_VERSION_SQL},
                              {"memscope_version", MEMSCOPE_VERSION},
                              {"start_time_ns", num[0]},
                              {"end_time_ns", num[1]},

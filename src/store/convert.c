@@ -1340,9 +1340,9 @@ static int open_schema(struct conv *c)
     if (rc == 0)
         rc = conv__prepare(c, &c->ins_frame, "INSERT INTO frames VALUES (?,?,?,?,?,?,?,?)");
     if (rc == 0)
-        rc = conv__prepare(c, &c->ins_stack, "INSERT INTO stacks VALUES (?,?,?,?,?)");
+        rc = conv__prepare(c, &c->ins_stack, "INSERT INTO stacks VALUES (?,?,?,NULL,?,?)");
     if (rc == 0)
-        rc = conv__prepare(c, &c->ins_stack_frame, "INSERT INTO stack_frames VALUES (?,?,?)");
+        rc = conv__prepare(c, &c->ins_stack_node, "INSERT INTO stack_nodes VALUES (?,?,?)");
     return rc;
 }
 
@@ -1351,7 +1351,7 @@ static void conv_release(struct conv *c)
     conv__sym_join(c);
     conv__kept_join(c, 1);
     ms_embed_release(&c->embed);
-    sqlite3_stmt *sts[] = {c->ins_string, c->ins_frame, c->ins_stack, c->ins_stack_frame,
+    sqlite3_stmt *sts[] = {c->ins_string, c->ins_frame, c->ins_stack, c->ins_stack_node,
                            c->ins_owner,  c->ins_step,  c->ins_range, c->ins_pytrace};
     for (size_t i = 0; i < sizeof sts / sizeof sts[0]; i++)
         sqlite3_finalize(sts[i]);

@@ -15,6 +15,7 @@
 #include "trace/reader.h"
 #include "snapshot/snapshot.h"
 #include "schema.h"
+#include "stack_text.h"
 #include "strtab.h"
 #include "symbolize.h"
 #include "version.h"
@@ -40,7 +41,7 @@
 #define MAX_PCS_PER_PROCESS (1u << 26)
 #define MAX_STRINGS (1u << 26)
 #define MAX_STRING_BYTES (1ull << 32)
-#define MAX_CTEXT (1u << 24) /* bytes of one stack's c_text */
+#define MAX_NODES (1u << 31) /* stack_nodes rows over all processes */
 #define MAX_POOLS 1024u
 #define MAX_OWNER_DEPTH 64
 #define MAX_OWNER_BYTES 4096
@@ -304,7 +305,7 @@ struct conv {
     int64_t trend_next, dsample_next; /* the next sample times (trend's, decompose's) */
     int have_trend_next, have_dsample_next;
 
-    int64_t next_event, next_alloc, next_frame, next_module, next_range;
+    int64_t next_event, next_alloc, next_frame, next_module, next_range, next_node;
     int64_t first_event_ns, last_event_ns; /* of the events rows (meta) */
     struct ms_strtab strings;
     struct ms_strtab owners;     /* owner strings -> owners.id */
@@ -331,7 +332,7 @@ struct conv {
     int64_t row_owner; /* a replay: the owner of the next row's block (ms_store_row.owner_id) */
 
     struct ms_batch events_ins, blocks_ins; /* multi-row INSERTs of the per-event rows */
-    sqlite3_stmt *ins_string, *ins_frame, *ins_stack, *ins_stack_frame;
+    sqlite3_stmt *ins_string, *ins_frame, *ins_stack, *ins_stack_node;
     sqlite3_stmt *ins_owner, *ins_step, *ins_range, *ins_pytrace;
 };
 

@@ -1,8 +1,9 @@
 /* convert_symbols.c: the conversion's symbolization: each distinct return address of a process
  * looked up once with libdw (symbolize.c: inlined frames included, C++ names demangled), its
- * modules, strings, frames, stack_frames and stacks rows (c_text, py_text), on a thread of its
- * own beside pass 2 in a compact conversion. Workload: once per process after pass 1; per
- * distinct pc a lookup, per stack its frames joined. */
+ * modules, strings, frames, stack_nodes and stacks rows (the stack as a path in the tree of
+ * frames, py_text; c_text is made from the tree by stack_text.c), on a thread of its own beside
+ * pass 2 in a compact conversion. Workload: once per process after pass 1; per distinct pc a
+ * lookup, per stack a hash probe per frame. */
 #include "convert_internal.h"
 
 /* ---- Symbolization: modules, strings, frames, stacks ---------------------------------------- */
@@ -10,7 +11,6 @@
 struct pcinfo {
     int64_t first_frame; /* frames.id of its innermost line */
     uint32_t nframes;
-    char *text; /* its c_text lines, "\n"-separated, owned */
 };
 
 static int intern(struct conv *c, const char *s, int64_t *id)
@@ -27,12 +27,6 @@ static int intern(struct conv *c, const char *s, int64_t *id)
     sqlite3_bind_int64(c->ins_string, 1, *id);
     sqlite3_bind_text(c->ins_string, 2, s, -1, SQLITE_STATIC);
     return conv__step_reset(c, c->ins_string, "insert string");
-}
-
-static const char *base_name(const char *path)
-{
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
 }
 
 /* libstdc++'s demangler (a C function: <cxxabi.h> is C++ only). */
@@ -53,27 +47,12 @@ static char *demangle(const char *name)
     return d;
 }
 
-/* Formats one c_text line (docs/database.md, "Symbolized frames"). */
-static int format_line(struct sbuf *b, const struct ms_sym_frame *f, const struct ms_sym_module *m,
-                       uint64_t pc)
-{
-    int rc = sbuf__str(b, f->func ? f->func : "??");
-    if (rc == 0 && f->file)
-        rc = sbuf__fmt(b, " (%s:%d)", f->file, f->line);
-    else if (rc == 0 && m)
-        rc = sbuf__fmt(b, " (%s+0x%llx)", base_name(m->path), (unsigned long long)(pc - m->bias));
-    else if (rc == 0)
-        rc = sbuf__fmt(b, " (0x%llx)", (unsigned long long)pc);
-    return rc;
-}
-
 /* Symbolizes pc and writes its frames rows. */
 static int symbolize_pc(struct conv *c, struct ms_symbolizer *sym, uint64_t pc, struct pcinfo *pi)
 {
     struct ms_sym_frame fr[MS_SYM_MAX_INLINE];
     int n = ms_symbolizer_lookup(sym, pc, fr);
     const struct ms_sym_module *m = ms_symbolizer_module(sym, pc);
-    struct sbuf b = {0};
     pi->first_frame = c->next_frame + 1;
     pi->nframes = (uint32_t)n;
     for (int i = 0; i < n; i++) {
@@ -88,17 +67,9 @@ static int symbolize_pc(struct conv *c, struct ms_symbolizer *sym, uint64_t pc, 
             rc = intern(c, linkage, &lid);
         if (rc == 0)
             rc = intern(c, fr[i].file, &sid);
-        if (rc == 0 && i)
-            rc = sbuf__add(&b, "\n", 1);
-        if (rc == 0)
-            rc = format_line(&b, &fr[i], m, pc);
         free(readable);
-        if (rc == MS_ENOMEM)
-            rc = conv__oom(c, "c_text");
-        if (rc < 0) {
-            free(b.p);
+        if (rc < 0)
             return rc;
-        }
         sqlite3_stmt *st = c->ins_frame;
         sqlite3_bind_int64(st, 1, ++c->next_frame);
         conv__bind_opt(st, 2, m ? m->db_id : 0, m != NULL);
@@ -108,12 +79,9 @@ static int symbolize_pc(struct conv *c, struct ms_symbolizer *sym, uint64_t pc, 
         conv__bind_opt(st, 6, sid, sid != 0);
         conv__bind_opt(st, 7, fr[i].line, fr[i].file && fr[i].line > 0);
         conv__bind_opt(st, 8, lid, lid != 0);
-        if ((rc = conv__step_reset(c, st, "insert frame")) < 0) {
-            free(b.p);
+        if ((rc = conv__step_reset(c, st, "insert frame")) < 0)
             return rc;
-        }
     }
-    pi->text = b.p;
     return 0;
 }
 
@@ -157,10 +125,8 @@ static int epoch_symbolizer(struct conv *c, struct proc *p, const struct ms_sym_
 }
 
 /* Forgets the symbolized pcs (a new epoch's modules give them other names). */
-static void pcs_reset(struct ms_u64map *pcs, struct pcinfo *info, size_t *ninfo)
+static void pcs_reset(struct ms_u64map *pcs, size_t *ninfo)
 {
-    for (size_t i = 0; i < *ninfo; i++)
-        free(info[i].text);
     *ninfo = 0;
     ms_u64map_release(pcs);
     ms_u64map_init(pcs, sizeof(uint32_t), MAX_PCS_PER_PROCESS);
@@ -181,11 +147,14 @@ int conv__symbolize_process(struct conv *c, struct proc *p)
         return rc;
     }
 
-    struct ms_u64map pcs; /* pc -> index in info */
+    struct ms_u64map pcs;   /* pc -> index in info */
+    struct ms_u64map nodes; /* (parent node << 32 | frame id) -> stack_nodes.id */
     struct pcinfo *info = NULL;
-    size_t ninfo = 0, ainfo = 0;
-    struct sbuf text = {0}, pytext = {0};
+    int64_t *fids = NULL; /* one stack's frame ids, innermost first */
+    size_t ninfo = 0, ainfo = 0, afids = 0;
+    struct sbuf pytext = {0};
     ms_u64map_init(&pcs, sizeof(uint32_t), MAX_PCS_PER_PROCESS);
+    ms_u64map_init(&nodes, sizeof(uint32_t), MAX_NODES);
     for (uint32_t s = p->stack_first; s < p->stack_end && rc == 0; s++) {
         if ((s & 255) == 0 && c->o->stop && *c->o->stop) {
             rc = conv__fail(c, -EINTR, "interrupted");
@@ -194,17 +163,14 @@ int conv__symbolize_process(struct conv *c, struct proc *p)
         struct stack_def *sd = &c->stacks[s];
         if (sd->epoch != epoch) { /* a library loaded where a closed one was */
             ms_symbolizer_release(&sym);
-            pcs_reset(&pcs, info, &ninfo);
+            pcs_reset(&pcs, &ninfo);
             epoch = sd->epoch;
             if ((rc = epoch_symbolizer(c, p, all, epoch, &sym)) < 0) {
                 memset(&sym, 0, sizeof sym);
                 break;
             }
         }
-        int64_t pos = 0;
-        text.len = 0;
-        if (text.p)
-            text.p[0] = 0;
+        size_t nf = 0;
         for (uint32_t k = 0; k < sd->depth && rc == 0; k++) {
             uint64_t pc = sd->pcs[k];
             uint32_t idx;
@@ -218,50 +184,67 @@ int conv__symbolize_process(struct conv *c, struct proc *p)
                     rc = conv__oom(c, "pcs");
                     break;
                 }
-                info[ninfo].text = NULL;
                 ninfo++;
                 if ((rc = symbolize_pc(c, &sym, pc, &info[idx])) < 0)
                     break;
             }
             const struct pcinfo *pi = &info[idx];
-            if (text.len + strlen(pi->text) + 1 > MAX_CTEXT) {
-                rc = conv__oom(c, "c_text");
-                break;
-            }
-            if ((k && sbuf__add(&text, "\n", 1) < 0) || sbuf__str(&text, pi->text) < 0) {
-                rc = conv__oom(c, "c_text");
-                break;
-            }
             for (uint32_t f = 0; f < pi->nframes && rc == 0; f++) {
-                sqlite3_bind_int64(c->ins_stack_frame, 1, (int64_t)s + 1);
-                sqlite3_bind_int64(c->ins_stack_frame, 2, pos++);
-                sqlite3_bind_int64(c->ins_stack_frame, 3, pi->first_frame + f);
-                rc = conv__step_reset(c, c->ins_stack_frame, "insert stack frame");
+                if (ms_grow((void **)&fids, &afids, nf, sizeof *fids, 64, MAX_STACK_PCS) < 0)
+                    rc = conv__oom(c, "stack frames");
+                else
+                    fids[nf++] = pi->first_frame + f;
             }
+        }
+        /* The stack's path in the tree, from its outermost frame: a node per (caller node,
+         * frame), each written once (ids below 2^32: MAX_NODES, and frames per pc). */
+        int64_t node = 0;
+        for (size_t i = nf; i-- > 0 && rc == 0;) {
+            if (fids[i] >= ((int64_t)1 << 32)) {
+                rc = conv__oom(c, "frames");
+                break;
+            }
+            int isnew;
+            uint32_t *slot =
+                ms_u64map_put(&nodes, (uint64_t)node << 32 | (uint64_t)fids[i], &isnew);
+            if (!slot) {
+                rc = conv__oom(c, "stack nodes");
+                break;
+            }
+            if (isnew && c->next_node + 1 >= MAX_NODES) {
+                rc = conv__oom(c, "stack nodes");
+                break;
+            }
+            if (isnew) {
+                *slot = (uint32_t)++c->next_node;
+                sqlite3_bind_int64(c->ins_stack_node, 1, c->next_node);
+                conv__bind_opt(c->ins_stack_node, 2, node, node != 0);
+                sqlite3_bind_int64(c->ins_stack_node, 3, fids[i]);
+                rc = conv__step_reset(c, c->ins_stack_node, "insert stack node");
+            }
+            node = *slot;
         }
         if (rc < 0)
             break;
         sqlite3_bind_int64(c->ins_stack, 1, (int64_t)s + 1);
         sqlite3_bind_int64(c->ins_stack, 2, p->id);
         sqlite3_bind_int64(c->ins_stack, 3, sd->depth);
-        sqlite3_bind_text(c->ins_stack, 4, text.p ? text.p : "", (int)text.len, SQLITE_STATIC);
-        if (rc == 0)
-            rc = conv__py_text(c, p, sd, &pytext);
+        rc = conv__py_text(c, p, sd, &pytext);
         if (rc == 0 && pytext.len)
-            sqlite3_bind_text(c->ins_stack, 5, pytext.p, (int)pytext.len, SQLITE_STATIC);
+            sqlite3_bind_text(c->ins_stack, 4, pytext.p, (int)pytext.len, SQLITE_STATIC);
         else
-            sqlite3_bind_null(c->ins_stack, 5);
+            sqlite3_bind_null(c->ins_stack, 4);
+        conv__bind_opt(c->ins_stack, 5, node, node != 0);
         if (rc == 0)
             rc = conv__step_reset(c, c->ins_stack, "insert stack");
         free(sd->pcs); /* no longer needed: events refer to the stack by id */
         sd->pcs = NULL;
     }
-    for (size_t i = 0; i < ninfo; i++)
-        free(info[i].text);
     free(info);
-    free(text.p);
+    free(fids);
     free(pytext.p);
     ms_u64map_release(&pcs);
+    ms_u64map_release(&nodes);
     ms_symbolizer_release(&sym);
     free(all);
     return rc;

@@ -49,7 +49,9 @@ static void *pack_all(void *arg)
             break;
         }
         snprintf(out, len, "%s/%s", e->work_dir, base_name(e->paths[i]));
-        int rc = ms_pack_file(e->paths[i], out, cpus > 0 ? (int)cpus : 1, NULL);
+        /* the stacks' frames are in the database's tables: the traces keep their ids only */
+        int rc =
+            ms_pack_file_flags(e->paths[i], out, cpus > 0 ? (int)cpus : 1, MS_PACK_STACK_IDS, NULL);
         if (rc == MS_EINVAL || rc == MS_EFORMAT || rc == MS_ETRUNC) {
             /* already packed, or not a trace the packer takes: stored as it is */
             unlink(out);

@@ -8,7 +8,9 @@
 #include "store.h"
 
 #include "embed.h"
+#include "stack_text.h"
 #include "common/ms_error.h"
+#include "common/db_ids.h"
 #include "common/files.h"
 
 #include <dirent.h>
@@ -89,8 +91,6 @@ static int carry_over(const char *path, const char *compact_path, char *err, siz
         "DELETE FROM strings; INSERT INTO strings SELECT * FROM c.strings;"
         "DELETE FROM modules; INSERT INTO modules SELECT * FROM c.modules;"
         "DELETE FROM frames; INSERT INTO frames SELECT * FROM c.frames;"
-        "DELETE FROM stacks; INSERT INTO stacks SELECT * FROM c.stacks;"
-        "DELETE FROM stack_frames; INSERT INTO stack_frames SELECT * FROM c.stack_frames;"
         "DELETE FROM meta; INSERT INTO meta SELECT * FROM c.meta WHERE key != 'store';"
         "UPDATE processes SET trace_file = (SELECT p.trace_file FROM c.processes p "
         "  WHERE p.id = processes.id);"
@@ -104,11 +104,42 @@ static int carry_over(const char *path, const char *compact_path, char *err, siz
         "  c.decompose_points;"
         "DELETE FROM decompose_live; INSERT INTO decompose_live SELECT * FROM c.decompose_live;"
         "DELETE FROM owner_peaks; INSERT INTO owner_peaks SELECT * FROM c.owner_peaks;"
-        "COMMIT; DETACH c;";
+        "COMMIT;";
+    /* A database of format version 2 has the stack tree; version 1 the frames of each stack,
+     * whose path becomes one node per (stack, position): stack * 4096 + position. */
+    static const char tree[] = "DELETE FROM stacks; DELETE FROM stack_nodes;"
+                               "INSERT INTO stacks SELECT * FROM c.stacks;"
+                               "INSERT INTO stack_nodes SELECT * FROM c.stack_nodes;";
+    static const char v1[] =
+        "DELETE FROM stacks; DELETE FROM stack_nodes;"
+        "INSERT INTO stacks SELECT id, process_id, depth, c_text, py_text,"
+        "  CASE WHEN EXISTS (SELECT 1 FROM c.stack_frames f WHERE f.stack_id = s.id"
+        "    AND f.position = 0) THEN id * 4096 END FROM c.stacks s;"
+        "INSERT INTO stack_nodes SELECT f.stack_id * 4096 + f.position,"
+        "  CASE WHEN EXISTS (SELECT 1 FROM c.stack_frames g WHERE g.stack_id = f.stack_id"
+        "    AND g.position = f.position + 1) THEN f.stack_id * 4096 + f.position + 1 END,"
+        "  f.frame_id FROM c.stack_frames f WHERE f.position < 4095;";
+    int has_tree = 0;
+    sqlite3_stmt *st;
+    if (rc == 0 &&
+        sqlite3_prepare_v2(db, "SELECT 1 FROM c.sqlite_master WHERE name = 'stack_nodes'", -1, &st,
+                           NULL) == SQLITE_OK) {
+        has_tree = sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+    }
     if (rc == 0 && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        rc = MS_EDB;
+    if (rc == 0 && (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
+                    sqlite3_exec(db, has_tree ? tree : v1, NULL, NULL, NULL) != SQLITE_OK ||
+                    sqlite3_exec(db,
+                                 "UPDATE meta SET value = " MS_DB_FORMAT_VERSION_SQL
+                                 " WHERE key = 'format_version'; COMMIT; DETACH c",
+                                 NULL, NULL, NULL) != SQLITE_OK))
         rc = MS_EDB;
     if (rc < 0)
         snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(db));
+    if (rc == 0) /* the compact database's stacks have no text: a full one holds it */
+        rc = ms_stack_text_fill(db, err, errlen);
     if (sqlite3_close(db) != SQLITE_OK && rc == 0) {
         snprintf(err, errlen, "cannot close %s", path);
         rc = MS_EDB;

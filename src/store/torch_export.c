@@ -15,6 +15,7 @@
  *
  * Workload: one pass over the pool layers' blocks (sorted in memory), frames written once per
  * stack (pickle memo). Called by `memscope export --format=torch-snapshot`. */
+#include "stack_text.h"
 #include "store.h"
 
 #include "common/db_ids.h"
@@ -371,13 +372,12 @@ static int load_stack(struct exp *e, int64_t id, struct stack **out)
     *out = k;
     size_t cap = 0;
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(e->db,
-                           "SELECT fn.text, COALESCE(fl.text, m.path), f.line FROM stack_frames "
-                           "sf JOIN frames f ON f.id = sf.frame_id LEFT JOIN strings fn ON fn.id "
-                           "= f.function_id LEFT JOIN strings fl ON fl.id = f.file_id LEFT JOIN "
-                           "modules m ON m.id = f.module_id WHERE sf.stack_id = ? ORDER BY "
-                           "sf.position",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (ms_stack_frames_prepare(e->db,
+                                "SELECT fn.text, COALESCE(fl.text, m.path), f.line FROM sf "
+                                "JOIN frames f ON f.id = sf.frame_id LEFT JOIN strings fn ON "
+                                "fn.id = f.function_id LEFT JOIN strings fl ON fl.id = f.file_id "
+                                "LEFT JOIN modules m ON m.id = f.module_id ORDER BY sf.position",
+                                &st) < 0)
         return db_fail(e, "cannot read the stacks");
     sqlite3_bind_int64(st, 1, id);
     int rc = 0;

@@ -212,6 +212,7 @@ static int chunk_finish(struct model *m, struct obuf *out)
 /* The output of one thread: description chunks then packed chunks, each with its header. */
 struct job {
     const struct ms_trace *t;
+    unsigned flags;     /* MS_PACK_* */
     size_t first, end;  /* its raw chunks */
     struct obuf out[2]; /* its description chunks, then its packed chunks */
     uint64_t events, records, damaged;
@@ -361,7 +362,12 @@ INLINE void pack_thread(struct job *j, struct model *m)
                     meta_base = mt.st.prev_ns;
                     mt.st.prev_addr = 0;
                 }
-                meta_add(&mt, &r, start, n);
+                if (r.type == MS_REC_STACK && (j->flags & MS_PACK_STACK_IDS)) {
+                    uint8_t stub[1 + 2 * MS_VARINT_MAX]; /* the id alone: depth 0 */
+                    n = (size_t)(ms_enc_stack(stub, r.stack_id, NULL, 0) - stub);
+                    meta_add(&mt, &r, stub, n);
+                } else
+                    meta_add(&mt, &r, start, n);
                 continue;
             }
         event:
@@ -566,6 +572,12 @@ static size_t plan_jobs(const struct ms_trace *t, struct job *jobs)
 
 int ms_pack_file(const char *in_path, const char *out_path, int workers, struct ms_pack_stats *st)
 {
+    return ms_pack_file_flags(in_path, out_path, workers, 0, st);
+}
+
+int ms_pack_file_flags(const char *in_path, const char *out_path, int workers, unsigned flags,
+                       struct ms_pack_stats *st)
+{
     struct ms_trace t;
     int rc = ms_trace_open(&t, in_path);
     if (rc < 0)
@@ -583,6 +595,8 @@ int ms_pack_file(const char *in_path, const char *out_path, int workers, struct 
         return MS_ENOMEM;
     }
     plan_jobs(&t, pl.jobs);
+    for (size_t i = 0; i < njobs; i++)
+        pl.jobs[i].flags = flags;
     /* The header goes first with its magic zero, and whole at the end with the file's size:
      * the magic last, as the agent does, so that a half-written file is never taken for a
      * trace. */

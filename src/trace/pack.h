@@ -30,4 +30,12 @@ struct ms_pack_stats {
  * A trace that is already packed is refused with MS_EINVAL. */
 int ms_pack_file(const char *in_path, const char *out_path, int workers, struct ms_pack_stats *st);
 
+/* STACK records keep their id and lose their return addresses (depth 0): for the traces a
+ * compact database embeds, whose stacks are in its tables already (docs/database.md). */
+#define MS_PACK_STACK_IDS 1u
+
+/* ms_pack_file with flags (MS_PACK_*); ms_pack_file is flags 0, every record kept. */
+int ms_pack_file_flags(const char *in_path, const char *out_path, int workers, unsigned flags,
+                       struct ms_pack_stats *st);
+
 #endif

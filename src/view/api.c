@@ -97,6 +97,9 @@ void ms_view_release(struct ms_view *v)
         return;
     sqlite3_finalize(v->stack_stmt); /* before the model closes the database */
     v->stack_stmt = NULL;
+    if (v->stext_ok)
+        ms_stack_text_release(&v->stext);
+    v->stext_ok = 0;
     ms_view_model_release(&v->m);
     for (size_t i = 0; i < v->ntexts; i++)
         free(v->texts[i]);
@@ -134,17 +137,17 @@ const char *ms__vstack_text(struct ms_view *v, uint32_t id)
         return "";
     if (ms_u64map_get32(&v->stack_idx, id, &i))
         return v->texts[i];
-    if (!v->stack_stmt &&
-        sqlite3_prepare_v2(v->m.db, "SELECT c_text, py_text FROM stacks WHERE id = ?", -1,
-                           &v->stack_stmt, NULL) != SQLITE_OK)
+    if (!v->stack_stmt && sqlite3_prepare_v2(v->m.db, "SELECT py_text FROM stacks WHERE id = ?", -1,
+                                             &v->stack_stmt, NULL) != SQLITE_OK)
         return "";
+    if (!v->stext_ok && ms_stack_text_init(&v->stext, v->m.db) < 0)
+        return "";
+    v->stext_ok = 1;
+    const char *c = ms_stack_text_c(&v->stext, id), *py = NULL;
     sqlite3_stmt *st = v->stack_stmt;
     sqlite3_bind_int64(st, 1, id);
-    const char *c = NULL, *py = NULL;
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        c = (const char *)sqlite3_column_text(st, 0);
-        py = (const char *)sqlite3_column_text(st, 1);
-    }
+    if (sqlite3_step(st) == SQLITE_ROW)
+        py = (const char *)sqlite3_column_text(st, 0);
     size_t lc = c ? strnlen(c, STACK_TEXT_MAX) : 0, lp = py ? strnlen(py, STACK_TEXT_MAX) : 0;
     char *t = malloc(lc + lp + 8);
     if (t) {

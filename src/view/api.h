@@ -4,6 +4,7 @@
 #ifndef MS_VIEW_API_H
 #define MS_VIEW_API_H
 
+#include "store/stack_text.h"
 #include "model.h"
 #include "common/u64map.h"
 
@@ -37,9 +38,11 @@ struct ms_view {
     void *flame_nodes;
     size_t flame_cap;
     struct ms_u64map flame_kids;
-    sqlite3_stmt *stack_stmt;  /* the stacks lookup, prepared once */
-    struct ms_u64map site_idx; /* stack id -> index into sites (uint32) */
-    char **sites;              /* per cached stack: its call site */
+    sqlite3_stmt *stack_stmt;   /* the Python stacks lookup, prepared once */
+    struct ms_stack_text stext; /* the native stacks' text (from the stack tree) */
+    int stext_ok;               /* stext is initialized */
+    struct ms_u64map site_idx;  /* stack id -> index into sites (uint32) */
+    char **sites;               /* per cached stack: its call site */
     size_t nsites, capsites;
     char **owners; /* owner id -> label (index = id), loaded with the model */
     size_t nowners;

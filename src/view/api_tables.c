@@ -99,16 +99,26 @@ static int hent_desc(const void *a, const void *b)
 static int stacks_matching(struct ms_view *v, const char *text, struct ms_u64map *set)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(v->m.db,
-                           "SELECT id FROM stacks WHERE instr(c_text, ?1) > 0 OR "
-                           "instr(py_text, ?1) > 0",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (!v->stext_ok && ms_stack_text_init(&v->stext, v->m.db) < 0)
+        return MS_EDB;
+    v->stext_ok = 1;
+    if (sqlite3_prepare_v2(v->m.db, "SELECT id, instr(py_text, ?1) > 0 FROM stacks", -1, &st,
+                           NULL) != SQLITE_OK)
         return MS_EDB;
     sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
     int rc = 0;
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW)
-        if (!ms_u64map_put(set, (uint64_t)sqlite3_column_int64(st, 0), NULL))
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        int hit = sqlite3_column_int(st, 1);
+        if (!hit) {
+            const char *c = ms_stack_text_c(&v->stext, id);
+            if (!c)
+                rc = MS_ENOMEM;
+            hit = c && strstr(c, text);
+        }
+        if (hit && !ms_u64map_put(set, (uint64_t)id, NULL))
             rc = MS_ENOMEM;
+    }
     sqlite3_finalize(st);
     return rc;
 }

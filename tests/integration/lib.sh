@@ -122,7 +122,7 @@ count_freed() {
 sanity() {
     local db=$1
     assert_eq "sanity: integrity_check" "ok" "$(q "$db" 'PRAGMA integrity_check')"
-    assert_eq "sanity: meta.format_version" "1" \
+    assert_eq "sanity: meta.format_version" "2" \
         "$(q "$db" "SELECT value FROM meta WHERE key = 'format_version'")"
     assert_ge "sanity: events" 1 "$(q "$db" 'SELECT count(*) FROM events')"
     assert_eq "sanity: memscope_dump rows = events rows" "$(q "$db" 'SELECT count(*) FROM events')" \

@@ -23,7 +23,21 @@ mkdir "$TMPDIR"
 dump_table() { # DB TABLE [WHERE]
     sqlite3 "$1" "SELECT * FROM $2 ${3:-} ORDER BY 1, 2, 3" 2>&1
 }
-TABLES="meta processes threads strings modules frames stacks stack_frames event_kinds layers
+# A stack's text as docs/database.md defines it, from the stack tree (the stack_frames view),
+# written here in SQL apart from the code that makes it (src/store/stack_text.c): one frame a
+# line, innermost first, "function (file:line)", else "function (module+0xoffset)" (the module's
+# base name), else "function (0xpc)".
+TEXT_SQL="SELECT s.id, COALESCE((SELECT group_concat(line, char(10)) FROM (
+  SELECT COALESCE(fn.text, '??') || CASE
+    WHEN fl.text IS NOT NULL THEN ' (' || fl.text || ':' || COALESCE(f.line, 0) || ')'
+    WHEN m.id IS NOT NULL THEN printf(' (%s+0x%x)',
+      substr(m.path, length(rtrim(m.path, replace(m.path, '/', ''))) + 1), f.pc - m.bias)
+    ELSE printf(' (0x%x)', f.pc) END AS line
+  FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id
+  LEFT JOIN strings fn ON fn.id = f.function_id LEFT JOIN strings fl ON fl.id = f.file_id
+  LEFT JOIN modules m ON m.id = f.module_id WHERE sf.stack_id = s.id ORDER BY sf.position)), '')
+  FROM stacks s ORDER BY s.id"
+TABLES="meta processes threads strings modules frames stack_nodes stack_frames event_kinds layers
 owners steps ranges pools process_stats python_trace inefficient site_stats live_samples step_live
 decompose_points decompose_live owner_peaks"
 
@@ -81,6 +95,13 @@ compare_formats() { # NAME PROGRAM ARGS...
         fi
     done
     assert_eq "$name: tables equal to the full database's" "" "$diffs"
+    assert_eq "$name: stacks equal to the full database's (the compact one makes c_text on demand)" \
+        "$(dump_table "$f" "(SELECT id, process_id, depth, py_text, node_id FROM stacks)")" \
+        "$(dump_table "$c" "(SELECT id, process_id, depth, py_text, node_id FROM stacks)")"
+    assert_eq "$name: the compact database stores no stack text" "0" \
+        "$(sqlite3 "$c" "SELECT count(*) FROM stacks WHERE c_text IS NOT NULL")"
+    assert_eq "$name: the full database's stack text is the frames' lines of the stack tree" \
+        "$(sqlite3 "$c" "$TEXT_SQL")" "$(sqlite3 "$f" "SELECT id, c_text FROM stacks ORDER BY id")"
     assert_eq "$name: events rows: the full database's that are not MALLOC or FREE" \
         "$(dump_table "$f" events "WHERE kind NOT IN (1, 2)")" "$(dump_table "$c" events)"
     sqlite3 "$c" "SELECT * FROM blocks ORDER BY 1" >"$TMP/$name.cb"

@@ -232,7 +232,7 @@ static void check_rows(void)
                 "all_peak_bytes|12484\nall_peak_event_id|6\nall_peak_ns|" T(00300) "\n"
                 "call_stack_c|64\ncommand_line|[\"app\",\"--fast\"]\nend_time_ns|" T(01150) "\n"
                 "event_count|14\nevents|NULL\nexit_status|NULL\nfinal_live_bytes|63\n"
-                "first_event_ns|" T(00100) "\nformat_version|1\n"
+                "first_event_ns|" T(00100) "\nformat_version|2\n"
                 "last_event_ns|" T(01150) "\nmax_live_bytes|12484\nstart_time_ns|" T(00000) "\n");
     check_query("SELECT * FROM event_kinds", "1|MALLOC\n2|FREE\n4|STEP\n5|MARK\n"
                                             "6|RANGE_START\n7|RANGE_END\n8|ACCESS\n9|OOM\n10|KERNEL_LAUNCH\n"
@@ -358,7 +358,7 @@ static void test_bad_input(void)
     CHECK(ms_store_export_csv("/nonexistent/x.db", stdout, err, sizeof err) < 0);
     sqlite3 *d;
     CHECK_EQ(sqlite3_open(db, &d), SQLITE_OK);
-    CHECK_EQ(sqlite3_exec(d, "UPDATE meta SET value = '2' WHERE key = 'format_version'", NULL,
+    CHECK_EQ(sqlite3_exec(d, "UPDATE meta SET value = '3' WHERE key = 'format_version'", NULL,
                           NULL, NULL), SQLITE_OK);
     sqlite3_close(d);
     CHECK_EQ(ms_store_export_csv(db, stdout, err, sizeof err), MS_EVERSION);

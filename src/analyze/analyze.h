@@ -8,6 +8,7 @@
 #ifndef MS_ANALYZE_H
 #define MS_ANALYZE_H
 
+#include "store/stack_text.h"
 #include "common/u64map.h"
 
 #include <sqlite3.h>
@@ -72,6 +73,8 @@ int ms_analyze_open(const char *path, int writable, sqlite3 **db, char *err, siz
  * the runtime libraries (libc, the loader, libstdc++, libgcc, the agent): "function
  * (file:line)", "function (module+0xoff)", or "(no stack)" for stack_id <= 0. Writes at most
  * len bytes to out. */
+/* ms_stack_site with a reader of the stack tree that the caller keeps (many stacks). */
+void ms_stack_site_r(struct ms_stack_text *t, int64_t stack_id, char *out, size_t len);
 void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len);
 /* 1 when a Python stack line ("file(line): function", as stacks.py_text holds them) is a frame
  * of memscope's own package (its import hook, its hooks): not the program's code. */
@@ -190,8 +193,10 @@ const char *ms__names_owner(const struct ms_names *n, int64_t id);
  * Strings live until ms__sites_release. */
 struct ms_sites {
     sqlite3 *db;
-    struct ms_u64map by_stack; /* stack id -> char * */
-    char **texts;              /* interned strings, sorted on demand */
+    struct ms_stack_text reader; /* the stacks' frames, started on first use */
+    int reader_ok;               /* 1 started, -1 failed, 0 not yet */
+    struct ms_u64map by_stack;   /* stack id -> char * */
+    char **texts;                /* interned strings, sorted on demand */
     size_t ntexts, atexts;
 };
 void ms__sites_init(struct ms_sites *s, sqlite3 *db);

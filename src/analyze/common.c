@@ -165,19 +165,15 @@ int ms_py_frame_own(const char *line, size_t len)
     return open && open > line && *open == '(' && py_file_kind(line, (size_t)(open - line)) == 2;
 }
 
-void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
+void ms_stack_site_r(struct ms_stack_text *t, int64_t stack_id, char *out, size_t len)
 {
     snprintf(out, len, "(no stack)");
     if (stack_id <= 0)
         return;
-    sqlite3_stmt *st;
     /* A Python program's call site is its innermost Python frame with a file and a line
-     * ("file(line): function" lines in py_text; C++ frames of snapshots read "??(0): ..."). */
-    if (sqlite3_prepare_v2(db, "SELECT py_text FROM stacks WHERE id = ?", -1, &st, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, stack_id);
-        const char *py =
-            sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+     * ("file(line): function" lines; C++ frames of snapshots read "??(0): ..."). */
+    const char *py = ms_stack_text_py(t, stack_id);
+    {
         /* The innermost frame of the program's own code wins; else the innermost of a library;
          * memscope's own frames never (--site=innermost: the innermost frame but memscope's). */
         int best = 3;
@@ -201,42 +197,44 @@ void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
             }
             line = nl ? nl + 1 : NULL;
         }
-        sqlite3_finalize(st);
         if (best < 3)
             return;
     }
-    const char *q = "SELECT fn.text, fl.text, f.line, m.path, f.pc - COALESCE(m.bias, 0) "
-                    "FROM sf JOIN frames f ON f.id = sf.frame_id "
-                    "LEFT JOIN modules m ON m.id = f.module_id "
-                    "LEFT JOIN strings fn ON fn.id = f.function_id "
-                    "LEFT JOIN strings fl ON fl.id = f.file_id ORDER BY sf.position";
-    if (ms_stack_frames_prepare(db, q, &st) < 0)
+    const struct ms_stack_frame *fr;
+    size_t n;
+    if (ms_stack_text_frames(t, stack_id, &fr, &n) < 0)
         return;
-    sqlite3_bind_int64(st, 1, stack_id);
     /* The first frame is the fallback; a later frame with source information (a file and a
      * line) that is not in a runtime library or the annotation header's inline wrappers wins. */
     int first = 1;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *fn = (const char *)sqlite3_column_text(st, 0);
-        const char *file = (const char *)sqlite3_column_text(st, 1);
-        const char *mod = (const char *)sqlite3_column_text(st, 3);
+    for (size_t i = 0; i < n; i++) {
+        const char *fn = fr[i].function, *file = fr[i].file, *mod = fr[i].module;
         size_t fl = file ? strlen(file) : 0;
         int weak = runtime_module(mod) || (fl >= 11 && !strcmp(file + fl - 11, "/memscope.h")) ||
-                   !file || !strcmp(file, "??") || sqlite3_column_int(st, 2) == 0;
+                   !file || !strcmp(file, "??") || fr[i].line == 0;
         if (!first && weak)
             continue;
         if (file)
-            snprintf(out, len, "%s (%s:%d)", fn ? fn : "??", file, sqlite3_column_int(st, 2));
+            snprintf(out, len, "%s (%s:%d)", fn ? fn : "??", file, fr[i].line);
         else if (mod)
             snprintf(out, len, "%s (%s+0x%llx)", fn ? fn : "??", mod,
-                     (unsigned long long)sqlite3_column_int64(st, 4));
+                     (unsigned long long)fr[i].offset);
         else
             snprintf(out, len, "%s", fn ? fn : "??");
         if (!weak)
             break;
         first = 0;
     }
-    sqlite3_finalize(st);
+}
+
+void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
+{
+    struct ms_stack_text t;
+    snprintf(out, len, "(no stack)");
+    if (stack_id <= 0 || ms_stack_text_init(&t, db) < 0)
+        return;
+    ms_stack_site_r(&t, stack_id, out, len);
+    ms_stack_text_release(&t);
 }
 
 void ms_human_bytes(char *out, size_t len, long long b)
@@ -493,6 +491,14 @@ void ms__sites_init(struct ms_sites *s, sqlite3 *db)
     ms_u64map_init(&s->by_stack, sizeof(char *), MS_U64MAP_MAX);
 }
 
+/* The stack reader of s, started on first use (0 when it cannot start). */
+static struct ms_stack_text *sites_reader(struct ms_sites *s)
+{
+    if (!s->reader_ok)
+        s->reader_ok = ms_stack_text_init(&s->reader, s->db) == 0 ? 1 : -1;
+    return s->reader_ok > 0 ? &s->reader : NULL;
+}
+
 void ms__sites_release(struct ms_sites *s)
 {
     if (!s)
@@ -501,6 +507,8 @@ void ms__sites_release(struct ms_sites *s)
         free(s->texts[i]);
     free(s->texts);
     ms_u64map_release(&s->by_stack);
+    if (s->reader_ok > 0)
+        ms_stack_text_release(&s->reader);
     memset(s, 0, sizeof *s);
 }
 
@@ -512,7 +520,11 @@ const char *ms__sites_get(struct ms_sites *s, int64_t stack_id)
     if (slot)
         return *slot;
     char buf[1024];
-    ms_stack_site(s->db, stack_id, buf, sizeof buf);
+    struct ms_stack_text *t = sites_reader(s);
+    if (t)
+        ms_stack_site_r(t, stack_id, buf, sizeof buf);
+    else
+        snprintf(buf, sizeof buf, "(no stack)");
     /* Intern: a linear search would be quadratic over many stacks, so keep the texts in a
      * small open hash keyed by a string hash (collisions resolved by strcmp). */
     uint64_t h = 1469598103934665603ull;

@@ -527,7 +527,7 @@ static int build_tree(sqlite3 *db, const struct ms_analyze_opts *o, int has_owne
      * block replaced without a free -- by time). */
     if (o->by_stack) /* the Python stack when there is one, else the native one */
         snprintf(q, sizeof q,
-                 "SELECT l.name, NULLIF(s.py_text, ''), COUNT(*), SUM(b.size), s.id "
+                 "SELECT l.name, NULL, COUNT(*), SUM(b.size), s.id "
                  "FROM blocks b LEFT JOIN layers l ON l.id = b.layer "
                  "LEFT JOIN stacks s ON s.id = b.stack_id "
                  "WHERE %s%s AND b.alloc_event_id <= ?1 AND (b.free_ns IS NULL "
@@ -561,10 +561,14 @@ static int build_tree(sqlite3 *db, const struct ms_analyze_opts *o, int has_owne
     while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
         const char *layer = (const char *)sqlite3_column_text(st, 0);
         const char *text = (const char *)sqlite3_column_text(st, 1);
-        if (o->by_stack && !text && sqlite3_column_type(st, 4) != SQLITE_NULL &&
-            !(text = ms_stack_text_c(&stext, sqlite3_column_int64(st, 4)))) {
-            rc = MS_ENOMEM;
-            break;
+        if (o->by_stack && sqlite3_column_type(st, 4) != SQLITE_NULL) {
+            int64_t id = sqlite3_column_int64(st, 4);
+            if ((text = ms_stack_text_py(&stext, id)) && !*text) /* none: the native one */
+                text = ms_stack_text_c(&stext, id);
+            if (!text) {
+                rc = MS_ENOMEM;
+                break;
+            }
         }
         if (o->by_stack)
             rc = tree_add_stack(root, layer ? layer : "?", text, sqlite3_column_int64(st, 2),

@@ -295,9 +295,10 @@ static int write_strings_frames_stacks(struct imp *m)
         (rc = prep(m, &fr,
                    "INSERT INTO frames(id, module_id, pc, inline_depth, function_id, "
                    "file_id, line) VALUES (?, NULL, ?, 0, ?, ?, ?)")) ||
-        (rc = prep(m, &stk,
-                   "INSERT INTO stacks(id, process_id, depth, c_text, py_text, node_id) "
-                   "VALUES (?, 1, ?, ?3, ?3, ?4)")) ||
+        (rc =
+             prep(m, &stk,
+                  "INSERT INTO stacks(id, process_id, depth, c_text, py_text, node_id, py_node_id) "
+                  "VALUES (?, 1, ?, ?3, ?3, ?4, NULL)")) ||
         (rc = prep(m, &sf, "INSERT INTO stack_nodes(id, parent, frame_id) VALUES (?, ?, ?)")))
         goto out;
 

@@ -383,35 +383,21 @@ static int add_pystack(struct conv *c, struct proc *p, const struct ms_record *r
     return 0;
 }
 
-/* Formats the Python part of stack sd as msMemScope's Call Stack(Python): "file(line): func"
- * per frame, innermost first, lines joined by newlines. Empty when the stack has none. */
+/* The text of a PyTorch allocator stack (a snapshot's frames, Python and C++) as msMemScope's
+ * Call Stack(Python): "file(line): func" per frame, innermost first, lines joined by newlines.
+ * Empty for other stacks (their Python part is a path in the stack tree: convert_symbols.c). */
 int conv__py_text(struct conv *c, struct proc *p, const struct stack_def *sd, struct sbuf *b)
 {
-    uint32_t idx;
     b->len = 0;
     if (b->p)
         b->p[0] = 0;
-    if (sd->trace_id > PTA_STACK_BASE && p->pta) { /* the allocator's frames, Python and C++ */
-        uint32_t st = sd->trace_id - PTA_STACK_BASE;
-        for (uint32_t k = 0, f; (f = ms_snapshot_stack_frame(p->pta, st, k)) != 0; k++) {
-            const struct ms_snap_frame *fr = &p->pta->frames[f];
-            if (sbuf__fmt(b, "%s%.*s(%lld): %.*s", k ? "\n" : "", (int)fr->file.n, fr->file.p,
-                          (long long)fr->line, (int)fr->func.n, fr->func.p) < 0)
-                return conv__oom(c, "Python stack text");
-        }
+    if (!(sd->trace_id > PTA_STACK_BASE && p->pta))
         return 0;
-    }
-    if (!ms_u64map_get32(&p->pystack_ids, sd->trace_id, &idx))
-        return 0;
-    const struct pystack *ps = &c->pystacks[idx - 1];
-    for (uint32_t i = 0; i < ps->depth; i++) {
-        uint32_t fi;
-        const char *file = "??", *func = "??";
-        if (ms_u64map_get32(&p->pyframe_ids, ps->pairs[2 * i], &fi)) {
-            file = c->pyframes[fi - 1].file;
-            func = c->pyframes[fi - 1].func;
-        }
-        if (sbuf__fmt(b, "%s%s(%u): %s", i ? "\n" : "", file, ps->pairs[2 * i + 1], func) < 0)
+    uint32_t st = sd->trace_id - PTA_STACK_BASE;
+    for (uint32_t k = 0, f; (f = ms_snapshot_stack_frame(p->pta, st, k)) != 0; k++) {
+        const struct ms_snap_frame *fr = &p->pta->frames[f];
+        if (sbuf__fmt(b, "%s%.*s(%lld): %.*s", k ? "\n" : "", (int)fr->file.n, fr->file.p,
+                      (long long)fr->line, (int)fr->func.n, fr->func.p) < 0)
             return conv__oom(c, "Python stack text");
     }
     return 0;
@@ -1340,7 +1326,7 @@ static int open_schema(struct conv *c)
     if (rc == 0)
         rc = conv__prepare(c, &c->ins_frame, "INSERT INTO frames VALUES (?,?,?,?,?,?,?,?)");
     if (rc == 0)
-        rc = conv__prepare(c, &c->ins_stack, "INSERT INTO stacks VALUES (?,?,?,NULL,?,?)");
+        rc = conv__prepare(c, &c->ins_stack, "INSERT INTO stacks VALUES (?,?,?,NULL,?,?,?)");
     if (rc == 0)
         rc = conv__prepare(c, &c->ins_stack_node, "INSERT INTO stack_nodes VALUES (?,?,?)");
     return rc;

@@ -408,7 +408,8 @@ int conv__keep_block(struct conv *c, const struct closed_block *cb);
  * are dropped. Returns 0 or the thread's error. */
 int conv__kept_join(struct conv *c, int failed);
 
-/* Python stack text of sd ("file(line): function" lines, innermost first) into b. */
+/* The text of a PyTorch allocator stack ("file(line): function" lines, innermost first) into b;
+ * empty for other stacks. */
 int conv__py_text(struct conv *c, struct proc *p, const struct stack_def *sd, struct sbuf *b);
 
 /* ---- convert_annotations.c: called by convert.c ---------------------------------------------- */

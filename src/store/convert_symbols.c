@@ -1,7 +1,7 @@
 /* convert_symbols.c: the conversion's symbolization: each distinct return address of a process
  * looked up once with libdw (symbolize.c: inlined frames included, C++ names demangled), its
- * modules, strings, frames, stack_nodes and stacks rows (the stack as a path in the tree of
- * frames, py_text; c_text is made from the tree by stack_text.c), on a thread of its own beside
+ * modules, strings, frames, stack_nodes and stacks rows (a stack's native and Python parts as
+ * paths in the tree of frames; their text is made from the tree by stack_text.c), on a thread of its own beside
  * pass 2 in a compact conversion. Workload: once per process after pass 1; per distinct pc a
  * lookup, per stack a hash probe per frame. */
 #include "convert_internal.h"
@@ -132,6 +132,80 @@ static void pcs_reset(struct ms_u64map *pcs, size_t *ninfo)
     ms_u64map_init(pcs, sizeof(uint32_t), MAX_PCS_PER_PROCESS);
 }
 
+/* Writes the path of a stack's frames (frame ids fids[0..nf), innermost first) in the stack
+ * tree: from the outermost frame, a node per (caller node, frame), each written once (nodes maps
+ * parent << 32 | frame id to the node's id: both below 2^32, MAX_NODES). *leaf is the innermost
+ * frame's node, 0 when nf is 0. */
+static int tree_path(struct conv *c, struct ms_u64map *nodes, const int64_t *fids, size_t nf,
+                     int64_t *leaf)
+{
+    int64_t node = 0;
+    int rc = 0;
+    for (size_t i = nf; i-- > 0 && rc == 0;) {
+        if (fids[i] >= ((int64_t)1 << 32))
+            return conv__oom(c, "frames");
+        int isnew;
+        uint32_t *slot = ms_u64map_put(nodes, (uint64_t)node << 32 | (uint64_t)fids[i], &isnew);
+        if (!slot || (isnew && c->next_node + 1 >= MAX_NODES))
+            return conv__oom(c, "stack nodes");
+        if (isnew) {
+            *slot = (uint32_t)++c->next_node;
+            sqlite3_bind_int64(c->ins_stack_node, 1, c->next_node);
+            conv__bind_opt(c->ins_stack_node, 2, node, node != 0);
+            sqlite3_bind_int64(c->ins_stack_node, 3, fids[i]);
+            rc = conv__step_reset(c, c->ins_stack_node, "insert stack node");
+        }
+        node = *slot;
+    }
+    *leaf = node;
+    return rc;
+}
+
+/* The Python part of stack sd as frames rows (module NULL, pc 0, the function, file and line
+ * of each (code, line) pair, each written once: pyf maps code index << 32 | line to its id),
+ * innermost first, into *fids (*nf of them). An unknown code object has no function and file
+ * (its line reads "??(line): ??"). */
+static int py_frames(struct conv *c, struct proc *p, const struct stack_def *sd,
+                     struct ms_u64map *pyf, int64_t **fids, size_t *afids, size_t *nf)
+{
+    uint32_t idx;
+    *nf = 0;
+    if (!ms_u64map_get32(&p->pystack_ids, sd->trace_id, &idx))
+        return 0;
+    const struct pystack *ps = &c->pystacks[idx - 1];
+    for (uint32_t i = 0; i < ps->depth; i++) {
+        uint32_t fi = 0, line = ps->pairs[2 * i + 1];
+        if (!ms_u64map_get32(&p->pyframe_ids, ps->pairs[2 * i], &fi))
+            fi = 0;
+        int isnew;
+        int64_t *id = ms_u64map_put(pyf, (uint64_t)fi << 32 | line, &isnew);
+        if (!id || ms_grow((void **)fids, afids, *nf, sizeof **fids, 64, MAX_STACK_PCS) < 0)
+            return conv__oom(c, "Python frames");
+        if (isnew) {
+            int64_t fn = 0, file = 0;
+            int rc = fi ? intern(c, c->pyframes[fi - 1].func, &fn) : 0;
+            if (rc == 0 && fi)
+                rc = intern(c, c->pyframes[fi - 1].file, &file);
+            if (rc < 0)
+                return rc;
+            *id = ++c->next_frame;
+            sqlite3_stmt *st = c->ins_frame;
+            sqlite3_bind_int64(st, 1, *id);
+            sqlite3_bind_null(st, 2);
+            sqlite3_bind_int64(st, 3, 0);
+            sqlite3_bind_int64(st, 4, 0);
+            conv__bind_opt(st, 5, fn, fn != 0);
+            conv__bind_opt(st, 6, file, file != 0);
+            sqlite3_bind_int64(st, 7, line);
+            sqlite3_bind_null(st, 8);
+            if ((rc = conv__step_reset(c, st, "insert Python frame")) < 0)
+                return rc;
+        }
+        (*fids)[(*nf)++] = *id;
+    }
+    return 0;
+}
+
 int conv__symbolize_process(struct conv *c, struct proc *p)
 {
     struct ms_sym_module *all = calloc(p->nmods + 1, sizeof *all);
@@ -149,12 +223,14 @@ int conv__symbolize_process(struct conv *c, struct proc *p)
 
     struct ms_u64map pcs;   /* pc -> index in info */
     struct ms_u64map nodes; /* (parent node << 32 | frame id) -> stack_nodes.id */
+    struct ms_u64map pyf;   /* Python (code index << 32 | line) -> frames.id (int64_t) */
     struct pcinfo *info = NULL;
     int64_t *fids = NULL; /* one stack's frame ids, innermost first */
     size_t ninfo = 0, ainfo = 0, afids = 0;
     struct sbuf pytext = {0};
     ms_u64map_init(&pcs, sizeof(uint32_t), MAX_PCS_PER_PROCESS);
     ms_u64map_init(&nodes, sizeof(uint32_t), MAX_NODES);
+    ms_u64map_init(&pyf, sizeof(int64_t), MAX_PCS_PER_PROCESS);
     for (uint32_t s = p->stack_first; s < p->stack_end && rc == 0; s++) {
         if ((s & 255) == 0 && c->o->stop && *c->o->stop) {
             rc = conv__fail(c, -EINTR, "interrupted");
@@ -196,47 +272,29 @@ int conv__symbolize_process(struct conv *c, struct proc *p)
                     fids[nf++] = pi->first_frame + f;
             }
         }
-        /* The stack's path in the tree, from its outermost frame: a node per (caller node,
-         * frame), each written once (ids below 2^32: MAX_NODES, and frames per pc). */
-        int64_t node = 0;
-        for (size_t i = nf; i-- > 0 && rc == 0;) {
-            if (fids[i] >= ((int64_t)1 << 32)) {
-                rc = conv__oom(c, "frames");
-                break;
-            }
-            int isnew;
-            uint32_t *slot =
-                ms_u64map_put(&nodes, (uint64_t)node << 32 | (uint64_t)fids[i], &isnew);
-            if (!slot) {
-                rc = conv__oom(c, "stack nodes");
-                break;
-            }
-            if (isnew && c->next_node + 1 >= MAX_NODES) {
-                rc = conv__oom(c, "stack nodes");
-                break;
-            }
-            if (isnew) {
-                *slot = (uint32_t)++c->next_node;
-                sqlite3_bind_int64(c->ins_stack_node, 1, c->next_node);
-                conv__bind_opt(c->ins_stack_node, 2, node, node != 0);
-                sqlite3_bind_int64(c->ins_stack_node, 3, fids[i]);
-                rc = conv__step_reset(c, c->ins_stack_node, "insert stack node");
-            }
-            node = *slot;
-        }
+        int64_t node = 0, py_node = 0;
+        if (rc == 0)
+            rc = tree_path(c, &nodes, fids, nf, &node);
+        /* the Python part: a path of its own in the same tree; PyTorch's allocator stacks
+         * (a snapshot's frames) keep their text */
+        int pta = sd->trace_id > PTA_STACK_BASE && p->pta;
+        pytext.len = 0;
+        if (rc == 0 && pta)
+            rc = conv__py_text(c, p, sd, &pytext);
+        else if (rc == 0 && (rc = py_frames(c, p, sd, &pyf, &fids, &afids, &nf)) == 0)
+            rc = tree_path(c, &nodes, fids, nf, &py_node);
         if (rc < 0)
             break;
         sqlite3_bind_int64(c->ins_stack, 1, (int64_t)s + 1);
         sqlite3_bind_int64(c->ins_stack, 2, p->id);
         sqlite3_bind_int64(c->ins_stack, 3, sd->depth);
-        rc = conv__py_text(c, p, sd, &pytext);
-        if (rc == 0 && pytext.len)
+        if (pytext.len)
             sqlite3_bind_text(c->ins_stack, 4, pytext.p, (int)pytext.len, SQLITE_STATIC);
         else
             sqlite3_bind_null(c->ins_stack, 4);
         conv__bind_opt(c->ins_stack, 5, node, node != 0);
-        if (rc == 0)
-            rc = conv__step_reset(c, c->ins_stack, "insert stack");
+        conv__bind_opt(c->ins_stack, 6, py_node, py_node != 0);
+        rc = conv__step_reset(c, c->ins_stack, "insert stack");
         free(sd->pcs); /* no longer needed: events refer to the stack by id */
         sd->pcs = NULL;
     }
@@ -245,6 +303,7 @@ int conv__symbolize_process(struct conv *c, struct proc *p)
     free(pytext.p);
     ms_u64map_release(&pcs);
     ms_u64map_release(&nodes);
+    ms_u64map_release(&pyf);
     ms_symbolizer_release(&sym);
     free(all);
     return rc;

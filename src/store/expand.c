@@ -114,7 +114,7 @@ static int carry_over(const char *path, const char *compact_path, char *err, siz
         "DELETE FROM stacks; DELETE FROM stack_nodes;"
         "INSERT INTO stacks SELECT id, process_id, depth, c_text, py_text,"
         "  CASE WHEN EXISTS (SELECT 1 FROM c.stack_frames f WHERE f.stack_id = s.id"
-        "    AND f.position = 0) THEN id * 4096 END FROM c.stacks s;"
+        "    AND f.position = 0) THEN id * 4096 END, NULL FROM c.stacks s;"
         "INSERT INTO stack_nodes SELECT f.stack_id * 4096 + f.position,"
         "  CASE WHEN EXISTS (SELECT 1 FROM c.stack_frames g WHERE g.stack_id = f.stack_id"
         "    AND g.position = f.position + 1) THEN f.stack_id * 4096 + f.position + 1 END,"

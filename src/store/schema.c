@@ -31,7 +31,7 @@ const char ms_schema_sql[] =
     ");\n"
     "CREATE TABLE stacks (\n"
     "  id INTEGER PRIMARY KEY, process_id INTEGER NOT NULL, depth INTEGER NOT NULL,\n"
-    "  c_text TEXT, py_text TEXT, node_id INTEGER\n"
+    "  c_text TEXT, py_text TEXT, node_id INTEGER, py_node_id INTEGER\n"
     ");\n"
     "CREATE TABLE stack_nodes (\n"
     "  id INTEGER PRIMARY KEY, parent INTEGER, frame_id INTEGER NOT NULL\n"

@@ -56,9 +56,10 @@ int ms_stack_text_init(struct ms_stack_text *t, sqlite3 *db)
         return MS_EDB;
     t->tree = sqlite3_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);
-    int rc = prepare(t, &t->stack,
-                     t->tree ? "SELECT c_text, node_id FROM stacks WHERE id = ?"
-                             : "SELECT c_text, NULL FROM stacks WHERE id = ?");
+    int rc =
+        prepare(t, &t->stack,
+                t->tree ? "SELECT c_text, node_id, py_text, py_node_id FROM stacks WHERE id = ?"
+                        : "SELECT c_text, NULL, py_text, NULL FROM stacks WHERE id = ?");
     if (rc == 0)
         rc = prepare(t, &t->frame,
                      "SELECT fn.text, fl.text, f.line, m.path, f.pc, m.bias FROM frames f "
@@ -110,13 +111,16 @@ static char *dup_col(sqlite3_stmt *st, int col, int *oom)
     return d;
 }
 
-/* The one rule that formats a frame's line (docs/database.md, "Symbolized frames"). */
-static char *format_line(const struct ms_stack_frame *f)
+/* The one rule that formats a frame's line (docs/database.md, "Symbolized frames"): a native
+ * frame's, or a Python frame's ("file(line): function", msMemScope's Call Stack(Python)). */
+static char *format_line(const struct ms_stack_frame *f, int python)
 {
     const char *fn = f->function ? f->function : "??";
     char *s = NULL;
     int n;
-    if (f->file)
+    if (python)
+        n = asprintf(&s, "%s(%d): %s", f->file ? f->file : "??", f->line, fn);
+    else if (f->file)
         n = asprintf(&s, "%s (%s:%d)", fn, f->file, f->line);
     else if (f->module) {
         const char *base = strrchr(f->module, '/');
@@ -127,10 +131,12 @@ static char *format_line(const struct ms_stack_frame *f)
     return n < 0 ? NULL : s;
 }
 
-/* The index in t->fr of frame id, read and formatted on first use. */
-static int frame_get(struct ms_stack_text *t, int64_t id, uint32_t *idx)
+/* The index in t->fr of frame id (a frame of a Python part when python is 1), read and
+ * formatted on first use. */
+static int frame_get(struct ms_stack_text *t, int64_t id, int python, uint32_t *idx)
 {
-    if (ms_u64map_get32(&t->frames, (uint64_t)id, idx))
+    uint64_t key = (uint64_t)id << 1 | (uint64_t)python;
+    if (ms_u64map_get32(&t->frames, key, idx))
         return 0;
     if (ms_grow((void **)&t->fr, &t->afr, t->nfr, sizeof *t->fr, 256, UINT32_MAX) < 0)
         return MS_ENOMEM;
@@ -148,9 +154,9 @@ static int frame_get(struct ms_stack_text *t, int64_t id, uint32_t *idx)
     } else if (s != SQLITE_DONE) /* an id without a row reads as an unknown frame */
         rc = MS_EDB;
     sqlite3_reset(t->frame);
-    if (rc == 0 && !oom && !(f.text = format_line(&f)))
+    if (rc == 0 && !oom && !(f.text = format_line(&f, python)))
         oom = 1;
-    if (rc == 0 && !oom && ms_u64map_set32(&t->frames, (uint64_t)id, (uint32_t)t->nfr) < 0)
+    if (rc == 0 && !oom && ms_u64map_set32(&t->frames, key, (uint32_t)t->nfr) < 0)
         oom = 1;
     if (rc < 0 || oom) {
         free((char *)f.function), free((char *)f.file), free((char *)f.module);
@@ -224,10 +230,10 @@ static int node_get(struct ms_stack_text *t, int64_t id, int64_t *parent, int64_
     return rc;
 }
 
-static int walk_add(struct ms_stack_text *t, int64_t frame_id)
+static int walk_add(struct ms_stack_text *t, int64_t frame_id, int python)
 {
     uint32_t idx;
-    int rc = frame_get(t, frame_id, &idx);
+    int rc = frame_get(t, frame_id, python, &idx);
     if (rc == 0)
         rc = ms_grow((void **)&t->walk, &t->awalk, t->nwalk, sizeof *t->walk, 64,
                      MS_STACK_MAX_FRAMES);
@@ -236,8 +242,9 @@ static int walk_add(struct ms_stack_text *t, int64_t frame_id)
     return rc;
 }
 
-/* Reads stack id: its stored c_text into t->buf (*stored 1), or else its frames into t->walk. */
-static int stack_read(struct ms_stack_text *t, int64_t id, int want_text, int *stored)
+/* Reads the native part (python 0) or the Python part (1) of stack id: its stored text into
+ * t->buf (*stored 1), or else its frames into t->walk. */
+static int stack_read(struct ms_stack_text *t, int64_t id, int python, int want_text, int *stored)
 {
     t->nwalk = 0;
     t->buflen = 0;
@@ -246,7 +253,7 @@ static int stack_read(struct ms_stack_text *t, int64_t id, int want_text, int *s
     sqlite3_bind_int64(t->stack, 1, id);
     int s = sqlite3_step(t->stack), rc = 0;
     if (s == SQLITE_ROW) {
-        const char *c = (const char *)sqlite3_column_text(t->stack, 0);
+        const char *c = (const char *)sqlite3_column_text(t->stack, python ? 2 : 0);
         if (c && want_text) {
             size_t n = strlen(c);
             if (ms_grow((void **)&t->buf, &t->bufcap, n, 1, 256, (size_t)MAX_TEXT + 1) < 0)
@@ -257,17 +264,17 @@ static int stack_read(struct ms_stack_text *t, int64_t id, int want_text, int *s
                 *stored = 1;
             }
         }
-        node = sqlite3_column_int64(t->stack, 1);
+        node = sqlite3_column_int64(t->stack, python ? 3 : 1);
     } else if (s != SQLITE_DONE)
         rc = MS_EDB;
     sqlite3_reset(t->stack);
     if (rc < 0 || *stored)
         return rc;
-    if (!t->tree) { /* format version 1: the stack_frames table */
+    if (!t->tree && !python) { /* format version 1: the stack_frames table */
         sqlite3_bind_int64(t->old_frames, 1, id);
         while (rc == 0 && t->nwalk < MS_STACK_MAX_FRAMES &&
                (s = sqlite3_step(t->old_frames)) == SQLITE_ROW)
-            rc = walk_add(t, sqlite3_column_int64(t->old_frames, 0));
+            rc = walk_add(t, sqlite3_column_int64(t->old_frames, 0), 0);
         sqlite3_reset(t->old_frames);
         return rc;
     }
@@ -277,7 +284,7 @@ static int stack_read(struct ms_stack_text *t, int64_t id, int want_text, int *s
         rc = node_get(t, node, &parent, &frame, &found);
         if (rc < 0 || !found)
             break;
-        rc = walk_add(t, frame);
+        rc = walk_add(t, frame, python);
         node = parent;
     }
     return rc;
@@ -290,7 +297,7 @@ int ms_stack_text_frames(struct ms_stack_text *t, int64_t id, const struct ms_st
     int stored;
     *frames = &none;
     *n = 0;
-    int rc = stack_read(t, id, 0, &stored);
+    int rc = stack_read(t, id, 0, 0, &stored);
     if (rc < 0)
         return rc;
     if (ms_grow((void **)&t->out, &t->aout, t->nwalk, sizeof *t->out, 64, MS_STACK_MAX_FRAMES + 1) <
@@ -304,10 +311,10 @@ int ms_stack_text_frames(struct ms_stack_text *t, int64_t id, const struct ms_st
     return 0;
 }
 
-const char *ms_stack_text_c(struct ms_stack_text *t, int64_t id)
+static const char *text_of(struct ms_stack_text *t, int64_t id, int python)
 {
     int stored;
-    if (stack_read(t, id, 1, &stored) < 0)
+    if (stack_read(t, id, python, 1, &stored) < 0)
         return NULL;
     if (stored)
         return t->buf;
@@ -332,21 +339,30 @@ const char *ms_stack_text_c(struct ms_stack_text *t, int64_t id)
     return t->buf;
 }
 
-int ms_stack_text_fill(sqlite3 *db, char *err, size_t errlen)
+const char *ms_stack_text_c(struct ms_stack_text *t, int64_t id)
 {
-    struct ms_stack_text t;
-    if (ms_stack_text_init(&t, db) < 0) {
-        snprintf(err, errlen, "stacks: %s", sqlite3_errmsg(db));
-        return MS_EDB;
-    }
+    return text_of(t, id, 0);
+}
+
+const char *ms_stack_text_py(struct ms_stack_text *t, int64_t id)
+{
+    return text_of(t, id, 1);
+}
+
+/* Writes column (c_text, python 0; py_text, 1) of the stacks that have a path and no text. */
+static int fill_part(struct ms_stack_text *t, int python)
+{
+    static const char *const sel_sql[] = {
+        "SELECT id FROM stacks WHERE c_text IS NULL",
+        "SELECT id FROM stacks WHERE py_text IS NULL AND py_node_id IS NOT NULL"};
+    static const char *const upd_sql[] = {"UPDATE stacks SET c_text = ? WHERE id = ?",
+                                          "UPDATE stacks SET py_text = ? WHERE id = ?"};
     int64_t *ids = NULL;
     size_t n = 0, cap = 0;
     sqlite3_stmt *sel = NULL, *upd = NULL;
-    int rc = t.tree ? nodes_load(&t) : 0;
-    if (rc == 0 && (prepare(&t, &sel, "SELECT id FROM stacks WHERE c_text IS NULL") < 0 ||
-                    prepare(&t, &upd, "UPDATE stacks SET c_text = ? WHERE id = ?") < 0))
+    int rc = 0, s = SQLITE_DONE;
+    if (prepare(t, &sel, sel_sql[python]) < 0 || prepare(t, &upd, upd_sql[python]) < 0)
         rc = MS_EDB;
-    int s = SQLITE_DONE;
     while (rc == 0 && (s = sqlite3_step(sel)) == SQLITE_ROW) {
         if (ms_grow((void **)&ids, &cap, n, sizeof *ids, 1024, (size_t)1 << 32) < 0)
             rc = MS_ENOMEM;
@@ -355,22 +371,39 @@ int ms_stack_text_fill(sqlite3 *db, char *err, size_t errlen)
     }
     if (rc == 0 && s != SQLITE_DONE)
         rc = MS_EDB;
-    int open = 0;
-    if (rc == 0 && n &&
-        !(open = sqlite3_exec(db, "SAVEPOINT stack_text", NULL, NULL, NULL) == SQLITE_OK))
-        rc = MS_EDB;
+    sqlite3_finalize(sel);
     for (size_t i = 0; i < n && rc == 0; i++) {
-        const char *text = ms_stack_text_c(&t, ids[i]);
+        const char *text = text_of(t, ids[i], python);
         if (!text) {
             rc = MS_ENOMEM;
             break;
         }
-        sqlite3_bind_text(upd, 1, text, (int)t.buflen, SQLITE_STATIC);
+        sqlite3_bind_text(upd, 1, text, (int)t->buflen, SQLITE_STATIC);
         sqlite3_bind_int64(upd, 2, ids[i]);
         if (sqlite3_step(upd) != SQLITE_DONE)
             rc = MS_EDB;
         sqlite3_reset(upd);
     }
+    sqlite3_finalize(upd);
+    free(ids);
+    return rc;
+}
+
+int ms_stack_text_fill(sqlite3 *db, char *err, size_t errlen)
+{
+    struct ms_stack_text t;
+    if (ms_stack_text_init(&t, db) < 0) {
+        snprintf(err, errlen, "stacks: %s", sqlite3_errmsg(db));
+        return MS_EDB;
+    }
+    int rc = t.tree ? nodes_load(&t) : 0, open = 0;
+    if (rc == 0 &&
+        !(open = sqlite3_exec(db, "SAVEPOINT stack_text", NULL, NULL, NULL) == SQLITE_OK))
+        rc = MS_EDB;
+    if (rc == 0)
+        rc = fill_part(&t, 0);
+    if (rc == 0 && t.tree)
+        rc = fill_part(&t, 1);
     if (rc < 0)
         snprintf(err, errlen, "stacks' text: %s",
                  rc == MS_ENOMEM ? "out of memory" : sqlite3_errmsg(db));
@@ -382,9 +415,6 @@ int ms_stack_text_fill(sqlite3 *db, char *err, size_t errlen)
         snprintf(err, errlen, "stacks' text: %s", sqlite3_errmsg(db));
         rc = MS_EDB;
     }
-    sqlite3_finalize(sel);
-    sqlite3_finalize(upd);
-    free(ids);
     ms_stack_text_release(&t);
     return rc;
 }

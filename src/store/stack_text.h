@@ -2,7 +2,8 @@
  *
  * The database stores each frame once (frames, strings, modules) and each stack as a path in a
  * tree (stack_nodes: a node is a caller node and a frame; stacks.node_id is the node of the
- * innermost frame), as heaptrack and pprof do (docs/database.md, "Stacks"). The text of a
+ * innermost frame, stacks.py_node_id that of the innermost Python frame: a Python frame is a
+ * frames row without a module, its function, file and line), as heaptrack and pprof do (docs/database.md, "Stacks"). The text of a
  * stack (memscope_dump's "Call Stack(C)", the viewer's frames, a decompose by stack) is made
  * here, on demand, by the one rule that formats a frame: "function (file:line)", else
  * "function (module+0xoffset)", else "function (0xpc)", "??" for an unknown function.
@@ -90,7 +91,13 @@ int ms_stack_text_frames(struct ms_stack_text *t, int64_t id, const struct ms_st
  * t. Returns NULL when out of memory or on a database error. */
 const char *ms_stack_text_c(struct ms_stack_text *t, int64_t id);
 
-/* Writes stacks.c_text of every stack whose c_text is NULL (the full database: memscope_dump's
+/* The Python text of stack id (stacks.py_text where the database stores it, else made from the
+ * path of its Python part): "file(line): function" a line, innermost first; "" when it has
+ * none. Valid until the next call on t; NULL when out of memory or on a database error. */
+const char *ms_stack_text_py(struct ms_stack_text *t, int64_t id);
+
+/* Writes stacks.c_text of every stack whose c_text is NULL, and py_text of every stack with a
+ * Python part and no py_text (the full database: memscope_dump's
  * "Call Stack(C)" and readers of the table see text). Returns 0 or a negative code with a reason
  * in err. */
 int ms_stack_text_fill(sqlite3 *db, char *err, size_t errlen);

@@ -355,7 +355,7 @@ static int load_blocks(struct exp *e)
 }
 
 /* The frames of stack id, innermost first (PyTorch's order): the native frames, then the
- * Python ones (stacks.py_text, "file(line): function" lines); a snapshot import's frames are
+ * Python ones ("file(line): function" lines, ms_stack_text_py); a snapshot import's frames are
  * the snapshot's own (in stack_frames, py_text repeats them). */
 static int load_stack(struct exp *e, int64_t id, struct stack **out)
 {
@@ -398,12 +398,12 @@ static int load_stack(struct exp *e, int64_t id, struct stack **out)
     sqlite3_finalize(st);
     if (rc || e->snapshot_source)
         return rc;
-    if (sqlite3_prepare_v2(e->db, "SELECT py_text FROM stacks WHERE id = ?", -1, &st, NULL) !=
-        SQLITE_OK)
+    struct ms_stack_text t; /* few stacks per export: a reader each */
+    if (ms_stack_text_init(&t, e->db) < 0)
         return db_fail(e, "cannot read the stacks");
-    sqlite3_bind_int64(st, 1, id);
-    const char *py =
-        sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    const char *py = ms_stack_text_py(&t, id);
+    if (!py)
+        rc = fail(e, MS_ENOMEM, "cannot read the stacks");
     while (py && *py && rc == 0) { /* "file(line): function" per line */
         const char *nl = strchr(py, '\n'), *end = nl ? nl : py + strlen(py);
         const char *colon = NULL, *open = NULL;
@@ -431,7 +431,7 @@ static int load_stack(struct exp *e, int64_t id, struct stack **out)
             rc = fail(e, MS_ENOMEM, "out of memory");
         py = nl ? nl + 1 : end;
     }
-    sqlite3_finalize(st);
+    ms_stack_text_release(&t);
     return rc;
 }
 

@@ -95,9 +95,7 @@ void ms_view_release(struct ms_view *v)
 {
     if (!v)
         return;
-    sqlite3_finalize(v->stack_stmt); /* before the model closes the database */
-    v->stack_stmt = NULL;
-    if (v->stext_ok)
+    if (v->stext_ok) /* before the model closes the database */
         ms_stack_text_release(&v->stext);
     v->stext_ok = 0;
     ms_view_model_release(&v->m);
@@ -128,8 +126,8 @@ void ms_view_release(struct ms_view *v)
 /* ---- Stacks --------------------------------------------------------------------------------- */
 
 /* The cached text of a stack: its C lines (innermost first), a '\x1f' line, then its Python
- * lines (innermost first). "" for no stack or when out of memory. One prepared statement for
- * all lookups: a flame graph of thousands of stacks asks thousands. */
+ * lines (innermost first). "" for no stack or when out of memory. One reader of the stack tree
+ * for all lookups: a flame graph of thousands of stacks asks thousands. */
 const char *ms__vstack_text(struct ms_view *v, uint32_t id)
 {
     uint32_t i;
@@ -137,17 +135,12 @@ const char *ms__vstack_text(struct ms_view *v, uint32_t id)
         return "";
     if (ms_u64map_get32(&v->stack_idx, id, &i))
         return v->texts[i];
-    if (!v->stack_stmt && sqlite3_prepare_v2(v->m.db, "SELECT py_text FROM stacks WHERE id = ?", -1,
-                                             &v->stack_stmt, NULL) != SQLITE_OK)
-        return "";
     if (!v->stext_ok && ms_stack_text_init(&v->stext, v->m.db) < 0)
         return "";
     v->stext_ok = 1;
-    const char *c = ms_stack_text_c(&v->stext, id), *py = NULL;
-    sqlite3_stmt *st = v->stack_stmt;
-    sqlite3_bind_int64(st, 1, id);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        py = (const char *)sqlite3_column_text(st, 0);
+    const char *c0 = ms_stack_text_c(&v->stext, id);
+    char *c = c0 ? strdup(c0) : NULL; /* the Python text comes from the same reader */
+    const char *py = ms_stack_text_py(&v->stext, id);
     size_t lc = c ? strnlen(c, STACK_TEXT_MAX) : 0, lp = py ? strnlen(py, STACK_TEXT_MAX) : 0;
     char *t = malloc(lc + lp + 8);
     if (t) {
@@ -160,7 +153,7 @@ const char *ms__vstack_text(struct ms_view *v, uint32_t id)
         memcpy(t + n, py ? py : "", lp), n += lp;
         t[n] = 0;
     }
-    sqlite3_reset(st);
+    free(c);
     if (!t ||
         ms_grow((void **)&v->texts, &v->captexts, v->ntexts, sizeof *v->texts, 256, 1u << 24) < 0 ||
         ms_u64map_set32(&v->stack_idx, id, (uint32_t)v->ntexts) < 0) {
@@ -186,7 +179,12 @@ void ms__vstack_site(struct ms_view *v, uint32_t id, char *out, size_t len)
         snprintf(out, len, "%s", v->sites[i]);
         return;
     }
-    ms_stack_site(v->m.db, id, out, len);
+    if (!v->stext_ok && ms_stack_text_init(&v->stext, v->m.db) == 0)
+        v->stext_ok = 1;
+    if (v->stext_ok)
+        ms_stack_site_r(&v->stext, id, out, len);
+    else
+        snprintf(out, len, "(no stack)");
     char *copy = strdup(out);
     if (!copy ||
         ms_grow((void **)&v->sites, &v->capsites, v->nsites, sizeof *v->sites, 256, 1u << 24) < 0 ||

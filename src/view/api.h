@@ -38,7 +38,6 @@ struct ms_view {
     void *flame_nodes;
     size_t flame_cap;
     struct ms_u64map flame_kids;
-    sqlite3_stmt *stack_stmt;   /* the Python stacks lookup, prepared once */
     struct ms_stack_text stext; /* the native stacks' text (from the stack tree) */
     int stext_ok;               /* stext is initialized */
     struct ms_u64map site_idx;  /* stack id -> index into sites (uint32) */

@@ -102,20 +102,18 @@ static int stacks_matching(struct ms_view *v, const char *text, struct ms_u64map
     if (!v->stext_ok && ms_stack_text_init(&v->stext, v->m.db) < 0)
         return MS_EDB;
     v->stext_ok = 1;
-    if (sqlite3_prepare_v2(v->m.db, "SELECT id, instr(py_text, ?1) > 0 FROM stacks", -1, &st,
-                           NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(v->m.db, "SELECT id FROM stacks", -1, &st, NULL) != SQLITE_OK)
         return MS_EDB;
-    sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
     int rc = 0;
     while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0);
-        int hit = sqlite3_column_int(st, 1);
-        if (!hit) {
-            const char *c = ms_stack_text_c(&v->stext, id);
-            if (!c)
-                rc = MS_ENOMEM;
-            hit = c && strstr(c, text);
-        }
+        const char *c = ms_stack_text_c(&v->stext, id);
+        int hit = c && strstr(c, text);
+        const char *py = c && !hit ? ms_stack_text_py(&v->stext, id) : c;
+        if (!py)
+            rc = MS_ENOMEM;
+        else if (!hit)
+            hit = strstr(py, text) != NULL;
         if (hit && !ms_u64map_put(set, (uint64_t)id, NULL))
             rc = MS_ENOMEM;
     }

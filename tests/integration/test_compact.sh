@@ -37,6 +37,16 @@ TEXT_SQL="SELECT s.id, COALESCE((SELECT group_concat(line, char(10)) FROM (
   LEFT JOIN strings fn ON fn.id = f.function_id LEFT JOIN strings fl ON fl.id = f.file_id
   LEFT JOIN modules m ON m.id = f.module_id WHERE sf.stack_id = s.id ORDER BY sf.position)), '')
   FROM stacks s ORDER BY s.id"
+# A stack's Python text from the path of its Python part: "file(line): function" a line.
+PY_TEXT_SQL="WITH RECURSIVE w(stack_id, position, node) AS (
+    SELECT id, 0, py_node_id FROM stacks WHERE py_node_id IS NOT NULL
+    UNION ALL SELECT w.stack_id, w.position + 1, n.parent FROM w
+      JOIN stack_nodes n ON n.id = w.node WHERE n.parent IS NOT NULL)
+  SELECT stack_id, group_concat(line, char(10)) FROM (
+    SELECT w.stack_id, COALESCE(fl.text, '??') || '(' || f.line || '): ' || COALESCE(fn.text, '??')
+      AS line FROM w JOIN stack_nodes n ON n.id = w.node JOIN frames f ON f.id = n.frame_id
+    LEFT JOIN strings fn ON fn.id = f.function_id LEFT JOIN strings fl ON fl.id = f.file_id
+    ORDER BY w.stack_id, w.position) GROUP BY stack_id ORDER BY stack_id"
 TABLES="meta processes threads strings modules frames stack_nodes stack_frames event_kinds layers
 owners steps ranges pools process_stats python_trace inefficient site_stats live_samples step_live
 decompose_points decompose_live owner_peaks"
@@ -95,11 +105,14 @@ compare_formats() { # NAME PROGRAM ARGS...
         fi
     done
     assert_eq "$name: tables equal to the full database's" "" "$diffs"
-    assert_eq "$name: stacks equal to the full database's (the compact one makes c_text on demand)" \
-        "$(dump_table "$f" "(SELECT id, process_id, depth, py_text, node_id FROM stacks)")" \
-        "$(dump_table "$c" "(SELECT id, process_id, depth, py_text, node_id FROM stacks)")"
-    assert_eq "$name: the compact database stores no stack text" "0" \
-        "$(sqlite3 "$c" "SELECT count(*) FROM stacks WHERE c_text IS NOT NULL")"
+    assert_eq "$name: stacks equal to the full database's (the compact one makes the text on demand)" \
+        "$(dump_table "$f" "(SELECT id, process_id, depth, node_id, py_node_id FROM stacks)")" \
+        "$(dump_table "$c" "(SELECT id, process_id, depth, node_id, py_node_id FROM stacks)")"
+    assert_eq "$name: the compact database stores no stack text (but a PyTorch allocator stack's)" "0" \
+        "$(sqlite3 "$c" "SELECT count(*) FROM stacks WHERE c_text IS NOT NULL OR (py_text IS NOT NULL AND py_node_id IS NOT NULL)")"
+    assert_eq "$name: the full database's Python stack text is the Python frames' lines of the stack tree" \
+        "$(sqlite3 "$c" "$PY_TEXT_SQL")" \
+        "$(sqlite3 "$f" "SELECT id, py_text FROM stacks WHERE py_node_id IS NOT NULL ORDER BY id")"
     assert_eq "$name: the full database's stack text is the frames' lines of the stack tree" \
         "$(sqlite3 "$c" "$TEXT_SQL")" "$(sqlite3 "$f" "SELECT id, c_text FROM stacks ORDER BY id")"
     assert_eq "$name: events rows: the full database's that are not MALLOC or FREE" \
@@ -168,6 +181,11 @@ compare_formats base "$AN/b_steps" base
 REC_OPTS=(--call-stack=c:8,python:8) # Python stacks (py_text), as the Python layer records them
 compare_formats pystacks "$PROGS/pystack_sim"
 REC_OPTS=()
+# pystack_sim's Python stacks (tests/progs/pystack_sim.c): the full database's text (equal to
+# the compact one's tree above) is the known answer
+assert_eq "pystacks: the Python stacks, made from the stack tree" \
+    "$(printf '%s\n' 'train.py(5): main' 'model.py(12): forward|train.py(7): main' 'train.py(9): main')" \
+    "$(sqlite3 "$TMP/pystacks.f.db" "SELECT replace(py_text, char(10), '|') FROM stacks WHERE py_text IS NOT NULL ORDER BY id")"
 
 # Trend's and decompose's series are computed by the conversion of raw traces (the time of the
 # last event is known before); from packed ones the analyses replay them: the same either way.

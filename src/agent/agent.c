@@ -43,6 +43,7 @@ static struct {
     void *(*mmap)(void *, size_t, int, int, int, off_t);
     void *(*mmap64)(void *, size_t, int, int, int, off_t);
     int (*munmap)(void *, size_t);
+    int (*mprotect)(void *, size_t, int);
     void *(*mremap)(void *, size_t, size_t, int, ...);
     int (*dlclose)(void *);
 } real;
@@ -87,6 +88,7 @@ static void resolve(void)
     R(mmap);
     R(mmap64);
     R(munmap);
+    R(mprotect);
     R(mremap);
     R(dlclose);
     R(free);
@@ -487,15 +489,24 @@ static inline int from_allocator(const void *ra)
     return (uintptr_t)ra - alloc_lo < alloc_hi - alloc_lo;
 }
 
+static int record_ext(int ext, const uint64_t *v, int n, const char *str, void *fp, int want_stack);
+
 /* Anonymous mappings are their own layer. File mappings are not memory the program asked the
- * allocator for, so they are not recorded; nor are an allocator's arenas (from_allocator). */
+ * allocator for, so they are not recorded; nor are an allocator's arenas (from_allocator). A
+ * mapping without access (PROT_NONE) reserves address space and holds no memory until parts of
+ * it get access (mprotect, or an mmap with access over it): it is an MMAP_RESERVE record. */
 static inline void *mmap_common(void *(*fn)(void *, size_t, int, int, int, off_t), void *addr,
                                 size_t len, int prot, int flags, int fd, off_t off, void *fp,
                                 void *ra)
 {
     void *p = fn(addr, len, prot, flags, fd, off);
-    if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && agent.recording && !from_allocator(ra))
-        record_alloc(MS_REC_MMAP_ALLOC + MS_FN_MMAP, p, len, fp, 0);
+    if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && agent.recording && !from_allocator(ra)) {
+        if (prot == PROT_NONE) {
+            uint64_t v[3] = {(uintptr_t)p, len, 0};
+            record_ext(MS_EXT_MMAP_RESERVE, v, 3, NULL, fp, 1);
+        } else
+            record_alloc(MS_REC_MMAP_ALLOC + MS_FN_MMAP, p, len, fp, 0);
+    }
     return p;
 }
 
@@ -522,6 +533,24 @@ AGENT_API int munmap(void *addr, size_t len)
     if (agent_active() && !from_allocator(__builtin_return_address(0)))
         record_free(MS_REC_MUNMAP, addr, len, agent_now());
     return real.munmap(addr, len);
+}
+
+/* Access given to a range (MMAP_COMMIT) or taken away (MMAP_DECOMMIT): the converter counts
+ * the parts of reservations that have access as memory (docs/database.md). Recorded for every
+ * successful call; the converter ignores those outside reservations. */
+AGENT_API int mprotect(void *addr, size_t len, int prot)
+{
+    if (unlikely(!real.mprotect))
+        resolve();
+    int rc = real.mprotect(addr, len, prot);
+    if (rc == 0 && agent.recording && !from_allocator(__builtin_return_address(0))) {
+        uint64_t v[3] = {(uintptr_t)addr, len, 0};
+        if (prot & (PROT_READ | PROT_WRITE | PROT_EXEC))
+            record_ext(MS_EXT_MMAP_COMMIT, v, 3, NULL, __builtin_frame_address(0), 1);
+        else
+            record_ext(MS_EXT_MMAP_DECOMMIT, v, 2, NULL, NULL, 0);
+    }
+    return rc;
 }
 
 /* A closed library's code is gone: its unwind tables, and the stacks through it, must not be

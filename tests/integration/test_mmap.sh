@@ -70,12 +70,20 @@ assert_eq "reserve: mmap layer (allocs|frees|peak|live at exit|unmatched)" "4|3|
                 WHERE layer = 2")"
 assert_eq "reserve: the reservation, in its own layer (event_type|kind|func|size)" \
     "MMAP_RESERVE|MALLOC|mmap|536870912
-MMAP_RESERVE|FREE|munmap|536870912" "$(q "$DB" "SELECT l.event_type, k.name, e.func, e.size
+MMAP_RESERVE|FREE|munmap|536870912
+MMAP_RESERVE|MALLOC|mmap|16777216" "$(q "$DB" "SELECT l.event_type, k.name, e.func, e.size
                                              FROM $EV WHERE l.name = 'mmap_reserved' ORDER BY e.id")"
 assert_eq "reserve: its site, and the commit's" "mmap|ms_progs_reserve_map
 mprotect|ms_progs_reserve_commit" "$(q "$DB" "SELECT b.func, substr(s.c_text, 1, instr(s.c_text, ' (') - 1)
         FROM blocks b JOIN stacks s ON s.id = b.stack_id WHERE b.size IN (536870912, 8388608)
         ORDER BY b.size DESC")"
+assert_eq "reserve: reservations (allocs|frees|peak|live at exit)" "2|1|536870912|16777216" \
+    "$(q "$DB" "SELECT allocs, frees, peak_bytes, live_bytes FROM process_stats WHERE layer = 6")"
+# reserved at exit is no memory still live: neither in run's summary nor in leaks
+assert_eq "reserve: run's summary names no reservation among the sites live at exit" 0 \
+    "$(sed -n '/top call sites/,$p' "$TMP/run.err" | grep -c ms_progs_reserve_keep)"
+assert_eq "reserve: analyze leaks names no reservation" 0 \
+    "$("$MEMSCOPE" analyze leaks "$DB" | grep -c ms_progs_reserve_keep)"
 assert_eq "reserve: a pool of the mmap layer carved from the reservations (name|layer|reserve)" \
     "mmap|2|6" "$(q "$DB" "SELECT name, layer, reserve_layer FROM pools")"
 for f in db compact; do

@@ -13,8 +13,10 @@
  *   mprotect  [4 MiB, 8 MiB) PROT_NONE: 4 MiB less
  *   mmap      [64 MiB, 65 MiB) PROT_NONE, MAP_FIXED: 1 MiB less (4 MiB left)
  *   munmap    R: nothing left but the ordinary mapping
- * So the mmap layer's peak is 9 MiB + 8192 = 9445376 bytes, and R is 512 MiB of the
- * reservations' layer from its mmap to its munmap. Prints "reserve ok" and exits 0. */
+ *   mmap      16 MiB PROT_NONE (ms_progs_reserve_keep): reserved, never unmapped
+ * So the mmap layer's peak is 9 MiB + 8192 = 9445376 bytes, R is 512 MiB of the reservations'
+ * layer from its mmap to its munmap, and 16 MiB are reserved at exit, which is no memory still
+ * live. Prints "reserve ok" and exits 0. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -25,6 +27,11 @@
 __attribute__((noinline)) char *ms_progs_reserve_map(void)
 {
     return mmap(NULL, RESERVED, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+}
+
+__attribute__((noinline)) void *ms_progs_reserve_keep(void)
+{
+    return mmap(NULL, 16 * MIB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 }
 
 __attribute__((noinline)) int ms_progs_reserve_commit(char *p, size_t n)
@@ -52,7 +59,7 @@ int main(void)
         return 1;
     if (mmap(f, MIB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != f)
         return 1;
-    if (munmap(r, RESERVED) != 0)
+    if (munmap(r, RESERVED) != 0 || ms_progs_reserve_keep() == MAP_FAILED)
         return 1;
     printf("reserve ok\n");
     return 0;

@@ -84,6 +84,9 @@ assert_eq "reserve: run's summary names no reservation among the sites live at e
     "$(sed -n '/top call sites/,$p' "$TMP/run.err" | grep -c ms_progs_reserve_keep)"
 assert_eq "reserve: analyze leaks names no reservation" 0 \
     "$("$MEMSCOPE" analyze leaks "$DB" | grep -c ms_progs_reserve_keep)"
+assert_eq "reserve: memscope_dump (msMemScope's) leaves the reservations out" "0|8" \
+    "$(q "$DB" "SELECT count(*) FILTER (WHERE \"Event Type\" = 'MMAP_RESERVE'), count(*)
+                FROM memscope_dump")"
 assert_eq "reserve: a pool of the mmap layer carved from the reservations (name|layer|reserve)" \
     "mmap|2|6" "$(q "$DB" "SELECT name, layer, reserve_layer FROM pools")"
 for f in db compact; do

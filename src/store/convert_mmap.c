@@ -16,7 +16,12 @@
  * under partial calls, as V8 trims its aligned reservations. A commit outside every reservation
  * changes nothing (mprotect of an ordinary mapping: it was counted when it was mapped).
  * Invariant: every range of either array is the live block of its layer that starts at the
- * range's start, with the range's size. The arrays grow by doubling up to MAX_LIVE ranges. */
+ * range's start, with the range's size. The arrays grow by doubling up to MAX_LIVE ranges.
+ * NEEDSWORK: insertion and removal move the array's tail: a process with 10^5 live committed
+ * ranges would want a balanced tree. A reservation moved by mremap becomes an ordinary
+ * mapping (the agent records mremap as munmap + MMAP_ALLOC, not knowing the access). Memory
+ * committed but never touched (a JVM commits its initial heap with mmap MAP_FIXED) is counted
+ * as committed: telling it apart needs the pages' residency (mincore), not the calls. */
 #include "convert_internal.h"
 
 struct mm_range {

@@ -18,6 +18,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -42,6 +43,7 @@ static struct {
     void *(*mmap)(void *, size_t, int, int, int, off_t);
     void *(*mmap64)(void *, size_t, int, int, int, off_t);
     int (*munmap)(void *, size_t);
+    int (*mprotect)(void *, size_t, int);
     void *(*mremap)(void *, size_t, size_t, int, ...);
     int (*dlclose)(void *);
 } real;
@@ -86,6 +88,7 @@ static void resolve(void)
     R(mmap);
     R(mmap64);
     R(munmap);
+    R(mprotect);
     R(mremap);
     R(dlclose);
     R(free);
@@ -441,14 +444,69 @@ AGENT_API void *pvalloc(size_t n)
     return p;
 }
 
+/* The code of the allocator behind malloc when it is not glibc's (jemalloc, tcmalloc, mimalloc,
+ * preloaded or linked): [alloc_lo, alloc_hi), or empty. Its mappings hold the heap blocks the
+ * heap layer already counts (its arenas), so the mmap interposers leave alone the calls made
+ * from that code, as glibc's own mappings are never seen (glibc maps its arenas with internal
+ * calls, not through these symbols). Found once by allocator_init(), from the constructor:
+ * dl_iterate_phdr takes the loader's lock, which an mmap made under an allocator's lock must
+ * not wait for. */
+static uintptr_t alloc_lo, alloc_hi;
+
+static int find_allocator(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    uintptr_t lo = UINTPTR_MAX, hi = 0, m = (uintptr_t)real.malloc;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        if (a < lo)
+            lo = a;
+        if (a + ph->p_memsz > hi)
+            hi = a + ph->p_memsz;
+    }
+    if (m < lo || m >= hi)
+        return 0;
+    uintptr_t libc = (uintptr_t)arg;
+    if (libc < lo || libc >= hi) { /* not glibc's malloc */
+        alloc_lo = lo;
+        alloc_hi = hi;
+    }
+    return 1;
+}
+
+static void allocator_init(void)
+{
+    if (real.malloc)
+        dl_iterate_phdr(find_allocator, (void *)(uintptr_t)&getpid);
+}
+
+/* Whether a call that returns to ra comes from the allocator's own code (its arenas). */
+static inline int from_allocator(const void *ra)
+{
+    return (uintptr_t)ra - alloc_lo < alloc_hi - alloc_lo;
+}
+
+static int record_ext(int ext, const uint64_t *v, int n, const char *str, void *fp, int want_stack);
+
 /* Anonymous mappings are their own layer. File mappings are not memory the program asked the
- * allocator for, so they are not recorded. */
+ * allocator for, so they are not recorded; nor are an allocator's arenas (from_allocator). A
+ * mapping without access (PROT_NONE) reserves address space and holds no memory until parts of
+ * it get access (mprotect, or an mmap with access over it): it is an MMAP_RESERVE record. */
 static inline void *mmap_common(void *(*fn)(void *, size_t, int, int, int, off_t), void *addr,
-                                size_t len, int prot, int flags, int fd, off_t off, void *fp)
+                                size_t len, int prot, int flags, int fd, off_t off, void *fp,
+                                void *ra)
 {
     void *p = fn(addr, len, prot, flags, fd, off);
-    if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && agent.recording)
-        record_alloc(MS_REC_MMAP_ALLOC + MS_FN_MMAP, p, len, fp, 0);
+    if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && agent.recording && !from_allocator(ra)) {
+        if (prot == PROT_NONE) {
+            uint64_t v[3] = {(uintptr_t)p, len, 0};
+            record_ext(MS_EXT_MMAP_RESERVE, v, 3, NULL, fp, 1);
+        } else
+            record_alloc(MS_REC_MMAP_ALLOC + MS_FN_MMAP, p, len, fp, 0);
+    }
     return p;
 }
 
@@ -456,23 +514,43 @@ AGENT_API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
 {
     if (unlikely(!real.mmap))
         resolve();
-    return mmap_common(real.mmap, addr, len, prot, flags, fd, off, __builtin_frame_address(0));
+    return mmap_common(real.mmap, addr, len, prot, flags, fd, off, __builtin_frame_address(0),
+                       __builtin_return_address(0));
 }
 
 AGENT_API void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     if (unlikely(!real.mmap64))
         resolve();
-    return mmap_common(real.mmap64, addr, len, prot, flags, fd, off, __builtin_frame_address(0));
+    return mmap_common(real.mmap64, addr, len, prot, flags, fd, off, __builtin_frame_address(0),
+                       __builtin_return_address(0));
 }
 
 AGENT_API int munmap(void *addr, size_t len)
 {
     if (unlikely(!real.munmap))
         resolve();
-    if (agent_active())
+    if (agent_active() && !from_allocator(__builtin_return_address(0)))
         record_free(MS_REC_MUNMAP, addr, len, agent_now());
     return real.munmap(addr, len);
+}
+
+/* Access given to a range (MMAP_COMMIT) or taken away (MMAP_DECOMMIT): the converter counts
+ * the parts of reservations that have access as memory (docs/database.md). Recorded for every
+ * successful call; the converter ignores those outside reservations. */
+AGENT_API int mprotect(void *addr, size_t len, int prot)
+{
+    if (unlikely(!real.mprotect))
+        resolve();
+    int rc = real.mprotect(addr, len, prot);
+    if (rc == 0 && agent.recording && !from_allocator(__builtin_return_address(0))) {
+        uint64_t v[3] = {(uintptr_t)addr, len, 0};
+        if (prot & (PROT_READ | PROT_WRITE | PROT_EXEC))
+            record_ext(MS_EXT_MMAP_COMMIT, v, 3, NULL, __builtin_frame_address(0), 1);
+        else
+            record_ext(MS_EXT_MMAP_DECOMMIT, v, 2, NULL, NULL, 0);
+    }
+    return rc;
 }
 
 /* A closed library's code is gone: its unwind tables, and the stacks through it, must not be
@@ -505,7 +583,7 @@ AGENT_API void *mremap(void *old, size_t oldlen, size_t len, int flags, ...)
         resolve();
     uint64_t ns0 = agent.recording ? agent_now() : 0;
     void *p = real.mremap(old, oldlen, len, flags, want);
-    if (p != MAP_FAILED && agent.recording && ns0) {
+    if (p != MAP_FAILED && agent.recording && ns0 && !from_allocator(__builtin_return_address(0))) {
         /* NEEDSWORK: file-backed mappings moved by mremap show up as anonymous blocks. */
         record_free(MS_REC_MUNMAP, old, oldlen, ns0);
         record_alloc(MS_REC_MMAP_ALLOC + MS_FN_MREMAP, p, len, __builtin_frame_address(0), 0);
@@ -746,6 +824,7 @@ __attribute__((constructor)) static void agent_init(void)
     steps_init(); /* before the early events are replayed: they are step 1's */
     clock_init(env_uint(MS_ENV_NO_TSC, 0, 1));
     live_init();
+    allocator_init();
     int rc = stacks_init();
     if (rc == 0)
         rc = writer_open();

@@ -5,6 +5,7 @@
  * aggregate queries. */
 
 #include "analyze.h"
+#include "common/db_ids.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -56,10 +57,12 @@ int ms_analyze_summary(const char *db_path, FILE *out)
     }
     sqlite3_finalize(st);
     /* Stacks are per process: the same call site in several processes (fork, exec) is one line,
-     * naming the process when there is one, else how many. */
+     * naming the process when there is one, else how many. Reserved address space is no
+     * memory (docs/database.md, "The mmap layer"). */
     const char *q2 =
         "SELECT sum(b.size), count(*), b.stack_id, p.pid FROM blocks b JOIN processes p "
-        "ON p.id = b.process_id WHERE b.free_ns IS NULL GROUP BY b.stack_id "
+        "ON p.id = b.process_id WHERE b.free_ns IS NULL AND b.layer != " MS_SQL_LAYER_MMAP_RESERVE
+        " GROUP BY b.stack_id "
         "ORDER BY sum(b.size) DESC LIMIT 200";
     struct site_line {
         char site[160];

@@ -16,9 +16,10 @@ enum {
     MS_LAYER_ANNOTATION = 0,
     MS_LAYER_HEAP = 1,
     MS_LAYER_MMAP = 2,
-    MS_LAYER_PTA = 3,         /* snapshot import: PyTorch's caching-allocator blocks */
-    MS_LAYER_PTA_SEGMENT = 4, /* ... and its segments */
-    MS_LAYER_PINNED = 5,      /* CUDA pinned host memory (HOST_PINNED) */
+    MS_LAYER_PTA = 3,          /* snapshot import: PyTorch's caching-allocator blocks */
+    MS_LAYER_PTA_SEGMENT = 4,  /* ... and its segments */
+    MS_LAYER_PINNED = 5,       /* CUDA pinned host memory (HOST_PINNED) */
+    MS_LAYER_MMAP_RESERVE = 6, /* address space reserved by anonymous PROT_NONE mappings */
     MS_LAYER_POOL0 = 16,
     /* CUDA device memory: layer MS_LAYER_CUDA0 + MS_CUDA_LAYERS * d + k for device ordinal d
      * (d = MS_CUDA_NODEV when unknown) and kind k (MS_CUDA_L_*) */
@@ -35,6 +36,9 @@ enum {
     MS_CUDA_LAYERS = 8
 };
 #define MS_CUDA_NODEV 64
+
+#define MS_SQL_LAYER_MMAP_RESERVE "6"
+_Static_assert(MS_LAYER_MMAP_RESERVE == 6, "MS_SQL_LAYER_MMAP_RESERVE names it");
 
 /* Event kinds. */
 enum {

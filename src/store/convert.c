@@ -481,7 +481,8 @@ static int event_record(const struct ms_record *r)
     case MS_REC_EXTENSION:
         return (r->fn >= MS_EXT_STEP && r->fn <= MS_EXT_POOL_RELEASE) || r->fn == MS_EXT_PYCALL ||
                r->fn == MS_EXT_PYRETURN || r->fn == MS_EXT_CUDA_MEM || r->fn == MS_EXT_CUDA_OOM ||
-               r->fn == MS_EXT_CUDA_LAUNCH || r->fn == MS_EXT_CUDA_USAGE;
+               r->fn == MS_EXT_CUDA_LAUNCH || r->fn == MS_EXT_CUDA_USAGE ||
+               (r->fn >= MS_EXT_MMAP_RESERVE && r->fn <= MS_EXT_MMAP_DECOMMIT);
     default: return 0;
     }
 }
@@ -741,14 +742,30 @@ int conv__free_block(struct conv *c, const struct stream *s, int layer, uint32_t
 /* func: the allocating function's name (NULL: from the record type). */
 int conv__on_alloc(struct conv *c, const struct stream *s, int layer, const char *func)
 {
-    struct proc *p = &c->procs[s->proc];
     const struct ms_record *r = &s->r;
+    if (!func)
+        func = ms_fn_name(r->type, r->fn);
+    return conv__alloc_block(c, s, layer, r->addr, r->size, conv__stack_of(c, s), func);
+}
+
+uint32_t conv__stack_of(struct conv *c, const struct stream *s)
+{
+    uint32_t stack = 0;
+    if (s->r.stack_id && !ms_u64map_get32(&c->procs[s->proc].stack_ids, s->r.stack_id, &stack))
+        stack = 0; /* its STACK record was lost to damage */
+    return stack;
+}
+
+int conv__alloc_block(struct conv *c, const struct stream *s, int layer, uint64_t addr,
+                      uint64_t size, uint32_t stack, const char *func)
+{
+    struct proc *p = &c->procs[s->proc];
     struct layer_state *lst = conv__proc_layer(c, p, layer);
     if (!lst)
         return MS_ENOMEM;
     int is_new, rc;
-    uint32_t *live = ms_u64map_put(&lst->live, r->addr, &is_new); /* valid: no put or del
-                                                                   * on the map below */
+    uint32_t *live = ms_u64map_put(&lst->live, addr, &is_new); /* valid: no put or del
+                                                                * on the map below */
     if (!live)
         return conv__oom(c, "live blocks");
     if (!is_new) {
@@ -757,11 +774,6 @@ int conv__on_alloc(struct conv *c, const struct stream *s, int layer, const char
         if ((rc = block_close(c, p, layer, *live, 1, s->ts, 0)) < 0)
             return rc;
     }
-    uint32_t stack = 0;
-    if (r->stack_id && !ms_u64map_get32(&p->stack_ids, r->stack_id, &stack))
-        stack = 0; /* its STACK record was lost to damage */
-    if (!func)
-        func = ms_fn_name(r->type, r->fn);
     uint32_t slot = 0;
     if ((rc = block_alloc(c, &slot)) < 0)
         return rc;
@@ -772,13 +784,13 @@ int conv__on_alloc(struct conv *c, const struct stream *s, int layer, const char
      * thread (the Python main thread, where a training loop runs), as it is at that time */
     int64_t owner = c->threads[(s->pta ? s->owner_thread : s->thread) - 1].owner_id;
     c->row_owner = owner;
-    if ((rc = conv__write_event(c, s, MS_KIND_MALLOC, layer, (int64_t)r->addr, (int64_t)r->size, 1,
-                                func, stack, alloc_id)) < 0)
+    if ((rc = conv__write_event(c, s, MS_KIND_MALLOC, layer, (int64_t)addr, (int64_t)size, 1, func,
+                                stack, alloc_id)) < 0)
         return rc;
     struct block *b = &c->blocks[slot];
     b->alloc_id = alloc_id;
-    b->addr = (int64_t)r->addr;
-    b->size = (int64_t)r->size;
+    b->addr = (int64_t)addr;
+    b->size = (int64_t)size;
     b->alloc_ns = s->ts;
     b->alloc_event_id = c->next_event;
     b->stack_id = stack;
@@ -791,11 +803,11 @@ int conv__on_alloc(struct conv *c, const struct stream *s, int layer, const char
     b->keep = 0;
     struct layer_stats *ls = &lst->st;
     ls->allocs++;
-    ls->alloc_bytes += (int64_t)r->size;
-    ls->live_bytes += (int64_t)r->size;
+    ls->alloc_bytes += (int64_t)size;
+    ls->live_bytes += (int64_t)size;
     ls->live_blocks++;
     if (c->trend_ok && conv__default_layer(layer))
-        conv__compact_live(c, (int64_t)r->size);
+        conv__compact_live(c, (int64_t)size);
     if (ls->live_bytes > ls->peak_bytes) {
         ls->peak_bytes = ls->live_bytes;
         ls->peak_ns = s->ts;
@@ -826,18 +838,16 @@ int conv__cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* munmap(addr, len) ends every live mmap block that starts in [addr, addr + len).
- * NEEDSWORK: an unmap of a block's head ends the whole block, and an unmap of its tail or middle
- * (no block starts in the range) is recorded as an unmatched free while the block stays live
- * with its old size; splitting blocks would need a range structure instead of the hash map. */
-static int on_munmap(struct conv *c, const struct stream *s)
+/* Ends with a FREE event by func every live mmap block that starts in [addr, addr + len);
+ * *nhits: how many. */
+int conv__mmap_end_blocks(struct conv *c, const struct stream *s, uint64_t addr, uint64_t len,
+                          const char *func, size_t *nhits_out)
 {
     struct proc *p = &c->procs[s->proc];
     struct layer_state *lst = conv__proc_layer(c, p, MS_LAYER_MMAP);
     if (!lst)
         return MS_ENOMEM;
     struct ms_u64map *live = &lst->live;
-    uint64_t addr = s->r.addr, len = s->r.size;
     uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
     uint64_t *hits = NULL;
     size_t nhits = 0;
@@ -845,7 +855,7 @@ static int on_munmap(struct conv *c, const struct stream *s)
     if (live->count && len) {
         hits = malloc(live->count * sizeof *hits);
         if (!hits)
-            return conv__oom(c, "munmap");
+            return conv__oom(c, func);
         uint64_t key;
         uint32_t val;
         if (len / 4096 <= 4 * live->count) {
@@ -867,11 +877,30 @@ static int on_munmap(struct conv *c, const struct stream *s)
     for (size_t i = 0; i < nhits && rc == 0; i++) {
         uint32_t slot;
         ms_u64map_del(live, hits[i], &slot);
-        rc = conv__free_block(c, s, MS_LAYER_MMAP, slot, "munmap");
+        rc = conv__free_block(c, s, MS_LAYER_MMAP, slot, func);
     }
     free(hits);
-    if (rc == 0 && nhits == 0) {
-        lst->st.unmatched++;
+    *nhits_out = nhits;
+    return rc;
+}
+
+/* munmap(addr, len) ends every live mmap block that starts in [addr, addr + len), and the parts
+ * of reservations and of their commits in it (convert_mmap.c).
+ * NEEDSWORK: outside reservations, an unmap of a block's head ends the whole block, and an
+ * unmap of its tail or middle (no block starts in the range) is recorded as an unmatched free
+ * while the block stays live with its old size; convert_mmap.c's ranges could track every
+ * mapping the same way. */
+static int on_munmap(struct conv *c, const struct stream *s)
+{
+    struct proc *p = &c->procs[s->proc];
+    uint64_t addr = s->r.addr, len = s->r.size;
+    int hit = 0;
+    size_t nhits = 0;
+    int rc = p->mm ? conv__mmap_munmap(c, s, &hit) : 0;
+    if (rc == 0)
+        rc = conv__mmap_end_blocks(c, s, addr, len, "munmap", &nhits);
+    if (rc == 0 && nhits == 0 && !hit) {
+        p->ls[MS_LAYER_MMAP].st.unmatched++;
         rc = conv__write_event(c, s, MS_KIND_FREE, MS_LAYER_MMAP, (int64_t)addr, (int64_t)len, 1,
                                "munmap", 0, 0);
     }
@@ -894,9 +923,12 @@ static int on_event(struct conv *c, struct stream *s)
     c->res->events++;
     switch (s->r.type) {
     case MS_REC_HEAP_ALLOC: return conv__on_alloc(c, s, MS_LAYER_HEAP, NULL);
-    case MS_REC_MMAP_ALLOC: return conv__on_alloc(c, s, MS_LAYER_MMAP, NULL);
+    case MS_REC_MMAP_ALLOC:
+        return p->mm ? conv__mmap_alloc(c, s) : conv__on_alloc(c, s, MS_LAYER_MMAP, NULL);
     case MS_REC_HEAP_FREE: return conv__on_free(c, s, MS_LAYER_HEAP, "free");
     case MS_REC_EXTENSION: {
+        if (s->r.fn >= MS_EXT_MMAP_RESERVE && s->r.fn <= MS_EXT_MMAP_DECOMMIT)
+            return conv__mmap_record(c, s);
         /* annotations write rows: the symbolization's thread first ends its own */
         int rc = c->sym_running ? conv__sym_join(c) : 0;
         if (rc < 0)
@@ -1366,6 +1398,7 @@ static void conv_release(struct conv *c)
             ms_u64map_release(&p->ls[l].live);
         }
         free(p->ls);
+        conv__mmap_release(p);
     }
     free(c->procs);
     for (size_t i = 0; i < c->nthreads; i++) {
@@ -1470,6 +1503,8 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
         rc = kept_rc;
     if (rc == 0)
         rc = conv__write_annotations(&c);
+    if (rc == 0)
+        rc = conv__mmap_write_layers(&c);
     if (rc == 0)
         rc = write_meta(&c); /* before write_processes turns cmdline NULs into spaces */
     if (rc == 0)

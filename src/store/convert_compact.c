@@ -14,6 +14,8 @@
  * temporary counts, which are those of the default layers. */
 static int reserve_layer(int layer)
 {
+    if (layer == MS_LAYER_MMAP_RESERVE)
+        return 1;
     if (layer >= MS_LAYER_CUDA0)
         return (layer - MS_LAYER_CUDA0) % MS_CUDA_LAYERS == MS_CUDA_L_PTA_SEG;
     return layer >= MS_LAYER_POOL0 && (layer - MS_LAYER_POOL0) % 2 == 1;

@@ -110,6 +110,7 @@ struct proc {
     int64_t moments; /* step ends and OOMs so far: a block whose life spans one keeps
                                   its row in the compact database */
     int64_t step_start_ns;
+    struct conv_mm *mm; /* its reservations and their commits (convert_mmap.c), NULL: none */
 };
 
 /* Trace stack ids of the PyTorch allocator's stacks: PTA_STACK_BASE + the snapshot's stack id
@@ -371,6 +372,11 @@ int conv__write_event(struct conv *c, const struct stream *s, int kind, int laye
                       int64_t alloc_id);
 /* An alloc of s->r in layer; func: the allocating function's name (NULL: from the record). */
 int conv__on_alloc(struct conv *c, const struct stream *s, int layer, const char *func);
+/* An alloc of [addr, addr + size) in layer by s, with database stack id stack and func. */
+int conv__alloc_block(struct conv *c, const struct stream *s, int layer, uint64_t addr,
+                      uint64_t size, uint32_t stack, const char *func);
+/* The database stack id of s->r's trace stack id (0: none). */
+uint32_t conv__stack_of(struct conv *c, const struct stream *s);
 /* A free of the block at s->r.addr in layer (heap free, pool free, pool release). */
 int conv__on_free(struct conv *c, const struct stream *s, int layer, const char *func);
 /* Ends the live block in slot with a FREE event by s. */
@@ -453,6 +459,22 @@ int conv__compact_write_blocks(struct conv *c);
 /* The computed tables; then, for a compact database, its mark and the packed traces, and for a
  * full one memscope_dump (unless o->no_dump). */
 int conv__compact_finish(struct conv *c);
+
+/* convert_mmap.c: address-space reservations (docs/database.md, "The mmap layer"). */
+struct conv_mm;
+/* An MMAP_RESERVE, MMAP_COMMIT or MMAP_DECOMMIT record of s. */
+int conv__mmap_record(struct conv *c, struct stream *s);
+/* An MMAP_ALLOC of s in a process with reservations (p->mm). */
+int conv__mmap_alloc(struct conv *c, struct stream *s);
+/* munmap: ends the parts of reservations and commits in the range; *hit: 1 when there were. */
+int conv__mmap_munmap(struct conv *c, const struct stream *s, int *hit);
+/* Ends with a FREE event by func every live mmap block that starts in [addr, addr + len);
+ * *nhits: how many (convert.c). */
+int conv__mmap_end_blocks(struct conv *c, const struct stream *s, uint64_t addr, uint64_t len,
+                          const char *func, size_t *nhits);
+/* The layers and pools rows of the reservations' layer, when a process had any. */
+int conv__mmap_write_layers(struct conv *c);
+void conv__mmap_release(struct proc *p);
 
 /* ---- convert_cuda.c: called by convert.c ---------------------------------------------------- */
 

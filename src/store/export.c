@@ -334,7 +334,7 @@ static int write_rows(struct exp *e, FILE *f)
                                  "e.layer LEFT JOIN blocks b ON e.kind = 1 AND b.allocation_id = "
                                  "e.allocation_id LEFT JOIN owners o ON o.id = b.owner_id WHERE "
                                  "NOT (l.device IS NOT NULL AND l.event_type IN ('VMM_RESERVE', "
-                                 "'VMM_MAP', 'PTA_SEGMENT')) ORDER BY e.id"
+                                 "'VMM_MAP', 'PTA_SEGMENT', 'MMAP_RESERVE')) ORDER BY e.id"
                                : "SELECT e.id, e.kind, e.layer, e.ts_ns, e.process_id, "
                                  "e.thread_id, e.addr, e.size, e.func, e.stack_id, "
                                  "e.allocation_id, e.name, e.flags, o.label, NULL FROM events e "

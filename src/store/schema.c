@@ -205,10 +205,11 @@ const char ms_dump_select[] =
                                                                 "  LEFT JOIN blocks b ON e.kind = 1 AND b.allocation_id = e.allocation_id\n"
                                                                 "  LEFT JOIN owners o ON o.id = b.owner_id\n"
                                                                 /* A device's address reservations and mappings, and PyTorch's segments (the driver layer
-     * has them as HAL rows already), stay in memscope's own tables: Insight's breakdown refuses
+     * has them as HAL rows already), and the host's reserved address space (MMAP_RESERVE, no
+     * memory), stay in memscope's own tables: Insight's breakdown refuses
      * MALLOC rows of event types outside its vocabulary (docs/cuda.md). */
                                                                 "WHERE NOT (l.device IS NOT NULL\n"
-                                                                "    AND l.event_type IN ('VMM_RESERVE', 'VMM_MAP', 'PTA_SEGMENT'))\n"
+                                                                "    AND l.event_type IN ('VMM_RESERVE', 'VMM_MAP', 'PTA_SEGMENT', 'MMAP_RESERVE'))\n"
                                                                 /* memscope's own marks (owner tags, the module log) are not the user's MSTX rows */
                                                                 "  AND NOT (e.kind = 5 AND " MS_SQL_OWN_MARK(
                                                                     e.name) ")\n";

@@ -75,7 +75,14 @@
  *   0x93 CUDA_FUNC     dts func str            the kernel name of function handle func, written
  *                      before the first launch of it that the writing thread records
  *   0x94 CUDA_USAGE    dts device process_used device_used device_total
- *                      what NVML reports at a step and at exit (process_used 0: not listed) */
+ *                      what NVML reports at a step and at exit (process_used 0: not listed)
+ * and the address-space records (src/agent/agent.c; a reader that predates them skips them and
+ * sees neither the reservations nor their commits, as before):
+ *   0x95 MMAP_RESERVE  dts addr size stack     an anonymous mmap without access (PROT_NONE):
+ *                      address space reserved, no memory (instead of MMAP_ALLOC)
+ *   0x96 MMAP_COMMIT   dts addr size stack     mprotect(addr, size, prot) with access (read,
+ *                      write or exec) that succeeded: memory where it lies in a reservation
+ *   0x97 MMAP_DECOMMIT dts addr size           mprotect(addr, size, PROT_NONE) that succeeded */
 #ifndef MS_TRACE_FORMAT_H
 #define MS_TRACE_FORMAT_H
 
@@ -143,6 +150,9 @@ enum {
     MS_EXT_CUDA_LAUNCH = 0x92,
     MS_EXT_CUDA_FUNC = 0x93,
     MS_EXT_CUDA_USAGE = 0x94,
+    MS_EXT_MMAP_RESERVE = 0x95,
+    MS_EXT_MMAP_COMMIT = 0x96,
+    MS_EXT_MMAP_DECOMMIT = 0x97,
 };
 
 /* CUDA driver calls (op of the CUDA records). The X-macro gives each its name as users write it

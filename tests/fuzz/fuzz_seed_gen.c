@@ -52,12 +52,20 @@ static void build(struct tg *g, int threads, int events)
                 uint64_t fr[8] = {MS_CU_MEM_FREE, 1, 0x7f1000000000, 0, 0, 0, 0, 0};
                 uint64_t om[6] = {MS_CU_MEM_ALLOC, 2, 1ull << 34, 1, 1 << 20, 1ull << 34};
                 uint64_t fn[1] = {0x8000};
-                uint64_t la[12] = {MS_CU_LAUNCH_KERNEL, 1, 0x8000, 0x5001, 128, 1, 1, 256, 1, 1, 0, 1};
+                uint64_t la[12] = {
+                    MS_CU_LAUNCH_KERNEL, 1, 0x8000, 0x5001, 128, 1, 1, 256, 1, 1, 0, 1};
                 c.p = ms_enc_ext(c.p, &c.st, MS_EXT_CUDA_MEM, 1203, mem, 8, NULL, 0);
                 c.p = ms_enc_ext(c.p, &c.st, MS_EXT_CUDA_FUNC, 1203, fn, 1, "vector_add", 10);
                 c.p = ms_enc_ext(c.p, &c.st, MS_EXT_CUDA_LAUNCH, 1204, la, 12, NULL, 0);
                 c.p = ms_enc_ext(c.p, &c.st, MS_EXT_CUDA_OOM, 1205, om, 6, NULL, 0);
                 c.p = ms_enc_ext(c.p, &c.st, MS_EXT_CUDA_MEM, 1206, fr, 8, NULL, 0);
+            }
+            { /* the address-space records: a reservation, a commit in it, a decommit */
+                uint64_t res[3] = {0x7f2000000000, 1 << 24, 1};
+                uint64_t com[3] = {0x7f2000000000, 1 << 20, 1}, dec[2] = {0x7f2000080000, 4096};
+                c.p = ms_enc_ext(c.p, &c.st, MS_EXT_MMAP_RESERVE, 1207, res, 3, NULL, 0);
+                c.p = ms_enc_ext(c.p, &c.st, MS_EXT_MMAP_COMMIT, 1208, com, 3, NULL, 0);
+                c.p = ms_enc_ext(c.p, &c.st, MS_EXT_MMAP_DECOMMIT, 1209, dec, 2, NULL, 0);
             }
             *c.p++ = 0xf0; /* an extension record of an unknown type: dts, then bytes */
             c.p = ms_put_varint(c.p, 4);
@@ -91,7 +99,7 @@ int main(int argc, char **argv)
     save("truncated.mst", &g, g.len - 5000);
     save("header-only.mst", &g, MS_TRACE_HEADER_SIZE);
     g.buf[MS_TRACE_HEADER_SIZE + MS_TRACE_CHUNK_HEADER_SIZE + 30] = 0x07; /* malformed record */
-    g.buf[MS_TRACE_HEADER_SIZE + 4096 * 3 + 2] ^= 0x55;                  /* damaged chunk header */
+    g.buf[MS_TRACE_HEADER_SIZE + 4096 * 3 + 2] ^= 0x55;                   /* damaged chunk header */
     save("damaged.mst", &g, g.len);
     tg_release(&g);
     return 0;

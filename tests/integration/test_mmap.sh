@@ -1,6 +1,8 @@
 #!/bin/bash
 # test_mmap.sh: anonymous mmap/mmap64/mremap/munmap are recorded in the MMAP layer with exact
-# counts, and file-backed mappings are not (tests/progs/mmap_anon.c).
+# counts, and file-backed mappings are not (tests/progs/mmap_anon.c). Address space reserved
+# without access (PROT_NONE) is not memory until parts of it get access (tests/progs/reserve.c,
+# issue 47 section 7: V8's 512 MiB code range made node's mmap layer peak at 641.8 MiB).
 . "$(dirname "$0")/lib.sh"
 
 DB=$TMP/m.db
@@ -45,4 +47,61 @@ assert_eq "mapping addresses are page aligned" 0 \
 assert_eq "memscope_dump: MALLOC rows with Event Type MMAP" 8 \
     "$(q "$DB" "SELECT count(*) FROM memscope_dump WHERE Event = 'MALLOC' AND \"Event Type\" = 'MMAP'
                 AND json_extract(Attr, '$.size') IN ('20480', '28672', '36864', '45056')")"
+
+DB=$TMP/r.db
+ms run run --format=db -o "$DB" -- "$PROGS/reserve"
+assert_eq "reserve: exit status" 0 "$RC"
+assert_eq "reserve: program stdout untouched" "reserve ok" "$(cat "$TMP/run.out")"
+require_db "reserve" "$DB"
+sanity "$DB"
+# 8192 B plain; 8 MiB committed by mprotect (again read-only: counted once); 1 MiB mmap'ed
+# MAP_FIXED over the reservation; 4 MiB decommitted (the commit's block ends, what is left of
+# it starts again); the 1 MiB mapped over with PROT_NONE; the reservation unmapped
+assert_eq "reserve: mmap-layer events in order (kind|func|size)" "MALLOC|mmap|8192
+MALLOC|mprotect|8388608
+MALLOC|mmap|1048576
+FREE|mprotect|8388608
+MALLOC|mprotect|4194304
+FREE|mmap|1048576
+FREE|munmap|4194304" "$(q "$DB" "SELECT k.name, e.func, e.size FROM $EV WHERE l.name = 'mmap'
+                             ORDER BY e.id")"
+assert_eq "reserve: mmap layer (allocs|frees|peak|live at exit|unmatched)" "4|3|9445376|8192|0" \
+    "$(q "$DB" "SELECT allocs, frees, peak_bytes, live_bytes, unmatched_frees FROM process_stats
+                WHERE layer = 2")"
+assert_eq "reserve: the reservation, in its own layer (event_type|kind|func|size)" \
+    "MMAP_RESERVE|MALLOC|mmap|536870912
+MMAP_RESERVE|FREE|munmap|536870912
+MMAP_RESERVE|MALLOC|mmap|16777216" "$(q "$DB" "SELECT l.event_type, k.name, e.func, e.size
+                                             FROM $EV WHERE l.name = 'mmap_reserved' ORDER BY e.id")"
+assert_eq "reserve: its site, and the commit's" "mmap|ms_progs_reserve_map
+mprotect|ms_progs_reserve_commit" "$(q "$DB" "SELECT b.func, substr(s.c_text, 1, instr(s.c_text, ' (') - 1)
+        FROM blocks b JOIN stacks s ON s.id = b.stack_id WHERE b.size IN (536870912, 8388608)
+        ORDER BY b.size DESC")"
+assert_eq "reserve: reservations (allocs|frees|peak|live at exit)" "2|1|536870912|16777216" \
+    "$(q "$DB" "SELECT allocs, frees, peak_bytes, live_bytes FROM process_stats WHERE layer = 6")"
+# reserved at exit is no memory still live: neither in run's summary nor in leaks
+assert_eq "reserve: run's summary names no reservation among the sites live at exit" 0 \
+    "$(sed -n '/top call sites/,$p' "$TMP/run.err" | grep -c ms_progs_reserve_keep)"
+assert_eq "reserve: analyze leaks names no reservation" 0 \
+    "$("$MEMSCOPE" analyze leaks "$DB" | grep -c ms_progs_reserve_keep)"
+assert_eq "reserve: memscope_dump (msMemScope's) leaves the reservations out" "0|8" \
+    "$(q "$DB" "SELECT count(*) FILTER (WHERE \"Event Type\" = 'MMAP_RESERVE'), count(*)
+                FROM memscope_dump")"
+assert_eq "reserve: a pool of the mmap layer carved from the reservations (name|layer|reserve)" \
+    "mmap|2|6" "$(q "$DB" "SELECT name, layer, reserve_layer FROM pools")"
+for f in db compact; do
+    if [ $f = compact ]; then
+        DB=$TMP/rc.db
+        ms run2 run -o "$DB" -- "$PROGS/reserve"
+    fi
+    "$MEMSCOPE" analyze peak "$DB" >"$TMP/peak.out" 2>&1
+    assert_eq "reserve ($f): analyze peak of the default layers (layer: peak)" "heap: 4096
+mmap: 9445376" "$(sed -n 's/.*), \([a-z_]*\): peak \([0-9]*\) bytes.*/\1: \2/p' "$TMP/peak.out")"
+    "$MEMSCOPE" analyze peak --layer=mmap_reserved "$DB" >"$TMP/peak.out" 2>&1
+    assert_eq "reserve ($f): analyze peak --layer=mmap_reserved" "mmap_reserved: 536870912" \
+        "$(sed -n 's/.*), \([a-z_]*\): peak \([0-9]*\) bytes.*/\1: \2/p' "$TMP/peak.out")"
+    assert_eq "reserve ($f): decompose's peak of the default layers" "9445376" \
+        "$("$MEMSCOPE" analyze decompose "$DB" |
+           sed -n 's/.*at the peak of live bytes ([^)]*): \([0-9]*\) B.*/\1/p')"
+done
 done_testing

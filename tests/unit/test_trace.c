@@ -45,8 +45,8 @@ static void build(struct tg *g, size_t *corrupt_at)
     tg_chunk_end(g, &c);
 
     tg_chunk_begin(g, &c, 4243, 2, 0, MONO0 + 5, 4096);
-    c.p = ms_enc_alloc(c.p, &c.st, MS_REC_MMAP_ALLOC + MS_FN_MMAP, MONO0 + 6, 0x7f0000000000,
-                       8192, 0);
+    c.p = ms_enc_alloc(c.p, &c.st, MS_REC_MMAP_ALLOC + MS_FN_MMAP, MONO0 + 6, 0x7f0000000000, 8192,
+                       0);
     c.p = ms_enc_alloc(c.p, &c.st, MS_REC_MMAP_ALLOC + MS_FN_MREMAP, MONO0 + 7, 0x7f0000010000,
                        16384, 0);
     c.p = ms_enc_munmap(c.p, &c.st, MONO0 + 8, 0x7f0000010000, 16384);
@@ -390,8 +390,52 @@ static void test_cuda_records(void)
     tg_release(&g);
 }
 
+/* The address-space records: addr, size and (RESERVE, COMMIT) the stack; a stack id beyond 32
+ * bits is damage. */
+static void test_mmap_records(void)
+{
+    struct tg g;
+    tg_init(&g, 78, 1, 1000, 1700000000000000000ull);
+    struct tg_chunk c;
+    tg_chunk_begin(&g, &c, 78, 1, 0, 1000, 4096);
+    uint64_t res[3] = {0x7f0000000000, 512ull << 20, 3}, com[3] = {0x7f0000000000, 8 << 20, 4};
+    uint64_t dec[2] = {0x7f0000400000, 4 << 20}, bad[3] = {0x1000, 4096, 1ull << 32};
+    c.p = ms_enc_ext(c.p, &c.st, MS_EXT_MMAP_RESERVE, 1010, res, 3, NULL, 0);
+    c.p = ms_enc_ext(c.p, &c.st, MS_EXT_MMAP_COMMIT, 1020, com, 3, NULL, 0);
+    c.p = ms_enc_ext(c.p, &c.st, MS_EXT_MMAP_DECOMMIT, 1030, dec, 2, NULL, 0);
+    c.p = ms_enc_ext(c.p, &c.st, MS_EXT_MMAP_COMMIT, 1040, bad, 3, NULL, 0);
+    tg_chunk_end(&g, &c);
+    struct ms_trace t;
+    CHECK_EQ(ms_trace_open_mem(&t, g.buf, g.len), 0);
+    struct ms_trace_stream s;
+    struct ms_record r;
+    ms_trace_stream_init(&s, &t, 0);
+    CHECK_EQ(ms_trace_stream_next(&s, &r), 1);
+    CHECK_EQ(r.type, MS_REC_EXTENSION);
+    CHECK_EQ(r.fn, MS_EXT_MMAP_RESERVE);
+    CHECK_EQ(r.ns, 1010);
+    CHECK_EQ(r.addr, 0x7f0000000000);
+    CHECK_EQ(r.size, 512ull << 20);
+    CHECK_EQ(r.stack_id, 3);
+    CHECK_EQ(ms_trace_stream_next(&s, &r), 1);
+    CHECK_EQ(r.fn, MS_EXT_MMAP_COMMIT);
+    CHECK_EQ(r.size, 8 << 20);
+    CHECK_EQ(r.stack_id, 4);
+    CHECK_EQ(ms_trace_stream_next(&s, &r), 1);
+    CHECK_EQ(r.fn, MS_EXT_MMAP_DECOMMIT);
+    CHECK_EQ(r.ns, 1030);
+    CHECK_EQ(r.addr, 0x7f0000400000);
+    CHECK_EQ(r.size, 4 << 20);
+    CHECK_EQ(r.stack_id, 0);
+    CHECK(ms_trace_stream_next(&s, &r) != 1); /* stack id out of range: damage */
+    CHECK_EQ(t.damaged_chunks, 1);
+    ms_trace_release(&t);
+    tg_release(&g);
+}
+
 int main(void)
 {
+    test_mmap_records();
     test_cuda_records();
     test_round_trip();
     test_next_heap();

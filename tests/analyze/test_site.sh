@@ -6,7 +6,8 @@
 # peak` and `analyze leaks`, one row per function without line information (a function's calls
 # are one site); its own wrapper my_xmalloc is the site until --site-skip (or
 # MEMSCOPE_SITE_SKIP, or a NAME* prefix) names it, then its callers are; the same functions and
-# bytes with debug information; bad --site-skip values are usage errors.
+# bytes with debug information; the viewer's "Sites at the peak" and "Never freed" tables
+# (/api/summary) merge stacks by the same rule; bad --site-skip values are usage errors.
 . "$(dirname "$0")/an_lib.sh"
 [ -x "$PROGS/an_site_g0" ] || skip "an_site not built (no C++ compiler)"
 
@@ -95,6 +96,49 @@ MEMSCOPE_SITE_SKIP="a,,b" "$MEMSCOPE" analyze leaks "$G0" >/dev/null 2>"$TMP/env
 assert_eq "MEMSCOPE_SITE_SKIP=a,,b: usage error" "2" "$?"
 assert_match "MEMSCOPE_SITE_SKIP=a,,b: says so" "MEMSCOPE_SITE_SKIP: bad function name" \
     "$(cat "$TMP/env.err")"
+
+# The viewer's site tables: one row per site, as the analyses.
+if command -v curl >/dev/null && ! "$MEMSCOPE" view 2>&1 | grep -q "built without libmicrohttpd"; then
+    # summary DB [OPTIONS]: /api/summary of `memscope view DB OPTIONS` into $TMP/summary.json
+    summary() {
+        local db=$1 url="" i
+        shift
+        : >"$TMP/view.out"
+        "$MEMSCOPE" view "$db" --port 0 "$@" >"$TMP/view.out" 2>"$TMP/view.err" &
+        local pid=$!
+        for i in $(seq 600); do
+            url=$(grep -o 'http://127\.0\.0\.1:[0-9]*/?token=[0-9a-f]*' "$TMP/view.out")
+            [ -n "$url" ] && break
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        curl -s -o "$TMP/summary.json" "${url%%/?token=*}/api/summary?token=${url##*token=}"
+        kill -INT "$pid"
+        wait "$pid"
+    }
+    # vrows KEY: "site bytes blocks stacks" of the program's functions in KEY (peak_sites...)
+    vrows() {
+        jq_py "$TMP/summary.json" 'import re
+["%s %s %s %s" % (s["site"], s["bytes"], s["blocks"], s["stacks"]) for s in d["'"$1"'"] if re.match(r"(site_|my_xmalloc)", s["site"])]'
+    }
+    summary "$G0"
+    assert_eq "viewer: sites at the peak, merged by site (stacks per site)" \
+"site_new() (an_site_g0) 12288 3 1
+site_new_array() (an_site_g0) 3800 7 3
+my_xmalloc(unsigned long) (an_site_g0) 1600 6 3
+site_aligned() (an_site_g0) 512 2 2" "$(vrows peak_sites)"
+    assert_eq "viewer: never freed, merged by site" \
+"site_new_array() (an_site_g0) 3800 7 3
+my_xmalloc(unsigned long) (an_site_g0) 1600 6 3
+site_aligned() (an_site_g0) 512 2 2" "$(vrows leak_sites)"
+    assert_eq "viewer: each site once" "" \
+        "$(jq_py "$TMP/summary.json" '[s for s in set(r["site"] for r in d["leak_sites"]) if sum(r["site"] == s for r in d["leak_sites"]) > 1]')"
+    summary "$G0" --site-skip=my_xmalloc
+    assert_eq "viewer --site-skip=my_xmalloc: never freed, by the wrapper's callers" \
+        "$(printf '%s\n' "$WRAPPED_LEAKS" | sed -e 's/3800 7$/3800 7 3/' -e 's/512 2$/512 2 2/' \
+            -e 's/1200 4$/1200 4 1/' -e 's/400 2$/400 2 2/')" \
+        "$(vrows leak_sites)"
+fi
 
 same_without_agent "$PROGS/an_site_g0"
 done_testing

@@ -86,6 +86,8 @@ struct ms_stack_frames {
     size_t ocap;
     char *text;
     size_t tlen, tcap;
+    sqlite3 *db;      /* the database st was prepared on */
+    sqlite3_stmt *st; /* the query, kept between loads */
 };
 void ms_stack_frames_init(struct ms_stack_frames *s);
 void ms_stack_frames_release(struct ms_stack_frames *s);
@@ -93,6 +95,7 @@ void ms_stack_frames_release(struct ms_stack_frames *s);
  * stack without native frames). The one reader of the stored frames for the analyses and the
  * viewer. 0, or MS_EDB / MS_ENOMEM (s then holds the frames read before the failure). */
 int ms_stack_frames_load(sqlite3 *db, int64_t stack_id, struct ms_stack_frames *s);
+/* ms_stack_frames_release finalizes the query it keeps: before the database closes. */
 
 /* What the rule takes from the options: --site=innermost (a Python site: the innermost frame,
  * library or not) and the program's own allocation wrappers (--site-skip, MEMSCOPE_SITE_SKIP). */
@@ -120,6 +123,18 @@ long ms_site_pick(const struct ms_site_rule *r, const struct ms_frame_info *f, s
  * (module)" (the module's file name); without a symbol "?? (module+0xoffset)"; in no module
  * "function" or "?? (0xaddress)". */
 void ms_site_frame_format(const struct ms_frame_info *f, char *out, size_t len);
+
+/* Call sites of one database, the queries kept between stacks (many stacks: the analyses'
+ * and the viewer's caches). Release before the database closes. */
+struct ms_site_reader {
+    sqlite3 *db;
+    sqlite3_stmt *py;
+    struct ms_stack_frames frames;
+};
+void ms_site_reader_init(struct ms_site_reader *r, sqlite3 *db);
+void ms_site_reader_release(struct ms_site_reader *r);
+/* ms_stack_site's text of stack_id, through r. */
+void ms_site_reader_site(struct ms_site_reader *r, int64_t stack_id, char *out, size_t len);
 
 /* Describes a stack by its call site: with a Python stack, its innermost frame in the
  * program's own code (not the standard library, site-packages or dist-packages; else the
@@ -242,6 +257,7 @@ const char *ms__names_owner(const struct ms_names *n, int64_t id);
  * Strings live until ms__sites_release. */
 struct ms_sites {
     sqlite3 *db;
+    struct ms_site_reader reader;
     struct ms_u64map by_stack; /* stack id -> char * */
     char **texts;              /* interned strings, sorted on demand */
     size_t ntexts, atexts;

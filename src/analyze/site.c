@@ -41,6 +41,7 @@ void ms_stack_frames_release(struct ms_stack_frames *s)
 {
     if (!s)
         return;
+    sqlite3_finalize(s->st);
     free(s->f);
     free(s->off);
     free(s->text);
@@ -90,10 +91,15 @@ int ms_stack_frames_load(sqlite3 *db, int64_t stack_id, struct ms_stack_frames *
                                 "LEFT JOIN strings fn ON fn.id = f.function_id "
                                 "LEFT JOIN strings fl ON fl.id = f.file_id "
                                 "WHERE sf.stack_id = ? ORDER BY sf.position";
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK &&
-        sqlite3_prepare_v2(db, q_old, -1, &st, NULL) != SQLITE_OK)
+    if (s->st && s->db != db) {
+        sqlite3_finalize(s->st);
+        s->st = NULL;
+    }
+    if (!s->st && sqlite3_prepare_v2(db, q, -1, &s->st, NULL) != SQLITE_OK &&
+        sqlite3_prepare_v2(db, q_old, -1, &s->st, NULL) != SQLITE_OK)
         return MS_EDB;
+    s->db = db;
+    sqlite3_stmt *st = s->st;
     sqlite3_bind_int64(st, 1, stack_id);
     int rc = 0, step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
@@ -115,7 +121,8 @@ int ms_stack_frames_load(sqlite3 *db, int64_t stack_id, struct ms_stack_frames *
     }
     if (rc == 0 && step != SQLITE_DONE)
         rc = MS_EDB;
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
     /* the text no longer moves: point into it */
     for (size_t i = 0; i < s->n; i++) {
         const size_t *o = s->off[i];
@@ -345,14 +352,14 @@ int ms_py_frame_own(const char *line, size_t len)
 }
 
 /* The Python call site of stack_id into out: 1 when its py_text has one, else 0. */
-static int python_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
+static int python_site(struct ms_site_reader *r, int64_t stack_id, char *out, size_t len)
 {
-    sqlite3_stmt *st;
     /* A Python program's call site is its innermost Python frame with a file and a line
      * ("file(line): function" lines in py_text; C++ frames of snapshots read "??(0): ..."). */
-    if (sqlite3_prepare_v2(db, "SELECT py_text FROM stacks WHERE id = ?", -1, &st, NULL) !=
-        SQLITE_OK)
+    if (!r->py && sqlite3_prepare_v2(r->db, "SELECT py_text FROM stacks WHERE id = ?", -1, &r->py,
+                                     NULL) != SQLITE_OK)
         return 0;
+    sqlite3_stmt *st = r->py;
     sqlite3_bind_int64(st, 1, stack_id);
     const char *py =
         sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
@@ -379,24 +386,45 @@ static int python_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
         }
         line = nl ? nl + 1 : NULL;
     }
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
     return best < 3;
+}
+
+void ms_site_reader_init(struct ms_site_reader *r, sqlite3 *db)
+{
+    memset(r, 0, sizeof *r);
+    r->db = db;
+    ms_stack_frames_init(&r->frames);
+}
+
+void ms_site_reader_release(struct ms_site_reader *r)
+{
+    if (!r)
+        return;
+    sqlite3_finalize(r->py);
+    ms_stack_frames_release(&r->frames);
+    memset(r, 0, sizeof *r);
+}
+
+void ms_site_reader_site(struct ms_site_reader *r, int64_t stack_id, char *out, size_t len)
+{
+    snprintf(out, len, "(no stack)");
+    if (stack_id <= 0 || python_site(r, stack_id, out, len))
+        return;
+    /* a stack whose frames cannot be read (out of memory, a damaged database) reads as the
+     * frames that were: the rule over a prefix of the stack */
+    ms_stack_frames_load(r->db, stack_id, &r->frames);
+    long i = ms_site_pick(&ms_site_rule, r->frames.f, r->frames.n);
+    if (i >= 0)
+        ms_site_frame_format(&r->frames.f[i], out, len);
 }
 
 void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
 {
-    snprintf(out, len, "(no stack)");
-    if (stack_id <= 0 || python_site(db, stack_id, out, len))
-        return;
-    struct ms_stack_frames s;
-    ms_stack_frames_init(&s);
-    /* a stack whose frames cannot be read (out of memory, a damaged database) reads as the
-     * frames that were: the rule over a prefix of the stack */
-    ms_stack_frames_load(db, stack_id, &s);
-    long i = ms_site_pick(&ms_site_rule, s.f, s.n);
-    if (i >= 0)
-        ms_site_frame_format(&s.f[i], out, len);
-    ms_stack_frames_release(&s);
+    struct ms_site_reader r;
+    ms_site_reader_init(&r, db);
+    ms_site_reader_site(&r, stack_id, out, len);
+    ms_site_reader_release(&r);
 }
 
 /* ---- Call sites by stack id, interned ---- */
@@ -405,6 +433,7 @@ void ms__sites_init(struct ms_sites *s, sqlite3 *db)
 {
     memset(s, 0, sizeof *s);
     s->db = db;
+    ms_site_reader_init(&s->reader, db);
     ms_u64map_init(&s->by_stack, sizeof(char *), MS_U64MAP_MAX);
 }
 
@@ -416,6 +445,7 @@ void ms__sites_release(struct ms_sites *s)
         free(s->texts[i]);
     free(s->texts);
     ms_u64map_release(&s->by_stack);
+    ms_site_reader_release(&s->reader);
     memset(s, 0, sizeof *s);
 }
 
@@ -427,7 +457,7 @@ const char *ms__sites_get(struct ms_sites *s, int64_t stack_id)
     if (slot)
         return *slot;
     char buf[1024];
-    ms_stack_site(s->db, stack_id, buf, sizeof buf);
+    ms_site_reader_site(&s->reader, stack_id, buf, sizeof buf);
     /* Intern: a linear search would be quadratic over many stacks, so keep the texts in a
      * small open hash keyed by a string hash (collisions resolved by strcmp). */
     uint64_t h = 1469598103934665603ull;

@@ -97,6 +97,9 @@ void ms_view_release(struct ms_view *v)
         return;
     sqlite3_finalize(v->stack_stmt); /* before the model closes the database */
     v->stack_stmt = NULL;
+    ms_site_reader_release(v->site_reader);
+    free(v->site_reader);
+    v->site_reader = NULL;
     ms_view_model_release(&v->m);
     for (size_t i = 0; i < v->ntexts; i++)
         free(v->texts[i]);
@@ -190,7 +193,12 @@ static void site_cached(struct ms_view *v, uint32_t id, char *out, size_t len)
         snprintf(out, len, "%s", v->sites[i]);
         return;
     }
-    ms_stack_site(v->m.db, id, out, len);
+    if (!v->site_reader && (v->site_reader = malloc(sizeof *v->site_reader)))
+        ms_site_reader_init(v->site_reader, v->m.db);
+    if (v->site_reader)
+        ms_site_reader_site(v->site_reader, id, out, len);
+    else
+        ms_stack_site(v->m.db, id, out, len);
     char *copy = strdup(out);
     if (!copy ||
         ms_grow((void **)&v->sites, &v->capsites, v->nsites, sizeof *v->sites, 256, 1u << 24) < 0 ||

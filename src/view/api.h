@@ -5,6 +5,7 @@
 #define MS_VIEW_API_H
 
 #include "model.h"
+#include "analyze/analyze.h"
 #include "common/u64map.h"
 
 #include <stddef.h>
@@ -37,9 +38,10 @@ struct ms_view {
     void *flame_nodes;
     size_t flame_cap;
     struct ms_u64map flame_kids;
-    sqlite3_stmt *stack_stmt;  /* the stacks lookup, prepared once */
-    struct ms_u64map site_idx; /* stack id -> index into sites (uint32) */
-    char **sites;              /* per cached stack: its call site */
+    sqlite3_stmt *stack_stmt;           /* the stacks lookup, prepared once */
+    struct ms_site_reader *site_reader; /* the call sites' queries, prepared once */
+    struct ms_u64map site_idx;          /* stack id -> index into sites (uint32) */
+    char **sites;                       /* per cached stack: its call site */
     size_t nsites, capsites;
     char **owners; /* owner id -> label (index = id), loaded with the model */
     size_t nowners;

@@ -116,8 +116,9 @@ void ms_site_rule_release(struct ms_site_rule *r);
  * Rust standard library functions; memscope.h), 0 the program's own code. */
 int ms_site_frame_class(const struct ms_site_rule *r, const struct ms_frame_info *f);
 /* The call-site rule: the index of the site among f[0..n) (innermost first): the first frame
- * of class 0, else the first of class 1, else 0; -1 when n is 0. Pure: reads only its
- * arguments. */
+ * of class 0 (when it has no symbol: the first named frame of its module right above it, if
+ * that one is of class 0), else the first of class 1, else 0; -1 when n is 0. Pure: reads
+ * only its arguments. */
 long ms_site_pick(const struct ms_site_rule *r, const struct ms_frame_info *f, size_t n);
 /* A site frame as text: "function (file:line)"; without line information "function
  * (module)" (the module's file name); without a symbol "?? (module+0xoffset)"; in no module

@@ -17,7 +17,9 @@
  * none either, the innermost frame. Line information does not change the choice: a binary
  * without debug information gets the same site, written `function (module)` (every call in
  * the function one site, as a line is one with debug information) instead of
- * `function (file:line)`, and a frame without a symbol `?? (module+0xoffset)`.
+ * `function (file:line)`. A frame without a symbol stands for the first named function of its
+ * module among the frames of that module right above it (the library function that led to
+ * its internals); without one it is the site itself, `?? (module+0xoffset)`.
  *
  * Workload: once per distinct stack of a report (callers cache the text by stack id). */
 #include "analyze.h"
@@ -247,13 +249,26 @@ int ms_site_frame_class(const struct ms_site_rule *r, const struct ms_frame_info
     return 0;
 }
 
+/* 1 when a and b are frames of the same module. */
+static int same_module(const struct ms_frame_info *a, const struct ms_frame_info *b)
+{
+    return a->module && b->module && !strcmp(a->module, b->module);
+}
+
 long ms_site_pick(const struct ms_site_rule *r, const struct ms_frame_info *f, size_t n)
 {
     long first1 = -1;
     for (size_t i = 0; i < n; i++) {
         int c = ms_site_frame_class(r, &f[i]);
-        if (c == 0)
+        if (c == 0) {
+            /* A frame without a symbol (a library's internal function, stripped) stands for
+             * the first named function of its module that led to it, among the frames of
+             * that module right above it; only without one is the address the site. */
+            for (size_t j = i + 1; !f[i].function && j < n && same_module(&f[i], &f[j]); j++)
+                if (f[j].function)
+                    return ms_site_frame_class(r, &f[j]) == 0 ? (long)j : (long)i;
             return (long)i;
+        }
         if (c == 1 && first1 < 0)
             first1 = (long)i;
     }

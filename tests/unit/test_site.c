@@ -120,6 +120,21 @@ static void test_pick(void)
     CHECK_EQ(ms_site_pick(NULL, nosym, 2), 1);
     ms_site_frame_format(&nosym[1], out, sizeof out);
     CHECK_STREQ(out, "?? (libfoo.so.1+0x1234)");
+    /* a library without its internal symbols: the named function of the library that led to
+     * the unnamed frames stands for them, not a function of another module */
+    struct ms_frame_info stripped[] = {
+        FR("operator new(unsigned long)", NULL, NULL, 0, "/lib/libstdc++.so.6"),
+        FR(NULL, NULL, NULL, 0, "/usr/lib/libclang.so"),
+        FR(NULL, NULL, NULL, 0, "/usr/lib/libclang.so"),
+        FR("clang::Sema::Parse()", NULL, NULL, 0, "/usr/lib/libclang.so"),
+        FR("main", NULL, NULL, 0, "/usr/bin/clang"),
+    };
+    CHECK_EQ(ms_site_pick(NULL, stripped, 5), 3);
+    stripped[3].module = "/usr/lib/libother.so"; /* the run of libclang's frames ends unnamed */
+    CHECK_EQ(ms_site_pick(NULL, stripped, 5), 1);
+    stripped[3].module = "/usr/lib/libclang.so";
+    stripped[3].function = "xmalloc"; /* a named wrapper above: the unnamed frame */
+    CHECK_EQ(ms_site_pick(NULL, stripped, 5), 1);
     /* only runtime library frames: the first of them, not the allocator entry point */
     struct ms_frame_info startup[] = {
         FR("operator new(unsigned long)", NULL, NULL, 0, "/lib/libstdc++.so.6"),

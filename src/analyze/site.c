@@ -184,6 +184,12 @@ static const char *const wrappers[] = {
     "__rdl_realloc", "__rg_alloc", "__rg_alloc_zeroed", "__rg_realloc",
     /* CUDA's runtime (often linked into the program) and driver */
     "cudaMalloc*", "cudaHostAlloc", "cuMemAlloc*", "cuMemHostAlloc", "cuMemCreate",
+    /* OpenSSL */
+    "CRYPTO_malloc", "CRYPTO_zalloc", "CRYPTO_realloc", "CRYPTO_clear_realloc", "CRYPTO_strdup",
+    "CRYPTO_strndup", "CRYPTO_memdup", "CRYPTO_secure_malloc", "CRYPTO_secure_zalloc",
+    /* SQLite */
+    "sqlite3_malloc", "sqlite3_malloc64", "sqlite3_realloc", "sqlite3_realloc64", "sqlite3Malloc",
+    "sqlite3MallocZero", "sqlite3Realloc", "sqlite3DbMalloc*", "sqlite3DbRealloc",
     /* LLVM */
     "llvm::safe_malloc", "llvm::safe_calloc", "llvm::safe_realloc", "llvm::allocate_buffer"};
 

@@ -47,6 +47,8 @@ static void test_classes(void)
     CHECK_EQ(cls(NULL, "g_hash_table_new", prog), 0);
     CHECK_EQ(cls(NULL, "PyMem_RawMalloc", prog), 2);
     CHECK_EQ(cls(NULL, "__rust_alloc", prog), 2);
+    CHECK_EQ(cls(NULL, "CRYPTO_zalloc", "/usr/lib/libcrypto.so.3"), 2);
+    CHECK_EQ(cls(NULL, "sqlite3DbMallocRawNN", prog), 2);
     CHECK_EQ(cls(NULL, "malloc", prog), 2); /* a static program's own allocator */
     /* runtime library code: by module, by function (wherever compiled), by file */
     CHECK_EQ(cls(NULL, "fopen", "/lib/x86_64-linux-gnu/libc.so.6"), 1);

@@ -201,7 +201,53 @@ static const char *const runtime_modules[] = {
 
 /* The standard libraries' code, wherever it was instantiated or inlined, by function name. */
 static const char *const runtime_functions[] = {
-    "std::", "__gnu_cxx::", "__cxxabiv1::", "alloc::", "core::", "<std::", "<alloc::", "<core::"};
+    "std::",       "__gnu_cxx::", "__cxxabiv1::", "alloc::", "core::",
+    "hashbrown::", "<std::",      "<alloc::",     "<core::", "<hashbrown::"};
+
+/* 1 when p, a Rust mangled crate name ("<length><name>"), is the standard library's: alloc,
+ * core, std, or hashbrown (std's HashMap). The length fixes where the name ends. */
+static int rust_std_crate(const char *p)
+{
+    static const char *const crates[] = {"5alloc", "4core", "3std", "9hashbrown"};
+    for (size_t i = 0; i < sizeof crates / sizeof crates[0]; i++)
+        if (!strncmp(p, crates[i], strlen(crates[i])))
+            return 1;
+    return 0;
+}
+
+/* 1 for a Rust standard library function still mangled: legacy "_ZN5alloc...",
+ * "_ZN60_$LT$alloc..string..String$u20$as$u20$..." (an impl), and v0 "_R...", whose first
+ * crate root "C[s<base62>_]<length><name>" names the path's crate ("NC" is a closure). */
+static int rust_std_mangled(const char *fn)
+{
+    if (!strncmp(fn, "_ZN", 3)) {
+        const char *p = fn + 3;
+        if (rust_std_crate(p))
+            return 1;
+        while (*p >= '0' && *p <= '9')
+            p++;
+        return !strncmp(p, "_$LT$alloc..", 12) || !strncmp(p, "_$LT$core..", 11) ||
+               !strncmp(p, "_$LT$std..", 10) || !strncmp(p, "_$LT$hashbrown..", 16);
+    }
+    if (strncmp(fn, "_R", 2))
+        return 0;
+    for (const char *p = fn + 2; *p; p++) {
+        if (*p != 'C' || p[-1] == 'N')
+            continue;
+        const char *q = p + 1;
+        if (*q == 's') { /* a disambiguator: base-62 digits and '_' */
+            for (q++;
+                 (*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z');
+                 q++)
+                ;
+            if (*q++ != '_')
+                continue;
+        }
+        if (*q >= '1' && *q <= '9')
+            return rust_std_crate(q);
+    }
+    return 0;
+}
 
 /* 1 for operator new or new[] (any overload, a class's own too), demangled or mangled. */
 static int operator_new(const char *fn)
@@ -246,9 +292,13 @@ int ms_site_frame_class(const struct ms_site_rule *r, const struct ms_frame_info
          i++)
         if (!strncmp(f->function, runtime_functions[i], strlen(runtime_functions[i])))
             return 1;
+    if (f->function && rust_std_mangled(f->function))
+        return 1;
     if (f->file) { /* the C++ library's headers, Rust's standard library, memscope.h */
         size_t fl = strlen(f->file);
         if (strstr(f->file, "/include/c++/") || !strncmp(f->file, "/rustc/", 7) ||
+            !strncmp(f->file, "library/alloc/", 14) || !strncmp(f->file, "library/core/", 13) ||
+            !strncmp(f->file, "library/std/", 12) ||
             (fl >= 11 && !strcmp(f->file + fl - 11, "/memscope.h")))
             return 1;
     }

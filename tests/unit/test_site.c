@@ -60,6 +60,22 @@ static void test_classes(void)
              1);
     CHECK_EQ(cls(NULL, "alloc::raw_vec::finish_grow::h0123456789abcdef", prog), 1);
     CHECK_EQ(cls(NULL, "<alloc::string::String as core::clone::Clone>::clone", prog), 1);
+    /* Rust's standard library still mangled: legacy, a legacy impl, v0 */
+    CHECK_EQ(cls(NULL,
+                 "_ZN9hashbrown3raw21RawTable$LT$T$C$A$GT$14reserve_rehash17h627cd3fab43f3f5bE",
+                 prog),
+             1);
+    CHECK_EQ(
+        cls(NULL,
+            "_ZN60_$LT$alloc..string..String$u20$as$u20$core..clone..Clone$GT$5clone17h0123456789abcdefE",
+            prog),
+        1);
+    CHECK_EQ(cls(NULL, "_RNvNvNtCslNYArtu3iFV_5alloc3fmt6format12format_inner", prog), 1);
+    CHECK_EQ(cls(NULL, "_RNvCs1234_7mycrate9build_map", prog), 0);
+    CHECK_EQ(cls(NULL, "_RNCNvCs1234_7mycrate4main0", prog), 0); /* a closure of the program's */
+    CHECK_EQ(cls(NULL, "_ZN7mycrate9build_map17h097360a400d51a7eE", prog), 0);
+    struct ms_frame_info rs = FR("f", NULL, "library/alloc/src/raw_vec.rs", 10, prog);
+    CHECK_EQ(ms_site_frame_class(NULL, &rs), 1);
     struct ms_frame_info hdr =
         FR("push_back", NULL, "/usr/include/c++/12/bits/stl_vector.h", 1287, prog);
     CHECK_EQ(ms_site_frame_class(NULL, &hdr), 1);

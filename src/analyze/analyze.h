@@ -67,20 +67,81 @@ unsigned ms_oom_k(const char *item);
  * this memscope (M)"). The caller closes *db with sqlite3_close(). */
 int ms_analyze_open(const char *path, int writable, sqlite3 **db, char *err, size_t errlen);
 
+/* site.c: call sites (docs/analyses.md, "Call sites").
+ *
+ * One native frame of a stack as the call-site rule reads it: strings owned by the struct
+ * ms_stack_frames that holds it. */
+struct ms_frame_info {
+    const char *function; /* demangled name; NULL when unknown */
+    const char *linkage;  /* a C++ function's mangled name; NULL for C or unknown */
+    const char *file;     /* source file; NULL without line information */
+    int line;
+    const char *module; /* the module's path; NULL for an address in no module */
+    uint64_t offset;    /* the return address minus the module's load bias */
+};
+/* A stack's native frames, innermost first (inline levels expanded). */
+struct ms_stack_frames {
+    struct ms_frame_info *f;
+    size_t n, fcap;
+};
+void ms_stack_frames_init(struct ms_stack_frames *s);
+void ms_stack_frames_release(struct ms_stack_frames *s);
+/* Loads stack_id's native frames into s through the stack tree's reader t (replacing what it
+ * held; n = 0 for stack_id <= 0 or a stack without native frames). The one reader of the
+ * stored frames for the call sites. Strings belong to t (valid until it is released). 0, or
+ * MS_EDB / MS_ENOMEM (s then holds no frames). */
+int ms_stack_frames_load(struct ms_stack_text *t, int64_t stack_id, struct ms_stack_frames *s);
+
+/* What the rule takes from the options: --site=innermost (a Python site: the innermost frame,
+ * library or not) and the program's own allocation wrappers (--site-skip, MEMSCOPE_SITE_SKIP). */
+struct ms_site_rule {
+    int py_innermost;
+    char **skip; /* function names; "NAME*": every name that starts with NAME */
+    size_t nskip, askip;
+};
+/* The rule the analyses and the viewer use; the CLI fills it from the options. */
+extern struct ms_site_rule ms_site_rule;
+/* Adds the comma list of function names to r->skip. 0, or MS_EINVAL (an empty or blank name,
+ * a lone "*") / MS_ENOMEM with a one-line reason in err. */
+int ms_site_rule_add(struct ms_site_rule *r, const char *list, char *err, size_t errlen);
+void ms_site_rule_release(struct ms_site_rule *r);
+/* A frame's class under rule r (NULL: the built-in lists only): 2 an allocator entry point or
+ * wrapper (operator new/new[], malloc & co., the documented wrappers, r->skip), 1 runtime
+ * library code (libc, the loader, libstdc++, libgcc, the agent, an allocator library; C++ and
+ * Rust standard library functions; memscope.h), 0 the program's own code. */
+int ms_site_frame_class(const struct ms_site_rule *r, const struct ms_frame_info *f);
+/* The call-site rule: the index of the site among f[0..n) (innermost first): the first frame
+ * of class 0 (when it has no symbol: the first named frame of its module right above it, if
+ * that one is of class 0), else the first of class 1, else 0; -1 when n is 0. Pure: reads
+ * only its arguments. */
+long ms_site_pick(const struct ms_site_rule *r, const struct ms_frame_info *f, size_t n);
+/* A site frame as text: "function (file:line)"; without line information "function
+ * (module)" (the module's file name); without a symbol "?? (module+0xoffset)"; in no module
+ * "function" or "?? (0xaddress)". */
+void ms_site_frame_format(const struct ms_frame_info *f, char *out, size_t len);
+
+/* Call sites of one database, the queries kept between stacks (many stacks: the analyses'
+ * and the viewer's caches). Release before the database closes. */
+struct ms_site_reader {
+    sqlite3 *db;
+    struct ms_stack_text t; /* the stack tree's reader (the stacks' frames and Python text) */
+    int t_ok;               /* 1 started, -1 could not start, 0 not yet */
+    struct ms_stack_frames frames;
+};
+void ms_site_reader_init(struct ms_site_reader *r, sqlite3 *db);
+void ms_site_reader_release(struct ms_site_reader *r);
+/* ms_stack_site's text of stack_id, through r. */
+void ms_site_reader_site(struct ms_site_reader *r, int64_t stack_id, char *out, size_t len);
+
 /* Describes a stack by its call site: with a Python stack, its innermost frame in the
  * program's own code (not the standard library, site-packages or dist-packages; else the
- * innermost library frame; memscope's own frames never); else its first native frame outside
- * the runtime libraries (libc, the loader, libstdc++, libgcc, the agent): "function
- * (file:line)", "function (module+0xoff)", or "(no stack)" for stack_id <= 0. Writes at most
- * len bytes to out. */
-/* ms_stack_site with a reader of the stack tree that the caller keeps (many stacks). */
-void ms_stack_site_r(struct ms_stack_text *t, int64_t stack_id, char *out, size_t len);
+ * innermost library frame; memscope's own frames never); else the native frame that
+ * ms_site_pick chooses under ms_site_rule, formatted by ms_site_frame_format; "(no stack)"
+ * for stack_id <= 0 or a stack without frames. Writes at most len bytes to out. */
 void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len);
 /* 1 when a Python stack line ("file(line): function", as stacks.py_text holds them) is a frame
  * of memscope's own package (its import hook, its hooks): not the program's code. */
 int ms_py_frame_own(const char *line, size_t len);
-/* 1: a Python site is the innermost frame, library or not (analyze --site=innermost). */
-extern int ms_site_innermost;
 
 /* Live bytes over time as `analyze trend` computes them (its series, for `memscope plot`): the
  * selected layers' total at MS_TREND_POINTS + 1 evenly spaced times from the first event (t0)
@@ -193,10 +254,9 @@ const char *ms__names_owner(const struct ms_names *n, int64_t id);
  * Strings live until ms__sites_release. */
 struct ms_sites {
     sqlite3 *db;
-    struct ms_stack_text reader; /* the stacks' frames, started on first use */
-    int reader_ok;               /* 1 started, -1 failed, 0 not yet */
-    struct ms_u64map by_stack;   /* stack id -> char * */
-    char **texts;                /* interned strings, sorted on demand */
+    struct ms_site_reader reader;
+    struct ms_u64map by_stack; /* stack id -> char * */
+    char **texts;              /* interned strings, sorted on demand */
     size_t ntexts, atexts;
 };
 void ms__sites_init(struct ms_sites *s, sqlite3 *db);

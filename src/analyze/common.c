@@ -1,11 +1,10 @@
-/* common.c: what every analysis shares: opening and checking the database, describing a call
- * site, human-readable sizes, the options' defaults, and the table of analyses. */
+/* common.c: what every analysis shares: opening and checking the database, human-readable
+ * sizes, the options' defaults, names, live-byte replay (call sites: site.c). */
 #include "analyze.h"
 #include "common/db_ids.h"
 
 #include "common/ms_error.h"
 #include "common/grow.h"
-#include "store/stack_text.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -110,131 +109,6 @@ int ms_analyze_open(const char *path, int writable, sqlite3 **db, char *err, siz
         return rc;
     }
     return 0;
-}
-
-static int runtime_module(const char *path)
-{
-    static const char *const names[] = {"libc.so", "ld-linux", "libstdc++.so", "libgcc_s.so",
-                                        "libmemscope.so"};
-    const char *base = path ? strrchr(path, '/') : NULL;
-    base = base ? base + 1 : path;
-    if (!base)
-        return 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strncmp(base, names[i], strlen(names[i])))
-            return 1;
-    return 0;
-}
-
-int ms_site_innermost; /* --site=innermost: the innermost Python frame, library or not */
-
-/* A Python frame's file as the site chooser sees it: 2 memscope's own (never a site), 1 a
- * library (the standard library, site-packages or dist-packages, frozen modules), 0 the
- * program's own code. */
-static int py_file_kind(const char *f, size_t n)
-{
-    static const char *const own[] = {
-        "/memscope/torch/",      "/memscope/__init__.py",        "/memscope/_config.py",
-        "/memscope/describe.py", "/memscope/record_function.py", "/memscope/snapshot.py",
-        "/memscope/tracer.py",   "/memscope/watcher.py",         "/sitecustomize.py"};
-    char buf[1024];
-    if (n >= sizeof buf)
-        n = sizeof buf - 1;
-    memcpy(buf, f, n);
-    buf[n] = 0;
-    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
-        if (strstr(buf, own[i]))
-            return 2;
-    if (buf[0] == '<' || strstr(buf, "/site-packages/") || strstr(buf, "/dist-packages/"))
-        return 1;
-    const char *lib = strstr(buf, "/lib/python"); /* /usr/lib/python3.11/json/... */
-    if (lib && (lib[11] >= '0' && lib[11] <= '9'))
-        return 1;
-    return 0;
-}
-
-int ms_py_frame_own(const char *line, size_t len)
-{
-    const char *colon = NULL; /* the first "): ": the file ends at the '(' before it */
-    for (size_t i = 0; !colon && i + 3 <= len; i++)
-        if (!memcmp(line + i, "): ", 3))
-            colon = line + i;
-    const char *open = colon;
-    while (open && open > line && *open != '(')
-        open--;
-    return open && open > line && *open == '(' && py_file_kind(line, (size_t)(open - line)) == 2;
-}
-
-void ms_stack_site_r(struct ms_stack_text *t, int64_t stack_id, char *out, size_t len)
-{
-    snprintf(out, len, "(no stack)");
-    if (stack_id <= 0)
-        return;
-    /* A Python program's call site is its innermost Python frame with a file and a line
-     * ("file(line): function" lines; C++ frames of snapshots read "??(0): ..."). */
-    const char *py = ms_stack_text_py(t, stack_id);
-    {
-        /* The innermost frame of the program's own code wins; else the innermost of a library;
-         * memscope's own frames never (--site=innermost: the innermost frame but memscope's). */
-        int best = 3;
-        for (const char *line = py; line && *line && best > 0;) {
-            const char *nl = strchr(line, '\n');
-            const char *end = nl ? nl : line + strlen(line);
-            const char *colon = strstr(line, "): ");
-            const char *open = colon ? colon : NULL;
-            while (open && open > line && *open != '(')
-                open--;
-            if (colon && colon < end && open > line && *open == '(' &&
-                !(open - line == 2 && !memcmp(line, "??", 2)) && strtol(open + 1, NULL, 10) > 0) {
-                int kind = py_file_kind(line, (size_t)(open - line));
-                if (kind == 1 && ms_site_innermost)
-                    kind = 0;
-                if (kind < 2 && kind < best) {
-                    best = kind;
-                    snprintf(out, len, "%.*s (%.*s:%.*s)", (int)(end - colon - 3), colon + 3,
-                             (int)(open - line), line, (int)(colon - open - 1), open + 1);
-                }
-            }
-            line = nl ? nl + 1 : NULL;
-        }
-        if (best < 3)
-            return;
-    }
-    const struct ms_stack_frame *fr;
-    size_t n;
-    if (ms_stack_text_frames(t, stack_id, &fr, &n) < 0)
-        return;
-    /* The first frame is the fallback; a later frame with source information (a file and a
-     * line) that is not in a runtime library or the annotation header's inline wrappers wins. */
-    int first = 1;
-    for (size_t i = 0; i < n; i++) {
-        const char *fn = fr[i].function, *file = fr[i].file, *mod = fr[i].module;
-        size_t fl = file ? strlen(file) : 0;
-        int weak = runtime_module(mod) || (fl >= 11 && !strcmp(file + fl - 11, "/memscope.h")) ||
-                   !file || !strcmp(file, "??") || fr[i].line == 0;
-        if (!first && weak)
-            continue;
-        if (file)
-            snprintf(out, len, "%s (%s:%d)", fn ? fn : "??", file, fr[i].line);
-        else if (mod)
-            snprintf(out, len, "%s (%s+0x%llx)", fn ? fn : "??", mod,
-                     (unsigned long long)fr[i].offset);
-        else
-            snprintf(out, len, "%s", fn ? fn : "??");
-        if (!weak)
-            break;
-        first = 0;
-    }
-}
-
-void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
-{
-    struct ms_stack_text t;
-    snprintf(out, len, "(no stack)");
-    if (stack_id <= 0 || ms_stack_text_init(&t, db) < 0)
-        return;
-    ms_stack_site_r(&t, stack_id, out, len);
-    ms_stack_text_release(&t);
 }
 
 void ms_human_bytes(char *out, size_t len, long long b)
@@ -482,84 +356,6 @@ const char *ms__names_owner(const struct ms_names *n, int64_t id)
     if (id > 0 && (size_t)id < n->nowners)
         return n->owners[id];
     return NULL;
-}
-
-void ms__sites_init(struct ms_sites *s, sqlite3 *db)
-{
-    memset(s, 0, sizeof *s);
-    s->db = db;
-    ms_u64map_init(&s->by_stack, sizeof(char *), MS_U64MAP_MAX);
-}
-
-/* The stack reader of s, started on first use (0 when it cannot start). */
-static struct ms_stack_text *sites_reader(struct ms_sites *s)
-{
-    if (!s->reader_ok)
-        s->reader_ok = ms_stack_text_init(&s->reader, s->db) == 0 ? 1 : -1;
-    return s->reader_ok > 0 ? &s->reader : NULL;
-}
-
-void ms__sites_release(struct ms_sites *s)
-{
-    if (!s)
-        return;
-    for (size_t i = 0; i < s->ntexts; i++)
-        free(s->texts[i]);
-    free(s->texts);
-    ms_u64map_release(&s->by_stack);
-    if (s->reader_ok > 0)
-        ms_stack_text_release(&s->reader);
-    memset(s, 0, sizeof *s);
-}
-
-const char *ms__sites_get(struct ms_sites *s, int64_t stack_id)
-{
-    if (stack_id < 0)
-        stack_id = 0;
-    char **slot = ms_u64map_get(&s->by_stack, stack_id);
-    if (slot)
-        return *slot;
-    char buf[1024];
-    struct ms_stack_text *t = sites_reader(s);
-    if (t)
-        ms_stack_site_r(t, stack_id, buf, sizeof buf);
-    else
-        snprintf(buf, sizeof buf, "(no stack)");
-    /* Intern: a linear search would be quadratic over many stacks, so keep the texts in a
-     * small open hash keyed by a string hash (collisions resolved by strcmp). */
-    uint64_t h = 1469598103934665603ull;
-    for (const char *p = buf; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    int64_t key = (int64_t)(h >> 2) | (1ll << 61); /* never collides with stack ids < 2^61 */
-    char *text = NULL;
-    for (;; key = (int64_t)(((uint64_t)key * 31 + 7) >> 2) | (1ll << 61)) {
-        char **t = ms_u64map_get(&s->by_stack, key);
-        if (!t)
-            break;
-        if (!strcmp(*t, buf)) {
-            text = *t;
-            break;
-        }
-    }
-    if (!text) {
-        if (s->ntexts == s->atexts && ms_grow((void **)&s->texts, &s->atexts, s->ntexts,
-                                              sizeof *s->texts, 64, MS_GROW_MAX) < 0)
-            return NULL;
-        if (!(text = strdup(buf)))
-            return NULL;
-        s->texts[s->ntexts++] = text;
-        int isnew;
-        char **t = ms_u64map_put(&s->by_stack, key, &isnew);
-        if (!t)
-            return NULL;
-        *t = text;
-    }
-    int isnew;
-    slot = ms_u64map_put(&s->by_stack, stack_id, &isnew);
-    if (!slot)
-        return NULL;
-    *slot = text;
-    return text;
 }
 
 void ms__live_init(struct ms_live *l)

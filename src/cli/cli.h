@@ -39,6 +39,10 @@ int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints a usage error ("memscope: <fmt>\n" plus a hint) and returns 2. */
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Adds the comma list of --site-skip (or MEMSCOPE_SITE_SKIP, what = that name) to the call-site
+ * rule of the analyses and the viewer (ms_site_rule). 0, or a usage error's exit status 2 with
+ * the message printed. */
+int cli_site_skip(const char *cmd, const char *what, const char *list);
 
 /* Logging: 0 debug, 1 info, 2 warning, 3 error. Set by --log-level, -q, -v. */
 extern int cli_log_level;

@@ -31,6 +31,11 @@ static const char analyze_usage[] =
     "  --site=user|innermost\n"
     "                      a Python call site: the innermost frame of the program's own\n"
     "                      code (user, default) or the innermost frame (never memscope's)\n"
+    "  --site-skip=NAME[,NAME...]\n"
+    "                      a native call site is never in these functions (the program's\n"
+    "                      own allocation wrappers; NAME* for a prefix): their caller is.\n"
+    "                      Also MEMSCOPE_SITE_SKIP; operator new, malloc, xmalloc, zmalloc,\n"
+    "                      g_malloc, PyMem_* ... are built in (docs/analyses.md)\n"
     "  --layer=NAME        only this layer (heap, mmap, pool:NAME, ...; default: all memory)\n"
     "  --warmup=N          leaks, trend: steps <= N are warm-up (default 1)\n"
     "  --steps=A,B         compare: two steps of this run\n"
@@ -220,7 +225,11 @@ int cmd_analyze(int argc, char **argv)
         } else if ((v = opt_value(argc, argv, &i, "--site", &missing))) {
             if (missing || (strcmp(v, "user") && strcmp(v, "innermost")))
                 return usage_error("analyze: --site needs user or innermost, not '%s'", v);
-            ms_site_innermost = !strcmp(v, "innermost");
+            ms_site_rule.py_innermost = !strcmp(v, "innermost");
+        } else if ((v = opt_value(argc, argv, &i, "--site-skip", &missing))) {
+            int rc = cli_site_skip("analyze", "--site-skip", missing ? "" : v);
+            if (rc)
+                return rc;
         } else if ((v = opt_value(argc, argv, &i, "--top", &missing))) {
             if (missing || parse_int(v, 1, &o.top) < 0)
                 return usage_error("analyze: --top needs a positive number, not '%s'", v);

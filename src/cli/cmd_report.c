@@ -14,13 +14,14 @@
 #include <unistd.h>
 
 static const char report_usage[] =
-    "usage: memscope report RUN.db|TRACE_DIR|SNAPSHOT [-o FILE.html]\n"
+    "usage: memscope report RUN.db|TRACE_DIR|SNAPSHOT [-o FILE.html] [--site-skip=NAME,...]\n"
     "  Writes the viewer's page (memory over time, flame graphs of allocation stacks, the\n"
     "  largest blocks and the owners at a set of times, the peak's and the leaks' sites) as\n"
     "  one HTML file that any browser opens without a server or a network: under 5 MB\n"
     "  whatever the run's size. Default output: RUN.html beside the database. A trace\n"
     "  directory or a PyTorch memory snapshot is converted first (into a temporary file).\n"
-    "  -o, --output FILE   write the report there\n";
+    "  -o, --output FILE   write the report there\n"
+    "  --site-skip=NAME[,NAME...]   call sites skip these functions too (memscope analyze)\n";
 
 int cmd_report(int argc, char **argv)
 {
@@ -30,6 +31,12 @@ int cmd_report(int argc, char **argv)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(report_usage, stdout);
             return 0;
+        }
+        if (!strncmp(a, "--site-skip", 11) && (a[11] == '=' || (!a[11] && i + 1 < argc))) {
+            int rc = cli_site_skip("report", "--site-skip", a[11] ? a + 12 : argv[++i]);
+            if (rc)
+                return rc;
+            continue;
         }
         if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc)
             out = argv[++i];

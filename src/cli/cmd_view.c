@@ -16,14 +16,15 @@
 #include <time.h>
 
 static const char view_usage[] =
-    "usage: memscope view RUN.db|TRACE_DIR|SNAPSHOT [--port N]\n"
+    "usage: memscope view RUN.db|TRACE_DIR|SNAPSHOT [--port N] [--site-skip=NAME,...]\n"
     "  Serves an interactive view of the run (memory over time, flame graphs of allocation\n"
     "  stacks, the largest blocks, owners) on 127.0.0.1 and prints the URL to open in a\n"
     "  browser; the URL carries a token without which the server answers nothing. Ctrl-C\n"
     "  stops it. RUN.db is any memscope database (the default compact one or a full one); a\n"
     "  trace directory or a PyTorch memory snapshot is converted first (into a temporary\n"
     "  file, removed when the server stops).\n"
-    "  --port N   listen on port N (default 0: a free port)\n";
+    "  --port N   listen on port N (default 0: a free port)\n"
+    "  --site-skip=NAME[,NAME...]   call sites skip these functions too (memscope analyze)\n";
 
 static volatile sig_atomic_t stop_flag;
 
@@ -51,6 +52,12 @@ int cmd_view(int argc, char **argv)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(view_usage, stdout);
             return 0;
+        }
+        if (!strncmp(a, "--site-skip", 11) && (a[11] == '=' || (!a[11] && i + 1 < argc))) {
+            int rc = cli_site_skip("view", "--site-skip", a[11] ? a + 12 : argv[++i]);
+            if (rc)
+                return rc;
+            continue;
         }
         if (!strcmp(a, "--port") && i + 1 < argc)
             v = argv[++i];

@@ -2,6 +2,7 @@
  * commands[] table; a first argument that is an option or a program (msMemScope's form,
  * `memscope [options] prog args`) means `run`. */
 #include "cli.h"
+#include "analyze/analyze.h"
 #include "common/ms_error.h"
 
 #include "version.h"
@@ -51,6 +52,14 @@ void cli_log(int level, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+}
+
+int cli_site_skip(const char *cmd, const char *what, const char *list)
+{
+    char err[256];
+    if (ms_site_rule_add(&ms_site_rule, list, err, sizeof err) == 0)
+        return 0;
+    return usage_error("%s%s%s: %s", cmd ? cmd : "", cmd ? ": " : "", what, err);
 }
 
 static const char usage[] =
@@ -184,7 +193,12 @@ int main(int argc, char **argv)
 {
     huge_page_heap(argv);
     sqlite3_config(SQLITE_CONFIG_LOG, sqlite_log, NULL);
-    int rc = run_command(argc, argv);
+    /* the program's own allocation wrappers, for every command that names call sites */
+    const char *skip = getenv("MEMSCOPE_SITE_SKIP");
+    int rc = skip && *skip ? cli_site_skip(NULL, "MEMSCOPE_SITE_SKIP", skip) : 0;
+    if (rc == 0)
+        rc = run_command(argc, argv);
+    ms_site_rule_release(&ms_site_rule);
     if (rc == 0 && ms_oom_seen()) { /* an answer printed after a failed allocation */
         fprintf(stderr, "memscope: out of memory (an allocation failed): the output above may be "
                         "incomplete\n");

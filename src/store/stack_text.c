@@ -60,9 +60,16 @@ int ms_stack_text_init(struct ms_stack_text *t, sqlite3 *db)
         prepare(t, &t->stack,
                 t->tree ? "SELECT c_text, node_id, py_text, py_node_id FROM stacks WHERE id = ?"
                         : "SELECT c_text, NULL, py_text, NULL FROM stacks WHERE id = ?");
-    if (rc == 0)
+    /* databases made before frames had linkage_id are read without it */
+    if (rc == 0 &&
+        prepare(t, &t->frame,
+                "SELECT fn.text, fl.text, f.line, m.path, f.pc, m.bias, lk.text FROM frames f "
+                "LEFT JOIN strings fn ON fn.id = f.function_id "
+                "LEFT JOIN strings lk ON lk.id = f.linkage_id "
+                "LEFT JOIN strings fl ON fl.id = f.file_id "
+                "LEFT JOIN modules m ON m.id = f.module_id WHERE f.id = ?") < 0)
         rc = prepare(t, &t->frame,
-                     "SELECT fn.text, fl.text, f.line, m.path, f.pc, m.bias FROM frames f "
+                     "SELECT fn.text, fl.text, f.line, m.path, f.pc, m.bias, NULL FROM frames f "
                      "LEFT JOIN strings fn ON fn.id = f.function_id "
                      "LEFT JOIN strings fl ON fl.id = f.file_id "
                      "LEFT JOIN modules m ON m.id = f.module_id WHERE f.id = ?");
@@ -89,6 +96,7 @@ void ms_stack_text_release(struct ms_stack_text *t)
     free(t->node_v);
     for (size_t i = 0; i < t->nfr; i++) {
         free((char *)t->fr[i].function);
+        free((char *)t->fr[i].linkage);
         free((char *)t->fr[i].file);
         free((char *)t->fr[i].module);
         free((char *)t->fr[i].text);
@@ -151,6 +159,7 @@ static int frame_get(struct ms_stack_text *t, int64_t id, int python, uint32_t *
         f.module = dup_col(t->frame, 3, &oom);
         f.pc = (uint64_t)sqlite3_column_int64(t->frame, 4);
         f.offset = f.pc - (uint64_t)sqlite3_column_int64(t->frame, 5);
+        f.linkage = dup_col(t->frame, 6, &oom);
     } else if (s != SQLITE_DONE) /* an id without a row reads as an unknown frame */
         rc = MS_EDB;
     sqlite3_reset(t->frame);
@@ -160,7 +169,7 @@ static int frame_get(struct ms_stack_text *t, int64_t id, int python, uint32_t *
         oom = 1;
     if (rc < 0 || oom) {
         free((char *)f.function), free((char *)f.file), free((char *)f.module);
-        free((char *)f.text);
+        free((char *)f.linkage), free((char *)f.text);
         return rc < 0 ? rc : MS_ENOMEM;
     }
     *idx = (uint32_t)t->nfr;

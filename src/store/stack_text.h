@@ -31,6 +31,7 @@
  * until ms_stack_text_release; NULL where the database has NULL. */
 struct ms_stack_frame {
     const char *function; /* demangled */
+    const char *linkage;  /* a C++ function's mangled name */
     const char *file;
     int line;           /* 0: unknown */
     const char *module; /* the module's path; NULL: the pc is in no module */

@@ -98,6 +98,9 @@ void ms_view_release(struct ms_view *v)
     if (v->stext_ok) /* before the model closes the database */
         ms_stack_text_release(&v->stext);
     v->stext_ok = 0;
+    ms_site_reader_release(v->site_reader);
+    free(v->site_reader);
+    v->site_reader = NULL;
     ms_view_model_release(&v->m);
     for (size_t i = 0; i < v->ntexts; i++)
         free(v->texts[i]);
@@ -164,27 +167,34 @@ const char *ms__vstack_text(struct ms_view *v, uint32_t id)
     return t;
 }
 
-/* A stack's call site (ms_stack_site: the first frame of the program's own code), cached.
- * Writes at most len bytes. */
+static void site_cached(struct ms_view *v, uint32_t id, char *out, size_t len);
+
+/* A stack's call site (ms_stack_site: the analyses' rule), cached. Writes at most len bytes. */
 void ms__vstack_site(struct ms_view *v, uint32_t id, char *out, size_t len)
+{
+    if (id && v->seen_stacks)
+        ms_u64map_put(v->seen_stacks, id, NULL); /* out of memory: the report lacks a stack */
+    site_cached(v, id, out, len);
+}
+
+/* ms__vstack_site without naming the stack to a report (sites summed over many stacks). */
+static void site_cached(struct ms_view *v, uint32_t id, char *out, size_t len)
 {
     if (!id) {
         snprintf(out, len, "(no stack)");
         return;
     }
-    if (v->seen_stacks)
-        ms_u64map_put(v->seen_stacks, id, NULL); /* out of memory: the report lacks a stack */
     uint32_t i;
     if (ms_u64map_get32(&v->site_idx, id, &i)) {
         snprintf(out, len, "%s", v->sites[i]);
         return;
     }
-    if (!v->stext_ok && ms_stack_text_init(&v->stext, v->m.db) == 0)
-        v->stext_ok = 1;
-    if (v->stext_ok)
-        ms_stack_site_r(&v->stext, id, out, len);
+    if (!v->site_reader && (v->site_reader = malloc(sizeof *v->site_reader)))
+        ms_site_reader_init(v->site_reader, v->m.db);
+    if (v->site_reader)
+        ms_site_reader_site(v->site_reader, id, out, len);
     else
-        snprintf(out, len, "(no stack)");
+        ms_stack_site(v->m.db, id, out, len);
     char *copy = strdup(out);
     if (!copy ||
         ms_grow((void **)&v->sites, &v->capsites, v->nsites, sizeof *v->sites, 256, 1u << 24) < 0 ||
@@ -373,6 +383,65 @@ struct site_sum *ms__vsum_by_stack(struct ms_view *v, int mode, int64_t a, int64
     return out;
 }
 
+/* One call site's share of a sum by stack: its largest stack, bytes, blocks, stacks. */
+struct site_row {
+    char *site;
+    uint32_t stack;
+    size_t first; /* the position of its largest stack in the sum by stack */
+    int64_t bytes, blocks, stacks;
+};
+
+static int by_site_text(const void *a, const void *b)
+{
+    const struct site_row *x = a, *y = b;
+    int c = strcmp(x->site, y->site);
+    return c ? c : (x->first > y->first) - (x->first < y->first);
+}
+
+static int by_site_bytes(const void *a, const void *b)
+{
+    const struct site_row *x = a, *y = b;
+    return x->bytes < y->bytes   ? 1
+           : x->bytes > y->bytes ? -1
+                                 : (x->first > y->first) - (x->first < y->first);
+}
+
+/* The n sums by stack s (largest first) merged by call site (ms_stack_site, the analyses'
+ * rule), largest first; *n becomes the number of sites. The caller frees each row's site and
+ * the array; NULL when out of memory. */
+static struct site_row *sum_by_site(struct ms_view *v, const struct site_sum *s, size_t *n)
+{
+    struct site_row *rows = calloc(*n ? *n : 1, sizeof *rows);
+    for (size_t i = 0; rows && i < *n; i++) {
+        char site[512];
+        site_cached(v, s[i].stack, site, sizeof site);
+        rows[i] = (struct site_row){strdup(site), s[i].stack, i, s[i].bytes, s[i].blocks, 1};
+        if (!rows[i].site) {
+            for (size_t k = 0; k < i; k++)
+                free(rows[k].site);
+            free(rows);
+            rows = NULL;
+        }
+    }
+    if (!rows)
+        return NULL;
+    qsort(rows, *n, sizeof *rows, by_site_text);
+    size_t m = 0;
+    for (size_t i = 0; i < *n; i++) {
+        if (m && !strcmp(rows[m - 1].site, rows[i].site)) { /* the first is the largest */
+            rows[m - 1].bytes += rows[i].bytes;
+            rows[m - 1].blocks += rows[i].blocks;
+            rows[m - 1].stacks++;
+            free(rows[i].site);
+        } else {
+            rows[m++] = rows[i];
+        }
+    }
+    qsort(rows, m, sizeof *rows, by_site_bytes);
+    *n = m;
+    return rows;
+}
+
 static int summary(struct ms_view *v, struct req *r, struct ms_json *j)
 {
     (void)r;
@@ -476,26 +545,32 @@ static int summary(struct ms_view *v, struct req *r, struct ms_json *j)
         ms_json_end_object(j);
     }
     ms_json_end_array(j);
-    /* the sites of what was live at the peak, and of what was never freed */
+    /* the sites of what was live at the peak, and of what was never freed: one row per call
+     * site, as the analyses merge them (its largest stack for the stack panel) */
     for (int mode = 0; mode < 3; mode += 2) {
         size_t n;
         int64_t total;
         struct site_sum *s = ms__vsum_by_stack(v, mode, m->total_peak_ns, 0, 0, &n, &total);
-        if (!s)
+        struct site_row *rows = s ? sum_by_site(v, s, &n) : NULL;
+        free(s);
+        if (!rows)
             return MS_ENOMEM;
         ms_json_begin_array(j, mode == 0 ? "peak_sites" : "leak_sites");
         for (size_t i = 0; i < n && i < 10; i++) {
-            char site[512];
-            ms__vstack_site(v, s[i].stack, site, sizeof site);
+            if (v->seen_stacks && rows[i].stack) /* a report carries the stacks it names */
+                ms_u64map_put(v->seen_stacks, rows[i].stack, NULL);
             ms_json_begin_object(j, NULL);
-            ms_json_int(j, "stack_id", s[i].stack);
-            ms_json_str(j, "site", site);
-            ms_json_int(j, "bytes", s[i].bytes);
-            ms_json_int(j, "blocks", s[i].blocks);
+            ms_json_int(j, "stack_id", rows[i].stack);
+            ms_json_str(j, "site", rows[i].site);
+            ms_json_int(j, "bytes", rows[i].bytes);
+            ms_json_int(j, "blocks", rows[i].blocks);
+            ms_json_int(j, "stacks", rows[i].stacks);
             ms_json_end_object(j);
         }
         ms_json_end_array(j);
-        free(s);
+        for (size_t i = 0; i < n; i++)
+            free(rows[i].site);
+        free(rows);
     }
     ms_json_end_object(j);
     return 0;

@@ -6,6 +6,7 @@
 
 #include "store/stack_text.h"
 #include "model.h"
+#include "analyze/analyze.h"
 #include "common/u64map.h"
 
 #include <stddef.h>
@@ -38,10 +39,11 @@ struct ms_view {
     void *flame_nodes;
     size_t flame_cap;
     struct ms_u64map flame_kids;
-    struct ms_stack_text stext; /* the native stacks' text (from the stack tree) */
-    int stext_ok;               /* stext is initialized */
-    struct ms_u64map site_idx;  /* stack id -> index into sites (uint32) */
-    char **sites;               /* per cached stack: its call site */
+    struct ms_stack_text stext;         /* the stacks' text (from the stack tree) */
+    int stext_ok;                       /* stext is initialized */
+    struct ms_site_reader *site_reader; /* the call sites' reader, kept */
+    struct ms_u64map site_idx;          /* stack id -> index into sites (uint32) */
+    char **sites;                       /* per cached stack: its call site */
     size_t nsites, capsites;
     char **owners; /* owner id -> label (index = id), loaded with the model */
     size_t nowners;

@@ -28,7 +28,7 @@ struct req {
 int64_t ms__vnum(struct req *r, const char *name, int64_t def, int64_t lo, int64_t hi);
 /* Time parameter name (ns from r->origin) as an absolute time; def (absolute) when absent. */
 int64_t ms__vtnum(struct req *r, const char *name, int64_t def);
-/* A stack's call site (the first frame of the program's own code), cached; at most len
+/* A stack's call site (ms_stack_site: the analyses' rule), cached; at most len
  * bytes into out. */
 void ms__vstack_site(struct ms_view *v, uint32_t id, char *out, size_t len);
 /* Insight's inefficiency flags of block i under r's thresholds (0: not accessed, efficient). */

@@ -35,7 +35,9 @@ export function renderSummary() {
     tb.textContent = "";
     for (const r of rows) {
       const tr = el("tr", { class: "row" });
-      tr.append(el("td", { class: "num" }, bytes(r.bytes)), el("td", { class: "site", title: r.site }, r.site));
+      // one row per call site (the analyses' rule); a click shows its largest stack
+      const title = r.stacks > 1 ? `${r.site}: ${r.stacks} stacks, the largest shown on click` : r.site;
+      tr.append(el("td", { class: "num" }, bytes(r.bytes)), el("td", { class: "site", title }, r.site));
       tr.onclick = () => showStack(r.stack_id, r.site);
       tb.append(tr);
     }

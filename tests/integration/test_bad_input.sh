@@ -33,6 +33,25 @@ usage_case collect-mode collect-mode run --collect-mode=later -o "$TMP/u.db" -- 
 usage_case log-level log-level run --log-level=loud -o "$TMP/u.db" -- $(witness)
 usage_case output-no-value "output|-o|'o'" run --output-path
 usage_case no-program "program" run -o "$TMP/u.db"
+# A mistyped command that is no program on PATH (issue 47): a usage error naming the command
+# meant, not a run of a program called "anaylze" (exit 127).
+usage_case typo-analyze "did you mean analyze\?" anaylze "$TMP/u.db"
+usage_case typo-report "did you mean report\?" reprot "$TMP/u.db"
+usage_case typo-run "did you mean run\?" rnu -o "$TMP/u.db" -- $(witness)
+usage_case typo-help "did you mean help\?" hlep
+# The same words as programs: on PATH, or given as a path, they run (msMemScope's form).
+mkdir -p "$TMP/bin"
+printf '#!/bin/sh\necho "$0 ran" >"%s"\n' "$W" >"$TMP/bin/anaylze"
+chmod 755 "$TMP/bin/anaylze"
+for form in anaylze "$TMP/bin/anaylze"; do
+    rm -f "$W"
+    PATH="$TMP/bin:$PATH" "$MEMSCOPE" -q -o "$TMP/typo.db" "$form" >/dev/null 2>"$TMP/typo.err"
+    assert_eq "a program called anaylze ($form): runs, exit 0" 0 "$?"
+    assert_eq "... it ran" "$TMP/bin/anaylze ran" "$(cat "$W" 2>/dev/null)"
+done
+# A word far from every command is the program to run, as before.
+ms farword memscope-no-such-command-anywhere
+assert_eq "a word close to no command: run, status 127" 127 "$RC"
 
 # A program that does not exist: a clear error naming it, non-zero exit.
 ms missing run --format=db -o "$TMP/m.db" -- "$TMP/no/such/program"

@@ -62,6 +62,8 @@ int run_find_agent(char *out, size_t len);
 /* mkdir -p with mode 0700; 0 or -errno. The outermost directory it made goes to made (len
  * bytes), "" when none. */
 int run_mkdir_p(const char *path, char *made, size_t len);
+/* Removes dir, then its parents, while they are empty and inside made (run_mkdir_p's). */
+void run_rmdirs(const char *dir, const char *made);
 /* Removes dir's files (one level) and dir; 0 or -errno. */
 int run_remove_tree(const char *dir);
 /* Prints the agents' <pid>.msg files of the trace directory dir on stderr and removes them. */

@@ -268,21 +268,7 @@ static void undo_output(struct run_paths *p)
     run_unlock_output();
     if (p->made_run_dir)
         rmdir(p->out_dir);
-    size_t top = strlen(p->made_dir);
-    if (!top)
-        return;
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", p->base_dir);
-    /* base_dir, then its parents, as long as they are inside the outermost one made */
-    while (strlen(dir) >= top && !strncmp(dir, p->made_dir, top) &&
-           (dir[top] == 0 || dir[top] == '/')) {
-        if (rmdir(dir) < 0)
-            break;
-        char *slash = strrchr(dir, '/');
-        if (!slash || slash == dir)
-            break;
-        *slash = 0;
-    }
+    run_rmdirs(p->base_dir, p->made_dir);
 }
 
 /* The program's environment additions (putenv keeps the pointers: static storage) into

@@ -276,6 +276,23 @@ int run_mkdir_p(const char *path, char *made, size_t len)
     return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
+/* Removes dir and its parents while they are empty and inside made (what run_mkdir_p made). */
+void run_rmdirs(const char *dir, const char *made)
+{
+    size_t top = strlen(made);
+    char d[PATH_MAX];
+    if (!top || snprintf(d, sizeof d, "%s", dir) >= (int)sizeof d)
+        return;
+    while (strlen(d) >= top && !strncmp(d, made, top) && (d[top] == 0 || d[top] == '/')) {
+        if (rmdir(d) < 0)
+            break;
+        char *slash = strrchr(d, '/');
+        if (!slash || slash == d)
+            break;
+        *slash = 0;
+    }
+}
+
 /* Removes the files of dir (one level: a trace directory memscope made) and dir. */
 int run_remove_tree(const char *dir)
 {

@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include "common/ms_error.h"
+#include "store/db_explain.h"
 #include "store/schema.h"
 #include "store/store.h"
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
@@ -40,7 +41,8 @@ int cli_view_input(const char *what, const char *path, struct cli_view_input *in
     }
 #ifndef MEMSCOPE_HAVE_SNAPSHOT
     if (!S_ISDIR(st.st_mode))
-        return cli_error("%s: %s is neither a memscope database nor a trace directory", what, path);
+        return cli_error("%s: '%s' is not a memscope database or trace directory: it is %s", what,
+                         path, ms_file_kind(path));
 #endif
     const char *t = getenv("TMPDIR");
     if (snprintf(in->dir, sizeof in->dir, "%s/memscope-view-XXXXXX", t && *t ? t : "/tmp") >=
@@ -63,9 +65,16 @@ int cli_view_input(const char *what, const char *path, struct cli_view_input *in
         struct ms_snapshot s;
         ms_snapshot_init(&s, NULL);
         rc = ms_snapshot_load_file(&s, path);
-        if (rc)
-            snprintf(err, sizeof err, "%s: neither a memscope database nor a snapshot: %s", path,
+        const char *kind = ms_file_kind(path);
+        if (rc && (!strcmp(kind, "a pickle") || !strcmp(kind, "a JSON file")))
+            snprintf(err, sizeof err,
+                     "'%s' is %s, but not a PyTorch memory snapshot memscope reads: %s", path, kind,
                      s.err);
+        else if (rc)
+            snprintf(err, sizeof err,
+                     "'%s' is not a memscope database, trace directory or PyTorch memory "
+                     "snapshot: it is %s",
+                     path, kind);
         else
             rc = ms_snapshot_write_db(&s, path, in->db, ms_schema_sql, ms_schema_index_sql, err,
                                       sizeof err);

@@ -125,4 +125,48 @@ assert_ne "export of a missing file: exit status" 0 "$RC"
 assert_match "export of a missing file: message names it" "no-such\.db" "$(cat "$TMP/badexport2.err")"
 ms badexport3 export "$TMP/not.db" --format=xml
 assert_eq "export --format=xml: exit status" 2 "$RC"
+# A damaged database says so, and a file that never was one says what it is (issue 47): each
+# command that reads a database, one line, status 1.
+# one_line_error NAME REGEX ARGS...: memscope ARGS fails with status 1 and one line matching REGEX.
+one_line_error() {
+    local name=$1 re=$2
+    shift 2
+    ms "$name" "$@"
+    assert_eq "$name: exit status" 1 "$RC"
+    assert_eq "$name: stderr lines" 1 "$(wc -l <"$TMP/$name.err")"
+    assert_match "$name: message" "$re" "$(cat "$TMP/$name.err")"
+}
+ms good run -q -o "$TMP/good.db" -- "$PROGS/live_at_exit"
+size=$(stat -c %s "$TMP/good.db")
+head -c 30000 "$TMP/good.db" >"$TMP/cut.db"
+cut_re="'$TMP/cut\.db' is damaged: truncated to 30000 of its $size bytes"
+one_line_error cut-analyze "$cut_re" analyze leaks "$TMP/cut.db"
+one_line_error cut-export "$cut_re" export "$TMP/cut.db" --format=csv -o "$TMP/cut.csv"
+one_line_error cut-export-db "$cut_re" export "$TMP/cut.db" --format=db -o "$TMP/cutfull.db"
+one_line_error cut-report "$cut_re" report "$TMP/cut.db" -o "$TMP/cut.html"
+one_line_error cut-plot "$cut_re" plot "$TMP/cut.db" -o "$TMP/cut.svg"
+head -c 50 "$TMP/good.db" >"$TMP/cut50.db"
+one_line_error cut-header "damaged: truncated to 50 bytes, inside its header" \
+    analyze leaks "$TMP/cut50.db"
+# the right size, its pages after the first zeroed
+cp "$TMP/good.db" "$TMP/zero.db"
+page=$(od -An -tu1 -j16 -N2 "$TMP/good.db" | awk '{print $1 * 256 + $2}')
+dd if=/dev/zero of="$TMP/zero.db" bs="$page" seek=1 count=$((size / page - 1)) conv=notrunc \
+    2>/dev/null
+one_line_error zeroed "'$TMP/zero\.db' is damaged \(SQLite: database disk image is malformed\)" \
+    analyze leaks "$TMP/zero.db"
+sqlite3 "$TMP/other.db" "CREATE TABLE t(x)"
+one_line_error other-sqlite "is not a memscope database: it is an SQLite database without memscope's meta table" \
+    analyze leaks "$TMP/other.db"
+printf 'some notes\n' >"$TMP/notes.txt"
+text_re="'$TMP/notes\.txt' is not a memscope database, trace directory or PyTorch memory snapshot: it is a text file$"
+one_line_error text-report "$text_re" report "$TMP/notes.txt" -o "$TMP/notes.html"
+one_line_error text-view "$text_re" view "$TMP/notes.txt" --port 0
+one_line_error text-analyze "'$TMP/notes\.txt' is not a memscope database: it is a text file$" \
+    analyze leaks "$TMP/notes.txt"
+one_line_error text-export "not a memscope database: it is a text file$" \
+    export "$TMP/notes.txt" --format=csv -o "$TMP/notes.csv"
+printf '\x80\x04K\x01.' >"$TMP/int.pickle"
+one_line_error pickle-report "'$TMP/int\.pickle' is a pickle, but not a PyTorch memory snapshot memscope reads: " \
+    report "$TMP/int.pickle" -o "$TMP/int.html"
 done_testing

@@ -322,11 +322,15 @@ fi
 seq 1 1000 >"$TMP/notdb.db"
 ms notdb view "$TMP/notdb.db"
 assert_eq "not a database: exit status 1" 1 "$RC"
-assert_match "not a database: says so" "neither a memscope database nor a snapshot" "$(cat "$TMP/notdb.err")"
+assert_match "not a database: says what it is" \
+    "is not a memscope database, trace directory or PyTorch memory snapshot: it is a text file" \
+    "$(cat "$TMP/notdb.err")"
 head -c 20000 "$TMP/known.db" >"$TMP/trunc.db"
 ms trunc view "$TMP/trunc.db"
 assert_eq "truncated database: exit status 1" 1 "$RC"
 assert_match "truncated database: one error line" "^memscope: view: " "$(head -1 "$TMP/trunc.err")"
+assert_match "truncated database: says so" "trunc\.db' is damaged: truncated to 20000 of its" \
+    "$(cat "$TMP/trunc.err")"
 ms missing view "$TMP/none.db"
 assert_eq "no such file: exit status 1" 1 "$RC"
 ms badport view "$TMP/known.db" --port 70000

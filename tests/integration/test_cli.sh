@@ -137,6 +137,21 @@ assert_match "a directory: says so" "cannot run '$TMP': it is a directory" \
     "$("$MEMSCOPE" run -o "$TMP/fs/x.db" -- "$TMP" 2>&1)"
 assert_match "not on PATH: says so" "no such program on PATH" \
     "$("$MEMSCOPE" run -o "$TMP/fs/x.db" -- memscope-no-such-command-anywhere 2>&1)"
+# A program started through a symbolic link (redis-server -> redis-check-rdb) is named by the
+# link, as it was started (issue 47): processes.exe, the analyses; its stacks still symbolized.
+mkdir -p "$TMP/lnk"
+ln -s "$PROGS/live_at_exit" "$TMP/lnk/linked_name"
+(cd "$TMP/lnk" && "$MEMSCOPE" run -q -o "$TMP/lnk1.db" -- ./linked_name >/dev/null)
+PATH="$TMP/lnk:$PATH" "$MEMSCOPE" -q -o "$TMP/lnk2.db" linked_name >/dev/null
+for db in lnk1 lnk2; do
+    assert_eq "started as a link ($db): processes.exe is the link" "$TMP/lnk/linked_name" \
+        "$(q "$TMP/$db.db" "SELECT exe FROM processes")"
+    "$MEMSCOPE" analyze leaks "$TMP/$db.db" >"$TMP/$db.leaks"
+    assert_match "... the analyses name it" "^  process 1 linked_name \(pid [0-9]+\), heap" \
+        "$(sed -n 2p "$TMP/$db.leaks")"
+    assert_match "... its stacks are symbolized" \
+        "^ +160118 +8  ms_progs_leak_site \(.*live_at_exit\.c:[0-9]+\)" "$(cat "$TMP/$db.leaks")"
+done
 MEMSCOPE_FAULT_CONVERT=1 "$MEMSCOPE" run -o "$TMP/fault.db" -- "$PROGS/alloc_funcs" \
     >/dev/null 2>"$TMP/fault.err"
 assert_eq "a failed conversion after a program that exited 0: status 1" 1 "$?"

@@ -4,6 +4,7 @@
  * own beside pass 2 in a compact conversion. Workload: once per process after pass 1; per
  * distinct pc a lookup, per stack its frames joined. */
 #include "convert_internal.h"
+#include "demangle.h"
 
 /* ---- Symbolization: modules, strings, frames, stacks ---------------------------------------- */
 
@@ -35,22 +36,11 @@ static const char *base_name(const char *path)
     return s ? s + 1 : path;
 }
 
-/* libstdc++'s demangler (a C function: <cxxabi.h> is C++ only). */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
-
-/* The readable name of a C++ symbol ("_ZN3foo3barEi" -> "foo::bar(int)"), malloc'd, or NULL
- * when name is not a mangled C++ name (or the demangler runs out of memory). */
+/* The readable name of a C++ or Rust symbol (demangle.h), malloc'd, or NULL when name is not
+ * a mangled name (or is damaged, or memory ran out). */
 static char *demangle(const char *name)
 {
-    if (!name || name[0] != '_' || name[1] != 'Z' || strlen(name) > 4096)
-        return NULL;
-    int status = -1;
-    char *d = __cxa_demangle(name, NULL, NULL, &status);
-    if (status != 0) {
-        free(d);
-        return NULL;
-    }
-    return d;
+    return ms_demangle(name);
 }
 
 /* Formats one c_text line (docs/database.md, "Symbolized frames"). */

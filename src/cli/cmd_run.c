@@ -194,6 +194,7 @@ static int plan_output(const struct run_options *o, struct run_paths *p)
         while (l > 1 && p->out_dir[l - 1] == '/')
             p->out_dir[--l] = 0;
     }
+    snprintf(p->base_dir, sizeof p->base_dir, "%s", p->out_dir); /* for undo_output too */
     int rc = run_mkdir_p(p->out_dir, p->made_dir, sizeof p->made_dir);
     if (rc < 0) {
         cli_error("cannot create output directory '%s': %s", p->out_dir, ms_strerror(rc));
@@ -225,7 +226,6 @@ static int plan_output(const struct run_options *o, struct run_paths *p)
     /* A directory receives msMemScope's layout: a folder of this run, memscope_<pid>_<stamp>
      * (<pid>: memscope's own, so that runs in the same second stay apart), holding
      * memscope_dump_<stamp>.db or .csv (docs/cli.md). */
-    snprintf(p->base_dir, sizeof p->base_dir, "%s", p->out_dir);
     p->made_run_dir = 0;
     if (!p->out_is_file && o->format != FMT_TRACE) {
         char run_dir[PATH_MAX + 64];

@@ -283,8 +283,10 @@ void run_rmdirs(const char *dir, const char *made)
     char d[PATH_MAX];
     if (!top || snprintf(d, sizeof d, "%s", dir) >= (int)sizeof d)
         return;
+    if (strstr(d + (strlen(d) > top ? top : strlen(d)), "/.."))
+        return; /* "made/../x" is not inside made: remove nothing */
     while (strlen(d) >= top && !strncmp(d, made, top) && (d[top] == 0 || d[top] == '/')) {
-        if (rmdir(d) < 0)
+        if (rmdir(d) < 0 && errno != ENOENT) /* not made: a failed mkdir -p */
             break;
         char *slash = strrchr(d, '/');
         if (!slash || slash == d)

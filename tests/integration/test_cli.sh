@@ -131,6 +131,10 @@ for prog in "$TMP/no-such-program" "$TMP/fs-text" "$TMP" memscope-no-such-comman
         assert_eq "... the existing output directory stays, empty" "" "$(ls -A "$TMP/fs-kept")"
     done
 done
+# ... and never a directory that was there, even when reached through one it made
+mkdir -p "$TMP/fs2/kept"
+"$MEMSCOPE" run -o "$TMP/fs2/made/../kept" -- "$TMP/no-such-program" 2>/dev/null
+assert_eq "-o made/../kept: the existing directory stays" yes "$([ -d "$TMP/fs2/kept" ] && echo yes)"
 assert_match "a file without execute permission: says so" "fs-text': it is not executable" \
     "$("$MEMSCOPE" run -o "$TMP/fs/x.db" -- "$TMP/fs-text" 2>&1)"
 assert_match "a directory: says so" "cannot run '$TMP': it is a directory" \

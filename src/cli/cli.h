@@ -48,6 +48,11 @@ void cli_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
  * still writing its trace (its agent keeps the descriptor). */
 int cli_holds_file(long pid, const char *path);
 
+/* view_input.c: whether the file at path, which the snapshot reader refused with err, is no
+ * snapshot at all (not a damaged one): its first byte already failed, or it is empty, an SQLite
+ * database, a trace; *kind gets what it is (ms_file_kind). */
+int cli_not_snapshot(const char *path, const char *err, const char **kind);
+
 /* run_files.c (memscope run's helpers; docs/cli.md, "Files") */
 /* Takes the lock of out_file (<out_file>.lock) until exit: 0, -EBUSY when another run holds it,
  * or -errno. */

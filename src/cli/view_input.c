@@ -11,6 +11,7 @@
 #include "snapshot/snapshot.h"
 #endif
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -29,6 +30,19 @@ static int is_sqlite(const char *path)
     size_t n = fread(head, 1, sizeof head, f);
     fclose(f);
     return n == sizeof head && !memcmp(head, "SQLite format 3", 16);
+}
+
+int cli_not_snapshot(const char *path, const char *err, const char **kind)
+{
+    *kind = ms_file_kind(path);
+    if (!strcmp(*kind, "a pickle") || !strcmp(*kind, "a JSON file") || !strcmp(*kind, "unreadable"))
+        return 0;
+    if (!strcmp(*kind, "a text file") || !strcmp(*kind, "binary data")) {
+        /* a protocol 0 pickle reads as text: only a failure on its first byte says it is none */
+        const char *at = strstr(err, "at byte offset ");
+        return at && at[15] == '0' && !isdigit((unsigned char)at[16]);
+    }
+    return 1; /* empty, an SQLite database, a trace file, a directory */
 }
 
 int cli_view_input(const char *what, const char *path, struct cli_view_input *in)
@@ -65,16 +79,16 @@ int cli_view_input(const char *what, const char *path, struct cli_view_input *in
         struct ms_snapshot s;
         ms_snapshot_init(&s, NULL);
         rc = ms_snapshot_load_file(&s, path);
-        const char *kind = ms_file_kind(path);
-        if (rc && (!strcmp(kind, "a pickle") || !strcmp(kind, "a JSON file")))
-            snprintf(err, sizeof err,
-                     "'%s' is %s, but not a PyTorch memory snapshot memscope reads: %s", path, kind,
-                     s.err);
-        else if (rc)
+        const char *kind;
+        if (rc && cli_not_snapshot(path, s.err, &kind))
             snprintf(err, sizeof err,
                      "'%s' is not a memscope database, trace directory or PyTorch memory "
                      "snapshot: it is %s",
                      path, kind);
+        else if (rc)
+            snprintf(err, sizeof err,
+                     "'%s' is %s, but not a PyTorch memory snapshot memscope reads: %s", path, kind,
+                     s.err);
         else
             rc = ms_snapshot_write_db(&s, path, in->db, ms_schema_sql, ms_schema_index_sql, err,
                                       sizeof err);

@@ -67,7 +67,7 @@ const char *ms_file_kind(const char *path)
         return "an SQLite database";
     if (len >= 8 && !memcmp(b, MS_TRACE_MAGIC, 8))
         return "a memscope trace file";
-    if (b[0] == 0x80 && len >= 2 && b[1] >= 2 && b[1] <= 5)
+    if (b[0] == 0x80) /* PROTO: a pickle of protocol 2 or later (PyTorch's are) */
         return "a pickle";
     size_t i = 0;
     while (i < len && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t'))

@@ -166,6 +166,16 @@ one_line_error text-analyze "'$TMP/notes\.txt' is not a memscope database: it is
     analyze leaks "$TMP/notes.txt"
 one_line_error text-export "not a memscope database: it is a text file$" \
     export "$TMP/notes.txt" --format=csv -o "$TMP/notes.csv"
+if "$MEMSCOPE" --help | grep -q "memscope snapshot"; then
+    one_line_error text-snapshot "'$TMP/notes\.txt' is not a PyTorch memory snapshot: it is a text file$" \
+        snapshot "$TMP/notes.txt"
+    one_line_error db-snapshot "'$TMP/good\.db' is not a PyTorch memory snapshot: it is an SQLite database \(a memscope database is read by" \
+        snapshot "$TMP/good.db"
+fi
+mkdir -p "$TMP/textpack"
+cp "$TMP/notes.txt" "$TMP/textpack/1.0.mst"
+one_line_error text-pack "'$TMP/textpack/1\.0\.mst' is not a memscope trace: it is a text file$" \
+    pack "$TMP/textpack"
 printf '\x80\x04K\x01.' >"$TMP/int.pickle"
 one_line_error pickle-report "'$TMP/int\.pickle' is a pickle, but not a PyTorch memory snapshot memscope reads: " \
     report "$TMP/int.pickle" -o "$TMP/int.html"

@@ -46,6 +46,14 @@ static void put_n(struct out *o, const char *s, size_t n)
     o->len += n;
 }
 
+/* The output as a string of its own size (the buffer is the cap's). */
+static char *out_finish(struct out *o)
+{
+    o->p[o->len] = 0;
+    char *r = realloc(o->p, o->len + 1);
+    return r ? r : o->p;
+}
+
 static void put(struct out *o, const char *s)
 {
     put_n(o, s, strlen(s));
@@ -839,8 +847,7 @@ static char *demangle_v0(const char *name)
         free(o.p);
         return NULL;
     }
-    o.p[o.len] = 0;
-    return o.p;
+    return out_finish(&o);
 }
 
 /* ---- legacy ---- */
@@ -967,8 +974,7 @@ static char *demangle_legacy(const char *name)
         free(o.p);
         return NULL;
     }
-    o.p[o.len] = 0;
-    return o.p;
+    return out_finish(&o);
 }
 
 /* ---- entry points ---- */

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -415,6 +416,38 @@ static size_t read_small(const char *path, char *buf, size_t cap)
     return n;
 }
 
+/* The executable's path as the program was started (into exe, len bytes; its length, or -1):
+ * the name given to execve (AT_EXECFN), made absolute, when it is the file /proc/self/exe
+ * names. A program started through a symbolic link (redis-server, a link to redis-check-rdb;
+ * python3 to python3.11) is then named by the link, as the user knows it, and the path still
+ * opens the same file for symbolization. Not when the name is another file (a script: exe is
+ * its interpreter), is gone, or was relative to a directory the process has since left. */
+static ssize_t started_path(char *exe, size_t len)
+{
+    const char *fn = (const char *)getauxval(AT_EXECFN);
+    struct stat a, b;
+    if (!fn || !fn[0] || stat("/proc/self/exe", &a) < 0)
+        return -1;
+    size_t n = 0;
+    if (fn[0] != '/') {
+        if (!getcwd(exe, len))
+            return -1;
+        n = strlen(exe);
+        while (fn[0] == '.' && fn[1] == '/') /* "./prog": no "/./" in the name */
+            for (fn += 2; *fn == '/';)
+                fn++;
+        if (n > 1 && n < len)
+            exe[n++] = '/';
+    }
+    size_t fl = strlen(fn);
+    if (n + fl >= len)
+        return -1;
+    memcpy(exe + n, fn, fl + 1);
+    if (stat(exe, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+        return -1;
+    return (ssize_t)(n + fl);
+}
+
 /* The PROCESS record: exe path and argv, written once per image (and per forked child). */
 void writer_process_record(void)
 {
@@ -422,7 +455,9 @@ void writer_process_record(void)
     static char cmd[MS_TRACE_MAX_CMDLINE];
     struct tstate *t = &agent_tls;
     struct stream *s = &t->s[0];
-    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe);
+    ssize_t el = started_path(exe, sizeof exe);
+    if (el < 0)
+        el = readlink("/proc/self/exe", exe, sizeof exe);
     if (el < 0)
         el = 0;
     size_t cl = read_small("/proc/self/cmdline", cmd, sizeof cmd);

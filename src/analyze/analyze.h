@@ -30,6 +30,8 @@ struct ms_analyze_opts {
     int write_back;                         /* inefficient: store findings in the database */
     int layer;                              /* restrict to one layer id (0 = all memory layers) */
     const char *csv_path; /* compare --csv FILE: msMemScope's op-sequence compare CSV */
+    int csv_no_ops_ok;    /* compare: with no op on either side, csv_path gets the header
+                             lines only (memscope --compare) instead of an error (--csv) */
     int by_stack;         /* decompose --by=stack: the tree's levels are stack frames */
     int accessed_only;    /* inefficient --accessed-only: only blocks with accesses (the
                                  tensors) take part, as msMemScope scopes to its tensor pools */

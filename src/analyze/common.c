@@ -5,6 +5,7 @@
 
 #include "common/ms_error.h"
 #include "common/grow.h"
+#include "store/db_explain.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -86,10 +87,9 @@ int ms_analyze_open(const char *path, int writable, sqlite3 **db, char *err, siz
         return MS_EDB;
     }
     if (version < 1) {
-        snprintf(err, errlen, "'%s' is not a memscope database", path);
         sqlite3_close(*db);
         *db = NULL;
-        return MS_EFORMAT;
+        return ms_db_explain(path, err, errlen); /* damaged, truncated, or never one */
     }
     if (version > MS_DB_FORMAT_VERSION) {
         snprintf(err, errlen,

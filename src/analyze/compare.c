@@ -397,7 +397,7 @@ int ms_analyze_compare(struct ms_actx *x)
         }
     }
     if (o->csv_path) {
-        if (!ops) {
+        if (!ops && !o->csv_no_ops_ok) {
             snprintf(err, errlen,
                      "compare: --csv needs ops (memscope_range_push/pop), and "
                      "neither side has any");
@@ -485,6 +485,10 @@ int ms_analyze_compare(struct ms_actx *x)
             }
             if (n < sm.ndiffer)
                 fprintf(out, "  ... %zu more\n", sm.ndiffer - n);
+        } else if (o->csv_path) {
+            fprintf(out, "\n== Ops ==\nNeither run has ops (memscope_range_push/pop; PyTorch ops "
+                         "with --events=access or launch): the op compare CSV holds its header "
+                         "lines only.\n");
         }
     }
     rc = 0;

@@ -52,17 +52,27 @@ void cli_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
  * still writing its trace (its agent keeps the descriptor). */
 int cli_holds_file(long pid, const char *path);
 
+/* view_input.c: whether the file at path, which the snapshot reader refused with err, is no
+ * snapshot at all (not a damaged one): its first byte already failed, or it is empty, an SQLite
+ * database, a trace; *kind gets what it is (ms_file_kind). */
+int cli_not_snapshot(const char *path, const char *err, const char **kind);
+
 /* run_files.c (memscope run's helpers; docs/cli.md, "Files") */
 /* Takes the lock of out_file (<out_file>.lock) until exit: 0, -EBUSY when another run holds it,
  * or -errno. */
 int run_lock_output(const char *out_file);
+/* Releases that lock now and removes the lock file if this run made it (else done at exit). */
+void run_unlock_output(void);
 /* The directory of the running memscope binary in buf (len bytes); 0 or -1. */
 int run_exe_dir(char *buf, size_t len);
 /* libmemscope.so: $MEMSCOPE_AGENT, beside the binary, or in the install tree (realpath in out,
  * len bytes); 0 or -1. */
 int run_find_agent(char *out, size_t len);
-/* mkdir -p with mode 0700; 0 or -errno. */
-int run_mkdir_p(const char *path);
+/* mkdir -p with mode 0700; 0 or -errno. The outermost directory it made goes to made (len
+ * bytes), "" when none. */
+int run_mkdir_p(const char *path, char *made, size_t len);
+/* Removes dir, then its parents, while they are empty and inside made (run_mkdir_p's). */
+void run_rmdirs(const char *dir, const char *made);
 /* Removes dir's files (one level) and dir; 0 or -errno. */
 int run_remove_tree(const char *dir);
 /* Prints the agents' <pid>.msg files of the trace directory dir on stderr and removes them. */

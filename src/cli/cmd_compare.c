@@ -5,6 +5,9 @@
  * main() when the msMemScope form carries --compare. */
 #include "cli.h"
 
+#include "analyze/analyze.h"
+#include "common/ms_error.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -70,9 +73,10 @@ int cmd_compare_ms(int argc, char **argv)
     if (ends_with(a, ".csv") || ends_with(b, ".csv"))
         return usage_error("--compare: memscope compares its databases (.db), not CSV files: "
                            "give the runs' databases");
-    char csv[4200];
-    char *args[8] = {"analyze", "compare", a, "--with", b, NULL, NULL, NULL};
-    int n = 5;
+    char csv[4200], made[4096] = "", err[1024] = "";
+    struct ms_analyze_opts ao;
+    ms_analyze_opts_init(&ao);
+    ao.other_db = b;
     if (outdir) {
         char stamp[32];
         time_t now = time(NULL);
@@ -81,8 +85,25 @@ int cmd_compare_ms(int argc, char **argv)
         if (snprintf(csv, sizeof csv, "%s/memscope_compare_%s.csv", outdir, stamp) >=
             (int)sizeof csv)
             return usage_error("--compare: output path too long");
-        args[n++] = "--csv";
-        args[n++] = csv;
+        int rc = run_mkdir_p(outdir, made, sizeof made); /* msMemScope creates it too */
+        if (rc < 0) {
+            cli_error("--compare: cannot create output directory '%s': %s", outdir,
+                      ms_strerror(rc));
+            return 1;
+        }
+        ao.csv_path = csv;
+        ao.csv_no_ops_ok = 1; /* the CSV of runs without ops: its header lines */
     }
-    return cmd_analyze(n, args);
+    int rc = ms_analyze_run_list(a, "compare", &ao, stdout, err, sizeof err);
+    if (rc < 0 && outdir)
+        run_rmdirs(outdir, made); /* what this made, if still empty */
+    if (rc == MS_EINVAL)
+        return usage_error("--compare: %s", err[0] ? err : ms_strerror(rc));
+    if (rc < 0) {
+        cli_error("--compare: %s", err[0] ? err : ms_strerror(rc));
+        return 1;
+    }
+    if (outdir && cli_log_level <= 1)
+        fprintf(stderr, "memscope: op compare CSV written to %s\n", csv);
+    return 0;
 }

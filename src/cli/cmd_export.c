@@ -3,6 +3,7 @@
  * `memscope export run.db --format=db [-o full.db]`: the full database (one row per event,
  * memscope_dump) of a compact one (ms_store_expand). */
 #include "cli.h"
+#include "store/db_explain.h"
 
 #include "common/ms_error.h"
 #include "common/files.h"
@@ -74,6 +75,8 @@ static int export_db(const char *db, const char *out)
         cli_error("export: %s is already a full database (it has every event)", db);
         return 1;
     }
+    if (rc == MS_EFORMAT && strstr(err, "not a memscope database"))
+        ms_db_explain(db, err, sizeof err); /* damaged, truncated, or never one */
     if (rc < 0) {
         cli_error("export: %s", err[0] ? err : ms_strerror(rc));
         return 1;
@@ -156,6 +159,8 @@ int cmd_export(int argc, char **argv)
         snprintf(err, sizeof err, "cannot write to stdout: %m");
         rc = MS_EIO;
     }
+    if (rc == MS_EFORMAT && strstr(err, "not a memscope database"))
+        ms_db_explain(db, err, sizeof err); /* damaged, truncated, or never one */
     if (rc < 0) {
         cli_error("export: %s", err[0] ? err : ms_strerror(rc));
         return 1;

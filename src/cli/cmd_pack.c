@@ -6,6 +6,7 @@
 
 #include "common/ms_error.h"
 #include "common/files.h"
+#include "store/db_explain.h"
 #include "trace/pack.h"
 #include "trace/reader.h"
 
@@ -60,8 +61,12 @@ static int pack_locked(const char *path, int workers, struct ms_pack_stats *tota
         return 0;
     }
     if (rc < 0) {
-        cli_error("pack: %s: %s", path,
-                  rc == MS_EFORMAT ? "not a memscope trace" : ms_strerror(rc));
+        const char *kind = ms_file_kind(path);
+        if (strcmp(kind, "a memscope trace file") != 0 && strcmp(kind, "unreadable") != 0)
+            cli_error("pack: '%s' is not a memscope trace: it is %s", path, kind);
+        else
+            cli_error("pack: %s: %s", path,
+                      rc == MS_EFORMAT ? "not a memscope trace" : ms_strerror(rc));
         return -1;
     }
     char tmp[PATH_MAX + 64];

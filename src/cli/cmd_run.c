@@ -43,7 +43,8 @@ struct run_paths {
     char abs_trace[PATH_MAX];       /* trace_dir, absolute */
     char base_dir[PATH_MAX];        /* the directory named by -o */
     int out_is_file;                /* -o named the file itself */
-    int out_dir_existed, made_run_dir;
+    char made_dir[PATH_MAX];        /* the outermost directory made for the output, or "" */
+    int made_run_dir, made_trace_dir;
 };
 
 #define ENV_MAX 24 /* environment additions, NULL included */
@@ -193,9 +194,8 @@ static int plan_output(const struct run_options *o, struct run_paths *p)
         while (l > 1 && p->out_dir[l - 1] == '/')
             p->out_dir[--l] = 0;
     }
-    struct stat od_st;
-    p->out_dir_existed = stat(p->out_dir, &od_st) == 0;
-    int rc = run_mkdir_p(p->out_dir);
+    snprintf(p->base_dir, sizeof p->base_dir, "%s", p->out_dir); /* for undo_output too */
+    int rc = run_mkdir_p(p->out_dir, p->made_dir, sizeof p->made_dir);
     if (rc < 0) {
         cli_error("cannot create output directory '%s': %s", p->out_dir, ms_strerror(rc));
         return 1;
@@ -226,7 +226,6 @@ static int plan_output(const struct run_options *o, struct run_paths *p)
     /* A directory receives msMemScope's layout: a folder of this run, memscope_<pid>_<stamp>
      * (<pid>: memscope's own, so that runs in the same second stay apart), holding
      * memscope_dump_<stamp>.db or .csv (docs/cli.md). */
-    snprintf(p->base_dir, sizeof p->base_dir, "%s", p->out_dir);
     p->made_run_dir = 0;
     if (!p->out_is_file && o->format != FMT_TRACE) {
         char run_dir[PATH_MAX + 64];
@@ -250,12 +249,26 @@ static int plan_output(const struct run_options *o, struct run_paths *p)
             cli_error("cannot create trace directory '%s': %s", p->trace_dir, strerror(errno));
             return 1;
         }
+        p->made_trace_dir = 1;
     }
     if (!realpath(p->trace_dir, p->abs_trace)) {
         cli_error("cannot resolve '%s': %s", p->trace_dir, strerror(errno));
         return 1;
     }
     return 0;
+}
+
+/* Removes what plan_output made for a run that recorded nothing (the program could not be
+ * started, or ran untraced): the trace directory, the output's lock, the run's folder and the
+ * output directories it created, each only when it is empty; nothing that was there before. */
+static void undo_output(struct run_paths *p)
+{
+    if (p->made_trace_dir)
+        run_remove_tree(p->trace_dir); /* ours: the agent's files in it too */
+    run_unlock_output();
+    if (p->made_run_dir)
+        rmdir(p->out_dir);
+    run_rmdirs(p->base_dir, p->made_dir);
 }
 
 /* The program's environment additions (putenv keeps the pointers: static storage) into
@@ -399,8 +412,10 @@ int cmd_run(int argc, char **argv)
 
     struct run_paths rp;
     memset(&rp, 0, sizeof rp);
-    if ((rc = plan_output(&o, &rp)) != 0)
+    if ((rc = plan_output(&o, &rp)) != 0) {
+        undo_output(&rp);
         return rc;
+    }
     char *env_add[ENV_MAX];
     agent_environment(&o, &rp, agent_path, env_add);
 
@@ -413,9 +428,14 @@ int cmd_run(int argc, char **argv)
     int exec_errno = 0;
     pid_t pid = spawn(o.prog, env_add, &exec_errno);
     if (pid < 0) {
-        cli_error("cannot run '%s': %s", o.prog[0], strerror(exec_errno));
-        if (o.format != FMT_TRACE)
-            run_remove_tree(rp.trace_dir);
+        struct stat pst;
+        const char *why = strerror(exec_errno);
+        if (exec_errno == EACCES && strchr(o.prog[0], '/') && stat(o.prog[0], &pst) == 0)
+            why = S_ISDIR(pst.st_mode) ? "it is a directory" : "it is not executable";
+        else if (exec_errno == ENOENT && !strchr(o.prog[0], '/'))
+            why = "no such program on PATH";
+        cli_error("cannot run '%s': %s; nothing was recorded", o.prog[0], why);
+        undo_output(&rp);
         return 127;
     }
     child_pid = pid;
@@ -476,11 +496,7 @@ int cmd_run(int argc, char **argv)
         char why[256];
         run_untraceable_reason(o.prog[0], why, sizeof why);
         cli_error("'%s' ran untraced: %s; nothing was recorded", o.prog[0], why);
-        rmdir(rp.trace_dir); /* ours, and empty */
-        if (rp.made_run_dir && run_dir_empty(rp.out_dir))
-            rmdir(rp.out_dir); /* created by this run, for nothing */
-        if (!rp.out_dir_existed && run_dir_empty(rp.base_dir))
-            rmdir(rp.base_dir);
+        undo_output(&rp);
         return status;
     }
     struct stat tst;

@@ -93,7 +93,14 @@ int cmd_snapshot(int argc, char **argv)
     ms_snapshot_init(&s, NULL);
     int rc = ms_snapshot_load_file(&s, file);
     if (rc) {
-        cli_error("snapshot: %s: %s", file, s.err);
+        const char *kind;
+        if (rc == -ENOENT || rc == -EACCES || !cli_not_snapshot(file, s.err, &kind))
+            cli_error("snapshot: %s: %s", file, s.err);
+        else /* never a snapshot: what it is, not the pickle reader's complaint */
+            cli_error("snapshot: '%s' is not a PyTorch memory snapshot: it is %s%s", file, kind,
+                      !strcmp(kind, "an SQLite database")
+                          ? " (a memscope database is read by memscope analyze, view, report)"
+                          : "");
         ms_snapshot_release(&s);
         return 1;
     }

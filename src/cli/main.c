@@ -1,6 +1,7 @@
 /* main.c: the memscope command. Dispatches to one cmd_<name>() per subcommand through the
  * commands[] table; a first argument that is an option or a program (msMemScope's form,
- * `memscope [options] prog args`) means `run`. */
+ * `memscope [options] prog args`) means `run`, unless it is a mistyped command's name and no
+ * program (mistyped_command). */
 #include "cli.h"
 #include "analyze/analyze.h"
 #include "common/ms_error.h"
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int cli_log_level = 1;
@@ -117,6 +119,74 @@ int cli_holds_file(long pid, const char *path)
 }
 
 static int run_command(int argc, char **argv);
+
+/* The optimal string alignment distance between a and b (insertions, deletions, substitutions
+ * and swaps of two neighbours, each 1), capped at 9; both are short (a command name, one
+ * word of the command line: longer words are 9 away). */
+static int edit_distance(const char *a, const char *b)
+{
+    enum { N = 24 };
+    size_t la = strlen(a), lb = strlen(b);
+    if (la >= N || lb >= N)
+        return 9;
+    int d[N][N];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb] < 9 ? d[la][lb] : 9;
+}
+
+/* Whether name (no '/') is an executable file in a directory of PATH, as execvp finds it. */
+static int on_path(const char *name)
+{
+    const char *dirs = getenv("PATH");
+    char path[PATH_MAX];
+    for (const char *s = dirs ? dirs : "/usr/bin:/bin"; s;) {
+        const char *e = strchr(s, ':');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        struct stat st;
+        if (snprintf(path, sizeof path, "%.*s/%s", (int)n, n ? s : ".", name) < (int)sizeof path &&
+            access(path, X_OK) == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode))
+            return 1;
+        s = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+/* The command a mistyped first word means ("anaylze" -> "analyze"), or NULL: one edit away
+ * for names of up to 4 letters, two for longer ones. A word that names a program (a path, or a
+ * program on PATH) is never taken for a typo: msMemScope's form runs it. */
+static const char *mistyped_command(const char *word)
+{
+    static const char *const extra[] = {"help"};
+    if (!word[0] || word[0] == '-' || strchr(word, '/') || on_path(word))
+        return NULL;
+    const char *best = NULL;
+    int best_d = 9;
+    size_t n = sizeof commands / sizeof commands[0];
+    for (size_t i = 0; i < n + 1; i++) {
+        const char *name = i < n ? commands[i].name : extra[0];
+        int d = edit_distance(word, name);
+        if (d < best_d && d <= (strlen(name) <= 4 ? 1 : 2)) {
+            best_d = d;
+            best = name;
+        }
+    }
+    return best;
+}
 
 /* Everything memscope printed on stdout must have reached it (a full disk, /dev/full): else the
  * command fails, even --help and --version. */
@@ -229,6 +299,10 @@ static int run_command(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].fn(argc - 1, argv + 1);
+    const char *typo = mistyped_command(argv[1]);
+    if (typo)
+        return usage_error("'%s' is neither a command nor a program on PATH: did you mean %s?",
+                           argv[1], typo);
     /* msMemScope form: options then the program; with --compare, no program (offline compare) */
     for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
         if (!strcmp(argv[i], "--compare"))

@@ -128,7 +128,7 @@ void run_untraceable_reason(const char *program, char *why, size_t len)
 static int lock_fd = -1, lock_created;
 static char lock_path[PATH_MAX + 160];
 
-static void unlock_output(void)
+void run_unlock_output(void)
 {
     if (lock_fd < 0)
         return;
@@ -161,7 +161,7 @@ int run_lock_output(const char *out_file)
         if (fstat(fd, &a) == 0 && lstat(lock_path, &b) == 0 && a.st_dev == b.st_dev &&
             a.st_ino == b.st_ino) {
             lock_fd = fd;
-            atexit(unlock_output);
+            atexit(run_unlock_output);
             return 0;
         }
         close(fd);
@@ -242,27 +242,57 @@ int run_find_agent(char *out, size_t len)
     return -1;
 }
 
-/* Creates path and its missing parents (0700). 0 or -errno (-ENOTDIR: not a directory). */
-int run_mkdir_p(const char *path)
+/* Creates path and its missing parents (0700). 0 or -errno (-ENOTDIR: not a directory). The
+ * outermost directory it created goes to made (len bytes; "" when it created none), so that a
+ * run that fails can remove what it made and nothing else. */
+int run_mkdir_p(const char *path, char *made, size_t len)
 {
     char buf[PATH_MAX];
+    if (len)
+        made[0] = 0;
+    if (!path[0])
+        return -ENOENT;
     if (strlen(path) >= sizeof buf)
         return -ENAMETOOLONG;
     strcpy(buf, path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
+    for (char *p = buf + 1;; p++) {
+        if (*p && *p != '/')
             continue;
+        char c = *p;
         *p = 0;
-        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+        if (mkdir(buf, 0700) == 0) {
+            if (len && !made[0])
+                snprintf(made, len, "%s", buf);
+        } else if (errno != EEXIST) {
             return -errno;
-        *p = '/';
+        }
+        *p = c;
+        if (!c)
+            break;
     }
-    if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-        return -errno;
     struct stat st;
     if (stat(buf, &st) < 0)
         return -errno;
     return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+/* Removes dir and its parents while they are empty and inside made (what run_mkdir_p made). */
+void run_rmdirs(const char *dir, const char *made)
+{
+    size_t top = strlen(made);
+    char d[PATH_MAX];
+    if (!top || snprintf(d, sizeof d, "%s", dir) >= (int)sizeof d)
+        return;
+    if (strstr(d + (strlen(d) > top ? top : strlen(d)), "/.."))
+        return; /* "made/../x" is not inside made: remove nothing */
+    while (strlen(d) >= top && !strncmp(d, made, top) && (d[top] == 0 || d[top] == '/')) {
+        if (rmdir(d) < 0 && errno != ENOENT) /* not made: a failed mkdir -p */
+            break;
+        char *slash = strrchr(d, '/');
+        if (!slash || slash == d)
+            break;
+        *slash = 0;
+    }
 }
 
 /* Removes the files of dir (one level: a trace directory memscope made) and dir. */

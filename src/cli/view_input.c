@@ -4,12 +4,14 @@
 #include "cli.h"
 
 #include "common/ms_error.h"
+#include "store/db_explain.h"
 #include "store/schema.h"
 #include "store/store.h"
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
 #include "snapshot/snapshot.h"
 #endif
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -30,6 +32,19 @@ static int is_sqlite(const char *path)
     return n == sizeof head && !memcmp(head, "SQLite format 3", 16);
 }
 
+int cli_not_snapshot(const char *path, const char *err, const char **kind)
+{
+    *kind = ms_file_kind(path);
+    if (!strcmp(*kind, "a pickle") || !strcmp(*kind, "a JSON file") || !strcmp(*kind, "unreadable"))
+        return 0;
+    if (!strcmp(*kind, "a text file") || !strcmp(*kind, "binary data")) {
+        /* a protocol 0 pickle reads as text: only a failure on its first byte says it is none */
+        const char *at = strstr(err, "at byte offset ");
+        return at && at[15] == '0' && !isdigit((unsigned char)at[16]);
+    }
+    return 1; /* empty, an SQLite database, a trace file, a directory */
+}
+
 int cli_view_input(const char *what, const char *path, struct cli_view_input *in)
 {
     memset(in, 0, sizeof *in);
@@ -40,7 +55,8 @@ int cli_view_input(const char *what, const char *path, struct cli_view_input *in
     }
 #ifndef MEMSCOPE_HAVE_SNAPSHOT
     if (!S_ISDIR(st.st_mode))
-        return cli_error("%s: %s is neither a memscope database nor a trace directory", what, path);
+        return cli_error("%s: '%s' is not a memscope database or trace directory: it is %s", what,
+                         path, ms_file_kind(path));
 #endif
     const char *t = getenv("TMPDIR");
     if (snprintf(in->dir, sizeof in->dir, "%s/memscope-view-XXXXXX", t && *t ? t : "/tmp") >=
@@ -63,8 +79,15 @@ int cli_view_input(const char *what, const char *path, struct cli_view_input *in
         struct ms_snapshot s;
         ms_snapshot_init(&s, NULL);
         rc = ms_snapshot_load_file(&s, path);
-        if (rc)
-            snprintf(err, sizeof err, "%s: neither a memscope database nor a snapshot: %s", path,
+        const char *kind;
+        if (rc && cli_not_snapshot(path, s.err, &kind))
+            snprintf(err, sizeof err,
+                     "'%s' is not a memscope database, trace directory or PyTorch memory "
+                     "snapshot: it is %s",
+                     path, kind);
+        else if (rc)
+            snprintf(err, sizeof err,
+                     "'%s' is %s, but not a PyTorch memory snapshot memscope reads: %s", path, kind,
                      s.err);
         else
             rc = ms_snapshot_write_db(&s, path, in->db, ms_schema_sql, ms_schema_index_sql, err,

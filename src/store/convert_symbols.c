@@ -5,6 +5,7 @@
  * pass 2 in a compact conversion. Workload: once per process after pass 1; per distinct pc a
  * lookup, per stack a hash probe per frame. */
 #include "convert_internal.h"
+#include "demangle.h"
 
 /* ---- Symbolization: modules, strings, frames, stacks ---------------------------------------- */
 
@@ -29,22 +30,11 @@ static int intern(struct conv *c, const char *s, int64_t *id)
     return conv__step_reset(c, c->ins_string, "insert string");
 }
 
-/* libstdc++'s demangler (a C function: <cxxabi.h> is C++ only). */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
-
-/* The readable name of a C++ symbol ("_ZN3foo3barEi" -> "foo::bar(int)"), malloc'd, or NULL
- * when name is not a mangled C++ name (or the demangler runs out of memory). */
+/* The readable name of a C++ or Rust symbol (demangle.h), malloc'd, or NULL when name is not
+ * a mangled name (or is damaged, or memory ran out). */
 static char *demangle(const char *name)
 {
-    if (!name || name[0] != '_' || name[1] != 'Z' || strlen(name) > 4096)
-        return NULL;
-    int status = -1;
-    char *d = __cxa_demangle(name, NULL, NULL, &status);
-    if (status != 0) {
-        free(d);
-        return NULL;
-    }
-    return d;
+    return ms_demangle(name);
 }
 
 /* Symbolizes pc and writes its frames rows. */

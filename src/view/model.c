@@ -186,6 +186,10 @@ static int on_annotation(struct loader *L, int kind, int64_t ts, int64_t proc, c
         snprintf(num, sizeof num, "%.*s", (int)(len < 31 ? len : 31), name ? name : "");
         m->steps[m->nsteps++] = (struct ms_vstep){proc, atoll(num), ts};
     } else if (kind == MS_KIND_MARK) {
+        char head[32]; /* longer than the bookkeeping prefixes */
+        snprintf(head, sizeof head, "%.*s", (int)(len < 31 ? len : 31), name ? name : "");
+        if (ms_own_mark(head))
+            return 0; /* memscope's bookkeeping (owner tags, the module log): not the user's */
         if (ms_grow((void **)&m->marks, &m->capmarks, m->nmarks, sizeof *m->marks, 64, 1u << 20) <
             0)
             return 0; /* more marks than a picture can show: the rest are not drawn */

@@ -33,6 +33,25 @@ usage_case collect-mode collect-mode run --collect-mode=later -o "$TMP/u.db" -- 
 usage_case log-level log-level run --log-level=loud -o "$TMP/u.db" -- $(witness)
 usage_case output-no-value "output|-o|'o'" run --output-path
 usage_case no-program "program" run -o "$TMP/u.db"
+# A mistyped command that is no program on PATH (issue 47): a usage error naming the command
+# meant, not a run of a program called "anaylze" (exit 127).
+usage_case typo-analyze "did you mean analyze\?" anaylze "$TMP/u.db"
+usage_case typo-report "did you mean report\?" reprot "$TMP/u.db"
+usage_case typo-run "did you mean run\?" rnu -o "$TMP/u.db" -- $(witness)
+usage_case typo-help "did you mean help\?" hlep
+# The same words as programs: on PATH, or given as a path, they run (msMemScope's form).
+mkdir -p "$TMP/bin"
+printf '#!/bin/sh\necho "$0 ran" >"%s"\n' "$W" >"$TMP/bin/anaylze"
+chmod 755 "$TMP/bin/anaylze"
+for form in anaylze "$TMP/bin/anaylze"; do
+    rm -f "$W"
+    PATH="$TMP/bin:$PATH" "$MEMSCOPE" -q -o "$TMP/typo.db" "$form" >/dev/null 2>"$TMP/typo.err"
+    assert_eq "a program called anaylze ($form): runs, exit 0" 0 "$?"
+    assert_eq "... it ran" "$TMP/bin/anaylze ran" "$(cat "$W" 2>/dev/null)"
+done
+# A word far from every command is the program to run, as before.
+ms farword memscope-no-such-command-anywhere
+assert_eq "a word close to no command: run, status 127" 127 "$RC"
 
 # A program that does not exist: a clear error naming it, non-zero exit.
 ms missing run --format=db -o "$TMP/m.db" -- "$TMP/no/such/program"
@@ -106,4 +125,58 @@ assert_ne "export of a missing file: exit status" 0 "$RC"
 assert_match "export of a missing file: message names it" "no-such\.db" "$(cat "$TMP/badexport2.err")"
 ms badexport3 export "$TMP/not.db" --format=xml
 assert_eq "export --format=xml: exit status" 2 "$RC"
+# A damaged database says so, and a file that never was one says what it is (issue 47): each
+# command that reads a database, one line, status 1.
+# one_line_error NAME REGEX ARGS...: memscope ARGS fails with status 1 and one line matching REGEX.
+one_line_error() {
+    local name=$1 re=$2
+    shift 2
+    ms "$name" "$@"
+    assert_eq "$name: exit status" 1 "$RC"
+    assert_eq "$name: stderr lines" 1 "$(wc -l <"$TMP/$name.err")"
+    assert_match "$name: message" "$re" "$(cat "$TMP/$name.err")"
+}
+ms good run -q -o "$TMP/good.db" -- "$PROGS/live_at_exit"
+size=$(stat -c %s "$TMP/good.db")
+head -c 30000 "$TMP/good.db" >"$TMP/cut.db"
+cut_re="'$TMP/cut\.db' is damaged: truncated to 30000 of its $size bytes"
+one_line_error cut-analyze "$cut_re" analyze leaks "$TMP/cut.db"
+one_line_error cut-export "$cut_re" export "$TMP/cut.db" --format=csv -o "$TMP/cut.csv"
+one_line_error cut-export-db "$cut_re" export "$TMP/cut.db" --format=db -o "$TMP/cutfull.db"
+one_line_error cut-report "$cut_re" report "$TMP/cut.db" -o "$TMP/cut.html"
+one_line_error cut-plot "$cut_re" plot "$TMP/cut.db" -o "$TMP/cut.svg"
+head -c 50 "$TMP/good.db" >"$TMP/cut50.db"
+one_line_error cut-header "damaged: truncated to 50 bytes, inside its header" \
+    analyze leaks "$TMP/cut50.db"
+# the right size, its pages after the first zeroed
+cp "$TMP/good.db" "$TMP/zero.db"
+page=$(od -An -tu1 -j16 -N2 "$TMP/good.db" | awk '{print $1 * 256 + $2}')
+dd if=/dev/zero of="$TMP/zero.db" bs="$page" seek=1 count=$((size / page - 1)) conv=notrunc \
+    2>/dev/null
+one_line_error zeroed "'$TMP/zero\.db' is damaged \(SQLite: database disk image is malformed\)" \
+    analyze leaks "$TMP/zero.db"
+sqlite3 "$TMP/other.db" "CREATE TABLE t(x)"
+one_line_error other-sqlite "is not a memscope database: it is an SQLite database without memscope's meta table" \
+    analyze leaks "$TMP/other.db"
+printf 'some notes\n' >"$TMP/notes.txt"
+text_re="'$TMP/notes\.txt' is not a memscope database, trace directory or PyTorch memory snapshot: it is a text file$"
+one_line_error text-report "$text_re" report "$TMP/notes.txt" -o "$TMP/notes.html"
+one_line_error text-view "$text_re" view "$TMP/notes.txt" --port 0
+one_line_error text-analyze "'$TMP/notes\.txt' is not a memscope database: it is a text file$" \
+    analyze leaks "$TMP/notes.txt"
+one_line_error text-export "not a memscope database: it is a text file$" \
+    export "$TMP/notes.txt" --format=csv -o "$TMP/notes.csv"
+if "$MEMSCOPE" --help | grep -q "memscope snapshot"; then
+    one_line_error text-snapshot "'$TMP/notes\.txt' is not a PyTorch memory snapshot: it is a text file$" \
+        snapshot "$TMP/notes.txt"
+    one_line_error db-snapshot "'$TMP/good\.db' is not a PyTorch memory snapshot: it is an SQLite database \(a memscope database is read by" \
+        snapshot "$TMP/good.db"
+fi
+mkdir -p "$TMP/textpack"
+cp "$TMP/notes.txt" "$TMP/textpack/1.0.mst"
+one_line_error text-pack "'$TMP/textpack/1\.0\.mst' is not a memscope trace: it is a text file$" \
+    pack "$TMP/textpack"
+printf '\x80\x04K\x01.' >"$TMP/int.pickle"
+one_line_error pickle-report "'$TMP/int\.pickle' is a pickle, but not a PyTorch memory snapshot memscope reads: " \
+    report "$TMP/int.pickle" -o "$TMP/int.html"
 done_testing

@@ -115,6 +115,47 @@ assert_match "compact output: the hint names memscope_dump_<stamp>.db and the ex
 "$MEMSCOPE" run -o "$TMP/none.db" -- "$TMP/no-such-program" >/dev/null 2>"$TMP/none.err"
 assert_eq "a program that cannot be started: status 127" 127 "$?"
 assert_match "... says why" "cannot run '.*no-such-program': No such file" "$(cat "$TMP/none.err")"
+# A failed start (issue 47): a clear error, status 127, and nothing left of what memscope made
+# for it (the default memscopeDumpResults/, its run folder, -o's new directories, the lock);
+# an output directory that was there before stays.
+mkdir -p "$TMP/fs" "$TMP/fs-kept"
+printf 'not a program\n' >"$TMP/fs-text"
+chmod 644 "$TMP/fs-text"
+for prog in "$TMP/no-such-program" "$TMP/fs-text" "$TMP" memscope-no-such-command-anywhere; do
+    for out in "" "-o $TMP/fs/new/sub" "-o $TMP/fs/new2/x.db" "--format=trace -o $TMP/fs/new3" \
+        "-o $TMP/fs-kept"; do
+        (cd "$TMP/fs" && "$MEMSCOPE" run $out -- "$prog" >/dev/null 2>"$TMP/fs.err")
+        assert_eq "failed start of $prog ${out:-(default output)}: status 127" 127 "$?"
+        assert_eq "... one line on stderr" 1 "$(wc -l <"$TMP/fs.err")"
+        assert_eq "... nothing left in the working directory" "" "$(ls -A "$TMP/fs")"
+        assert_eq "... the existing output directory stays, empty" "" "$(ls -A "$TMP/fs-kept")"
+    done
+done
+# ... and never a directory that was there, even when reached through one it made
+mkdir -p "$TMP/fs2/kept"
+"$MEMSCOPE" run -o "$TMP/fs2/made/../kept" -- "$TMP/no-such-program" 2>/dev/null
+assert_eq "-o made/../kept: the existing directory stays" yes "$([ -d "$TMP/fs2/kept" ] && echo yes)"
+assert_match "a file without execute permission: says so" "fs-text': it is not executable" \
+    "$("$MEMSCOPE" run -o "$TMP/fs/x.db" -- "$TMP/fs-text" 2>&1)"
+assert_match "a directory: says so" "cannot run '$TMP': it is a directory" \
+    "$("$MEMSCOPE" run -o "$TMP/fs/x.db" -- "$TMP" 2>&1)"
+assert_match "not on PATH: says so" "no such program on PATH" \
+    "$("$MEMSCOPE" run -o "$TMP/fs/x.db" -- memscope-no-such-command-anywhere 2>&1)"
+# A program started through a symbolic link (redis-server -> redis-check-rdb) is named by the
+# link, as it was started (issue 47): processes.exe, the analyses; its stacks still symbolized.
+mkdir -p "$TMP/lnk"
+ln -s "$PROGS/live_at_exit" "$TMP/lnk/linked_name"
+(cd "$TMP/lnk" && "$MEMSCOPE" run -q -o "$TMP/lnk1.db" -- ./linked_name >/dev/null)
+PATH="$TMP/lnk:$PATH" "$MEMSCOPE" -q -o "$TMP/lnk2.db" linked_name >/dev/null
+for db in lnk1 lnk2; do
+    assert_eq "started as a link ($db): processes.exe is the link" "$TMP/lnk/linked_name" \
+        "$(q "$TMP/$db.db" "SELECT exe FROM processes")"
+    "$MEMSCOPE" analyze leaks "$TMP/$db.db" >"$TMP/$db.leaks"
+    assert_match "... the analyses name it" "^  process 1 linked_name \(pid [0-9]+\), heap" \
+        "$(sed -n 2p "$TMP/$db.leaks")"
+    assert_match "... its stacks are symbolized" \
+        "^ +160118 +8  ms_progs_leak_site \(.*live_at_exit\.c:[0-9]+\)" "$(cat "$TMP/$db.leaks")"
+done
 MEMSCOPE_FAULT_CONVERT=1 "$MEMSCOPE" run -o "$TMP/fault.db" -- "$PROGS/alloc_funcs" \
     >/dev/null 2>"$TMP/fault.err"
 assert_eq "a failed conversion after a program that exited 0: status 1" 1 "$?"

@@ -108,7 +108,8 @@ check_known() { # WHAT [DB analyze leaks reads, default known.db]
     # the mark and the ranges: forward encloses layer1, which encloses the activations'
     # allocation
     get "/api/summary" >/dev/null
-    assert_eq "$1: the mark, the ranges counted" "weights loaded 2" "$(js 'd["marks"][0]["name"], d["ranges"]' | tr -d "(),'")"
+    assert_eq "$1: the user's mark only (not memscope's bookkeeping marks), the ranges counted" \
+        "weights loaded|2" "$(js '"|".join(m["name"] for m in d["marks"]) + "|" + str(d["ranges"])')"
     get "/api/ranges" >/dev/null
     assert_eq "$1: ranges: name@depth in start order" "forward@0 layer1@1" \
         "$(js '" ".join("%s@%d" % (g["name"], g["depth"]) for g in d["ranges"])')"
@@ -322,11 +323,15 @@ fi
 seq 1 1000 >"$TMP/notdb.db"
 ms notdb view "$TMP/notdb.db"
 assert_eq "not a database: exit status 1" 1 "$RC"
-assert_match "not a database: says so" "neither a memscope database nor a snapshot" "$(cat "$TMP/notdb.err")"
+assert_match "not a database: says what it is" \
+    "is not a memscope database, trace directory or PyTorch memory snapshot: it is a text file" \
+    "$(cat "$TMP/notdb.err")"
 head -c 20000 "$TMP/known.db" >"$TMP/trunc.db"
 ms trunc view "$TMP/trunc.db"
 assert_eq "truncated database: exit status 1" 1 "$RC"
 assert_match "truncated database: one error line" "^memscope: view: " "$(head -1 "$TMP/trunc.err")"
+assert_match "truncated database: says so" "trunc\.db' is damaged: truncated to 20000 of its" \
+    "$(cat "$TMP/trunc.err")"
 ms missing view "$TMP/none.db"
 assert_eq "no such file: exit status 1" 1 "$RC"
 ms badport view "$TMP/known.db" --port 70000

@@ -223,12 +223,15 @@ int ms_site_frame_class(const struct ms_site_rule *r, const struct ms_frame_info
             return 1;
     if (f->function && rust_std_mangled(f->function))
         return 1;
-    if (f->file) { /* the C++ library's headers, Rust's standard library, memscope.h */
+    if (f->file) { /* memscope.h; the C++ library's headers and Rust's standard library for a
+                    * frame without a name (a named function is judged by its name: the line
+                    * of a program's function may be code inlined from the library) */
         size_t fl = strlen(f->file);
-        if (strstr(f->file, "/include/c++/") || !strncmp(f->file, "/rustc/", 7) ||
-            !strncmp(f->file, "library/alloc/", 14) || !strncmp(f->file, "library/core/", 13) ||
-            !strncmp(f->file, "library/std/", 12) ||
-            (fl >= 11 && !strcmp(f->file + fl - 11, "/memscope.h")))
+        if ((fl >= 11 && !strcmp(f->file + fl - 11, "/memscope.h")) ||
+            (!f->function &&
+             (strstr(f->file, "/include/c++/") || !strncmp(f->file, "/rustc/", 7) ||
+              !strncmp(f->file, "library/alloc/", 14) || !strncmp(f->file, "library/core/", 13) ||
+              !strncmp(f->file, "library/std/", 12))))
             return 1;
     }
     return 0;

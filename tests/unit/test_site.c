@@ -74,11 +74,20 @@ static void test_classes(void)
     CHECK_EQ(cls(NULL, "_RNvCs1234_7mycrate9build_map", prog), 0);
     CHECK_EQ(cls(NULL, "_RNCNvCs1234_7mycrate4main0", prog), 0); /* a closure of the program's */
     CHECK_EQ(cls(NULL, "_ZN7mycrate9build_map17h097360a400d51a7eE", prog), 0);
-    struct ms_frame_info rs = FR("f", NULL, "library/alloc/src/raw_vec.rs", 10, prog);
+    /* a frame in the libraries' sources without a name is theirs; a named one is judged by its
+     * name (a program's function whose line is library code inlined into it stays the site) */
+    struct ms_frame_info rs = FR(NULL, NULL, "library/alloc/src/raw_vec.rs", 10, prog);
     CHECK_EQ(ms_site_frame_class(NULL, &rs), 1);
-    struct ms_frame_info hdr =
-        FR("push_back", NULL, "/usr/include/c++/12/bits/stl_vector.h", 1287, prog);
+    struct ms_frame_info rs_named =
+        FR("<mycrate::Holder as mycrate::Keep>::keep", NULL,
+           "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/alloc/src/raw_vec/mod.rs", 433,
+           prog);
+    CHECK_EQ(ms_site_frame_class(NULL, &rs_named), 0);
+    struct ms_frame_info hdr = FR(NULL, NULL, "/usr/include/c++/12/bits/stl_vector.h", 1287, prog);
     CHECK_EQ(ms_site_frame_class(NULL, &hdr), 1);
+    struct ms_frame_info hdr_std = FR("std::vector<int, std::allocator<int> >::push_back(int&&)",
+                                      NULL, "/usr/include/c++/12/bits/stl_vector.h", 1287, prog);
+    CHECK_EQ(ms_site_frame_class(NULL, &hdr_std), 1);
     struct ms_frame_info ms = FR("memscope_tag", NULL, "/opt/include/memscope.h", 40, prog);
     CHECK_EQ(ms_site_frame_class(NULL, &ms), 1);
     /* the user's names */

@@ -1,12 +1,16 @@
-/* leaks.c: `memscope analyze leaks`: what was still live when each process ended, msMemScope's
- * step-aware leak check, and the growth of live bytes from one step end to the next.
+/* leaks.c: `memscope analyze leaks`: which call sites leak (by default, those whose live bytes
+ * keep growing from step to step: the growth rule, docs/analyses.md), what was still live when
+ * each process ended, msMemScope's step-aware leak check (its rule and console lines under
+ * --rule=msmemscope and a run's --analysis=leaks), and the growth of live bytes from one step
+ * end to the next.
  *
  * Called through ms_analyses[] by `memscope analyze` and `memscope run --analysis=`. Workload:
  * everything comes from the blocks table (one row per block lifetime; the database has no
  * index on it, docs/database.md). The live-at-exit part is one scan that returns only live
  * blocks, grouped by SQLite; the step check is one scan joined with steps by primary key; the
  * growth part streams once over the blocks allocated before the last step end and keeps one
- * difference array of step ends per stack and per owner. Runs that never called
+ * difference array of step ends per stack and per owner, and one more for the blocks still
+ * live at the last step end, from which the growth rule judges each site. Runs that never called
  * memscope_step() skip both step parts (one probe of the steps table) and get the fourth
  * instead: the blocks live at each (process, layer) peak by call site and by the tenth of the
  * run, up to the peak, they were allocated in (one rowid-bounded scan per peak), which names a

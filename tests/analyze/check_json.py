@@ -57,6 +57,8 @@ SCHEMAS = {
         "samples": [{"offset_ns": INT, "live_bytes": INT}],
         "time_fit": {"points": INT, "slope": NUM, "intercept": NUM, "r2": NUM,
                      "slope_stderr": NUM},
+        "tail_fit": {"points": INT, "slope": NUM, "intercept": NUM, "r2": NUM,
+                     "slope_stderr": NUM},
         "steps": [{"process_id": INT, "pid": INT, "exe": OPT_STR, "fit_from_step": INT,
                    "ends": [{"step": INT, "live_bytes": INT}],
                    "step_fit": {"points": INT, "slope": NUM, "intercept": NUM, "r2": NUM,

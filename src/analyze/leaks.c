@@ -108,13 +108,21 @@ struct tgroup {
     const char *site;
     int64_t live[NSLICES];
     double per_slice; /* growth: (live[GROW_TO] - live[GROW_FROM]) / (GROW_TO - GROW_FROM) */
-    size_t rises;     /* the growth rule without steps: tenths 2..9 in which live rose, */
-    int leak, small;  /* and its verdict (small: as in struct ggroup) */
+    /* The growth rule without steps: the same blocks by the tenth of the allocations (by
+     * allocation id, from the process's first to the peak's) they were allocated in, a
+     * running total as live: a count of allocations is not stretched by a slow start-up or a
+     * loaded machine as time is. Tenths 2..9 in which held rose; the verdict (small: as in
+     * struct ggroup); (held[GROW_TO] - held[0]) / GROW_TO. */
+    int64_t held[NSLICES];
+    size_t rises;
+    int leak, small;
+    double held_per_slice;
 };
 
 /* The part (d) result of one (process, layer) peak. */
 struct tpeak {
     int64_t process_id, layer, peak_bytes, peak_ns, start_ns;
+    int64_t first_alloc; /* the first allocation id of the process and layer */
     struct tgroup *sites, *owners;
     size_t nsites, nowners;
 };
@@ -686,23 +694,50 @@ static void tgroups_finish(struct tgroup *v, size_t n, int64_t peak)
         v[i].per_slice =
             (double)(v[i].live[GROW_TO] - v[i].live[GROW_FROM]) / (GROW_TO - GROW_FROM);
         /* The growth rule, with the tenths for steps: the first is the warm-up, the last the
-         * working set about to be freed; steady_growth on the tenths between. */
-        v[i].leak = steady_growth(v[i].live, 0, GROW_TO, &v[i].rises);
-        too_small(&v[i].leak, &v[i].small, v[i].live[GROW_TO] - v[i].live[0], peak);
+         * working set about to be freed; steady_growth on the tenths between, by allocation
+         * order. */
+        for (int k = 1; k < NSLICES; k++)
+            v[i].held[k] += v[i].held[k - 1];
+        v[i].leak = steady_growth(v[i].held, 0, GROW_TO, &v[i].rises);
+        v[i].held_per_slice = (double)(v[i].held[GROW_TO] - v[i].held[0]) / GROW_TO;
+        too_small(&v[i].leak, &v[i].small, v[i].held[GROW_TO] - v[i].held[0], peak);
     }
     if (n)
         qsort(v, n, sizeof *v, cmp_tgroup);
 }
 
+/* The first allocation id of tp's process and layer into tp->first_alloc (rowid order: the
+ * scan stops at the first match). */
+static int first_alloc(struct leaks *L, struct tpeak *tp)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(L->x->db,
+                           "SELECT allocation_id FROM blocks WHERE process_id = ?1 AND layer = ?2 "
+                           "ORDER BY allocation_id LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_fail(L, "first block");
+    sqlite3_bind_int64(st, 1, tp->process_id);
+    sqlite3_bind_int64(st, 2, tp->layer);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW)
+        tp->first_alloc = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return s == SQLITE_ROW || s == SQLITE_DONE ? 0 : db_fail(L, "first block");
+}
+
 /* The blocks live at the peak of one (process, layer) into tp's groups. */
 static int peak_slices(struct leaks *L, struct tpeak *tp, int64_t peak_event, int64_t peak_alloc)
 {
+    int rc0 = first_alloc(L, tp);
+    if (rc0)
+        return rc0;
     char sql[768];
-    snprintf(sql, sizeof sql,
-             "SELECT stack_id, %s, size, alloc_ns FROM blocks WHERE allocation_id <= ?1 AND "
-             "process_id = ?2 AND layer = ?3 AND alloc_event_id <= ?4 AND (free_ns IS NULL OR "
-             "free_event_id > ?4 OR (free_event_id IS NULL AND free_ns > ?5))",
-             L->has_owner ? "owner_id" : "NULL");
+    snprintf(
+        sql, sizeof sql,
+        "SELECT stack_id, %s, size, alloc_ns, allocation_id FROM blocks WHERE allocation_id <= ?1 AND "
+        "process_id = ?2 AND layer = ?3 AND alloc_event_id <= ?4 AND (free_ns IS NULL OR "
+        "free_event_id > ?4 OR (free_event_id IS NULL AND free_ns > ?5))",
+        L->has_owner ? "owner_id" : "NULL");
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(L->x->db, sql, -1, &st, NULL) != SQLITE_OK)
         return db_fail(L, "blocks at the peak");
@@ -716,12 +751,15 @@ static int peak_slices(struct leaks *L, struct tpeak *tp, int64_t peak_event, in
     ms_u64map_init(&byowner, sizeof(size_t), MS_U64MAP_MAX);
     size_t acap = 0, ocap = 0;
     double span = tp->peak_ns > tp->start_ns ? (double)(tp->peak_ns - tp->start_ns) : 1;
+    double aspan = (double)(peak_alloc - tp->first_alloc + 1);
     int rc = 0, s;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t stack = sqlite3_column_int64(st, 0), owner = sqlite3_column_int64(st, 1);
         int64_t size = sqlite3_column_int64(st, 2), at = sqlite3_column_int64(st, 3);
         double f = (double)(at - tp->start_ns) / span;
         int k = f <= 0 ? 0 : f >= 1 ? NSLICES - 1 : (int)(f * NSLICES);
+        double fa = (double)(sqlite3_column_int64(st, 4) - tp->first_alloc) / aspan;
+        int ka = fa <= 0 ? 0 : fa >= 1 ? NSLICES - 1 : (int)(fa * NSLICES);
         struct tgroup *g =
             tgroup_get(&tp->sites, &tp->nsites, &acap, &bystack, stack > 0 ? stack : 0);
         if (!g) {
@@ -729,12 +767,14 @@ static int peak_slices(struct leaks *L, struct tpeak *tp, int64_t peak_event, in
             break;
         }
         g->live[k] += size;
+        g->held[ka] += size;
         if (owner > 0) {
             if (!(g = tgroup_get(&tp->owners, &tp->nowners, &ocap, &byowner, owner))) {
                 rc = oom(L);
                 break;
             }
             g->live[k] += size;
+            g->held[ka] += size;
         }
     }
     if (!rc && s != SQLITE_DONE)
@@ -753,8 +793,10 @@ static int peak_slices(struct leaks *L, struct tpeak *tp, int64_t peak_event, in
         size_t w = 0;
         for (size_t i = 1; i < tp->nsites; i++) {
             if (!cmp_tgroup_site(&tp->sites[w], &tp->sites[i])) {
-                for (int k = 0; k < NSLICES; k++)
+                for (int k = 0; k < NSLICES; k++) {
                     tp->sites[w].live[k] += tp->sites[i].live[k];
+                    tp->sites[w].held[k] += tp->sites[i].held[k];
+                }
             } else {
                 tp->sites[++w] = tp->sites[i];
             }
@@ -1037,7 +1079,7 @@ static struct verdict verdict_of(const struct leaks *L)
             v.small += L->tpeaks[i].sites[k].small;
             if (L->tpeaks[i].sites[k].leak) {
                 v.leaks++;
-                v.per_step += L->tpeaks[i].sites[k].per_slice;
+                v.per_step += L->tpeaks[i].sites[k].held_per_slice;
             }
         }
     return v;
@@ -1049,7 +1091,7 @@ static void text_verdict(const struct leaks *L)
 {
     FILE *out = L->x->out;
     struct verdict v = verdict_of(L);
-    const char *unit = L->has_steps ? "step" : "tenth of the run";
+    const char *unit = L->has_steps ? "step" : "tenth of the allocations";
     if (v.leaks)
         fprintf(out, "leaks: LEAK: %zu call site%s keep%s growing, by %.1f bytes per %s in all\n",
                 v.leaks, v.leaks == 1 ? "" : "s", v.leaks == 1 ? "s" : "", v.per_step, unit);
@@ -1059,8 +1101,8 @@ static void text_verdict(const struct leaks *L)
                 "needed)\n",
                 MIN_JUDGED + 1);
     else
-        fprintf(out, "leaks: no leak: no call site's live bytes keep growing from %s to %s\n",
-                L->has_steps ? "step" : "tenth", L->has_steps ? "step" : "tenth");
+        fprintf(out, "leaks: no leak: no call site's live bytes keep growing %s\n",
+                L->has_steps ? "from step to step" : "over the run");
     if (v.small)
         fprintf(out,
                 "  %zu call site%s grew steadily by less than %d%% of the peak: not called "
@@ -1107,7 +1149,7 @@ static void text_verdict(const struct leaks *L)
     }
     fprintf(out, "  rule: no steps recorded: a call site leaks when the bytes it holds at a peak "
                  "were allocated all along: in at least two of the tenths 2..5 and two of the "
-                 "tenths 6..9 of the run up to that peak\n");
+                 "tenths 6..9 of the allocations up to that peak\n");
     for (size_t i = 0; i < L->ntpeaks; i++) {
         const struct tpeak *tp = &L->tpeaks[i];
         char pl[256];
@@ -1127,7 +1169,7 @@ static void text_verdict(const struct leaks *L)
             if (!g->leak)
                 continue;
             char num[32], grew[32];
-            snprintf(num, sizeof num, "%+.1f", g->per_slice);
+            snprintf(num, sizeof num, "%+.1f", g->held_per_slice);
             snprintf(grew, sizeof grew, "%zu/%d", g->rises, GROW_TO);
             fprintf(out, "  %14s  %9s  %16lld  %s\n", num, grew, (long long)g->live[NSLICES - 1],
                     g->site);
@@ -1357,7 +1399,7 @@ static void json_verdict(const struct leaks *L, struct ms_json *j)
             ms_json_int(j, "pid", p ? p->pid : 0);
             ms_json_str(j, "layer", ms__names_layer(names, tp->layer));
             ms_json_str(j, "site", g->site);
-            ms_json_double(j, "bytes_per_step", g->per_slice);
+            ms_json_double(j, "bytes_per_step", g->held_per_slice);
             ms_json_int(j, "steps_grown", (long long)g->rises);
             ms_json_int(j, "steps_judged", GROW_TO);
             ms_json_int(j, "first_step", 1); /* tenths: the ends of tenths 1..9 */

@@ -4,8 +4,9 @@
 # 7 steps, a block freed 22 steps later and a cache that fills in steps 2..9 and stops: "healthy"
 # is "no leak" (msMemScope's rule, --rule=msmemscope, flags the queue and the garbage); "leak"
 # (3000 B kept every step) and "sparse" (6000 B every second step) name exactly an_leak_here,
-# +3000 bytes per step, on every line; too few steps and runs without steps say so; golden text;
-# JSON keys; the msMemScope form of the command keeps msMemScope's lines.
+# +3000 bytes per step, on every line; too few steps say so; runs without steps are judged on
+# tenths of the allocations (an_leak_nosteps.c, examples/leaky.c: exactly their leaking site);
+# golden text; JSON keys; the msMemScope form of the command keeps msMemScope's lines.
 . "$(dirname "$0")/an_lib.sh"
 
 for mode in healthy leak sparse; do
@@ -68,8 +69,16 @@ assert_eq "--warmup 21: judged" "+3000.0 8/8 90000" \
 # every round and frees it all before exit).
 ms ns_run run -q -o "$TMP/ns.db" -- "$PROGS/an_leak_nosteps"
 ms ns analyze leaks "$TMP/ns.db" --json
-assert_eq "no steps: judged on tenths, an_grow leaks" "True tenths ['an_grow']" \
-    "$(jq_py "$TMP/ns.out" 'v = d["verdict"]; "%s %s %s" % (v["leak"], v["judged_on"], [s["site"].split()[0] for s in v["sites"]])')"
+assert_eq "no steps: judged on tenths of the allocations, exactly an_grow, 10000 B per tenth" \
+    "True tenths ['an_grow 10000 8/8 100000']" \
+    "$(jq_py "$TMP/ns.out" 'v = d["verdict"]; "%s %s %s" % (v["leak"], v["judged_on"], ["%s %g %d/%d %d" % (s["site"].split()[0], s["bytes_per_step"], s["steps_grown"], s["steps_judged"], s["held_bytes"]) for s in v["sites"]])')"
+# The bundled example (examples/leaky.c, -O2, no frame pointers, 200 requests in about 1 ms after
+# a start-up that takes most of the run's time): its forgotten reply buffer, 256 B a request.
+ms ex_run run -q -o "$TMP/ex.db" -- "$PROGS/leaky"
+ms ex analyze leaks "$TMP/ex.db"
+assert_eq "leaky.c: exactly format_reply leaks, 51200 B held at the peak" \
+    "+5120.0 8/8 51200 format_reply (examples/leaky.c:18)" \
+    "$(grep -E '^ +\+[0-9.]+ +[0-9]+/[0-9]+ ' "$TMP/ex.out" | sed -E 's|\(/[^ ]*/examples/|(examples/|; s/ +/ /g; s/^ //')"
 
 # A bad rule is a usage error.
 ms badrule analyze leaks "$TMP/leak.db" --rule=valgrind

@@ -612,10 +612,32 @@ static int growth(struct leaks *L)
         }
         sites->n = w + 1;
     }
+    /* The peaks of the (process, layer) pairs, for too_small: process_stats has them. */
     struct ms_peak_at *pk = NULL;
-    size_t npk = 0;
-    if ((rc = ms__peaks_find(L->x, &pk, &npk)) < 0)
+    size_t npk = 0, apk = 0;
+    if (sqlite3_prepare_v2(L->x->db, "SELECT process_id, layer, peak_bytes FROM process_stats", -1,
+                           &st, NULL) != SQLITE_OK) {
+        rc = db_fail(L, "process_stats");
         goto done;
+    }
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        if (ms_grow((void **)&pk, &apk, npk, sizeof *pk, 16, MS_GROW_MAX) < 0) {
+            free(pk);
+            rc = oom(L);
+            goto done;
+        }
+        memset(&pk[npk], 0, sizeof *pk);
+        pk[npk].process_id = sqlite3_column_int64(st, 0);
+        pk[npk].layer = sqlite3_column_int64(st, 1);
+        pk[npk++].bytes = sqlite3_column_int64(st, 2);
+    }
+    if (s != SQLITE_DONE) {
+        free(pk);
+        rc = db_fail(L, "process_stats");
+        goto done;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
     struct gset *sets[2] = {sites, owners};
     for (int k = 0; k < 2; k++) {
         struct gset *gs = sets[k];
@@ -945,6 +967,29 @@ static void text_step_check(const struct leaks *L)
             L->flagged_bytes / 1048576.0, (long long)L->nflagged);
 }
 
+/* The default rule's view of msMemScope's check: how many blocks it flags, and the first of
+ * them with their site, as information (a bounded queue, garbage freed later are among them). */
+static void text_step_note(const struct leaks *L)
+{
+    if (!L->has_steps)
+        return;
+    FILE *out = L->x->out;
+    const size_t top = (size_t)(L->x->o->top > 0 ? L->x->o->top : 10);
+    char hb[32];
+    ms_human_bytes(hb, sizeof hb, L->flagged_bytes);
+    fprintf(out,
+            "\nleaks: msMemScope's step check (--rule=msmemscope): %zu blocks (%s) allocated at "
+            "a step s > %d were still live at the end of step s+1; not a leak by itself\n",
+            L->nflagged, hb, L->x->o->warmup);
+    for (size_t i = 0; i < L->nflagged && i < top; i++) {
+        const struct flagged *f = &L->flagged[i];
+        fprintf(out, "  %12lld bytes at 0x%" PRIx64 " at step %lld: %s\n", (long long)f->size,
+                f->addr, (long long)f->step, f->site);
+    }
+    if (L->nflagged > top)
+        fprintf(out, "  ... %zu more\n", L->nflagged - top);
+}
+
 static void text_series(FILE *out, const struct ggroup *g, const struct proc_steps *p)
 {
     if (p->n <= 8) {
@@ -1186,6 +1231,7 @@ static void render_text(const struct leaks *L)
         text_verdict(L);
         fputc('\n', L->x->out);
         text_live_at_exit(L);
+        text_step_note(L);
     }
     text_growth(L);
     text_growth_without_steps(L);

@@ -35,7 +35,13 @@ struct ms_analyze_opts {
     int by_stack;         /* decompose --by=stack: the tree's levels are stack frames */
     int accessed_only;    /* inefficient --accessed-only: only blocks with accesses (the
                                  tensors) take part, as msMemScope scopes to its tensor pools */
+    int leak_rule;        /* leaks: MS_LEAKS_GROWTH (default) or MS_LEAKS_MSMEMSCOPE */
 };
+
+/* The rule of `analyze leaks` (docs/analyses.md): a call site whose live bytes keep growing
+ * from step to step (the default), or msMemScope's step-aware check and console lines (`analyze
+ * leaks --rule=msmemscope`, and `--analysis=leaks` on a run, msMemScope's option). */
+enum { MS_LEAKS_GROWTH = 0, MS_LEAKS_MSMEMSCOPE = 1 };
 
 /* Fills opts with the defaults. */
 void ms_analyze_opts_init(struct ms_analyze_opts *o);

@@ -1,12 +1,16 @@
-/* leaks.c: `memscope analyze leaks`: what was still live when each process ended, msMemScope's
- * step-aware leak check, and the growth of live bytes from one step end to the next.
+/* leaks.c: `memscope analyze leaks`: which call sites leak (by default, those whose live bytes
+ * keep growing from step to step: the growth rule, docs/analyses.md), what was still live when
+ * each process ended, msMemScope's step-aware leak check (its rule and console lines under
+ * --rule=msmemscope and a run's --analysis=leaks), and the growth of live bytes from one step
+ * end to the next.
  *
  * Called through ms_analyses[] by `memscope analyze` and `memscope run --analysis=`. Workload:
  * everything comes from the blocks table (one row per block lifetime; the database has no
  * index on it, docs/database.md). The live-at-exit part is one scan that returns only live
  * blocks, grouped by SQLite; the step check is one scan joined with steps by primary key; the
  * growth part streams once over the blocks allocated before the last step end and keeps one
- * difference array of step ends per stack and per owner. Runs that never called
+ * difference array of step ends per stack and per owner, and one more for the blocks still
+ * live at the last step end, from which the growth rule judges each site. Runs that never called
  * memscope_step() skip both step parts (one probe of the steps table) and get the fourth
  * instead: the blocks live at each (process, layer) peak by call site and by the tenth of the
  * run, up to the peak, they were allocated in (one rowid-bounded scan per peak), which names a
@@ -104,11 +108,21 @@ struct tgroup {
     const char *site;
     int64_t live[NSLICES];
     double per_slice; /* growth: (live[GROW_TO] - live[GROW_FROM]) / (GROW_TO - GROW_FROM) */
+    /* The growth rule without steps: the same blocks by the tenth of the allocations (by
+     * allocation id, from the process's first to the peak's) they were allocated in, a
+     * running total as live: a count of allocations is not stretched by a slow start-up or a
+     * loaded machine as time is. Tenths 2..9 in which held rose; the verdict (small: as in
+     * struct ggroup); (held[GROW_TO] - held[0]) / GROW_TO. */
+    int64_t held[NSLICES];
+    size_t rises;
+    int leak, small;
+    double held_per_slice;
 };
 
 /* The part (d) result of one (process, layer) peak. */
 struct tpeak {
     int64_t process_id, layer, peak_bytes, peak_ns, start_ns;
+    int64_t first_alloc; /* the first allocation id of the process and layer */
     struct tgroup *sites, *owners;
     size_t nsites, nowners;
 };
@@ -137,7 +151,16 @@ struct ggroup {
     const char *site;               /* by-site groups, after resolving */
     size_t nends;
     int64_t *live; /* nends + 1 cells: differences, then live bytes */
+    int64_t *kept; /* nends + 1 cells: the same for the blocks still live at the last step end:
+                      after finishing, kept[k] is the bytes of them allocated by step end k */
     double per_step;
+    /* The growth rule's verdict (docs/analyses.md, leaks part 1): over the judged step ends
+     * (those after the warm-up), the intervals in which kept rose, of judged; leak when the
+     * rule holds; kept_per_step: (kept at the last end - kept at the first judged end) /
+     * (steps between). */
+    size_t rises, judged;
+    int leak, small; /* small: steady growth, but below MIN_GROWTH_PCT of the peak */
+    double kept_per_step;
 };
 
 struct gset {
@@ -158,7 +181,7 @@ static struct ggroup *gset_get(struct gset *s, int64_t process_id, int64_t layer
         return NULL;
     if (!isnew)
         return &s->g[*slot];
-    if (s->cells + nends + 1 > MAX_GROWTH_CELLS)
+    if (s->cells + 2 * (nends + 1) > MAX_GROWTH_CELLS)
         return NULL;
     if (s->n == s->cap && ms_grow((void **)&s->g, &s->cap, s->n, sizeof *s->g, 64, MS_GROW_MAX) < 0)
         return NULL;
@@ -168,17 +191,23 @@ static struct ggroup *gset_get(struct gset *s, int64_t process_id, int64_t layer
     g->layer = layer;
     g->key = key;
     g->nends = nends;
-    if (!(g->live = calloc(nends + 1, sizeof *g->live)))
+    if (!(g->live = calloc(nends + 1, sizeof *g->live)) ||
+        !(g->kept = calloc(nends + 1, sizeof *g->kept))) {
+        free(g->live);
+        g->live = NULL;
         return NULL;
-    s->cells += nends + 1;
+    }
+    s->cells += 2 * (nends + 1);
     *slot = s->n++;
     return g;
 }
 
 static void gset_release(struct gset *s)
 {
-    for (size_t i = 0; i < s->n; i++)
+    for (size_t i = 0; i < s->n; i++) {
         free(s->g[i].live);
+        free(s->g[i].kept);
+    }
     free(s->g);
     ms_u64map_release(&s->map);
 }
@@ -237,24 +266,84 @@ static int cmp_group_site(const void *a, const void *b)
     return strcmp(x->site, y->site);
 }
 
-/* Turns differences into live bytes and computes the growth per step from the first step end
- * after the warm-up (or the first, when fewer than two remain) to the last. */
-static void finish_group(struct ggroup *g, const struct proc_steps *p, int warmup)
+/* The first step end after the warm-up; p->n when none. */
+static size_t first_judged_end(const struct proc_steps *p, int warmup)
 {
-    int64_t run = 0;
-    for (size_t i = 0; i < g->nends; i++) {
-        run += g->live[i];
-        g->live[i] = run;
-    }
     size_t first = 0;
     while (first < p->n && p->ends[first].step <= warmup)
         first++;
+    return first;
+}
+
+/* The growth rule's test of persistence on held[first..last]: the bytes a site still holds at
+ * the end (of the last step, or at a peak), by the step end (or tenth) they were allocated by,
+ * a running total. The intervals first+1..last are split in two halves (the first half the
+ * smaller); the site leaks when held rose in at least a third of the intervals of each half.
+ * Blocks freed before the end, however late, are not held: a bounded queue, a cache that is
+ * trimmed, garbage that a collector frees later hold only blocks of the last few steps, so
+ * held rises at the end only; a leak holds blocks from all along, even one that leaks every
+ * second or third step. *rises: the intervals in which held rose. */
+static int steady_growth(const int64_t *held, size_t first, size_t last, size_t *rises)
+{
+    size_t m = last - first, h1 = m / 2, r1 = 0, r2 = 0;
+    for (size_t k = first + 1; k <= last; k++) {
+        if (held[k] > held[k - 1])
+            *(k - first <= h1 ? &r1 : &r2) += 1;
+    }
+    *rises = r1 + r2;
+    return h1 >= 2 && 3 * r1 >= h1 && 3 * r2 >= m - h1;
+}
+
+/* The growth rule on one site (or owner) over the step ends after the warm-up, when there are
+ * at least MIN_JUDGED intervals between them: a bounded queue of d steps rises in the last d
+ * intervals only, which steady_growth tells from a leak when d is at most half of them (a
+ * DataLoader with 2 workers holds 4 batches). */
+#define MIN_JUDGED 8
+/* A site that grows steadily by less than this percent of its (process, layer) peak over the
+ * judged steps is not called a leak: in a short run a cache that fills until its bound (as
+ * torch.multiprocessing's shared_cache of DataLoader batches, 128 entries) cannot be told from
+ * a leak, and a growth too small to move the peak is not what the user looks for. */
+#define MIN_GROWTH_PCT 1
+
+/* Clears the verdict of a steady growth of grown bytes that is too small against peak. */
+static void too_small(int *leak, int *small, int64_t grown, int64_t peak)
+{
+    if (*leak && grown * 100 < peak * MIN_GROWTH_PCT) {
+        *leak = 0;
+        *small = 1;
+    }
+}
+static void judge_group(struct ggroup *g, const struct proc_steps *p, int warmup)
+{
+    size_t first = first_judged_end(p, warmup), last = p->n - 1;
+    if (first >= p->n || last - first < MIN_JUDGED)
+        return;
+    g->judged = last - first;
+    g->leak = steady_growth(g->kept, first, last, &g->rises);
+    g->kept_per_step = (double)(g->kept[last] - g->kept[first]) /
+                       (double)(p->ends[last].step - p->ends[first].step);
+}
+
+/* Turns differences into live bytes and computes the growth per step from the first step end
+ * after the warm-up (or the first, when fewer than two remain) to the last; then the growth
+ * rule's verdict. */
+static void finish_group(struct ggroup *g, const struct proc_steps *p, int warmup)
+{
+    int64_t run = 0, krun = 0;
+    for (size_t i = 0; i < g->nends; i++) {
+        run += g->live[i];
+        g->live[i] = run;
+        krun += g->kept[i];
+        g->kept[i] = krun;
+    }
+    size_t first = first_judged_end(p, warmup);
     if (p->n - first < 2)
         first = 0;
     size_t last = p->n - 1;
     if (last > first)
         g->per_step = (double)(g->live[last] - g->live[first]) /
                       (double)(p->ends[last].step - p->ends[first].step);
+    judge_group(g, p, warmup);
 }
 
 /* The computation and its result, part by part. */
@@ -472,6 +561,8 @@ static int growth(struct leaks *L)
         }
         g->live[i0] += size;
         g->live[i1] -= size;
+        if (i1 == p->n)
+            g->kept[i0] += size;
         if (owner > 0) {
             if (!(g = gset_get(owners, pid, layer, owner, p->n))) {
                 rc = oom(L);
@@ -479,6 +570,8 @@ static int growth(struct leaks *L)
             }
             g->live[i0] += size;
             g->live[i1] -= size;
+            if (i1 == p->n)
+                g->kept[i0] += size;
         }
     }
     if (s != SQLITE_DONE) {
@@ -499,10 +592,13 @@ static int growth(struct leaks *L)
         size_t w = 0;
         for (size_t i = 1; i < sites->n; i++) {
             if (!cmp_group_site(&sites->g[w], &sites->g[i])) {
-                for (size_t k = 0; k <= sites->g[w].nends; k++)
+                for (size_t k = 0; k <= sites->g[w].nends; k++) {
                     sites->g[w].live[k] += sites->g[i].live[k];
+                    sites->g[w].kept[k] += sites->g[i].kept[k];
+                }
                 free(sites->g[i].live);
-                sites->g[i].live = NULL;
+                free(sites->g[i].kept);
+                sites->g[i].live = sites->g[i].kept = NULL;
             } else {
                 ++w;
                 struct ggroup t = sites->g[w];
@@ -510,22 +606,59 @@ static int growth(struct leaks *L)
                 sites->g[i] = t;
             }
         }
-        for (size_t i = w + 1; i < sites->n; i++)
+        for (size_t i = w + 1; i < sites->n; i++) {
             free(sites->g[i].live);
+            free(sites->g[i].kept);
+        }
         sites->n = w + 1;
     }
+    /* The peaks of the (process, layer) pairs, for too_small: process_stats has them. */
+    struct ms_peak_at *pk = NULL;
+    size_t npk = 0, apk = 0;
+    if (sqlite3_prepare_v2(L->x->db, "SELECT process_id, layer, peak_bytes FROM process_stats", -1,
+                           &st, NULL) != SQLITE_OK) {
+        rc = db_fail(L, "process_stats");
+        goto done;
+    }
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        if (ms_grow((void **)&pk, &apk, npk, sizeof *pk, 16, MS_GROW_MAX) < 0) {
+            free(pk);
+            rc = oom(L);
+            goto done;
+        }
+        memset(&pk[npk], 0, sizeof *pk);
+        pk[npk].process_id = sqlite3_column_int64(st, 0);
+        pk[npk].layer = sqlite3_column_int64(st, 1);
+        pk[npk++].bytes = sqlite3_column_int64(st, 2);
+    }
+    if (s != SQLITE_DONE) {
+        free(pk);
+        rc = db_fail(L, "process_stats");
+        goto done;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
     struct gset *sets[2] = {sites, owners};
     for (int k = 0; k < 2; k++) {
         struct gset *gs = sets[k];
         for (size_t i = 0; i < gs->n; i++) {
+            struct ggroup *g = &gs->g[i];
             size_t pi = 0;
-            while (L->ps[pi].process_id != gs->g[i].process_id)
+            while (L->ps[pi].process_id != g->process_id)
                 pi++;
-            finish_group(&gs->g[i], &L->ps[pi], L->x->o->warmup);
+            finish_group(g, &L->ps[pi], L->x->o->warmup);
+            int64_t peak = 0;
+            for (size_t q = 0; q < npk; q++)
+                if (pk[q].process_id == g->process_id && pk[q].layer == g->layer)
+                    peak = pk[q].bytes;
+            size_t first = first_judged_end(&L->ps[pi], L->x->o->warmup);
+            if (g->leak)
+                too_small(&g->leak, &g->small, g->kept[g->nends - 1] - g->kept[first], peak);
         }
         if (gs->n)
             qsort(gs->g, gs->n, sizeof *gs->g, cmp_growth);
     }
+    free(pk);
 done:
     sqlite3_finalize(st);
     return rc;
@@ -575,27 +708,58 @@ static int cmp_tgroup(const void *a, const void *b)
  * half of the run up to the peak, without its last tenth: start-up and imports fill the first
  * tenths and stop, a working set about to be freed fills the last; what still grows in
  * between grows until the peak. */
-static void tgroups_finish(struct tgroup *v, size_t n)
+static void tgroups_finish(struct tgroup *v, size_t n, int64_t peak)
 {
     for (size_t i = 0; i < n; i++) {
         for (int k = 1; k < NSLICES; k++)
             v[i].live[k] += v[i].live[k - 1];
         v[i].per_slice =
             (double)(v[i].live[GROW_TO] - v[i].live[GROW_FROM]) / (GROW_TO - GROW_FROM);
+        /* The growth rule, with the tenths for steps: the first is the warm-up, the last the
+         * working set about to be freed; steady_growth on the tenths between, by allocation
+         * order. */
+        for (int k = 1; k < NSLICES; k++)
+            v[i].held[k] += v[i].held[k - 1];
+        v[i].leak = steady_growth(v[i].held, 0, GROW_TO, &v[i].rises);
+        v[i].held_per_slice = (double)(v[i].held[GROW_TO] - v[i].held[0]) / GROW_TO;
+        too_small(&v[i].leak, &v[i].small, v[i].held[GROW_TO] - v[i].held[0], peak);
     }
     if (n)
         qsort(v, n, sizeof *v, cmp_tgroup);
 }
 
+/* The first allocation id of tp's process and layer into tp->first_alloc (rowid order: the
+ * scan stops at the first match). */
+static int first_alloc(struct leaks *L, struct tpeak *tp)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(L->x->db,
+                           "SELECT allocation_id FROM blocks WHERE process_id = ?1 AND layer = ?2 "
+                           "ORDER BY allocation_id LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_fail(L, "first block");
+    sqlite3_bind_int64(st, 1, tp->process_id);
+    sqlite3_bind_int64(st, 2, tp->layer);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW)
+        tp->first_alloc = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return s == SQLITE_ROW || s == SQLITE_DONE ? 0 : db_fail(L, "first block");
+}
+
 /* The blocks live at the peak of one (process, layer) into tp's groups. */
 static int peak_slices(struct leaks *L, struct tpeak *tp, int64_t peak_event, int64_t peak_alloc)
 {
+    int rc0 = first_alloc(L, tp);
+    if (rc0)
+        return rc0;
     char sql[768];
-    snprintf(sql, sizeof sql,
-             "SELECT stack_id, %s, size, alloc_ns FROM blocks WHERE allocation_id <= ?1 AND "
-             "process_id = ?2 AND layer = ?3 AND alloc_event_id <= ?4 AND (free_ns IS NULL OR "
-             "free_event_id > ?4 OR (free_event_id IS NULL AND free_ns > ?5))",
-             L->has_owner ? "owner_id" : "NULL");
+    snprintf(
+        sql, sizeof sql,
+        "SELECT stack_id, %s, size, alloc_ns, allocation_id FROM blocks WHERE allocation_id <= ?1 AND "
+        "process_id = ?2 AND layer = ?3 AND alloc_event_id <= ?4 AND (free_ns IS NULL OR "
+        "free_event_id > ?4 OR (free_event_id IS NULL AND free_ns > ?5))",
+        L->has_owner ? "owner_id" : "NULL");
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(L->x->db, sql, -1, &st, NULL) != SQLITE_OK)
         return db_fail(L, "blocks at the peak");
@@ -609,12 +773,15 @@ static int peak_slices(struct leaks *L, struct tpeak *tp, int64_t peak_event, in
     ms_u64map_init(&byowner, sizeof(size_t), MS_U64MAP_MAX);
     size_t acap = 0, ocap = 0;
     double span = tp->peak_ns > tp->start_ns ? (double)(tp->peak_ns - tp->start_ns) : 1;
+    double aspan = (double)(peak_alloc - tp->first_alloc + 1);
     int rc = 0, s;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t stack = sqlite3_column_int64(st, 0), owner = sqlite3_column_int64(st, 1);
         int64_t size = sqlite3_column_int64(st, 2), at = sqlite3_column_int64(st, 3);
         double f = (double)(at - tp->start_ns) / span;
         int k = f <= 0 ? 0 : f >= 1 ? NSLICES - 1 : (int)(f * NSLICES);
+        double fa = (double)(sqlite3_column_int64(st, 4) - tp->first_alloc) / aspan;
+        int ka = fa <= 0 ? 0 : fa >= 1 ? NSLICES - 1 : (int)(fa * NSLICES);
         struct tgroup *g =
             tgroup_get(&tp->sites, &tp->nsites, &acap, &bystack, stack > 0 ? stack : 0);
         if (!g) {
@@ -622,12 +789,14 @@ static int peak_slices(struct leaks *L, struct tpeak *tp, int64_t peak_event, in
             break;
         }
         g->live[k] += size;
+        g->held[ka] += size;
         if (owner > 0) {
             if (!(g = tgroup_get(&tp->owners, &tp->nowners, &ocap, &byowner, owner))) {
                 rc = oom(L);
                 break;
             }
             g->live[k] += size;
+            g->held[ka] += size;
         }
     }
     if (!rc && s != SQLITE_DONE)
@@ -646,16 +815,18 @@ static int peak_slices(struct leaks *L, struct tpeak *tp, int64_t peak_event, in
         size_t w = 0;
         for (size_t i = 1; i < tp->nsites; i++) {
             if (!cmp_tgroup_site(&tp->sites[w], &tp->sites[i])) {
-                for (int k = 0; k < NSLICES; k++)
+                for (int k = 0; k < NSLICES; k++) {
                     tp->sites[w].live[k] += tp->sites[i].live[k];
+                    tp->sites[w].held[k] += tp->sites[i].held[k];
+                }
             } else {
                 tp->sites[++w] = tp->sites[i];
             }
         }
         tp->nsites = w + 1;
     }
-    tgroups_finish(tp->sites, tp->nsites);
-    tgroups_finish(tp->owners, tp->nowners);
+    tgroups_finish(tp->sites, tp->nsites, tp->peak_bytes);
+    tgroups_finish(tp->owners, tp->nowners, tp->peak_bytes);
     return 0;
 }
 
@@ -796,6 +967,29 @@ static void text_step_check(const struct leaks *L)
             L->flagged_bytes / 1048576.0, (long long)L->nflagged);
 }
 
+/* The default rule's view of msMemScope's check: how many blocks it flags, and the first of
+ * them with their site, as information (a bounded queue, garbage freed later are among them). */
+static void text_step_note(const struct leaks *L)
+{
+    if (!L->has_steps)
+        return;
+    FILE *out = L->x->out;
+    const size_t top = (size_t)(L->x->o->top > 0 ? L->x->o->top : 10);
+    char hb[32];
+    ms_human_bytes(hb, sizeof hb, L->flagged_bytes);
+    fprintf(out,
+            "\nleaks: msMemScope's step check (--rule=msmemscope): %zu blocks (%s) allocated at "
+            "a step s > %d were still live at the end of step s+1; not a leak by itself\n",
+            L->nflagged, hb, L->x->o->warmup);
+    for (size_t i = 0; i < L->nflagged && i < top; i++) {
+        const struct flagged *f = &L->flagged[i];
+        fprintf(out, "  %12lld bytes at 0x%" PRIx64 " at step %lld: %s\n", (long long)f->size,
+                f->addr, (long long)f->step, f->site);
+    }
+    if (L->nflagged > top)
+        fprintf(out, "  ... %zu more\n", L->nflagged - top);
+}
+
 static void text_series(FILE *out, const struct ggroup *g, const struct proc_steps *p)
 {
     if (p->n <= 8) {
@@ -896,10 +1090,149 @@ static void text_growth_without_steps(const struct leaks *L)
     }
 }
 
+/* The growth rule's findings over the whole run: leaking sites, their growth in bytes per
+ * step (or per tenth without steps), and the processes judged. */
+struct verdict {
+    size_t leaks, small, judged, too_few;
+    double per_step;
+};
+
+static struct verdict verdict_of(const struct leaks *L)
+{
+    struct verdict v = {0, 0, 0, 0, 0};
+    if (L->has_steps) {
+        for (size_t i = 0; i < L->nps; i++) {
+            const struct proc_steps *p = &L->ps[i];
+            size_t first = first_judged_end(p, L->x->o->warmup);
+            if (first < p->n && p->n - 1 - first >= MIN_JUDGED)
+                v.judged++;
+            else
+                v.too_few++;
+        }
+        for (size_t i = 0; i < L->gsites.n; i++) {
+            v.small += L->gsites.g[i].small;
+            if (L->gsites.g[i].leak) {
+                v.leaks++;
+                v.per_step += L->gsites.g[i].kept_per_step;
+            }
+        }
+        return v;
+    }
+    v.judged = L->ntpeaks;
+    for (size_t i = 0; i < L->ntpeaks; i++)
+        for (size_t k = 0; k < L->tpeaks[i].nsites; k++) {
+            v.small += L->tpeaks[i].sites[k].small;
+            if (L->tpeaks[i].sites[k].leak) {
+                v.leaks++;
+                v.per_step += L->tpeaks[i].sites[k].held_per_slice;
+            }
+        }
+    return v;
+}
+
+/* The growth rule's report (the default): one verdict line, then per process the judged steps
+ * and one line per leaking call site. */
+static void text_verdict(const struct leaks *L)
+{
+    FILE *out = L->x->out;
+    struct verdict v = verdict_of(L);
+    const char *unit = L->has_steps ? "step" : "tenth of the allocations";
+    if (v.leaks)
+        fprintf(out, "leaks: LEAK: %zu call site%s keep%s growing, by %.1f bytes per %s in all\n",
+                v.leaks, v.leaks == 1 ? "" : "s", v.leaks == 1 ? "s" : "", v.per_step, unit);
+    else if (!v.judged)
+        fprintf(out,
+                "leaks: no leak found: too few steps to judge (%d step ends after the warm-up "
+                "needed)\n",
+                MIN_JUDGED + 1);
+    else
+        fprintf(out, "leaks: no leak: no call site's live bytes keep growing %s\n",
+                L->has_steps ? "from step to step" : "over the run");
+    if (v.small)
+        fprintf(out,
+                "  %zu call site%s grew steadily by less than %d%% of the peak: not called "
+                "a leak\n",
+                v.small, v.small == 1 ? "" : "s", MIN_GROWTH_PCT);
+    if (L->has_steps) {
+        fprintf(out,
+                "  rule: a call site leaks when the bytes it still holds at the last step "
+                "end were allocated all along: in at least a third of the steps of each "
+                "half of the judged steps (steps <= %d are warm-up)\n",
+                L->x->o->warmup);
+        for (size_t i = 0; i < L->nps; i++) {
+            const struct proc_steps *p = &L->ps[i];
+            size_t first = first_judged_end(p, L->x->o->warmup);
+            char pl[256];
+            proc_label(&L->x->names, p->process_id, pl, sizeof pl);
+            if (first >= p->n || p->n - 1 - first < MIN_JUDGED) {
+                fprintf(out, "  %s: %zu step end%s after the warm-up: too few to judge\n", pl,
+                        first < p->n ? p->n - first : 0, p->n - first == 1 ? "" : "s");
+                continue;
+            }
+            size_t n = 0;
+            for (size_t k = 0; k < L->gsites.n; k++)
+                n += L->gsites.g[k].leak && L->gsites.g[k].process_id == p->process_id;
+            fprintf(out, "  %s: steps %lld..%lld judged: %s\n", pl, (long long)p->ends[first].step,
+                    (long long)p->ends[p->n - 1].step, n ? "leaks" : "no leak");
+            if (!n)
+                continue;
+            fprintf(out, "  %14s  %9s  %16s  %-8s  %s\n", "bytes/step", "grew in",
+                    "held at last end", "layer", "call site");
+            for (size_t k = 0; k < L->gsites.n; k++) {
+                const struct ggroup *g = &L->gsites.g[k];
+                if (!g->leak || g->process_id != p->process_id)
+                    continue;
+                char num[32], grew[32];
+                snprintf(num, sizeof num, "%+.1f", g->kept_per_step);
+                snprintf(grew, sizeof grew, "%zu/%zu", g->rises, g->judged);
+                fprintf(out, "  %14s  %9s  %16lld  %-8s  %s\n", num, grew,
+                        (long long)g->kept[g->nends - 1], ms__names_layer(&L->x->names, g->layer),
+                        g->site);
+            }
+        }
+        return;
+    }
+    fprintf(out, "  rule: no steps recorded: a call site leaks when the bytes it holds at a peak "
+                 "were allocated all along: in at least two of the tenths 2..5 and two of the "
+                 "tenths 6..9 of the allocations up to that peak\n");
+    for (size_t i = 0; i < L->ntpeaks; i++) {
+        const struct tpeak *tp = &L->tpeaks[i];
+        char pl[256];
+        proc_label(&L->x->names, tp->process_id, pl, sizeof pl);
+        size_t n = 0;
+        for (size_t k = 0; k < tp->nsites; k++)
+            n += tp->sites[k].leak;
+        fprintf(out, "  %s, %s: peak %lld bytes: %s\n", pl,
+                ms__names_layer(&L->x->names, tp->layer), (long long)tp->peak_bytes,
+                n ? "leaks" : "no leak");
+        if (!n)
+            continue;
+        fprintf(out, "  %14s  %9s  %16s  %s\n", "bytes/tenth", "grew in", "held at the peak",
+                "call site");
+        for (size_t k = 0; k < tp->nsites; k++) {
+            const struct tgroup *g = &tp->sites[k];
+            if (!g->leak)
+                continue;
+            char num[32], grew[32];
+            snprintf(num, sizeof num, "%+.1f", g->held_per_slice);
+            snprintf(grew, sizeof grew, "%zu/%d", g->rises, GROW_TO);
+            fprintf(out, "  %14s  %9s  %16lld  %s\n", num, grew, (long long)g->live[NSLICES - 1],
+                    g->site);
+        }
+    }
+}
+
 static void render_text(const struct leaks *L)
 {
-    text_live_at_exit(L);
-    text_step_check(L);
+    if (L->x->o->leak_rule == MS_LEAKS_MSMEMSCOPE) {
+        text_live_at_exit(L);
+        text_step_check(L);
+    } else {
+        text_verdict(L);
+        fputc('\n', L->x->out);
+        text_live_at_exit(L);
+        text_step_note(L);
+    }
     text_growth(L);
     text_growth_without_steps(L);
 }
@@ -1062,6 +1395,70 @@ static void json_growth_without_steps(const struct leaks *L, struct ms_json *j)
     ms_json_end_array(j);
 }
 
+/* The growth rule's verdict (msMemScope's rule: whether the step check flagged a block). */
+static void json_verdict(const struct leaks *L, struct ms_json *j)
+{
+    const struct ms_names *names = &L->x->names;
+    struct verdict v = verdict_of(L);
+    int ms = L->x->o->leak_rule == MS_LEAKS_MSMEMSCOPE;
+    ms_json_begin_object(j, "verdict");
+    ms_json_str(j, "rule", ms ? "msmemscope" : "growth");
+    ms_json_bool(j, "leak", ms ? L->nflagged > 0 : v.leaks > 0);
+    ms_json_str(j, "judged_on", L->has_steps ? "steps" : "tenths");
+    ms_json_int(j, "processes_judged", (long long)v.judged);
+    ms_json_int(j, "processes_too_few_steps", (long long)v.too_few);
+    ms_json_double(j, "bytes_per_step", v.per_step);
+    ms_json_int(j, "small_sites", (long long)v.small);
+    ms_json_begin_array(j, "sites");
+    for (size_t i = 0; L->has_steps && i < L->gsites.n; i++) {
+        const struct ggroup *g = &L->gsites.g[i];
+        if (!g->leak)
+            continue;
+        const struct ms_name_proc *p = ms__names_proc(names, g->process_id);
+        size_t pi = 0;
+        while (L->ps[pi].process_id != g->process_id)
+            pi++;
+        const struct proc_steps *ps = &L->ps[pi];
+        ms_json_begin_object(j, NULL);
+        ms_json_int(j, "process_id", g->process_id);
+        ms_json_int(j, "pid", p ? p->pid : 0);
+        ms_json_str(j, "layer", ms__names_layer(names, g->layer));
+        ms_json_str(j, "site", g->site);
+        ms_json_double(j, "bytes_per_step", g->kept_per_step);
+        ms_json_int(j, "steps_grown", (long long)g->rises);
+        ms_json_int(j, "steps_judged", (long long)g->judged);
+        ms_json_int(j, "first_step", ps->ends[first_judged_end(ps, L->x->o->warmup)].step);
+        ms_json_int(j, "last_step", ps->ends[ps->n - 1].step);
+        ms_json_int(j, "held_bytes", g->kept[g->nends - 1]);
+        ms_json_int(j, "live_bytes", g->live[g->nends - 1]);
+        ms_json_end_object(j);
+    }
+    for (size_t i = 0; !L->has_steps && i < L->ntpeaks; i++) {
+        const struct tpeak *tp = &L->tpeaks[i];
+        const struct ms_name_proc *p = ms__names_proc(names, tp->process_id);
+        for (size_t k = 0; k < tp->nsites; k++) {
+            const struct tgroup *g = &tp->sites[k];
+            if (!g->leak)
+                continue;
+            ms_json_begin_object(j, NULL);
+            ms_json_int(j, "process_id", tp->process_id);
+            ms_json_int(j, "pid", p ? p->pid : 0);
+            ms_json_str(j, "layer", ms__names_layer(names, tp->layer));
+            ms_json_str(j, "site", g->site);
+            ms_json_double(j, "bytes_per_step", g->held_per_slice);
+            ms_json_int(j, "steps_grown", (long long)g->rises);
+            ms_json_int(j, "steps_judged", GROW_TO);
+            ms_json_int(j, "first_step", 1); /* tenths: the ends of tenths 1..9 */
+            ms_json_int(j, "last_step", GROW_TO + 1);
+            ms_json_int(j, "held_bytes", g->live[NSLICES - 1]);
+            ms_json_int(j, "live_bytes", g->live[NSLICES - 1]);
+            ms_json_end_object(j);
+        }
+    }
+    ms_json_end_array(j);
+    ms_json_end_object(j);
+}
+
 static void render_json(const struct leaks *L)
 {
     struct ms_json j;
@@ -1069,6 +1466,7 @@ static void render_json(const struct leaks *L)
     ms_json_begin_object(&j, NULL);
     ms_json_str(&j, "analysis", "leaks");
     ms_json_int(&j, "warmup", L->x->o->warmup);
+    json_verdict(L, &j);
     json_live_at_exit(L, &j);
     json_step_check(L, &j);
     json_growth(L, &j);

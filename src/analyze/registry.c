@@ -17,7 +17,7 @@ static int compare_compact(sqlite3 *db, const struct ms_analyze_opts *o)
 }
 
 const struct ms_analysis ms_analyses[] = {
-    {"leaks", "blocks live at exit by call site; step-aware leak check; growth per step",
+    {"leaks", "call sites whose live bytes keep growing; live at exit; growth per step",
      ms_analyze_leaks, always},
     {"peak", "the moment of peak live bytes per process and layer, and what was live then",
      ms_analyze_peak, always},

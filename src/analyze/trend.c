@@ -1,7 +1,8 @@
 /* trend.c: `memscope analyze trend`: live bytes over time and at each step end, the growth rate
  * by least squares (bytes per second over the time samples, bytes per step over the step
  * ends) with R^2 and the slope's standard error, and with --limit the predicted time and step
- * at which live bytes reach the limit.
+ * at which live bytes reach the limit, from a fit over the last half of the run (and not when the
+ * fit does not grow, or the limit lies far beyond what the run or its steps cover).
  *
  * Called through ms_analyses[]. Workload: one rowid-order scan of events (MALLOC, FREE and
  * STEP) replayed with ms__live_apply (a compact database: the same rows from its traces,
@@ -69,7 +70,22 @@ struct pseries {
     struct fit fit;    /* live bytes per step */
     int reached_at;    /* --limit: the first point at or over it, or -1 */
     double limit_step; /* --limit: the step the fit reaches it at, or -1 */
+    int why;           /* --limit: LIMIT_* */
 };
+
+/* What --limit says, for the run's time series and for each step series. */
+enum {
+    LIMIT_REACHED,     /* the series reached it */
+    LIMIT_PREDICTED,   /* the fit reaches it within MAX_EXTRAPOLATE times the span fitted */
+    LIMIT_NOT_GROWING, /* the fit falls or is flat, or its growth is not two standard errors */
+    LIMIT_TOO_SHORT,   /* the fit grows, but reaches the limit only beyond that: the run (or
+                          its steps) is too short to say */
+};
+static const char *const limit_words[] = {"reached", "predicted", "not_growing", "too_short"};
+
+/* A prediction further from the end of the fitted span than this many times its length is an
+ * extrapolation the data cannot support (a 21 ms run that predicts a limit hours later). */
+#define MAX_EXTRAPOLATE 10
 
 /* The result: live bytes over time with its fit, and each stepping process's series. */
 struct trend {
@@ -77,8 +93,10 @@ struct trend {
     int64_t samples[TREND_POINTS + 1];
     int64_t final_live, max_live;
     struct fit time_fit; /* live bytes per second */
+    struct fit tail_fit; /* the same over the last half of the run: --limit predicts from it */
     int limit_reached;   /* --limit: max_live reached it */
-    double limit_s;      /* --limit: seconds after t0 at which the time fit reaches it, or -1 */
+    double limit_s;      /* --limit: seconds after t0 at which the tail fit reaches it, or -1 */
+    int why;             /* --limit: LIMIT_* */
     struct pseries *ps;
     size_t nps, aps;
 };
@@ -294,6 +312,25 @@ db_fail:
     return MS_EDB;
 }
 
+/* What --limit says from fit f over a span of x ending at end (seconds or steps), when the
+ * series reached the limit or not; *at: where the fit reaches it, when it grows and that is
+ * near enough (also when the series reached the limit), else left alone. */
+static int limit_status(const struct fit *f, int reached, double limit, double span, double end,
+                        double *at)
+{
+    int why = LIMIT_PREDICTED;
+    if (f->n < 3 || f->slope <= 0 || f->slope < 2 * f->se) {
+        why = LIMIT_NOT_GROWING;
+    } else {
+        double x = (limit - f->intercept) / f->slope;
+        if (x - end > MAX_EXTRAPOLATE * span)
+            why = LIMIT_TOO_SHORT;
+        else
+            *at = x;
+    }
+    return reached ? LIMIT_REACHED : why;
+}
+
 /* Fills r: the series (precomputed or replayed), the fits, and the limit's predictions. */
 static int compute(struct ms_actx *x, struct trend *r)
 {
@@ -308,10 +345,14 @@ static int compute(struct ms_actx *x, struct trend *r)
         ty[i] = (double)r->samples[i];
     }
     r->time_fit = fit_line(tx, ty, TREND_POINTS + 1);
+    /* The start-up (imports, a model's weights, a server's pools) is a ramp that a fit over the
+     * whole run takes for growth; what the program does now is the last half. */
+    r->tail_fit = fit_line(tx + TREND_POINTS / 2, ty + TREND_POINTS / 2, TREND_POINTS / 2 + 1);
     r->start_ns = ms__run_start_ns(x->db);
     const double limit = (double)x->o->limit;
     r->limit_reached = (double)r->max_live >= limit;
-    r->limit_s = r->time_fit.slope > 0 ? (limit - r->time_fit.intercept) / r->time_fit.slope : -1;
+    r->limit_s = -1;
+    r->why = limit_status(&r->tail_fit, r->limit_reached, limit, span_s / 2, span_s, &r->limit_s);
     for (size_t i = 0; i < r->nps; i++) {
         struct pseries *p = &r->ps[i];
         p->first = 0;
@@ -326,7 +367,10 @@ static int compute(struct ms_actx *x, struct trend *r)
                 p->reached_at = k;
                 break;
             }
-        p->limit_step = p->fit.slope > 0 ? (limit - p->fit.intercept) / p->fit.slope : -1;
+        p->limit_step = -1;
+        double first = p->n ? p->step[p->first] : 0, last = p->n ? p->step[p->n - 1] : 0;
+        p->why =
+            limit_status(&p->fit, p->reached_at >= 0, limit, last - first, last, &p->limit_step);
     }
     return 0;
 }
@@ -349,14 +393,28 @@ static void render_text(struct ms_actx *x, const struct trend *r)
     fprintf(out, "  final %lld bytes, maximum %lld bytes\n", (long long)r->final_live,
             (long long)r->max_live);
     text_fit(out, &r->time_fit, "s");
-    if (limit && r->limit_reached)
+    if (limit) {
+        fprintf(out, "  over the last half of the run (%lld to %lld bytes):\n",
+                (long long)r->samples[TREND_POINTS / 2], (long long)r->samples[TREND_POINTS]);
+        text_fit(out, &r->tail_fit, "s");
+    }
+    double run_ms = (double)(r->t1 - r->t0) / 1e6;
+    if (limit && r->why == LIMIT_REACHED)
         fprintf(out, "  limit %llu bytes: already reached (maximum %lld bytes)\n", limit,
                 (long long)r->max_live);
-    else if (limit && r->limit_s >= 0)
+    else if (limit && r->why == LIMIT_PREDICTED)
         fprintf(out, "  limit %llu bytes: predicted at +%.3f s from the start\n", limit,
                 (double)(r->t0 - r->start_ns) / 1e9 + r->limit_s);
+    else if (limit && r->why == LIMIT_TOO_SHORT)
+        fprintf(out,
+                "  limit %llu bytes: not predicted: the run (%.3f ms) is too short; at this rate "
+                "it is more than %d times the last half of the run away\n",
+                limit, run_ms, MAX_EXTRAPOLATE);
     else if (limit)
-        fprintf(out, "  limit %llu bytes: never at this rate (not growing)\n", limit);
+        fprintf(out,
+                "  limit %llu bytes: never at this rate: live bytes are not growing over the "
+                "last half of the run (%.3f ms)\n",
+                limit, run_ms);
 
     fprintf(out, "\ntrend: live bytes at step ends\n");
     if (!r->nps)
@@ -381,9 +439,14 @@ static void render_text(struct ms_actx *x, const struct trend *r)
         if (limit && p->reached_at >= 0)
             fprintf(out, "  limit %llu bytes: reached at the end of step %lld\n", limit,
                     (long long)p->step[p->reached_at]);
-        else if (limit && p->limit_step >= 0)
+        else if (limit && p->why == LIMIT_PREDICTED)
             fprintf(out, "  limit %llu bytes: predicted at the end of step %lld (%.2f)\n", limit,
                     (long long)ceil(p->limit_step), p->limit_step);
+        else if (limit && p->why == LIMIT_TOO_SHORT)
+            fprintf(out,
+                    "  limit %llu bytes: not predicted: too few steps; at this rate it is more "
+                    "than %d times the steps fitted away\n",
+                    limit, MAX_EXTRAPOLATE);
         else if (limit)
             fprintf(out, "  limit %llu bytes: never at this rate (not growing per step)\n", limit);
     }
@@ -420,6 +483,7 @@ static void render_json(struct ms_actx *x, const struct trend *r)
     }
     ms_json_end_array(&j);
     json_fit(&j, "time_fit", &r->time_fit);
+    json_fit(&j, "tail_fit", &r->tail_fit);
     if (o->limit)
         ms_json_int(&j, "limit", (long long)o->limit);
     else
@@ -427,6 +491,7 @@ static void render_json(struct ms_actx *x, const struct trend *r)
     if (o->limit) {
         ms_json_begin_object(&j, "time_to_limit");
         ms_json_bool(&j, "reached", r->limit_reached);
+        ms_json_str(&j, "status", limit_words[r->why]);
         if (r->limit_s >= 0) {
             ms_json_int(&j, "predicted_ns", r->t0 + (int64_t)(r->limit_s * 1e9));
             ms_json_int(&j, "predicted_offset_ns",
@@ -457,6 +522,7 @@ static void render_json(struct ms_actx *x, const struct trend *r)
         json_fit(&j, "step_fit", &p->fit);
         if (o->limit) {
             ms_json_begin_object(&j, "step_to_limit");
+            ms_json_str(&j, "status", limit_words[p->why]);
             if (p->reached_at >= 0)
                 ms_json_int(&j, "reached_at_step", (long long)p->step[p->reached_at]);
             else

@@ -38,6 +38,10 @@ static const char analyze_usage[] =
     "                      g_malloc, PyMem_* ... are built in (docs/analyses.md)\n"
     "  --layer=NAME        only this layer (heap, mmap, pool:NAME, ...; default: all memory)\n"
     "  --warmup=N          leaks, trend: steps <= N are warm-up (default 1)\n"
+    "  --rule=growth|msmemscope\n"
+    "                      leaks: a call site whose live bytes keep growing from step to\n"
+    "                      step (growth, default), or msMemScope's step-aware check and\n"
+    "                      console lines (msmemscope)\n"
     "  --steps=A,B         compare: two steps of this run\n"
     "  --with=OTHER.db     compare: against another run\n"
     "  --csv=FILE          compare: msMemScope's op-sequence compare CSV\n"
@@ -236,6 +240,13 @@ int cmd_analyze(int argc, char **argv)
         } else if ((v = opt_value(argc, argv, &i, "--warmup", &missing))) {
             if (missing || parse_int(v, 0, &o.warmup) < 0)
                 return usage_error("analyze: --warmup needs a step number >= 0, not '%s'", v);
+        } else if ((v = opt_value(argc, argv, &i, "--rule", &missing))) {
+            if (!missing && !strcmp(v, "growth"))
+                o.leak_rule = MS_LEAKS_GROWTH;
+            else if (!missing && !strcmp(v, "msmemscope"))
+                o.leak_rule = MS_LEAKS_MSMEMSCOPE;
+            else
+                return usage_error("analyze: --rule needs growth or msmemscope, not '%s'", v);
         } else if ((v = opt_value(argc, argv, &i, "--steps", &missing))) {
             const char *comma = strchr(v, ',');
             char first[32];

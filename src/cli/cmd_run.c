@@ -550,6 +550,7 @@ int cmd_run(int argc, char **argv)
         struct ms_analyze_opts ao;
         ms_analyze_opts_init(&ao);
         ao.write_back = 1; /* as msMemScope: inefficient findings land in the run's database */
+        ao.leak_rule = MS_LEAKS_MSMEMSCOPE; /* --analysis=leaks is msMemScope's option */
         fflush(stderr);
         if (ms_analyze_run_list(db_path, o.analysis, &ao, stderr, err, sizeof err) < 0)
             cli_error("analysis: %s", err);

@@ -13,6 +13,12 @@ ALLOC_ROW = {"site": STR, "bytes": INT, "blocks": INT}
 SCHEMAS = {
     "leaks": {
         "analysis": STR, "warmup": INT,
+        "verdict": {"rule": STR, "leak": BOOL, "judged_on": STR, "processes_judged": INT,
+                    "processes_too_few_steps": INT, "bytes_per_step": NUM, "small_sites": INT,
+                    "sites": [{"process_id": INT, "pid": INT, "layer": STR, "site": STR,
+                               "bytes_per_step": NUM, "steps_grown": INT, "steps_judged": INT,
+                               "first_step": INT, "last_step": INT, "held_bytes": INT,
+                               "live_bytes": INT}]},
         "live_at_exit": [{"process_id": INT, "pid": INT, "exe": OPT_STR, "layer": STR,
                           "bytes": INT, "blocks": INT, "sites_total": INT,
                           "sites": [dict(ALLOC_ROW, owners=[STR])]}],
@@ -50,6 +56,8 @@ SCHEMAS = {
         "max_live_bytes": INT, "limit": OPT_INT,
         "samples": [{"offset_ns": INT, "live_bytes": INT}],
         "time_fit": {"points": INT, "slope": NUM, "intercept": NUM, "r2": NUM,
+                     "slope_stderr": NUM},
+        "tail_fit": {"points": INT, "slope": NUM, "intercept": NUM, "r2": NUM,
                      "slope_stderr": NUM},
         "steps": [{"process_id": INT, "pid": INT, "exe": OPT_STR, "fit_from_step": INT,
                    "ends": [{"step": INT, "live_bytes": INT}],

@@ -62,7 +62,7 @@ assert_eq "peak per process (replaced block ended at its replacement)" "1 370 2 
 assert_eq "peak of process 2: step and owners" "2 net@conv 2000 net 1000" \
     "$(jq_py "$TMP/peak.out" 'p = d["peaks"][1]; "%s %s %s %s %s" % (p["step"], p["by_owner"][0]["owner"], p["by_owner"][0]["bytes"], p["by_owner"][1]["owner"], p["by_owner"][1]["bytes"])')"
 
-ms leaks analyze leaks "$DB"
+ms leaks analyze leaks "$DB" --rule=msmemscope
 assert_eq "leaks: status" 0 "$RC"
 assert_eq "leaks: one flagged block, with its pid (two processes)" \
     "Direct heap leak of 0.001907 Mb(s) at 0xa000 at step 2. (pid 200)" \

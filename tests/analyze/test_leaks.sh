@@ -1,8 +1,9 @@
 #!/bin/bash
 # test_leaks.sh: `memscope analyze leaks` on an_leak_steps.c: exactly the blocks of steps 3 and 4
-# are flagged (warm-up and one-step-late frees are not), with msMemScope's console lines; the
-# live-at-exit table and the growth per step are exact; golden text; JSON keys; the program
-# behaves the same without the agent.
+# are flagged by msMemScope's rule (--rule=msmemscope; warm-up and one-step-late frees are not),
+# with msMemScope's console lines; the live-at-exit table and the growth per step are exact;
+# golden text; JSON keys; the program behaves the same without the agent. (The default rule,
+# growth: test_leaks_growth.sh.)
 . "$(dirname "$0")/an_lib.sh"
 
 DB=$TMP/leak.db
@@ -11,7 +12,7 @@ assert_eq "run exit status" 0 "$RC"
 require_db "an_leak_steps" "$DB"
 assert_eq "steps recorded" 7 "$(q "$DB" 'SELECT count(*) FROM steps')"
 
-ms leaks analyze leaks "$DB"
+ms leaks analyze leaks "$DB" --rule=msmemscope
 assert_eq "analyze leaks exit status" 0 "$RC"
 assert_eq "nothing on stderr" "" "$(cat "$TMP/leaks.err")"
 out=$TMP/leaks.out
@@ -46,18 +47,18 @@ model@layer1 [0, 0, 49152, 49152, 49152, 49152]" \
     "$(jq_py "$J" '["%s %s" % (o["owner"], o["live"],) for o in d["growth"][0]["by_owner"]]')"
 
 # --warmup 3: the step-3 block is warm-up now; only step 4's is flagged.
-ms w3 analyze leaks "$DB" --warmup 3
+ms w3 analyze leaks "$DB" --warmup 3 --rule=msmemscope
 assert_eq "--warmup 3 flags only step 4" "Direct heap leak of 0.078125 Mb(s) at 0xADDR at step 4." \
     "$(grep '^Direct ' "$TMP/w3.out" | sed -E 's/0x[0-9a-f]+/0xADDR/')"
 # --warmup 0: step 1's block (live at the end of step 2) is flagged too.
-ms w0 analyze leaks "$DB" --warmup 0
+ms w0 analyze leaks "$DB" --warmup 0 --rule=msmemscope
 assert_eq "--warmup 0 flags steps 1, 3, 4" "1
 3
 4" "$(grep '^Direct ' "$TMP/w0.out" | sed -E 's/.* at step ([0-9]+)\./\1/')"
 
 # A run without steps: the check says so and finds nothing.
 ms nosteps run --format=db -q -o "$TMP/peak.db" -- "$PROGS/an_peak"
-ms leaks2 analyze leaks "$TMP/peak.db"
+ms leaks2 analyze leaks "$TMP/peak.db" --rule=msmemscope
 assert_eq "no steps: analyze leaks exit status" 0 "$RC"
 assert_match "no steps: said so" "no steps recorded" "$(cat "$TMP/leaks2.out")"
 assert_eq "no steps: no leak lines" 0 "$(grep -c '^Direct ' "$TMP/leaks2.out")"

@@ -41,7 +41,7 @@ assert_eq "compact and full: the same sites and bytes" \
 # Text: the growing site only.
 ms text analyze leaks "$TMP/c.db"
 assert_eq "text: the part is there" 1 "$(grep -c '^leaks: growth without steps' "$TMP/text.out")"
-assert_eq "text: an_grow named once" 1 "$(grep -c ' an_grow (' "$TMP/text.out")"
+assert_eq "text: an_grow named by the verdict and the growth" 2 "$(grep -c ' an_grow (' "$TMP/text.out")"
 assert_eq "text: an_static and an_scratch not listed" 0 "$(grep -c 'an_static (\|an_scratch (' "$TMP/text.out")"
 
 # A run with steps: the step parts, not this one.

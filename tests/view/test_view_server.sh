@@ -245,7 +245,9 @@ view_stop
 ms pysimown run -q --call-stack=c:8,python:8 -o "$TMP/pyown.db" -- "$PYSTACK_SIM" own
 assert_eq "pystack_sim own: run exit status" 0 "$RC"
 assert_eq "pystack_sim own: the database keeps memscope's frame" 1 \
-    "$(sqlite3 "$TMP/pyown.db" "SELECT count(*) > 0 FROM stacks WHERE py_text LIKE '%/memscope/torch/__init__.py(12): _TorchFinder.exec_module%'")"
+    "$(sqlite3 "$TMP/pyown.db" "SELECT count(*) > 0 FROM frames f JOIN strings fl ON fl.id = f.file_id
+        JOIN strings fn ON fn.id = f.function_id WHERE f.module_id IS NULL AND f.line = 12
+        AND fl.text LIKE '%/memscope/torch/__init__.py' AND fn.text = '_TorchFinder.exec_module'")"
 view_start "$TMP/pyown.db"
 get "/api/flame?mode=alloc" >/dev/null
 assert_eq "flame: memscope's own frame left out, 222 bytes under main's line 7 then native frames" \

@@ -501,7 +501,9 @@ int cmd_run(int argc, char **argv)
     if (res.warning[0])
         cli_log(2, "some trace data was damaged and skipped: %s", res.warning);
     if (res.lost_events)
-        cli_log(2, "the agent could not record %llu events (see its message above)",
+        cli_log(2,
+                "%llu events of the program were lost (the agent could not record them): the "
+                "counts, peaks and leaks leave them out",
                 (unsigned long long)res.lost_events);
     if (o.format == FMT_CSV) {
         struct ms_output mo;

@@ -2,7 +2,10 @@
 # test_early.sh: recording starts at the first allocation of the process, whatever runs first
 # (issue 14 item 2): a library constructor that allocates before the agent's constructor
 # (tests/progs/ctor_main.c + ctor_lib.c), and libstdc++'s emergency pool in a C++ program. The
-# agent keeps such events in static memory and writes them when it starts.
+# agent keeps such events (static memory, then mapped chunks: no cap a program meets) and
+# writes them when it starts. Issue 47: more early events than the static room (4,096) are all
+# kept, and a frame-pointer walk through a frame whose rbp points at no frame keeps no made-up
+# frame (before the agent started, and after it with --unwind=fp).
 . "$(dirname "$0")/lib.sh"
 
 ms ctor run --format=db -o "$TMP/c.db" -- "$PROGS/ctor_main"
@@ -17,6 +20,30 @@ assert_eq "they come first, before main's block" "1" \
     "$(q "$TMP/c.db" "SELECT max(alloc_ns) FILTER (WHERE size = 12345) < min(alloc_ns) FILTER (WHERE size = 54321) FROM blocks")"
 assert_eq "no unmatched free in the program" "0" \
     "$(q "$TMP/c.db" "SELECT sum(unmatched_frees) FROM process_stats WHERE layer = 1")"
+assert_eq "10,000 early blocks of 777 B: allocated and freed (matched); nothing lost" "10000|10000|0" \
+    "$(q "$TMP/c.db" "SELECT count(*), count(free_event_id),
+                             (SELECT coalesce(sum(lost_events), 0) FROM processes)
+                      FROM blocks WHERE size = 777")"
+# ms_ctor_fake_frame: rbp points at two "frames" whose return addresses are 0x8d0a7711716e4b00
+# and 0xe; its caller's frame is lost with it (rbp is the walk's only way there)
+FAKE="SELECT b.size || ':' || s.depth || ':' || replace(s.c_text, char(10), ' | ')
+      FROM blocks b JOIN stacks s ON s.id = b.stack_id WHERE b.size IN (4321, 4322)
+      ORDER BY b.size"
+for mode in default fp; do
+    db=$TMP/c.db
+    if [ $mode = fp ]; then
+        db=$TMP/f.db
+        ms fp run --format=db --unwind=fp -o "$db" -- "$PROGS/ctor_main"
+        assert_eq "--unwind=fp: exit status and output" "0 ctor ok" "$RC $(cat "$TMP/fp.out")"
+    fi
+    assert_match "$mode: a fake frame chain before the agent started, and after: one frame each" \
+        "^4321:1:ms_ctor_fake_frame \([^|]*ctor_lib.c:[0-9]+\).4322:1:ms_ctor_fake_frame \([^|]*ctor_lib.c:[0-9]+\)$" \
+        "$(q "$db" "$FAKE" | tr '\n' '.' | sed 's/\.$//')"
+    assert_eq "$mode: no frame outside a module's code" "0|0" \
+        "$(q "$db" "SELECT count(*) FILTER (WHERE module_id IS NULL),
+                           (SELECT count(*) FROM stacks WHERE c_text LIKE '%?? (0x%')
+                    FROM frames")"
+done
 if [ -x "$PROGS/cxx_new" ]; then
     ms cxx run --format=db -o "$TMP/x.db" -- "$PROGS/cxx_new"
     assert_ge "C++: libstdc++'s emergency pool is recorded (one block of 64 KiB or more)" 1 \

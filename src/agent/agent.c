@@ -420,6 +420,17 @@ static inline void realloc_done(int fn, void *old, void *p, size_t n, uint64_t n
         record_alloc(MS_REC_HEAP_ALLOC + fn, p, n, fp, 0);
 }
 
+/* realloc_done() before the agent started: kept as early events (a block reallocated there and
+ * freed later would be an unmatched free, and its old block live for ever). */
+static __attribute__((noinline, cold)) void early_realloc(int fn, void *old, void *p, size_t n,
+                                                          void *fp)
+{
+    if (old && (p || n == 0))
+        early_record(MS_REC_HEAP_FREE, old, 0, NULL);
+    if (p)
+        early_record(MS_REC_HEAP_ALLOC + fn, p, n, fp);
+}
+
 AGENT_API void *realloc(void *old, size_t n)
 {
     if (unlikely(in_boot_pool(old))) {
@@ -437,6 +448,8 @@ AGENT_API void *realloc(void *old, size_t n)
     void *p = real.realloc(old, n);
     if (agent.recording && ns0)
         realloc_done(MS_FN_REALLOC, old, p, n, ns0, __builtin_frame_address(0));
+    else if (unlikely(!agent.initialized))
+        early_realloc(MS_FN_REALLOC, old, p, n, __builtin_frame_address(0));
     return p;
 }
 
@@ -454,6 +467,8 @@ AGENT_API void *reallocarray(void *old, size_t n, size_t m)
     void *p = real.realloc(old, n * m);
     if (agent.recording && ns0)
         realloc_done(MS_FN_REALLOCARRAY, old, p, n * m, ns0, __builtin_frame_address(0));
+    else if (unlikely(!agent.initialized))
+        early_realloc(MS_FN_REALLOCARRAY, old, p, n * m, __builtin_frame_address(0));
     return p;
 }
 

@@ -24,6 +24,11 @@ assert_eq "10,000 early blocks of 777 B: allocated and freed (matched); nothing 
     "$(q "$TMP/c.db" "SELECT count(*), count(free_event_id),
                              (SELECT coalesce(sum(lost_events), 0) FROM processes)
                       FROM blocks WHERE size = 777")"
+assert_eq "a realloc before the agent: the old block freed by it, the new one by main (matched)" \
+    "1111:1:malloc|300000:1:realloc" \
+    "$(q "$TMP/c.db" "SELECT group_concat(x, '|') FROM (SELECT b.size || ':' || count(b.free_event_id)
+                      || ':' || min(e.func) AS x FROM blocks b JOIN events e ON e.id = b.alloc_event_id
+                      WHERE b.size IN (1111, 300000) GROUP BY b.size ORDER BY b.size)")"
 # ms_ctor_fake_frame: rbp points at two "frames" whose return addresses are 0x8d0a7711716e4b00
 # and 0xe; its caller's frame is lost with it (rbp is the walk's only way there)
 FAKE="SELECT b.size || ':' || s.depth || ':' || replace(s.c_text, char(10), ' | ')

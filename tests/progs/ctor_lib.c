@@ -4,6 +4,7 @@
  *   - three blocks of 12345 bytes, through a helper (their stacks: helper, constructor);
  *   - MS_CTOR_MANY blocks of 777 bytes, more than the agent's static room for early events
  *     (4,096), so that the mapped chunks after it are used;
+ *   - one block of 1111 bytes grown by realloc to 300,000 (moved: a free and an allocation);
  *   - one block of 4321 bytes from a frame whose rbp points at words that are no return
  *     addresses (a stack canary, a small number), as code built without frame pointers leaves
  *     it: a frame-pointer walk reads them, and memscope must not keep them as frames.
@@ -17,6 +18,7 @@
 __attribute__((visibility("default"))) void *ms_ctor_blocks[3];
 __attribute__((visibility("default"))) void *ms_ctor_many[MS_CTOR_MANY];
 __attribute__((visibility("default"))) void *ms_ctor_fake;
+__attribute__((visibility("default"))) void *ms_ctor_grown;
 
 __attribute__((noinline)) static void *ms_ctor_alloc(size_t n)
 {
@@ -60,4 +62,5 @@ __attribute__((constructor)) static void ms_ctor_allocate(void)
     for (int i = 0; i < MS_CTOR_MANY; i++)
         ms_ctor_many[i] = malloc(777);
     ms_ctor_fake = ms_ctor_fake_frame(4321);
+    ms_ctor_grown = realloc(malloc(1111), 300000);
 }

@@ -886,10 +886,24 @@ AGENT_API int memscope__step(void)
 
 /* At exit: what the GPU reports, for the last step. An atexit handler, not a destructor: it
  * runs before the libraries' destructors, while the CUDA driver and NVML still work. */
+/* At exit (the agent's atexit handler: after the handlers registered later, the program's
+ * static destructors among them): libstdc++'s emergency exception pool (about 72 KiB, allocated
+ * by its constructor) is handed back with __gnu_cxx::__freeres, as valgrind and heaptrack do,
+ * so that it is not reported live at exit in every C++ program. Only while recording and when
+ * the loaded libstdc++ has it (GCC 5 and later); looked up in the global scope (RTLD_DEFAULT),
+ * so a program without libstdc++ loads nothing. */
 static void agent_at_exit(void)
 {
-    if (agent.initialized)
-        cuda_sample_usage();
+    if (!agent.initialized)
+        return;
+    cuda_sample_usage();
+    if (__atomic_load_n(&agent.recording, __ATOMIC_ACQUIRE)) {
+        agent_tls.internal++; /* a failed dlsym allocates its error message: memscope's own */
+        void (*freeres)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv");
+        agent_tls.internal--;
+        if (freeres) /* its free is the program's: recorded */
+            freeres();
+    }
 }
 
 AGENT_API int memscope__owner_push(const char *label)

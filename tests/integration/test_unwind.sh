@@ -55,6 +55,12 @@ assert_eq "the default options give the same stacks" "nofp_leaf nofp_middle nofp
 ms fp run --format=db --unwind=fp -o "$TMP/f.db" -- "$PROGS/nofp_main"
 assert_eq "--unwind=fp: one frame on code without frame pointers" "nofp_leaf" \
     "$(names "$TMP/f.db" 1001)"
+# rbp of code without frame pointers holds anything: a word read as a return address that is
+# not in a module's code ends the walk (issue 47: nofp_cmp's stack had "?? (0x100000000)")
+assert_eq "--unwind=fp: no frame outside a module's code" "0|0" \
+    "$(q "$TMP/f.db" "SELECT count(*) FILTER (WHERE module_id IS NULL),
+                             (SELECT count(*) FROM stacks WHERE c_text LIKE '%?? (0x%')
+                      FROM frames")"
 ms dw run --format=db --unwind=dwarf --call-stack=c:40 -o "$TMP/w.db" -- "$PROGS/nofp_main"
 assert_eq "--unwind=dwarf is the default unwinder" "$(names "$D" 1003)" "$(names "$TMP/w.db" 1003)"
 

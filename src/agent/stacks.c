@@ -612,8 +612,9 @@ intern_shared(struct tstate *t, struct stream *s, uint64_t h, const uint64_t *pc
     return 0; /* table crowded here: the event goes without a stack */
 }
 
-/* Depths up to SMALL_DEPTH (the default is 32) take fixed arrays; deeper ones arrays sized to
- * the depth (small threads have small stacks), which cost a few instructions more to set up. */
+/* Depths up to SMALL_DEPTH take fixed arrays; deeper ones (memscope run's default, 256, among
+ * them) arrays sized to the depth (small threads have small stacks), which cost a few
+ * instructions more to set up. */
 #define SMALL_DEPTH 64
 
 static __attribute__((noinline)) uint32_t capture_deep(struct tstate *t, struct stream *s, void *fp)

@@ -84,7 +84,7 @@ static int cache_used; /* an entry was written since the last unwind_forget() */
  * still holds what it read, the rest of the walk is the last walk's: those reads are checked
  * (independent loads, no rule lookups) and its frames copied. Walks through a signal frame are
  * not kept. */
-#define WALK_MAX 128
+#define WALK_MAX 256 /* memscope run's default depth (src/cli/run.h): deeper walks keep nothing */
 enum {
     WF_USES_BP = 1,    /* the frame's step computes the CFA from rbp (or the walk stopped there
                           at max, and a later walk may go on from it) */

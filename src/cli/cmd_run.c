@@ -385,7 +385,7 @@ static void agent_environment(struct run_options *o, const struct run_paths *p,
 int cmd_run(int argc, char **argv)
 {
     struct run_options o = {
-        .c_depth = 32, .format = FMT_COMPACT, .symbolize = 1, .unwind_dwarf = 1};
+        .c_depth = MS_RUN_C_DEPTH, .format = FMT_COMPACT, .symbolize = 1, .unwind_dwarf = 1};
     int rc = run_parse_options(argc, argv, &o);
     if (rc >= 0)
         return rc;

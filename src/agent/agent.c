@@ -142,7 +142,7 @@ static __attribute__((noinline)) void record_free(int type, const void *p, size_
  * EARLY_CHUNKS chunks are the hard cap (16 Mi events, far above clang's 4,500): an event past
  * it is counted lost and the agent says so. */
 #define EARLY_STATIC 4096
-#define EARLY_CHUNK 8192 /* events per mapped chunk (2.3 MiB) */
+#define EARLY_CHUNK 8192 /* events per mapped chunk (2.25 MiB) */
 #define EARLY_CHUNKS 2048
 #define EARLY_DEPTH 32
 struct early_ev {

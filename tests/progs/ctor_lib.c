@@ -27,7 +27,8 @@ __attribute__((noinline)) static void *ms_ctor_alloc(size_t n)
 
 /* Calls malloc(n) with rbp pointing at fake, a chain of two "frames" whose return-address
  * words are 0x8d0a7711716e4b00 and 0xe (what issue 47 found in clang's stacks). The stack is
- * aligned for the call below the red zone; rbx keeps rsp. */
+ * aligned for the call below the red zone; rbx keeps rsp, and [bp] is read after rbx is set:
+ * rbx is clobbered, so the compiler does not put bp there. */
 __attribute__((visibility("default"), noinline)) void *ms_ctor_fake_frame(size_t n)
 {
     volatile uintptr_t fake[4];
@@ -37,19 +38,20 @@ __attribute__((visibility("default"), noinline)) void *ms_ctor_fake_frame(size_t
     fake[3] = 0xe;
     void *r;
     size_t arg = n;
-    __asm__ volatile("push %%rbp\n\t"
+    __asm__ volatile("sub $128, %%rsp\n\t" /* past the red zone, where fake may lie */
+                     "push %%rbp\n\t"
                      "push %%rbx\n\t"
                      "mov %%rsp, %%rbx\n\t"
-                     "sub $128, %%rsp\n\t"
                      "and $-16, %%rsp\n\t"
                      "mov %[bp], %%rbp\n\t"
                      "call malloc@PLT\n\t"
                      "mov %%rbx, %%rsp\n\t"
                      "pop %%rbx\n\t"
-                     "pop %%rbp"
+                     "pop %%rbp\n\t"
+                     "add $128, %%rsp"
                      : "=a"(r), "+D"(arg)
                      : [bp] "r"(&fake[0])
-                     : "rcx", "rdx", "rsi", "r8", "r9", "r10", "r11", "xmm0", "xmm1", "xmm2",
+                     : "rbx", "rcx", "rdx", "rsi", "r8", "r9", "r10", "r11", "xmm0", "xmm1", "xmm2",
                        "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
                        "xmm12", "xmm13", "xmm14", "xmm15", "memory", "cc");
     return r;

@@ -242,6 +242,17 @@ static __attribute__((noinline, cold)) void early_record(int type, const void *p
     __atomic_store_n(&e->type, (uint32_t)type, __ATOMIC_RELEASE);
 }
 
+/* Unmaps the chunks of early events (written, or going nowhere): the program keeps nothing
+ * of them. */
+static void early_release(void)
+{
+    for (unsigned c = 0; c < EARLY_CHUNKS; c++) {
+        struct early_ev *ch = __atomic_exchange_n(&early_chunk[c], NULL, __ATOMIC_ACQ_REL);
+        if (ch)
+            sys_munmap(ch, EARLY_CHUNK * sizeof *ch);
+    }
+}
+
 /* Writes the events kept before the agent started into thread t's stream (agent_init), and
  * unmaps the chunks. */
 static void early_replay(struct tstate *t)
@@ -267,11 +278,7 @@ static void early_replay(struct tstate *t)
                              ? ms_enc_free(w, &s->enc, e->ns, e->addr)
                              : ms_enc_alloc(w, &s->enc, (int)type, e->ns, e->addr, e->size, sid));
     }
-    for (unsigned c = 0; c < EARLY_CHUNKS; c++) {
-        struct early_ev *ch = __atomic_exchange_n(&early_chunk[c], NULL, __ATOMIC_ACQ_REL);
-        if (ch)
-            sys_munmap(ch, EARLY_CHUNK * sizeof *ch);
-    }
+    early_release();
     if (lost)
         agent_say("events before the agent started were not recorded (over its cap of 16 Mi, or "
                   "out of memory)",
@@ -795,6 +802,10 @@ __attribute__((constructor)) static void agent_init(void)
     t->internal = 1;
     const char *dir = getenv(MS_ENV_TRACE_DIR);
     if (!dir || !*dir || strlen(dir) >= sizeof agent.dir) {
+        /* idle: events kept so far (the variable was there then) go nowhere, and no more are
+         * kept (early_record() is called until agent.initialized) */
+        __atomic_store_n(&early_state, 2, __ATOMIC_RELEASE);
+        early_release();
         t->internal = 0;
         return;
     }
@@ -833,6 +844,7 @@ __attribute__((constructor)) static void agent_init(void)
     if (rc < 0) {
         agent.broken = 1;
         __atomic_store_n(&early_state, 2, __ATOMIC_RELEASE); /* kept events go nowhere */
+        early_release();
         agent_say("cannot record: cannot create the trace file in", agent.dir);
         t->internal = 0;
         return;

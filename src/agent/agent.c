@@ -131,23 +131,74 @@ static __attribute__((noinline)) void record_free(int type, const void *p, size_
 /* ---- before the agent's constructor ---- */
 
 /* Allocations made before the agent's constructor ran (a library constructor initialized
- * before it: libselinux's, libstdc++'s emergency pool) are kept here, with their time and
- * native stack, and written to the trace when the agent starts: recording begins at the
- * first allocation of the process. Nothing here calls into the allocator, takes a lock or
- * touches the agent's state: an allocator may call us from inside its own initialization.
- * Main thread only (constructors run there); beyond EARLY_MAX events they are counted lost. */
-#define EARLY_MAX 4096
+ * before it: libselinux's, libstdc++'s emergency pool, libLLVM's hundreds of option objects)
+ * are kept here, with their time and native stack, and written to the trace when the agent
+ * starts: recording begins at the first allocation of the process. Nothing here calls into the
+ * allocator, takes a lock or touches the agent's state: an allocator may call us from inside
+ * its own initialization. Main thread only (constructors run there).
+ *
+ * Why keep rather than start the agent first: the loader runs the constructors of the
+ * program's own libraries (DT_NEEDED) before those of LD_PRELOAD objects, and a constructor's
+ * priority orders it only within its own object; so whatever the agent does, a library's
+ * constructor may allocate before it. The first EARLY_STATIC events go into static memory,
+ * later ones into chunks mapped with raw system calls (no malloc) and unmapped once written;
+ * EARLY_CHUNKS chunks are the hard cap (16 Mi events, far above clang's 4,500): an event past
+ * it is counted lost and the agent says so. */
+#define EARLY_STATIC 4096
+#define EARLY_CHUNK 8192 /* events per mapped chunk (2.25 MiB) */
+#define EARLY_CHUNKS 2048
 #define EARLY_DEPTH 32
-static struct early_ev {
+struct early_ev {
     uint64_t ns, addr, size;
     uint32_t type, depth; /* type 0: not written yet */
     uint64_t pcs[EARLY_DEPTH];
-} early[EARLY_MAX];
-static unsigned nearly; /* atomic: slots claimed */
+};
+static struct early_ev early[EARLY_STATIC];
+static struct early_ev *early_chunk[EARLY_CHUNKS]; /* atomic: NULL until mapped */
+static unsigned nearly;                            /* atomic: slots claimed */
 static int early_state; /* 0 undecided, 1 keeping events, 2 not (agent started, or idle) */
 static unsigned early_depth;
 
 static unsigned env_uint(const char *name, unsigned def, unsigned max);
+
+/* The slot of early event i, mapping its chunk when it is the first there; NULL past the cap
+ * or when the mapping fails. A signal handler on the main thread may race for the chunk: the
+ * loser unmaps its own. */
+static struct early_ev *early_slot(unsigned i)
+{
+    if (i < EARLY_STATIC)
+        return &early[i];
+    unsigned c = (i - EARLY_STATIC) / EARLY_CHUNK;
+    if (c >= EARLY_CHUNKS)
+        return NULL;
+    struct early_ev *ch = __atomic_load_n(&early_chunk[c], __ATOMIC_ACQUIRE);
+    if (!ch) {
+        void *m = sys_mmap(NULL, EARLY_CHUNK * sizeof *ch, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return NULL;
+        struct early_ev *none = NULL;
+        if (__atomic_compare_exchange_n(&early_chunk[c], &none, (struct early_ev *)m, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            ch = m;
+        } else {
+            sys_munmap(m, EARLY_CHUNK * sizeof *ch);
+            ch = none;
+        }
+    }
+    return &ch[(i - EARLY_STATIC) % EARLY_CHUNK];
+}
+
+/* The slot of early event i when it has one (no mapping made); NULL otherwise. */
+static struct early_ev *early_at(unsigned i)
+{
+    if (i < EARLY_STATIC)
+        return &early[i];
+    unsigned c = (i - EARLY_STATIC) / EARLY_CHUNK;
+    struct early_ev *ch =
+        c < EARLY_CHUNKS ? __atomic_load_n(&early_chunk[c], __ATOMIC_ACQUIRE) : NULL;
+    return ch ? &ch[(i - EARLY_STATIC) % EARLY_CHUNK] : NULL;
+}
 
 static __attribute__((noinline, cold)) void early_record(int type, const void *p, size_t n,
                                                          void *fp)
@@ -169,14 +220,16 @@ static __attribute__((noinline, cold)) void early_record(int type, const void *p
     if ((pid_t)syscall(SYS_gettid) != getpid())
         return; /* threads before the agent: not kept */
     unsigned i = __atomic_fetch_add(&nearly, 1, __ATOMIC_RELAXED);
-    if (i >= EARLY_MAX)
-        return;
-    struct early_ev *e = &early[i];
+    struct early_ev *e = early_slot(i);
+    if (!e)
+        return; /* counted lost at replay: its slot stays empty */
     e->ns = clock_mono();
     e->addr = (uintptr_t)p;
     e->size = n;
     e->depth = 0;
-    /* frame pointers, bounded by the main thread's stack (caller's frames lie above fp) */
+    /* Frame pointers, bounded by the main thread's stack (caller's frames lie above fp). In code
+     * without frame pointers this reads words that are no return addresses: the replay keeps
+     * only the frames up to the first that is not in a module's code (stacks_code_frames). */
     extern void *__libc_stack_end;
     uintptr_t hi = (uintptr_t)__libc_stack_end + 64, f = (uintptr_t)fp;
     for (unsigned k = 0; fp && k < early_depth && f >= (uintptr_t)&e && f + 16 <= hi && !(f & 7);
@@ -192,27 +245,47 @@ static __attribute__((noinline, cold)) void early_record(int type, const void *p
     __atomic_store_n(&e->type, (uint32_t)type, __ATOMIC_RELEASE);
 }
 
-/* Writes the events kept before the agent started into thread t's stream (agent_init). */
+/* Unmaps the chunks of early events (written, or going nowhere): the program keeps nothing
+ * of them. */
+static void early_release(void)
+{
+    for (unsigned c = 0; c < EARLY_CHUNKS; c++) {
+        struct early_ev *ch = __atomic_exchange_n(&early_chunk[c], NULL, __ATOMIC_ACQ_REL);
+        if (ch)
+            sys_munmap(ch, EARLY_CHUNK * sizeof *ch);
+    }
+}
+
+/* Writes the events kept before the agent started into thread t's stream (agent_init), and
+ * unmaps the chunks. */
 static void early_replay(struct tstate *t)
 {
     __atomic_store_n(&early_state, 2, __ATOMIC_RELEASE);
     unsigned n = __atomic_load_n(&nearly, __ATOMIC_ACQUIRE);
     struct stream *s = &t->s[0];
-    for (unsigned i = 0; i < n && i < EARLY_MAX; i++) {
-        struct early_ev *e = &early[i];
-        uint32_t type = __atomic_load_n(&e->type, __ATOMIC_ACQUIRE);
-        if (!type)
+    unsigned long lost = 0;
+    for (unsigned i = 0; i < n; i++) {
+        struct early_ev *e = early_at(i);
+        uint32_t type = e ? __atomic_load_n(&e->type, __ATOMIC_ACQUIRE) : 0;
+        if (!type) {
+            lost++;
+            writer_lost();
             continue;
-        uint32_t sid = agent.depth && e->depth ? stacks_intern(t, s, e->pcs, e->depth) : 0;
+        }
+        unsigned depth = agent.depth ? stacks_code_frames(e->pcs, e->depth) : 0;
+        uint32_t sid = depth ? stacks_intern(t, s, e->pcs, depth) : 0;
         uint8_t *w = writer_reserve(t, s, MS_REC_MAX_EVENT);
         if (!w)
-            return;
+            break;
         writer_commit(s, type == MS_REC_HEAP_FREE
                              ? ms_enc_free(w, &s->enc, e->ns, e->addr)
                              : ms_enc_alloc(w, &s->enc, (int)type, e->ns, e->addr, e->size, sid));
     }
-    for (unsigned i = EARLY_MAX; i < n; i++)
-        writer_lost();
+    early_release();
+    if (lost)
+        agent_say("events before the agent started were not recorded (over its cap of 16 Mi, or "
+                  "out of memory)",
+                  NULL);
 }
 
 /* Whether to record this allocation, keeping it for later when the agent has not started. */
@@ -357,6 +430,17 @@ static inline void realloc_done(int fn, void *old, void *p, size_t n, uint64_t n
         record_alloc(MS_REC_HEAP_ALLOC + fn, p, n, fp, 0);
 }
 
+/* realloc_done() before the agent started: kept as early events (a block reallocated there and
+ * freed later would be an unmatched free, and its old block live for ever). */
+static __attribute__((noinline, cold)) void early_realloc(int fn, void *old, void *p, size_t n,
+                                                          void *fp)
+{
+    if (old && (p || n == 0))
+        early_record(MS_REC_HEAP_FREE, old, 0, NULL);
+    if (p)
+        early_record(MS_REC_HEAP_ALLOC + fn, p, n, fp);
+}
+
 AGENT_API void *realloc(void *old, size_t n)
 {
     if (unlikely(in_boot_pool(old))) {
@@ -374,6 +458,8 @@ AGENT_API void *realloc(void *old, size_t n)
     void *p = real.realloc(old, n);
     if (agent.recording && ns0)
         realloc_done(MS_FN_REALLOC, old, p, n, ns0, __builtin_frame_address(0));
+    else if (unlikely(!agent.initialized))
+        early_realloc(MS_FN_REALLOC, old, p, n, __builtin_frame_address(0));
     return p;
 }
 
@@ -391,6 +477,8 @@ AGENT_API void *reallocarray(void *old, size_t n, size_t m)
     void *p = real.realloc(old, n * m);
     if (agent.recording && ns0)
         realloc_done(MS_FN_REALLOCARRAY, old, p, n * m, ns0, __builtin_frame_address(0));
+    else if (unlikely(!agent.initialized))
+        early_realloc(MS_FN_REALLOCARRAY, old, p, n * m, __builtin_frame_address(0));
     return p;
 }
 
@@ -792,6 +880,10 @@ __attribute__((constructor)) static void agent_init(void)
     t->internal = 1;
     const char *dir = getenv(MS_ENV_TRACE_DIR);
     if (!dir || !*dir || strlen(dir) >= sizeof agent.dir) {
+        /* idle: events kept so far (the variable was there then) go nowhere, and no more are
+         * kept (early_record() is called until agent.initialized) */
+        __atomic_store_n(&early_state, 2, __ATOMIC_RELEASE);
+        early_release();
         t->internal = 0;
         return;
     }
@@ -831,6 +923,7 @@ __attribute__((constructor)) static void agent_init(void)
     if (rc < 0) {
         agent.broken = 1;
         __atomic_store_n(&early_state, 2, __ATOMIC_RELEASE); /* kept events go nowhere */
+        early_release();
         agent_say("cannot record: cannot create the trace file in", agent.dir);
         t->internal = 0;
         return;
@@ -884,10 +977,24 @@ AGENT_API int memscope__step(void)
 
 /* At exit: what the GPU reports, for the last step. An atexit handler, not a destructor: it
  * runs before the libraries' destructors, while the CUDA driver and NVML still work. */
+/* At exit (the agent's atexit handler: after the handlers registered later, the program's
+ * static destructors among them): libstdc++'s emergency exception pool (about 72 KiB, allocated
+ * by its constructor) is handed back with __gnu_cxx::__freeres, as valgrind and heaptrack do,
+ * so that it is not reported live at exit in every C++ program. Only while recording and when
+ * the loaded libstdc++ has it (GCC 5 and later); looked up in the global scope (RTLD_DEFAULT),
+ * so a program without libstdc++ loads nothing. */
 static void agent_at_exit(void)
 {
-    if (agent.initialized)
-        cuda_sample_usage();
+    if (!agent.initialized)
+        return;
+    cuda_sample_usage();
+    if (__atomic_load_n(&agent.recording, __ATOMIC_ACQUIRE)) {
+        agent_tls.internal++; /* a failed dlsym allocates its error message: memscope's own */
+        void (*freeres)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv");
+        agent_tls.internal--;
+        if (freeres) /* its free is the program's: recorded */
+            freeres();
+    }
 }
 
 AGENT_API int memscope__owner_push(const char *label)

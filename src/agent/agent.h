@@ -222,6 +222,10 @@ void modules_scan(struct tstate *t, struct stream *s);
 /* After a dlclose: forgets the modules no longer loaded (and, when stacks went through them,
  * every stack id, so that the same addresses in a library loaded there later are new stacks). */
 void modules_after_dlclose(void);
+/* How many of pcs[0..n) (return addresses, innermost first), from the first on, lie in the
+ * executable code of a known module: the frames of a walk that may have read words that are no
+ * return addresses (frame pointers read in code built without them). */
+unsigned stacks_code_frames(const uint64_t *pcs, unsigned n);
 /* The id of the stack pcs[0..n) (return addresses, innermost first), adding it when new. */
 uint32_t stacks_intern(struct tstate *t, struct stream *s, const uint64_t *pcs, unsigned n);
 
@@ -363,6 +367,10 @@ void unwind_remove_module(uintptr_t lo, uintptr_t hi);
 int unwind_should_rescan(struct unwind_memo *m, uintptr_t last_pc);
 unsigned unwind_cfi(void *fp0, uintptr_t lo, uintptr_t hi, uint64_t *pcs, unsigned max,
                     struct unwind_memo *memo, uint64_t *hash);
+/* Whether return address ra lies in the executable code (a PT_LOAD segment with PF_X) of a
+ * module with an .eh_frame_hdr: a cache probe, memo's (may be NULL) first. 0 before
+ * unwind_init(). Sets memo's "ended in no known module" mark for unwind_should_rescan(). */
+int unwind_is_code(struct unwind_memo *memo, uintptr_t ra);
 /* The calling thread's rule memo (mapped on first use; NULL when it cannot be), and its
  * release at thread exit. */
 struct unwind_memo *unwind_memo(struct tstate *t);

@@ -220,9 +220,13 @@ static void stack_bounds(struct tstate *t)
 }
 
 /* Walks frame pointers from fp0; stores the return addresses in pcs, returns their number and
- * sets *hash to hash_stack() of them, computed on the way. */
-static inline __attribute__((always_inline)) unsigned
-unwind(struct tstate *t, void *fp0, uint64_t *pcs, unsigned max, uint64_t *hash)
+ * sets *hash to hash_stack() of them, computed on the way. In code built without frame
+ * pointers rbp holds anything; a word read as a return address ends the walk unless it lies in
+ * a module's code (unwind_is_code(), memo's rules first): never a made-up frame. */
+static inline __attribute__((always_inline)) unsigned unwind(struct tstate *t, void *fp0,
+                                                             uint64_t *pcs, unsigned max,
+                                                             struct unwind_memo *memo,
+                                                             uint64_t *hash)
 {
     uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
     uintptr_t fp = (uintptr_t)fp0;
@@ -248,7 +252,7 @@ unwind(struct tstate *t, void *fp0, uint64_t *pcs, unsigned max, uint64_t *hash)
             break;
         fp = next;
         ret = ((uintptr_t *)fp)[1];
-        if (ret < 4096)
+        if (!unwind_is_code(memo, ret))
             break;
         pcs[n++] = ret;
         h = hash_step(h, ret);
@@ -491,6 +495,14 @@ static inline __attribute__((always_inline)) uint32_t intern(struct tstate *t, s
                                                              unsigned n, const uint32_t *py,
                                                              unsigned npy);
 
+unsigned stacks_code_frames(const uint64_t *pcs, unsigned n)
+{
+    unsigned k = 0;
+    while (k < n && unwind_is_code(NULL, pcs[k]))
+        k++;
+    return k;
+}
+
 uint32_t stacks_intern(struct tstate *t, struct stream *s, const uint64_t *pcs, unsigned n)
 {
     return n ? intern(t, s, hash_stack(pcs, n), pcs, n, NULL, 0) : 0;
@@ -516,7 +528,13 @@ static inline __attribute__((always_inline)) uint32_t capture(struct tstate *t, 
         if (n < agent.depth && unwind_should_rescan(memo, pcs[n - 1]) && rescan_new(t, s))
             n = unwind_cfi(fp, lo, t->stack_hi, pcs, agent.depth, memo, &h);
     } else {
-        n = unwind(t, fp, pcs, agent.depth, &h);
+        struct unwind_memo *memo = s->nested ? NULL : unwind_memo(t);
+        n = unwind(t, fp, pcs, agent.depth, memo, &h);
+        /* ended at a word in no known module's code: a library loaded since the last scan? */
+        /* once per caller while it stays the one: in code without frame pointers every walk
+         * ends at such a word, mostly a different one */
+        if (n < agent.depth && unwind_should_rescan(memo, ret0) && rescan_new(t, s))
+            n = unwind(t, fp, pcs, agent.depth, memo, &h);
     }
     if (n == 0 && npy == 0)
         return 0;
@@ -594,8 +612,9 @@ intern_shared(struct tstate *t, struct stream *s, uint64_t h, const uint64_t *pc
     return 0; /* table crowded here: the event goes without a stack */
 }
 
-/* Depths up to SMALL_DEPTH (the default is 32) take fixed arrays; deeper ones arrays sized to
- * the depth (small threads have small stacks), which cost a few instructions more to set up. */
+/* Depths up to SMALL_DEPTH take fixed arrays; deeper ones (memscope run's default, 256, among
+ * them) arrays sized to the depth (small threads have small stacks), which cost a few
+ * instructions more to set up. */
 #define SMALL_DEPTH 64
 
 static __attribute__((noinline)) uint32_t capture_deep(struct tstate *t, struct stream *s, void *fp)

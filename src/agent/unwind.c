@@ -30,7 +30,8 @@
 enum { REG_RBP = 6, REG_RSP = 7, REG_RA = 16 };
 
 struct cfi_module {
-    uintptr_t lo, hi;     /* code range (the PT_LOAD segments) */
+    uintptr_t lo, hi;     /* the PT_LOAD segments' range (bounds of .eh_frame reads) */
+    uintptr_t xlo, xhi;   /* the executable (PF_X) segments' range: where a return address is */
     const uint8_t *table; /* .eh_frame_hdr's search table: (initial pc, FDE) pairs */
     uintptr_t hdr;        /* .eh_frame_hdr's address: the table's values are relative */
     uint32_t count;       /* entries */
@@ -83,7 +84,7 @@ static int cache_used; /* an entry was written since the last unwind_forget() */
  * still holds what it read, the rest of the walk is the last walk's: those reads are checked
  * (independent loads, no rule lookups) and its frames copied. Walks through a signal frame are
  * not kept. */
-#define WALK_MAX 128
+#define WALK_MAX 256 /* memscope run's default depth (src/cli/run.h): deeper walks keep nothing */
 enum {
     WF_USES_BP = 1,    /* the frame's step computes the CFA from rbp (or the walk stopped there
                           at max, and a later walk may go on from it) */
@@ -194,6 +195,17 @@ void unwind_add_module(const struct dl_phdr_info *info, uintptr_t lo, uintptr_t 
             return;
     if (n >= MAX_CFI_MODULES)
         return;
+    uintptr_t xlo = UINTPTR_MAX, xhi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        xlo = a < xlo ? a : xlo;
+        xhi = a + ph->p_memsz > xhi ? a + ph->p_memsz : xhi;
+    }
+    if (xhi <= xlo)
+        return; /* no code */
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_GNU_EH_FRAME)
@@ -210,6 +222,8 @@ void unwind_add_module(const struct dl_phdr_info *info, uintptr_t lo, uintptr_t 
         __atomic_add_fetch(&cmods_seq, 1, __ATOMIC_ACQ_REL);
         cmods[n].lo = lo;
         cmods[n].hi = hi;
+        cmods[n].xlo = xlo;
+        cmods[n].xhi = xhi;
         cmods[n].hdr = (uintptr_t)h;
         cmods[n].table = h + 12;
         cmods[n].count = count;
@@ -610,7 +624,7 @@ static int module_of(uintptr_t pc, struct cfi_module *out)
         unsigned n = __atomic_load_n(&ncmods, __ATOMIC_ACQUIRE);
         int found = 0;
         for (unsigned i = 0; i < n && !found; i++)
-            if (pc >= cmods[i].lo && pc < cmods[i].hi) {
+            if (pc >= cmods[i].xlo && pc < cmods[i].xhi) {
                 *out = cmods[i];
                 found = 1;
             }
@@ -745,6 +759,22 @@ static inline uint64_t frame_rule(struct local_rule *local, uintptr_t pc)
     e->pc = pc;
     e->rule = v;
     return v;
+}
+
+int unwind_is_code(struct unwind_memo *memo, uintptr_t ra)
+{
+    if (!cache || ra < 4096)
+        return 0;
+    unsigned gen = __atomic_load_n(&rules_gen, __ATOMIC_ACQUIRE);
+    if (memo && memo->gen != gen) { /* as in unwind_cfi(): modules changed */
+        memo->gen = gen;
+        memset(memo->local, 0, sizeof memo->local);
+        memo->walks[0].n = memo->walks[1].n = 0;
+    }
+    int in = R_KIND(frame_rule(memo ? memo->local : NULL, ra - 1)) != 0;
+    if (memo)
+        memo->unknown = !in;
+    return in;
 }
 
 /* The packed rule of a frame pointer's frame (push rbp; mov rbp, rsp): CFA = rbp + 16, the

@@ -398,7 +398,7 @@ static void agent_environment(struct run_options *o, const struct run_paths *p,
 int cmd_run(int argc, char **argv)
 {
     struct run_options o = {
-        .c_depth = 32, .format = FMT_COMPACT, .symbolize = 1, .unwind_dwarf = 1};
+        .c_depth = MS_RUN_C_DEPTH, .format = FMT_COMPACT, .symbolize = 1, .unwind_dwarf = 1};
     int rc = run_parse_options(argc, argv, &o);
     if (rc >= 0)
         return rc;
@@ -517,7 +517,9 @@ int cmd_run(int argc, char **argv)
     if (res.warning[0])
         cli_log(2, "some trace data was damaged and skipped: %s", res.warning);
     if (res.lost_events)
-        cli_log(2, "the agent could not record %llu events (see its message above)",
+        cli_log(2,
+                "%llu events of the program were lost (the agent could not record them): the "
+                "counts, peaks and leaks leave them out",
                 (unsigned long long)res.lost_events);
     if (o.format == FMT_CSV) {
         struct ms_output mo;

@@ -10,7 +10,7 @@ DB=$TMP/a.db
 ms run run --format=db -o "$DB" -- "$PROGS/alloc_funcs"
 assert_eq "exit status" 0 "$RC"
 require_db "alloc_funcs" "$DB"
-assert_eq "meta.call_stack_c (default)" 32 "$(q "$DB" "SELECT value FROM meta WHERE key = 'call_stack_c'")"
+assert_eq "meta.call_stack_c (default)" 256 "$(q "$DB" "SELECT value FROM meta WHERE key = 'call_stack_c'")"
 
 # first_frames FUNC SIZE: the first two lines of the C stack of the first MALLOC of that func
 # and size, as memscope_dump shows it.

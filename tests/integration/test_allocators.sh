@@ -48,11 +48,19 @@ rc=$?"
     assert_eq "$lib: arenas: the mmap layer holds the program's mapping only (allocs|peak)" \
         "1|4194304" "$(q "$db" "SELECT allocs, peak_bytes FROM process_stats p
             JOIN processes r ON r.id = p.process_id WHERE r.exe LIKE '%arenas' AND p.layer = 2")"
-    # the heap's peak: the program's blocks and what the start-up left live (libstdc++'s
-    # emergency pool in a C++ allocator), every other block being freed before the peak
+    # the heap's peak: the program's blocks and what the start-up allocated and still held
+    # (libstdc++'s emergency pool in a C++ allocator, freed at exit), every other block being
+    # freed before the peak
     heap=$(q "$db" "SELECT p.peak_bytes - 33654432 - (SELECT coalesce(sum(b.size), 0) FROM blocks b
-            WHERE b.process_id = r.id AND b.layer = 1 AND b.free_ns IS NULL) FROM process_stats p
-            JOIN processes r ON r.id = p.process_id WHERE r.exe LIKE '%arenas' AND p.layer = 1")
+            WHERE b.process_id = r.id AND b.layer = 1 AND (b.free_ns IS NULL
+              OR b.free_event_id > (SELECT max(e.id) FROM events e JOIN blocks m
+                ON m.allocation_id = e.allocation_id JOIN stacks s ON s.id = m.stack_id
+                WHERE e.process_id = r.id AND s.c_text LIKE 'ms_progs_arenas_alloc (%'))
+              AND b.allocation_id < (SELECT min(m.allocation_id) FROM blocks m JOIN stacks s
+                ON s.id = m.stack_id WHERE m.process_id = r.id
+                AND s.c_text LIKE 'ms_progs_arenas_alloc (%'))
+            FROM process_stats p JOIN processes r ON r.id = p.process_id
+            WHERE r.exe LIKE '%arenas' AND p.layer = 1")
     assert_eq "$lib: arenas: heap peak = the program's 33654432 B + the start-up's live blocks" \
         0 "$heap"
     # decompose's moment, the peak of all default layers of every process: the program's heap

@@ -10,7 +10,9 @@
  *    (python.c in the agent holds the shadow; this file only reports calls, returns and lines),
  *    so an allocation never needs the GIL to know its Python stack;
  *  - small helpers for the torch layer (msMemScope's CRC-64, byte copies) and the in-process
- *    mode (dlopen + attach, trace -> database conversion).
+ *    mode (dlopen + attach; the trace -> database conversion is memscope._store, a separate
+ *    extension: it links SQLite and libdw, which cost a program under `memscope run` 2 MB of
+ *    RSS for nothing, so this one, imported at every traced Python start, stays small).
  *
  * Workload: the trace hook runs on every Python call, return and line of every traced thread,
  * so it is a few loads and stores plus one hash lookup per call. Everything else is rare.
@@ -27,10 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef MEMSCOPE_HAVE_STORE
 #include "common/agent_api.h"
-#include "store/store.h"
-#endif
 
 /* ---- the agent's entry points ---- */
 
@@ -628,93 +627,6 @@ static PyObject *n_attach(PyObject *self, PyObject *args)
     Py_RETURN_TRUE;
 }
 
-/* convert(trace_dir, db_path, argv, call_stack_c): ms_store_convert in this process. Raises
- * RuntimeError with the store's reason. Runs without the GIL. */
-static PyObject *n_convert(PyObject *self, PyObject *args)
-{
-    (void)self;
-#ifdef MEMSCOPE_HAVE_STORE
-    const char *dir, *db;
-    PyObject *argv_obj = Py_None;
-    unsigned c_depth = 0;
-    if (!PyArg_ParseTuple(args, "ss|OI:convert", &dir, &db, &argv_obj, &c_depth))
-        return NULL;
-    Py_ssize_t n = 0;
-    const char **argv = NULL;
-    if (argv_obj != Py_None) {
-        if (!PyList_Check(argv_obj)) {
-            PyErr_SetString(PyExc_TypeError, "convert: argv must be a list of str");
-            return NULL;
-        }
-        n = PyList_GET_SIZE(argv_obj);
-        argv = PyMem_Calloc((size_t)n + 1, sizeof *argv);
-        if (!argv)
-            return PyErr_NoMemory();
-        for (Py_ssize_t i = 0; i < n; i++) {
-            argv[i] = PyUnicode_AsUTF8(PyList_GET_ITEM(argv_obj, i));
-            if (!argv[i]) {
-                PyMem_Free(argv);
-                return NULL;
-            }
-        }
-    }
-    struct ms_store_options o = {
-        .trace_dir = dir,
-        .db_path = db,
-        .argv = argv,
-        .exit_status = -1,
-        .call_stack_c = c_depth,
-        .events = "alloc,free",
-        .symbolize = 1,
-    };
-    struct ms_store_result res;
-    char err[512] = "";
-    int rc;
-    Py_BEGIN_ALLOW_THREADS rc = ms_store_convert(&o, &res, err, sizeof err);
-    Py_END_ALLOW_THREADS PyMem_Free(argv);
-    if (rc < 0) {
-        PyErr_Format(PyExc_RuntimeError, "memscope: cannot write the database %s: %s", db,
-                     err[0] ? err : "error");
-        return NULL;
-    }
-    return Py_BuildValue("{s:K,s:K,s:K,s:s}", "events", (unsigned long long)res.events, "processes",
-                         (unsigned long long)res.processes, "lost_events",
-                         (unsigned long long)res.lost_events, "warning", res.warning);
-#else
-    (void)args;
-    PyErr_SetString(PyExc_RuntimeError, "memscope: this build has no in-process converter");
-    return NULL;
-#endif
-}
-
-/* export_csv(db_path, csv_path): msMemScope's CSV from a database. */
-static PyObject *n_export_csv(PyObject *self, PyObject *args)
-{
-    (void)self;
-#ifdef MEMSCOPE_HAVE_STORE
-    const char *db, *csv;
-    if (!PyArg_ParseTuple(args, "ss:export_csv", &db, &csv))
-        return NULL;
-    FILE *f = fopen(csv, "w");
-    if (!f)
-        return PyErr_SetFromErrnoWithFilename(PyExc_OSError, csv);
-    char err[512] = "";
-    int rc;
-    Py_BEGIN_ALLOW_THREADS rc = ms_store_export_csv(db, f, err, sizeof err);
-    Py_END_ALLOW_THREADS if (fclose(f) != 0 && rc == 0) rc = -1;
-    if (rc < 0) {
-        PyErr_Format(PyExc_RuntimeError, "memscope: cannot write %s: %s", csv,
-                     err[0] ? err : "error");
-        return NULL;
-    }
-    Py_RETURN_NONE;
-#else
-    (void)args;
-    PyErr_SetString(PyExc_RuntimeError, "memscope: this build has no in-process converter");
-    return NULL;
-#endif
-}
-
 /* heap_stats(): {"allocated", "reserved"} from glibc's mallinfo2 (bytes in use by the heap,
  * mmap'ed chunks included; and bytes the heap holds from the system) and "rss" from
  * /proc/self/statm. The CPU stand-in for an allocator's allocated/reserved counters. */
@@ -764,8 +676,6 @@ static PyMethodDef methods[] = {
     {"tracer", n_tracer, METH_VARARGS, "tracer(on): Python call tracer (python_trace table)"},
     {"_after_fork_child", n_after_fork_child, METH_NOARGS, "re-describe frames after fork"},
     {"attach", n_attach, METH_VARARGS, "attach(trace_dir, c_depth, py_depth, agent_path)"},
-    {"convert", n_convert, METH_VARARGS, "convert(trace_dir, db_path, argv=None, c_depth=0)"},
-    {"export_csv", n_export_csv, METH_VARARGS, "export_csv(db_path, csv_path)"},
     {"heap_stats", n_heap_stats, METH_NOARGS, "heap_stats() -> dict"},
     {NULL, NULL, 0, NULL},
 };

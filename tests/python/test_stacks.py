@@ -136,15 +136,22 @@ def _many_functions(cmd):
 
 def test_functions_made_at_run_time_are_freed(tmp_path):
     """60,000 functions compiled and dropped (scripts/many_functions.py): under `memscope run`
-    (Python stacks: the default for python3) their code objects die as without memscope, and
-    the stacks still name each function."""
+    (Python stacks: the default for python3) their code objects die as without memscope, the
+    max RSS stays within 1.1x the plain run's plus memscope's fixed 3 MiB, and the stacks still
+    name each function."""
     f = script("many_functions.py")
-    alive, _ = _many_functions([PYTHON, f])
+    alive, rss_plain = _many_functions([PYTHON, f])
     assert alive == 0
     db = str(tmp_path / "run.db")
-    alive, _ = _many_functions([memscope_bin(), "run", "-q", "--format=db", "-o", db, "--",
+    alive, rss = _many_functions([memscope_bin(), "run", "-q", "--format=db", "-o", db, "--",
                                   PYTHON, f])
     assert alive == 0, "memscope kept %d of 60 sampled code objects alive" % alive
+    # The program's growth costs memscope nothing: what is left is memscope's fixed cost, 2.7
+    # MB measured (the agent's stack tables 1.2 MB, the interpreter's tracing code 0.4 MB,
+    # memscope's package and threading 0.6 MB). Before: 78 MB (the code objects kept), then
+    # 17.8 MB (the package's import, SQLite and libdw loaded) against 10.1 MB plain.
+    assert rss <= 1.1 * rss_plain + 3 * 1024, \
+        "max RSS %d KiB under memscope, %d KiB plain" % (rss, rss_plain)
     rows = query(db, "SELECT s.py_text FROM blocks b JOIN stacks s ON s.id = b.stack_id "
                      "WHERE b.size = 100001")
     want = ["<made>(3): fn_%d\n%s(25): make\n%s(32): main\n%s(39): <module>" % (i, f, f, f)

@@ -32,6 +32,10 @@ _LAZY = {
     "tracer": (".tracer", None),
     "watcher": (".watcher", None),  # the torch layer: `import memscope` never imports torch
     "torch": (".torch", None),
+    "analyzer": (".analyzer", None),  # submodules the eager imports used to bind
+    "snapshot": (".snapshot", None),
+    "framework": (".framework", None),
+    "record_function": (".record_function", None),
     "RecordFunction": (".record_function", "RecordFunction"),
     "take_snapshot": (".snapshot", "take_snapshot"),
     "TakeSnapshot": (".snapshot", "TakeSnapshot"),

@@ -157,3 +157,20 @@ def test_functions_made_at_run_time_are_freed(tmp_path):
     want = ["<made>(3): fn_%d\n%s(25): make\n%s(32): main\n%s(39): <module>" % (i, f, f, f)
             for i in range(0, 60_000, 10_000)]
     assert sorted(r[0] for r in rows) == sorted(want)
+
+
+def test_forked_child_describes_its_frames_again(tmp_path):
+    """scripts/fork_stacks.py: the child's stacks name frames described in the parent (before
+    the fork, and on the stack at the fork) and frames first called in the child."""
+    db = run_cli(tmp_path, "fork_stacks.py")
+    f = script("fork_stacks.py")
+    rows = query(db, "SELECT b.size, p.pid, s.py_text FROM blocks b "
+                     "JOIN stacks s ON s.id = b.stack_id JOIN processes p ON p.id = b.process_id "
+                     "WHERE b.size IN (1000001, 2000001, 3000001) ORDER BY b.size")
+    assert len(rows) == 3 and rows[0][1] != rows[1][1] == rows[2][1], rows
+    assert [(r[0], r[2].split("\n")) for r in rows] == [
+        (1_000_001, ["%s(13): before" % f, "%s(28): <module>" % f]),
+        (2_000_001, ["%s(13): before" % f, "%s(21): outer" % f, "%s(29): <module>" % f]),
+        (3_000_001, ["%s(18): outer.<locals>.inner" % f, "%s(22): outer" % f,
+                     "%s(29): <module>" % f]),
+    ]

@@ -14,22 +14,38 @@ tracer, describe.describer, RecordFunction, take_snapshot, TakeSnapshot, watcher
 """
 import atexit
 import os
-import shutil
 import sys
-import tempfile
-import time
-import warnings
 
 from . import _native
-from . import _config
-from . import describe
-from . import tracer
-from .record_function import RecordFunction
-from .snapshot import take_snapshot, TakeSnapshot
-from .framework import init_framework_hooks, cleanup_framework_hooks
-from .analyzer import (list_analyzers, get_analyzer_config, analyze, check_leaks,
-                       check_inefficient, LeaksAnalyzer, LeaksConfig, InefficientAnalyzer,
-                       InefficientConfig)
+
+# memscope's own modules are not the program's memory: under `memscope run` the heap
+# allocations of this import are not recorded (memscope__quiet; -1 at the end of this file).
+_native.quiet(1)
+
+# The rest of the API is imported when it is first used (__getattr__ below): `memscope run`
+# imports this package at the start of every Python program it traces, and the program's RSS
+# must not grow by the modules of an API it may never call (re, shutil, tempfile, subprocess,
+# csv: about 5 MB).
+_LAZY = {
+    "_config": ("._config", None),
+    "describe": (".describe", None),
+    "tracer": (".tracer", None),
+    "watcher": (".watcher", None),  # the torch layer: `import memscope` never imports torch
+    "torch": (".torch", None),
+    "analyzer": (".analyzer", None),  # submodules the eager imports used to bind
+    "snapshot": (".snapshot", None),
+    "framework": (".framework", None),
+    "record_function": (".record_function", None),
+    "RecordFunction": (".record_function", "RecordFunction"),
+    "take_snapshot": (".snapshot", "take_snapshot"),
+    "TakeSnapshot": (".snapshot", "TakeSnapshot"),
+    "init_framework_hooks": (".framework", "init_framework_hooks"),
+    "cleanup_framework_hooks": (".framework", "cleanup_framework_hooks"),
+}
+for _name in ("list_analyzers", "get_analyzer_config", "analyze", "check_leaks",
+              "check_inefficient", "LeaksAnalyzer", "LeaksConfig", "InefficientAnalyzer",
+              "InefficientConfig"):
+    _LAZY[_name] = (".analyzer", _name)
 
 __all__ = ["config", "start", "stop", "step", "tracer", "describe", "RecordFunction",
            "take_snapshot", "TakeSnapshot", "watcher", "available", "mode",
@@ -73,6 +89,8 @@ def config(**kwargs):
     resulting configuration as a dict. Under `memscope run` the CLI's options rule recording;
     config() is validated and kept (call_stack, format and output_path apply to in-process
     mode only)."""
+    import warnings
+    from . import _config
     before = dict(_config.current)
     cfg = _config.config(**kwargs)
     run = _native.preloaded()
@@ -117,6 +135,7 @@ def _out_path(cfg):
     if fmt == "trace":
         return os.path.abspath(out)
     # msMemScope's layout, as `memscope run` writes it (docs/cli.md): a folder of the run
+    import time
     stamp = time.strftime("%Y%m%d%H%M%S")
     run_dir = os.path.join(out, "memscope_%d_%s" % (os.getpid(), stamp))
     os.makedirs(run_dir, mode=0o700, exist_ok=True)
@@ -124,6 +143,9 @@ def _out_path(cfg):
 
 
 def _attach():
+    import shutil
+    import tempfile
+    from . import _config
     cfg = _config.current
     c_depth, py_depth = _config.parse_call_stack(cfg["call_stack"])
     out = _out_path(cfg)
@@ -146,6 +168,7 @@ def start():
     --collect-mode=deferred); otherwise the first start() loads the agent into this process
     with the configuration of config(). Several start()/stop() ranges are allowed."""
     if _state["started"]:
+        import warnings
         warnings.warn("memscope.start(): already started", RuntimeWarning, stacklevel=2)
         return
     if not _native.preloaded():
@@ -177,14 +200,16 @@ def stop():
 def _write():
     if _state["pid"] != os.getpid():
         return None  # a forked child: the parent writes the database
+    from . import _config
     fmt = _config.current["format"]
     if fmt == "trace":
         return _state["trace_dir"]
     out = _state["out"]
     db = out + ".tmp.db" if fmt == "csv" else out
-    _native.convert(_state["trace_dir"], db, list(sys.argv), _state["c_depth"])
+    from . import _store  # the converter: SQLite and libdw, loaded only here
+    _store.convert(_state["trace_dir"], db, list(sys.argv), _state["c_depth"])
     if fmt == "csv":
-        _native.export_csv(db, out)
+        _store.export_csv(db, out)
         os.unlink(db)
     return out
 
@@ -198,6 +223,7 @@ def _at_exit():
         except Exception as e:  # never mask the program's own exit
             print("memscope: cannot write the database at exit: %s" % e, file=sys.stderr)
     if _state["tmp_trace"] and _state["trace_dir"]:
+        import shutil
         shutil.rmtree(_state["trace_dir"], ignore_errors=True)
         _state["tmp_trace"] = False
 
@@ -218,16 +244,20 @@ def _run_stacks():
 
 
 def __getattr__(name):
-    # watcher (the torch layer) is imported lazily so that `import memscope` never imports torch.
-    if name in ("watcher", "torch"):
-        import importlib
-        mod = importlib.import_module("." + name, __name__)
-        globals()[name] = mod
-        return mod
-    raise AttributeError("module 'memscope' has no attribute %r" % name)
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError("module 'memscope' has no attribute %r" % name)
+    import importlib
+    mod = importlib.import_module(where[0], __name__)
+    value = mod if where[1] is None else getattr(mod, where[1])
+    globals()[name] = value
+    return value
 
 
-atexit.register(_at_exit)
-os.register_at_fork(after_in_child=_native._after_fork_child)
-if _run_stacks() and _native.available():
-    _native.set_python_stacks(True, _LINES)
+try:
+    atexit.register(_at_exit)
+    os.register_at_fork(after_in_child=_native._after_fork_child)
+    if _run_stacks() and _native.available():
+        _native.set_python_stacks(True, _LINES)
+finally:
+    _native.quiet(-1)

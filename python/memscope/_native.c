@@ -10,7 +10,9 @@
  *    (python.c in the agent holds the shadow; this file only reports calls, returns and lines),
  *    so an allocation never needs the GIL to know its Python stack;
  *  - small helpers for the torch layer (msMemScope's CRC-64, byte copies) and the in-process
- *    mode (dlopen + attach, trace -> database conversion).
+ *    mode (dlopen + attach; the trace -> database conversion is memscope._store, a separate
+ *    extension: it links SQLite and libdw, which cost a program under `memscope run` 2 MB of
+ *    RSS for nothing, so this one, imported at every traced Python start, stays small).
  *
  * Workload: the trace hook runs on every Python call, return and line of every traced thread,
  * so it is a few loads and stores plus one hash lookup per call. Everything else is rare.
@@ -27,10 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef MEMSCOPE_HAVE_STORE
 #include "common/agent_api.h"
-#include "store/store.h"
-#endif
 
 /* ---- the agent's entry points ---- */
 
@@ -63,58 +62,35 @@ static int agent_present(void)
     return ag.py_frame != NULL && ag.py_call != NULL;
 }
 
-/* ---- code object -> dense frame id ---- */
+/* ---- code object -> frame id ---- */
 
-/* Open addressing, keyed by the code object's address; each entry holds a strong reference so
- * an address is never reused while it is in the table. Ids are dense from 2 (1 is the probe
- * frame of available()). Only touched with the GIL held. The table never shrinks: a program
- * has a bounded number of code objects (NEEDSWORK: code created by exec() in a loop grows it). */
+/* The frame id of a code object lives in the code object itself, in a co_extra slot (PEP 523's
+ * per-code scratch space, _PyCode_SetExtra): memscope holds no reference to any code object, so
+ * a program that compiles functions at run time (exec, dataclasses, namedtuple, torch.fx) frees
+ * them as it does without memscope, and memscope keeps no table that grows with them. The slot
+ * holds (describe generation << 32) | id. Ids count up from 2 (1 is the probe frame of
+ * available()) and are never reused: the agent interns stacks by their ids and the store keeps
+ * the first description of an id, so an id must mean one code object's (file, name, first line)
+ * for the whole trace. A code object that dies takes its id with it; a new one gets a new id.
+ *
+ * The slot's storage (16 bytes, allocated by CPython at the first _PyCode_SetExtra on a code
+ * object and freed with it) is memscope's, not the program's: it is allocated under
+ * memscope__quiet, so it is not recorded. With PYTHONMALLOC=malloc its free (in CPython's
+ * code_dealloc) then reaches the agent as a free of a block it never saw, which the store counts
+ * in process_stats.unmatched_frees; with pymalloc (the default) it never reaches malloc.
+ *
+ * describe_gen changes in a forked child, whose trace file is new: a code object whose slot
+ * carries an older generation is described again the first time the child meets it
+ * (_after_fork_child describes the frames on the child's stack at once). Only touched with the
+ * GIL held. */
 #define FRAME_PROBE_ID 1u
-#define MAX_FRAMES (1u << 24)
+#define FRAME_FIRST_ID 2u
 
-static struct {
-    PyObject **keys;
-    uint32_t *ids;
-    size_t cap, n;    /* cap: power of two */
-    PyObject **by_id; /* by_id[id - 2]: the code object of id (borrowed from keys) */
-} codes;
+_Static_assert(sizeof(void *) == 8, "the co_extra slot packs a generation and an id");
 
-static inline size_t code_hash(const void *p, size_t cap)
-{
-    uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
-    return (size_t)(h >> 20) & (cap - 1);
-}
-
-static int codes_grow(void)
-{
-    size_t ncap = codes.cap ? codes.cap * 2 : 1024;
-    PyObject **nk = PyMem_RawCalloc(ncap, sizeof *nk);
-    uint32_t *ni = PyMem_RawCalloc(ncap, sizeof *ni);
-    PyObject **nb = PyMem_RawRealloc(codes.by_id, ncap / 2 * sizeof *nb);
-    if (!nk || !ni || !nb) {
-        PyMem_RawFree(nk);
-        PyMem_RawFree(ni);
-        if (nb)
-            codes.by_id = nb;
-        return -1;
-    }
-    codes.by_id = nb;
-    for (size_t i = 0; i < codes.cap; i++) {
-        if (!codes.keys[i])
-            continue;
-        size_t j = code_hash(codes.keys[i], ncap);
-        while (nk[j])
-            j = (j + 1) & (ncap - 1);
-        nk[j] = codes.keys[i];
-        ni[j] = codes.ids[i];
-    }
-    PyMem_RawFree(codes.keys);
-    PyMem_RawFree(codes.ids);
-    codes.keys = nk;
-    codes.ids = ni;
-    codes.cap = ncap;
-    return 0;
-}
+static Py_ssize_t extra_index = -1; /* our co_extra index; -1: not granted (no Python stacks) */
+static uint32_t next_id = FRAME_FIRST_ID;
+static uint32_t describe_gen;
 
 /* Describes code object co as frame id to the agent (a PYFRAME record). */
 static void describe_code(uint32_t id, PyCodeObject *co)
@@ -131,33 +107,43 @@ static void describe_code(uint32_t id, PyCodeObject *co)
     ag.py_frame(id, file ? file : "?", func ? func : "?", co->co_firstlineno);
 }
 
-/* Returns the frame id of co, describing it to the agent the first time; 0 when the table is
- * full or out of memory (the frame then shows as unknown). */
+static int code_set_slot(PyCodeObject *co, uint32_t id)
+{
+    void *v = (void *)(((uintptr_t)describe_gen << 32) | id);
+    if (ag.quiet)
+        ag.quiet(1);
+    int rc = _PyCode_SetExtra((PyObject *)co, extra_index, v);
+    if (ag.quiet)
+        ag.quiet(-1);
+    if (rc < 0)
+        PyErr_Clear();
+    return rc;
+}
+
+/* Returns the frame id of co, describing it to the agent the first time (in this process); 0
+ * when no slot could be had (the frame then shows as unknown). */
 static uint32_t code_id(PyCodeObject *co)
 {
-    if (codes.cap) {
-        size_t j = code_hash(co, codes.cap);
-        for (;;) {
-            PyObject *k = codes.keys[j];
-            if (k == (PyObject *)co)
-                return codes.ids[j];
-            if (!k)
-                break;
-            j = (j + 1) & (codes.cap - 1);
-        }
+    if (__builtin_expect(extra_index < 0, 0))
+        return 0;
+    void *v = NULL;
+    if (_PyCode_GetExtra((PyObject *)co, extra_index, &v) < 0) {
+        PyErr_Clear();
+        return 0;
     }
-    if (codes.n >= MAX_FRAMES)
+    uintptr_t x = (uintptr_t)v;
+    uint32_t id = (uint32_t)x;
+    if (__builtin_expect(id != 0, 1)) {
+        if (__builtin_expect((uint32_t)(x >> 32) != describe_gen, 0) && code_set_slot(co, id) == 0)
+            describe_code(id, co); /* first met in this forked child */
+        return id;
+    }
+    if (next_id == UINT32_MAX)
         return 0;
-    if ((codes.n + 1) * 2 > codes.cap && codes_grow() < 0)
+    id = next_id;
+    if (code_set_slot(co, id) < 0)
         return 0;
-    size_t j = code_hash(co, codes.cap);
-    while (codes.keys[j])
-        j = (j + 1) & (codes.cap - 1);
-    uint32_t id = (uint32_t)codes.n + 2;
-    Py_INCREF(co);
-    codes.keys[j] = (PyObject *)co;
-    codes.ids[j] = id;
-    codes.by_id[codes.n++] = (PyObject *)co;
+    next_id++;
     describe_code(id, co);
     return id;
 }
@@ -312,6 +298,11 @@ static int hook_install(int on, int lines)
     }
     if (!on)
         return 0;
+    if (extra_index < 0 && (extra_index = _PyEval_RequestCodeExtraIndex(NULL)) < 0) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "memscope: no co_extra index left for the Python stack hook");
+        return -1;
+    }
     hook_lines = lines;
     if (!bootstrap_fn && !(bootstrap_fn = PyCFunction_New(&bootstrap_def, NULL)))
         return -1;
@@ -562,8 +553,19 @@ static PyObject *n_after_fork_child(PyObject *self, PyObject *noargs)
         Py_RETURN_NONE;
     if (agent_ok == 1)
         ag.py_frame(FRAME_PROBE_ID, "<memscope>", "<probe>", 0);
-    for (size_t i = 0; i < codes.n; i++)
-        describe_code((uint32_t)i + 2, (PyCodeObject *)codes.by_id[i]);
+    /* Every code object is described again when the child first meets it; those on this
+     * thread's stack now (the shadow stack holds their ids) at once. */
+    describe_gen++;
+    PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+    Py_XINCREF(f);
+    while (f) {
+        PyCodeObject *co = PyFrame_GetCode(f);
+        code_id(co);
+        Py_DECREF(co);
+        PyFrameObject *back = PyFrame_GetBack(f);
+        Py_DECREF(f);
+        f = back;
+    }
     Py_RETURN_NONE;
 }
 
@@ -625,93 +627,6 @@ static PyObject *n_attach(PyObject *self, PyObject *args)
     Py_RETURN_TRUE;
 }
 
-/* convert(trace_dir, db_path, argv, call_stack_c): ms_store_convert in this process. Raises
- * RuntimeError with the store's reason. Runs without the GIL. */
-static PyObject *n_convert(PyObject *self, PyObject *args)
-{
-    (void)self;
-#ifdef MEMSCOPE_HAVE_STORE
-    const char *dir, *db;
-    PyObject *argv_obj = Py_None;
-    unsigned c_depth = 0;
-    if (!PyArg_ParseTuple(args, "ss|OI:convert", &dir, &db, &argv_obj, &c_depth))
-        return NULL;
-    Py_ssize_t n = 0;
-    const char **argv = NULL;
-    if (argv_obj != Py_None) {
-        if (!PyList_Check(argv_obj)) {
-            PyErr_SetString(PyExc_TypeError, "convert: argv must be a list of str");
-            return NULL;
-        }
-        n = PyList_GET_SIZE(argv_obj);
-        argv = PyMem_Calloc((size_t)n + 1, sizeof *argv);
-        if (!argv)
-            return PyErr_NoMemory();
-        for (Py_ssize_t i = 0; i < n; i++) {
-            argv[i] = PyUnicode_AsUTF8(PyList_GET_ITEM(argv_obj, i));
-            if (!argv[i]) {
-                PyMem_Free(argv);
-                return NULL;
-            }
-        }
-    }
-    struct ms_store_options o = {
-        .trace_dir = dir,
-        .db_path = db,
-        .argv = argv,
-        .exit_status = -1,
-        .call_stack_c = c_depth,
-        .events = "alloc,free",
-        .symbolize = 1,
-    };
-    struct ms_store_result res;
-    char err[512] = "";
-    int rc;
-    Py_BEGIN_ALLOW_THREADS rc = ms_store_convert(&o, &res, err, sizeof err);
-    Py_END_ALLOW_THREADS PyMem_Free(argv);
-    if (rc < 0) {
-        PyErr_Format(PyExc_RuntimeError, "memscope: cannot write the database %s: %s", db,
-                     err[0] ? err : "error");
-        return NULL;
-    }
-    return Py_BuildValue("{s:K,s:K,s:K,s:s}", "events", (unsigned long long)res.events, "processes",
-                         (unsigned long long)res.processes, "lost_events",
-                         (unsigned long long)res.lost_events, "warning", res.warning);
-#else
-    (void)args;
-    PyErr_SetString(PyExc_RuntimeError, "memscope: this build has no in-process converter");
-    return NULL;
-#endif
-}
-
-/* export_csv(db_path, csv_path): msMemScope's CSV from a database. */
-static PyObject *n_export_csv(PyObject *self, PyObject *args)
-{
-    (void)self;
-#ifdef MEMSCOPE_HAVE_STORE
-    const char *db, *csv;
-    if (!PyArg_ParseTuple(args, "ss:export_csv", &db, &csv))
-        return NULL;
-    FILE *f = fopen(csv, "w");
-    if (!f)
-        return PyErr_SetFromErrnoWithFilename(PyExc_OSError, csv);
-    char err[512] = "";
-    int rc;
-    Py_BEGIN_ALLOW_THREADS rc = ms_store_export_csv(db, f, err, sizeof err);
-    Py_END_ALLOW_THREADS if (fclose(f) != 0 && rc == 0) rc = -1;
-    if (rc < 0) {
-        PyErr_Format(PyExc_RuntimeError, "memscope: cannot write %s: %s", csv,
-                     err[0] ? err : "error");
-        return NULL;
-    }
-    Py_RETURN_NONE;
-#else
-    (void)args;
-    PyErr_SetString(PyExc_RuntimeError, "memscope: this build has no in-process converter");
-    return NULL;
-#endif
-}
-
 /* heap_stats(): {"allocated", "reserved"} from glibc's mallinfo2 (bytes in use by the heap,
  * mmap'ed chunks included; and bytes the heap holds from the system) and "rss" from
  * /proc/self/statm. The CPU stand-in for an allocator's allocated/reserved counters. */
@@ -761,8 +676,6 @@ static PyMethodDef methods[] = {
     {"tracer", n_tracer, METH_VARARGS, "tracer(on): Python call tracer (python_trace table)"},
     {"_after_fork_child", n_after_fork_child, METH_NOARGS, "re-describe frames after fork"},
     {"attach", n_attach, METH_VARARGS, "attach(trace_dir, c_depth, py_depth, agent_path)"},
-    {"convert", n_convert, METH_VARARGS, "convert(trace_dir, db_path, argv=None, c_depth=0)"},
-    {"export_csv", n_export_csv, METH_VARARGS, "export_csv(db_path, csv_path)"},
     {"heap_stats", n_heap_stats, METH_NOARGS, "heap_stats() -> dict"},
     {NULL, NULL, 0, NULL},
 };

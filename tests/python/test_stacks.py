@@ -3,7 +3,7 @@ import json
 import os
 import subprocess
 
-from conftest import env, memscope_bin, query, run_cli, script
+from conftest import PYTHON, env, memscope_bin, query, run_cli, script
 
 
 def py_stack(db, size):
@@ -121,3 +121,56 @@ def test_python_started_by_a_shell_gets_its_python_stacks(tmp_path):
         rows = query(out, "SELECT s.depth FROM blocks b JOIN stacks s ON s.id = b.stack_id "
                           "WHERE b.size = 10000001")
         assert rows == [(0,)], (name, rows)
+
+
+def _many_functions(cmd):
+    # pymalloc (no PYTHONMALLOC=malloc): the RSS as a user's program has it.
+    e = env()
+    del e["PYTHONMALLOC"]
+    r = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, "%s failed:\n%s\n%s" % (cmd, r.stdout, r.stderr)
+    words = r.stdout.split()
+    assert words[0] == "alive" and words[4] == "maxrss_kib", r.stdout
+    return int(words[1]), int(words[5])
+
+
+def test_functions_made_at_run_time_are_freed(tmp_path):
+    """60,000 functions compiled and dropped (scripts/many_functions.py): under `memscope run`
+    (Python stacks: the default for python3) their code objects die as without memscope, the
+    max RSS stays within 1.1x the plain run's plus memscope's fixed 3 MiB, and the stacks still
+    name each function."""
+    f = script("many_functions.py")
+    alive, rss_plain = _many_functions([PYTHON, f])
+    assert alive == 0
+    db = str(tmp_path / "run.db")
+    alive, rss = _many_functions([memscope_bin(), "run", "-q", "--format=db", "-o", db, "--",
+                                  PYTHON, f])
+    assert alive == 0, "memscope kept %d of 60 sampled code objects alive" % alive
+    # The program's growth costs memscope nothing: what is left is memscope's fixed cost, 2.7
+    # MB measured (the agent's stack tables 1.2 MB, the interpreter's tracing code 0.4 MB,
+    # memscope's package and threading 0.6 MB). Before: 78 MB (the code objects kept), then
+    # 17.8 MB (the package's import, SQLite and libdw loaded) against 10.1 MB plain.
+    assert rss <= 1.1 * rss_plain + 3 * 1024, \
+        "max RSS %d KiB under memscope, %d KiB plain" % (rss, rss_plain)
+    rows = query(db, "SELECT s.py_text FROM blocks b JOIN stacks s ON s.id = b.stack_id "
+                     "WHERE b.size = 100001")
+    want = ["<made>(3): fn_%d\n%s(25): make\n%s(32): main\n%s(39): <module>" % (i, f, f, f)
+            for i in range(0, 60_000, 10_000)]
+    assert sorted(r[0] for r in rows) == sorted(want)
+
+
+def test_forked_child_describes_its_frames_again(tmp_path):
+    """scripts/fork_stacks.py: the child's stacks name frames described in the parent (before
+    the fork, and on the stack at the fork) and frames first called in the child."""
+    db = run_cli(tmp_path, "fork_stacks.py")
+    f = script("fork_stacks.py")
+    rows = query(db, "SELECT b.size, p.pid, s.py_text FROM blocks b "
+                     "JOIN stacks s ON s.id = b.stack_id JOIN processes p ON p.id = b.process_id "
+                     "WHERE b.size IN (1000001, 2000001, 3000001) ORDER BY b.size")
+    assert len(rows) == 3 and rows[0][1] != rows[1][1] == rows[2][1], rows
+    assert [(r[0], r[2].split("\n")) for r in rows] == [
+        (1_000_001, ["%s(13): before" % f, "%s(28): <module>" % f]),
+        (2_000_001, ["%s(13): before" % f, "%s(21): outer" % f, "%s(29): <module>" % f]),
+        (3_000_001, ["%s(18): outer.<locals>.inner" % f, "%s(22): outer" % f,
+                     "%s(29): <module>" % f]),
+    ]

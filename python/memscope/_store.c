@@ -1,0 +1,111 @@
+/* _store.c: memscope._store, the in-process mode's trace -> database conversion.
+ *
+ * Called by memscope/__init__.py's stop() (and at exit) in the in-process mode only. It is a
+ * separate extension from memscope._native because it links the store (SQLite, libdw, libelf,
+ * the compressors): loading those costs about 2 MB of RSS, which every Python program started
+ * by `memscope run` would pay at start-up for a converter it never calls (the CLI converts).
+ * Workload: one call per stop(). Errors: Python exceptions. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdio.h>
+
+#include "store/store.h"
+
+/* convert(trace_dir, db_path, argv, call_stack_c): ms_store_convert in this process. Raises
+ * RuntimeError with the store's reason. Runs without the GIL. */
+static PyObject *n_convert(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *dir, *db;
+    PyObject *argv_obj = Py_None;
+    unsigned c_depth = 0;
+    if (!PyArg_ParseTuple(args, "ss|OI:convert", &dir, &db, &argv_obj, &c_depth))
+        return NULL;
+    Py_ssize_t n = 0;
+    const char **argv = NULL;
+    if (argv_obj != Py_None) {
+        if (!PyList_Check(argv_obj)) {
+            PyErr_SetString(PyExc_TypeError, "convert: argv must be a list of str");
+            return NULL;
+        }
+        n = PyList_GET_SIZE(argv_obj);
+        argv = PyMem_Calloc((size_t)n + 1, sizeof *argv);
+        if (!argv)
+            return PyErr_NoMemory();
+        for (Py_ssize_t i = 0; i < n; i++) {
+            argv[i] = PyUnicode_AsUTF8(PyList_GET_ITEM(argv_obj, i));
+            if (!argv[i]) {
+                PyMem_Free(argv);
+                return NULL;
+            }
+        }
+    }
+    struct ms_store_options o = {
+        .trace_dir = dir,
+        .db_path = db,
+        .argv = argv,
+        .exit_status = -1,
+        .call_stack_c = c_depth,
+        .events = "alloc,free",
+        .symbolize = 1,
+    };
+    struct ms_store_result res;
+    char err[512] = "";
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = ms_store_convert(&o, &res, err, sizeof err);
+    Py_END_ALLOW_THREADS PyMem_Free(argv);
+    if (rc < 0) {
+        PyErr_Format(PyExc_RuntimeError, "memscope: cannot write the database %s: %s", db,
+                     err[0] ? err : "error");
+        return NULL;
+    }
+    return Py_BuildValue("{s:K,s:K,s:K,s:s}", "events", (unsigned long long)res.events, "processes",
+                         (unsigned long long)res.processes, "lost_events",
+                         (unsigned long long)res.lost_events, "warning", res.warning);
+}
+
+/* export_csv(db_path, csv_path): msMemScope's CSV from a database. */
+static PyObject *n_export_csv(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *db, *csv;
+    if (!PyArg_ParseTuple(args, "ss:export_csv", &db, &csv))
+        return NULL;
+    FILE *f = fopen(csv, "w");
+    if (!f)
+        return PyErr_SetFromErrnoWithFilename(PyExc_OSError, csv);
+    char err[512] = "";
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = ms_store_export_csv(db, f, err, sizeof err);
+    Py_END_ALLOW_THREADS if (fclose(f) != 0 && rc == 0) rc = -1;
+    if (rc < 0) {
+        PyErr_Format(PyExc_RuntimeError, "memscope: cannot write %s: %s", csv,
+                     err[0] ? err : "error");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"convert", n_convert, METH_VARARGS, "convert(trace_dir, db_path, argv=None, c_depth=0)"},
+    {"export_csv", n_export_csv, METH_VARARGS, "export_csv(db_path, csv_path)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT,
+    "memscope._store",
+    "memscope's trace -> database converter",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC PyInit__store(void)
+{
+    return PyModule_Create(&moduledef);
+}

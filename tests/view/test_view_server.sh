@@ -58,8 +58,9 @@ check_known() { # WHAT [DB analyze leaks reads, default known.db]
         "$(js 'sum(n["v"] for n in d["nodes"] if n["n"].startswith("activations"))')"
     get "/api/flame?mode=alloc" >/dev/null
     assert_eq "$1: flame of every allocation: 11 MiB and deep()'s 4 KiB" "$((11 * MIB + 4096))" "$(js 'd["total"]')"
-    # the deepest chain: deep()'s stack, as deep as the recorded depth (32 frames) allows
-    assert_eq "$1: flame of every allocation: the deepest chain of nodes, root to leaf" 33 \
+    # the deepest chain: deep()'s whole stack (the default depth, 256, keeps it): the root, 41
+    # frames of deep(), main, and the C library's __libc_start_call_main, __libc_start_main, _start
+    assert_eq "$1: flame of every allocation: the deepest chain of nodes, root to leaf" 46 \
         "$(js 'max((lambda f: f(f, i))(lambda f, k: 1 if d["nodes"][k]["p"] < 0 else 1 + f(f, d["nodes"][k]["p"])) for i in range(len(d["nodes"])))')"
     get "/api/flame?mode=leaked" >/dev/null
     assert_eq "$1: flame of what was never freed" "$((3 * MIB))" "$(js 'd["total"]')"

@@ -138,8 +138,9 @@ struct ms_site_reader {
 };
 void ms_site_reader_init(struct ms_site_reader *r, sqlite3 *db);
 void ms_site_reader_release(struct ms_site_reader *r);
-/* ms_stack_site's text of stack_id, through r. */
-void ms_site_reader_site(struct ms_site_reader *r, int64_t stack_id, char *out, size_t len);
+/* ms_stack_site's text of stack_id, through r. Returns 0, or MS_ENOMEM / MS_EDB when the stack
+ * cannot be read (out then says "(no stack)": callers fail rather than print it). */
+int ms_site_reader_site(struct ms_site_reader *r, int64_t stack_id, char *out, size_t len);
 
 /* Describes a stack by its call site: with a Python stack, its innermost frame in the
  * program's own code (not the standard library, site-packages or dist-packages; else the

@@ -354,12 +354,15 @@ int ms_py_frame_own(const char *line, size_t len)
     return open && open > line && *open == '(' && py_file_kind(line, (size_t)(open - line)) == 2;
 }
 
-/* The Python call site of stack_id into out: 1 when its Python part has one, else 0. */
+/* The Python call site of stack_id into out: 1 when its Python part has one, 0 when not,
+ * MS_ENOMEM when its text cannot be read. */
 static int python_site(struct ms_site_reader *r, int64_t stack_id, char *out, size_t len)
 {
     /* A Python program's call site is its innermost Python frame with a file and a line
      * ("file(line): function" lines; C++ frames of snapshots read "??(0): ..."). */
     const char *py = ms_stack_text_py(&r->t, stack_id);
+    if (!py)
+        return MS_ENOMEM;
     /* The innermost frame of the program's own code wins; else the innermost of a library;
      * memscope's own frames never (--site=innermost: the innermost frame but memscope's). */
     int best = 3;
@@ -411,23 +414,32 @@ void ms_site_reader_release(struct ms_site_reader *r)
     memset(r, 0, sizeof *r);
 }
 
-void ms_site_reader_site(struct ms_site_reader *r, int64_t stack_id, char *out, size_t len)
+int ms_site_reader_site(struct ms_site_reader *r, int64_t stack_id, char *out, size_t len)
 {
     snprintf(out, len, "(no stack)");
-    if (stack_id <= 0 || reader_start(r) < 0 || python_site(r, stack_id, out, len))
-        return;
-    /* a stack whose frames cannot be read (out of memory, a damaged database) has no site */
-    ms_stack_frames_load(&r->t, stack_id, &r->frames);
+    if (stack_id <= 0)
+        return 0;
+    int rc = reader_start(r);
+    if (rc == 0)
+        rc = python_site(r, stack_id, out, len);
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
+    /* a stack whose frames cannot be read (out of memory, a damaged database) is an error,
+     * never a report that names another site */
+    if ((rc = ms_stack_frames_load(&r->t, stack_id, &r->frames)) < 0)
+        return rc;
     long i = ms_site_pick(&ms_site_rule, r->frames.f, r->frames.n);
     if (i >= 0)
         ms_site_frame_format(&r->frames.f[i], out, len);
+    return 0;
 }
 
 void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len)
 {
     struct ms_site_reader r;
     ms_site_reader_init(&r, db);
-    ms_site_reader_site(&r, stack_id, out, len);
+    if (ms_site_reader_site(&r, stack_id, out, len) == MS_ENOMEM)
+        ms_oom_note(); /* the command fails at its end (ms_oom_seen) */
     ms_site_reader_release(&r);
 }
 
@@ -461,7 +473,8 @@ const char *ms__sites_get(struct ms_sites *s, int64_t stack_id)
     if (slot)
         return *slot;
     char buf[1024];
-    ms_site_reader_site(&s->reader, stack_id, buf, sizeof buf);
+    if (ms_site_reader_site(&s->reader, stack_id, buf, sizeof buf) < 0)
+        return NULL;
     /* Intern: a linear search would be quadratic over many stacks, so keep the texts in a
      * small open hash keyed by a string hash (collisions resolved by strcmp). */
     uint64_t h = 1469598103934665603ull;

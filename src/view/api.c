@@ -191,10 +191,11 @@ static void site_cached(struct ms_view *v, uint32_t id, char *out, size_t len)
     }
     if (!v->site_reader && (v->site_reader = malloc(sizeof *v->site_reader)))
         ms_site_reader_init(v->site_reader, v->m.db);
-    if (v->site_reader)
-        ms_site_reader_site(v->site_reader, id, out, len);
-    else
-        ms_stack_site(v->m.db, id, out, len);
+    if (!v->site_reader || ms_site_reader_site(v->site_reader, id, out, len) < 0) {
+        snprintf(out, len, "(no stack)"); /* not cached: asked again next time */
+        ms_oom_note();                    /* a command (report) fails at its end: ms_oom_seen */
+        return;
+    }
     char *copy = strdup(out);
     if (!copy ||
         ms_grow((void **)&v->sites, &v->capsites, v->nsites, sizeof *v->sites, 256, 1u << 24) < 0 ||

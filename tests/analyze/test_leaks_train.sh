@@ -4,11 +4,13 @@
 # 2 workers, AdamW, OneCycleLR, 30 steps) is "no leak", also with ops and accesses
 # (--events=alloc,free,access), where msMemScope's rule prints its ERROR block;
 # ../shared/bench/train_cpu.py, which keeps a 1 MiB tensor per step, leaks at exactly that line.
-# Skipped (77) without Debian's python3 with torch. About 15 s per run on 2 loaded CPUs.
+# Skipped (77) without Debian's python3 with torch, or without memscope's Python package. About 15 s per run on 2 loaded CPUs.
 . "$(dirname "$0")/an_lib.sh"
 
 PYT=/usr/bin/python3
 "$PYT" -c 'import torch' 2>/dev/null || skip "$PYT has no torch"
+# steps come from memscope's Python package beside the binary (the sanitizer build has none)
+[ -d "$(dirname "$MEMSCOPE")/python/memscope" ] || skip "no Python package beside $MEMSCOPE"
 HEALTHY=$ANALYZE_SRC/an_train_healthy.py
 
 ms run run -q -o "$TMP/h.db" -- "$PYT" "$HEALTHY" 30

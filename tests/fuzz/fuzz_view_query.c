@@ -44,7 +44,8 @@ static int make_db(const char *path)
                        "'[\"fuzz\"]');"
                        "INSERT INTO processes (id, pid, exe) VALUES (1, 10, 'a'), (2, 11, 'b');"
                        "INSERT INTO owners VALUES (1, 'model@weight'), (2, 'model@activation');"
-                       "INSERT INTO stacks VALUES (1, 1, 2, 'f (a.c:1)\nmain (a.c:9)', NULL),"
+                       "INSERT INTO stacks (id, process_id, depth, c_text, py_text) VALUES "
+                       "(1, 1, 2, 'f (a.c:1)\nmain (a.c:9)', NULL),"
                        " (2, 2, 1, 'g (b.c:2)', 'x.py(3): h');",
                        NULL, NULL, &err);
     sqlite3_stmt *st;

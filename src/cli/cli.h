@@ -81,6 +81,8 @@ void run_print_agent_messages(const char *dir);
 int run_dir_empty(const char *dir);
 /* Why the agent could not load into program (static, setuid/setgid, or unknown), in why. */
 void run_untraceable_reason(const char *program, char *why, size_t len);
+/* 1 (and why) when program needs a sanitizer runtime that must load before the agent. */
+int run_sanitized_program(const char *program, char *why, size_t len);
 /* The pid of a process still writing one of the traces in dir (it holds the file open), or 0. */
 long run_running_writer(const char *dir);
 

@@ -409,6 +409,14 @@ int cmd_run(int argc, char **argv)
                   "lib/memscope");
         return 1;
     }
+    char why[300];
+    if (run_sanitized_program(o.prog[0], why, sizeof why)) {
+        /* never started: under the agent it would abort (or spin) at start (docs/cli.md) */
+        cli_error("cannot trace '%s': %s; run a build without the sanitizer under memscope "
+                  "(nothing was run)",
+                  o.prog[0], why);
+        return 2;
+    }
 
     struct run_paths rp;
     memset(&rp, 0, sizeof rp);

@@ -5,6 +5,7 @@
  * cmd_run.c; docs/cli.md ("Files") states the rules. */
 #include "cli.h"
 
+#include "common/elf_probe.h"
 #include "common/files.h"
 
 #include <dirent.h>
@@ -60,10 +61,9 @@ int run_dir_empty(const char *dir)
     return empty;
 }
 
-/* Why the agent could not load into program (found as execvp finds it): a static executable
- * has no dynamic loader to honour LD_PRELOAD, and the loader ignores LD_PRELOAD for a setuid or
- * setgid program run by another user. */
-void run_untraceable_reason(const char *program, char *why, size_t len)
+/* Opens program as execvp finds it (a name without '/' on PATH): a read-only descriptor, or
+ * -1. */
+static int open_program(const char *program)
 {
     char path[PATH_MAX];
     const char *p = program;
@@ -80,8 +80,16 @@ void run_untraceable_reason(const char *program, char *why, size_t len)
             s = e ? e + 1 : NULL;
         }
     }
+    return p ? open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
+}
+
+/* Why the agent could not load into program (found as execvp finds it): a static executable
+ * has no dynamic loader to honour LD_PRELOAD, a 32-bit program cannot load the 64-bit agent,
+ * and the loader ignores LD_PRELOAD for a setuid or setgid program run by another user. */
+void run_untraceable_reason(const char *program, char *why, size_t len)
+{
     struct stat st;
-    int fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+    int fd = open_program(program);
     if (fd < 0 || fstat(fd, &st) < 0) {
         if (fd >= 0)
             close(fd);
@@ -96,32 +104,45 @@ void run_untraceable_reason(const char *program, char *why, size_t len)
                  "LD_PRELOAD for those");
         return;
     }
-    /* ELF64: a dynamically linked program has a PT_INTERP program header. */
-    unsigned char eh[64];
-    int dynamic = -1;
-    if (pread(fd, eh, sizeof eh, 0) == (ssize_t)sizeof eh && !memcmp(eh, "\177ELF", 4) &&
-        eh[4] == 2) {
-        uint64_t phoff;
-        uint16_t phentsize, phnum;
-        memcpy(&phoff, eh + 32, 8);
-        memcpy(&phentsize, eh + 54, 2);
-        memcpy(&phnum, eh + 56, 2);
-        dynamic = 0;
-        for (uint16_t i = 0; i < phnum && i < 256 && phentsize >= 4; i++) {
-            uint32_t type;
-            if (pread(fd, &type, 4, (off_t)(phoff + (uint64_t)i * phentsize)) != 4)
-                break;
-            if (type == 3) /* PT_INTERP */
-                dynamic = 1;
-        }
-    }
+    struct ms_elf_info ei;
+    int rc = S_ISREG(st.st_mode) ? ms_elf_inspect(fd, &ei) : -1;
     close(fd);
-    if (dynamic == 0)
+    if (rc == 0 && ei.elf && !ei.native)
+        snprintf(why, len,
+                 "it is a 32-bit program (or another machine's), which cannot load memscope's "
+                 "64-bit agent");
+    else if (rc == 0 && ei.elf && !ei.dynamic)
         snprintf(why, len,
                  "it is statically linked, so there is no dynamic loader to load "
                  "memscope's agent (LD_PRELOAD) into it");
     else
         snprintf(why, len, "memscope's agent did not load into it (was LD_PRELOAD removed?)");
+}
+
+/* Whether program (found as execvp finds it) needs a sanitizer runtime beside which the agent
+ * cannot record (docs/cli.md, "Sanitizers"; common/elf_probe.h): 1 with the reason in why,
+ * else 0. */
+int run_sanitized_program(const char *program, char *why, size_t len)
+{
+    struct stat st;
+    struct ms_elf_info ei;
+    int fd = open_program(program);
+    int rc = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? ms_elf_inspect(fd, &ei) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (rc < 0 || !ei.sanitizer_blocks)
+        return 0;
+    if (ei.sanitizer[0] == 'a') /* linked in: malloc is the program's own */
+        snprintf(why, len,
+                 "it is built with %s (%s), which serves malloc from inside the program, where "
+                 "memscope's agent cannot see it",
+                 ei.sanitizer_kind, ei.sanitizer);
+    else
+        snprintf(why, len,
+                 "it is built with %s (it needs %s), whose runtime must be the first library "
+                 "loaded and replaces malloc, so memscope's agent cannot load before it",
+                 ei.sanitizer_kind, ei.sanitizer);
+    return 1;
 }
 
 /* The output file's lock (<output>.lock, flock): one run at a time writes a given output. */

@@ -694,6 +694,8 @@ static void on_thread_exit(void *arg)
 {
     (void)arg;
     struct tstate *t = &agent_tls;
+    if (agent.sandboxed)
+        return; /* its mappings stay: no system call under the program's seccomp filter */
     t->internal++;
     writer_thread_exit(t);
     if (t->py) {
@@ -746,6 +748,10 @@ static void steps_init(void)
 static void child_setup(void)
 {
     struct tstate *t = &agent_tls;
+    if (agent.sandboxed) { /* no system call under the program's seccomp filter */
+        __atomic_store_n(&agent.live->generation, agent.generation, __ATOMIC_RELEASE);
+        return;
+    }
     t->internal++;
     steps_at(1); /* a new process: the database counts its steps from 1 */
     clock_after_fork_child();
@@ -835,7 +841,7 @@ static unsigned env_uint(const char *name, unsigned def, unsigned max)
 
 /* Removes this library from LD_PRELOAD (and from NVTX_INJECTION64_PATH) so that exec'd programs
  * are not traced. */
-static void stop_following(void)
+void agent_stop_following(void)
 {
     unsetenv(MS_ENV_TRACE_DIR);
     const char *nvtx = getenv("NVTX_INJECTION64_PATH"); /* set by memscope run (nvtx.c) */
@@ -912,7 +918,7 @@ __attribute__((constructor)) static void agent_init(void)
     if (deferred)
         agent.flags |= MS_TRACE_F_DEFERRED;
     if (env_uint(MS_ENV_NO_FOLLOW, 0, 1))
-        stop_following();
+        agent_stop_following();
     steps_init(); /* before the early events are replayed: they are step 1's */
     clock_init(env_uint(MS_ENV_NO_TSC, 0, 1));
     live_init();
@@ -985,7 +991,7 @@ AGENT_API int memscope__step(void)
  * so a program without libstdc++ loads nothing. */
 static void agent_at_exit(void)
 {
-    if (!agent.initialized)
+    if (!agent.initialized || agent.sandboxed)
         return;
     cuda_sample_usage();
     if (__atomic_load_n(&agent.recording, __ATOMIC_ACQUIRE)) {

@@ -94,8 +94,10 @@ struct agent_global {
     volatile int paused;    /* --steps: the process's current step is not one to record */
     int clock_tsc;          /* agent_now() reads the TSC (set by clock_init, then constant) */
     int initialized;
-    int broken;                /* recording stopped for good after an error */
-    int fd;                    /* trace file */
+    int broken;    /* recording stopped for good after an error */
+    int sandboxed; /* a seccomp filter the agent cannot live with is coming (sandbox.c): no
+                      system call of the agent's own from then on */
+    int fd;        /* trace file */
     uint64_t err_dev, err_ino; /* memscope's stderr (MEMSCOPE_STDERR): fd 2 gets the agent's
                                   messages only while it is still that file */
     int err_known;             /* MEMSCOPE_STDERR was given: 1; absent (no memscope run): 0 */
@@ -150,6 +152,10 @@ static inline void writer_commit(struct stream *s, uint8_t *end)
 }
 
 void writer_lost(void); /* writer.c: counts an event that could not be recorded */
+
+/* agent.c: removes the agent from the environment (LD_PRELOAD, MEMSCOPE_TRACE_DIR) so that
+ * programs this image execs are not traced (--no-follow, or a seccomp filter: sandbox.c). */
+void agent_stop_following(void);
 
 /* agent.c: sets up a child that was cloned without glibc's fork() (its first event finds
  * agent.live->generation 0): what the atfork handler does after fork(). */

@@ -49,6 +49,8 @@ void agent_say(const char *msg, const char *detail)
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         for (const char *s = parts[i]; *s && n < sizeof buf - 1; s++)
             buf[n++] = *s;
+    if (agent.sandboxed)
+        return; /* no system call under the program's seccomp filter */
     if (!agent.err_known || agent_fd_is(2, agent.err_dev, agent.err_ino)) {
         ssize_t w = write(2, buf, n);
         (void)w;

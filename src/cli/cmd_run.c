@@ -133,17 +133,41 @@ static pid_t spawn(char **argv, char *const *env_add, int *exec_errno)
     return pid;
 }
 
-static int wait_child(pid_t pid)
+/* Waits for the program: its exit status, or 128+N when it died of signal N (*signo = N, else
+ * 0; *core: it dumped core). */
+static int wait_child(pid_t pid, int *signo, int *core)
 {
     int status;
+    *signo = *core = 0;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)
             return 1;
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
-    if (WIFSIGNALED(status))
+    if (WIFSIGNALED(status)) {
+        *signo = WTERMSIG(status);
+        *core = WCOREDUMP(status) != 0;
         return 128 + WTERMSIG(status);
+    }
     return 1;
+}
+
+/* Says that the program died of signal signo (docs/cli.md: memscope still writes what was
+ * recorded, and exits with 128+N). */
+static void say_killed(int signo, int core)
+{
+    const char *abbrev = sigabbrev_np(signo);
+    const char *hint = "";
+    if (signo == SIGSYS)
+        hint = ": a seccomp filter (a sandbox) forbade a system call it made";
+    else if (signo == SIGKILL)
+        hint = ": sent by another process or the kernel (the OOM killer, a time or memory limit)";
+    else if (signo == SIGXFSZ)
+        hint = ": it wrote past the file size limit (ulimit -f)";
+    else if (signo == SIGXCPU)
+        hint = ": it ran past its CPU time limit (ulimit -t)";
+    cli_error("the program was killed by SIG%s (%s)%s%s; what it recorded until then is kept",
+              abbrev ? abbrev : "?", strsignal(signo), core ? ", core dumped" : "", hint);
 }
 
 /* ---- the command ---- */
@@ -447,8 +471,11 @@ int cmd_run(int argc, char **argv)
         return 127;
     }
     child_pid = pid;
-    int status = wait_child(pid);
+    int signo, core;
+    int status = wait_child(pid, &signo, &core);
     child_pid = 0;
+    if (signo)
+        say_killed(signo, core);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGQUIT, &old_quit, NULL);
     /* From here on a SIGINT, SIGTERM or SIGHUP stops the conversion cleanly: what is

@@ -152,13 +152,34 @@ static int wait_child(pid_t pid, int *signo, int *core)
     return 1;
 }
 
+/* Whether memscope runs under a seccomp filter (set by whoever started it: systemd, a
+ * container): the program inherits it, and the agent cannot see what it allows (sandbox.c
+ * reads only the filters the program installs). */
+static int seccomp_filtered(void)
+{
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    const char *s = strstr(buf, "\nSeccomp:");
+    return s && atoi(s + 9) == 2;
+}
+
 /* Says that the program died of signal signo (docs/cli.md: memscope still writes what was
  * recorded, and exits with 128+N). */
 static void say_killed(int signo, int core)
 {
     const char *abbrev = sigabbrev_np(signo);
     const char *hint = "";
-    if (signo == SIGSYS)
+    if (signo == SIGSYS && seccomp_filtered())
+        hint = ": a seccomp filter (a sandbox) forbade a system call it made; memscope itself "
+               "runs under one (Seccomp: 2 in /proc/self/status), which the program and "
+               "memscope's agent inherit and the agent cannot read";
+    else if (signo == SIGSYS)
         hint = ": a seccomp filter (a sandbox) forbade a system call it made";
     else if (signo == SIGKILL)
         hint = ": sent by another process or the kernel (the OOM killer, a time or memory limit)";

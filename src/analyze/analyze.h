@@ -247,13 +247,16 @@ struct ms_names {
     size_t nlayers;
     char **owners; /* by owner id; NULL where no row */
     size_t nowners;
+    int term; /* a text report: names come back escaped for a terminal (common/term_text.h) */
 };
 /* Loads the names; 0 or a negative code with err set. Release with ms__names_release. */
 int ms__names_load(sqlite3 *db, struct ms_names *n, char *err, size_t errlen);
 void ms__names_release(struct ms_names *n);
 /* The process row with that id, or NULL. */
 const struct ms_name_proc *ms__names_proc(const struct ms_names *n, int64_t id);
-/* The layer's name ("heap", "mmap", "pool:NAME"), or "layer<N>" in a static buffer. */
+/* The layer's name ("heap", "mmap", "pool:NAME"), or "layer<N>" in a static buffer. In a text
+ * report (n->term) this and the owner's label are escaped for a terminal (ms_term_text's
+ * buffers: valid for the next 7 calls), and each process's exe is escaped when loaded. */
 const char *ms__names_layer(const struct ms_names *n, int64_t id);
 /* The owner label, or NULL for id <= 0 or unknown. */
 const char *ms__names_owner(const struct ms_names *n, int64_t id);
@@ -267,6 +270,7 @@ struct ms_sites {
     struct ms_u64map by_stack; /* stack id -> char * */
     char **texts;              /* interned strings, sorted on demand */
     size_t ntexts, atexts;
+    int term; /* a text report: sites are escaped for a terminal (common/term_text.h) */
 };
 void ms__sites_init(struct ms_sites *s, sqlite3 *db);
 void ms__sites_release(struct ms_sites *s);

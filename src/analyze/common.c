@@ -1,6 +1,7 @@
 /* common.c: what every analysis shares: opening and checking the database, human-readable
  * sizes, the options' defaults, names, live-byte replay (call sites: site.c). */
 #include "analyze.h"
+#include "common/term_text.h"
 #include "common/db_ids.h"
 
 #include "common/ms_error.h"
@@ -346,7 +347,7 @@ const char *ms__names_layer(const struct ms_names *n, int64_t id)
 {
     static char buf[32];
     if (id >= 0 && (size_t)id < n->nlayers && n->layers[id])
-        return n->layers[id];
+        return n->term ? ms_term_text(n->layers[id]) : n->layers[id];
     snprintf(buf, sizeof buf, "layer%lld", (long long)id);
     return buf;
 }
@@ -354,7 +355,7 @@ const char *ms__names_layer(const struct ms_names *n, int64_t id)
 const char *ms__names_owner(const struct ms_names *n, int64_t id)
 {
     if (id > 0 && (size_t)id < n->nowners)
-        return n->owners[id];
+        return n->term ? ms_term_text(n->owners[id]) : n->owners[id];
     return NULL;
 }
 
@@ -435,7 +436,23 @@ int ms__actx_init(struct ms_actx *x, const char *name, sqlite3 *db, const struct
     x->err = err;
     x->errlen = errlen;
     ms__sites_init(&x->sites, db);
-    return ms__names_load(db, &x->names, err, errlen);
+    x->sites.term = !o->json;
+    int rc = ms__names_load(db, &x->names, err, errlen);
+    if (rc < 0 || o->json)
+        return rc;
+    /* A text report: what the program named is escaped for a terminal (term_text.h). */
+    x->names.term = 1;
+    for (size_t i = 0; i < x->names.nprocs; i++) {
+        const char *safe = ms_term_text(x->names.procs[i].exe);
+        if (safe == x->names.procs[i].exe)
+            continue;
+        char *copy = strdup(safe);
+        if (!copy)
+            return ms__actx_oom(x);
+        free(x->names.procs[i].exe);
+        x->names.procs[i].exe = copy;
+    }
+    return 0;
 }
 
 void ms__actx_release(struct ms_actx *x)

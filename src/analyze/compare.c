@@ -12,6 +12,7 @@
  * (blocks.step); a run side is the blocks allocated over the whole run ("allocated") and the
  * blocks still live when their process ended ("live at end"). */
 #include "analyze.h"
+#include "common/term_text.h"
 #include "compare_ops.h"
 #include "common/db_ids.h"
 #include "common/files.h"
@@ -228,7 +229,7 @@ static void text_table(FILE *out, const char *title, const char *what, const str
         const struct crow *r = &s->v[i];
         fprintf(out, "  %+14lld %+8lld  %14lld %8lld  %14lld %8lld  %-12s %s\n",
                 r->bytes[1] - r->bytes[0], r->cnt[1] - r->cnt[0], r->bytes[0], r->cnt[0],
-                r->bytes[1], r->cnt[1], r->layer, r->key);
+                r->bytes[1], r->cnt[1], ms_term_text(r->layer), ms_term_text(r->key));
     }
     if (n < s->n)
         fprintf(out, "  ... %zu more\n", s->n - n);
@@ -454,7 +455,7 @@ int ms_analyze_compare(struct ms_actx *x)
         ms_json_end_object(&j);
         ms_json_finish(&j);
     } else {
-        fprintf(out, "Compare A (%s) with B (%s).\n", label_a, label_b);
+        fprintf(out, "Compare A (%s) with B (%s).\n", label_a, ms_term_text(label_b));
         if (steps)
             fprintf(out,
                     "A side: blocks allocated in step %d; B side: blocks allocated in "
@@ -481,7 +482,7 @@ int ms_analyze_compare(struct ms_actx *x)
                 fmt_opt(ab, sizeof ab, &A, e->a);
                 fmt_opt(bb, sizeof bb, &B, e->b);
                 fprintf(out, "  %+14lld  %14s  %14s  %s\n", edit_diff(e), ab, bb,
-                        e->a >= 0 ? A.v[e->a].name : B.v[e->b].name);
+                        ms_term_text(e->a >= 0 ? A.v[e->a].name : B.v[e->b].name));
             }
             if (n < sm.ndiffer)
                 fprintf(out, "  ... %zu more\n", sm.ndiffer - n);

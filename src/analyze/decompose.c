@@ -12,6 +12,7 @@
  * (a primary-key lookup), then one GROUP BY over blocks for the tree. Memory: one counter per
  * owner per sample point, and the tree. */
 #include "store/stack_text.h"
+#include "common/term_text.h"
 #include "analyze.h"
 #include "common/db_ids.h"
 
@@ -169,8 +170,8 @@ static void tree_sort(struct node *n)
 static void tree_text(FILE *out, const struct node *n, int depth)
 {
     int pad = 44 - 2 * depth;
-    fprintf(out, "  %*s%-*s %14lld %8lld\n", 2 * depth, "", pad < 8 ? 8 : pad, n->name, n->bytes,
-            n->count);
+    fprintf(out, "  %*s%-*s %14lld %8lld\n", 2 * depth, "", pad < 8 ? 8 : pad,
+            ms_term_text(n->name), n->bytes, n->count);
     for (size_t i = 0; i < n->nkids; i++)
         tree_text(out, &n->kids[i], depth + 1);
 }
@@ -811,7 +812,8 @@ int ms_analyze_decompose(struct ms_actx *x)
             fprintf(out, "%s\n", s.npoints > 12 ? " ..." : "");
             for (int i = 0; i < shown; i++) {
                 int w = rank[i];
-                fprintf(out, "  %-28s %12lld", w ? s.labels[w] : "(no owner)", s.peak[w]);
+                fprintf(out, "  %-28s %12lld", w ? ms_term_text(s.labels[w]) : "(no owner)",
+                        s.peak[w]);
                 for (size_t p = 0; p < s.npoints && p < 12; p++)
                     fprintf(out, " %12lld", s.points[p * (size_t)s.nowners + (size_t)w]);
                 fprintf(out, "\n");

@@ -13,6 +13,7 @@
  * blocks by address. Memory: O(live blocks of the pool). A compact database keeps every blocks
  * row of a pool's layers: the same queries. */
 #include "analyze.h"
+#include "common/term_text.h"
 
 #include "common/ms_error.h"
 #include "store/store.h"
@@ -312,8 +313,8 @@ int ms_analyze_fragmentation(struct ms_actx *x)
             ms_json_end_array(&j);
             ms_json_end_object(&j);
         } else {
-            fprintf(out, "%sPool '%s': peak used %lld B.\n", npools > 1 ? "\n" : "", name,
-                    ps.peak_used);
+            fprintf(out, "%sPool '%s': peak used %lld B.\n", npools > 1 ? "\n" : "",
+                    ms_term_text(name), ps.peak_used);
             fprintf(out, "  %-16s %14s %14s %14s %14s %13s\n", "moment", "reserved", "used", "free",
                     "largest free", "fragmentation");
             for (size_t i = 0; i < n; i++)

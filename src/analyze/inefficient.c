@@ -15,6 +15,7 @@
  * (a hash map keyed by allocation_id, entries removed at the free), per process and per thread.
  * Memory: O(live blocks + flagged blocks). */
 #include "analyze.h"
+#include "common/term_text.h"
 #include "common/db_ids.h"
 
 #include "common/ms_error.h"
@@ -579,8 +580,8 @@ int ms_analyze_inefficient(struct ms_actx *x)
                 describe(db, has_owner, f->id, site, sizeof site, owner, sizeof owner, layer,
                          sizeof layer);
                 kinds_text(f->flags, kinds, sizeof kinds);
-                fprintf(out, "  %12lld %-12s %-40s %-24s %s\n", (long long)f->size, layer, kinds,
-                        owner, site);
+                fprintf(out, "  %12lld %-12s %-40s %-24s %s\n", (long long)f->size,
+                        ms_term_text(layer), kinds, ms_term_text(owner), ms_term_text(site));
             }
             if (n < s.nfound)
                 fprintf(out, "  ... %zu more\n", s.nfound - n);

@@ -8,6 +8,7 @@
  * Computed first (one struct per OOM, from SQL over blocks: alloc_event_id before the trigger,
  * not freed before it), then rendered as text or JSON. */
 #include "analyze.h"
+#include "common/term_text.h"
 #include "common/db_ids.h"
 
 #include "common/ms_error.h"
@@ -198,7 +199,7 @@ static void text_groups(FILE *out, const char *title, const struct oom_group *g,
         char b[32];
         ms_human_bytes(b, sizeof b, g[i].bytes);
         fprintf(out, "    %12s in %6lld block%s  %s\n", b, (long long)g[i].blocks,
-                g[i].blocks == 1 ? " " : "s", g[i].name);
+                g[i].blocks == 1 ? " " : "s", ms_term_text(g[i].name));
     }
 }
 
@@ -211,7 +212,7 @@ static void text_blocks(FILE *out, const char *title, const struct oom_block *b,
         char s[32];
         ms_human_bytes(s, sizeof s, b[i].size);
         fprintf(out, "    %12s  0x%016llx  %-12s %s\n", s, (unsigned long long)b[i].addr,
-                b[i].layer, b[i].site);
+                ms_term_text(b[i].layer), ms_term_text(b[i].site));
     }
 }
 
@@ -226,7 +227,7 @@ static void render_text(FILE *out, const struct oom_report *r, size_t i, size_t 
     fprintf(out,
             "OOM %zu of %zu: %s of %s failed on device %s, process %lld %s, at +%.6f s "
             "(event %lld)\n",
-            i + 1, n, r->func, req, r->device, (long long)r->pid, r->exe,
+            i + 1, n, r->func, req, r->device, (long long)r->pid, ms_term_text(r->exe),
             (double)(r->ts_ns - t0) / 1e9, (long long)r->event_id);
     if (r->dev_total)
         fprintf(out, "  the driver: %s of %s in use on the device\n", used, total);
@@ -247,7 +248,7 @@ static void render_text(FILE *out, const struct oom_report *r, size_t i, size_t 
         char b[32];
         ms_human_bytes(b, sizeof b, r->pools[k].bytes);
         fprintf(out, "  pool %s: %s reserved but not allocated (in %lld regions)\n",
-                r->pools[k].name, b, (long long)r->pools[k].blocks);
+                ms_term_text(r->pools[k].name), b, (long long)r->pools[k].blocks);
     }
     text_blocks(out, "largest live blocks (OOM_TOP_ALLOC)", r->top, r->ntop);
     text_blocks(out, "most recent live blocks (OOM_RECENT_ALLOC)", r->recent, r->nrecent);

@@ -22,6 +22,7 @@
  *
  * Workload: once per distinct stack of a report (callers cache the text by stack id). */
 #include "analyze.h"
+#include "common/term_text.h"
 
 #include "common/grow.h"
 #include "common/ms_error.h"
@@ -472,9 +473,13 @@ const char *ms__sites_get(struct ms_sites *s, int64_t stack_id)
     char **slot = ms_u64map_get(&s->by_stack, stack_id);
     if (slot)
         return *slot;
-    char buf[1024];
-    if (ms_site_reader_site(&s->reader, stack_id, buf, sizeof buf) < 0)
+    char raw[1024], buf[4096];
+    if (ms_site_reader_site(&s->reader, stack_id, raw, sizeof raw) < 0)
         return NULL;
+    if (s->term) /* a text report: escaped before it is interned (term_text.h) */
+        ms_term_escape(buf, sizeof buf, raw);
+    else
+        memcpy(buf, raw, strlen(raw) + 1);
     /* Intern: a linear search would be quadratic over many stacks, so keep the texts in a
      * small open hash keyed by a string hash (collisions resolved by strcmp). */
     uint64_t h = 1469598103934665603ull;

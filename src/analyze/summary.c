@@ -6,6 +6,7 @@
 
 #include "analyze.h"
 #include "common/db_ids.h"
+#include "common/term_text.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -45,8 +46,8 @@ int ms_analyze_summary(const char *db_path, FILE *out)
             ms_human_bytes(a, sizeof a, sqlite3_column_int64(st, 4));
             ms_human_bytes(b, sizeof b, sqlite3_column_int64(st, 5));
             fprintf(out, "  %-5s %lld allocations (%s), %lld frees, peak %s live",
-                    (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 2), a,
-                    sqlite3_column_int64(st, 3), b);
+                    ms_term_text((const char *)sqlite3_column_text(st, 0)),
+                    sqlite3_column_int64(st, 2), a, sqlite3_column_int64(st, 3), b);
             if (sqlite3_column_int64(st, 1) > 1)
                 fputs(" (largest process)", out);
             fputc('\n', out);
@@ -118,7 +119,7 @@ int ms_analyze_summary(const char *db_path, FILE *out)
             fputs("  top call sites of memory still live at exit:\n", out);
         ms_human_bytes(a, sizeof a, lines[best].bytes);
         fprintf(out, "    %10s in %5lld block%s  %s", a, lines[best].blocks,
-                lines[best].blocks == 1 ? " " : "s", lines[best].site);
+                lines[best].blocks == 1 ? " " : "s", ms_term_text(lines[best].site));
         if (nprocs > 1 && lines[best].procs == 1)
             fprintf(out, "  (pid %lld)", lines[best].pid[0]);
         else if (nprocs > 1)

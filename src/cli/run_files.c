@@ -7,6 +7,7 @@
 
 #include "common/elf_probe.h"
 #include "common/files.h"
+#include "common/term_text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -217,8 +218,19 @@ void run_print_agent_messages(const char *dir)
         close(fd);
         if (n > 0) {
             buf[n] = 0;
-            fprintf(stderr, "%s(pid %.*s, said while the program's stderr was elsewhere)\n", buf,
-                    (int)(len - 4), e->d_name);
+            /* the file is in a directory the program can write: its bytes are escaped (each
+             * message is one line) */
+            for (char *line = buf, *nl; *line; line = nl) {
+                nl = strchr(line, '\n');
+                if (nl)
+                    *nl++ = 0;
+                else
+                    nl = line + strlen(line);
+                if (*line)
+                    fprintf(stderr, "%s\n", ms_term_text(line));
+            }
+            fprintf(stderr, "(pid %s, said while the program's stderr was elsewhere)\n",
+                    ms_term_text(e->d_name));
         }
         unlink(path);
     }

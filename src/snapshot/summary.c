@@ -3,6 +3,7 @@
  * events, one hash map of live addresses per device; sites are aggregated per stack id, so
  * shared stacks cost one lookup each. */
 #include "snapshot.h"
+#include "common/term_text.h"
 
 #include "common/u64map.h"
 #include "common/ms_error.h"
@@ -328,10 +329,13 @@ static void text_site(const struct ms_snapshot *s, FILE *out, const struct site 
     char b[32];
     human(b, sizeof b, x->bytes);
     const struct ms_snap_frame *f = x->frame ? &s->frames[x->frame] : NULL;
-    if (f)
-        fprintf(out, "    %10s %7llu  %.*s:%lld %.*s\n", b, (unsigned long long)x->count,
-                (int)f->file.n, f->file.p, (long long)f->line, (int)f->func.n, f->func.p);
-    else
+    if (f) { /* names from the pickle: escaped for a terminal (common/term_text.h) */
+        char file[1024], func[1024];
+        snprintf(file, sizeof file, "%.*s", (int)f->file.n, f->file.p);
+        snprintf(func, sizeof func, "%.*s", (int)f->func.n, f->func.p);
+        fprintf(out, "    %10s %7llu  %s:%lld %s\n", b, (unsigned long long)x->count,
+                ms_term_text(file), (long long)f->line, ms_term_text(func));
+    } else
         fprintf(out, "    %10s %7llu  (no frames)\n", b, (unsigned long long)x->count);
 }
 

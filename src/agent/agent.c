@@ -577,7 +577,8 @@ static inline int from_allocator(const void *ra)
     return (uintptr_t)ra - alloc_lo < alloc_hi - alloc_lo;
 }
 
-static int record_ext(int ext, const uint64_t *v, int n, const char *str, void *fp, int want_stack);
+int agent_record_ext(int ext, const uint64_t *v, int n, const char *str, void *fp, int want_stack);
+#define record_ext agent_record_ext
 
 /* Anonymous mappings are their own layer. File mappings are not memory the program asked the
  * allocator for, so they are not recorded; nor are an allocator's arenas (from_allocator). A
@@ -917,7 +918,7 @@ __attribute__((constructor)) static void agent_init(void)
     int deferred = env_uint(MS_ENV_DEFERRED, 0, 1);
     if (deferred)
         agent.flags |= MS_TRACE_F_DEFERRED;
-    if (env_uint(MS_ENV_NO_FOLLOW, 0, 1))
+    if ((agent.no_follow = env_uint(MS_ENV_NO_FOLLOW, 0, 1)))
         agent_stop_following();
     steps_init(); /* before the early events are replayed: they are step 1's */
     clock_init(env_uint(MS_ENV_NO_TSC, 0, 1));
@@ -950,7 +951,7 @@ __attribute__((constructor)) static void agent_init(void)
 /* ---- the annotation API (include/memscope.h calls these through weak references) ---- */
 
 /* Writes one extension record for the calling thread. Returns 0, or -1 when not recording. */
-static int record_ext(int ext, const uint64_t *v, int n, const char *str, void *fp, int want_stack)
+int agent_record_ext(int ext, const uint64_t *v, int n, const char *str, void *fp, int want_stack)
 {
     struct tstate *t;
     struct stream *s = agent_enter(&t);

@@ -95,6 +95,7 @@ struct agent_global {
     int clock_tsc;          /* agent_now() reads the TSC (set by clock_init, then constant) */
     int initialized;
     int broken;    /* recording stopped for good after an error */
+    int no_follow; /* --no-follow: exec'd programs are not traced, on purpose (exec.c) */
     int sandboxed; /* a seccomp filter the agent cannot live with is coming (sandbox.c): no
                       system call of the agent's own from then on */
     int fd;        /* trace file */
@@ -152,6 +153,11 @@ static inline void writer_commit(struct stream *s, uint8_t *end)
 }
 
 void writer_lost(void); /* writer.c: counts an event that could not be recorded */
+
+/* agent.c: writes one EXTENSION record ext (n integers v, string str or NULL; with
+ * want_stack, v[n - 1] becomes the caller's stack id) for the calling thread. 0, or -1 when
+ * not recording. */
+int agent_record_ext(int ext, const uint64_t *v, int n, const char *str, void *fp, int want_stack);
 
 /* agent.c: removes the agent from the environment (LD_PRELOAD, MEMSCOPE_TRACE_DIR) so that
  * programs this image execs are not traced (--no-follow, or a seccomp filter: sandbox.c). */

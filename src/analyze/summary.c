@@ -128,6 +128,28 @@ int ms_analyze_summary(const char *db_path, FILE *out)
         fputc('\n', out);
         lines[best].bytes = -1;
     }
+    /* Programs the run started that wrote no trace (table untraced, docs/database.md): none of
+     * their memory is in the database, which the reader must know. */
+    if (sqlite3_prepare_v2(db,
+                           "SELECT pid, path, reason, (SELECT count(*) FROM untraced) FROM "
+                           "untraced ORDER BY id LIMIT 5",
+                           -1, &st, NULL) == SQLITE_OK) {
+        for (int k = 0; sqlite3_step(st) == SQLITE_ROW; k++) {
+            long long total = sqlite3_column_int64(st, 3);
+            if (k == 0)
+                fprintf(out,
+                        "memscope: %lld program%s started by the program ran untraced (not in "
+                        "the database; table untraced):\n",
+                        total, total == 1 ? "" : "s");
+            fprintf(out, "  %s (pid %lld): %s\n",
+                    ms_term_text((const char *)sqlite3_column_text(st, 1)),
+                    sqlite3_column_int64(st, 0),
+                    ms_term_text((const char *)sqlite3_column_text(st, 2)));
+            if (k == 4 && total > 5)
+                fprintf(out, "  ... %lld more\n", total - 5);
+        }
+    }
+    sqlite3_finalize(st);
     sqlite3_close(db);
     return 0;
 }

@@ -482,7 +482,8 @@ static int event_record(const struct ms_record *r)
         return (r->fn >= MS_EXT_STEP && r->fn <= MS_EXT_POOL_RELEASE) || r->fn == MS_EXT_PYCALL ||
                r->fn == MS_EXT_PYRETURN || r->fn == MS_EXT_CUDA_MEM || r->fn == MS_EXT_CUDA_OOM ||
                r->fn == MS_EXT_CUDA_LAUNCH || r->fn == MS_EXT_CUDA_USAGE ||
-               (r->fn >= MS_EXT_MMAP_RESERVE && r->fn <= MS_EXT_MMAP_DECOMMIT);
+               (r->fn >= MS_EXT_MMAP_RESERVE && r->fn <= MS_EXT_MMAP_DECOMMIT) ||
+               r->fn == MS_EXT_EXEC || r->fn == MS_EXT_EXEC_FAILED;
     default: return 0;
     }
 }
@@ -909,6 +910,8 @@ static int on_munmap(struct conv *c, const struct stream *s)
 
 static int on_event(struct conv *c, struct stream *s)
 {
+    if (s->r.type == MS_REC_EXTENSION && (s->r.fn == MS_EXT_EXEC || s->r.fn == MS_EXT_EXEC_FAILED))
+        return conv__on_exec(c, s); /* no event: what the process started */
     struct proc *p = &c->procs[s->proc];
     struct thread *t = &c->threads[s->thread - 1];
     if (!p->have_events) {
@@ -1420,6 +1423,7 @@ static void conv_release(struct conv *c)
     for (size_t i = 0; i < c->npools; i++)
         free(c->pools[i]);
     free(c->pools);
+    conv__execs_release(c);
     for (size_t i = 0; i < c->nkernels; i++)
         free(c->kernels[i]);
     free(c->kernels);
@@ -1503,6 +1507,8 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
         rc = kept_rc;
     if (rc == 0)
         rc = conv__write_annotations(&c);
+    if (rc == 0)
+        rc = conv__write_untraced(&c);
     if (rc == 0)
         rc = conv__mmap_write_layers(&c);
     if (rc == 0)

@@ -318,6 +318,8 @@ struct conv {
     int sym_running, sym_rc;
     char **pools; /* pool names; pool i has layers MS_LAYER_POOL0 + 2i and + 2i + 1 */
     size_t npools;
+    struct exec_note *execs; /* EXEC records (convert_exec.c) */
+    size_t nexecs, aexecs;
     struct pyframe *pyframes;
     size_t npyframes, apyframes;
     struct pystack *pystacks;
@@ -424,6 +426,13 @@ int conv__py_text(struct conv *c, struct proc *p, const struct stack_def *sd, st
 int conv__on_annotation(struct conv *c, struct stream *s);
 /* The rows of what was still open at the end: ranges, each process's last step, the pools. */
 int conv__write_annotations(struct conv *c);
+
+/* convert_exec.c: programs started untraced. An EXEC or EXEC_FAILED record (pass 2, in time
+ * order; not an event). */
+int conv__on_exec(struct conv *c, struct stream *s);
+/* The untraced rows: each EXEC not followed by EXEC_FAILED whose program wrote no trace. */
+int conv__write_untraced(struct conv *c);
+void conv__execs_release(struct conv *c);
 
 /* ---- convert_symbols.c: called by convert.c ------------------------------------------------- */
 

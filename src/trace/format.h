@@ -82,7 +82,13 @@
  *                      address space reserved, no memory (instead of MMAP_ALLOC)
  *   0x96 MMAP_COMMIT   dts addr size stack     mprotect(addr, size, prot) with access (read,
  *                      write or exec) that succeeded: memory where it lies in a reservation
- *   0x97 MMAP_DECOMMIT dts addr size           mprotect(addr, size, PROT_NONE) that succeeded */
+ *   0x97 MMAP_DECOMMIT dts addr size           mprotect(addr, size, PROT_NONE) that succeeded
+ * and the exec records (src/agent/exec.c; a reader that predates them skips them):
+ *   0x98 EXEC          dts pid why str          an exec (or posix_spawn) of program str by
+ *                      process pid (as memscope run sees it: a vfork child's own): why is
+ *                      MS_EXEC_TRACED when the program should write a trace of its own, else
+ *                      the reason it will not (MS_EXEC_*)
+ *   0x99 EXEC_FAILED   dts                      the thread's last EXEC returned: no program */
 #ifndef MS_TRACE_FORMAT_H
 #define MS_TRACE_FORMAT_H
 
@@ -153,6 +159,8 @@ enum {
     MS_EXT_MMAP_RESERVE = 0x95,
     MS_EXT_MMAP_COMMIT = 0x96,
     MS_EXT_MMAP_DECOMMIT = 0x97,
+    MS_EXT_EXEC = 0x98,
+    MS_EXT_EXEC_FAILED = 0x99,
 };
 
 /* CUDA driver calls (op of the CUDA records). The X-macro gives each its name as users write it
@@ -212,6 +220,18 @@ enum {
 };
 
 /* The file header as laid out on disk (x86-64 little-endian; offsets in the comment above). */
+/* Why an exec'd program writes no trace (EXEC records): the agent's reading before the exec. */
+enum {
+    MS_EXEC_TRACED = 0,     /* it should: its absence is the converter's to notice */
+    MS_EXEC_NO_PRELOAD = 1, /* its environment has no LD_PRELOAD naming the agent */
+    MS_EXEC_NO_DIR = 2,     /* its environment has no MEMSCOPE_TRACE_DIR */
+    MS_EXEC_STATIC = 3,     /* a static executable: no dynamic loader */
+    MS_EXEC_FOREIGN = 4,    /* a 32-bit program, or another machine's */
+    MS_EXEC_SETUID = 5,     /* setuid or setgid for this user: the loader ignores LD_PRELOAD */
+    MS_EXEC_SANITIZER = 6,  /* needs a sanitizer runtime the agent cannot work beside */
+    MS_EXEC_REASONS = 7
+};
+
 struct ms_trace_file_header {
     char magic[8];
     uint32_t version;

@@ -390,6 +390,11 @@ static int decode_ext(struct ms_trace_cursor *c, struct ms_record *r, int type)
     case MS_EXT_MMAP_RESERVE:
     case MS_EXT_MMAP_COMMIT: nint = 3; break; /* addr size stack */
     case MS_EXT_MMAP_DECOMMIT: nint = 2; break;
+    case MS_EXT_EXEC: /* pid why str */
+        nint = 2;
+        str = 1;
+        break;
+    case MS_EXT_EXEC_FAILED: break;
     case MS_EXT_POOL_FREE:
     case MS_EXT_POOL_RELEASE:
         nint = 1;

@@ -885,6 +885,7 @@ __attribute__((constructor)) static void agent_init(void)
     struct tstate *t = &agent_tls;
     resolve();
     t->internal = 1;
+    agent_exec_init();
     const char *dir = getenv(MS_ENV_TRACE_DIR);
     if (!dir || !*dir || strlen(dir) >= sizeof agent.dir) {
         /* idle: events kept so far (the variable was there then) go nowhere, and no more are

@@ -159,6 +159,9 @@ void writer_lost(void); /* writer.c: counts an event that could not be recorded 
  * not recording. */
 int agent_record_ext(int ext, const uint64_t *v, int n, const char *str, void *fp, int want_stack);
 
+/* exec.c: looks up the real exec and posix_spawn functions (at start: not in a forked child). */
+void agent_exec_init(void);
+
 /* agent.c: removes the agent from the environment (LD_PRELOAD, MEMSCOPE_TRACE_DIR) so that
  * programs this image execs are not traced (--no-follow, or a seccomp filter: sandbox.c). */
 void agent_stop_following(void);

@@ -38,9 +38,19 @@ static void *real(const char *name, void **slot)
     }
     return f;
 }
-#define REAL(type, name)      \
-    static void *real_##name; \
-    type name##_fn = (type)real(#name, &real_##name)
+static void *real_execve, *real_execvpe, *real_fexecve, *real_posix_spawn, *real_posix_spawnp;
+#define REAL(type, name) type name##_fn = (type)real(#name, &real_##name)
+
+void agent_exec_init(void)
+{
+    /* Now, not at the first exec: a forked child of a multi-threaded program may call only
+     * async-signal-safe functions before its exec, and dlsym takes the loader's lock. */
+    real("execve", &real_execve);
+    real("execvpe", &real_execvpe);
+    real("fexecve", &real_fexecve);
+    real("posix_spawn", &real_posix_spawn);
+    real("posix_spawnp", &real_posix_spawnp);
+}
 
 /* The value of NAME= in envp, or NULL. */
 static const char *env_get(char *const envp[], const char *name)

@@ -25,7 +25,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/uio.h>
 #include <time.h>
 
 #if defined(__x86_64__)
@@ -68,17 +67,6 @@ static long raw_syscall(long n, long a, long b, long c, long d, long e, long f)
         return -1;
     }
     return ret;
-}
-
-/* Reads n bytes at the program's address src into dst without faulting on a bad address (the
- * kernel would refuse such a filter with EFAULT; the agent must not crash first). */
-static int copy_in(void *dst, const void *src, size_t n)
-{
-    struct iovec local = {dst, n}, remote = {(void *)src, n};
-    return raw_syscall(SYS_process_vm_readv, raw_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0),
-                       (long)&local, 1, (long)&remote, 1, 0) == (long)n
-               ? 0
-               : -1;
 }
 
 /* Runs classic BPF program f (n instructions, as the kernel checked them: forward jumps only)
@@ -288,8 +276,13 @@ static void filter_coming(const void *prog)
     }
     struct sock_fprog fp;
     spin_lock(&filter_lock);
-    int ok = copy_in(&fp, prog, sizeof fp) == 0 && fp.len > 0 && fp.len <= BPF_MAXINSNS &&
-             copy_in(filter_copy, fp.filter, fp.len * sizeof filter_copy[0]) == 0;
+    /* Read in place, as the kernel will: a pointer the kernel would refuse with EFAULT would
+     * fault here first, but a system call that reads memory safely (process_vm_readv) is one
+     * an inherited filter may kill on. */
+    memcpy(&fp, prog, sizeof fp);
+    int ok = fp.len > 0 && fp.len <= BPF_MAXINSNS && fp.filter;
+    if (ok)
+        memcpy(filter_copy, fp.filter, fp.len * sizeof filter_copy[0]);
     const char *bad = NULL;
     if (ok) {
         struct seccomp_data d[32];
@@ -301,7 +294,7 @@ static void filter_coming(const void *prog)
     }
     spin_unlock(&filter_lock);
     if (!ok)
-        return; /* the kernel refuses it too (EFAULT, EINVAL): nothing changes */
+        return; /* the kernel refuses it too (EINVAL): nothing changes */
     if (!bad)
         return;
     char *w = why;

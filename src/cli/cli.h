@@ -81,6 +81,8 @@ void run_print_agent_messages(const char *dir);
 int run_dir_empty(const char *dir);
 /* Why the agent could not load into program (static, setuid/setgid, or unknown), in why. */
 void run_untraceable_reason(const char *program, char *why, size_t len);
+/* Says that the program died of signal signo (core: it dumped core). */
+void run_say_killed(int signo, int core);
 /* 1 (and why) when program needs a sanitizer runtime that must load before the agent. */
 int run_sanitized_program(const char *program, char *why, size_t len);
 /* The pid of a process still writing one of the traces in dir (it holds the file open), or 0. */

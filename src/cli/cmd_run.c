@@ -152,45 +152,6 @@ static int wait_child(pid_t pid, int *signo, int *core)
     return 1;
 }
 
-/* Whether memscope runs under a seccomp filter (set by whoever started it: systemd, a
- * container): the program inherits it, and the agent cannot see what it allows (sandbox.c
- * reads only the filters the program installs). */
-static int seccomp_filtered(void)
-{
-    char buf[4096];
-    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = 0;
-    const char *s = strstr(buf, "\nSeccomp:");
-    return s && atoi(s + 9) == 2;
-}
-
-/* Says that the program died of signal signo (docs/cli.md: memscope still writes what was
- * recorded, and exits with 128+N). */
-static void say_killed(int signo, int core)
-{
-    const char *abbrev = sigabbrev_np(signo);
-    const char *hint = "";
-    if (signo == SIGSYS && seccomp_filtered())
-        hint = ": a seccomp filter (a sandbox) forbade a system call it made; memscope itself "
-               "runs under one (Seccomp: 2 in /proc/self/status), which the program and "
-               "memscope's agent inherit and the agent cannot read";
-    else if (signo == SIGSYS)
-        hint = ": a seccomp filter (a sandbox) forbade a system call it made";
-    else if (signo == SIGKILL)
-        hint = ": sent by another process or the kernel (the OOM killer, a time or memory limit)";
-    else if (signo == SIGXFSZ)
-        hint = ": it wrote past the file size limit (ulimit -f)";
-    else if (signo == SIGXCPU)
-        hint = ": it ran past its CPU time limit (ulimit -t)";
-    cli_error("the program was killed by SIG%s (%s)%s%s; what it recorded until then is kept",
-              abbrev ? abbrev : "?", strsignal(signo), core ? ", core dumped" : "", hint);
-}
-
 /* ---- the command ---- */
 
 /* Packs the traces this run wrote in dir (modified since run_start); a failure leaves a file
@@ -496,7 +457,7 @@ int cmd_run(int argc, char **argv)
     int status = wait_child(pid, &signo, &core);
     child_pid = 0;
     if (signo)
-        say_killed(signo, core);
+        run_say_killed(signo, core);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGQUIT, &old_quit, NULL);
     /* From here on a SIGINT, SIGTERM or SIGHUP stops the conversion cleanly: what is

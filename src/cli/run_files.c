@@ -1,8 +1,9 @@
 /* run_files.c: what `memscope run` does around the program with files and processes that are
  * not its own: the output's lock (one run at a time per output), the agents' messages kept in
- * the trace directory, why a program could not be traced, and whether a descendant still
- * writes a trace; where the agent is, and the directories it makes and removes. Called by
- * cmd_run.c; docs/cli.md ("Files") states the rules. */
+ * the trace directory, why a program could not be traced (or must not be started: a sanitizer),
+ * how it ended (a death by a signal is said), and whether a descendant still writes a trace;
+ * where the agent is, and the directories it makes and removes. Called by cmd_run.c;
+ * docs/cli.md ("Files") states the rules. */
 #include "cli.h"
 
 #include "common/elf_probe.h"
@@ -144,6 +145,45 @@ int run_sanitized_program(const char *program, char *why, size_t len)
                  "loaded and replaces malloc, so memscope's agent cannot load before it",
                  ei.sanitizer_kind, ei.sanitizer);
     return 1;
+}
+
+/* Whether memscope runs under a seccomp filter (set by whoever started it: systemd, a
+ * container): the program inherits it, and the agent cannot see what it allows (sandbox.c
+ * reads only the filters the program installs). */
+static int seccomp_filtered(void)
+{
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    const char *s = strstr(buf, "\nSeccomp:");
+    return s && atoi(s + 9) == 2;
+}
+
+/* Says that the program died of signal signo (docs/cli.md: memscope still writes what was
+ * recorded, and exits with 128+N). */
+void run_say_killed(int signo, int core)
+{
+    const char *abbrev = sigabbrev_np(signo);
+    const char *hint = "";
+    if (signo == SIGSYS && seccomp_filtered())
+        hint = ": a seccomp filter (a sandbox) forbade a system call it made; memscope itself "
+               "runs under one (Seccomp: 2 in /proc/self/status), which the program and "
+               "memscope's agent inherit and the agent cannot read";
+    else if (signo == SIGSYS)
+        hint = ": a seccomp filter (a sandbox) forbade a system call it made";
+    else if (signo == SIGKILL)
+        hint = ": sent by another process or the kernel (the OOM killer, a time or memory limit)";
+    else if (signo == SIGXFSZ)
+        hint = ": it wrote past the file size limit (ulimit -f)";
+    else if (signo == SIGXCPU)
+        hint = ": it ran past its CPU time limit (ulimit -t)";
+    cli_error("the program was killed by SIG%s (%s)%s%s; what it recorded until then is kept",
+              abbrev ? abbrev : "?", strsignal(signo), core ? ", core dumped" : "", hint);
 }
 
 /* The output file's lock (<output>.lock, flock): one run at a time writes a given output. */

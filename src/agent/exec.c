@@ -26,7 +26,8 @@
 
 extern char **environ;
 
-/* The real functions (RTLD_NEXT), looked up at first use. */
+/* The real functions (RTLD_NEXT), looked up at start (agent_exec_init), or at first use by an
+ * exec that comes before it (in another library's constructor). */
 static void *real(const char *name, void **slot)
 {
     void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);

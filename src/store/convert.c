@@ -1026,6 +1026,7 @@ static int pass2(struct conv *c)
     for (size_t i = 0; streams && i < n; i++) {
         free(streams[i].pre);
         free(streams[i].sizes);
+        ms_trace_cursor_release(&streams[i].s.cur); /* a stream left before its end (a failure) */
     }
     free(streams);
     return rc;

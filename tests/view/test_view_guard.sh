@@ -3,8 +3,8 @@
 # sockets: it listens on ::1 as on 127.0.0.1 (a browser given localhost may try ::1 first) and
 # refuses to start when another program holds ::1 on its port; 100 connections that trickle a
 # header line a second neither keep the page's requests out nor hold their slots past the
-# request deadline; exactly one Host header; %00 in a path; and the run it serves stays the
-# file it opened when another database is renamed over its path.
+# request deadline; exactly one Host header; %00 in a path; the run it serves stays the file
+# it opened when another database is renamed over its path; a FIFO given as the run is refused.
 . "$(dirname "$0")/view_lib.sh"
 command -v curl >/dev/null || skip "curl missing"
 "$MEMSCOPE" view 2>&1 | grep -q "built without libmicrohttpd" && skip "memscope built without libmicrohttpd"
@@ -92,4 +92,13 @@ time.sleep(60)' >"$TMP/squat.port" &
     kill $SQUAT
     wait $SQUAT 2>/dev/null
 fi
+
+# a FIFO given as the run: refused at once, never opened (its open would wait for a writer)
+mkfifo "$TMP/fifo.db"
+for cmd in view report; do
+    RC=0
+    timeout 20 "$MEMSCOPE" $cmd "$TMP/fifo.db" >"$TMP/fifo.out" 2>"$TMP/fifo.err" || RC=$?
+    assert_eq "$cmd of a FIFO: exit status 1" 1 "$RC"
+    assert_match "$cmd of a FIFO: says so" "is not a regular file or a directory" "$(cat "$TMP/fifo.err")"
+done
 done_testing

@@ -21,7 +21,8 @@
 /* A listening socket of family fam on the loopback address at port; the socket, or -errno. */
 static int listen_on(int fam, uint16_t port)
 {
-    int fd = socket(fam, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    /* non-blocking: an accept after the client left must not wait (the one thread serves all) */
+    int fd = socket(fam, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return -errno;
     int one = 1;

@@ -181,12 +181,13 @@ static void shut(struct slot *sl)
     sl->closing = 1;
 }
 
-/* Shuts the connections past their deadline, then the oldest waiting ones over MAX_WAITING. */
+/* Shuts the connections past their deadline, then the waiting ones over MAX_WAITING, those
+ * accepted first (a slow client's are soon the oldest; the page's new ones the newest). */
 static void sweep(struct srv *s)
 {
     int64_t now = now_ns();
     size_t waiting = 0;
-    for (struct slot *sl = s->last; sl; sl = sl->prev) { /* newest first */
+    for (struct slot *sl = s->last; sl; sl = sl->prev) { /* the last accepted first */
         if (sl->closing)
             continue;
         int64_t limit = (sl->busy ? ANSWER_DEADLINE_S : REQUEST_DEADLINE_S) * NS;

@@ -5,18 +5,20 @@ A pickle may reference one list from many places (the memo): one block list in e
 one trace in every device slot. Expanded, a 170 KB file made 9 million blocks (290 MB for the
 summary; a 2.5 GB database with -o). memscope refuses a snapshot whose segments, blocks and
 trace entries come to more than one per byte of the file (docs/snapshot.md): each of the
-three commands (summary, --state-at, -o) exits 1 at once with that reason and writes no
-database. A legitimate file with many devices (300,000 trace slots, 30,000 segments each on
+three commands (summary, --state-at, -o) exits 1 at once with that reason, writes no
+database, and takes at most MAX_RSS_MB of memory. A legitimate file with many devices (300,000 trace slots, 30,000 segments each on
 its own device) is summarized in work linear in the devices: every device's lines, exact (it
 took over a minute before; the 60 s limit only keeps a regression from hanging the suite).
 Pickles are made here with the standard pickle module.
 """
 import os
 import pickle
+import resource
 import subprocess
 import sys
 
 REASON = 'more than one per byte'
+MAX_RSS_MB = 150  # what a refused file may cost memscope (sanitizer builds included)
 
 
 def run(memscope, args, timeout):
@@ -62,6 +64,12 @@ def main():
                 print('ok: %s refused: %s' % (what, err.strip()[:160]))
         if os.path.exists(db):
             errs.append('%s: a database was left at %s' % (name, db))
+    # memory: refused before the model is allocated (expanded, these took 290 to 400 MB)
+    rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
+    if rss_mb > MAX_RSS_MB:
+        errs.append('the refusals took up to %d MB (want at most %d)' % (rss_mb, MAX_RSS_MB))
+    else:
+        print('ok: the refusals took at most %d MB (limit %d)' % (rss_mb, MAX_RSS_MB))
 
     n = 300000
     many = os.path.join(tmp, 'many_devices.pickle')

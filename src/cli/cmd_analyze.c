@@ -7,6 +7,7 @@
 #include "analyze/analyze.h"
 #include "common/ms_error.h"
 #include "common/files.h"
+#include "common/size.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -89,43 +90,10 @@ static int parse_int(const char *s, int min, int *v)
     return 0;
 }
 
-/* BYTES with an optional K, M, G or T suffix (powers of 1024; "KB", "KiB" also accepted). */
+/* BYTES as every size memscope reads (common/size.h: K, KB, KiB ... powers of 1024), at least 1. */
 static int parse_bytes(const char *s, uint64_t *v)
 {
-    if (!s || !*s || *s == '-' || *s == '+')
-        return -1;
-    errno = 0;
-    char *end;
-    double x = strtod(s, &end);
-    if (errno || end == s || x < 0)
-        return -1;
-    double mult = 1;
-    if (*end) {
-        switch (*end) {
-        case 'k':
-        case 'K': mult = 1024.0; break;
-        case 'm':
-        case 'M': mult = 1048576.0; break;
-        case 'g':
-        case 'G': mult = 1073741824.0; break;
-        case 't':
-        case 'T': mult = 1099511627776.0; break;
-        case 'b':
-        case 'B':
-            mult = 1;
-            end--;
-            break;
-        default: return -1;
-        }
-        end++;
-        if (*end && strcasecmp(end, "B") && strcasecmp(end, "iB"))
-            return -1;
-    }
-    x *= mult;
-    if (x >= 18446744073709551615.0 || x < 1)
-        return -1;
-    *v = (uint64_t)x;
-    return 0;
+    return ms_size_parse(s, v) < 0 || *v < 1 ? -1 : 0;
 }
 
 /* VALUE in ns, or NN% of the lifetime. */

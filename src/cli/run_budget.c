@@ -245,7 +245,7 @@ int run_budgets_check(struct run_options *o, const char *db_path)
         if (res[i].failed) {
             failed = 1;
             fprintf(stderr, "memscope: budget failed: %s\n", line);
-            site_lines(stderr, "memscope:", b, &res[i]);
+            site_lines(stderr, "memscope: ", b, &res[i]);
         } else if (cli_log_level <= 1) {
             fprintf(stderr, "memscope: budget held: %s\n", line);
             if (res[i].suppressed_blocks)

@@ -13,6 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The status a failed budget or gate exits with by default (--error-exitcode): LeakSanitizer's,
+ * neither 0, 1, 2, 127 nor 128+N. */
+#define MS_BUDGET_EXIT 23
+
 /* ---- Suppressions (suppress.c): LeakSanitizer's file format ----
  * One `leak:PATTERN` a line; blank lines and lines starting with '#' are skipped; blanks around
  * a line are trimmed. A pattern matches a function, source file or module name of a frame of

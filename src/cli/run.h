@@ -7,9 +7,6 @@
 
 enum format { FMT_COMPACT, FMT_DB, FMT_CSV, FMT_TRACE };
 
-/* The status memscope run exits with when a budget fails and the program exited 0
- * (--error-exitcode; LeakSanitizer's default: neither 0, 1, 2, 127 nor 128+N). */
-#define RUN_BUDGET_EXIT 23
 #define RUN_MAX_BUDGETS 32
 
 /* The native stack depth without --call-stack: whole stacks of >= 99% of the distinct stacks of

@@ -60,7 +60,7 @@ int run_budgets_prepare(struct run_options *o)
             return usage_error("--suppressions: %s", err);
     }
     if (!o->error_exitcode)
-        o->error_exitcode = RUN_BUDGET_EXIT;
+        o->error_exitcode = MS_BUDGET_EXIT;
     return 0;
 }
 

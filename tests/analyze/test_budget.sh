@@ -26,14 +26,14 @@ held --max-peak=1KiB:cuda
 held --fail-on-step-leak" "$(verdicts all)"
 assert_eq "the leak's line and site (third_party_cache suppressed)" \
     "memscope: budget failed: --fail-on-leak: 3000 bytes live at exit, limit 0
-memscope:   3000 bytes in 3 blocks: an_budget_keep (an_budget.c:19)
+memscope:   3000 bytes in 3 blocks: an_budget_keep (an_budget.c:21)
 memscope:   (1024 bytes in 2 blocks suppressed)" \
     "$(grep -A2 'budget failed: --fail-on-leak' "$TMP/all.err" | normalise | sed 's|([^ ]*/|(|')"
 assert_eq "the peak's line and sites" \
     "memscope: budget failed: --max-peak=900KiB: peak 1004024 bytes (980.5 KiB) in process 1 an_budget (pid N), heap, limit 921600 (900.0 KiB)
-memscope:   1000000 bytes in 4 blocks: an_budget_peak (an_budget.c:33)
-memscope:   3000 bytes in 3 blocks: an_budget_keep (an_budget.c:19)
-memscope:   1024 bytes in 2 blocks: third_party_cache (an_budget.c:26)" \
+memscope:   1000000 bytes in 4 blocks: an_budget_peak (an_budget.c:35)
+memscope:   3000 bytes in 3 blocks: an_budget_keep (an_budget.c:21)
+memscope:   1024 bytes in 2 blocks: third_party_cache (an_budget.c:28)" \
     "$(grep -A3 'budget failed: --max-peak=900KiB' "$TMP/all.err" | normalise | sed 's|([^ ]*/|(|')"
 assert_match "the suppression's use is said" \
     "suppression leak:third_party_\* \(.*supp:2\) matched 1024 bytes in 2 blocks" \

@@ -165,15 +165,19 @@ class _Session:
     def _finish_recording(self):
         """Stops recording and returns the path of a full database of the session."""
         import memscope
+        from . import _native, _store
         self.recording = False
+        _native.stop()
         if memscope.mode() == "run":
-            memscope._native.stop()  # the CLI converts the whole run again at its end
-            from . import _store
-            self.tmpdir = tempfile.mkdtemp(prefix="memscope-pytest-")
-            db = os.path.join(self.tmpdir, "session.db")
-            _store.convert(os.environ["MEMSCOPE_TRACE_DIR"], db, [], 0)
-            return db
-        return memscope.stop()
+            trace_dir = os.environ["MEMSCOPE_TRACE_DIR"]  # the CLI converts it again at its end
+        else:
+            trace_dir = memscope._state["trace_dir"]  # removed at exit (memscope._at_exit)
+            memscope._state["started"] = False
+        db = os.path.join(self.tmpdir or tempfile.mkdtemp(prefix="memscope-pytest-"),
+                          "session.db")
+        self.tmpdir = os.path.dirname(db)
+        _store.convert(trace_dir, db, [], 0, True)  # no memscope_dump: not read here
+        return db
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtestloop(self, session):

@@ -231,7 +231,15 @@ class _Session:
                 b = self.budgets.get(nodeid, {})
                 lay = (b.get("memory") or b.get("leaks") or (None, None, None))[2]
                 layers[tid] = lay
-            by_tid = testmem.measure(db, layers, self.rootdir)
+            nodeids = {t: n for n, t in self.ids.items()}
+
+            top = []
+
+            def wants_sites(tid, figures):  # a budget may fail, or among the summary's 10
+                if not top:
+                    top.extend(sorted(figures, key=lambda t: -figures[t].peak)[:10])
+                return tid in top or self._over(nodeids.get(tid), figures[tid])
+            by_tid = testmem.measure(db, layers, self.rootdir, wants_sites)
             self.results = {n: by_tid[t] for n, t in self.ids.items() if t in by_tid}
         except Exception as e:  # said in the summary; budgets then fail as not measured
             self.error = "%s: %s" % (type(e).__name__, e)
@@ -252,6 +260,16 @@ class _Session:
             ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         if self.baseline_path and self.baseline is None and not self.error:
             self._write_baseline()
+
+    def _over(self, nodeid, m):
+        """Whether a budget of the test may fail on figures m (a cheap test before the lines
+        are looked up)."""
+        b = self.budgets.get(nodeid, {})
+        old = (self.baseline or {}).get(nodeid)
+        return bool((b.get("memory") and m.peak > b["memory"][0]) or
+                    (b.get("leaks") and m.leaked > b["leaks"][0]) or
+                    (old and (m.peak > old["peak"] * (1 + self.max_growth / 100.0) or
+                              m.leaked > old["leaked"] * (1 + self.max_growth / 100.0))))
 
     def _verdict(self, item):
         """The failure text of a test over its budgets, or None."""

@@ -116,17 +116,20 @@ def _ranked(groups):
     return sorted(((k, v[0], v[1]) for k, v in groups.items()), key=lambda t: (-t[1], t[0]))
 
 
-def measure(db_path, layers_by_test, rootdir=None):
+def measure(db_path, layers_by_test, rootdir=None, sites_for=None):
     """{test id: Measure} for the tests whose start and end marks the database at db_path has;
-    layers_by_test: {test id: layer name or None (heap and mmap)}."""
-    db = sqlite3.connect("file:%s?mode=ro" % db_path, uri=True)
+    layers_by_test: {test id: layer name or None (heap and mmap)}. The allocating lines are
+    computed for the tests for which sites_for(test id, {test id: Measure}) is true, once every
+    test's figures are known (all tests when None). The database must be writable (an
+    index and temporary tables are added: the session's own, made for this)."""
+    db = sqlite3.connect(db_path)
     try:
-        return _measure(db, layers_by_test, rootdir)
+        return _measure(db, layers_by_test, rootdir, sites_for)
     finally:
         db.close()
 
 
-def _measure(db, layers_by_test, rootdir):
+def _measure(db, layers_by_test, rootdir, sites_for):
     windows = {}
     for name, ts in db.execute("SELECT name, ts_ns FROM events WHERE kind = 5 AND name LIKE "
                                "'memscope-pytest %' ORDER BY id"):
@@ -134,21 +137,38 @@ def _measure(db, layers_by_test, rootdir):
             windows.setdefault(name[len(MARK_START):], [ts, None])
         elif name.startswith(MARK_END) and name[len(MARK_END):] in windows:
             windows[name[len(MARK_END):]][1] = ts
-    spans = sorted((w[0], w[1], tid) for tid, w in windows.items() if w[1] is not None)
-    sel = {tid: _layers(db, layers_by_test.get(tid)) for _, _, tid in spans}
-    blocks = {tid: [] for _, _, tid in spans}
-    # one scan in allocation order; the windows do not overlap (tests run one at a time)
-    k = 0
-    for alloc_ns, free_ns, size, stack, layer in db.execute(
-            "SELECT alloc_ns, free_ns, size, stack_id, layer FROM blocks "
-            "ORDER BY allocation_id"):
-        while k < len(spans) and alloc_ns > spans[k][1]:
-            k += 1
-        if k == len(spans):
-            break
-        start, end, tid = spans[k]
-        if alloc_ns >= start and layer in sel[tid]:
-            blocks[tid].append((alloc_ns, free_ns, size, stack))
+    spans = [(tid, w[0], w[1]) for tid, w in windows.items() if w[1] is not None]
+    # SQLite finds the blocks of each test's window by an index on alloc_ns and sorts their
+    # allocations and frees by time (a free before an allocation at the same ns); the running
+    # sum over them gives the peak.
+    db.execute("CREATE INDEX IF NOT EXISTS temp_blocks_alloc_ns ON blocks(alloc_ns)")
+    db.execute("CREATE TEMP TABLE w (tid TEXT PRIMARY KEY, s INTEGER, e INTEGER, "
+               "layers TEXT)")
+    db.executemany("INSERT INTO w VALUES (?, ?, ?, ?)",
+                   [(tid, s, e, "," + ",".join(str(x) for x in
+                                               sorted(_layers(db, layers_by_test.get(tid))))
+                     + ",") for tid, s, e in spans])
+    db.execute("CREATE TEMP TABLE wb AS SELECT w.tid AS tid, b.alloc_ns AS a, b.free_ns AS f, "
+               "b.size AS z, b.stack_id AS stack, w.e AS e FROM w JOIN blocks b "
+               "ON b.alloc_ns BETWEEN w.s AND w.e "
+               "WHERE instr(w.layers, ',' || b.layer || ',') > 0")
+    out = {tid: Measure() for tid, _, _ in spans}
+    for tid, alloc, leaked in db.execute(
+            "SELECT tid, sum(z), sum(CASE WHEN f IS NULL OR f > e THEN z ELSE 0 END) "
+            "FROM wb GROUP BY tid"):
+        out[tid].allocated, out[tid].leaked = alloc, leaked
+    peak_at = {}
+    cur, live, best = None, 0, 0
+    for tid, t, d in db.execute(
+            "SELECT tid, t, d FROM (SELECT tid, a AS t, 1 AS k, z AS d FROM wb UNION ALL "
+            "SELECT tid, f, 0, -z FROM wb WHERE f <= e) ORDER BY tid, t, k"):
+        if tid != cur:  # the running sum of one test's allocations and frees, in time order
+            cur, live, best = tid, 0, 0
+        live += d
+        if live > best:
+            best = live
+            out[tid].peak = live
+            peak_at[tid] = t
     texts = {}
 
     def site(stack):
@@ -157,39 +177,24 @@ def _measure(db, layers_by_test, rootdir):
             texts[stack] = _site(row[0] if row else None, rootdir)
         return texts[stack]
 
-    out = {}
-    for start, end, tid in spans:
-        m = Measure()
-        bl = blocks[tid]
-        moves = []
-        for i, (a, f, size, _) in enumerate(bl):
-            m.allocated += size
-            moves.append((a, 1, size, i))
-            if f is not None and f <= end:
-                moves.append((f, 0, size, i))  # at the same ns a free comes first
-        moves.sort()
-        live, best, best_at = 0, 0, -1
-        for j, (_, is_alloc, size, _) in enumerate(moves):
-            live += size if is_alloc else -size
-            if live > best:
-                best, best_at = live, j
-        m.peak = best
-        if best_at >= 0:
-            at = moves[best_at][0]
-            peak_groups, leak_groups = {}, {}
-            for a, f, size, stack in bl:
-                if a <= at and (f is None or f > at):
-                    g = peak_groups.setdefault(site(stack), [0, 0])
-                    g[0] += size
-                    g[1] += 1
-            m.peak_sites = _ranked(peak_groups)
-        leak_groups = {}
-        for a, f, size, stack in bl:
-            if f is None or f > end:
-                m.leaked += size
-                g = leak_groups.setdefault(site(stack), [0, 0])
-                g[0] += size
-                g[1] += 1
-        m.leak_sites = _ranked(leak_groups)
-        out[tid] = m
+    def groups(rows):
+        g = {}
+        for stack, size in rows:
+            e = g.setdefault(site(stack), [0, 0])
+            e[0] += size
+            e[1] += 1
+        return _ranked(g)
+
+    for tid, _, _ in spans:
+        if sites_for is not None and not sites_for(tid, out):
+            continue
+        m = out[tid]
+        if tid in peak_at:
+            at = peak_at[tid]
+            m.peak_sites = groups(db.execute(
+                "SELECT stack, z FROM wb WHERE tid = ? AND a <= ?2 AND (f IS NULL OR f > ?2)",
+                (tid, at)))
+        if m.leaked:
+            m.leak_sites = groups(db.execute(
+                "SELECT stack, z FROM wb WHERE tid = ? AND (f IS NULL OR f > e)", (tid,)))
     return out

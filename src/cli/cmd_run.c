@@ -497,7 +497,7 @@ int cmd_run(int argc, char **argv)
         run_untraceable_reason(o.prog[0], why, sizeof why);
         cli_error("'%s' ran untraced: %s; nothing was recorded", o.prog[0], why);
         undo_output(&rp);
-        return status;
+        return run_budgets_status(&o, status, run_budgets_unchecked(&o));
     }
     struct stat tst;
     if (rc < 0 && lstat(rp.trace_dir, &tst) != 0) {

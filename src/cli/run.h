@@ -61,6 +61,9 @@ int run_budgets_prepare(struct run_options *o);
  * level, what held) on stderr and writes --junit. Returns 0 when every budget held (or there
  * are none), 1 when one failed, -1 when they could not be checked (said). */
 int run_budgets_check(struct run_options *o, const char *db_path);
+/* For a run that recorded nothing: says, when there are budgets, that they could not be checked.
+ * Returns what run_budgets_check would: -1 with budgets, else 0. */
+int run_budgets_unchecked(const struct run_options *o);
 /* The exit status of a run whose program exited with status and whose budgets returned budgets
  * (run_budgets_check): the program's own failing status wins; else the budgets' status. */
 int run_budgets_status(const struct run_options *o, int status, int budgets);

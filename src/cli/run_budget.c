@@ -268,6 +268,14 @@ int run_budgets_check(struct run_options *o, const char *db_path)
     return broken ? -1 : failed;
 }
 
+int run_budgets_unchecked(const struct run_options *o)
+{
+    if (!o->nbudgets)
+        return 0;
+    cli_error("the budgets could not be checked: nothing was recorded");
+    return -1;
+}
+
 int run_budgets_status(const struct run_options *o, int status, int budgets)
 {
     if (status != 0 || budgets == 0)

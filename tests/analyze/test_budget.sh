@@ -95,6 +95,17 @@ memscope:   +3000.0 bytes/step, 90000 bytes held: an_leak_here (an_leak_loop.c:6
 ms healthy run -o "$TMP/h.db" --fail-on-step-leak -- "$PROGS/an_leak_loop" healthy
 assert_eq "healthy: holds, status 0" "0 held --fail-on-step-leak" "$RC $(verdicts healthy)"
 
+# A program that runs untraced (static) recorded nothing: its budgets cannot pass.
+printf 'int main(void) { return 0; }\n' >"$TMP/st.c"
+if cc -static -o "$TMP/st" "$TMP/st.c" 2>/dev/null; then
+    ms untraced run -o "$TMP/u.db" --fail-on-leak -- "$TMP/st"
+    assert_eq "untraced program with a budget: status 1" 1 "$RC"
+    assert_match "untraced: says the budgets were not checked" \
+        "the budgets could not be checked: nothing was recorded" "$(cat "$TMP/untraced.err")"
+else
+    pass "no static C library: the untraced case is left out"
+fi
+
 # Bad input: a usage error (2) before anything runs (the program would create $TMP/ran).
 printf 'leak:ok\nrace:foo\n' >"$TMP/badkind"
 bad() {

@@ -16,8 +16,9 @@ from conftest import PYTHON, env, memscope_bin, script
 SUITE = script("budget_suite.py")
 ALL = {"test_mem_under", "test_mem_over", "test_mem_sequential", "test_native_over",
        "test_leak_over", "test_leak_under", "test_leak_cache", "test_fails_itself",
-       "test_unmarked"}
-FAIL_WITH_BUDGETS = {"test_mem_over", "test_native_over", "test_leak_over", "test_fails_itself"}
+       "test_unmarked", "test_fork_over"}
+FAIL_WITH_BUDGETS = {"test_mem_over", "test_native_over", "test_leak_over", "test_fails_itself",
+                     "test_fork_over"}
 
 
 def pytest_run(tmp_path, *args, under_run=False, extra_env=None, suite=SUITE):
@@ -74,6 +75,7 @@ def test_markers_inert_without_memscope(tmp_path):
     rc, out, text = pytest_run(tmp_path, "-p", "memscope.pytest_plugin")
     assert set(out) == ALL, text
     assert failed(out) == {"test_fails_itself"}, text
+    assert rc == 1
 
 
 def test_default_limit(tmp_path):

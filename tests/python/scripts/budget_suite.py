@@ -65,3 +65,13 @@ def test_unmarked():
     n = 12 if os.environ.get("BUDGET_SUITE_GROW") else 5
     b = bytearray(n * MiB)
     del b
+
+
+@pytest.mark.limit_memory("1 MB")
+def test_fork_over():
+    pid = os.fork()
+    if pid == 0:  # the child's 3 MiB count with the test
+        b = bytearray(3 * MiB)
+        del b
+        os._exit(0)
+    assert os.waitpid(pid, 0)[1] == 0

@@ -182,11 +182,14 @@ class _Session:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtestloop(self, session):
         if not session.config.option.collectonly and session.items:
-            self._start()
+            try:
+                self._start()
+            except Exception as e:  # the tests run; those with a budget fail, saying why
+                self.error = "cannot record: %s: %s" % (type(e).__name__, e)
         try:
             yield
         finally:
-            if self.recording:
+            if self.recording or self.error:
                 self._measure_and_report(session)
 
     def _needs_defer(self, item):
@@ -195,7 +198,7 @@ class _Session:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        if not self.recording or not self._needs_defer(item):
+        if not (self.recording or self.error) or not self._needs_defer(item):
             return None
         from _pytest.runner import runtestprotocol
         self.reports[item.nodeid] = runtestprotocol(item, nextitem=nextitem, log=False)
@@ -225,22 +228,21 @@ class _Session:
 
     def _measure_and_report(self, session):
         try:
-            db = self._finish_recording()
-            layers = {}
-            for nodeid, tid in self.ids.items():
-                b = self.budgets.get(nodeid, {})
-                lay = (b.get("memory") or b.get("leaks") or (None, None, None))[2]
-                layers[tid] = lay
-            nodeids = {t: n for n, t in self.ids.items()}
+            if not self.error:
+                db = self._finish_recording()
+                layers = {}
+                for nodeid, tid in self.ids.items():
+                    b = self.budgets.get(nodeid, {})
+                    layers[tid] = (b.get("memory") or b.get("leaks") or (None, None, None))[2]
+                nodeids = {t: n for n, t in self.ids.items()}
+                top = []
 
-            top = []
-
-            def wants_sites(tid, figures):  # a budget may fail, or among the summary's 10
-                if not top:
-                    top.extend(sorted(figures, key=lambda t: -figures[t].peak)[:10])
-                return tid in top or self._over(nodeids.get(tid), figures[tid])
-            by_tid = testmem.measure(db, layers, self.rootdir, wants_sites)
-            self.results = {n: by_tid[t] for n, t in self.ids.items() if t in by_tid}
+                def wants_sites(tid, figures):  # a budget may fail, or in the summary's 10
+                    if not top:
+                        top.extend(sorted(figures, key=lambda t: -figures[t].peak)[:10])
+                    return tid in top or self._over(nodeids.get(tid), figures[tid])
+                by_tid = testmem.measure(db, layers, self.rootdir, wants_sites)
+                self.results = {n: by_tid[t] for n, t in self.ids.items() if t in by_tid}
         except Exception as e:  # said in the summary; budgets then fail as not measured
             self.error = "%s: %s" % (type(e).__name__, e)
         finally:

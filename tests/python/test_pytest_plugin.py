@@ -78,6 +78,14 @@ def test_markers_inert_without_memscope(tmp_path):
     assert rc == 1
 
 
+def test_cannot_record(tmp_path):
+    # no agent to load: the tests still run; those with a budget fail, saying why
+    rc, out, text = pytest_run(tmp_path, "-p", "memscope.pytest_plugin", "--memscope",
+                               extra_env={"MEMSCOPE_AGENT": str(tmp_path / "none.so")})
+    assert set(failed(out)) == ALL - {"test_unmarked"}, text
+    assert "the test's memory could not be measured: cannot record: OSError" in text
+
+
 def test_default_limit(tmp_path):
     rc, out, text = pytest_run(tmp_path, "-p", "memscope.pytest_plugin", "--memscope",
                                "--memscope-default-limit=4 MB")

@@ -10,7 +10,7 @@
 
 # verdicts NAME: "failed SPEC" / "held SPEC" lines of memscope's stderr, in order.
 verdicts() {
-    sed -nE 's/^memscope: budget (failed|held): (--[^:]*(:[a-z0-9_]+)?): .*/\1 \2/p' \
+    sed -nE 's/^memscope: budget (failed|held): (--[^:]*(:[a-z0-9_]+)*): .*/\1 \2/p' \
         "$TMP/$1.err"
 }
 
@@ -94,6 +94,14 @@ memscope:   +3000.0 bytes/step, 90000 bytes held: an_leak_here (an_leak_loop.c:6
     "$(grep -A1 'budget failed' "$TMP/leak.err" | normalise | sed 's|([^ ]*/|(|')"
 ms healthy run -o "$TMP/h.db" --fail-on-step-leak -- "$PROGS/an_leak_loop" healthy
 assert_eq "healthy: holds, status 0" "0 held --fail-on-step-leak" "$RC $(verdicts healthy)"
+
+# A pool's layer by name (b_pool: pool "arena" peaks at 2304 bytes; its reserved region, 4096
+# bytes, is not the family "pool").
+ms pool run -o "$TMP/p.db" --max-peak=2KiB:pool:arena --max-peak=2304:pool -- "$PROGS/b_pool"
+assert_eq "pools: 2KiB:pool:arena fails, 2304:pool holds" "23 failed --max-peak=2KiB:pool:arena
+held --max-peak=2304:pool" "$RC $(verdicts pool)"
+assert_match "pools: the peak named" "peak 2304 bytes in process 1 b_pool \(pid [0-9]+\), pool:arena" \
+    "$(cat "$TMP/pool.err")"
 
 # A program that runs untraced (static) recorded nothing: its budgets cannot pass.
 printf 'int main(void) { return 0; }\n' >"$TMP/st.c"

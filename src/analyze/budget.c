@@ -12,6 +12,7 @@
 #include "common/grow.h"
 #include "common/ms_error.h"
 #include "common/size.h"
+#include "store/store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -339,7 +340,186 @@ static int check_step_leak(struct ms_actx *x, struct ms_budget_result *r)
     return 0;
 }
 
-static int check_peak(struct ms_actx *x, const struct ms_budget *b, struct ms_budget_result *r)
+/* ---- The default peak: heap and mmap together, per process ---- */
+
+/* One process's peak of heap + mmap live bytes: the first event that reached it. */
+struct host_peak {
+    int64_t process_id, bytes, event_id, ns;
+    int64_t heap, mmap; /* live now, during the replay */
+};
+
+/* Replays the MALLOC and FREE events of heap and mmap of the full database db in id order (as
+ * peak.c's replay counts them: ms__live_apply) and fills p[0..n) (their process ids set by the
+ * caller) with each process's first maximum of the two layers' sum. */
+static int host_peaks_replay(struct ms_actx *x, struct host_peak *p, size_t n)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(x->db,
+                           "SELECT id, ts_ns, kind, layer, process_id, addr, size, allocation_id "
+                           "FROM events WHERE kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ") AND "
+                           "layer IN (1, 2) ORDER BY id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return ms__actx_db_fail(x, "events");
+    struct ms_live live;
+    ms__live_init(&live);
+    int rc = 0, s;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        int kind = sqlite3_column_int(st, 2);
+        int64_t layer = sqlite3_column_int64(st, 3), proc = sqlite3_column_int64(st, 4);
+        struct ms_live_pl *pl =
+            ms__live_apply(&live, kind, proc, layer, sqlite3_column_int64(st, 5),
+                           sqlite3_column_int64(st, 6), sqlite3_column_type(st, 7) != SQLITE_NULL);
+        if (!pl) {
+            rc = ms__actx_oom(x);
+            break;
+        }
+        struct host_peak *h = NULL;
+        for (size_t i = 0; i < n && !h; i++)
+            if (p[i].process_id == proc)
+                h = &p[i];
+        if (!h)
+            continue;
+        *(layer == MS_LAYER_HEAP ? &h->heap : &h->mmap) = pl->live;
+        if (kind == MS_KIND_MALLOC && h->heap + h->mmap > h->bytes) {
+            h->bytes = h->heap + h->mmap;
+            h->event_id = sqlite3_column_int64(st, 0);
+            h->ns = sqlite3_column_int64(st, 1);
+        }
+    }
+    if (!rc && s != SQLITE_DONE)
+        rc = ms__actx_db_fail(x, "events");
+    sqlite3_finalize(st);
+    ms__live_release(&live);
+    return rc;
+}
+
+/* The blocks of heap and mmap live at h's peak event, by call site, into r. */
+static int host_peak_sites(struct ms_actx *x, const struct host_peak *h, struct ms_budget_result *r)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(x->db,
+                           "SELECT stack_id, count(*), sum(size) FROM blocks WHERE process_id = ?1 "
+                           "AND layer IN (1, 2) AND alloc_event_id <= ?2 AND (free_ns IS NULL OR "
+                           "free_event_id > ?2 OR (free_event_id IS NULL AND free_ns > ?3)) "
+                           "GROUP BY stack_id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return ms__actx_db_fail(x, "blocks");
+    sqlite3_bind_int64(st, 1, h->process_id);
+    sqlite3_bind_int64(st, 2, h->event_id);
+    sqlite3_bind_int64(st, 3, h->ns);
+    struct live_sites L;
+    memset(&L, 0, sizeof L);
+    int rc = 0, s;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *site = ms__sites_get(&x->sites, sqlite3_column_int64(st, 0));
+        if (!site || ms_grow((void **)&L.v, &L.cap, L.n, sizeof *L.v, 64, MS_GROW_MAX) < 0) {
+            rc = ms__actx_oom(x);
+            break;
+        }
+        L.v[L.n++] =
+            (struct site_sum){site, sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 1)};
+    }
+    if (!rc && s != SQLITE_DONE)
+        rc = ms__actx_db_fail(x, "blocks");
+    sqlite3_finalize(st);
+    if (!rc && L.n) {
+        qsort(L.v, L.n, sizeof *L.v, cmp_sum_site);
+        size_t w = 0;
+        for (size_t i = 1; i < L.n; i++) {
+            if (L.v[i].site == L.v[w].site) {
+                L.v[w].bytes += L.v[i].bytes;
+                L.v[w].blocks += L.v[i].blocks;
+            } else {
+                L.v[++w] = L.v[i];
+            }
+        }
+        L.n = w + 1;
+        qsort(L.v, L.n, sizeof *L.v, cmp_sum_bytes);
+        for (size_t i = 0; i < L.n; i++)
+            add_site(r->sites, &r->nsites, &r->more_sites, L.v[i].site, L.v[i].bytes, L.v[i].blocks,
+                     0);
+    }
+    free(L.v);
+    return rc;
+}
+
+/* The default budget of --max-peak: each process's peak of heap and mmap together. A process
+ * that used one of the two has that layer's peak (analyze peak's, exact and cheap); one that
+ * used both is replayed from the events of its full database (a compact one is expanded into a
+ * private temporary directory first: ms_store_full_open), since no table holds the sum. */
+static int check_host_peak(struct ms_actx *x, const char *db_path, const struct ms_budget *b,
+                           const struct ms_peak_top *p, size_t n, struct ms_budget_result *r)
+{
+    struct host_peak both[64];
+    size_t nboth = 0;
+    const struct ms_peak_top *worst = NULL; /* among processes with one layer */
+    int64_t worst_bytes = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i].layer != MS_LAYER_HEAP && p[i].layer != MS_LAYER_MMAP)
+            continue;
+        const struct ms_peak_top *other = NULL;
+        for (size_t k = 0; k < n; k++)
+            if (k != i && p[k].process_id == p[i].process_id &&
+                (p[k].layer == MS_LAYER_HEAP || p[k].layer == MS_LAYER_MMAP) && p[k].bytes > 0)
+                other = &p[k];
+        if (other && p[i].bytes > 0) { /* both layers: replayed below (once per process) */
+            if (p[i].layer == MS_LAYER_HEAP && nboth < sizeof both / sizeof both[0])
+                both[nboth++] = (struct host_peak){.process_id = p[i].process_id};
+            continue;
+        }
+        r->exceeded += p[i].bytes > (int64_t)b->limit;
+        if (p[i].bytes > worst_bytes) {
+            worst = &p[i];
+            worst_bytes = p[i].bytes;
+        }
+    }
+    int rc = 0;
+    struct ms_store_full full = {{0}, {0}};
+    sqlite3 *fdb = NULL;
+    struct ms_actx fx;
+    int fx_ok = 0;
+    const struct host_peak *hw = NULL;
+    if (nboth) {
+        if ((rc = ms_store_full_open(&full, db_path, x->err, x->errlen)) < 0)
+            return rc;
+        if ((rc = ms_analyze_open(full.path, 0, &fdb, x->err, x->errlen)) == 0 &&
+            (rc = ms__actx_init(&fx, "budget", fdb, x->o, NULL, x->err, x->errlen)) == 0) {
+            fx_ok = 1;
+            rc = host_peaks_replay(&fx, both, nboth);
+        }
+        for (size_t i = 0; !rc && i < nboth; i++) {
+            r->exceeded += both[i].bytes > (int64_t)b->limit;
+            if (both[i].bytes > worst_bytes) {
+                hw = &both[i];
+                worst_bytes = both[i].bytes;
+            }
+        }
+    }
+    if (!rc && hw) {
+        r->measured = hw->bytes;
+        where_of(x, hw->process_id, MS_LAYER_HEAP, r->where, sizeof r->where);
+        snprintf(r->where + strlen(r->where), sizeof r->where - strlen(r->where), "+mmap");
+        rc = host_peak_sites(&fx, hw, r);
+    } else if (!rc && worst) {
+        r->measured = worst->bytes;
+        where_of(x, worst->process_id, worst->layer, r->where, sizeof r->where);
+        for (size_t i = 0; i < worst->ntop; i++)
+            add_site(r->sites, &r->nsites, &r->more_sites, worst->top[i].site, worst->top[i].bytes,
+                     worst->top[i].blocks, 0);
+        r->more_sites += worst->nsites - worst->ntop;
+    }
+    r->failed = r->exceeded > 0;
+    if (fx_ok)
+        ms__actx_release(&fx);
+    if (fdb)
+        sqlite3_close(fdb);
+    if (nboth)
+        ms_store_full_close(&full);
+    return rc;
+}
+
+static int check_peak(struct ms_actx *x, const char *db_path, const struct ms_budget *b,
+                      struct ms_budget_result *r)
 {
     struct layer_sel s;
     int rc = layers_select(x->db, b->layer, &s, x->err, x->errlen);
@@ -349,6 +529,11 @@ static int check_peak(struct ms_actx *x, const struct ms_budget *b, struct ms_bu
     size_t n;
     if ((rc = ms__peaks_top(x, &p, &n)) < 0)
         return rc;
+    if (!b->layer[0]) {
+        rc = check_host_peak(x, db_path, b, p, n, r);
+        free(p);
+        return rc;
+    }
     const struct ms_peak_top *worst = NULL;
     for (size_t i = 0; i < n; i++) {
         if (!layer_in(&s, p[i].layer))
@@ -387,7 +572,7 @@ int ms_budget_check(const char *db_path, const struct ms_budget *b, struct ms_su
         switch (b->kind) {
         case MS_BUDGET_LEAK: rc = check_leak(&x, b, sup, r); break;
         case MS_BUDGET_STEP_LEAK: rc = check_step_leak(&x, r); break;
-        case MS_BUDGET_PEAK: rc = check_peak(&x, b, r); break;
+        case MS_BUDGET_PEAK: rc = check_peak(&x, db_path, b, r); break;
         }
     }
     ms__actx_release(&x);
@@ -457,27 +642,22 @@ static int side_measure(const char *path, const struct ms_gate *g, const char *l
     o.top = MS_PEAK_TOP;
     struct ms_actx x;
     struct layer_sel s;
+    struct ms_budget_result r; /* the peak's sites point into it until copied */
     struct site_sum *v = NULL;
     size_t n = 0;
     if ((rc = ms__actx_init(&x, "compare", db, &o, NULL, err, errlen)) == 0 &&
         (rc = layers_select(db, layer, &s, err, errlen)) == 0) {
-        if (g->is_peak) {
-            struct ms_peak_top *p;
-            size_t np;
-            if ((rc = ms__peaks_top(&x, &p, &np)) == 0) {
-                const struct ms_peak_top *w = NULL;
-                for (size_t i = 0; i < np; i++)
-                    if (layer_in(&s, p[i].layer) && (!w || p[i].bytes > w->bytes))
-                        w = &p[i];
-                if (w) {
-                    out->value = w->bytes;
-                    if (!(v = calloc(w->ntop ? w->ntop : 1, sizeof *v)))
-                        rc = ms__actx_oom(&x);
-                    for (size_t i = 0; !rc && i < w->ntop; i++)
-                        v[n++] =
-                            (struct site_sum){w->top[i].site, w->top[i].bytes, w->top[i].blocks};
-                }
-                free(p);
+        if (g->is_peak) { /* the budgets' peak: heap and mmap together, or the layers */
+            struct ms_budget b = {.kind = MS_BUDGET_PEAK, .limit = UINT64_MAX >> 1};
+            snprintf(b.layer, sizeof b.layer, "%s", layer);
+            memset(&r, 0, sizeof r);
+            if ((rc = check_peak(&x, path, &b, &r)) == 0) {
+                out->value = r.measured;
+                if (!(v = calloc(r.nsites ? r.nsites : 1, sizeof *v)))
+                    rc = ms__actx_oom(&x);
+                for (size_t i = 0; !rc && i < r.nsites; i++)
+                    v[n++] =
+                        (struct site_sum){r.sites[i].site, r.sites[i].bytes, r.sites[i].blocks};
             }
         } else {
             struct live_sites L;

@@ -44,12 +44,12 @@ int ms_suppression_match(const char *pattern, const char *name);
 enum ms_budget_kind {
     MS_BUDGET_LEAK,      /* --fail-on-leak[=BYTES[:LAYER]]: live at exit, after suppressions */
     MS_BUDGET_STEP_LEAK, /* --fail-on-step-leak: the growth rule's verdict */
-    MS_BUDGET_PEAK,      /* --max-peak=BYTES[:LAYER]: each process's peak of the layer */
+    MS_BUDGET_PEAK,      /* --max-peak=BYTES[:LAYER]: each process's peak */
 };
 struct ms_budget {
     enum ms_budget_kind kind;
     uint64_t limit; /* bytes: fails above it */
-    char layer[72]; /* "" for heap and mmap (each on its own) */
+    char layer[72]; /* "": heap and mmap together */
     char spec[160]; /* the option as given: the name of the budget in reports */
 };
 /* Parses the value of --fail-on-leak / --max-peak, "BYTES[:LAYER]" (BYTES as common/size.h),
@@ -79,7 +79,8 @@ struct ms_budget_result {
     int64_t suppressed_bytes, suppressed_blocks;
 };
 /* Checks budget b against the database at db_path (sup: NULL or the suppressions, whose counts
- * it adds to). 0 with *r filled (r->failed says), or a negative code with a reason in err. */
+ * it adds to). A peak budget of heap and mmap together replays a process that used both from
+ * its events (a compact database expanded into a private temporary directory, TMPDIR). 0 with *r filled (r->failed says), or a negative code with a reason in err. */
 int ms_budget_check(const char *db_path, const struct ms_budget *b, struct ms_suppressions *sup,
                     struct ms_budget_result *r, char *err, size_t errlen);
 
@@ -99,8 +100,8 @@ struct ms_gate_result {
     size_t nsites, more_sites;
 };
 /* Checks gate g between databases base and new (layer: "" for heap and mmap, else a layer as
- * ms_budget_layer_known): the peak is the highest (process, layer) peak of the layers; the
- * leak, the bytes live at exit. Sites: those whose bytes (at the peak, live at exit) grew, most
+ * ms_budget_layer_known): the peak is the highest peak of a process as --max-peak measures it
+ * (heap and mmap together, or each named layer); the leak, the bytes live at exit. Sites: those whose bytes (at the peak, live at exit) grew, most
  * first. 0 with *r, or a negative code with a reason in err. */
 int ms_gate_check(const char *base, const char *new_db, const struct ms_gate *g, const char *layer,
                   struct ms_gate_result *r, char *err, size_t errlen);

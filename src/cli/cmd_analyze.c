@@ -49,7 +49,7 @@ static const char analyze_usage[] =
     "  --csv=FILE          compare: msMemScope's op-sequence compare CSV\n"
     "  compare BASE.db NEW.db [--layer=L] gates (docs/ci.md): exit 23 when NEW grew\n"
     "  --fail-if-peak-grows=PCT%%|BYTES\n"
-    "                      compare: the highest peak of a process (heap and mmap, or L)\n"
+    "                      compare: the highest peak of a process (heap+mmap, or L)\n"
     "  --fail-if-leak-grows=PCT%%|BYTES\n"
     "                      compare: the bytes live at exit (heap and mmap, or L)\n"
     "  --error-exitcode=N  compare: the status of a failed gate (default 23)\n"

@@ -26,14 +26,14 @@ held --max-peak=1KiB:cuda
 held --fail-on-step-leak" "$(verdicts all)"
 assert_eq "the leak's line and site (third_party_cache suppressed)" \
     "memscope: budget failed: --fail-on-leak: 3000 bytes live at exit, limit 0
-memscope:   3000 bytes in 3 blocks: an_budget_keep (an_budget.c:21)
+memscope:   3000 bytes in 3 blocks: an_budget_keep (an_budget.c:24)
 memscope:   (1024 bytes in 2 blocks suppressed)" \
     "$(grep -A2 'budget failed: --fail-on-leak' "$TMP/all.err" | normalise | sed 's|([^ ]*/|(|')"
 assert_eq "the peak's line and sites" \
     "memscope: budget failed: --max-peak=900KiB: peak 1004024 bytes (980.5 KiB) in process 1 an_budget (pid N), heap, limit 921600 (900.0 KiB)
-memscope:   1000000 bytes in 4 blocks: an_budget_peak (an_budget.c:35)
-memscope:   3000 bytes in 3 blocks: an_budget_keep (an_budget.c:21)
-memscope:   1024 bytes in 2 blocks: third_party_cache (an_budget.c:28)" \
+memscope:   1000000 bytes in 4 blocks: an_budget_peak (an_budget.c:38)
+memscope:   3000 bytes in 3 blocks: an_budget_keep (an_budget.c:24)
+memscope:   1024 bytes in 2 blocks: third_party_cache (an_budget.c:31)" \
     "$(grep -A3 'budget failed: --max-peak=900KiB' "$TMP/all.err" | normalise | sed 's|([^ ]*/|(|')"
 assert_match "the suppression's use is said" \
     "suppression leak:third_party_\* \(.*supp:2\) matched 1024 bytes in 2 blocks" \
@@ -94,6 +94,23 @@ memscope:   +3000.0 bytes/step, 90000 bytes held: an_leak_here (an_leak_loop.c:6
     "$(grep -A1 'budget failed' "$TMP/leak.err" | normalise | sed 's|([^ ]*/|(|')"
 ms healthy run -o "$TMP/h.db" --fail-on-step-leak -- "$PROGS/an_leak_loop" healthy
 assert_eq "healthy: holds, status 0" "0 held --fail-on-step-leak" "$RC $(verdicts healthy)"
+
+# The default --max-peak is heap and mmap together: `an_budget 0 4 3 1` also maps 1 MiB while
+# its heap peaks (heap 1004024, mmap 1048576, together 2052600 at that moment).
+ms host run -o "$TMP/m.db" --max-peak=1.5MiB --max-peak=2052600 --max-peak=2052599 \
+    --max-peak=1MiB:mmap --max-peak=1MiB:heap -- "$PROGS/an_budget" 0 4 3 1
+assert_eq "heap+mmap: which budgets failed and held" "failed --max-peak=1.5MiB
+held --max-peak=2052600
+failed --max-peak=2052599
+held --max-peak=1MiB:mmap
+held --max-peak=1MiB:heap" "$(verdicts host)"
+assert_eq "heap+mmap: the peak's line and sites" \
+    "memscope: budget failed: --max-peak=1.5MiB: peak 2052600 bytes (2004.5 KiB) in process 1 an_budget (pid N), heap+mmap, limit 1572864 (1536.0 KiB)
+memscope:   1048576 bytes in 1 block: an_budget_map (an_budget.c:45)
+memscope:   1000000 bytes in 4 blocks: an_budget_peak (an_budget.c:38)
+memscope:   3000 bytes in 3 blocks: an_budget_keep (an_budget.c:24)
+memscope:   1024 bytes in 2 blocks: third_party_cache (an_budget.c:31)" \
+    "$(grep -A4 'budget failed: --max-peak=1.5MiB' "$TMP/host.err" | normalise | sed 's|([^ ]*/|(|')"
 
 # A pool's layer by name (b_pool: pool "arena" peaks at 2304 bytes; its reserved region, 4096
 # bytes, is not the family "pool").

@@ -28,12 +28,12 @@ failed --fail-if-leak-grows=1KiB
 held --fail-if-leak-grows=50%" "$(verdicts gates)"
 assert_eq "the peak gate's line and the sites that grew" \
     "memscope: gate failed: --fail-if-peak-grows=10%: peak 1004024 -> 1506024 bytes (+502000, +50.0%)
-memscope:   +500000 bytes (6 blocks in NEW): an_budget_peak (an_budget.c:35)
-memscope:   +2000 bytes (5 blocks in NEW): an_budget_keep (an_budget.c:21)" \
+memscope:   +500000 bytes (6 blocks in NEW): an_budget_peak (an_budget.c:38)
+memscope:   +2000 bytes (5 blocks in NEW): an_budget_keep (an_budget.c:24)" \
     "$(grep -A2 'failed: --fail-if-peak-grows=10%' "$TMP/gates.err" | sed 's|([^ ]*/|(|')"
 assert_eq "the leak gate's line and site" \
     "memscope: gate failed: --fail-if-leak-grows=1KiB: live at exit 4024 -> 6024 bytes (+2000, +49.7%)
-memscope:   +2000 bytes (5 blocks in NEW): an_budget_keep (an_budget.c:21)" \
+memscope:   +2000 bytes (5 blocks in NEW): an_budget_keep (an_budget.c:24)" \
     "$(grep -A1 'failed: --fail-if-leak-grows' "$TMP/gates.err" | sed 's|([^ ]*/|(|')"
 assert_match "the compare report is still written" "Compare A \(this run\) with B" \
     "$(cat "$TMP/gates.out")"

@@ -269,8 +269,13 @@ static int live_sites(struct ms_actx *x, const struct layer_sel *s, struct ms_su
     ms_stack_frames_release(&fr);
     if (t_ok)
         ms_stack_text_release(&t);
-    if (rc || !L->n)
+    if (rc) { /* nothing is left to the caller */
+        free(L->v);
+        memset(L, 0, sizeof *L);
         return rc;
+    }
+    if (!L->n)
+        return 0;
     qsort(L->v, L->n, sizeof *L->v, cmp_sum_site);
     size_t w = 0;
     for (size_t i = 1; i < L->n; i++) {

@@ -71,6 +71,9 @@ def _budget(item):
         if len(args) != 1:
             raise _usage("%s takes one limit, as \"24 MB\"" % where)
         layer = kw.pop("layer", None)
+        if kw.pop("current_thread_only", False):  # pytest-memray's; False is what memscope does
+            raise _usage("%s: current_thread_only=True is not supported: memscope counts every "
+                         "thread and process of the test" % where)
         warmups = kw.pop("warmups", 0) if name == "limit_leaks" else 0
         if kw:
             raise _usage("%s: unknown argument %s" % (where, ", ".join(sorted(kw))))

@@ -127,6 +127,8 @@ def test_x():
     ("1024", "a size must be a string"),        # not a string
     ('"1 MB", layer="gpu"', "unknown layer 'gpu'"),
     ('"1 MB", "2 MB"', "takes one limit"),
+    ('"1 MB", current_thread_only=True', "current_thread_only=True is not supported"),
+    ('"1 MB", filter_fn=len', "unknown argument filter_fn"),
 ])
 def test_bad_marker(tmp_path, marker, why):
     suite = tmp_path / "bad_suite.py"

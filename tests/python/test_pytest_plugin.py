@@ -71,6 +71,23 @@ def test_under_memscope_run(tmp_path):
     assert os.path.exists(tmp_path / "run.db")  # memscope run's own database is still written
 
 
+def test_cuda_layer(tmp_path):
+    # device memory through the CUDA TEST DRIVER (tests/cuda; no GPU), under memscope run
+    drv = os.path.join(os.path.dirname(memscope_bin()), "tests", "cuda", "cuda-test-driver")
+    if not os.path.exists(os.path.join(drv, "libcuda.so.1")):
+        pytest.skip("the CUDA test driver is not built")
+    rc, out, text = pytest_run(tmp_path, "-p", "memscope.pytest_plugin", "--memscope",
+                               under_run=True, extra_env={"LD_LIBRARY_PATH": drv},
+                               suite=script("budget_cuda_suite.py"))
+    assert set(out) == {"test_device_over", "test_device_under", "test_device_leak",
+                        "test_device_freed", "test_host_budget_device_memory"}, text
+    assert failed(out) == {"test_device_over", "test_device_leak"}, text
+    assert "limit_memory('4 MB') exceeded: peak of memory allocated during the test 8388608 " \
+           "bytes (8.0 MiB), limit 4194304 bytes (4.0 MiB), layer cuda" in text
+    assert "still live after it returned 1048576 bytes (1.0 MiB), limit 0 bytes (0 B), " \
+           "layer cuda:0" in text
+
+
 def test_markers_inert_without_memscope(tmp_path):
     rc, out, text = pytest_run(tmp_path, "-p", "memscope.pytest_plugin")
     assert set(out) == ALL, text

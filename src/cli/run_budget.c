@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The --suppressions file's patterns: static, reachable until exit (and their counts). */
 static struct ms_suppressions suppressions;
@@ -58,6 +59,19 @@ int run_budgets_prepare(struct run_options *o)
         char err[600];
         if (ms_suppressions_load(&suppressions, o->suppressions_path, err, sizeof err) < 0)
             return usage_error("--suppressions: %s", err);
+    }
+    if (o->junit) { /* its directory must be writable now, not found out after the run */
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", o->junit);
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            snprintf(dir, sizeof dir, ".");
+        else if (slash == dir)
+            dir[1] = 0;
+        else
+            *slash = 0;
+        if (access(dir, W_OK) != 0)
+            return usage_error("--junit: cannot write in '%s': %s", dir, strerror(errno));
     }
     if (!o->error_exitcode)
         o->error_exitcode = MS_BUDGET_EXIT;

@@ -149,6 +149,7 @@ bad "cannot read suppressions file '/nonexistent/supp'" --fail-on-leak \
     --suppressions=/nonexistent/supp
 bad "badkind:2: unknown suppression kind 'race'" --fail-on-leak --suppressions="$TMP/badkind"
 bad "--junit: needs a budget" --junit="$TMP/x.xml"
+bad "--junit: cannot write in '/nonexistent/dir'" --fail-on-leak --junit=/nonexistent/dir/j.xml
 bad "--error-exitcode: expected a status in 1..255" --fail-on-leak --error-exitcode=0
 bad "budgets need a database" --fail-on-leak --format=trace
 

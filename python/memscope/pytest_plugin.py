@@ -242,9 +242,14 @@ class _Session:
 
                 def wants_sites(tid, figures):  # a budget may fail, or in the summary's 10
                     if not top:
-                        top.extend(sorted(figures, key=lambda t: -figures[t].peak)[:10])
+                        top.extend(sorted(figures, key=lambda t: -figures[t].peak)
+                                   [:testmem.SUMMARY_TOP])
                     return tid in top or self._over(nodeids.get(tid), figures[tid])
-                by_tid = testmem.measure(db, layers, self.rootdir, wants_sites)
+                def wants_peak(tid, m):  # a memory budget it may exceed, or a baseline
+                    b = self.budgets.get(nodeids.get(tid), {})
+                    return bool(self.baseline_path or
+                                (b.get("memory") and m.allocated > b["memory"][0]))
+                by_tid = testmem.measure(db, layers, self.rootdir, wants_sites, wants_peak)
                 self.results = {n: by_tid[t] for n, t in self.ids.items() if t in by_tid}
         except Exception as e:  # said in the summary; budgets then fail as not measured
             self.error = "%s: %s" % (type(e).__name__, e)
@@ -329,13 +334,13 @@ class _Session:
                       "and mmap unless marked):")
         tr.write_line("%12s %12s %12s  %s" % ("peak", "allocated", "leaked", "test: top line"))
         rows = sorted(self.results.items(), key=lambda kv: (-kv[1].peak, kv[0]))
-        for nodeid, m in rows[:10]:
+        for nodeid, m in rows[:testmem.SUMMARY_TOP]:
             top = m.peak_sites[0][0] if m.peak_sites else "-"
             tr.write_line("%12s %12s %12s  %s: %s" % (testmem.human(m.peak),
                                                       testmem.human(m.allocated),
                                                       testmem.human(m.leaked), nodeid, top))
-        if len(rows) > 10:
-            tr.write_line("... %d more tests" % (len(rows) - 10))
+        if len(rows) > testmem.SUMMARY_TOP:
+            tr.write_line("... %d more tests" % (len(rows) - testmem.SUMMARY_TOP))
         if self.baseline_path and self.baseline is None:
             tr.write_line("memscope: baseline written to %s" % self.baseline_path)
 

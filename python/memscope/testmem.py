@@ -17,6 +17,7 @@ Blocks of every process count (a test's forked children with it). Workload: one 
 blocks table in allocation order, then per test a sort of its blocks' allocations and frees.
 It also holds the size rule of the markers (pytest-memray's) and the layer names.
 """
+import heapq
 import re
 import sqlite3
 
@@ -72,6 +73,7 @@ class Measure:
 
     def __init__(self):
         self.peak = self.leaked = self.allocated = 0
+        self.peak_exact = False  # the peak was computed (else 0: see measure())
         self.peak_sites = []
         self.leak_sites = []
 
@@ -116,20 +118,40 @@ def _ranked(groups):
     return sorted(((k, v[0], v[1]) for k, v in groups.items()), key=lambda t: (-t[1], t[0]))
 
 
-def measure(db_path, layers_by_test, rootdir=None, sites_for=None):
+SUMMARY_TOP = 10  # tests whose peaks the summary lists
+
+
+def measure(db_path, layers_by_test, rootdir=None, sites_for=None, peak_for=None):
     """{test id: Measure} for the tests whose start and end marks the database at db_path has;
-    layers_by_test: {test id: layer name or None (heap and mmap)}. The allocating lines are
+    layers_by_test: {test id: layer name or None (heap and mmap)}. The peak is computed for the
+    tests for which peak_for(test id, Measure with allocated and leaked) is true (all when
+    None), and for the SUMMARY_TOP largest peaks (a peak is at most the bytes allocated, so the
+    tests are taken by allocated bytes until no other can beat the tenth); the others keep
+    peak 0 and peak_exact False. The allocating lines are
     computed for the tests for which sites_for(test id, {test id: Measure}) is true, once every
     test's figures are known (all tests when None). The database must be writable (an
     index and temporary tables are added: the session's own, made for this)."""
     db = sqlite3.connect(db_path)
     try:
-        return _measure(db, layers_by_test, rootdir, sites_for)
+        return _measure(db, layers_by_test, rootdir, sites_for, peak_for)
     finally:
         db.close()
 
 
-def _measure(db, layers_by_test, rootdir, sites_for):
+def _peak(db, tid):
+    """(peak, its time) of one test: the running sum of its allocations and frees, in time
+    order (a free before an allocation at the same ns), sorted by SQLite."""
+    live, best, at = 0, 0, None
+    for t, d in db.execute(
+            "SELECT t, d FROM (SELECT a AS t, 1 AS k, z AS d FROM wb WHERE tid = ?1 UNION ALL "
+            "SELECT f, 0, -z FROM wb WHERE tid = ?1 AND f <= e) ORDER BY t, k", (tid,)):
+        live += d
+        if live > best:
+            best, at = live, t
+    return best, at
+
+
+def _measure(db, layers_by_test, rootdir, sites_for, peak_for):
     windows = {}
     for name, ts in db.execute("SELECT name, ts_ns FROM events WHERE kind = 5 AND name LIKE "
                                "'memscope-pytest %' ORDER BY id"):
@@ -157,18 +179,24 @@ def _measure(db, layers_by_test, rootdir, sites_for):
             "SELECT tid, sum(z), sum(CASE WHEN f IS NULL OR f > e THEN z ELSE 0 END) "
             "FROM wb GROUP BY tid"):
         out[tid].allocated, out[tid].leaked = alloc, leaked
+    db.execute("CREATE INDEX temp.wb_tid ON wb(tid)")
     peak_at = {}
-    cur, live, best = None, 0, 0
-    for tid, t, d in db.execute(
-            "SELECT tid, t, d FROM (SELECT tid, a AS t, 1 AS k, z AS d FROM wb UNION ALL "
-            "SELECT tid, f, 0, -z FROM wb WHERE f <= e) ORDER BY tid, t, k"):
-        if tid != cur:  # the running sum of one test's allocations and frees, in time order
-            cur, live, best = tid, 0, 0
-        live += d
-        if live > best:
-            best = live
-            out[tid].peak = live
-            peak_at[tid] = t
+
+    def compute(tid):
+        out[tid].peak, at = _peak(db, tid)
+        out[tid].peak_exact = True
+        if at is not None:
+            peak_at[tid] = at
+
+    for tid in out:
+        if peak_for is None or peak_for(tid, out[tid]):
+            compute(tid)
+    for tid in sorted(out, key=lambda t: -out[t].allocated):
+        top = heapq.nlargest(SUMMARY_TOP, (m.peak for m in out.values() if m.peak_exact))
+        if len(top) >= SUMMARY_TOP and top[-1] >= out[tid].allocated:
+            break  # no test left can enter the summary
+        if not out[tid].peak_exact:
+            compute(tid)
     texts = {}
 
     def site(stack):

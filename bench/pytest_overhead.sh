@@ -1,18 +1,20 @@
 #!/bin/bash
 # pytest_overhead.sh: the cost of memscope.pytest_plugin (docs/ci.md): bench/pytest_suite (200
 # tests of ordinary Python work, no markers) run plain and with --memscope, each 3 times; prints
-# the wall times (the session as a whole, and pytest's own "in N s", which excludes the
-# conversion and measurement after the last test). Usage: bench/pytest_overhead.sh [BUILD_DIR]
+# the wall time and the CPU time (user + system: steadier than the wall time on a loaded
+# machine) of the whole session. Usage: bench/pytest_overhead.sh [BUILD_DIR]
 set -u
 BUILD=${1:-build}
 HERE=$(cd "$(dirname "$0")" && pwd)
 export PYTHONPATH=$(cd "$BUILD" && pwd)/python PYTHONDONTWRITEBYTECODE=1
 run() {
-    local t0 t1 out
-    t0=$(date +%s.%N)
-    out=$(/usr/bin/python3 -m pytest -q -p no:cacheprovider "$@" "$HERE/pytest_suite" 2>&1 | grep -E 'passed|failed' | tail -1)
-    t1=$(date +%s.%N)
-    printf '%-10s wall %.2f s   pytest: %s\n' "$label" "$(echo "$t1 - $t0" | bc)" "$out"
+    local tf
+    tf=$(mktemp)
+    /usr/bin/time -o "$tf" -f "%e %U %S" /usr/bin/python3 -m pytest -q -p no:cacheprovider "$@" \
+        "$HERE/pytest_suite" >/dev/null 2>&1
+    set -- $(tail -1 "$tf")
+    rm -f "$tf"
+    printf '%-10s wall %5.2f s   cpu %5.2f s\n' "$label" "$1" "$(echo "$2 + $3" | bc)"
 }
 for i in 1 2 3; do
     label=plain run

@@ -50,10 +50,9 @@ struct run_options {
 int run_parse_options(int argc, char **argv, struct run_options *o);
 
 /* run_budget.c: memscope run's budgets (docs/ci.md). */
-/* Adds the budget of option `option` (its value: NULL for none) to o; 0, or a usage error's
- * exit status 2 with the message printed. */
-int run_budget_add(struct run_options *o, enum ms_budget_kind kind, const char *option,
-                   const char *value);
+/* Adds a budget of that kind to o (value: the option's value, NULL for none); 0, or a usage
+ * error's exit status 2 with the message printed. */
+int run_budget_add(struct run_options *o, enum ms_budget_kind kind, const char *value);
 /* Checks what the budgets need before anything runs (the suppressions file read, a format with
  * a database); 0, or a usage error's exit status 2 with the message printed. */
 int run_budgets_prepare(struct run_options *o);

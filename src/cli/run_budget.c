@@ -22,10 +22,8 @@
 /* The --suppressions file's patterns: static, reachable until exit (and their counts). */
 static struct ms_suppressions suppressions;
 
-int run_budget_add(struct run_options *o, enum ms_budget_kind kind, const char *option,
-                   const char *value)
+int run_budget_add(struct run_options *o, enum ms_budget_kind kind, const char *value)
 {
-    (void)option;
     static const char *const names[] = {"--fail-on-leak", "--fail-on-step-leak", "--max-peak"};
     if (o->nbudgets >= RUN_MAX_BUDGETS)
         return usage_error("%s: at most %d budgets", names[kind], RUN_MAX_BUDGETS);

@@ -395,7 +395,7 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
             enum ms_budget_kind k = c == OPT_FAIL_LEAK        ? MS_BUDGET_LEAK
                                     : c == OPT_FAIL_STEP_LEAK ? MS_BUDGET_STEP_LEAK
                                                               : MS_BUDGET_PEAK;
-            int rc = run_budget_add(o, k, argv[optind - 1], optarg);
+            int rc = run_budget_add(o, k, optarg);
             if (rc)
                 return rc;
             break;

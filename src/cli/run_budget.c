@@ -140,8 +140,9 @@ static void site_lines(FILE *f, const char *prefix, const struct ms_budget *b,
         fprintf(f, "%s  ... %zu more call site%s\n", prefix, r->more_sites,
                 r->more_sites == 1 ? "" : "s");
     if (r->suppressed_blocks)
-        fprintf(f, "%s  (%lld bytes in %lld blocks suppressed)\n", prefix,
-                (long long)r->suppressed_bytes, (long long)r->suppressed_blocks);
+        fprintf(f, "%s  (%lld bytes in %lld block%s suppressed)\n", prefix,
+                (long long)r->suppressed_bytes, (long long)r->suppressed_blocks,
+                r->suppressed_blocks == 1 ? "" : "s");
 }
 
 /* XML text: &, <, >, " and ' escaped; control characters but tab and newline dropped. */
@@ -261,18 +262,19 @@ int run_budgets_check(struct run_options *o, const char *db_path)
         } else if (cli_log_level <= 1) {
             fprintf(stderr, "memscope: budget held: %s\n", line);
             if (res[i].suppressed_blocks)
-                fprintf(stderr, "memscope:   (%lld bytes in %lld blocks suppressed)\n",
-                        (long long)res[i].suppressed_bytes, (long long)res[i].suppressed_blocks);
+                site_lines(
+                    stderr, "memscope: ", &(struct ms_budget){.kind = MS_BUDGET_LEAK},
+                    &(struct ms_budget_result){.suppressed_bytes = res[i].suppressed_bytes,
+                                               .suppressed_blocks = res[i].suppressed_blocks});
         }
     }
     for (size_t k = 0; cli_log_level <= 1 && k < suppressions.n; k++) {
         const struct ms_suppression *s = &suppressions.v[k];
         if (s->blocks)
             fprintf(stderr,
-                    "memscope: suppression leak:%s (%s:%d) matched %lld bytes in %lld "
-                    "blocks\n",
+                    "memscope: suppression leak:%s (%s:%d) matched %lld bytes in %lld block%s\n",
                     s->pattern, o->suppressions_path, s->line, (long long)s->bytes,
-                    (long long)s->blocks);
+                    (long long)s->blocks, s->blocks == 1 ? "" : "s");
     }
     if (o->junit && write_junit(o, res, ok) < 0)
         broken = 1;

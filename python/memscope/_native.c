@@ -270,12 +270,19 @@ static PyMethodDef bootstrap_def = {"_thread_bootstrap", thread_bootstrap, METH_
                                     "memscope: installs the C hook on a new thread"};
 static PyObject *bootstrap_fn;
 
-/* Calls threading.settrace/setprofile(fn) (fn may be Py_None). */
+/* Calls threading.settrace/setprofile(fn) (fn may be Py_None) when the program has imported
+ * threading; when it has not, memscope's import hook (__init__.py, _watch_threading) calls
+ * threading_loaded() once it does: importing threading here would cost every traced program
+ * the module and its imports, about 0.5 MB of RSS (issue 47, section 5). */
 static int threading_hook(PyObject *fn)
 {
-    PyObject *threading = PyImport_ImportModule("threading");
-    if (!threading)
+    PyObject *name = PyUnicode_FromString("threading");
+    if (!name)
         return -1;
+    PyObject *threading = PyImport_GetModule(name);
+    Py_DECREF(name);
+    if (!threading)
+        return PyErr_Occurred() ? -1 : 0;
     PyObject *r = PyObject_CallMethod(threading, hook_lines ? "settrace" : "setprofile", "O", fn);
     Py_DECREF(threading);
     if (!r)
@@ -325,6 +332,15 @@ static int hook_install(int on, int lines)
 static PyObject *bool_rc(int rc)
 {
     return PyBool_FromLong(rc == 0);
+}
+
+static PyObject *n_threading_loaded(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    if (hook_on && bootstrap_fn && threading_hook(bootstrap_fn) < 0)
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyObject *n_available(PyObject *self, PyObject *noargs)
@@ -675,6 +691,8 @@ static PyMethodDef methods[] = {
     {"py_depth", n_py_depth, METH_NOARGS, "py_depth() -> int: the agent's Python depth"},
     {"tracer", n_tracer, METH_VARARGS, "tracer(on): Python call tracer (python_trace table)"},
     {"_after_fork_child", n_after_fork_child, METH_NOARGS, "re-describe frames after fork"},
+    {"threading_loaded", n_threading_loaded, METH_NOARGS,
+     "threading_loaded(): the program imported threading: hook the threads it starts"},
     {"attach", n_attach, METH_VARARGS, "attach(trace_dir, c_depth, py_depth, agent_path)"},
     {"heap_stats", n_heap_stats, METH_NOARGS, "heap_stats() -> dict"},
     {NULL, NULL, 0, NULL},

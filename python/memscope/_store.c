@@ -12,7 +12,8 @@
 
 #include "store/store.h"
 
-/* convert(trace_dir, db_path, argv, call_stack_c): ms_store_convert in this process. Raises
+/* convert(trace_dir, db_path, argv, call_stack_c, no_dump=False): ms_store_convert in this
+ * process (no_dump: the full database without memscope_dump, for memscope.pytest_plugin). Raises
  * RuntimeError with the store's reason. Runs without the GIL. */
 static PyObject *n_convert(PyObject *self, PyObject *args)
 {
@@ -20,7 +21,8 @@ static PyObject *n_convert(PyObject *self, PyObject *args)
     const char *dir, *db;
     PyObject *argv_obj = Py_None;
     unsigned c_depth = 0;
-    if (!PyArg_ParseTuple(args, "ss|OI:convert", &dir, &db, &argv_obj, &c_depth))
+    int no_dump = 0;
+    if (!PyArg_ParseTuple(args, "ss|OIp:convert", &dir, &db, &argv_obj, &c_depth, &no_dump))
         return NULL;
     Py_ssize_t n = 0;
     const char **argv = NULL;
@@ -49,6 +51,7 @@ static PyObject *n_convert(PyObject *self, PyObject *args)
         .call_stack_c = c_depth,
         .events = "alloc,free",
         .symbolize = 1,
+        .no_dump = no_dump,
     };
     struct ms_store_result res;
     char err[512] = "";
@@ -88,7 +91,8 @@ static PyObject *n_export_csv(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef methods[] = {
-    {"convert", n_convert, METH_VARARGS, "convert(trace_dir, db_path, argv=None, c_depth=0)"},
+    {"convert", n_convert, METH_VARARGS,
+     "convert(trace_dir, db_path, argv=None, c_depth=0, no_dump=False)"},
     {"export_csv", n_export_csv, METH_VARARGS, "export_csv(db_path, csv_path)"},
     {NULL, NULL, 0, NULL},
 };

@@ -9,14 +9,15 @@
  * cost on a compiler's allocations (bench/RESULTS.md), where glibc's backtrace() (libgcc)
  * cost microseconds per event.
  *
- * The stack table is open addressing over 2^20 64-bit hashes in an anonymous mapping, with a
- * dense id (1, 2, 3 ... : short varints) beside each hash. The thread that claims a slot takes
- * the next id, publishes it and writes the STACK record; others use the id as soon as it is
- * published (the converter reads all STACK records before resolving ids). Hash collisions of
- * two different stacks (probability about n^2 / 2^65) would merge them. Each thread first looks
- * in a small cache of the stacks it used lately (unwind.c's per-thread mapping), which saves
- * the shared table's cache misses on programs with many distinct deep stacks. */
+ * Each distinct stack gets a dense id (1, 2, 3 ... : short varints) from the stack table
+ * (stack_table.c), keyed by a 64-bit hash of the stack. The thread that adds a stack writes its
+ * STACK record; others use the id as soon as the table has it (the converter reads all STACK
+ * records before resolving ids). Hash collisions of two different stacks (probability about
+ * n^2 / 2^65) would merge them. Each thread first looks in a small cache of the stacks it used
+ * lately (unwind.c's per-thread mapping), which saves the shared table's cache misses on
+ * programs with many distinct deep stacks. */
 #include "agent.h"
+#include "stack_table.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,17 +29,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define STAB_BITS 20
-#define STAB_SIZE (1u << STAB_BITS)
-#define STAB_PROBES 64
 #define MAX_MODULES 8192
 
 extern void *__libc_stack_end;
 
-static uint64_t *stab;    /* hashes, 0 = empty slot */
-static uint32_t *stab_id; /* the id of each slot's stack, 0 until published */
-static uint32_t next_id;
-static uint32_t stab_gen = 1; /* bumped when the table is emptied (a forked child) */
+static uint32_t stab_gen = 1; /* bumped when the stack table is emptied (threads' caches go) */
 
 /* Known modules, for deciding when a new stack points into code we have not described yet.
  * Guarded by mod_lock; touched only when a new stack appears. */
@@ -78,16 +73,9 @@ static int in_nofp(uintptr_t pc)
 
 int stacks_init(void)
 {
-    void *m = sys_mmap(NULL, (size_t)STAB_SIZE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED)
-        return -errno;
-    stab = m;
-    m = sys_mmap(NULL, (size_t)STAB_SIZE * sizeof(uint32_t), PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED)
-        return -errno;
-    stab_id = m;
+    int rc = stack_table_init();
+    if (rc < 0)
+        return rc;
     if (unwind_init() < 0)
         return -errno;
     ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
@@ -98,11 +86,7 @@ int stacks_init(void)
 void stacks_reset_after_fork(void)
 {
     /* The child writes a new file, so every stack and module must be described again. */
-    if (stab)
-        madvise(stab, (size_t)STAB_SIZE * sizeof(uint64_t), MADV_DONTNEED);
-    if (stab_id)
-        madvise(stab_id, (size_t)STAB_SIZE * sizeof(uint32_t), MADV_DONTNEED);
-    next_id = 0;
+    stack_table_after_fork_child();
     stab_gen++;
     nmods = 0;
     nnofp = 0;
@@ -384,8 +368,7 @@ void modules_after_dlclose(void)
         /* Stacks with pcs in the closed library: the same pcs in another one loaded there
          * must get new stack ids (described after its MODULE record), not these. Ids go on
          * from next_id. */
-        madvise(stab, (size_t)STAB_SIZE * sizeof(uint64_t), MADV_DONTNEED);
-        madvise(stab_id, (size_t)STAB_SIZE * sizeof(uint32_t), MADV_DONTNEED);
+        stack_table_clear(&agent_tls);
         __atomic_add_fetch(&stab_gen, 1, __ATOMIC_RELEASE);
     }
 }
@@ -453,25 +436,6 @@ static void check_modules(struct tstate *t, struct stream *s, const uint64_t *pc
         }
     }
     spin_unlock(&mod_lock);
-}
-
-/* The id of slot i, waiting for the thread that claimed the slot to publish it (it does so
- * right after claiming it): a short spin, then yielding the CPU, since on a loaded machine that
- * thread may have been preempted in between (four threads interning the same new stack at
- * once lost it). Bounded, never a lock: the claimer may be this very thread, interrupted by a
- * signal handler that allocates; then the event goes without a stack (0). */
-static uint32_t published_id(uint32_t i)
-{
-    for (int spin = 0; spin < 1000 + 20000; spin++) {
-        uint32_t id = __atomic_load_n(&stab_id[i], __ATOMIC_ACQUIRE);
-        if (id)
-            return id;
-        if (spin < 1000)
-            __builtin_ia32_pause();
-        else
-            syscall(SYS_sched_yield); /* a raw system call: no libc state, signal-safe */
-    }
-    return 0;
 }
 
 /* The innermost agent.py_depth entries of the thread's Python stack, innermost first, as
@@ -562,7 +526,8 @@ static inline __attribute__((always_inline)) uint32_t intern(struct tstate *t, s
     struct unwind_ids *ids = s->nested ? NULL : unwind_ids(t);
     unsigned k = (unsigned)(h >> 32) & (UNWIND_IDS - 1);
     if (ids && ids->gen != stab_gen) {
-        memset(ids->hash, 0, sizeof ids->hash);
+        if (ids->gen) /* 0: a new mapping, all zero: not touching it saves the program 32 KiB */
+            memset(ids->hash, 0, sizeof ids->hash);
         ids->gen = stab_gen;
     }
     if (ids && ids->hash[k] == h)
@@ -580,36 +545,25 @@ static inline __attribute__((always_inline)) uint32_t
 intern_shared(struct tstate *t, struct stream *s, uint64_t h, const uint64_t *pcs, unsigned n,
               const uint32_t *py, unsigned npy)
 {
-    uint32_t i = (uint32_t)h & (STAB_SIZE - 1);
-    for (unsigned probe = 0; probe < STAB_PROBES; probe++, i = (i + 1) & (STAB_SIZE - 1)) {
-        uint64_t v = __atomic_load_n(&stab[i], __ATOMIC_ACQUIRE);
-        if (v == h)
-            return published_id(i);
-        if (v != 0)
-            continue;
-        uint64_t zero = 0;
-        if (!__atomic_compare_exchange_n(&stab[i], &zero, h, 0, __ATOMIC_ACQ_REL,
-                                         __ATOMIC_ACQUIRE)) {
-            if (zero == h)
-                return published_id(i);
-            continue;
-        }
-        /* New stack: describe it (and any module it needs) before the event that uses it. */
-        uint32_t id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
-        __atomic_store_n(&stab_id[i], id, __ATOMIC_RELEASE);
-        check_modules(t, s, pcs, n);
-        uint8_t *w = writer_reserve(t, s, ms_stack_record_max(n));
-        if (!w)
-            return 0;
-        writer_commit(s, ms_enc_stack(w, id, pcs, n));
-        if (npy) {
-            w = writer_reserve(t, s, ms_pystack_record_max(npy));
-            if (w)
-                writer_commit(s, ms_enc_pystack(w, &s->enc, agent_now(), id, py, npy));
-        }
+    uint32_t id = stack_table_find(h);
+    if (likely(id != 0))
         return id;
+    int added;
+    id = stack_table_add(t, h, &added);
+    if (!added)
+        return id; /* added meanwhile by another thread; or 0: the event goes without a stack */
+    /* New stack: describe it (and any module it needs) before the event that uses it. */
+    check_modules(t, s, pcs, n);
+    uint8_t *w = writer_reserve(t, s, ms_stack_record_max(n));
+    if (!w)
+        return 0;
+    writer_commit(s, ms_enc_stack(w, id, pcs, n));
+    if (npy) {
+        w = writer_reserve(t, s, ms_pystack_record_max(npy));
+        if (w)
+            writer_commit(s, ms_enc_pystack(w, &s->enc, agent_now(), id, py, npy));
     }
-    return 0; /* table crowded here: the event goes without a stack */
+    return id;
 }
 
 /* Depths up to SMALL_DEPTH take fixed arrays; deeper ones (memscope run's default, 256, among

@@ -24,6 +24,13 @@
 
 #define CHUNK_MIN (4u << 10) /* one page: a thread that allocates little costs little disk */
 #define CHUNK_MAX (1u << 20)
+/* A chunk is handed to its thread a window at a time: when the thread reaches the end of its
+ * window, the pages it wrote before it are dropped from the process's memory (madvise: they
+ * stay in the file, which is what a shared file mapping's pages are), so a thread's chunk costs
+ * the program at most about this much resident memory, not the whole 1 MiB (issue 47, section
+ * 5: a Python program's max RSS). The header page stays: every commit writes its `used`. */
+#define WINDOW (64u << 10)
+#define PAGE 4096u
 
 static uint64_t real_now(void)
 {
@@ -374,10 +381,28 @@ static int new_chunk(struct tstate *t, struct stream *s, size_t need)
     s->chunk = m;
     s->chunk_size = size;
     s->pos = (uint8_t *)m + MS_TRACE_CHUNK_HEADER_SIZE;
-    s->end = (uint8_t *)m + size;
+    s->end = (uint8_t *)m + (size > WINDOW && want <= WINDOW ? WINDOW : size);
     s->enc.prev_ns = s->last_ns;
     s->enc.prev_addr = 0;
     return 0;
+}
+
+/* Moves stream s's window on when its chunk has room for n more bytes (see WINDOW), dropping
+ * the pages written before the window; 0 when the chunk is full (a new chunk is needed). */
+static int next_window(struct stream *s, size_t n)
+{
+    uint8_t *chunk_end = s->chunk + s->chunk_size;
+    if (s->end >= chunk_end || (size_t)(chunk_end - s->pos) < n)
+        return 0;
+    uintptr_t lo = (uintptr_t)(s->end - s->chunk) > WINDOW ? (uintptr_t)(s->end - WINDOW) : 0;
+    lo = lo & ~(uintptr_t)(PAGE - 1);
+    if (lo < (uintptr_t)s->chunk + PAGE)
+        lo = (uintptr_t)s->chunk + PAGE;
+    uintptr_t hi = (uintptr_t)s->pos & ~(uintptr_t)(PAGE - 1);
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    s->end = (size_t)(chunk_end - s->pos) > WINDOW && n <= WINDOW ? s->pos + WINDOW : chunk_end;
+    return 1;
 }
 
 uint8_t *writer_reserve_slow(struct tstate *t, struct stream *s, size_t n)
@@ -394,6 +419,8 @@ uint8_t *writer_reserve_slow(struct tstate *t, struct stream *s, size_t n)
         if (agent.broken || !agent.hdr)
             return NULL;
     }
+    if (s->chunk && t->generation == agent.live->generation && next_window(s, n))
+        return s->pos;
     if (new_chunk(t, s, n) < 0) {
         writer_lost();
         return NULL;

@@ -313,6 +313,21 @@ struct ms_peak_at {
 };
 int ms__peaks_find(struct ms_actx *x, struct ms_peak_at **out, size_t *n);
 
+/* peak.c: the same peaks with the call sites live at each, largest first (at most
+ * MS_PEAK_TOP and x->o->top of them; nsites: how many there were), for the budgets (`memscope
+ * run --max-peak`). Sites are x->sites' strings; *out is the caller's to free. */
+#define MS_PEAK_TOP 16
+struct ms_peak_site {
+    const char *site;
+    int64_t bytes, blocks;
+};
+struct ms_peak_top {
+    int64_t process_id, layer, bytes, blocks;
+    struct ms_peak_site top[MS_PEAK_TOP];
+    size_t ntop, nsites;
+};
+int ms__peaks_top(struct ms_actx *x, struct ms_peak_top **out, size_t *n);
+
 /* MindStudio Insight's time rules of inefficient memory (reference §5) for one block allocated
  * at alloc_ns and freed (or seen last) at end_ns, accessed first at first_ns (0: never), last
  * at last_ns, with max_gap ns at most between two accesses: MS_INEFF_LAZY, MS_INEFF_DELAYED
@@ -337,6 +352,26 @@ int ms_analyze_temporary(struct ms_actx *x);
 int ms_analyze_trend(struct ms_actx *x);
 int ms_analyze_fragmentation(struct ms_actx *x);
 int ms_analyze_oom(struct ms_actx *x);
+
+/* leaks.c: the verdict of `analyze leaks`' default rule (the growth rule, docs/analyses.md),
+ * for the budgets (`memscope run --fail-on-step-leak`): the leaking call sites of the selected
+ * layers, their growth per step (per tenth of the allocations in a run without steps) and the
+ * bytes they hold at the last step end (at the peak). Sites are x->sites' strings. */
+struct ms_leak_site {
+    int64_t process_id, layer;
+    const char *site;
+    double per_step;
+    int64_t held_bytes;
+};
+struct ms_leak_verdict {
+    int on_steps;  /* judged on steps (else on tenths of the allocations) */
+    size_t judged; /* processes (peaks, without steps) judged; 0: too few steps */
+    double per_step;
+    struct ms_leak_site *sites; /* the caller frees */
+    size_t n;
+};
+/* Fills *v (the caller frees v->sites). 0, or a negative code with x->err set. */
+int ms__leaks_verdict(struct ms_actx *x, struct ms_leak_verdict *v);
 
 /* Live bytes per (process, layer) while replaying MALLOC and FREE events in id order, as the
  * converter counted them (process_stats): a FREE with an allocation_id ends its block; a MALLOC

@@ -1475,40 +1475,83 @@ static void render_json(const struct leaks *L)
     ms_json_finish(&j);
 }
 
-int ms_analyze_leaks(struct ms_actx *x)
+/* Starts L on x: the layer filter, and whether the database has owners and ended steps. */
+static void leaks_init(struct leaks *L, struct ms_actx *x)
 {
     sqlite3 *db = x->db;
-    struct leaks L;
-    memset(&L, 0, sizeof L);
-    L.x = x;
-    ms_u64map_init(&L.gsites.map, sizeof(size_t), MS_U64MAP_MAX);
-    ms_u64map_init(&L.gowners.map, sizeof(size_t), MS_U64MAP_MAX);
-    ms__layer_filter(db, x->o, "b.layer", L.layer_sql, sizeof L.layer_sql);
-    L.has_owner = ms__has_column(db, "blocks", "owner_id");
-    L.has_steps =
+    memset(L, 0, sizeof *L);
+    L->x = x;
+    ms_u64map_init(&L->gsites.map, sizeof(size_t), MS_U64MAP_MAX);
+    ms_u64map_init(&L->gowners.map, sizeof(size_t), MS_U64MAP_MAX);
+    ms__layer_filter(db, x->o, "b.layer", L->layer_sql, sizeof L->layer_sql);
+    L->has_owner = ms__has_column(db, "blocks", "owner_id");
+    L->has_steps =
         ms__has_column(db, "blocks", "step") && ms__has_column(db, "steps", "end_event_id");
-    if (L.has_steps) { /* the table exists in every database; rows only when steps ended */
+    if (L->has_steps) { /* the table exists in every database; rows only when steps ended */
         sqlite3_stmt *st;
-        L.has_steps =
+        L->has_steps =
             sqlite3_prepare_v2(db, "SELECT 1 FROM steps LIMIT 1", -1, &st, NULL) == SQLITE_OK &&
             sqlite3_step(st) == SQLITE_ROW;
         sqlite3_finalize(st);
     }
+}
+
+static void leaks_release(struct leaks *L)
+{
+    free(L->live);
+    free(L->flagged);
+    for (size_t i = 0; i < L->nps; i++)
+        free(L->ps[i].ends);
+    free(L->ps);
+    gset_release(&L->gsites);
+    gset_release(&L->gowners);
+    for (size_t i = 0; i < L->ntpeaks; i++) {
+        free(L->tpeaks[i].sites);
+        free(L->tpeaks[i].owners);
+    }
+    free(L->tpeaks);
+}
+
+int ms_analyze_leaks(struct ms_actx *x)
+{
+    struct leaks L;
+    leaks_init(&L, x);
     int rc;
     if ((rc = live_at_exit(&L)) == 0 && (rc = step_check(&L)) == 0 && (rc = growth(&L)) == 0 &&
         (rc = growth_without_steps(&L)) == 0)
         (x->o->json ? render_json : render_text)(&L);
-    free(L.live);
-    free(L.flagged);
-    for (size_t i = 0; i < L.nps; i++)
-        free(L.ps[i].ends);
-    free(L.ps);
-    gset_release(&L.gsites);
-    gset_release(&L.gowners);
-    for (size_t i = 0; i < L.ntpeaks; i++) {
-        free(L.tpeaks[i].sites);
-        free(L.tpeaks[i].owners);
+    leaks_release(&L);
+    return rc;
+}
+
+int ms__leaks_verdict(struct ms_actx *x, struct ms_leak_verdict *v)
+{
+    struct leaks L;
+    leaks_init(&L, x);
+    memset(v, 0, sizeof *v);
+    int rc;
+    if ((rc = growth(&L)) == 0 && (rc = growth_without_steps(&L)) == 0) {
+        struct verdict w = verdict_of(&L);
+        v->on_steps = L.has_steps;
+        v->judged = w.judged;
+        v->per_step = w.per_step;
+        if (w.leaks && !(v->sites = calloc(w.leaks, sizeof *v->sites)))
+            rc = oom(&L);
+        for (size_t i = 0; !rc && L.has_steps && i < L.gsites.n; i++) {
+            const struct ggroup *g = &L.gsites.g[i];
+            if (g->leak)
+                v->sites[v->n++] = (struct ms_leak_site){g->process_id, g->layer, g->site,
+                                                         g->kept_per_step, g->kept[g->nends - 1]};
+        }
+        for (size_t i = 0; !rc && !L.has_steps && i < L.ntpeaks; i++)
+            for (size_t k = 0; k < L.tpeaks[i].nsites; k++) {
+                const struct tgroup *g = &L.tpeaks[i].sites[k];
+                if (g->leak)
+                    v->sites[v->n++] =
+                        (struct ms_leak_site){L.tpeaks[i].process_id, L.tpeaks[i].layer, g->site,
+                                              g->held_per_slice, g->live[NSLICES - 1]};
+            }
     }
-    free(L.tpeaks);
+    leaks_release(&L);
     return rc;
 }

@@ -642,3 +642,38 @@ int ms__peaks_find(struct ms_actx *x, struct ms_peak_at **out, size_t *n)
     ms_u64map_release(&P.owners.map);
     return rc;
 }
+
+int ms__peaks_top(struct ms_actx *x, struct ms_peak_top **out, size_t *n)
+{
+    struct pctx P;
+    memset(&P, 0, sizeof P);
+    P.x = x;
+    ms_u64map_init(&P.sites.map, sizeof(size_t), MS_U64MAP_MAX);
+    ms_u64map_init(&P.owners.map, sizeof(size_t), MS_U64MAP_MAX);
+    *out = NULL;
+    *n = 0;
+    int rc = compute(&P);
+    if (rc == 0 && P.npeaks && !(*out = calloc(P.npeaks, sizeof **out)))
+        rc = oom(&P);
+    for (size_t i = 0; rc == 0 && i < P.npeaks; i++) {
+        const struct peak *k = &P.peaks[i];
+        struct ms_peak_top *t = &(*out)[i];
+        t->process_id = k->process_id;
+        t->layer = k->layer;
+        t->bytes = k->bytes;
+        t->blocks = k->blocks;
+        size_t a, e;
+        parts_of(&P.sites, i, &a, &e);
+        t->nsites = e - a;
+        for (; a < e && t->ntop < MS_PEAK_TOP && t->ntop < (size_t)x->o->top; a++)
+            t->top[t->ntop++] =
+                (struct ms_peak_site){P.sites.v[a].site, P.sites.v[a].bytes, P.sites.v[a].blocks};
+        *n = i + 1;
+    }
+    free(P.peaks);
+    free(P.sites.v);
+    free(P.owners.v);
+    ms_u64map_release(&P.sites.map);
+    ms_u64map_release(&P.owners.map);
+    return rc;
+}

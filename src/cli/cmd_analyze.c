@@ -5,8 +5,10 @@
 #include "cli.h"
 
 #include "analyze/analyze.h"
+#include "analyze/budget.h"
 #include "common/ms_error.h"
 #include "common/files.h"
+#include "common/size.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -45,6 +47,12 @@ static const char analyze_usage[] =
     "  --steps=A,B         compare: two steps of this run\n"
     "  --with=OTHER.db     compare: against another run\n"
     "  --csv=FILE          compare: msMemScope's op-sequence compare CSV\n"
+    "  compare BASE.db NEW.db [--layer=L] gates (docs/ci.md): exit 23 when NEW grew\n"
+    "  --fail-if-peak-grows=PCT%%|BYTES\n"
+    "                      compare: the highest peak of a process (heap+mmap, or L)\n"
+    "  --fail-if-leak-grows=PCT%%|BYTES\n"
+    "                      compare: the bytes live at exit (heap and mmap, or L)\n"
+    "  --error-exitcode=N  compare: the status of a failed gate (default 23)\n"
     "  --limit=BYTES       trend: predict when live bytes reach BYTES (suffixes K, M, G, T)\n"
     "  --at=NS             decompose: at this time (epoch ns)\n"
     "  --step=N            decompose: at the end of step N\n"
@@ -89,43 +97,10 @@ static int parse_int(const char *s, int min, int *v)
     return 0;
 }
 
-/* BYTES with an optional K, M, G or T suffix (powers of 1024; "KB", "KiB" also accepted). */
+/* BYTES as every size memscope reads (common/size.h: K, KB, KiB ... powers of 1024), at least 1. */
 static int parse_bytes(const char *s, uint64_t *v)
 {
-    if (!s || !*s || *s == '-' || *s == '+')
-        return -1;
-    errno = 0;
-    char *end;
-    double x = strtod(s, &end);
-    if (errno || end == s || x < 0)
-        return -1;
-    double mult = 1;
-    if (*end) {
-        switch (*end) {
-        case 'k':
-        case 'K': mult = 1024.0; break;
-        case 'm':
-        case 'M': mult = 1048576.0; break;
-        case 'g':
-        case 'G': mult = 1073741824.0; break;
-        case 't':
-        case 'T': mult = 1099511627776.0; break;
-        case 'b':
-        case 'B':
-            mult = 1;
-            end--;
-            break;
-        default: return -1;
-        }
-        end++;
-        if (*end && strcasecmp(end, "B") && strcasecmp(end, "iB"))
-            return -1;
-    }
-    x *= mult;
-    if (x >= 18446744073709551615.0 || x < 1)
-        return -1;
-    *v = (uint64_t)x;
-    return 0;
+    return ms_size_parse(s, v) < 0 || *v < 1 ? -1 : 0;
 }
 
 /* VALUE in ns, or NN% of the lifetime. */
@@ -174,6 +149,27 @@ int cli_resolve_layer(const char *cmd, const char *db_path, const char *name, in
     return 0;
 }
 
+/* Whether database db_path has a layer of that name or event type (silent: no message). */
+static int layer_exists(const char *db_path, const char *name)
+{
+    char err[512];
+    sqlite3 *db;
+    if (ms_analyze_open(db_path, 0, &db, err, sizeof err) < 0)
+        return 0;
+    sqlite3_stmt *st;
+    int found = 0;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT 1 FROM layers WHERE (lower(name) = lower(?1) OR "
+                           "lower(event_type) = lower(?1)) AND id > 0",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+        found = sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return found;
+}
+
 /* Splits "--name=value" or "--name value"; returns the value, NULL when a is not that option.
  * *missing is set when the option is there but has no value. */
 static const char *opt_value(int argc, char **argv, int *i, const char *name, int *missing)
@@ -193,8 +189,43 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, in
     return argv[++*i];
 }
 
+/* Checks the gates of `analyze compare BASE NEW` and says each on stderr: "gate failed: ..." with
+ * the call sites that grew, or (info) "gate held: ...". 0 all held, 1 one failed, -1 error. */
+static int check_gates(const char *base, const char *new_db, const struct ms_gate *g, int ng,
+                       const char *layer)
+{
+    int failed = 0;
+    for (int i = 0; i < ng; i++) {
+        struct ms_gate_result r;
+        char err[600];
+        if (ms_gate_check(base, new_db, &g[i], layer ? layer : "", &r, err, sizeof err) < 0) {
+            cli_error("analyze: %s could not be checked: %s", g[i].spec, err);
+            return -1;
+        }
+        double pct = r.base > 0 ? (double)(r.now - r.base) * 100.0 / (double)r.base : 0;
+        char pcts[48] = "";
+        if (r.base > 0)
+            snprintf(pcts, sizeof pcts, ", %+.1f%%", pct);
+        fprintf(stderr, "memscope: gate %s: %s: %s %lld -> %lld bytes (%+lld%s)%s%s\n",
+                r.failed ? "failed" : "held", g[i].spec, g[i].is_peak ? "peak" : "live at exit",
+                (long long)r.base, (long long)r.now, (long long)(r.now - r.base), pcts,
+                layer ? " in " : "", layer ? layer : "");
+        failed |= r.failed;
+        for (size_t k = 0; r.failed && k < r.nsites; k++)
+            fprintf(stderr, "memscope:   +%lld bytes (%lld block%s in NEW): %s\n",
+                    (long long)r.sites[k].bytes, (long long)r.sites[k].blocks,
+                    r.sites[k].blocks == 1 ? "" : "s", r.sites[k].site);
+        if (r.failed && r.more_sites)
+            fprintf(stderr, "memscope:   ... %zu more call sites grew\n", r.more_sites);
+    }
+    return failed;
+}
+
 int cmd_analyze(int argc, char **argv)
 {
+    struct ms_gate gates[8];
+    int ngates = 0, error_exitcode = MS_BUDGET_EXIT;
+    const char *new_db = NULL;
     struct ms_analyze_opts o;
     ms_analyze_opts_init(&o);
     const char *kind = NULL, *db = NULL, *out_path = NULL, *layer = NULL;
@@ -298,6 +329,21 @@ int cmd_analyze(int argc, char **argv)
         } else if ((v = opt_value(argc, argv, &i, "--long-idle", &missing))) {
             if (missing || parse_threshold(v, &o.idle_ns, &o.idle_pct) < 0)
                 return usage_error("analyze: --long-idle needs ns or NN%%, not '%s'", v);
+        } else if ((v = opt_value(argc, argv, &i, "--fail-if-peak-grows", &missing)) ||
+                   (v = opt_value(argc, argv, &i, "--fail-if-leak-grows", &missing))) {
+            int peak = strstr(a, "peak") != NULL;
+            char err[300];
+            if (ngates >= 8)
+                return usage_error("analyze: at most 8 gates");
+            if (missing || ms_gate_parse(&gates[ngates], peak, v, err, sizeof err) < 0)
+                return usage_error("analyze: %s", missing ? "a gate needs PCT% or BYTES" : err);
+            snprintf(gates[ngates].spec, sizeof gates[ngates].spec, "--fail-if-%s-grows=%s",
+                     peak ? "peak" : "leak", v);
+            ngates++;
+        } else if ((v = opt_value(argc, argv, &i, "--error-exitcode", &missing))) {
+            if (missing || parse_int(v, 1, &error_exitcode) < 0 || error_exitcode > 255)
+                return usage_error("analyze: --error-exitcode needs a status in 1..255, not '%s'",
+                                   v);
         } else if ((v = opt_value(argc, argv, &i, "--layer", &missing))) {
             if (missing || !*v)
                 return usage_error("analyze: --layer needs a layer name");
@@ -308,6 +354,8 @@ int cmd_analyze(int argc, char **argv)
             kind = a;
         } else if (!db) {
             db = a;
+        } else if (!new_db && !strcmp(kind, "compare")) {
+            new_db = a; /* compare BASE NEW: NEW is --with's */
         } else {
             return usage_error("analyze: unexpected argument '%s'", a);
         }
@@ -320,7 +368,29 @@ int cmd_analyze(int argc, char **argv)
         return usage_error("analyze: no database given");
     if (out_path && !out_path[0])
         return usage_error("analyze: empty output file name");
-    if (layer) {
+    if (new_db && o.other_db)
+        return usage_error("analyze: compare BASE NEW and --with name the same thing: one of them");
+    if (new_db)
+        o.other_db = new_db;
+    if (ngates && (strcmp(kind, "compare") || !o.other_db))
+        return usage_error("analyze: --fail-if-*-grows needs compare BASE.db NEW.db");
+    if (ngates && !o.other_db[0])
+        return usage_error("analyze: compare needs a NEW database");
+    if (!ngates && error_exitcode != MS_BUDGET_EXIT)
+        return usage_error("analyze: --error-exitcode needs a gate (--fail-if-*-grows)");
+    if (ngates && layer) {
+        /* the gates read layers as the budgets do (cuda: every device); the report filters on
+         * the layer when the base database has one of that name */
+        if (!ms_budget_layer_known(layer))
+            return usage_error("analyze: unknown layer '%s' for a gate (heap, mmap, cuda[:N], "
+                               "pool:NAME ...: docs/ci.md)",
+                               layer);
+        if (layer_exists(db, layer))
+            o.layer = -1; /* resolved below */
+        else
+            o.layer = 0;
+    }
+    if (layer && (!ngates || o.layer == -1)) {
         int rc = cli_resolve_layer("analyze", db, layer, &o.layer);
         if (rc)
             return rc;
@@ -366,6 +436,10 @@ int cmd_analyze(int argc, char **argv)
     if (rc < 0) {
         cli_error("analyze: %s", err[0] ? err : ms_strerror(rc));
         return 1;
+    }
+    if (ngates) {
+        int g = check_gates(db, o.other_db, gates, ngates, layer);
+        return g < 0 ? 1 : g ? error_exitcode : 0;
     }
     return 0;
 }

@@ -514,7 +514,7 @@ int cmd_run(int argc, char **argv)
         run_untraceable_reason(o.prog[0], why, sizeof why);
         cli_error("'%s' ran untraced: %s; nothing was recorded", o.prog[0], why);
         undo_output(&rp);
-        return status;
+        return run_budgets_status(&o, status, run_budgets_unchecked(&o));
     }
     struct stat tst;
     if (rc < 0 && lstat(rp.trace_dir, &tst) != 0) {
@@ -574,6 +574,7 @@ int cmd_run(int argc, char **argv)
         if (ms_analyze_run_list(db_path, o.analysis, &ao, stderr, err, sizeof err) < 0)
             cli_error("analysis: %s", err);
     }
+    int budgets = run_budgets_check(&o, db_path); /* docs/ci.md */
     if (o.format == FMT_CSV)
         unlink(db_path);
     long running = run_running_writer(rp.trace_dir);
@@ -599,5 +600,5 @@ int cmd_run(int argc, char **argv)
                 "(what MindStudio Insight opens: memscope_dump_<stamp>.db beside it): "
                 "memscope export %s --format=db\n",
                 rp.out_file);
-    return status;
+    return run_budgets_status(&o, status, budgets);
 }

@@ -3,7 +3,11 @@
 #ifndef MS_CLI_RUN_H
 #define MS_CLI_RUN_H
 
+#include "analyze/budget.h"
+
 enum format { FMT_COMPACT, FMT_DB, FMT_CSV, FMT_TRACE };
+
+#define RUN_MAX_BUDGETS 32
 
 /* The native stack depth without --call-stack: whole stacks of >= 99% of the distinct stacks of
  * real C++ programs (clang++ compiling templated files: 99.4-99.7% at 192, 99.6-99.99% at 256;
@@ -32,11 +36,35 @@ struct run_options {
     int symbolize;
     int stack_given; /* --call-stack was on the command line */
     char **prog;     /* the program and its arguments */
+    /* budgets (run_budget.c, docs/ci.md) */
+    struct ms_budget budgets[RUN_MAX_BUDGETS];
+    int nbudgets;
+    const char *suppressions_path; /* --suppressions=FILE */
+    const char *junit;             /* --junit=FILE */
+    int error_exitcode;            /* --error-exitcode=N (RUN_BUDGET_EXIT when not given) */
 };
 
 /* Parses memscope run's options into o (o->prog: the program and its arguments; o must come
  * with its defaults set). Returns -1 to go on, else the exit status (0 after --help or
  * --version, 2 for a usage error, said on stderr). */
 int run_parse_options(int argc, char **argv, struct run_options *o);
+
+/* run_budget.c: memscope run's budgets (docs/ci.md). */
+/* Adds a budget of that kind to o (value: the option's value, NULL for none); 0, or a usage
+ * error's exit status 2 with the message printed. */
+int run_budget_add(struct run_options *o, enum ms_budget_kind kind, const char *value);
+/* Checks what the budgets need before anything runs (the suppressions file read, a format with
+ * a database); 0, or a usage error's exit status 2 with the message printed. */
+int run_budgets_prepare(struct run_options *o);
+/* Checks every budget against the run's database db_path, prints the failures (and, at info
+ * level, what held) on stderr and writes --junit. Returns 0 when every budget held (or there
+ * are none), 1 when one failed, -1 when they could not be checked (said). */
+int run_budgets_check(struct run_options *o, const char *db_path);
+/* For a run that recorded nothing: says, when there are budgets, that they could not be checked.
+ * Returns what run_budgets_check would: -1 with budgets, else 0. */
+int run_budgets_unchecked(const struct run_options *o);
+/* The exit status of a run whose program exited with status and whose budgets returned budgets
+ * (run_budgets_check): the program's own failing status wins; else the budgets' status. */
+int run_budgets_status(const struct run_options *o, int status, int budgets);
 
 #endif

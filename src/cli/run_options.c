@@ -64,6 +64,21 @@ static const char run_usage[] =
     "      --keep-trace         keep the traces next to the database, packed\n"
     "      --no-pack            keep traces as the agent wrote them (bigger, no packing time)\n"
     "      --no-symbols         do not resolve function names and source lines\n"
+    "\n"
+    "Budgets (docs/ci.md): fail the run when memory goes over a limit\n"
+    "      --fail-on-leak[=BYTES[:LAYER]]\n"
+    "                           more than BYTES (default 0) live at exit, after the\n"
+    "                           suppressions (default layers: heap and mmap)\n"
+    "      --fail-on-step-leak  a call site leaks by analyze leaks' growth rule\n"
+    "      --max-peak=BYTES[:LAYER]\n"
+    "                           a process's peak of live bytes of LAYER (default: heap\n"
+    "                           and mmap together; cuda, cuda:N, pool:NAME ...) over BYTES;\n"
+    "                           repeatable. Sizes: 4096, 64KiB, 1.5 MB, 2GiB (KB = KiB)\n"
+    "      --suppressions=FILE  LeakSanitizer's leak:PATTERN lines for --fail-on-leak\n"
+    "      --junit=FILE         a JUnit XML report, one test case per budget\n"
+    "      --error-exitcode=N   the status when a budget fails and the program exited 0\n"
+    "                           (default 23); a failing program's own status wins\n"
+    "\n"
     "      --log-level=debug|info|warning|error\n"
     "  -q, --quiet              same as --log-level=error (no summary)\n"
     "  -v, --verbose            same as --log-level=debug\n"
@@ -71,7 +86,8 @@ static const char run_usage[] =
     "  -h, --help               print this help\n"
     "\n"
     "Exit status: the program's own, 128+N when it died of signal N; 2 for a usage error;\n"
-    "127 when the program cannot be started; 1 when recording or conversion failed.\n"
+    "127 when the program cannot be started; 1 when recording or conversion failed; 23\n"
+    "(--error-exitcode) when a budget failed and the program exited 0.\n"
     "\n"
     "Environment: MEMSCOPE_NO_TSC=1 takes every timestamp with clock_gettime instead of\n"
     "computing it from the CPU's time-stamp counter (the default where that is safe).\n";
@@ -220,7 +236,13 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
         OPT_NOPACK,
         OPT_DEVICE,
         OPT_STEPON,
-        OPT_STEPS
+        OPT_STEPS,
+        OPT_FAIL_LEAK,
+        OPT_FAIL_STEP_LEAK,
+        OPT_MAX_PEAK,
+        OPT_SUPP,
+        OPT_JUNIT,
+        OPT_ERROR_EXIT
     };
     static const struct option longopts[] = {
         {"output-path", required_argument, NULL, 'o'},
@@ -240,6 +262,12 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
         {"device", required_argument, NULL, OPT_DEVICE},
         {"steps", required_argument, NULL, OPT_STEPS},
         {"no-symbols", no_argument, NULL, OPT_NOSYM},
+        {"fail-on-leak", optional_argument, NULL, OPT_FAIL_LEAK},
+        {"fail-on-step-leak", no_argument, NULL, OPT_FAIL_STEP_LEAK},
+        {"max-peak", required_argument, NULL, OPT_MAX_PEAK},
+        {"suppressions", required_argument, NULL, OPT_SUPP},
+        {"junit", required_argument, NULL, OPT_JUNIT},
+        {"error-exitcode", required_argument, NULL, OPT_ERROR_EXIT},
         {"log-level", required_argument, NULL, OPT_LOG},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
@@ -361,6 +389,35 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
             snprintf(o->analysis, sizeof o->analysis, "%s", optarg);
             break;
         case OPT_NOSYM: o->symbolize = 0; break;
+        case OPT_FAIL_LEAK:
+        case OPT_FAIL_STEP_LEAK:
+        case OPT_MAX_PEAK: {
+            enum ms_budget_kind k = c == OPT_FAIL_LEAK        ? MS_BUDGET_LEAK
+                                    : c == OPT_FAIL_STEP_LEAK ? MS_BUDGET_STEP_LEAK
+                                                              : MS_BUDGET_PEAK;
+            int rc = run_budget_add(o, k, optarg);
+            if (rc)
+                return rc;
+            break;
+        }
+        case OPT_SUPP:
+            if (!*optarg)
+                return usage_error("--suppressions: needs a file name");
+            o->suppressions_path = optarg;
+            break;
+        case OPT_JUNIT:
+            if (!*optarg)
+                return usage_error("--junit: needs a file name");
+            o->junit = optarg;
+            break;
+        case OPT_ERROR_EXIT: {
+            unsigned n;
+            if (parse_uint(optarg, 255, &n) < 0 || n == 0)
+                return usage_error("--error-exitcode: expected a status in 1..255, not '%s'",
+                                   optarg);
+            o->error_exitcode = (int)n;
+            break;
+        }
         case OPT_LOG:
             log_explicit = 1;
             if (!strcmp(optarg, "debug"))
@@ -391,5 +448,6 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
     if (optind >= argc)
         return usage_error("no program to run");
     o->prog = argv + optind;
-    return -1;
+    int rc = run_budgets_prepare(o);
+    return rc ? rc : -1;
 }

@@ -49,6 +49,9 @@ int cli_view_input(const char *what, const char *path, struct cli_view_input *in
 {
     memset(in, 0, sizeof *in);
     struct stat st;
+    /* a FIFO, a device, a socket: never opened (a FIFO's open would wait for a writer) */
+    if (stat(path, &st) == 0 && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+        return cli_error("%s: '%s' is not a regular file or a directory", what, path);
     if (stat(path, &st) < 0 || (!S_ISDIR(st.st_mode) && is_sqlite(path))) {
         snprintf(in->db, sizeof in->db, "%s", path); /* a database, or an error to report */
         return 0;

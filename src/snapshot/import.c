@@ -714,17 +714,26 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path, c
     sqlite3_finalize(st);
     if (rc)
         goto out;
+    /* the events per device, counted in one pass (work linear in events and devices) */
+    uint64_t *per_device = any ? calloc((size_t)(dmax - dmin + 1), sizeof *per_device) : NULL;
+    if (any && !per_device) {
+        rc = ierr(&m, MS_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (uint64_t i = 0; any && i < m.nev; i++)
+        if (m.ev[i].device >= dmin && m.ev[i].device <= dmax)
+            per_device[m.ev[i].device - dmin]++;
     for (int64_t d = dmin; any && d <= dmax; d++) {
         char sql[256];
-        uint64_t n = 0;
-        for (uint64_t i = 0; i < m.nev; i++)
-            n += m.ev[i].device == d;
         snprintf(sql, sizeof sql, "INSERT INTO threads VALUES (%lld, 1, %lld, %lld, %lld, %llu)",
                  (long long)(d - dmin + 1), (long long)d, (long long)t0, (long long)t1,
-                 (unsigned long long)n);
+                 (unsigned long long)per_device[d - dmin]);
         if ((rc = exec(&m, sql)))
-            goto out;
+            break;
     }
+    free(per_device);
+    if (rc)
+        goto out;
     int64_t first_tid = 1;
     if ((rc = write_strings_frames_stacks(&m)) || (rc = write_events(&m, &first_tid, dmin)) ||
         (rc = write_marks(&m)) || (index_sql && (rc = exec(&m, index_sql))) ||

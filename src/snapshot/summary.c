@@ -46,12 +46,26 @@ struct devsum {
     uint64_t free_bytes, largest_free;
     struct site *live, *allocs;
     uint32_t nlive, nallocs;
+    const uint64_t *segi; /* the device's segments: indexes into s->segs, ascending */
+    uint64_t nsegi;
 };
 
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return x < y ? -1 : x > y;
+}
+
+/* Segment indexes by their segment's device, then by index (qsort is not stable); arg: the
+ * snapshot. */
+static int cmp_seg_device(const void *a, const void *b, void *arg)
+{
+    const struct ms_snapshot *s = arg;
+    uint64_t i = *(const uint64_t *)a, j = *(const uint64_t *)b;
+    int64_t x = s->segs[i].device, y = s->segs[j].device;
+    if (x != y)
+        return x < y ? -1 : 1;
+    return i < j ? -1 : i > j;
 }
 
 static int cmp_site(const void *a, const void *b)
@@ -79,10 +93,13 @@ static int add_site(struct site **v, uint32_t *n, uint32_t *slot_of, uint32_t fr
     return 0;
 }
 
-static int summarize(const struct ms_snapshot *s, int64_t dev, struct devsum *d, uint32_t *scratch)
+static int summarize(const struct ms_snapshot *s, int64_t dev, const uint64_t *segi, uint64_t nsegi,
+                     struct devsum *d, uint32_t *scratch)
 {
     memset(d, 0, sizeof *d);
     d->device = dev;
+    d->segi = segi;
+    d->nsegi = nsegi;
     d->t_first = MS_SNAP_NO_TIME;
     const struct ms_snap_trace *t = ms__snap_trace(s, dev);
     struct ms_u64map live; /* address -> its alloc event */
@@ -117,10 +134,8 @@ static int summarize(const struct ms_snapshot *s, int64_t dev, struct devsum *d,
     }
     for (uint32_t i = 0; i < d->nallocs; i++)
         scratch[d->allocs[i].frame] = 0;
-    for (uint64_t i = 0; i < s->nsegs; i++) {
-        const struct ms_snap_segment *g = &s->segs[i];
-        if (g->device != dev)
-            continue;
+    for (uint64_t k = 0; k < nsegi; k++) {
+        const struct ms_snap_segment *g = &s->segs[segi[k]];
         d->segs++;
         d->reserved += g->total;
         d->allocated += g->allocated;
@@ -277,10 +292,8 @@ static void write_device_json(const struct ms_snapshot *s, FILE *out, const stru
             "\"ratio\":%.6f,\"segments\":[",
             (unsigned long long)d->free_bytes, (unsigned long long)d->largest_free, ratio);
     int first = 1;
-    for (uint64_t i = 0; i < s->nsegs; i++) {
-        const struct ms_snap_segment *g = &s->segs[i];
-        if (g->device != d->device)
-            continue;
+    for (uint64_t k = 0; k < d->nsegi; k++) {
+        const struct ms_snap_segment *g = &s->segs[d->segi[k]];
         uint64_t fb = 0, lf = 0;
         for (uint64_t j = 0; j < g->nblocks; j++) {
             const struct ms_snap_block *b = &s->blocks[g->first_block + j];
@@ -389,17 +402,22 @@ static void write_device_text(const struct ms_snapshot *s, FILE *out, const stru
 
 int ms_snapshot_write_summary(const struct ms_snapshot *s, FILE *out, int json, int top)
 {
-    /* The devices: those of segments and those with a trace slot. */
+    /* The devices: those of segments and those with a trace slot; the segments grouped by
+     * device (stable), so that each device's summary reads its own: work linear in devices. */
     uint64_t nd = 0;
     int64_t *devs = malloc((size_t)(s->nsegs + s->ntraces + 1) * sizeof *devs);
+    uint64_t *segi = malloc((size_t)(s->nsegs + 1) * sizeof *segi);
     uint32_t *scratch = calloc(s->nframes + 1, sizeof *scratch);
-    if (!devs || !scratch) {
+    if (!devs || !segi || !scratch) {
         free(devs);
+        free(segi);
         free(scratch);
         return MS_ENOMEM;
     }
-    for (uint64_t i = 0; i < s->nsegs; i++)
+    for (uint64_t i = 0; i < s->nsegs; i++) {
         devs[nd++] = s->segs[i].device;
+        segi[i] = i;
+    }
     for (uint64_t i = 0; i < s->ntraces; i++)
         devs[nd++] = s->traces[i].device;
     qsort(devs, (size_t)nd, sizeof *devs, cmp_i64);
@@ -408,6 +426,7 @@ int ms_snapshot_write_summary(const struct ms_snapshot *s, FILE *out, int json, 
         if (!k || devs[k - 1] != devs[i])
             devs[k++] = devs[i];
     nd = k;
+    qsort_r(segi, (size_t)s->nsegs, sizeof *segi, cmp_seg_device, (void *)s);
 
     uint64_t nev = 0;
     for (uint64_t i = 0; i < s->ntraces; i++)
@@ -434,9 +453,14 @@ int ms_snapshot_write_summary(const struct ms_snapshot *s, FILE *out, int json, 
                 (unsigned long long)nev, s->nframes - 1, s->nstacks - 1,
                 (unsigned long long)s->nannotations);
     }
+    uint64_t at = 0; /* the first of devs[i]'s segments in segi */
     for (uint64_t i = 0; i < nd; i++) {
+        uint64_t n = 0;
+        while (at + n < s->nsegs && s->segs[segi[at + n]].device == devs[i])
+            n++;
         struct devsum d;
-        rc = summarize(s, devs[i], &d, scratch);
+        rc = summarize(s, devs[i], segi + at, n, &d, scratch);
+        at += n;
         if (!rc) {
             if (json) {
                 if (i)
@@ -462,6 +486,7 @@ int ms_snapshot_write_summary(const struct ms_snapshot *s, FILE *out, int json, 
         putc('\n', out);
     }
     free(devs);
+    free(segi);
     free(scratch);
     if (!rc && ferror(out))
         rc = MS_EIO;

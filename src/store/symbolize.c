@@ -12,14 +12,68 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static char *debuginfo_path;
 
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* 1 when nothing at path, or a regular file: libdw opens what it finds without O_NONBLOCK,
+ * and an open of a FIFO (a trace names any path, a program's debug link any name) waits for a
+ * writer for ever. */
+static int nothing_or_regular(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) < 0 || S_ISREG(st.st_mode);
+}
+
+/* libdw's standard search for a module's separate debugging information, unless a file it
+ * would try by the module's debug link (beside the module, in its .debug, under /usr/lib/debug)
+ * is something other than a regular file: then the module has none (its symbols still name its
+ * functions). */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                          const char *file_name, const char *debuglink_file,
+                          GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+    if (file_name) {
+        char dir[PATH_MAX], link[NAME_MAX + 1], cand[2 * PATH_MAX + NAME_MAX];
+        const char *slash = strrchr(file_name, '/');
+        size_t n = slash ? (size_t)(slash - file_name) : 0;
+        if (n >= sizeof dir)
+            return -1;
+        memcpy(dir, file_name, n);
+        dir[n] = 0;
+        /* the debug link's name, or the module's own with ".debug" where it has none */
+        if ((size_t)snprintf(link, sizeof link, "%s%s",
+                             debuglink_file ? debuglink_file : base_name(file_name),
+                             debuglink_file ? "" : ".debug") >= sizeof link)
+            return -1;
+        snprintf(cand, sizeof cand, "%s/%s", dir, link);
+        int ok = nothing_or_regular(cand);
+        snprintf(cand, sizeof cand, "%s/.debug/%s", dir, link);
+        ok = ok && nothing_or_regular(cand);
+        snprintf(cand, sizeof cand, "/usr/lib/debug%s/%s", dir, link);
+        ok = ok && nothing_or_regular(cand);
+        if (!ok || (link[0] == '/' && !nothing_or_regular(link)))
+            return -1;
+    }
+    return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+                                        debuglink_crc, debuginfo_file_name);
+}
+
 static const Dwfl_Callbacks callbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = find_debuginfo,
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = &debuginfo_path,
 };
@@ -28,12 +82,6 @@ static int cmp_mod(const void *a, const void *b)
 {
     const struct ms_sym_module *x = a, *y = b;
     return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
-static const char *base_name(const char *path)
-{
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
 }
 
 int ms_symbolizer_init(struct ms_symbolizer *s, struct ms_symcache *cache,
@@ -150,13 +198,26 @@ static struct ms_symfile *symfile(struct ms_symcache *c, const char *path)
     c->nfiles++;
     if (path[0] != '/')
         return f; /* [vdso] and the like: no file to read */
-    Dwfl *dwfl = dwfl_begin(&callbacks);
-    if (!dwfl)
+    /* Only a regular file: opened without waiting (a FIFO's open would wait for a writer),
+     * checked, then handed to libdw, which closes it with the module. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0)
         return f;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return f; /* its frames keep their addresses */
+    }
+    Dwfl *dwfl = dwfl_begin(&callbacks);
+    if (!dwfl) {
+        close(fd);
+        return f;
+    }
     dwfl_report_begin(dwfl);
-    Dwfl_Module *mod = dwfl_report_elf(dwfl, base_name(path), path, -1, 0, false);
+    Dwfl_Module *mod = dwfl_report_elf(dwfl, base_name(path), path, fd, 0, false);
     dwfl_report_end(dwfl, NULL, NULL);
     if (!mod) {
+        close(fd); /* libdw closes it only with a module */
         dwfl_end(dwfl);
         return f;
     }

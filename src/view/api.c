@@ -8,11 +8,13 @@
 #include "analyze/analyze.h"
 #include "common/grow.h"
 #include "common/ms_error.h"
+#include "pin.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define STACK_TEXT_MAX 65536
 
@@ -62,6 +64,17 @@ static void load_command(struct ms_view *v)
     sqlite3_finalize(st);
 }
 
+/* Rewrites the first name in err as path: a message says the name the user gave. */
+static void name_back(char *err, size_t errlen, const char *name, const char *path)
+{
+    char *at = strstr(err, name);
+    if (!at)
+        return;
+    char rest[512];
+    snprintf(rest, sizeof rest, "%s", at + strlen(name));
+    snprintf(at, errlen - (size_t)(at - err), "%s%s", path, rest);
+}
+
 int ms_view_open(struct ms_view *v, const char *path, char *err, size_t errlen)
 {
     memset(v, 0, sizeof *v);
@@ -69,14 +82,20 @@ int ms_view_open(struct ms_view *v, const char *path, char *err, size_t errlen)
     ms_u64map_init(&v->site_idx, sizeof(uint32_t), 1u << 24);
     ms_u64map_init(&v->frames_idx, sizeof(uint32_t), 1u << 24);
     ms_u64map_init(&v->flame_kids, sizeof(uint32_t), MS_U64MAP_MAX);
-    if (!(v->path = strdup(path))) {
+    /* the file opened now is the one read whenever the analyses ask, whatever is at path then */
+    char pinned[64];
+    v->fd = ms_view_pin(path, pinned, sizeof pinned);
+    if (!(v->path = strdup(v->fd >= 0 ? pinned : path))) {
+        ms_view_release(v);
         snprintf(err, errlen, "%s", ms_strerror(MS_ENOMEM));
         return MS_ENOMEM;
     }
-    int rc = ms_view_model_load(&v->m, path, err, errlen);
+    int rc = ms_view_model_load(&v->m, v->path, err, errlen);
     if (rc == 0)
         rc = load_owners(v, err, errlen);
     if (rc < 0) {
+        if (v->fd >= 0)
+            name_back(err, errlen, pinned, path);
         ms_view_release(v);
         return rc;
     }
@@ -114,6 +133,10 @@ void ms_view_release(struct ms_view *v)
     free(v->owners);
     free(v->live_idx);
     free(v->path);
+    v->path = NULL;
+    if (v->fd >= 0)
+        close(v->fd);
+    v->fd = -1;
     for (size_t i = 0; i < sizeof v->analysis / sizeof *v->analysis; i++)
         free(v->analysis[i]);
     ms_u64map_release(&v->stack_idx);

@@ -47,8 +47,10 @@ struct ms_view {
     size_t nsites, capsites;
     char **owners; /* owner id -> label (index = id), loaded with the model */
     size_t nowners;
-    char command[1024];   /* the traced command line, from meta */
-    char *path;           /* the database's path (the analyses open it themselves) */
+    char command[1024]; /* the traced command line, from meta */
+    char *path;         /* the database's name for the analyses, which open it themselves: the file
+                 * opened first, /proc/self/fd/<fd> (pin.h), where the process has /proc */
+    int fd;             /* the descriptor that holds it, -1 when none */
     int64_t python_calls; /* rows of the Python call trace (python_trace) */
     char *analysis[16];   /* the text report of ms_analyses[i], once asked for */
     /* The blocks alive in [live_a, live_b) in live_track (indexes, ascending): the last window

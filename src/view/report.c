@@ -103,8 +103,10 @@ static int add_answer(struct ms_view *v, struct text *t, const char *key, const 
     return rc;
 }
 
-/* Writes s to out with every "</" as "<\/": nothing in the data or the script can end the
- * <script> element it sits in (in JSON and JavaScript strings "\/" is "/"). */
+/* Writes the script s to out with every "</" as "<\/": nothing in it can end the <script>
+ * element it sits in (in JavaScript strings "\/" is "/"). The bundle holds no "<!--" nor
+ * "<script" (checked by ms_view_report: they would put the HTML parser in the script's
+ * double-escaped state, where "</script>" no longer ends it). */
 static void write_script_safe(FILE *out, const char *s, size_t n)
 {
     size_t from = 0;
@@ -115,6 +117,28 @@ static void write_script_safe(FILE *out, const char *s, size_t n)
             from = i + 1;
         }
     fwrite(s + from, 1, n - from, out);
+}
+
+/* Writes the JSON text s to out with every '<', '>' and '&' as \u003c, \u003e, \u0026: JSON
+ * has them only inside strings, where these escapes read back the same, and without them no
+ * recorded name ("</script>", "<!--<script>") can end or change the <script> element the data
+ * sits in. */
+static void write_json_safe(FILE *out, const char *s, size_t n)
+{
+    size_t from = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '<' || s[i] == '>' || s[i] == '&') {
+            fwrite(s + from, 1, i - from, out);
+            fprintf(out, "\\u%04x", (unsigned)s[i]);
+            from = i + 1;
+        }
+    fwrite(s + from, 1, n - from, out);
+}
+
+/* 1 when the n bytes at s hold text. */
+static int holds(const void *s, size_t n, const char *text)
+{
+    return memmem(s, n, text, strlen(text)) != NULL;
 }
 
 static int times_cmp(const void *a, const void *b)
@@ -338,6 +362,13 @@ budget:
     const char *html = (const char *)page->data;
     const char *link = strstr(html, "<link rel=\"stylesheet\" href=\"uplot.css\">");
     const char *script = strstr(html, "<script src=\"app.js\"></script>");
+    if (holds(js->data, js->len, "<!--") || holds(js->data, js->len, "<script")) {
+        free(t.p);
+        snprintf(err, errlen,
+                 "report: the embedded script holds <!-- or <script, which would "
+                 "change how the page's HTML reads it");
+        return MS_EFORMAT;
+    }
     if (!link || !script || script < link) {
         free(t.p);
         snprintf(err, errlen, "report: the embedded page has no stylesheet or script tag");
@@ -350,7 +381,7 @@ budget:
     const char *after_link = link + strlen("<link rel=\"stylesheet\" href=\"uplot.css\">");
     fwrite(after_link, 1, (size_t)(script - after_link), out);
     fputs("<script>window.MEMSCOPE_REPORT=", out);
-    write_script_safe(out, t.p, t.n);
+    write_json_safe(out, t.p, t.n);
     fputs(";</script>\n<script>", out);
     write_script_safe(out, (const char *)js->data, js->len);
     fputs("</script>", out);

@@ -90,4 +90,32 @@ assert_match "dlopen: innermost frame is ms_progs_dl_alloc (dl_lib.c:$line)" \
                 WHERE e.size = 17011 LIMIT 1" | head -1)"
 assert_match "dlopen: the plugin is in the module map" "libms_progs_dl\.so" \
     "$(q "$DB" "SELECT path FROM modules")"
+# Many distinct stacks from racing threads (tests/progs/many_stacks.c): 4 threads walk the same
+# 2^14 call paths at once, so the agent's stack table grows from its first 1,024 slots while
+# threads add the same new stacks. Every allocation keeps its own path's stack: one stack per
+# size, 4 allocations each, and the frames spell the path (bit j of i: right, else left).
+DB=$TMP/many.db
+ms many run --format=db -o "$DB" -- "$PROGS/many_stacks" 4 14
+assert_eq "many_stacks: exit status" 0 "$RC"
+require_db "many_stacks" "$DB"
+assert_eq "many_stacks: allocations, none without a stack" "65536|0" \
+    "$(q "$DB" "SELECT count(*), sum(stack_id IS NULL) FROM blocks WHERE size BETWEEN 100000 AND 116383")"
+assert_eq "many_stacks: sizes with one stack and 4 allocations" 16384 \
+    "$(q "$DB" "SELECT count(*) FROM (SELECT size FROM blocks WHERE size BETWEEN 100000 AND 116383
+                GROUP BY size HAVING count(DISTINCT stack_id) = 1 AND count(*) = 4)")"
+assert_eq "many_stacks: distinct stacks" 16384 \
+    "$(q "$DB" "SELECT count(DISTINCT stack_id) FROM blocks WHERE size BETWEEN 100000 AND 116383")"
+for i in 0 5 9000 16383; do
+    want=step
+    for ((level = 13; level >= 0; level--)); do
+        if (((i >> level) & 1)); then want="$want right"; else want="$want left"; fi
+        want="$want step"
+    done
+    got=$(q "$DB" "SELECT group_concat(name, ' ') FROM (SELECT fs.text AS name FROM blocks b
+                   JOIN stack_frames sf ON sf.stack_id = b.stack_id JOIN frames f ON f.id = sf.frame_id
+                   JOIN strings fs ON fs.id = f.function_id WHERE b.size = 100000 + $i
+                   AND b.thread_id = (SELECT min(thread_id) FROM blocks WHERE size = 100000 + $i)
+                   ORDER BY sf.position LIMIT 29)")
+    assert_eq "many_stacks: path $i" "$want" "$got"
+done
 done_testing

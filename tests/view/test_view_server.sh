@@ -3,7 +3,7 @@
 # 11 MiB at activations(), 3 MiB in 3 blocks never freed from weights(), steps 1..4, owners
 # "model@weight" and "model@activation", a 33-frame stack, a mark, two nested ranges): the queries' exact answers (blocks,
 # events, filters and pages among them), compact database and full database alike; b_ineff.c's
-# inefficient blocks by Insight's rules, as `analyze inefficient` finds them; the token (401 without, 403 wrong; a cookie after the first page), a
+# inefficient blocks by Insight's rules, as `analyze inefficient` finds them; the token (401 without, 403 wrong; no cookie), a
 # foreign Host header (403), paths that try to leave the embedded assets (404), malformed and
 # out-of-range parameters (400 with a JSON error), other methods (405); a file that is not a
 # memscope database and a truncated database: a clear error and exit status 1 before anything
@@ -161,19 +161,26 @@ check_known() { # WHAT [DB analyze leaks reads, default known.db]
 view_start "$TMP/known.db"
 check_known "compact database"
 
-# the page and its assets, with the token; the cookie it sets serves later requests
+# the page and its assets, with the token: no cookie (every port of 127.0.0.1 would receive
+# it), the page's own references to its script and style carry the token
 code=$(curl -s -o "$TMP/page" -D "$TMP/headers" -w '%{http_code}' "$URL")
 assert_eq "page: 200" 200 "$code"
 assert_match "page: the viewer's page" "<title>memscope</title>" "$(cat "$TMP/page")"
-assert_match "page: sets the token cookie" "Set-Cookie: memscope_token=$TOKEN; Path=/; HttpOnly; SameSite=Strict" \
-    "$(tr -d '\r' <"$TMP/headers")"
-assert_eq "a request with the cookie only: 200" 200 \
-    "$(curl -s -o /dev/null -w '%{http_code}' -b "memscope_token=$TOKEN" "$BASE/app.js")"
+assert_eq "page: sets no cookie" "" "$(grep -i '^Set-Cookie' "$TMP/headers")"
+assert_eq "page: no referrer sent from it" "Referrer-Policy: no-referrer" \
+    "$(tr -d '\r' <"$TMP/headers" | grep -i '^Referrer-Policy')"
+assert_eq "page: its script and style asked with the token" \
+    "href=\"uplot.css?token=$TOKEN\" src=\"app.js?token=$TOKEN\"" \
+    "$(grep -o 'href="uplot.css[^"]*"\|src="app.js[^"]*"' "$TMP/page" | tr '\n' ' ' | sed 's/ $//')"
+assert_eq "the script with the token: 200" 200 \
+    "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/app.js?token=$TOKEN")"
 
 # refusals
 assert_eq "no token: 401" 401 "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/api/summary")"
+assert_eq "the script without the token: 401" 401 "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/app.js")"
 assert_eq "wrong token: 403" 403 "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/api/summary?token=0$TOKEN")"
-assert_eq "wrong cookie: 403" 403 "$(curl -s -o /dev/null -w '%{http_code}' -b 'memscope_token=x' "$BASE/")"
+assert_eq "a cookie is no token: 401" 401 \
+    "$(curl -s -o /dev/null -w '%{http_code}' -b "memscope_token=$TOKEN" "$BASE/app.js")"
 assert_eq "foreign Host header (DNS rebinding): 403" 403 \
     "$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: attacker.example:80' "$URL")"
 assert_eq "Host with another port: 403" 403 \

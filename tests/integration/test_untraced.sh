@@ -79,6 +79,16 @@ assert_eq "traced exec: nothing said" "" "$(grep 'ran untraced' "$TMP/traced.err
 ms failed run --format=db -o "$TMP/failed.db" -- "$PROGS/exec_parent" "$TMP/no-such-program"
 assert_eq "failed exec: status" 127 "$RC"
 assert_eq "failed exec: no row" 0 "$(q "$TMP/failed.db" 'SELECT count(*) FROM untraced')"
+# posix_spawn (its record is written once the child runs) and vfork + exec, all traced
+ms spawn run --format=db -o "$TMP/spawn.db" -- "$PROGS/odd" spawn
+assert_eq "posix_spawn x20: 21 traced processes" 21 "$(q "$TMP/spawn.db" 'SELECT count(*) FROM processes')"
+assert_eq "posix_spawn x20: no row" 0 "$(q "$TMP/spawn.db" 'SELECT count(*) FROM untraced')"
+ms vfork run --format=db -o "$TMP/vfork.db" -- "$PROGS/odd" vfork
+assert_eq "vfork + exec: no row" 0 "$(q "$TMP/vfork.db" 'SELECT count(*) FROM untraced')"
+# a shell's two children that each drop the agent (env -i): one row each, with its own pid
+ms spawnenv run --format=db -o "$TMP/spawnenv.db" -- sh -c "env -i /bin/true; env -i /bin/true"
+assert_eq "env -i twice: two rows" "2|/bin/true" \
+    "$(q "$TMP/spawnenv.db" "SELECT count(DISTINCT pid), min(path) FROM untraced")"
 ms nofollow run --format=db --no-follow -o "$TMP/nofollow.db" -- env LD_PRELOAD= "$PROGS/exec_child"
 assert_eq "--no-follow: no row" 0 "$(q "$TMP/nofollow.db" 'SELECT count(*) FROM untraced')"
 done_testing

@@ -12,17 +12,19 @@
 /* Creates path, which must not exist, for writing (0600): a descriptor, or -errno. */
 int ms_file_create(const char *path);
 
-/* Writing an output file without ever destroying what was there: into a new temporary file
- * beside it, renamed over it when complete. A target that exists and is not a regular file
- * (a device such as /dev/full or /dev/stdout, a FIFO) is written in place instead, never
- * replaced nor removed. */
+/* Writing an output file without ever destroying what was there, nor anything reached through
+ * a link: into a new temporary file beside it (ms_temp_create), renamed over it when complete.
+ * A symbolic link at path is replaced, never followed. Only a target the user named directly
+ * is written in place: /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N (the open
+ * descriptor, duplicated), or an existing device or FIFO that is itself at path (not a link
+ * to one): never replaced nor removed. */
 struct ms_output {
     char tmp[PATH_MAX + 64]; /* the temporary file, "" when writing in place */
     const char *path;
     int fd;
 };
 
-/* Opens the output; 0 (o->fd to write to) or -errno. */
+/* Opens the output; 0 (o->fd to write to) or -errno (-EISDIR for a directory). */
 int ms_output_open(struct ms_output *o, const char *path);
 /* Closes o->fd (if still open) and renames the temporary file over the target; 0 or -errno
  * (the temporary file is then removed, the target left as it was). */
@@ -30,8 +32,20 @@ int ms_output_commit(struct ms_output *o);
 /* Closes o->fd and removes the temporary file: the target is left as it was. */
 void ms_output_abort(struct ms_output *o);
 
-/* A temporary name beside path for this process: "<path><tag><pid>.<n>" in buf (len bytes)
- * that does not exist yet; 0 or -ENAMETOOLONG. The caller creates it with ms_file_create. */
+/* Creates a new temporary file beside path, "<path><tag><16 random hex digits>" (named in buf,
+ * len bytes), for writing, 0600, O_EXCL and O_NOFOLLOW: no other process can guess the name
+ * ahead, and a link planted at it is never followed. The descriptor, or -errno
+ * (-ENAMETOOLONG when the name does not fit in buf). The caller removes buf when it gives up. */
+int ms_temp_create(char *buf, size_t len, const char *path, const char *tag);
+
+/* A name as ms_temp_create's that does not exist yet, for a caller that creates the file
+ * itself with O_EXCL|O_NOFOLLOW; 0, -ENAMETOOLONG or -EEXIST. */
 int ms_temp_name(char *buf, size_t len, const char *path, const char *tag);
+
+/* The longest absolute path SQLite opens (its unix VFS's MAX_PATHNAME, 512 with the NUL). */
+#define MS_SQLITE_PATH_MAX 511
+/* 0 when a database can be written at path (its temporary name, made absolute, fits SQLite's
+ * limit), else -ENAMETOOLONG: checked before a run starts its program. */
+int ms_db_path_check(const char *path);
 
 #endif

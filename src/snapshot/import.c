@@ -21,6 +21,7 @@
 #include "common/u64map.h"
 #include "version.h"
 
+#include <errno.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -605,17 +606,16 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path, c
     struct imp m = {.s = s, .err = err, .errlen = errlen};
     if (!schema_sql)
         return ierr(&m, MS_EINVAL, "no schema");
-    char tmp[4096];
-    if (ms_temp_name(tmp, sizeof tmp, db_path, ".tmp.") < 0)
-        return ierr(&m, MS_EINVAL, "database path too long");
+    char tmp[4096] = "";
     int64_t t0 = 0, t1 = 0;
     int created = 0;
     int rc = collect(&m, &t0, &t1);
     if (rc)
         goto out;
-    int fd = ms_file_create(tmp); /* a new file of ours (files.h), opened by SQLite below */
+    int fd = ms_temp_create(tmp, sizeof tmp, db_path, ".tmp."); /* ours (files.h), for SQLite */
     if (fd < 0) {
-        rc = ierr(&m, MS_EIO, "cannot create %s: %s", tmp, strerror(-fd));
+        rc = ierr(&m, fd == -ENAMETOOLONG ? MS_EINVAL : MS_EIO,
+                  "cannot create a temporary file beside %s: %s", db_path, strerror(-fd));
         goto out;
     }
     close(fd);

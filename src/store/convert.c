@@ -1298,11 +1298,10 @@ static int open_db(struct conv *c)
     c->tmp_path = malloc(n);
     if (!c->tmp_path)
         return conv__oom(c, "path");
-    int fd = ms_temp_name(c->tmp_path, n, c->o->db_path, ".tmp.");
-    if (fd == 0)
-        fd = ms_file_create(c->tmp_path);
+    int fd = ms_temp_create(c->tmp_path, n, c->o->db_path, ".tmp.");
     if (fd < 0) {
-        int rc = conv__fail(c, fd, "cannot create %s: %s", c->tmp_path, strerror(-fd));
+        int rc = conv__fail(c, fd, "cannot create a temporary file beside %s: %s", c->o->db_path,
+                            strerror(-fd));
         free(c->tmp_path);
         c->tmp_path = NULL; /* not ours: nothing to remove */
         return rc;

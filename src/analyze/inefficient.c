@@ -327,17 +327,21 @@ static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
             return 0;
         if ((rc = ms__layer_set_load(db, s->o, &s->layers)) == 0)
             rc = ms_store_replay(sqlite3_db_filename(db, "main"), on_replayed, s, err, errlen);
+        ms__layer_set_release(&s->layers);
         if (rc < 0)
             return rc;
     } else {
-        char filter[640], q[1000];
-        ms__layer_filter(db, s->o, "layer", filter, sizeof filter);
-        snprintf(q, sizeof q,
-                 "SELECT id, kind, process_id, thread_id, allocation_id, size, ts_ns FROM events "
-                 "WHERE kind IN (" MS_SQL_RANGE_START ", " MS_SQL_RANGE_END ", " MS_SQL_ACCESS
-                 ") OR (kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ") AND %s) ORDER BY id",
-                 filter);
-        if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) {
+        char *filter = ms__layer_filter(db, s->o, "layer");
+        int prc = !filter ? SQLITE_NOMEM
+                          : ms__prepare(db, &st,
+                                        "SELECT id, kind, process_id, thread_id, allocation_id, "
+                                        "size, ts_ns FROM events WHERE kind IN (" MS_SQL_RANGE_START
+                                        ", " MS_SQL_RANGE_END ", " MS_SQL_ACCESS
+                                        ") OR (kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE
+                                        ") AND %s) ORDER BY id",
+                                        filter);
+        sqlite3_free(filter);
+        if (prc != SQLITE_OK) {
             snprintf(err, errlen, "inefficient: %s", sqlite3_errmsg(db));
             return MS_EDB;
         }

@@ -349,7 +349,7 @@ static void finish_group(struct ggroup *g, const struct proc_steps *p, int warmu
 /* The computation and its result, part by part. */
 struct leaks {
     struct ms_actx *x;
-    char layer_sql[256];
+    char *layer_sql; /* ms__layer_filter's */
     int has_owner, has_steps;
     /* (a) blocks live at exit, by (process, layer, call site) */
     struct site_row *live;
@@ -392,13 +392,11 @@ static void proc_label(const struct ms_names *n, int64_t id, char *buf, size_t l
 /* Part (a): blocks live at exit by call site. */
 static int live_at_exit(struct leaks *L)
 {
-    char sql[1024];
-    snprintf(sql, sizeof sql,
-             "SELECT b.process_id, b.layer, b.stack_id, %s, count(*), sum(b.size) FROM blocks b "
-             "WHERE b.free_ns IS NULL AND %s GROUP BY 1, 2, 3, 4",
-             L->has_owner ? "b.owner_id" : "NULL", L->layer_sql);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(L->x->db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (ms__prepare(L->x->db, &st,
+                    "SELECT b.process_id, b.layer, b.stack_id, %s, count(*), sum(b.size) FROM "
+                    "blocks b WHERE b.free_ns IS NULL AND %s GROUP BY 1, 2, 3, 4",
+                    L->has_owner ? "b.owner_id" : "NULL", L->layer_sql) != SQLITE_OK)
         return db_fail(L, "live blocks");
     size_t cap = 0;
     int rc = 0, s;
@@ -436,18 +434,16 @@ static int step_check(struct leaks *L)
 {
     if (!L->has_steps)
         return 0;
-    char sql[1536];
-    snprintf(sql, sizeof sql,
-             "SELECT b.allocation_id, b.process_id, b.layer, b.addr, b.size, b.step, "
-             "b.stack_id, %s, s.step FROM blocks b JOIN steps s "
-             "ON s.process_id = b.process_id AND s.step = b.step + 1 "
-             "WHERE b.step > ? AND s.end_event_id IS NOT NULL AND %s AND "
-             "(b.free_ns IS NULL OR b.free_event_id > s.end_event_id OR "
-             "(b.free_event_id IS NULL AND b.free_ns > s.end_ns)) "
-             "ORDER BY b.process_id, b.allocation_id",
-             L->has_owner ? "b.owner_id" : "NULL", L->layer_sql);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(L->x->db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (ms__prepare(L->x->db, &st,
+                    "SELECT b.allocation_id, b.process_id, b.layer, b.addr, b.size, b.step, "
+                    "b.stack_id, %s, s.step FROM blocks b JOIN steps s "
+                    "ON s.process_id = b.process_id AND s.step = b.step + 1 "
+                    "WHERE b.step > ? AND s.end_event_id IS NOT NULL AND %s AND "
+                    "(b.free_ns IS NULL OR b.free_event_id > s.end_event_id OR "
+                    "(b.free_event_id IS NULL AND b.free_ns > s.end_ns)) "
+                    "ORDER BY b.process_id, b.allocation_id",
+                    L->has_owner ? "b.owner_id" : "NULL", L->layer_sql) != SQLITE_OK)
         return db_fail(L, "step check");
     sqlite3_bind_int(st, 1, L->x->o->warmup);
     int rc = 0, s;
@@ -522,12 +518,10 @@ static int growth(struct leaks *L)
         goto done;
 
     /* One pass over the blocks allocated before the last step end. */
-    char sql[1024];
-    snprintf(sql, sizeof sql,
-             "SELECT b.process_id, b.layer, b.size, b.alloc_event_id, b.free_event_id, "
-             "b.free_ns, b.stack_id, %s FROM blocks b WHERE b.alloc_event_id < ? AND %s",
-             L->has_owner ? "b.owner_id" : "NULL", L->layer_sql);
-    if (sqlite3_prepare_v2(L->x->db, sql, -1, &st, NULL) != SQLITE_OK) {
+    if (ms__prepare(L->x->db, &st,
+                    "SELECT b.process_id, b.layer, b.size, b.alloc_event_id, b.free_event_id, "
+                    "b.free_ns, b.stack_id, %s FROM blocks b WHERE b.alloc_event_id < ? AND %s",
+                    L->has_owner ? "b.owner_id" : "NULL", L->layer_sql) != SQLITE_OK) {
         rc = db_fail(L, "blocks");
         goto done;
     }
@@ -753,15 +747,13 @@ static int peak_slices(struct leaks *L, struct tpeak *tp, int64_t peak_event, in
     int rc0 = first_alloc(L, tp);
     if (rc0)
         return rc0;
-    char sql[768];
-    snprintf(
-        sql, sizeof sql,
-        "SELECT stack_id, %s, size, alloc_ns, allocation_id FROM blocks WHERE allocation_id <= ?1 AND "
-        "process_id = ?2 AND layer = ?3 AND alloc_event_id <= ?4 AND (free_ns IS NULL OR "
-        "free_event_id > ?4 OR (free_event_id IS NULL AND free_ns > ?5))",
-        L->has_owner ? "owner_id" : "NULL");
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(L->x->db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (ms__prepare(L->x->db, &st,
+                    "SELECT stack_id, %s, size, alloc_ns, allocation_id FROM blocks WHERE "
+                    "allocation_id <= ?1 AND process_id = ?2 AND layer = ?3 AND alloc_event_id <= "
+                    "?4 AND (free_ns IS NULL OR free_event_id > ?4 OR (free_event_id IS NULL AND "
+                    "free_ns > ?5))",
+                    L->has_owner ? "owner_id" : "NULL") != SQLITE_OK)
         return db_fail(L, "blocks at the peak");
     sqlite3_bind_int64(st, 1, peak_alloc);
     sqlite3_bind_int64(st, 2, tp->process_id);
@@ -1483,7 +1475,11 @@ int ms_analyze_leaks(struct ms_actx *x)
     L.x = x;
     ms_u64map_init(&L.gsites.map, sizeof(size_t), MS_U64MAP_MAX);
     ms_u64map_init(&L.gowners.map, sizeof(size_t), MS_U64MAP_MAX);
-    ms__layer_filter(db, x->o, "b.layer", L.layer_sql, sizeof L.layer_sql);
+    if (!(L.layer_sql = ms__layer_filter(db, x->o, "b.layer"))) {
+        gset_release(&L.gsites);
+        gset_release(&L.gowners);
+        return oom(&L);
+    }
     L.has_owner = ms__has_column(db, "blocks", "owner_id");
     L.has_steps =
         ms__has_column(db, "blocks", "step") && ms__has_column(db, "steps", "end_event_id");
@@ -1510,5 +1506,6 @@ int ms_analyze_leaks(struct ms_actx *x)
         free(L.tpeaks[i].owners);
     }
     free(L.tpeaks);
+    sqlite3_free(L.layer_sql);
     return rc;
 }

@@ -99,6 +99,20 @@ static int exec(struct imp *m, const char *sql)
     return 0;
 }
 
+/* exec of a statement formatted as sqlite3_mprintf does (no SQL text of a fixed size). */
+static int execf(struct imp *m, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *sql = sqlite3_vmprintf(fmt, ap);
+    va_end(ap);
+    if (!sql)
+        return ierr(m, MS_ENOMEM, "out of memory");
+    int rc = exec(m, sql);
+    sqlite3_free(sql);
+    return rc;
+}
+
 static int prep(struct imp *m, sqlite3_stmt **st, const char *sql)
 {
     if (sqlite3_prepare_v2(m->db, sql, -1, st, NULL) != SQLITE_OK)
@@ -524,17 +538,15 @@ static int write_events(struct imp *m, int64_t *thread_of_dev_first, int64_t nde
         if ((rc = step(m, ev)))
             goto out2;
     }
-    char sql[512];
     for (int L = 0; L < 2; L++) {
-        snprintf(sql, sizeof sql,
-                 "INSERT INTO process_stats VALUES (1, %d, %llu, %llu, %llu, %llu, %lld, %llu, "
-                 "%llu, %llu, NULL, NULL)",
-                 L ? MS_LAYER_PTA_SEGMENT : MS_LAYER_PTA, (unsigned long long)ls[L].allocs,
-                 (unsigned long long)ls[L].frees, (unsigned long long)ls[L].alloc_bytes,
-                 (unsigned long long)ls[L].peak_bytes, (long long)ls[L].peak_ns,
-                 (unsigned long long)ls[L].live_bytes, (unsigned long long)ls[L].live_blocks,
-                 (unsigned long long)ls[L].unmatched);
-        if ((rc = exec(m, sql)))
+        if ((rc = execf(m,
+                        "INSERT INTO process_stats VALUES (1, %d, %llu, %llu, %llu, %llu, %lld, "
+                        "%llu, %llu, %llu, NULL, NULL)",
+                        L ? MS_LAYER_PTA_SEGMENT : MS_LAYER_PTA, (unsigned long long)ls[L].allocs,
+                        (unsigned long long)ls[L].frees, (unsigned long long)ls[L].alloc_bytes,
+                        (unsigned long long)ls[L].peak_bytes, (long long)ls[L].peak_ns,
+                        (unsigned long long)ls[L].live_bytes, (unsigned long long)ls[L].live_blocks,
+                        (unsigned long long)ls[L].unmatched)))
             goto out2;
     }
 out2:
@@ -670,10 +682,8 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path, c
             only = s->traces[i].device;
         }
     if (only >= 0 && !several) {
-        char sql[128];
-        snprintf(sql, sizeof sql, "UPDATE layers SET device = '%lld' WHERE id IN (%d, %d)",
-                 (long long)only, MS_LAYER_PTA, MS_LAYER_PTA_SEGMENT);
-        if ((rc = exec(&m, sql)))
+        if ((rc = execf(&m, "UPDATE layers SET device = '%lld' WHERE id IN (%d, %d)",
+                        (long long)only, MS_LAYER_PTA, MS_LAYER_PTA_SEGMENT)))
             goto out;
     }
     sqlite3_stmt *st = NULL;
@@ -715,14 +725,12 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path, c
     if (rc)
         goto out;
     for (int64_t d = dmin; any && d <= dmax; d++) {
-        char sql[256];
         uint64_t n = 0;
         for (uint64_t i = 0; i < m.nev; i++)
             n += m.ev[i].device == d;
-        snprintf(sql, sizeof sql, "INSERT INTO threads VALUES (%lld, 1, %lld, %lld, %lld, %llu)",
-                 (long long)(d - dmin + 1), (long long)d, (long long)t0, (long long)t1,
-                 (unsigned long long)n);
-        if ((rc = exec(&m, sql)))
+        if ((rc = execf(&m, "INSERT INTO threads VALUES (%lld, 1, %lld, %lld, %lld, %llu)",
+                        (long long)(d - dmin + 1), (long long)d, (long long)t0, (long long)t1,
+                        (unsigned long long)n)))
             goto out;
     }
     int64_t first_tid = 1;

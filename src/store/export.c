@@ -264,11 +264,12 @@ int ms_store_check_sizes(sqlite3 *db, char *err, size_t errlen)
     for (size_t i = 0; i < sizeof cols / sizeof cols[0] && rc == 0; i++) {
         if (!has_column(db, cols[i][0], cols[i][1]))
             continue; /* an older memscope's database, or a table this run has not */
-        char sql[160];
-        snprintf(sql, sizeof sql, "SELECT \"%s\" FROM \"%s\" WHERE \"%s\" < 0 LIMIT 1", cols[i][1],
-                 cols[i][0], cols[i][1]);
+        char *sql = sqlite3_mprintf("SELECT \"%w\" FROM \"%w\" WHERE \"%w\" < 0 LIMIT 1",
+                                    cols[i][1], cols[i][0], cols[i][1]);
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        int prc = sql ? sqlite3_prepare_v2(db, sql, -1, &st, NULL) : SQLITE_NOMEM;
+        sqlite3_free(sql);
+        if (prc != SQLITE_OK)
             continue;
         if (sqlite3_step(st) == SQLITE_ROW) {
             snprintf(err, errlen, "damaged database: %s.%s holds a negative size (%lld)",

@@ -42,8 +42,9 @@ int ms_temp_create(char *buf, size_t len, const char *path, const char *tag);
  * itself with O_EXCL|O_NOFOLLOW; 0, -ENAMETOOLONG or -EEXIST. */
 int ms_temp_name(char *buf, size_t len, const char *path, const char *tag);
 
-/* The longest absolute path SQLite opens (its unix VFS's MAX_PATHNAME, 512 with the NUL). */
-#define MS_SQLITE_PATH_MAX 511
+/* SQLite's unix VFS opens a database whose absolute path and "-journal" fit in its
+ * MAX_PATHNAME, 512 bytes (measured: a 504-byte path opens, 505 bytes does not). */
+#define MS_SQLITE_PATH_MAX 512
 /* 0 when a database can be written at path (its temporary name, made absolute, fits SQLite's
  * limit), else -ENAMETOOLONG: checked before a run starts its program. */
 int ms_db_path_check(const char *path);

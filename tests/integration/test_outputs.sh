@@ -91,6 +91,24 @@ assert_eq "plot: the image is written, owner-only (0600)" "regular file 600" \
 "$MEMSCOPE" plot "$TMP/r.db" -o "$TMP/p.png" >/dev/null 2>&1
 assert_eq "plot: a PNG is 0600 too" "600" "$(stat -c %a "$TMP/p.png")"
 
+# low: an output path SQLite cannot open (over 512 bytes with the temporary name) is refused
+# before the program runs (it failed after the run); a long one it can open works
+long=$TMP/$(printf 'd%.0s' $(seq 200))/$(printf 'e%.0s' $(seq 200))
+mkdir -p "$long"
+"$MEMSCOPE" run -q -o "$long/$(printf 'f%.0s' $(seq 100)).db" -- /bin/sh -c "touch '$TMP/long-ran'" \
+    >/dev/null 2>"$TMP/long.err"
+assert_eq "a database path too long for SQLite: exit status 1, the program not started" "1 no" \
+    "$? $([ -e "$TMP/long-ran" ] && echo yes || echo no)"
+assert_match "... saying why" "the path is too long .*the program was not started" "$(cat "$TMP/long.err")"
+"$MEMSCOPE" run -q --format=csv -o "$long/$(printf 'f%.0s' $(seq 80)).csv" -- /bin/sh -c \
+    "touch '$TMP/long-ran'" >/dev/null 2>"$TMP/long.err"
+assert_eq "a CSV whose database's path is too long: refused before the program too" "1 no" \
+    "$? $([ -e "$TMP/long-ran" ] && echo yes || echo no)"
+"$MEMSCOPE" run -q -o "$long/short.db" -- /bin/true >/dev/null 2>&1
+assert_eq "a long path SQLite opens ($(( ${#long} + 9 )) bytes): written" "0 regular file" \
+    "$? $(stat -c %F "$long/short.db" 2>&1)"
+assert_eq "... and nothing else left beside it" "short.db" "$(ls -A "$long")"
+
 # 1, as root: another user plants links in a shared (sticky) directory towards a block device
 # (a loop device over a file of ours standing in for a disk); root's outputs replace the links
 if [ "$(id -u)" != 0 ]; then

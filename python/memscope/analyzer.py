@@ -63,6 +63,13 @@ def _check_input(path, suffixes, writable=False):
 
 _SIZE = re.compile(r"(?:^|[{,])size:([0-9]+)")
 _INT = re.compile(r"-?[0-9]+")
+_DEFUSED = re.compile(r"'+[=+\-@\t\r]")
+
+
+def _text(field):
+    """A name or stack field as the program gave it: memscope's CSV export puts one more single
+    quote in front of text a spreadsheet would take for a formula (docs/cli.md); taken off."""
+    return field[1:] if _DEFUSED.match(field) else field
 
 
 def _int(text):
@@ -125,7 +132,8 @@ def check_leaks(input_path, mstx_info, start_index=0):
             rid = _int(r.get("ID"))
             if rid is None or len(row) != len(head):
                 continue
-            if r["Event"] == "MSTX" and r["Event Type"] == "Mark" and r["Name"] == mstx_info:
+            if r["Event"] == "MSTX" and r["Event Type"] == "Mark" and \
+                    _text(r["Name"]) == mstx_info:
                 marks.append(rid)
             elif r["Event Type"] == "HAL" and r["Event"] in ("MALLOC", "FREE") and \
                     r["Device Id"] not in ("N/A", "", None):

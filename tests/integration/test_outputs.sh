@@ -109,6 +109,16 @@ assert_eq "a long path SQLite opens ($(( ${#long} + 9 )) bytes): written" "0 reg
     "$? $(stat -c %F "$long/short.db" 2>&1)"
 assert_eq "... and nothing else left beside it" "short.db" "$(ls -A "$long")"
 
+# low: names a spreadsheet would take for formulas are exported as text: one single quote in
+# front (after any quotes already there, so that readers can take one off again)
+"$MEMSCOPE" run -q --format=csv -o "$TMP/names.csv" -- "$PROGS/names" "=1+2" "+cmd" "-2" \
+    "@SUM(A1)" "'=x" "plain" "$(printf '\tTab')" "a,=b" >/dev/null 2>&1
+assert_eq "CSV export: formula-like names defused, others as they are" \
+    "'=1+2|'+cmd|'-2|'@SUM(A1)|''=x|plain|'\tTab|a,=b" \
+    "$(/usr/bin/python3 -c 'import csv, sys
+names = [r["Name"] for r in csv.DictReader(open(sys.argv[1], newline="")) if r["Event Type"] == "Mark"]
+print("|".join(n.replace("\t", "\\t") for n in names))' "$TMP/names.csv")"
+
 # 1, as root: another user plants links in a shared (sticky) directory towards a block device
 # (a loop device over a file of ours standing in for a disk); root's outputs replace the links
 if [ "$(id -u)" != 0 ]; then

@@ -129,6 +129,9 @@ def test_check_leaks_hostile(tmp_path, capsys):
     p = leaks_csv(tmp_path, ["1", "5", "9"])
     write(p, "\ufeff" + read(p))
     assert [lk["id"] for lk in memscope.check_leaks(p, "m")] == [4]
+    # marks named "=m": the export writes "'=m" (a spreadsheet shows text); read back as "=m"
+    p = write(tmp_path / "l.csv", read(leaks_csv(tmp_path, ["1", "5", "9"])).replace(",m,", ",'=m,"))
+    assert [lk["id"] for lk in memscope.check_leaks(p, "=m")] == [4]
     capsys.readouterr()
 
 

@@ -4,6 +4,7 @@
  * program (mistyped_command). */
 #include "cli.h"
 #include "analyze/analyze.h"
+#include "common/files.h"
 #include "common/ms_error.h"
 
 #include "version.h"
@@ -266,6 +267,13 @@ int main(int argc, char **argv)
     /* the program's own allocation wrappers, for every command that names call sites */
     const char *skip = getenv("MEMSCOPE_SITE_SKIP");
     int rc = skip && *skip ? cli_site_skip(NULL, "MEMSCOPE_SITE_SKIP", skip) : 0;
+    /* said before anything runs, not when a temporary directory is first needed */
+    const char *tmpdir = getenv("TMPDIR");
+    if (rc == 0 && tmpdir && *tmpdir && strcmp(ms_tmp_dir(), tmpdir) != 0)
+        cli_log(2,
+                "TMPDIR '%s' is not a directory memscope can write; its temporary "
+                "directories go to /tmp",
+                tmpdir);
     if (rc == 0)
         rc = run_command(argc, argv);
     ms_site_rule_release(&ms_site_rule);

@@ -68,6 +68,16 @@ int ms_temp_create(char *buf, size_t len, const char *path, const char *tag)
     return -EEXIST;
 }
 
+const char *ms_tmp_dir(void)
+{
+    const char *t = getenv("TMPDIR");
+    struct stat st;
+    if (t && *t && strlen(t) < PATH_MAX - 64 && stat(t, &st) == 0 && S_ISDIR(st.st_mode) &&
+        access(t, W_OK | X_OK) == 0)
+        return t;
+    return "/tmp";
+}
+
 int ms_db_path_check(const char *path)
 {
     char tmp[PATH_MAX + 64];

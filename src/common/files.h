@@ -42,6 +42,11 @@ int ms_temp_create(char *buf, size_t len, const char *path, const char *tag);
  * itself with O_EXCL|O_NOFOLLOW; 0, -ENAMETOOLONG or -EEXIST. */
 int ms_temp_name(char *buf, size_t len, const char *path, const char *tag);
 
+/* Where memscope makes its private temporary directories (the viewer's conversion, a compact
+ * database's expansion and replay): $TMPDIR when it names a directory this process can write
+ * and search, else /tmp (the CLI says so when it starts). Never NULL. */
+const char *ms_tmp_dir(void);
+
 /* SQLite's unix VFS opens a database whose absolute path and "-journal" fit in its
  * MAX_PATHNAME, 512 bytes (measured: a 504-byte path opens, 505 bytes does not). */
 #define MS_SQLITE_PATH_MAX 512

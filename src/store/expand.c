@@ -241,8 +241,7 @@ int ms_store_full_open(struct ms_store_full *f, const char *db_path, char *err, 
     sqlite3_close(db);
     if (!compact)
         return 0;
-    const char *t = getenv("TMPDIR");
-    if ((size_t)snprintf(f->dir, sizeof f->dir, "%s/memscope-full-XXXXXX", t && *t ? t : "/tmp") >=
+    if ((size_t)snprintf(f->dir, sizeof f->dir, "%s/memscope-full-XXXXXX", ms_tmp_dir()) >=
         sizeof f->dir) {
         snprintf(err, errlen, "TMPDIR is too long");
         return -ENAMETOOLONG;
@@ -279,9 +278,8 @@ int ms_store_replay(const char *compact_path,
         sqlite3_close(db);
         return MS_EIO;
     }
-    const char *t = getenv("TMPDIR");
     char dir[PATH_MAX];
-    if ((size_t)snprintf(dir, sizeof dir, "%s/memscope-replay-XXXXXX", t && *t ? t : "/tmp") >=
+    if ((size_t)snprintf(dir, sizeof dir, "%s/memscope-replay-XXXXXX", ms_tmp_dir()) >=
         sizeof dir) {
         snprintf(err, errlen, "TMPDIR is too long");
         sqlite3_close(db);

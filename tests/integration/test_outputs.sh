@@ -119,6 +119,14 @@ assert_eq "CSV export: formula-like names defused, others as they are" \
 names = [r["Name"] for r in csv.DictReader(open(sys.argv[1], newline="")) if r["Event Type"] == "Mark"]
 print("|".join(n.replace("\t", "\\t") for n in names))' "$TMP/names.csv")"
 
+# low: TMPDIR naming a missing directory: said when memscope starts, and /tmp used instead
+# (export of a compact database expands it in a temporary directory: it failed)
+TMPDIR=$TMP/no-such-dir "$MEMSCOPE" export "$TMP/r.db" -o "$TMP/tmpdir.csv" >/dev/null 2>"$TMP/tmpdir.err"
+assert_eq "TMPDIR missing: export still works" "0 regular file" \
+    "$? $(stat -c %F "$TMP/tmpdir.csv" 2>&1)"
+assert_match "... and says so first" "^memscope \[warning\]: TMPDIR '.*/no-such-dir' is not a directory memscope can write; its temporary directories go to /tmp" \
+    "$(head -1 "$TMP/tmpdir.err")"
+
 # 1, as root: another user plants links in a shared (sticky) directory towards a block device
 # (a loop device over a file of ours standing in for a disk); root's outputs replace the links
 if [ "$(id -u)" != 0 ]; then

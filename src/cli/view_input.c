@@ -61,7 +61,7 @@ int cli_view_input(const char *what, const char *path, struct cli_view_input *in
 #endif
     if (snprintf(in->dir, sizeof in->dir, "%s/memscope-view-XXXXXX", ms_tmp_dir()) >=
             (int)sizeof in->dir ||
-        !mkdtemp(in->dir)) {
+        !ms_temp_dir_create(in->dir)) {
         in->dir[0] = 0;
         return cli_error("%s: cannot create a temporary directory: %s", what, strerror(errno));
     }
@@ -117,5 +117,6 @@ void cli_view_input_release(struct cli_view_input *in)
         unlink(side);
     }
     rmdir(in->dir);
+    ms_cleanup_forget(in->dir);
     in->dir[0] = 0;
 }

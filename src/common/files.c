@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,7 +40,7 @@ static unsigned long long random_tag(void)
 
 static int random_name(char *buf, size_t len, const char *path, const char *tag)
 {
-    int n = snprintf(buf, len, "%s%s%016llx", path, tag, random_tag());
+    int n = snprintf(buf, len, "%s%s%ld.%016llx", path, tag, (long)getpid(), random_tag());
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
@@ -62,6 +65,8 @@ int ms_temp_create(char *buf, size_t len, const char *path, const char *tag)
             continue; /* taken (by chance, or planted): another name */
         if (rc < 0)
             buf[0] = 0;
+        else
+            ms_cleanup_add(buf, 0);
         return rc;
     }
     buf[0] = 0;
@@ -88,8 +93,10 @@ int ms_db_path_check(const char *path)
             return -ENAMETOOLONG;
         cwd = strlen(dir) + 1;
     }
-    /* the longest name the conversion opens: "<path>.tmp.<16 digits>" and SQLite's journal */
-    if (random_name(tmp, sizeof tmp, path, ".tmp.") < 0 ||
+    /* the longest name the conversion opens: "<path>.tmp.<pid>.<16 digits>" (a pid of up to 7
+     * digits: pid_max is at most 2^22) and SQLite's journal */
+    int n = snprintf(tmp, sizeof tmp, "%s.tmp.4194304.0123456789abcdef", path);
+    if (n < 0 || (size_t)n >= sizeof tmp ||
         cwd + strlen(tmp) + sizeof "-journal" - 1 > MS_SQLITE_PATH_MAX)
         return -ENAMETOOLONG;
     return 0;
@@ -160,6 +167,8 @@ int ms_output_commit(struct ms_output *o)
         rc = -errno;
     if (rc < 0)
         ms_output_abort(o);
+    else if (o->tmp[0])
+        ms_cleanup_forget(o->tmp);
     o->tmp[0] = 0;
     return rc;
 }
@@ -169,7 +178,128 @@ void ms_output_abort(struct ms_output *o)
     if (o->fd >= 0)
         close(o->fd);
     o->fd = -1;
-    if (o->tmp[0])
+    if (o->tmp[0]) {
         unlink(o->tmp); /* ours: created with O_EXCL by ms_output_open */
+        ms_cleanup_forget(o->tmp);
+    }
     o->tmp[0] = 0;
+}
+
+char *ms_temp_dir_create(char *tmpl)
+{
+    if (!mkdtemp(tmpl))
+        return NULL;
+    ms_cleanup_add(tmpl, 1);
+    return tmpl;
+}
+
+/* The cleanup list. Entries are written by the process's one main thread of CLI work and read
+ * by the signal handler: a slot's state goes to 0 before its path changes and to 1 (or 2: a
+ * directory) after, so the handler never reads a path being written. */
+static struct {
+    volatile sig_atomic_t state; /* 0 free, 1 file, 2 directory */
+    char path[PATH_MAX + 64];
+} cleanup[MS_CLEANUP_MAX];
+static volatile pid_t cleanup_children[MS_CLEANUP_MAX];
+
+void ms_cleanup_add(const char *path, int is_dir)
+{
+    size_t n = strlen(path);
+    if (n >= sizeof cleanup[0].path)
+        return;
+    for (int i = 0; i < MS_CLEANUP_MAX; i++)
+        if (!cleanup[i].state) {
+            memcpy(cleanup[i].path, path, n + 1);
+            cleanup[i].state = is_dir ? 2 : 1;
+            return;
+        }
+}
+
+void ms_cleanup_forget(const char *path)
+{
+    for (int i = 0; i < MS_CLEANUP_MAX; i++)
+        if (cleanup[i].state && !strcmp(cleanup[i].path, path))
+            cleanup[i].state = 0;
+}
+
+void ms_cleanup_add_child(pid_t pid)
+{
+    for (int i = 0; i < MS_CLEANUP_MAX; i++)
+        if (!cleanup_children[i]) {
+            cleanup_children[i] = pid;
+            return;
+        }
+}
+
+void ms_cleanup_forget_child(pid_t pid)
+{
+    for (int i = 0; i < MS_CLEANUP_MAX; i++)
+        if (cleanup_children[i] == pid)
+            cleanup_children[i] = 0;
+}
+
+void ms_cleanup_reset(void)
+{
+    for (int i = 0; i < MS_CLEANUP_MAX; i++) {
+        cleanup[i].state = 0;
+        cleanup_children[i] = 0;
+    }
+}
+
+/* Removes name in directory dirfd, a directory's entries first (depth levels at most), with
+ * system calls only (a signal handler's). */
+static void remove_at(int dirfd, const char *name, int depth)
+{
+    if (unlinkat(dirfd, name, 0) == 0 || errno != EISDIR)
+        return;
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 && depth > 0) {
+        char buf[4096];
+        long n;
+        while ((n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
+            for (long off = 0; off < n;) {
+                struct linux_dirent64 {
+                    unsigned long long ino;
+                    long long off;
+                    unsigned short reclen;
+                    unsigned char type;
+                    char name[];
+                } *d = (void *)(buf + off);
+                if (strcmp(d->name, ".") && strcmp(d->name, ".."))
+                    remove_at(fd, d->name, depth - 1);
+                off += d->reclen;
+            }
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+void ms_cleanup_run(void)
+{
+    int saved = errno;
+    for (int i = 0; i < MS_CLEANUP_MAX; i++) {
+        pid_t pid = cleanup_children[i];
+        if (pid > 0) {
+            kill(pid, SIGTERM);
+            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+            cleanup_children[i] = 0;
+        }
+    }
+    for (int i = MS_CLEANUP_MAX - 1; i >= 0; i--) {
+        int state = cleanup[i].state;
+        if (state)
+            remove_at(AT_FDCWD, cleanup[i].path, state == 2 ? 2 : 0);
+        if (state == 1) { /* a temporary database's journal: SQLite's, beside our file */
+            char journal[sizeof cleanup[i].path + 8];
+            size_t n = strlen(cleanup[i].path);
+            memcpy(journal, cleanup[i].path, n);
+            memcpy(journal + n, "-journal", sizeof "-journal");
+            unlink(journal);
+        }
+        cleanup[i].state = 0;
+    }
+    errno = saved;
 }

@@ -8,6 +8,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Creates path, which must not exist, for writing (0600): a descriptor, or -errno. */
 int ms_file_create(const char *path);
@@ -32,11 +33,32 @@ int ms_output_commit(struct ms_output *o);
 /* Closes o->fd and removes the temporary file: the target is left as it was. */
 void ms_output_abort(struct ms_output *o);
 
-/* Creates a new temporary file beside path, "<path><tag><16 random hex digits>" (named in buf,
- * len bytes), for writing, 0600, O_EXCL and O_NOFOLLOW: no other process can guess the name
- * ahead, and a link planted at it is never followed. The descriptor, or -errno
- * (-ENAMETOOLONG when the name does not fit in buf). The caller removes buf when it gives up. */
+/* Creates a new temporary file beside path, "<path><tag><pid>.<16 random hex digits>" (named in
+ * buf, len bytes), for writing, 0600, O_EXCL and O_NOFOLLOW: no other process can guess the
+ * name ahead, and a link planted at it is never followed (the pid lets a parent find what a
+ * crashed child left). The descriptor, or -errno (-ENAMETOOLONG when the name does not fit in
+ * buf). The file is on the cleanup list (below) until the caller renames or removes it and
+ * calls ms_cleanup_forget(buf). */
 int ms_temp_create(char *buf, size_t len, const char *path, const char *tag);
+
+/* mkdtemp(tmpl) (0700, random), the directory then on the cleanup list until the caller
+ * removes it and calls ms_cleanup_forget(tmpl); tmpl, or NULL with errno set. */
+char *ms_temp_dir_create(char *tmpl);
+
+/* The cleanup list: the temporary files and directories this process made and has not yet
+ * renamed or removed, and the children working for it, so that a signal that ends memscope
+ * (SIGINT, SIGTERM, SIGHUP: the CLI's handler calls ms_cleanup_run) leaves nothing behind.
+ * At most MS_CLEANUP_MAX paths and children at once (past that, not removed on a signal). */
+#define MS_CLEANUP_MAX 32
+void ms_cleanup_add(const char *path, int is_dir);
+void ms_cleanup_forget(const char *path);
+void ms_cleanup_add_child(pid_t pid);
+void ms_cleanup_forget_child(pid_t pid);
+/* Empties the list (a forked child: its parent's entries are not its own). */
+void ms_cleanup_reset(void);
+/* Async-signal-safe: sends SIGTERM to each child on the list and waits for it (it removes its
+ * own), then removes each path (a directory with what is in it, two levels deep). */
+void ms_cleanup_run(void);
 
 /* A name as ms_temp_create's that does not exist yet, for a caller that creates the file
  * itself with O_EXCL|O_NOFOLLOW; 0, -ENAMETOOLONG or -EEXIST. */

@@ -757,6 +757,8 @@ out:
         sqlite3_close(m.db);
     if (rc && created)
         unlink(tmp);
+    if (created)
+        ms_cleanup_forget(tmp);
     free(m.ev);
     return rc;
 }

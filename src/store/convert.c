@@ -1527,6 +1527,8 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
         rc = conv__fail(&c, -errno, "cannot rename %s to %s: %s", tmp, o->db_path, strerror(errno));
     if (rc < 0 && tmp)
         unlink(tmp); /* created by open_db (O_EXCL): ours */
+    if (tmp)
+        ms_cleanup_forget(tmp);
     free((char *)tmp);
     if (rc < 0)
         memset(res, 0, sizeof *res);

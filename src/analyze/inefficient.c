@@ -15,6 +15,7 @@
  * (a hash map keyed by allocation_id, entries removed at the free), per process and per thread.
  * Memory: O(live blocks + flagged blocks). */
 #include "analyze.h"
+#include "common/ns.h"
 #include "common/db_ids.h"
 
 #include "common/ms_error.h"
@@ -103,13 +104,15 @@ unsigned ms_analyze_insight_flags(const struct ms_insight_thresholds *t, int64_t
                                   int64_t end_ns, int64_t first_ns, int64_t last_ns,
                                   int64_t max_gap)
 {
-    int64_t life = end_ns - alloc_ns;
+    int64_t life = ms_ns_sub(end_ns, alloc_ns); /* saturating: times from a database */
     unsigned f = 0;
     if (!first_ns)
         return 0;
-    if (first_ns - alloc_ns > 0 && over(first_ns - alloc_ns, life, t->lazy_ns, t->lazy_pct))
+    int64_t first = ms_ns_sub(first_ns, alloc_ns);
+    if (first > 0 && over(first, life, t->lazy_ns, t->lazy_pct))
         f |= MS_INEFF_LAZY;
-    if (last_ns - alloc_ns > 0 && over(end_ns - last_ns, life, t->delayed_ns, t->delayed_pct))
+    if (ms_ns_sub(last_ns, alloc_ns) > 0 &&
+        over(ms_ns_sub(end_ns, last_ns), life, t->delayed_ns, t->delayed_pct))
         f |= MS_INEFF_DELAYED;
     if (max_gap > 0 && over(max_gap, life, t->idle_ns, t->idle_pct))
         f |= MS_INEFF_LONG_IDLE;
@@ -229,6 +232,7 @@ static int on_row(struct state *s, int kind, int process, int64_t thread, int64_
 {
     if (process <= 0 || process >= s->nproc || thread < 0)
         return 0; /* not a row the store writes */
+    ts = ms_ns_clamp(ts); /* a hostile database's times: in range for the gaps below */
     struct proc *p = &s->procs[process];
     if (kind == EV_RANGE_START || kind == EV_RANGE_END) {
         int rc = grow_ints(&s->depth, &s->nthreads, (size_t)thread);

@@ -17,6 +17,7 @@
  * site that grows until the peak even when the program frees it all before exiting. */
 #include "analyze.h"
 
+#include "common/ns.h"
 #include "common/ms_error.h"
 #include "common/grow.h"
 
@@ -764,13 +765,13 @@ static int peak_slices(struct leaks *L, struct tpeak *tp, int64_t peak_event, in
     ms_u64map_init(&bystack, sizeof(size_t), MS_U64MAP_MAX);
     ms_u64map_init(&byowner, sizeof(size_t), MS_U64MAP_MAX);
     size_t acap = 0, ocap = 0;
-    double span = tp->peak_ns > tp->start_ns ? (double)(tp->peak_ns - tp->start_ns) : 1;
+    double span = tp->peak_ns > tp->start_ns ? (double)ms_ns_sub(tp->peak_ns, tp->start_ns) : 1;
     double aspan = (double)(peak_alloc - tp->first_alloc + 1);
     int rc = 0, s;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t stack = sqlite3_column_int64(st, 0), owner = sqlite3_column_int64(st, 1);
         int64_t size = sqlite3_column_int64(st, 2), at = sqlite3_column_int64(st, 3);
-        double f = (double)(at - tp->start_ns) / span;
+        double f = (double)ms_ns_sub(at, tp->start_ns) / span;
         int k = f <= 0 ? 0 : f >= 1 ? NSLICES - 1 : (int)(f * NSLICES);
         double fa = (double)(sqlite3_column_int64(st, 4) - tp->first_alloc) / aspan;
         int ka = fa <= 0 ? 0 : fa >= 1 ? NSLICES - 1 : (int)(fa * NSLICES);

@@ -491,8 +491,9 @@ static int pass1(struct conv *c)
 {
     c->trend_ok = !c->o->sink;
     for (size_t i = 0; i < c->nprocs; i++) /* meta.start_time_ns */
-        if (i == 0 || (int64_t)c->procs[i].tr.hdr.start_real_ns < c->run_start_ns)
-            c->run_start_ns = (int64_t)c->procs[i].tr.hdr.start_real_ns;
+        if (i == 0 ||
+            conv__epoch_ns(&c->procs[i], c->procs[i].tr.hdr.start_mono_ns) < c->run_start_ns)
+            c->run_start_ns = conv__epoch_ns(&c->procs[i], c->procs[i].tr.hdr.start_mono_ns);
     struct ms_trace_cursor *cur = calloc(1, sizeof *cur);
     if (!cur)
         return conv__oom(c, "cursor");
@@ -511,15 +512,18 @@ static int pass1(struct conv *c)
             for (;;) {
                 struct ms_heap_record h; /* most records: passed over on the fast path */
                 int64_t last = -1;
+                uint64_t last_raw = 0;
+                int any = 0;
                 while (ms_trace_cursor_next_heap(cur, &h))
-                    last = (int64_t)(h.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
+                    last_raw = h.ns, any = 1;
+                if (any)
+                    last = conv__epoch_ns(p, last_raw);
                 if (last > c->t1_guess)
                     c->t1_guess = last; /* the time of the last event, probably */
                 if (rc != 0 || ms_trace_cursor_next(cur, &r) != 1)
                     break;
                 if (event_record(&r)) {
-                    int64_t ts =
-                        (int64_t)(r.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
+                    int64_t ts = conv__epoch_ns(p, r.ns);
                     if (ts > c->t1_guess)
                         c->t1_guess = ts;
                 } else if (r.type == MS_REC_STACK)
@@ -590,14 +594,11 @@ static int stream_fill(struct conv *c, struct stream *s)
         case MS_REC_HEAP_ALLOC:
         case MS_REC_HEAP_FREE:
         case MS_REC_MMAP_ALLOC:
-        case MS_REC_MUNMAP:
-            /* Monotonic -> epoch; modular arithmetic gives the right answer either way. */
-            s->ts = (int64_t)(s->r.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
-            return 1;
+        case MS_REC_MUNMAP: s->ts = conv__epoch_ns(p, s->r.ns); return 1;
         case MS_REC_EXTENSION:
             if (!event_record(&s->r))
                 break; /* pass 1's records, or a later version's: skipped */
-            s->ts = (int64_t)(s->r.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
+            s->ts = conv__epoch_ns(p, s->r.ns);
             return 1;
         case MS_REC_LOST: p->lost += s->r.size; break;
         default: break; /* descriptions (pass 1) */
@@ -1221,7 +1222,7 @@ static int write_meta(struct conv *c)
     unsigned depth = c->o->call_stack_c;
     for (size_t i = 0; i < c->nprocs; i++) {
         const struct proc *p = &c->procs[i];
-        int64_t s = (int64_t)p->tr.hdr.start_real_ns;
+        int64_t s = conv__epoch_ns(p, p->tr.hdr.start_mono_ns);
         if (i == 0 || s < start)
             start = s;
         if (p->have_events && p->last_ns > end)

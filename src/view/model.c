@@ -6,6 +6,7 @@
 #include "model.h"
 
 #include "analyze/analyze.h"
+#include "common/ns.h"
 #include "common/db_ids.h"
 #include "common/grow.h"
 #include "common/ms_error.h"
@@ -245,6 +246,7 @@ static int on_row(struct loader *L, int kind, int64_t ts, int64_t proc, int64_t 
                   int64_t owner, const char *name, size_t len)
 {
     struct ms_view_model *m = L->m;
+    ts = ms_ns_clamp(ts); /* a hostile database's times: into the range api.c computes with */
     if (!m->events++)
         m->t0 = ts;
     if (ts > m->t1)

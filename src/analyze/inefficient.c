@@ -231,7 +231,7 @@ static int on_row(struct state *s, int kind, int process, int64_t thread, int64_
                   int64_t size, int64_t ts)
 {
     if (process <= 0 || process >= s->nproc || thread < 0)
-        return 0; /* not a row the store writes */
+        return 0;         /* not a row the store writes */
     ts = ms_ns_clamp(ts); /* a hostile database's times: in range for the gaps below */
     struct proc *p = &s->procs[process];
     if (kind == EV_RANGE_START || kind == EV_RANGE_END) {

@@ -193,11 +193,12 @@ char *ms_temp_dir_create(char *tmpl)
     return tmpl;
 }
 
-/* The cleanup list. Entries are written by the process's one main thread of CLI work and read
- * by the signal handler: a slot's state goes to 0 before its path changes and to 1 (or 2: a
- * directory) after, so the handler never reads a path being written. */
+/* The cleanup list, read by the signal handler. A slot is taken with an atomic exchange of its
+ * state from 0 (free) to 3 (being written: threads may add at once), and published as 1 (a
+ * file) or 2 (a directory) once its path is written, so the handler never reads a path being
+ * written. */
 static struct {
-    volatile sig_atomic_t state; /* 0 free, 1 file, 2 directory */
+    volatile sig_atomic_t state; /* 0 free, 1 file, 2 directory, 3 being written */
     char path[PATH_MAX + 64];
 } cleanup[MS_CLEANUP_MAX];
 static volatile pid_t cleanup_children[MS_CLEANUP_MAX];
@@ -207,19 +208,24 @@ void ms_cleanup_add(const char *path, int is_dir)
     size_t n = strlen(path);
     if (n >= sizeof cleanup[0].path)
         return;
-    for (int i = 0; i < MS_CLEANUP_MAX; i++)
-        if (!cleanup[i].state) {
+    for (int i = 0; i < MS_CLEANUP_MAX; i++) {
+        sig_atomic_t free_slot = 0;
+        if (__atomic_compare_exchange_n(&cleanup[i].state, &free_slot, 3, 0, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED)) {
             memcpy(cleanup[i].path, path, n + 1);
-            cleanup[i].state = is_dir ? 2 : 1;
+            __atomic_store_n(&cleanup[i].state, is_dir ? 2 : 1, __ATOMIC_RELEASE);
             return;
         }
+    }
 }
 
 void ms_cleanup_forget(const char *path)
 {
-    for (int i = 0; i < MS_CLEANUP_MAX; i++)
-        if (cleanup[i].state && !strcmp(cleanup[i].path, path))
-            cleanup[i].state = 0;
+    for (int i = 0; i < MS_CLEANUP_MAX; i++) {
+        sig_atomic_t state = __atomic_load_n(&cleanup[i].state, __ATOMIC_ACQUIRE);
+        if ((state == 1 || state == 2) && !strcmp(cleanup[i].path, path))
+            __atomic_store_n(&cleanup[i].state, 0, __ATOMIC_RELEASE);
+    }
 }
 
 void ms_cleanup_add_child(pid_t pid)
@@ -290,7 +296,7 @@ void ms_cleanup_run(void)
     }
     for (int i = MS_CLEANUP_MAX - 1; i >= 0; i--) {
         int state = cleanup[i].state;
-        if (state)
+        if (state == 1 || state == 2)
             remove_at(AT_FDCWD, cleanup[i].path, state == 2 ? 2 : 0);
         if (state == 1) { /* a temporary database's journal: SQLite's, beside our file */
             char journal[sizeof cleanup[i].path + 8];

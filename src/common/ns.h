@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#define MS_NS_MAX ((int64_t)1 << 62) /* about the year 2116 */
+#define MS_NS_MAX (((int64_t)1 << 62) - 1) /* about the year 2116: two of them add up */
 
 /* t brought into [0, MS_NS_MAX]. */
 static inline int64_t ms_ns_clamp(int64_t t)

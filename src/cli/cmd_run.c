@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The CSV's database beside it: "<out>.csv.db.<16 hex digits>" (files.h). */
+/* The CSV's database beside it: "<out>.csv.db.<pid>.<16 hex digits>" (files.h). */
 #define CSV_DB_TAG ".db."
 
 /* Where a run writes (plan_output). */
@@ -267,7 +267,7 @@ static int plan_output(const struct run_options *o, struct run_paths *p)
      * not after it (the database's temporary name, and a CSV's database, as cmd_run names it) */
     char probe[PATH_MAX + 160];
     snprintf(probe, sizeof probe, "%s%s", p->out_file,
-             o->format == FMT_CSV ? CSV_DB_TAG "0123456789abcdef" : "");
+             o->format == FMT_CSV ? CSV_DB_TAG "4194304.0123456789abcdef" : "");
     if (ms_db_path_check(probe) < 0) {
         cli_error("cannot write '%s': the path is too long (SQLite opens databases whose "
                   "absolute path, with the temporary name memscope adds, is at most %d bytes); "

@@ -267,7 +267,10 @@ def _ineff_csv(path, idle_threshold):
     for aid, b in live.items():
         if b[4]:
             found[aid] = b
-    return [{"allocation_id": aid, "size": b[5], "layer": b[6],
+    # the layer as text (bytes that are not UTF-8, read as surrogates to copy them back
+    # unchanged, become U+FFFD here: printable, and what the database's JSON says too)
+    return [{"allocation_id": aid, "size": b[5],
+             "layer": b[6].encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
              "types": [t for t in INEFFICIENT_TYPES if t in b[4]]}
             for aid, b in sorted(found.items(), key=lambda kv: (-kv[1][5], kv[0]))]
 

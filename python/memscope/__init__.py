@@ -206,11 +206,20 @@ def _write():
     if fmt == "trace":
         return _state["trace_dir"]
     out = _state["out"]
-    db = out + ".tmp.db" if fmt == "csv" else out
     from . import _store  # the converter: SQLite and libdw, loaded only here
-    _store.convert(_state["trace_dir"], db, list(sys.argv), _state["c_depth"])
-    if fmt == "csv":
+    if fmt != "csv":
+        _store.convert(_state["trace_dir"], out, list(sys.argv), _state["c_depth"])
+        return out
+    # the CSV's database: a new file beside it with a name no one can guess (mkstemp: O_EXCL,
+    # 0600), which the conversion replaces and which is removed once the CSV is written
+    import tempfile
+    fd, db = tempfile.mkstemp(prefix=os.path.basename(out) + ".", suffix=".tmp.db",
+                              dir=os.path.dirname(out) or ".")
+    os.close(fd)
+    try:
+        _store.convert(_state["trace_dir"], db, list(sys.argv), _state["c_depth"])
         _store.export_csv(db, out)
+    finally:
         os.unlink(db)
     return out
 

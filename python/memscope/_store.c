@@ -8,8 +8,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <errno.h>
 #include <stdio.h>
 
+#include "common/files.h"
 #include "store/store.h"
 
 /* convert(trace_dir, db_path, argv, call_stack_c, no_dump=False): ms_store_convert in this
@@ -75,13 +77,23 @@ static PyObject *n_export_csv(PyObject *self, PyObject *args)
     const char *db, *csv;
     if (!PyArg_ParseTuple(args, "ss:export_csv", &db, &csv))
         return NULL;
-    FILE *f = fopen(csv, "w");
-    if (!f)
+    struct ms_output mo; /* a new file renamed over csv (files.h) */
+    int orc = ms_output_open(&mo, csv);
+    FILE *f = orc == 0 ? fdopen(mo.fd, "w") : NULL;
+    if (!f) {
+        errno = orc < 0 ? -orc : errno;
+        ms_output_abort(&mo);
         return PyErr_SetFromErrnoWithFilename(PyExc_OSError, csv);
+    }
     char err[512] = "";
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = ms_store_export_csv(db, f, err, sizeof err);
     Py_END_ALLOW_THREADS if (fclose(f) != 0 && rc == 0) rc = -1;
+    mo.fd = -1; /* fclose closed it */
+    if (rc == 0)
+        rc = ms_output_commit(&mo);
+    else
+        ms_output_abort(&mo);
     if (rc < 0) {
         PyErr_Format(PyExc_RuntimeError, "memscope: cannot write %s: %s", csv,
                      err[0] ? err : "error");

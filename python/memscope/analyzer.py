@@ -7,13 +7,17 @@ or msMemScope's own) as msMemScope does: device memory (Event Type HAL) per devi
 the MSTX marks of one name. check_inefficient runs `memscope analyze inefficient --write-back`
 on a database, which records the findings in it, as msMemScope appends them to its input; on a
 CSV it applies the same rules here and writes the findings into the MALLOC rows' Attr.
-Inputs are hostile: a regular file, at most 8 GiB, a path of at most 4096 characters."""
+Inputs are hostile: a regular file, at most 8 GiB, a path of at most 4096 characters; a CSV is
+read strictly (the csv module's strict mode, a UTF-8 byte-order mark allowed, numbers in ASCII
+digits only), and one it cannot read is refused with ValueError naming the line."""
 import csv
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
+import tempfile
 
 MAX_INPUT = 8 << 30
 MAX_PATH = 4096
@@ -57,7 +61,50 @@ def _check_input(path, suffixes, writable=False):
     return path
 
 
-_SIZE = re.compile(r"(?:^|[{,])size:(\d+)")
+_SIZE = re.compile(r"(?:^|[{,])size:([0-9]+)")
+_INT = re.compile(r"-?[0-9]+")
+_DEFUSED = re.compile(r"'+[=+\-@\t\r]")
+
+
+def _text(field):
+    """A name or stack field as the program gave it: memscope's CSV export puts one more single
+    quote in front of text a spreadsheet would take for a formula (docs/cli.md); taken off."""
+    return field[1:] if _DEFUSED.match(field) else field
+
+
+def _int(text):
+    """text as an int when it is one in ASCII digits (int() also takes "1_0", " 10" and other
+    scripts' digits), else None."""
+    return int(text) if isinstance(text, str) and _INT.fullmatch(text) else None
+
+
+def _csv_records(f, path):
+    """(text, row, line) for each record of the open CSV file f (opened with newline=""), as the
+    csv module reads it in strict mode: text is the record's exact text (its lines, line ends
+    included), row its fields, line the number of its last line; the header's byte-order mark
+    is left in text and taken off row. ValueError (naming path and the line) for a record the
+    csv module cannot read exactly: a quote inside a quoted field not doubled, a NUL, a quoted
+    field never closed."""
+    csv.field_size_limit(1 << 24)
+    raw = []
+
+    def lines():
+        for line in f:
+            raw.append(line)
+            yield line
+    reader = csv.reader(lines(), strict=True)
+    first = True
+    try:
+        for row in reader:
+            text = "".join(raw)
+            raw.clear()
+            if first and row and row[0].startswith("\ufeff"):
+                row[0] = row[0][1:]
+            first = False
+            yield text, row, reader.line_num
+    except csv.Error as e:
+        raise ValueError("%s: line %d: %s (not a CSV memscope can read back exactly)"
+                         % (path, reader.line_num, e)) from None
 
 
 def check_leaks(input_path, mstx_info, start_index=0):
@@ -75,20 +122,22 @@ def check_leaks(input_path, mstx_info, start_index=0):
     marks, rows = [], []
     csv.field_size_limit(1 << 24)
     with open(path, newline="", encoding="utf-8", errors="replace") as f:
-        reader = csv.DictReader(f)
+        records = _csv_records(f, path)
+        head = next(records, (None, None, 0))[1]
         need = {"ID", "Event", "Event Type", "Name", "Device Id", "Ptr", "Attr"}
-        if not reader.fieldnames or not need <= set(reader.fieldnames):
+        if not head or not need <= set(head):
             raise ValueError("%s: not msMemScope's CSV (columns %s)" % (path, sorted(need)))
-        for r in reader:
-            try:
-                rid = int(r["ID"])
-            except (TypeError, ValueError):
+        for _, row, _ in records:
+            r = dict(zip(head, row))
+            rid = _int(r.get("ID"))
+            if rid is None or len(row) != len(head):
                 continue
-            if r["Event"] == "MSTX" and r["Event Type"] == "Mark" and r["Name"] == mstx_info:
+            if r["Event"] == "MSTX" and r["Event Type"] == "Mark" and \
+                    _text(r["Name"]) == mstx_info:
                 marks.append(rid)
             elif r["Event Type"] == "HAL" and r["Event"] in ("MALLOC", "FREE") and \
                     r["Device Id"] not in ("N/A", "", None):
-                m = _SIZE.search(r["Attr"] or "")
+                m = _SIZE.search(r["Attr"])
                 rows.append((rid, r["Event"], r["Device Id"], r["Ptr"], int(m.group(1)) if m else 0))
     marks.sort()
     if len(marks) < start_index + 3:
@@ -158,7 +207,7 @@ def _ineff_db(path, mem_size, types, idle_threshold):
     p = subprocess.run([_memscope_bin(), "analyze", "inefficient", path, "--write-back",
                         "--idle-threshold", str(idle_threshold), "--top", "1000000000",
                         "--json"],
-                       capture_output=True, text=True)
+                       capture_output=True, encoding="utf-8", errors="replace")
     if p.returncode != 0:
         raise RuntimeError("check_inefficient: %s" % (p.stderr.strip() or p.returncode))
     import json
@@ -167,7 +216,7 @@ def _ineff_db(path, mem_size, types, idle_threshold):
             any(t in b.get("types", ()) for t in types)]
 
 
-_AID = re.compile(r"(?:^|[{,])\"?allocation_id\"?:\"?(\d+)")
+_AID = re.compile(r"(?:^|[{,])\"?allocation_id\"?:\"?([0-9]+)")
 _CSV_NEED = ("ID", "Event", "Event Type", "Name", "Process Id", "Thread Id", "Attr")
 
 
@@ -195,31 +244,33 @@ def _ineff_csv(path, idle_threshold):
     part, as every memory layer does there. Memory: the live blocks and the findings."""
     csv.field_size_limit(1 << 24)
     procs, depth, live, found = {}, {}, {}, {}
-    with open(path, newline="", encoding="utf-8", errors="replace") as f:
-        reader = csv.reader(f)
-        head = next(reader, None)
+    with open(path, newline="", encoding="utf-8", errors="surrogateescape") as f:
+        records = _csv_records(f, path)
+        head = next(records, (None, None, 0))[1]
         if not head or not all(c in head for c in _CSV_NEED):
             raise ValueError("%s: not msMemScope's CSV (columns %s)" % (path, list(_CSV_NEED)))
         ci = {c: head.index(c) for c in _CSV_NEED}
         last = None
-        for r in reader:
+        for _, r, line in records:
             if len(r) != len(head):
                 raise ValueError("%s: line %d: %d fields, the header has %d"
-                                 % (path, reader.line_num, len(r), len(head)))
-            try:
-                rid = int(r[ci["ID"]])
-            except ValueError:
+                                 % (path, line, len(r), len(head)))
+            rid = _int(r[ci["ID"]])
+            if rid is None:
                 raise ValueError("%s: line %d: ID %r is not a number"
-                                 % (path, reader.line_num, r[ci["ID"]])) from None
+                                 % (path, line, r[ci["ID"]]))
             if last is not None and rid <= last:
                 raise ValueError("%s: line %d: ID %d after %d (the rows must be in ID order)"
-                                 % (path, reader.line_num, rid, last))
+                                 % (path, line, rid, last))
             last = rid
             _ineff_row(r, ci, idle_threshold, procs, depth, live, found)
     for aid, b in live.items():
         if b[4]:
             found[aid] = b
-    return [{"allocation_id": aid, "size": b[5], "layer": b[6],
+    # the layer as text (bytes that are not UTF-8, read as surrogates to copy them back
+    # unchanged, become U+FFFD here: printable, and what the database's JSON says too)
+    return [{"allocation_id": aid, "size": b[5],
+             "layer": b[6].encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
              "types": [t for t in INEFFICIENT_TYPES if t in b[4]]}
             for aid, b in sorted(found.items(), key=lambda kv: (-kv[1][5], kv[0]))]
 
@@ -289,53 +340,86 @@ def _ineff_row(r, ci, idle_threshold, procs, depth, live, found):
 _INEFF_ATTR = re.compile(r",?\"?inefficient_type\"?:\"?[a-z_,]*\"?(?=}$)")
 
 
+def _ineff_flag(row, ci, flagged):
+    """row with its Attr ending in `inefficient_type:<a>[,<b>]` when it is the MALLOC of a
+    flagged block (an earlier value replaced); None when it stays as it is."""
+    if len(row) <= max(ci.values()) or row[ci["Event"]] != "MALLOC":
+        return None
+    attr = row[ci["Attr"]]
+    aid = _AID.search(attr)
+    types = flagged.get(int(aid.group(1))) if aid else None
+    if not types or not attr.endswith("}"):
+        return None
+    a = _INEFF_ATTR.sub("", attr)
+    row = list(row)
+    row[ci["Attr"]] = a[:-1] + ",inefficient_type:" + ",".join(types) + "}"
+    return row
+
+
 def _ineff_csv_write(path, flagged):
     """Rewrites the CSV with the flagged blocks' MALLOC Attr ending in
-    `inefficient_type:<a>[,<b>]` (an earlier value replaced); every other record is copied as
-    it was. Records may span lines (stacks): a record starts on a line read outside quotes."""
+    `inefficient_type:<a>[,<b>]` (an earlier value replaced); every other record is copied byte
+    for byte. Records are the csv module's (strict: _csv_records), so a record that spans lines
+    (stacks) or holds a stray quote stays whole. Written into a new file beside it (a random
+    name, O_EXCL, 0600 until it takes the file's mode and owner), which must read back to the
+    same records but for the Attr added, then renamed over it: on any failure the file is left
+    as it was (ValueError when it cannot be read back exactly)."""
     if not flagged:
         return
     import io
     path = os.path.realpath(path)   # a symbolic link keeps pointing at the rewritten file
-    d = os.path.dirname(path)
-    tmp = os.path.join(d, ".%s.memscope-%d.tmp" % (os.path.basename(path), os.getpid()))
-    ci = None
+    d, base = os.path.split(path)
+    st = os.stat(path)
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % base, suffix=".memscope.tmp", dir=d)
     try:
         with open(path, newline="", encoding="utf-8", errors="surrogateescape") as f, \
-                open(tmp, "w", newline="", encoding="utf-8", errors="surrogateescape") as out:
-            rec = []
-            inq = False
-            for line in f:
-                rec.append(line)
-                inq ^= line.count('"') % 2 == 1
-                if inq:
-                    continue
-                text = "".join(rec)
-                rec = []
+                os.fdopen(fd, "w", newline="", encoding="utf-8", errors="surrogateescape") as out:
+            ci = None
+            for text, row, _ in _csv_records(f, path):
                 if ci is None:
-                    head = next(csv.reader(io.StringIO(text)))
-                    ci = {c: head.index(c) for c in ("ID", "Event", "Attr")}
-                elif text.split(",", 2)[1:2] == ["MALLOC"]:
-                    r = next(csv.reader(io.StringIO(text)))
-                    try:
-                        aid = _AID.search(r[ci["Attr"]])
-                        types = flagged.get(int(aid.group(1))) if aid else None
-                    except (ValueError, IndexError):
-                        types = None
-                    if types and r[ci["Attr"]].endswith("}"):
-                        a = _INEFF_ATTR.sub("", r[ci["Attr"]])
-                        r[ci["Attr"]] = a[:-1] + ",inefficient_type:" + ",".join(types) + "}"
+                    ci = {c: row.index(c) for c in ("ID", "Event", "Attr")}
+                else:
+                    new = _ineff_flag(row, ci, flagged)
+                    if new is not None:
                         buf = io.StringIO()
                         csv.writer(buf, lineterminator=text[len(text.rstrip("\r\n")):] or
-                                   "\n").writerow(r)
+                                   "\n").writerow(new)
                         text = buf.getvalue()
                 out.write(text)
-            out.write("".join(rec))
-        shutil.copymode(path, tmp)
+            out.flush()
+            os.fchmod(out.fileno(), stat.S_IMODE(st.st_mode))
+            if (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
+                try:   # root rewriting another user's file: it stays theirs
+                    os.fchown(out.fileno(), st.st_uid, st.st_gid)
+                except OSError:
+                    pass
+        _ineff_csv_verify(path, tmp, flagged)
         os.replace(tmp, path)
+        tmp = None
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None:
             os.unlink(tmp)
+
+
+def _ineff_csv_verify(path, tmp, flagged):
+    """ValueError unless tmp's records are path's with the flagged Attr added."""
+    with open(path, newline="", encoding="utf-8", errors="surrogateescape") as f, \
+            open(tmp, newline="", encoding="utf-8", errors="surrogateescape") as g:
+        a, b = _csv_records(f, path), _csv_records(g, tmp)
+        ci = None
+        while True:
+            ra, rb = next(a, None), next(b, None)
+            if ra is None and rb is None:
+                return
+            want = None if ra is None else ra[1]
+            if ci is None and want is not None:
+                ci = {c: want.index(c) for c in ("ID", "Event", "Attr")}
+            elif want is not None:
+                want = _ineff_flag(want, ci, flagged) or want
+            if rb is None or want != rb[1]:
+                raise ValueError("%s: line %d: the rewritten CSV does not read back to the same "
+                                 "record; the file is left as it was"
+                                 % (path, ra[2] if ra else rb[2]))
 
 
 class LeaksAnalyzer:

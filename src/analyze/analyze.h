@@ -197,21 +197,28 @@ void ms_json_finish(struct ms_json *j);
 /* Returns 1 when table has a column named column, 0 otherwise (also for a missing table). */
 int ms__has_column(sqlite3 *db, const char *table, const char *column);
 
-/* Writes an SQL condition on the layer column col that selects the layers an analysis covers:
+/* Formats the statement fmt (sqlite3_mprintf's format: %q and %w for text from outside) and
+ * prepares it into *st: no SQL text of a fixed size. SQLite's code (SQLITE_OK on success);
+ * *st is NULL on failure. */
+int ms__prepare(sqlite3 *db, sqlite3_stmt **st, const char *fmt, ...);
+
+/* An SQL condition on the layer column col that selects the layers an analysis covers:
  * o->layer when set, else every memory layer: all but the annotation layer 0 and the regions
- * that pools carve from (pools.reserve_layer). */
-void ms__layer_filter(sqlite3 *db, const struct ms_analyze_opts *o, const char *col, char *buf,
-                      size_t len);
+ * that pools carve from (pools.reserve_layer, a subquery: any number of pools). The caller frees
+ * it with sqlite3_free; NULL when out of memory. */
+char *ms__layer_filter(sqlite3 *db, const struct ms_analyze_opts *o, const char *col);
 
 /* The layers ms__layer_filter selects, as a test in C (for rows that do not come from SQL). */
-#define MS_MAX_RESERVE 64
 struct ms_layer_set {
-    int layer;                   /* o->layer, 0: every memory layer but ... */
-    int reserve[MS_MAX_RESERVE]; /* ... the regions pools carve from (pools.reserve_layer) */
+    int layer;    /* o->layer, 0: every memory layer but ... */
+    int *reserve; /* ... the regions pools carve from (pools.reserve_layer), sorted */
     int nreserve;
 };
-/* Loads the set for o; 0 or MS_EDB. */
+/* Loads the set for o (the caller releases it with ms__layer_set_release); 0, MS_EDB or
+ * MS_ENOMEM (nothing to release then). */
 int ms__layer_set_load(sqlite3 *db, const struct ms_analyze_opts *o, struct ms_layer_set *s);
+/* Frees s's contents; s may be zeroed or released already. */
+void ms__layer_set_release(struct ms_layer_set *s);
 /* 1 when layer is selected. */
 int ms__layer_selected(const struct ms_layer_set *s, int64_t layer);
 

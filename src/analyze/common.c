@@ -10,6 +10,7 @@
 #include "store/store.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -127,43 +128,44 @@ void ms_human_bytes(char *out, size_t len, long long b)
 
 /* Helpers shared by compare, inefficient, decompose and fragmentation (analyze.h). */
 
+int ms__prepare(sqlite3 *db, sqlite3_stmt **st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *sql = sqlite3_vmprintf(fmt, ap);
+    va_end(ap);
+    *st = NULL;
+    if (!sql)
+        return SQLITE_NOMEM;
+    int rc = sqlite3_prepare_v2(db, sql, -1, st, NULL);
+    sqlite3_free(sql);
+    return rc;
+}
+
 int ms__has_column(sqlite3 *db, const char *table, const char *column)
 {
     sqlite3_stmt *st;
     int found = 0;
-    char q[160];
-    snprintf(q, sizeof q, "SELECT 1 FROM pragma_table_info('%s') WHERE name = ?", table);
-    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", -1, &st,
+                           NULL) != SQLITE_OK)
         return 0;
-    sqlite3_bind_text(st, 1, column, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
     found = sqlite3_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);
     return found;
 }
 
-void ms__layer_filter(sqlite3 *db, const struct ms_analyze_opts *o, const char *col, char *buf,
-                      size_t len)
+char *ms__layer_filter(sqlite3 *db, const struct ms_analyze_opts *o, const char *col)
 {
-    if (o->layer > 0) {
-        snprintf(buf, len, "%s = %d", col, o->layer);
-        return;
-    }
-    char ids[MS_MAX_RESERVE * 12 + 16] = "";
-    size_t n = 0;
-    sqlite3_stmt *st;
-    if (ms__has_column(db, "pools", "reserve_layer") &&
-        sqlite3_prepare_v2(db, "SELECT reserve_layer FROM pools ORDER BY 1", -1, &st, NULL) ==
-            SQLITE_OK) {
-        /* NEEDSWORK: beyond MS_MAX_RESERVE pools their regions are counted too. */
-        for (int i = 0; i < MS_MAX_RESERVE && sqlite3_step(st) == SQLITE_ROW; i++)
-            n += (size_t)snprintf(ids + n, sizeof ids - n, "%s%d", n ? ", " : "",
-                                  sqlite3_column_int(st, 0));
-        sqlite3_finalize(st);
-    }
-    if (n)
-        snprintf(buf, len, "%s > 0 AND %s NOT IN (%s)", col, col, ids);
-    else
-        snprintf(buf, len, "%s > 0", col);
+    if (o->layer > 0)
+        return sqlite3_mprintf("%s = %d", col, o->layer);
+    /* a subquery, not a list: any number of pools (a list cut at a fixed size broke the SQL) */
+    if (ms__has_column(db, "pools", "reserve_layer"))
+        return sqlite3_mprintf("%s > 0 AND %s NOT IN (SELECT reserve_layer FROM pools WHERE "
+                               "reserve_layer IS NOT NULL)",
+                               col, col);
+    return sqlite3_mprintf("%s > 0", col);
 }
 
 int ms__layer_set_load(sqlite3 *db, const struct ms_analyze_opts *o, struct ms_layer_set *s)
@@ -173,14 +175,33 @@ int ms__layer_set_load(sqlite3 *db, const struct ms_analyze_opts *o, struct ms_l
     sqlite3_stmt *st;
     if (o->layer > 0 || !ms__has_column(db, "pools", "reserve_layer"))
         return 0;
-    if (sqlite3_prepare_v2(db, "SELECT reserve_layer FROM pools ORDER BY 1", -1, &st, NULL) !=
-        SQLITE_OK)
+    if (sqlite3_prepare_v2(db,
+                           "SELECT DISTINCT reserve_layer FROM pools WHERE reserve_layer IS NOT "
+                           "NULL ORDER BY 1",
+                           -1, &st, NULL) != SQLITE_OK)
         return MS_EDB;
-    /* as ms__layer_filter: the first MS_MAX_RESERVE only */
-    while (s->nreserve < MS_MAX_RESERVE && sqlite3_step(st) == SQLITE_ROW)
+    /* as ms__layer_filter: every pool's */
+    size_t cap = 0;
+    int rc = 0, step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if ((rc = ms_grow((void **)&s->reserve, &cap, (size_t)s->nreserve, sizeof *s->reserve, 16,
+                          MS_GROW_MAX)) < 0)
+            break;
         s->reserve[s->nreserve++] = sqlite3_column_int(st, 0);
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = MS_EDB;
     sqlite3_finalize(st);
-    return 0;
+    if (rc < 0)
+        ms__layer_set_release(s);
+    return rc;
+}
+
+void ms__layer_set_release(struct ms_layer_set *s)
+{
+    free(s->reserve);
+    s->reserve = NULL;
+    s->nreserve = 0;
 }
 
 int ms__layer_selected(const struct ms_layer_set *s, int64_t layer)
@@ -189,19 +210,24 @@ int ms__layer_selected(const struct ms_layer_set *s, int64_t layer)
         return layer == s->layer;
     if (layer <= 0)
         return 0;
-    for (int i = 0; i < s->nreserve; i++)
-        if (layer == s->reserve[i])
+    size_t lo = 0, hi = s->nreserve; /* sorted: a binary search */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->reserve[mid] == layer)
             return 0;
+        if (s->reserve[mid] < layer)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return 1;
 }
 
 int ms__computed(sqlite3 *db, const char *table)
 {
-    char sql[128];
-    snprintf(sql, sizeof sql, "SELECT 1 FROM %s LIMIT 1", table);
     sqlite3_stmt *st;
     int yes = 0;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK)
+    if (ms__prepare(db, &st, "SELECT 1 FROM \"%w\" LIMIT 1", table) == SQLITE_OK)
         yes = sqlite3_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);
     return yes;

@@ -133,36 +133,41 @@ struct result {
 static int load_side(const struct side *sd, const struct ms_analyze_opts *o, int idx,
                      struct result *res, char *err, size_t errlen)
 {
-    char filter[640], q[1400];
-    ms__layer_filter(sd->db, o, "b.layer", filter, sizeof filter);
-    char stepc[48] = "";
-    if (sd->step > 0)
-        snprintf(stepc, sizeof stepc, " AND b.step = %d", sd->step);
+    char *filter = ms__layer_filter(sd->db, o, "b.layer");
+    if (!filter) {
+        snprintf(err, errlen, "compare: out of memory");
+        return MS_ENOMEM;
+    }
+    const char *stepc = sd->step > 0 ? " AND b.step = ?1" : "";
     /* One scan: grouped by (layer, stack, owner), then summed by site and by owner here. A
      * compact database has these sums by (process, layer, stack, owner, step) in site_stats. */
-    if (ms__computed(sd->db, "site_stats") && !ms__retagged(sd->db))
-        snprintf(q, sizeof q,
-                 "SELECT l.name, b.stack_id, %s, SUM(b.allocs), SUM(b.alloc_bytes), "
-                 "SUM(b.live_blocks), TOTAL(b.live_bytes) "
-                 "FROM site_stats b LEFT JOIN layers l ON l.id = b.layer %s WHERE %s%s "
-                 "GROUP BY b.layer, b.stack_id%s",
-                 sd->has_owner ? "w.label" : "NULL",
-                 sd->has_owner ? "LEFT JOIN owners w ON w.id = b.owner_id" : "", filter, stepc,
-                 sd->has_owner ? ", b.owner_id" : "");
-    else
-        snprintf(q, sizeof q,
-                 "SELECT l.name, b.stack_id, %s, COUNT(*), SUM(b.size), SUM(b.free_ns IS NULL), "
-                 "TOTAL(CASE WHEN b.free_ns IS NULL THEN b.size END) "
-                 "FROM blocks b LEFT JOIN layers l ON l.id = b.layer %s WHERE %s%s "
-                 "GROUP BY b.layer, b.stack_id%s",
-                 sd->has_owner ? "w.label" : "NULL",
-                 sd->has_owner ? "LEFT JOIN owners w ON w.id = b.owner_id" : "", filter, stepc,
-                 sd->has_owner ? ", b.owner_id" : "");
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(sd->db, q, -1, &st, NULL) != SQLITE_OK) {
+    int prc;
+    if (ms__computed(sd->db, "site_stats") && !ms__retagged(sd->db))
+        prc = ms__prepare(sd->db, &st,
+                          "SELECT l.name, b.stack_id, %s, SUM(b.allocs), SUM(b.alloc_bytes), "
+                          "SUM(b.live_blocks), TOTAL(b.live_bytes) "
+                          "FROM site_stats b LEFT JOIN layers l ON l.id = b.layer %s WHERE %s%s "
+                          "GROUP BY b.layer, b.stack_id%s",
+                          sd->has_owner ? "w.label" : "NULL",
+                          sd->has_owner ? "LEFT JOIN owners w ON w.id = b.owner_id" : "", filter,
+                          stepc, sd->has_owner ? ", b.owner_id" : "");
+    else
+        prc = ms__prepare(sd->db, &st,
+                          "SELECT l.name, b.stack_id, %s, COUNT(*), SUM(b.size), "
+                          "SUM(b.free_ns IS NULL), TOTAL(CASE WHEN b.free_ns IS NULL THEN b.size "
+                          "END) FROM blocks b LEFT JOIN layers l ON l.id = b.layer %s WHERE %s%s "
+                          "GROUP BY b.layer, b.stack_id%s",
+                          sd->has_owner ? "w.label" : "NULL",
+                          sd->has_owner ? "LEFT JOIN owners w ON w.id = b.owner_id" : "", filter,
+                          stepc, sd->has_owner ? ", b.owner_id" : "");
+    sqlite3_free(filter);
+    if (prc != SQLITE_OK) {
         snprintf(err, errlen, "compare: %s", sqlite3_errmsg(sd->db));
-        return MS_EDB;
+        return prc == SQLITE_NOMEM ? MS_ENOMEM : MS_EDB;
     }
+    if (sd->step > 0)
+        sqlite3_bind_int(st, 1, sd->step);
     int rc = 0, s;
     int64_t last_stack = -1;
     char site[512] = "";

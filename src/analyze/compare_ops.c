@@ -179,6 +179,7 @@ int load_ops(sqlite3 *db, const struct ms_analyze_opts *o, int step, struct opse
     if (ms_store_is_compact(db)) { /* the same rows from its traces */
         if ((rc = ms__layer_set_load(db, o, &x.layers)) == 0)
             rc = ms_store_replay(sqlite3_db_filename(db, "main"), op_replayed, &x, err, errlen);
+        ms__layer_set_release(&x.layers);
         if (rc < 0) {
             for (size_t i = 0; i < x.nthreads; i++)
                 free(x.threads[i]);
@@ -188,15 +189,17 @@ int load_ops(sqlite3 *db, const struct ms_analyze_opts *o, int step, struct opse
             return rc; /* err says why */
         }
     } else {
-        char filter[640], q[900];
-        ms__layer_filter(db, o, "layer", filter, sizeof filter);
-        snprintf(q, sizeof q,
-                 "SELECT id, kind, process_id, thread_id, size, name FROM events "
-                 "WHERE kind IN (" MS_SQL_RANGE_START ", " MS_SQL_RANGE_END ") OR "
-                 "(kind = " MS_SQL_MALLOC " AND %s) ORDER BY id",
-                 filter);
-        if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) {
-            rc = MS_EDB;
+        char *filter = ms__layer_filter(db, o, "layer");
+        int prc =
+            !filter ? SQLITE_NOMEM
+                    : ms__prepare(db, &st,
+                                  "SELECT id, kind, process_id, thread_id, size, name FROM "
+                                  "events WHERE kind IN (" MS_SQL_RANGE_START ", " MS_SQL_RANGE_END
+                                  ") OR (kind = " MS_SQL_MALLOC " AND %s) ORDER BY id",
+                                  filter);
+        sqlite3_free(filter);
+        if (prc != SQLITE_OK) {
+            rc = prc == SQLITE_NOMEM ? MS_ENOMEM : MS_EDB;
             goto done;
         }
         while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW)

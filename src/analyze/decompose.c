@@ -478,21 +478,25 @@ static int scan(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, str
                                  sizeof s->err);
         ms_u64map_release(&x.owner_of);
         ms_u64map_release(&x.pid_of);
+        ms__layer_set_release(&x.layers);
         if (rc < 0)
             return rc;
     } else {
-        char filter[640], q[1200];
-        ms__layer_filter(db, o, "e.layer", filter, sizeof filter);
-        snprintf(q, sizeof q,
-                 "SELECT e.id, e.kind, e.ts_ns, e.size, %s, %s, p.pid FROM events e "
-                 "LEFT JOIN blocks b ON b.allocation_id = e.allocation_id "
-                 "LEFT JOIN processes p ON p.id = e.process_id "
-                 "WHERE (e.kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ") AND e.allocation_id IS NOT "
-                 "NULL AND %s)%s ORDER BY e.id",
-                 has_owner ? "b.owner_id" : "NULL", nstepproc ? "e.name" : "NULL", filter,
-                 nstepproc ? " OR e.kind = " MS_SQL_STEP : "");
-        if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
-            return MS_EDB;
+        char *filter = ms__layer_filter(db, o, "e.layer");
+        if (!filter)
+            return MS_ENOMEM;
+        int prc = ms__prepare(db, &st,
+                              "SELECT e.id, e.kind, e.ts_ns, e.size, %s, %s, p.pid FROM events e "
+                              "LEFT JOIN blocks b ON b.allocation_id = e.allocation_id "
+                              "LEFT JOIN processes p ON p.id = e.process_id "
+                              "WHERE (e.kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE
+                              ") AND e.allocation_id IS NOT "
+                              "NULL AND %s)%s ORDER BY e.id",
+                              has_owner ? "b.owner_id" : "NULL", nstepproc ? "e.name" : "NULL",
+                              filter, nstepproc ? " OR e.kind = " MS_SQL_STEP : "");
+        sqlite3_free(filter);
+        if (prc != SQLITE_OK)
+            return prc == SQLITE_NOMEM ? MS_ENOMEM : MS_EDB;
         int r;
         while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW)
             rc = on_row(&x, sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1),
@@ -520,36 +524,40 @@ static int scan(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, str
 static int build_tree(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner,
                       struct node *root, int proc, int64_t eid, int64_t ts)
 {
-    char filter[640], q[1600], procc[40] = "";
-    ms__layer_filter(db, o, "b.layer", filter, sizeof filter);
-    if (proc > 0)
-        snprintf(procc, sizeof procc, " AND b.process_id = %d", proc);
+    char *filter = ms__layer_filter(db, o, "b.layer");
+    if (!filter)
+        return MS_ENOMEM;
+    const char *procc = proc > 0 ? " AND b.process_id = ?3" : "";
     /* Live at event eid: allocated by it, and not ended by it (by a free event, or -- for a
      * block replaced without a free -- by time). */
-    if (o->by_stack) /* the Python stack when there is one, else the native one */
-        snprintf(q, sizeof q,
-                 "SELECT l.name, NULL, COUNT(*), SUM(b.size), s.id "
-                 "FROM blocks b LEFT JOIN layers l ON l.id = b.layer "
-                 "LEFT JOIN stacks s ON s.id = b.stack_id "
-                 "WHERE %s%s AND b.alloc_event_id <= ?1 AND (b.free_ns IS NULL "
-                 "OR (b.free_event_id IS NOT NULL AND b.free_event_id > ?1) "
-                 "OR (b.free_event_id IS NULL AND b.free_ns > ?2)) "
-                 "GROUP BY b.layer, b.stack_id",
-                 filter, procc);
-    else
-        snprintf(q, sizeof q,
-                 "SELECT l.name, %s, COUNT(*), SUM(b.size) FROM blocks b "
-                 "LEFT JOIN layers l ON l.id = b.layer %s "
-                 "WHERE %s%s AND b.alloc_event_id <= ?1 AND (b.free_ns IS NULL "
-                 "OR (b.free_event_id IS NOT NULL AND b.free_event_id > ?1) "
-                 "OR (b.free_event_id IS NULL AND b.free_ns > ?2)) "
-                 "GROUP BY b.layer, %s",
-                 has_owner ? "w.label" : "NULL",
-                 has_owner ? "LEFT JOIN owners w ON w.id = b.owner_id" : "", filter, procc,
-                 has_owner ? "b.owner_id" : "1");
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
-        return MS_EDB;
+    int prc;
+    if (o->by_stack) /* the Python stack when there is one, else the native one */
+        prc = ms__prepare(db, &st,
+                          "SELECT l.name, NULL, COUNT(*), SUM(b.size), s.id "
+                          "FROM blocks b LEFT JOIN layers l ON l.id = b.layer "
+                          "LEFT JOIN stacks s ON s.id = b.stack_id "
+                          "WHERE %s%s AND b.alloc_event_id <= ?1 AND (b.free_ns IS NULL "
+                          "OR (b.free_event_id IS NOT NULL AND b.free_event_id > ?1) "
+                          "OR (b.free_event_id IS NULL AND b.free_ns > ?2)) "
+                          "GROUP BY b.layer, b.stack_id",
+                          filter, procc);
+    else
+        prc = ms__prepare(db, &st,
+                          "SELECT l.name, %s, COUNT(*), SUM(b.size) FROM blocks b "
+                          "LEFT JOIN layers l ON l.id = b.layer %s "
+                          "WHERE %s%s AND b.alloc_event_id <= ?1 AND (b.free_ns IS NULL "
+                          "OR (b.free_event_id IS NOT NULL AND b.free_event_id > ?1) "
+                          "OR (b.free_event_id IS NULL AND b.free_ns > ?2)) "
+                          "GROUP BY b.layer, %s",
+                          has_owner ? "w.label" : "NULL",
+                          has_owner ? "LEFT JOIN owners w ON w.id = b.owner_id" : "", filter, procc,
+                          has_owner ? "b.owner_id" : "1");
+    sqlite3_free(filter);
+    if (prc != SQLITE_OK)
+        return prc == SQLITE_NOMEM ? MS_ENOMEM : MS_EDB;
+    if (proc > 0)
+        sqlite3_bind_int(st, 3, proc);
     sqlite3_bind_int64(st, 1, eid);
     sqlite3_bind_int64(st, 2, ts);
     /* the Python stack when there is one, else the native one (made from the stack tree) */

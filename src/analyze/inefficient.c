@@ -16,6 +16,7 @@
  * Memory: O(live blocks + flagged blocks). */
 #include "analyze.h"
 #include "common/term_text.h"
+#include "common/ns.h"
 #include "common/db_ids.h"
 
 #include "common/ms_error.h"
@@ -104,13 +105,15 @@ unsigned ms_analyze_insight_flags(const struct ms_insight_thresholds *t, int64_t
                                   int64_t end_ns, int64_t first_ns, int64_t last_ns,
                                   int64_t max_gap)
 {
-    int64_t life = end_ns - alloc_ns;
+    int64_t life = ms_ns_sub(end_ns, alloc_ns); /* saturating: times from a database */
     unsigned f = 0;
     if (!first_ns)
         return 0;
-    if (first_ns - alloc_ns > 0 && over(first_ns - alloc_ns, life, t->lazy_ns, t->lazy_pct))
+    int64_t first = ms_ns_sub(first_ns, alloc_ns);
+    if (first > 0 && over(first, life, t->lazy_ns, t->lazy_pct))
         f |= MS_INEFF_LAZY;
-    if (last_ns - alloc_ns > 0 && over(end_ns - last_ns, life, t->delayed_ns, t->delayed_pct))
+    if (ms_ns_sub(last_ns, alloc_ns) > 0 &&
+        over(ms_ns_sub(end_ns, last_ns), life, t->delayed_ns, t->delayed_pct))
         f |= MS_INEFF_DELAYED;
     if (max_gap > 0 && over(max_gap, life, t->idle_ns, t->idle_pct))
         f |= MS_INEFF_LONG_IDLE;
@@ -229,7 +232,8 @@ static int on_row(struct state *s, int kind, int process, int64_t thread, int64_
                   int64_t size, int64_t ts)
 {
     if (process <= 0 || process >= s->nproc || thread < 0)
-        return 0; /* not a row the store writes */
+        return 0;         /* not a row the store writes */
+    ts = ms_ns_clamp(ts); /* a hostile database's times: in range for the gaps below */
     struct proc *p = &s->procs[process];
     if (kind == EV_RANGE_START || kind == EV_RANGE_END) {
         int rc = grow_ints(&s->depth, &s->nthreads, (size_t)thread);
@@ -328,17 +332,21 @@ static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
             return 0;
         if ((rc = ms__layer_set_load(db, s->o, &s->layers)) == 0)
             rc = ms_store_replay(sqlite3_db_filename(db, "main"), on_replayed, s, err, errlen);
+        ms__layer_set_release(&s->layers);
         if (rc < 0)
             return rc;
     } else {
-        char filter[640], q[1000];
-        ms__layer_filter(db, s->o, "layer", filter, sizeof filter);
-        snprintf(q, sizeof q,
-                 "SELECT id, kind, process_id, thread_id, allocation_id, size, ts_ns FROM events "
-                 "WHERE kind IN (" MS_SQL_RANGE_START ", " MS_SQL_RANGE_END ", " MS_SQL_ACCESS
-                 ") OR (kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ") AND %s) ORDER BY id",
-                 filter);
-        if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) {
+        char *filter = ms__layer_filter(db, s->o, "layer");
+        int prc = !filter ? SQLITE_NOMEM
+                          : ms__prepare(db, &st,
+                                        "SELECT id, kind, process_id, thread_id, allocation_id, "
+                                        "size, ts_ns FROM events WHERE kind IN (" MS_SQL_RANGE_START
+                                        ", " MS_SQL_RANGE_END ", " MS_SQL_ACCESS
+                                        ") OR (kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE
+                                        ") AND %s) ORDER BY id",
+                                        filter);
+        sqlite3_free(filter);
+        if (prc != SQLITE_OK) {
             snprintf(err, errlen, "inefficient: %s", sqlite3_errmsg(db));
             return MS_EDB;
         }

@@ -1,7 +1,11 @@
-/* json.c: a minimal streaming JSON writer for the analyses' --json output. */
+/* json.c: a minimal streaming JSON writer for the analyses' and the viewer's JSON. Its strings are
+ * always valid JSON: control characters escaped, bytes that are not UTF-8 written as U+FFFD. */
 #include "analyze.h"
 
+#include "common/utf8.h"
+
 #include <math.h>
+#include <string.h>
 
 void ms_json_init(struct ms_json *j, FILE *f)
 {
@@ -21,10 +25,17 @@ static void put_string(FILE *f, const char *s)
         case '\r': fputs("\\r", f); break;
         case '\t': fputs("\\t", f); break;
         default:
-            if (*p < 0x20)
+            if (*p < 0x20) {
                 fprintf(f, "\\u%04x", *p);
-            else
+            } else if (*p >= 0x80) { /* JSON is UTF-8: other bytes as U+FFFD (utf8.h) */
+                size_t len = ms_utf8_len(p, strnlen((const char *)p, 4));
+                if (len)
+                    fwrite(p, 1, len, f), p += len - 1;
+                else
+                    fputs("\\ufffd", f);
+            } else {
                 fputc(*p, f);
+            }
         }
     }
     fputc('"', f);

@@ -17,6 +17,7 @@
  * site that grows until the peak even when the program frees it all before exiting. */
 #include "analyze.h"
 
+#include "common/ns.h"
 #include "common/ms_error.h"
 #include "common/grow.h"
 
@@ -349,7 +350,7 @@ static void finish_group(struct ggroup *g, const struct proc_steps *p, int warmu
 /* The computation and its result, part by part. */
 struct leaks {
     struct ms_actx *x;
-    char layer_sql[256];
+    char *layer_sql; /* ms__layer_filter's */
     int has_owner, has_steps;
     /* (a) blocks live at exit, by (process, layer, call site) */
     struct site_row *live;
@@ -392,13 +393,11 @@ static void proc_label(const struct ms_names *n, int64_t id, char *buf, size_t l
 /* Part (a): blocks live at exit by call site. */
 static int live_at_exit(struct leaks *L)
 {
-    char sql[1024];
-    snprintf(sql, sizeof sql,
-             "SELECT b.process_id, b.layer, b.stack_id, %s, count(*), sum(b.size) FROM blocks b "
-             "WHERE b.free_ns IS NULL AND %s GROUP BY 1, 2, 3, 4",
-             L->has_owner ? "b.owner_id" : "NULL", L->layer_sql);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(L->x->db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (ms__prepare(L->x->db, &st,
+                    "SELECT b.process_id, b.layer, b.stack_id, %s, count(*), sum(b.size) FROM "
+                    "blocks b WHERE b.free_ns IS NULL AND %s GROUP BY 1, 2, 3, 4",
+                    L->has_owner ? "b.owner_id" : "NULL", L->layer_sql) != SQLITE_OK)
         return db_fail(L, "live blocks");
     size_t cap = 0;
     int rc = 0, s;
@@ -436,18 +435,16 @@ static int step_check(struct leaks *L)
 {
     if (!L->has_steps)
         return 0;
-    char sql[1536];
-    snprintf(sql, sizeof sql,
-             "SELECT b.allocation_id, b.process_id, b.layer, b.addr, b.size, b.step, "
-             "b.stack_id, %s, s.step FROM blocks b JOIN steps s "
-             "ON s.process_id = b.process_id AND s.step = b.step + 1 "
-             "WHERE b.step > ? AND s.end_event_id IS NOT NULL AND %s AND "
-             "(b.free_ns IS NULL OR b.free_event_id > s.end_event_id OR "
-             "(b.free_event_id IS NULL AND b.free_ns > s.end_ns)) "
-             "ORDER BY b.process_id, b.allocation_id",
-             L->has_owner ? "b.owner_id" : "NULL", L->layer_sql);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(L->x->db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (ms__prepare(L->x->db, &st,
+                    "SELECT b.allocation_id, b.process_id, b.layer, b.addr, b.size, b.step, "
+                    "b.stack_id, %s, s.step FROM blocks b JOIN steps s "
+                    "ON s.process_id = b.process_id AND s.step = b.step + 1 "
+                    "WHERE b.step > ? AND s.end_event_id IS NOT NULL AND %s AND "
+                    "(b.free_ns IS NULL OR b.free_event_id > s.end_event_id OR "
+                    "(b.free_event_id IS NULL AND b.free_ns > s.end_ns)) "
+                    "ORDER BY b.process_id, b.allocation_id",
+                    L->has_owner ? "b.owner_id" : "NULL", L->layer_sql) != SQLITE_OK)
         return db_fail(L, "step check");
     sqlite3_bind_int(st, 1, L->x->o->warmup);
     int rc = 0, s;
@@ -522,12 +519,10 @@ static int growth(struct leaks *L)
         goto done;
 
     /* One pass over the blocks allocated before the last step end. */
-    char sql[1024];
-    snprintf(sql, sizeof sql,
-             "SELECT b.process_id, b.layer, b.size, b.alloc_event_id, b.free_event_id, "
-             "b.free_ns, b.stack_id, %s FROM blocks b WHERE b.alloc_event_id < ? AND %s",
-             L->has_owner ? "b.owner_id" : "NULL", L->layer_sql);
-    if (sqlite3_prepare_v2(L->x->db, sql, -1, &st, NULL) != SQLITE_OK) {
+    if (ms__prepare(L->x->db, &st,
+                    "SELECT b.process_id, b.layer, b.size, b.alloc_event_id, b.free_event_id, "
+                    "b.free_ns, b.stack_id, %s FROM blocks b WHERE b.alloc_event_id < ? AND %s",
+                    L->has_owner ? "b.owner_id" : "NULL", L->layer_sql) != SQLITE_OK) {
         rc = db_fail(L, "blocks");
         goto done;
     }
@@ -753,15 +748,13 @@ static int peak_slices(struct leaks *L, struct tpeak *tp, int64_t peak_event, in
     int rc0 = first_alloc(L, tp);
     if (rc0)
         return rc0;
-    char sql[768];
-    snprintf(
-        sql, sizeof sql,
-        "SELECT stack_id, %s, size, alloc_ns, allocation_id FROM blocks WHERE allocation_id <= ?1 AND "
-        "process_id = ?2 AND layer = ?3 AND alloc_event_id <= ?4 AND (free_ns IS NULL OR "
-        "free_event_id > ?4 OR (free_event_id IS NULL AND free_ns > ?5))",
-        L->has_owner ? "owner_id" : "NULL");
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(L->x->db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (ms__prepare(L->x->db, &st,
+                    "SELECT stack_id, %s, size, alloc_ns, allocation_id FROM blocks WHERE "
+                    "allocation_id <= ?1 AND process_id = ?2 AND layer = ?3 AND alloc_event_id <= "
+                    "?4 AND (free_ns IS NULL OR free_event_id > ?4 OR (free_event_id IS NULL AND "
+                    "free_ns > ?5))",
+                    L->has_owner ? "owner_id" : "NULL") != SQLITE_OK)
         return db_fail(L, "blocks at the peak");
     sqlite3_bind_int64(st, 1, peak_alloc);
     sqlite3_bind_int64(st, 2, tp->process_id);
@@ -772,13 +765,13 @@ static int peak_slices(struct leaks *L, struct tpeak *tp, int64_t peak_event, in
     ms_u64map_init(&bystack, sizeof(size_t), MS_U64MAP_MAX);
     ms_u64map_init(&byowner, sizeof(size_t), MS_U64MAP_MAX);
     size_t acap = 0, ocap = 0;
-    double span = tp->peak_ns > tp->start_ns ? (double)(tp->peak_ns - tp->start_ns) : 1;
+    double span = tp->peak_ns > tp->start_ns ? (double)ms_ns_sub(tp->peak_ns, tp->start_ns) : 1;
     double aspan = (double)(peak_alloc - tp->first_alloc + 1);
     int rc = 0, s;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t stack = sqlite3_column_int64(st, 0), owner = sqlite3_column_int64(st, 1);
         int64_t size = sqlite3_column_int64(st, 2), at = sqlite3_column_int64(st, 3);
-        double f = (double)(at - tp->start_ns) / span;
+        double f = (double)ms_ns_sub(at, tp->start_ns) / span;
         int k = f <= 0 ? 0 : f >= 1 ? NSLICES - 1 : (int)(f * NSLICES);
         double fa = (double)(sqlite3_column_int64(st, 4) - tp->first_alloc) / aspan;
         int ka = fa <= 0 ? 0 : fa >= 1 ? NSLICES - 1 : (int)(fa * NSLICES);
@@ -1475,15 +1468,17 @@ static void render_json(const struct leaks *L)
     ms_json_finish(&j);
 }
 
-/* Starts L on x: the layer filter, and whether the database has owners and ended steps. */
-static void leaks_init(struct leaks *L, struct ms_actx *x)
+/* Starts L on x: the layer filter, and whether the database has owners and ended steps. 0, or
+ * MS_ENOMEM (L is then ready for leaks_release all the same). */
+static int leaks_init(struct leaks *L, struct ms_actx *x)
 {
     sqlite3 *db = x->db;
     memset(L, 0, sizeof *L);
     L->x = x;
     ms_u64map_init(&L->gsites.map, sizeof(size_t), MS_U64MAP_MAX);
     ms_u64map_init(&L->gowners.map, sizeof(size_t), MS_U64MAP_MAX);
-    ms__layer_filter(db, x->o, "b.layer", L->layer_sql, sizeof L->layer_sql);
+    if (!(L->layer_sql = ms__layer_filter(db, x->o, "b.layer")))
+        return oom(L);
     L->has_owner = ms__has_column(db, "blocks", "owner_id");
     L->has_steps =
         ms__has_column(db, "blocks", "step") && ms__has_column(db, "steps", "end_event_id");
@@ -1494,6 +1489,7 @@ static void leaks_init(struct leaks *L, struct ms_actx *x)
             sqlite3_step(st) == SQLITE_ROW;
         sqlite3_finalize(st);
     }
+    return 0;
 }
 
 static void leaks_release(struct leaks *L)
@@ -1510,14 +1506,14 @@ static void leaks_release(struct leaks *L)
         free(L->tpeaks[i].owners);
     }
     free(L->tpeaks);
+    sqlite3_free(L->layer_sql);
 }
 
 int ms_analyze_leaks(struct ms_actx *x)
 {
     struct leaks L;
-    leaks_init(&L, x);
-    int rc;
-    if ((rc = live_at_exit(&L)) == 0 && (rc = step_check(&L)) == 0 && (rc = growth(&L)) == 0 &&
+    int rc = leaks_init(&L, x);
+    if (!rc && (rc = live_at_exit(&L)) == 0 && (rc = step_check(&L)) == 0 && (rc = growth(&L)) == 0 &&
         (rc = growth_without_steps(&L)) == 0)
         (x->o->json ? render_json : render_text)(&L);
     leaks_release(&L);
@@ -1527,10 +1523,9 @@ int ms_analyze_leaks(struct ms_actx *x)
 int ms__leaks_verdict(struct ms_actx *x, struct ms_leak_verdict *v)
 {
     struct leaks L;
-    leaks_init(&L, x);
+    int rc = leaks_init(&L, x);
     memset(v, 0, sizeof *v);
-    int rc;
-    if ((rc = growth(&L)) == 0 && (rc = growth_without_steps(&L)) == 0) {
+    if (!rc && (rc = growth(&L)) == 0 && (rc = growth_without_steps(&L)) == 0) {
         struct verdict w = verdict_of(&L);
         v->on_steps = L.has_steps;
         v->judged = w.judged;

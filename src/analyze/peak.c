@@ -48,7 +48,7 @@ struct parts {
 /* The computation and its result: the peaks and what was live at each. */
 struct pctx {
     struct ms_actx *x;
-    char layer_sql[256];
+    char *layer_sql; /* ms__layer_filter's, while compute runs */
     struct peak *peaks;
     size_t npeaks;
     struct parts sites, owners;
@@ -76,13 +76,12 @@ static int cmp_peak(const void *a, const void *b)
 /* Pass 1: replay events, find each (process, layer)'s first maximum. */
 static int find_peaks(struct pctx *P)
 {
-    char sql[512];
-    snprintf(sql, sizeof sql,
-             "SELECT id, ts_ns, kind, layer, process_id, addr, size, allocation_id FROM events e "
-             "WHERE kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ") AND %s ORDER BY id",
-             P->layer_sql);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(P->x->db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (ms__prepare(P->x->db, &st,
+                    "SELECT id, ts_ns, kind, layer, process_id, addr, size, allocation_id FROM "
+                    "events e WHERE kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE
+                    ") AND %s ORDER BY id",
+                    P->layer_sql) != SQLITE_OK)
         return db_fail(P, "events");
     struct ms_live live;
     ms__live_init(&live);
@@ -172,16 +171,15 @@ static int64_t first_event_at(sqlite3_stmt *seek, int64_t ns, int64_t lo, int64_
  * its time). */
 static int peaks_from_stats(struct pctx *P)
 {
-    char sql[512];
     int have_ids = ms__has_column(P->x->db, "process_stats", "peak_event_id");
-    snprintf(sql, sizeof sql,
-             "SELECT process_id, layer, peak_bytes, peak_ns, %s FROM process_stats e "
-             "WHERE allocs > 0 AND %s ORDER BY process_id, layer",
-             have_ids ? "peak_event_id, peak_allocation_id" : "NULL, NULL", P->layer_sql);
     sqlite3_stmt *st = NULL, *ev = NULL, *seek = NULL, *ids = NULL;
     int ok = 1, s = SQLITE_DONE;
     size_t cap = 0;
-    if (sqlite3_prepare_v2(P->x->db, sql, -1, &st, NULL) != SQLITE_OK ||
+    if (ms__prepare(P->x->db, &st,
+                    "SELECT process_id, layer, peak_bytes, peak_ns, %s FROM process_stats e "
+                    "WHERE allocs > 0 AND %s ORDER BY process_id, layer",
+                    have_ids ? "peak_event_id, peak_allocation_id" : "NULL, NULL",
+                    P->layer_sql) != SQLITE_OK ||
         sqlite3_prepare_v2(P->x->db,
                            "SELECT id, allocation_id FROM events WHERE id >= ?4 AND "
                            "id < ?5 AND process_id = ?1 AND ts_ns = ?2 AND kind = " MS_SQL_MALLOC
@@ -353,17 +351,15 @@ static int live_at_peaks(struct pctx *P, struct parts *sites, struct parts *owne
      * one scan per peak with the liveness test in SQL returns only the live blocks (much
      * cheaper than stepping over every row); with many, one scan for all of them. */
     int per_peak = P->npeaks <= 4;
-    char sql[768];
-    snprintf(sql, sizeof sql,
-             "SELECT process_id, layer, size, alloc_event_id, free_event_id, free_ns, stack_id, "
-             "%s FROM blocks WHERE allocation_id <= ?1%s",
-             has_owner ? "owner_id" : "NULL",
-             per_peak ? " AND +process_id = ?2 AND +layer = ?3 AND alloc_event_id <= ?4 AND "
-                        "(free_ns IS NULL OR free_event_id > ?4 OR "
-                        "(free_event_id IS NULL AND free_ns > ?5))"
-                      : "");
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(P->x->db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (ms__prepare(P->x->db, &st,
+                    "SELECT process_id, layer, size, alloc_event_id, free_event_id, free_ns, "
+                    "stack_id, %s FROM blocks WHERE allocation_id <= ?1%s",
+                    has_owner ? "owner_id" : "NULL",
+                    per_peak ? " AND +process_id = ?2 AND +layer = ?3 AND alloc_event_id <= ?4 "
+                               "AND (free_ns IS NULL OR free_event_id > ?4 OR "
+                               "(free_event_id IS NULL AND free_ns > ?5))"
+                             : "") != SQLITE_OK)
         return db_fail(P, "blocks");
     int rc = 0, s = SQLITE_DONE;
     size_t cur = 0;
@@ -451,12 +447,11 @@ static int live_at_peaks(struct pctx *P, struct parts *sites, struct parts *owne
     return 0;
 }
 
-/* Fills P: each peak, its details, and what was live at it. */
-static int compute(struct pctx *P)
+/* Fills P: each peak, its details, and what was live at it (P->layer_sql set). */
+static int compute_with_filter(struct pctx *P)
 {
     sqlite3 *db = P->x->db;
     int rc;
-    ms__layer_filter(db, P->x->o, "e.layer", P->layer_sql, sizeof P->layer_sql);
     int fast = ms__has_column(db, "process_stats", "peak_ns") && peaks_from_stats(P);
     if (fast) {
         if ((rc = live_at_peaks(P, &P->sites, &P->owners)) < 0)
@@ -481,6 +476,17 @@ static int compute(struct pctx *P)
         return rc;
     P->start_ns = ms__run_start_ns(db);
     return 0;
+}
+
+/* Fills P: each peak, its details, and what was live at it. */
+static int compute(struct pctx *P)
+{
+    if (!(P->layer_sql = ms__layer_filter(P->x->db, P->x->o, "e.layer")))
+        return oom(P);
+    int rc = compute_with_filter(P);
+    sqlite3_free(P->layer_sql);
+    P->layer_sql = NULL;
+    return rc;
 }
 
 /* The run [*i, *e) of ps that belongs to peak. */

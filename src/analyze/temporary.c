@@ -141,13 +141,11 @@ static int on_replayed(void *ctx, const struct ms_store_row *r)
 /* The counts a compact database's conversion made (site_stats, for the default layers). */
 static int from_site_stats(struct ms_actx *x, const char *layer_sql, struct tresult *r)
 {
-    char sql[512];
     sqlite3_stmt *st;
-    snprintf(sql, sizeof sql,
-             "SELECT process_id, layer, stack_id, allocs, alloc_bytes, temporary, "
-             "temporary_bytes FROM site_stats e WHERE %s",
-             layer_sql);
-    if (sqlite3_prepare_v2(x->db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (ms__prepare(x->db, &st,
+                    "SELECT process_id, layer, stack_id, allocs, alloc_bytes, temporary, "
+                    "temporary_bytes FROM site_stats e WHERE %s",
+                    layer_sql) != SQLITE_OK)
         return ms__actx_db_fail(x, "site_stats");
     int rc = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -184,14 +182,12 @@ static int from_events(struct ms_actx *x, const char *layer_sql, struct tresult 
             rc = ms_store_replay(sqlite3_db_filename(x->db, "main"), on_replayed, &t, x->err,
                                  x->errlen);
     } else {
-        char sql[512];
         sqlite3_stmt *st;
-        snprintf(sql, sizeof sql,
-                 "SELECT kind, layer, process_id, thread_id, allocation_id, stack_id, size "
-                 "FROM events e WHERE kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ") AND %s "
-                 "ORDER BY id",
-                 layer_sql);
-        if (sqlite3_prepare_v2(x->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        if (ms__prepare(x->db, &st,
+                        "SELECT kind, layer, process_id, thread_id, allocation_id, stack_id, size "
+                        "FROM events e WHERE kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ") AND %s "
+                        "ORDER BY id",
+                        layer_sql) != SQLITE_OK) {
             rc = ms__actx_db_fail(x, "events");
             goto out;
         }
@@ -213,16 +209,19 @@ static int from_events(struct ms_actx *x, const char *layer_sql, struct tresult 
 out:
     free(t.threads);
     ms_u64map_release(&t.bykey);
+    ms__layer_set_release(&t.layers);
     return rc;
 }
 
 /* Fills r: the counts, stacks turned into call sites and merged, groups ranked. */
 static int compute(struct ms_actx *x, struct tresult *r)
 {
-    char layer_sql[256];
-    ms__layer_filter(x->db, x->o, "e.layer", layer_sql, sizeof layer_sql);
+    char *layer_sql = ms__layer_filter(x->db, x->o, "e.layer");
+    if (!layer_sql)
+        return ms__actx_oom(x);
     int rc = !x->o->layer && ms__computed(x->db, "site_stats") ? from_site_stats(x, layer_sql, r)
                                                                : from_events(x, layer_sql, r);
+    sqlite3_free(layer_sql);
     if (rc < 0)
         return rc;
     struct site_stat *v = r->v;

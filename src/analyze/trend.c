@@ -268,6 +268,7 @@ static int replay(struct tctx *T)
         if ((rc = ms__layer_set_load(T->x->db, T->x->o, &T->layers)) == 0)
             rc = ms_store_replay(sqlite3_db_filename(T->x->db, "main"), on_replayed, T, T->x->err,
                                  T->x->errlen);
+        ms__layer_set_release(&T->layers);
         if (rc < 0) {
             ms__live_release(&T->live);
             return rc;
@@ -276,13 +277,17 @@ static int replay(struct tctx *T)
     }
 
     int has_name = ms__has_column(T->x->db, "events", "name");
-    char layer_sql[256], sql[768];
-    ms__layer_filter(T->x->db, T->x->o, "e.layer", layer_sql, sizeof layer_sql);
-    snprintf(sql, sizeof sql,
-             "SELECT ts_ns, kind, layer, process_id, addr, size, allocation_id, %s FROM events e "
-             "WHERE (kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ") AND %s)%s ORDER BY id",
-             has_name ? "name" : "NULL", layer_sql, has_name ? " OR kind = " MS_SQL_STEP : "");
-    if (sqlite3_prepare_v2(T->x->db, sql, -1, &st, NULL) != SQLITE_OK) {
+    char *layer_sql = ms__layer_filter(T->x->db, T->x->o, "e.layer");
+    int prc = !layer_sql
+                  ? SQLITE_NOMEM
+                  : ms__prepare(T->x->db, &st,
+                                "SELECT ts_ns, kind, layer, process_id, addr, size, "
+                                "allocation_id, %s FROM events e WHERE (kind IN (" MS_SQL_MALLOC
+                                ", " MS_SQL_FREE ") AND %s)%s ORDER BY id",
+                                has_name ? "name" : "NULL", layer_sql,
+                                has_name ? " OR kind = " MS_SQL_STEP : "");
+    sqlite3_free(layer_sql);
+    if (prc != SQLITE_OK) {
         ms__live_release(&T->live);
         goto db_fail;
     }

@@ -75,9 +75,11 @@ static int pack_locked(const char *path, int workers, struct ms_pack_stats *tota
         return -1;
     }
     struct ms_pack_stats st;
+    ms_cleanup_add(tmp, 0); /* a name no one can guess: ms_pack_file creates it (O_EXCL) */
     rc = ms_pack_file(path, tmp, workers, &st);
     if (rc == 0 && rename(tmp, path) < 0)
         rc = -errno;
+    ms_cleanup_forget(tmp);
     if (rc < 0) {
         if (rc != -EEXIST)
             unlink(tmp); /* created by ms_pack_file (O_EXCL), unless it was there already */

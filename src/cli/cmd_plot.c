@@ -11,6 +11,7 @@
 #include "cli.h"
 
 #include "analyze/analyze.h"
+#include "common/files.h"
 #include "common/ms_error.h"
 #include "plot_raster.h"
 
@@ -418,15 +419,16 @@ int cmd_plot(int argc, char **argv)
                  base ? base + 1 : db_path, layer ? ", layer " : "", layer ? layer : "");
         title = deftitle;
     }
-    /* a temporary file renamed over the output: a failed write leaves no half image */
+    /* a new file renamed over the output (files.h): a failed write leaves no half image */
     FILE *f = stdout;
-    char tmp[4200];
+    struct ms_output mo = {.fd = -1};
     if (out_path) {
-        if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out_path, (long)getpid()) >= (int)sizeof tmp)
-            return free(marks), usage_error("plot: output path too long");
-        if (!(f = fopen(tmp, "w"))) {
+        int orc = ms_output_open(&mo, out_path);
+        if (orc < 0 || !(f = fdopen(mo.fd, "w"))) {
+            int e = orc < 0 ? -orc : errno;
+            ms_output_abort(&mo);
             free(marks);
-            return cli_error("plot: cannot write %s: %s", out_path, strerror(errno)), 1;
+            return cli_error("plot: cannot write %s: %s", out_path, strerror(e)), 1;
         }
     }
     errno = 0;
@@ -435,11 +437,15 @@ int cmd_plot(int argc, char **argv)
     free(marks);
     if (out_path) {
         bad |= ferror(f);
-        bad |= fclose(f) != 0;
-        if (bad || rename(tmp, out_path) != 0) {
-            int e = werr ? werr : errno;
-            unlink(tmp);
-            return cli_error("plot: cannot write %s: %s", out_path, strerror(e)), 1;
+        if (fclose(f) != 0 && !bad)
+            bad = 1, werr = errno;
+        mo.fd = -1; /* fclose closed it */
+        int crc = bad ? 0 : ms_output_commit(&mo);
+        if (bad || crc < 0) {
+            ms_output_abort(&mo);
+            return cli_error("plot: cannot write %s: %s", out_path,
+                             bad ? strerror(werr ? werr : EIO) : ms_strerror(crc)),
+                   1;
         }
         cli_log(1, "plot: wrote %s", out_path);
     } else if (bad || fflush(stdout) != 0 || ferror(stdout)) {

@@ -32,6 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The CSV's database beside it: "<out>.csv.db.<pid>.<16 hex digits>" (files.h). */
+#define CSV_DB_TAG ".db."
+
 /* Where a run writes (plan_output). */
 struct run_paths {
     time_t run_start;
@@ -261,6 +264,23 @@ static int plan_output(const struct run_options *o, struct run_paths *p)
         cli_error("cannot resolve '%s': %s", p->trace_dir, strerror(errno));
         return 1;
     }
+    if (o->format == FMT_TRACE)
+        return 0;
+    if (!p->out_is_file)
+        snprintf(p->out_file, sizeof p->out_file, "%s/%s_%s%s", p->out_dir,
+                 o->format == FMT_COMPACT ? "memscope" : "memscope_dump", p->stamp, p->suffix);
+    /* SQLite opens no path longer than MS_SQLITE_PATH_MAX: said now, before the program runs,
+     * not after it (the database's temporary name, and a CSV's database, as cmd_run names it) */
+    char probe[PATH_MAX + 160];
+    snprintf(probe, sizeof probe, "%s%s", p->out_file,
+             o->format == FMT_CSV ? CSV_DB_TAG "4194304.0123456789abcdef" : "");
+    if (ms_db_path_check(probe) < 0) {
+        cli_error("cannot write '%s': the path is too long (SQLite opens databases whose "
+                  "absolute path, with the temporary name memscope adds, is at most %d bytes); "
+                  "the program was not started",
+                  p->out_file, MS_SQLITE_PATH_MAX - (int)sizeof "-journal" + 1);
+        return 1;
+    }
     return 0;
 }
 
@@ -478,14 +498,13 @@ int cmd_run(int argc, char **argv)
                     rp.trace_dir, rp.trace_dir);
         return status;
     }
-    if (!rp.out_is_file)
-        snprintf(rp.out_file, sizeof rp.out_file, "%s/%s_%s%s", rp.out_dir,
-                 o.format == FMT_COMPACT ? "memscope" : "memscope_dump", rp.stamp, rp.suffix);
-    char db_path[PATH_MAX + 160];
-    if (o.format == FMT_CSV)
-        snprintf(db_path, sizeof db_path, "%s.tmp.db", rp.out_file);
-    else
+    char db_path[PATH_MAX + 160]; /* out_file: named by plan_output */
+    if (o.format == FMT_CSV) {    /* the CSV's database: a name beside it no one can guess */
+        if (ms_temp_name(db_path, sizeof db_path, rp.out_file, CSV_DB_TAG) < 0)
+            snprintf(db_path, sizeof db_path, "%s.tmp.db", rp.out_file);
+    } else {
         snprintf(db_path, sizeof db_path, "%s", rp.out_file);
+    }
 
     struct ms_store_options so = {
         .trace_dir = rp.abs_trace,

@@ -4,11 +4,13 @@
  * program (mistyped_command). */
 #include "cli.h"
 #include "analyze/analyze.h"
+#include "common/files.h"
 #include "common/ms_error.h"
 
 #include "version.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <errno.h>
 #include <limits.h>
@@ -82,17 +84,42 @@ static const char usage[] =
     "\n"
     "Run `memscope run --help` for the recording options.\n";
 
+/* own_signals: the command handles SIGINT and SIGTERM itself (run stops its conversion and
+ * keeps the traces, view stops its server); the others get on_fatal_signal. */
 static const struct command {
     const char *name;
     int (*fn)(int argc, char **argv);
+    int own_signals;
 } commands[] = {
-    {"run", cmd_run},           {"import", cmd_import}, {"export", cmd_export},
-    {"analyze", cmd_analyze},   {"pack", cmd_pack},     {"plot", cmd_plot},
-    {"view", cmd_view},         {"report", cmd_report},
+    {"run", cmd_run, 1},           {"import", cmd_import, 0}, {"export", cmd_export, 0},
+    {"analyze", cmd_analyze, 0},   {"pack", cmd_pack, 0},     {"plot", cmd_plot, 0},
+    {"view", cmd_view, 1},         {"report", cmd_report, 0},
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
-    {"snapshot", cmd_snapshot},
+    {"snapshot", cmd_snapshot, 0},
 #endif
 };
+
+/* SIGINT, SIGTERM, SIGHUP: the temporary files and directories of this process are removed
+ * (and its conversion child ended, which removes its own: files.h's cleanup list), then the
+ * signal ends memscope as it would have (SA_RESETHAND): exit status 128 + the signal. */
+static void on_fatal_signal(int sig)
+{
+    ms_cleanup_run();
+    raise(sig);
+}
+
+static void cleanup_on_signals(void)
+{
+    struct sigaction sa = {.sa_handler = on_fatal_signal, .sa_flags = SA_RESETHAND};
+    sigfillset(&sa.sa_mask);
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old;
+        /* a signal ignored by whoever started memscope (nohup) stays ignored */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+    }
+}
 
 /* Whether process pid holds the file path (its agent's trace descriptor) open. */
 int cli_holds_file(long pid, const char *path)
@@ -266,6 +293,13 @@ int main(int argc, char **argv)
     /* the program's own allocation wrappers, for every command that names call sites */
     const char *skip = getenv("MEMSCOPE_SITE_SKIP");
     int rc = skip && *skip ? cli_site_skip(NULL, "MEMSCOPE_SITE_SKIP", skip) : 0;
+    /* said before anything runs, not when a temporary directory is first needed */
+    const char *tmpdir = getenv("TMPDIR");
+    if (rc == 0 && tmpdir && *tmpdir && strcmp(ms_tmp_dir(), tmpdir) != 0)
+        cli_log(2,
+                "TMPDIR '%s' is not a directory memscope can write; its temporary "
+                "directories go to /tmp",
+                tmpdir);
     if (rc == 0)
         rc = run_command(argc, argv);
     ms_site_rule_release(&ms_site_rule);
@@ -297,8 +331,11 @@ static int run_command(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name))
+        if (!strcmp(argv[1], commands[i].name)) {
+            if (!commands[i].own_signals)
+                cleanup_on_signals();
             return commands[i].fn(argc - 1, argv + 1);
+        }
     const char *typo = mistyped_command(argv[1]);
     if (typo)
         return usage_error("'%s' is neither a command nor a program on PATH: did you mean %s?",

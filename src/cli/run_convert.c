@@ -8,6 +8,7 @@
  * the conversion does in-process (-EINTR). */
 #include "cli.h"
 
+#include "common/files.h"
 #include "common/ms_error.h"
 
 #include <dirent.h>
@@ -73,13 +74,27 @@ int run_convert(const struct ms_store_options *o, volatile int *stop, struct ms_
     int fds[2];
     if (pipe(fds) < 0) /* then in this process */
         return ms_store_convert(o, res, err, errlen);
+    /* The signals that end memscope wait while the child is made and put on the cleanup list:
+     * one that came between would leave the child converting after memscope is gone. */
+    sigset_t fatal, old;
+    sigemptyset(&fatal);
+    sigaddset(&fatal, SIGINT);
+    sigaddset(&fatal, SIGTERM);
+    sigaddset(&fatal, SIGHUP);
+    sigprocmask(SIG_BLOCK, &fatal, &old);
     pid_t pid = fork();
+    if (pid > 0)
+        ms_cleanup_add_child(pid); /* a signal that ends memscope ends the child first */
+    if (pid != 0)
+        sigprocmask(SIG_SETMASK, &old, NULL);
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
         return ms_store_convert(o, res, err, errlen);
     }
     if (pid == 0) {
+        ms_cleanup_reset(); /* the parent's temporary files are the parent's to remove */
+        sigprocmask(SIG_SETMASK, &old, NULL);
         close(fds[0]);
         struct result r;
         memset(&r, 0, sizeof r);
@@ -112,6 +127,7 @@ int run_convert(const struct ms_store_options *o, volatile int *stop, struct ms_
             passed_on = 1;
         }
     }
+    ms_cleanup_forget_child(pid);
     if (got == sizeof r) {
         *res = r.res;
         snprintf(err, errlen, "%s", r.err);

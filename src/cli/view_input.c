@@ -3,6 +3,7 @@
  * `memscope snapshot -o` does), each into a private temporary directory removed afterwards. */
 #include "cli.h"
 
+#include "common/files.h"
 #include "common/ms_error.h"
 #include "store/db_explain.h"
 #include "store/schema.h"
@@ -61,10 +62,9 @@ int cli_view_input(const char *what, const char *path, struct cli_view_input *in
         return cli_error("%s: '%s' is not a memscope database or trace directory: it is %s", what,
                          path, ms_file_kind(path));
 #endif
-    const char *t = getenv("TMPDIR");
-    if (snprintf(in->dir, sizeof in->dir, "%s/memscope-view-XXXXXX", t && *t ? t : "/tmp") >=
+    if (snprintf(in->dir, sizeof in->dir, "%s/memscope-view-XXXXXX", ms_tmp_dir()) >=
             (int)sizeof in->dir ||
-        !mkdtemp(in->dir)) {
+        !ms_temp_dir_create(in->dir)) {
         in->dir[0] = 0;
         return cli_error("%s: cannot create a temporary directory: %s", what, strerror(errno));
     }
@@ -120,5 +120,6 @@ void cli_view_input_release(struct cli_view_input *in)
         unlink(side);
     }
     rmdir(in->dir);
+    ms_cleanup_forget(in->dir);
     in->dir[0] = 0;
 }

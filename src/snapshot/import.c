@@ -21,6 +21,7 @@
 #include "common/u64map.h"
 #include "version.h"
 
+#include <errno.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -96,6 +97,20 @@ static int exec(struct imp *m, const char *sql)
         return MS_EDB;
     }
     return 0;
+}
+
+/* exec of a statement formatted as sqlite3_mprintf does (no SQL text of a fixed size). */
+static int execf(struct imp *m, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *sql = sqlite3_vmprintf(fmt, ap);
+    va_end(ap);
+    if (!sql)
+        return ierr(m, MS_ENOMEM, "out of memory");
+    int rc = exec(m, sql);
+    sqlite3_free(sql);
+    return rc;
 }
 
 static int prep(struct imp *m, sqlite3_stmt **st, const char *sql)
@@ -523,17 +538,15 @@ static int write_events(struct imp *m, int64_t *thread_of_dev_first, int64_t nde
         if ((rc = step(m, ev)))
             goto out2;
     }
-    char sql[512];
     for (int L = 0; L < 2; L++) {
-        snprintf(sql, sizeof sql,
-                 "INSERT INTO process_stats VALUES (1, %d, %llu, %llu, %llu, %llu, %lld, %llu, "
-                 "%llu, %llu, NULL, NULL)",
-                 L ? MS_LAYER_PTA_SEGMENT : MS_LAYER_PTA, (unsigned long long)ls[L].allocs,
-                 (unsigned long long)ls[L].frees, (unsigned long long)ls[L].alloc_bytes,
-                 (unsigned long long)ls[L].peak_bytes, (long long)ls[L].peak_ns,
-                 (unsigned long long)ls[L].live_bytes, (unsigned long long)ls[L].live_blocks,
-                 (unsigned long long)ls[L].unmatched);
-        if ((rc = exec(m, sql)))
+        if ((rc = execf(m,
+                        "INSERT INTO process_stats VALUES (1, %d, %llu, %llu, %llu, %llu, %lld, "
+                        "%llu, %llu, %llu, NULL, NULL)",
+                        L ? MS_LAYER_PTA_SEGMENT : MS_LAYER_PTA, (unsigned long long)ls[L].allocs,
+                        (unsigned long long)ls[L].frees, (unsigned long long)ls[L].alloc_bytes,
+                        (unsigned long long)ls[L].peak_bytes, (long long)ls[L].peak_ns,
+                        (unsigned long long)ls[L].live_bytes, (unsigned long long)ls[L].live_blocks,
+                        (unsigned long long)ls[L].unmatched)))
             goto out2;
     }
 out2:
@@ -605,17 +618,16 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path, c
     struct imp m = {.s = s, .err = err, .errlen = errlen};
     if (!schema_sql)
         return ierr(&m, MS_EINVAL, "no schema");
-    char tmp[4096];
-    if (ms_temp_name(tmp, sizeof tmp, db_path, ".tmp.") < 0)
-        return ierr(&m, MS_EINVAL, "database path too long");
+    char tmp[4096] = "";
     int64_t t0 = 0, t1 = 0;
     int created = 0;
     int rc = collect(&m, &t0, &t1);
     if (rc)
         goto out;
-    int fd = ms_file_create(tmp); /* a new file of ours (files.h), opened by SQLite below */
+    int fd = ms_temp_create(tmp, sizeof tmp, db_path, ".tmp."); /* ours (files.h), for SQLite */
     if (fd < 0) {
-        rc = ierr(&m, MS_EIO, "cannot create %s: %s", tmp, strerror(-fd));
+        rc = ierr(&m, fd == -ENAMETOOLONG ? MS_EINVAL : MS_EIO,
+                  "cannot create a temporary file beside %s: %s", db_path, strerror(-fd));
         goto out;
     }
     close(fd);
@@ -670,10 +682,8 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path, c
             only = s->traces[i].device;
         }
     if (only >= 0 && !several) {
-        char sql[128];
-        snprintf(sql, sizeof sql, "UPDATE layers SET device = '%lld' WHERE id IN (%d, %d)",
-                 (long long)only, MS_LAYER_PTA, MS_LAYER_PTA_SEGMENT);
-        if ((rc = exec(&m, sql)))
+        if ((rc = execf(&m, "UPDATE layers SET device = '%lld' WHERE id IN (%d, %d)",
+                        (long long)only, MS_LAYER_PTA, MS_LAYER_PTA_SEGMENT)))
             goto out;
     }
     sqlite3_stmt *st = NULL;
@@ -724,11 +734,9 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path, c
         if (m.ev[i].device >= dmin && m.ev[i].device <= dmax)
             per_device[m.ev[i].device - dmin]++;
     for (int64_t d = dmin; any && d <= dmax; d++) {
-        char sql[256];
-        snprintf(sql, sizeof sql, "INSERT INTO threads VALUES (%lld, 1, %lld, %lld, %lld, %llu)",
-                 (long long)(d - dmin + 1), (long long)d, (long long)t0, (long long)t1,
-                 (unsigned long long)per_device[d - dmin]);
-        if ((rc = exec(&m, sql)))
+        if ((rc = execf(&m, "INSERT INTO threads VALUES (%lld, 1, %lld, %lld, %lld, %llu)",
+                        (long long)(d - dmin + 1), (long long)d, (long long)t0, (long long)t1,
+                        (unsigned long long)per_device[d - dmin])))
             break;
     }
     free(per_device);
@@ -758,6 +766,8 @@ out:
         sqlite3_close(m.db);
     if (rc && created)
         unlink(tmp);
+    if (created)
+        ms_cleanup_forget(tmp);
     free(m.ev);
     return rc;
 }

@@ -7,6 +7,7 @@
 
 #include "common/u64map.h"
 #include "common/ms_error.h"
+#include "common/utf8.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -23,6 +24,12 @@ void ms__json_str(FILE *out, const char *p, size_t n)
             putc(c, out);
         } else if (c < 0x20 || c == 0x7f) {
             fprintf(out, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
+        } else if (c >= 0x80) { /* JSON is UTF-8: other bytes as U+FFFD (utf8.h) */
+            size_t len = ms_utf8_len((const unsigned char *)p + i, n - i);
+            if (len)
+                fwrite(p + i, 1, len, out), i += len - 1;
+            else
+                fputs("\\ufffd", out);
         } else {
             putc(c, out);
         }

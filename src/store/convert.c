@@ -492,8 +492,9 @@ static int pass1(struct conv *c)
 {
     c->trend_ok = !c->o->sink;
     for (size_t i = 0; i < c->nprocs; i++) /* meta.start_time_ns */
-        if (i == 0 || (int64_t)c->procs[i].tr.hdr.start_real_ns < c->run_start_ns)
-            c->run_start_ns = (int64_t)c->procs[i].tr.hdr.start_real_ns;
+        if (i == 0 ||
+            conv__epoch_ns(&c->procs[i], c->procs[i].tr.hdr.start_mono_ns) < c->run_start_ns)
+            c->run_start_ns = conv__epoch_ns(&c->procs[i], c->procs[i].tr.hdr.start_mono_ns);
     struct ms_trace_cursor *cur = calloc(1, sizeof *cur);
     if (!cur)
         return conv__oom(c, "cursor");
@@ -512,15 +513,18 @@ static int pass1(struct conv *c)
             for (;;) {
                 struct ms_heap_record h; /* most records: passed over on the fast path */
                 int64_t last = -1;
+                uint64_t last_raw = 0;
+                int any = 0;
                 while (ms_trace_cursor_next_heap(cur, &h))
-                    last = (int64_t)(h.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
+                    last_raw = h.ns, any = 1;
+                if (any)
+                    last = conv__epoch_ns(p, last_raw);
                 if (last > c->t1_guess)
                     c->t1_guess = last; /* the time of the last event, probably */
                 if (rc != 0 || ms_trace_cursor_next(cur, &r) != 1)
                     break;
                 if (event_record(&r)) {
-                    int64_t ts =
-                        (int64_t)(r.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
+                    int64_t ts = conv__epoch_ns(p, r.ns);
                     if (ts > c->t1_guess)
                         c->t1_guess = ts;
                 } else if (r.type == MS_REC_STACK)
@@ -591,14 +595,11 @@ static int stream_fill(struct conv *c, struct stream *s)
         case MS_REC_HEAP_ALLOC:
         case MS_REC_HEAP_FREE:
         case MS_REC_MMAP_ALLOC:
-        case MS_REC_MUNMAP:
-            /* Monotonic -> epoch; modular arithmetic gives the right answer either way. */
-            s->ts = (int64_t)(s->r.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
-            return 1;
+        case MS_REC_MUNMAP: s->ts = conv__epoch_ns(p, s->r.ns); return 1;
         case MS_REC_EXTENSION:
             if (!event_record(&s->r))
                 break; /* pass 1's records, or a later version's: skipped */
-            s->ts = (int64_t)(s->r.ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns);
+            s->ts = conv__epoch_ns(p, s->r.ns);
             return 1;
         case MS_REC_LOST: p->lost += s->r.size; break;
         default: break; /* descriptions (pass 1) */
@@ -1225,7 +1226,7 @@ static int write_meta(struct conv *c)
     unsigned depth = c->o->call_stack_c;
     for (size_t i = 0; i < c->nprocs; i++) {
         const struct proc *p = &c->procs[i];
-        int64_t s = (int64_t)p->tr.hdr.start_real_ns;
+        int64_t s = conv__epoch_ns(p, p->tr.hdr.start_mono_ns);
         if (i == 0 || s < start)
             start = s;
         if (p->have_events && p->last_ns > end)
@@ -1302,11 +1303,10 @@ static int open_db(struct conv *c)
     c->tmp_path = malloc(n);
     if (!c->tmp_path)
         return conv__oom(c, "path");
-    int fd = ms_temp_name(c->tmp_path, n, c->o->db_path, ".tmp.");
-    if (fd == 0)
-        fd = ms_file_create(c->tmp_path);
+    int fd = ms_temp_create(c->tmp_path, n, c->o->db_path, ".tmp.");
     if (fd < 0) {
-        int rc = conv__fail(c, fd, "cannot create %s: %s", c->tmp_path, strerror(-fd));
+        int rc = conv__fail(c, fd, "cannot create a temporary file beside %s: %s", c->o->db_path,
+                            strerror(-fd));
         free(c->tmp_path);
         c->tmp_path = NULL; /* not ours: nothing to remove */
         return rc;
@@ -1535,6 +1535,8 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
         rc = conv__fail(&c, -errno, "cannot rename %s to %s: %s", tmp, o->db_path, strerror(errno));
     if (rc < 0 && tmp)
         unlink(tmp); /* created by open_db (O_EXCL): ours */
+    if (tmp)
+        ms_cleanup_forget(tmp);
     free((char *)tmp);
     if (rc < 0)
         memset(res, 0, sizeof *res);

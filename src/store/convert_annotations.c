@@ -395,30 +395,32 @@ int conv__write_annotations(struct conv *c)
     /* msMemScope's per-process tables: real tables in the full database (Insight looks them
      * up with type = 'table', adds a Depth column and updates rows), views in a compact one. */
     for (size_t i = 0; i < c->nprocs && rc == 0; i++) {
-        char sql[768];
         unsigned long long pid = (unsigned long long)c->procs[i].tr.hdr.pid;
         const char *cols = "\"FuncInfo\", \"StartTime(ns)\", \"EndTime(ns)\", \"Thread Id\", "
                            "\"Process Id\"";
-        if (c->o->compact)
-            snprintf(sql, sizeof sql,
-                     "CREATE VIEW IF NOT EXISTS python_trace_%llu AS SELECT %s "
-                     "FROM python_trace WHERE \"Process Id\" = %llu",
-                     pid, cols, pid);
-        else
-            snprintf(sql, sizeof sql,
-                     "CREATE TABLE IF NOT EXISTS python_trace_%llu (\"FuncInfo\" "
-                     "TEXT, \"StartTime(ns)\" INTEGER, \"EndTime(ns)\" INTEGER, \"Thread Id\" "
-                     "INTEGER, \"Process Id\" INTEGER); INSERT INTO python_trace_%llu SELECT %s "
-                     "FROM python_trace WHERE \"Process Id\" = %llu ORDER BY rowid",
-                     pid, pid, cols, pid);
         sqlite3_stmt *q;
         if (conv__prepare(c, &q, "SELECT 1 FROM python_trace WHERE \"Process Id\" = ? LIMIT 1") < 0)
             return MS_EDB;
         sqlite3_bind_int64(q, 1, (int64_t)pid);
         int have = sqlite3_step(q) == SQLITE_ROW;
         sqlite3_finalize(q);
-        if (have)
-            rc = conv__exec(c, sql, "create python_trace_<pid>");
+        if (!have)
+            continue;
+        char *sql =
+            c->o->compact
+                ? sqlite3_mprintf("CREATE VIEW IF NOT EXISTS python_trace_%llu AS SELECT %s "
+                                  "FROM python_trace WHERE \"Process Id\" = %llu",
+                                  pid, cols, pid)
+                : sqlite3_mprintf(
+                      "CREATE TABLE IF NOT EXISTS python_trace_%llu (\"FuncInfo\" "
+                      "TEXT, \"StartTime(ns)\" INTEGER, \"EndTime(ns)\" INTEGER, "
+                      "\"Thread Id\" INTEGER, \"Process Id\" INTEGER); INSERT INTO "
+                      "python_trace_%llu SELECT %s FROM python_trace WHERE \"Process Id\" "
+                      "= %llu ORDER BY rowid",
+                      pid, pid, cols, pid);
+        rc = sql ? conv__exec(c, sql, "create python_trace_<pid>")
+                 : conv__oom(c, "python_trace_<pid>");
+        sqlite3_free(sql);
     }
     for (size_t i = 0; i < c->nprocs && rc == 0; i++) {
         struct proc *p = &c->procs[i];

@@ -111,9 +111,9 @@ int conv__pta_fill(struct conv *c, struct stream *s)
         for (uint64_t i = 0; !s->ts && i < s->pta->nevents; i++)
             if (s->pta->events[i].time_us != MS_SNAP_NO_TIME && s->pta->events[i].time_us > 0 &&
                 s->pta->events[i].time_us < INT64_MAX / 1000)
-                s->ts = s->pta->events[i].time_us * 1000;
+                s->ts = ms_ns_clamp(s->pta->events[i].time_us * 1000);
         if (!s->ts)
-            s->ts = (int64_t)p->tr.hdr.start_real_ns;
+            s->ts = conv__epoch_ns(p, p->tr.hdr.start_mono_ns);
         memset(&s->r, 0, sizeof s->r);
         s->r.type = MS_REC_EXTENSION;
         s->r.fn = PTA_FN + (x->seg ? MS_SA_SEGMENT_ALLOC : MS_SA_ALLOC);
@@ -129,9 +129,9 @@ int conv__pta_fill(struct conv *c, struct stream *s)
         const struct ms_snap_event *e = &s->pta->events[s->pta_next++];
         if (e->time_us != MS_SNAP_NO_TIME && e->time_us > INT64_MIN / 1000 &&
             e->time_us < INT64_MAX / 1000)
-            s->ts = e->time_us * 1000; /* epoch us (PyTorch's approximate clock) */
+            s->ts = ms_ns_clamp(e->time_us * 1000); /* epoch us (PyTorch's approximate clock) */
         else if (!s->ts)
-            s->ts = (int64_t)(p->tr.hdr.start_real_ns); /* no time yet: the process's start */
+            s->ts = conv__epoch_ns(p, p->tr.hdr.start_mono_ns); /* no time yet: its start */
         switch (e->action) {
         case MS_SA_ALLOC:
         case MS_SA_FREE_COMPLETED:

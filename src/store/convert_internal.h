@@ -12,6 +12,7 @@
 #include "common/ms_error.h"
 #include "common/files.h"
 #include "common/grow.h"
+#include "common/ns.h"
 #include "trace/reader.h"
 #include "snapshot/snapshot.h"
 #include "schema.h"
@@ -112,6 +113,14 @@ struct proc {
     int64_t step_start_ns;
     struct conv_mm *mm; /* its reservations and their commits (convert_mmap.c), NULL: none */
 };
+
+/* A trace's monotonic time ns as epoch ns (modular arithmetic: right either way), clamped into
+ * [0, MS_NS_MAX] (common/ns.h): a damaged or hostile header cannot put a timestamp out of the
+ * range every reader's arithmetic relies on. */
+static inline int64_t conv__epoch_ns(const struct proc *p, uint64_t ns)
+{
+    return ms_ns_clamp((int64_t)(ns - p->tr.hdr.start_mono_ns + p->tr.hdr.start_real_ns));
+}
 
 /* Trace stack ids of the PyTorch allocator's stacks: PTA_STACK_BASE + the snapshot's stack id
  * (the agent's ids are below 2^21). */

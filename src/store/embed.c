@@ -88,7 +88,7 @@ int ms_embed_start(struct ms_embed *e, const char *const *paths, size_t n, const
     e->n = n;
     /* named by this process (memscope run removes it if the conversion dies: run_convert.c) */
     snprintf(e->work_dir, wl, "%s.packing-%ld-XXXXXX", db_path, (long)getpid());
-    if (!mkdtemp(e->work_dir)) {
+    if (!ms_temp_dir_create(e->work_dir)) {
         int rc = -errno;
         snprintf(err, errlen, "cannot create %s: %s", e->work_dir, strerror(errno));
         free(e->work_dir);
@@ -192,8 +192,10 @@ void ms_embed_release(struct ms_embed *e)
         }
         free(e->paths[i]);
     }
-    if (e->work_dir)
+    if (e->work_dir) {
         rmdir(e->work_dir);
+        ms_cleanup_forget(e->work_dir);
+    }
     free(e->paths);
     free(e->packed);
     free(e->work_dir);

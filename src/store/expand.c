@@ -52,6 +52,7 @@ static void remove_dir(const char *dir)
         closedir(d);
     }
     rmdir(dir);
+    ms_cleanup_forget(dir);
 }
 
 static int meta_int(sqlite3 *db, const char *key, long long dflt)
@@ -179,7 +180,7 @@ int ms_store_expand(const char *compact_path, const char *db_path, int dump,
         sqlite3_close(db);
         return -ENAMETOOLONG;
     }
-    if (!mkdtemp(dir)) {
+    if (!ms_temp_dir_create(dir)) {
         int rc = -errno;
         snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
         sqlite3_close(db);
@@ -209,6 +210,7 @@ int ms_store_expand(const char *compact_path, const char *db_path, int dump,
         struct ms_store_result res;
         rc = ms_store_convert(&o, &res, err, errlen);
         if (rc == 0) { /* tmp is ours from here on */
+            ms_cleanup_add(tmp, 0);
             rc = carry_over(tmp, compact_path, err, errlen);
             if (rc == 0 && dump) /* from the carried-over stacks and findings */
                 rc = ms_dump_create_file(tmp, err, errlen);
@@ -222,6 +224,7 @@ int ms_store_expand(const char *compact_path, const char *db_path, int dump,
             }
             if (rc < 0)
                 unlink(tmp);
+            ms_cleanup_forget(tmp);
         }
     }
     remove_dir(dir);
@@ -241,13 +244,12 @@ int ms_store_full_open(struct ms_store_full *f, const char *db_path, char *err, 
     sqlite3_close(db);
     if (!compact)
         return 0;
-    const char *t = getenv("TMPDIR");
-    if ((size_t)snprintf(f->dir, sizeof f->dir, "%s/memscope-full-XXXXXX", t && *t ? t : "/tmp") >=
+    if ((size_t)snprintf(f->dir, sizeof f->dir, "%s/memscope-full-XXXXXX", ms_tmp_dir()) >=
         sizeof f->dir) {
         snprintf(err, errlen, "TMPDIR is too long");
         return -ENAMETOOLONG;
     }
-    if (!mkdtemp(f->dir)) {
+    if (!ms_temp_dir_create(f->dir)) {
         int rc = -errno;
         snprintf(err, errlen, "cannot create %s: %s", f->dir, strerror(errno));
         f->dir[0] = 0;
@@ -265,6 +267,7 @@ void ms_store_full_close(struct ms_store_full *f)
     if (f->dir[0]) {
         unlink(f->path); /* ms_store_expand's, in our own directory */
         rmdir(f->dir);
+        ms_cleanup_forget(f->dir);
         f->dir[0] = 0;
     }
 }
@@ -279,15 +282,14 @@ int ms_store_replay(const char *compact_path,
         sqlite3_close(db);
         return MS_EIO;
     }
-    const char *t = getenv("TMPDIR");
     char dir[PATH_MAX];
-    if ((size_t)snprintf(dir, sizeof dir, "%s/memscope-replay-XXXXXX", t && *t ? t : "/tmp") >=
+    if ((size_t)snprintf(dir, sizeof dir, "%s/memscope-replay-XXXXXX", ms_tmp_dir()) >=
         sizeof dir) {
         snprintf(err, errlen, "TMPDIR is too long");
         sqlite3_close(db);
         return -ENAMETOOLONG;
     }
-    if (!mkdtemp(dir)) {
+    if (!ms_temp_dir_create(dir)) {
         int rc = -errno;
         snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
         sqlite3_close(db);

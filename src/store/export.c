@@ -88,22 +88,38 @@ static void out_escaped(struct out *o, const char *s)
     out_str(o, s);
 }
 
-/* Appends s as a CSV field, quoted only when it needs to be. */
+/* Text the program chose (a name, a stack) that a spreadsheet would read as a formula: it
+ * starts with =, +, -, @, a tab or a carriage return, after any number of single quotes. Such
+ * a field is written with one more single quote in front (OWASP's advice for CSV injection;
+ * docs/cli.md), which a spreadsheet shows as text; readers take one quote off again
+ * (memscope.analyzer), and the quotes before the character keep that reversible. */
+static int formula_like(const char *s)
+{
+    while (*s == '\'')
+        s++;
+    return *s && strchr("=+-@\t\r", *s) != NULL;
+}
+
+/* Appends s as a CSV field, quoted only when it needs to be (a formula_like s defused). */
 static void out_field(struct out *o, const char *s)
 {
+    const char *defuse = formula_like(s) ? "'" : "";
     if (!strpbrk(s, ",\"\n\r")) {
+        out_str(o, defuse);
         out_str(o, s);
         return;
     }
     out_add(o, "\"", 1);
+    out_str(o, defuse);
     out_escaped(o, s);
     out_add(o, "\"", 1);
 }
 
-/* Appends s as a quoted CSV field. */
+/* Appends s as a quoted CSV field (a formula_like s defused). */
 static void out_quoted(struct out *o, const char *s)
 {
     out_add(o, "\"", 1);
+    out_str(o, formula_like(s) ? "'" : "");
     out_escaped(o, s);
     out_add(o, "\"", 1);
 }
@@ -187,10 +203,12 @@ static int load(struct exp *e, const char *sql, size_t max_id, char ***strs, int
             size_t len = strlen(text), q = 0;
             for (const char *s = text; (s = strchr(s, '"')); s++)
                 q++;
-            v = malloc(len + q + 3);
+            v = malloc(len + q + 4);
             if (v) {
                 char *p = v;
                 *p++ = '"';
+                if (formula_like(text))
+                    *p++ = '\'';
                 for (const char *s = text; *s; s++) {
                     *p++ = *s;
                     if (*s == '"')
@@ -264,11 +282,12 @@ int ms_store_check_sizes(sqlite3 *db, char *err, size_t errlen)
     for (size_t i = 0; i < sizeof cols / sizeof cols[0] && rc == 0; i++) {
         if (!has_column(db, cols[i][0], cols[i][1]))
             continue; /* an older memscope's database, or a table this run has not */
-        char sql[160];
-        snprintf(sql, sizeof sql, "SELECT \"%s\" FROM \"%s\" WHERE \"%s\" < 0 LIMIT 1", cols[i][1],
-                 cols[i][0], cols[i][1]);
+        char *sql = sqlite3_mprintf("SELECT \"%w\" FROM \"%w\" WHERE \"%w\" < 0 LIMIT 1",
+                                    cols[i][1], cols[i][0], cols[i][1]);
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        int prc = sql ? sqlite3_prepare_v2(db, sql, -1, &st, NULL) : SQLITE_NOMEM;
+        sqlite3_free(sql);
+        if (prc != SQLITE_OK)
             continue;
         if (sqlite3_step(st) == SQLITE_ROW) {
             snprintf(err, errlen, "damaged database: %s.%s holds a negative size (%lld)",

@@ -6,6 +6,7 @@
 #include "model.h"
 
 #include "analyze/analyze.h"
+#include "common/ns.h"
 #include "common/db_ids.h"
 #include "common/grow.h"
 #include "common/ms_error.h"
@@ -245,6 +246,7 @@ static int on_row(struct loader *L, int kind, int64_t ts, int64_t proc, int64_t 
                   int64_t owner, const char *name, size_t len)
 {
     struct ms_view_model *m = L->m;
+    ts = ms_ns_clamp(ts); /* a hostile database's times: into the range api.c computes with */
     if (!m->events++)
         m->t0 = ts;
     if (ts > m->t1)
@@ -273,14 +275,12 @@ static int read_events(struct loader *L, char *err, size_t errlen)
     sqlite3 *db = L->m->db;
     sqlite3_stmt *st;
     int has_name = ms__has_column(db, "events", "name");
-    char sql[512];
-    snprintf(sql, sizeof sql,
-             "SELECT kind, ts_ns, process_id, layer, size, stack_id, allocation_id, %s, addr, "
-             "thread_id FROM events WHERE kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ", " MS_SQL_STEP
-             ", " MS_SQL_MARK ", " MS_SQL_ACCESS ", " MS_SQL_RANGE_START ", " MS_SQL_RANGE_END
-             ") ORDER BY id",
-             has_name ? "name" : "NULL");
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+    if (ms__prepare(db, &st,
+                    "SELECT kind, ts_ns, process_id, layer, size, stack_id, allocation_id, %s, "
+                    "addr, thread_id FROM events WHERE kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE
+                    ", " MS_SQL_STEP ", " MS_SQL_MARK ", " MS_SQL_ACCESS ", " MS_SQL_RANGE_START
+                    ", " MS_SQL_RANGE_END ") ORDER BY id",
+                    has_name ? "name" : "NULL") != SQLITE_OK) {
         snprintf(err, errlen, "events: %s", sqlite3_errmsg(db));
         return MS_EDB;
     }
@@ -551,6 +551,7 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
     ms_u64map_release(&L.owners);
     free(L.open_ranges);
     L.open_ranges = NULL;
+    ms__layer_set_release(&L.layers);
     if (rc == 0)
         rc = build_total(m);
     if (rc == 0)
@@ -569,6 +570,7 @@ fail:
     if (!*err)
         snprintf(err, errlen, "%s", ms_strerror(rc));
     free(L.open_ranges);
+    ms__layer_set_release(&L.layers);
     ms_u64map_release(&L.open);
     ms_u64map_release(&L.owners);
     ms_view_model_release(m);

@@ -333,6 +333,7 @@ int ms_analyze_temporary(struct ms_actx *x);
 int ms_analyze_trend(struct ms_actx *x);
 int ms_analyze_fragmentation(struct ms_actx *x);
 int ms_analyze_oom(struct ms_actx *x);
+int ms_analyze_usage(struct ms_actx *x);
 
 /* Live bytes per (process, layer) while replaying MALLOC and FREE events in id order, as the
  * converter counted them (process_stats): a FREE with an allocation_id ends its block; a MALLOC

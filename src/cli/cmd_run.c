@@ -8,6 +8,7 @@
  * program's status (128+N for signal N). */
 #include "cli.h"
 #include "run.h"
+#include "usage_sampler.h"
 #include "common/agent_api.h"
 
 #include "analyze/analyze.h"
@@ -397,8 +398,11 @@ static void agent_environment(struct run_options *o, const struct run_paths *p,
 
 int cmd_run(int argc, char **argv)
 {
-    struct run_options o = {
-        .c_depth = MS_RUN_C_DEPTH, .format = FMT_COMPACT, .symbolize = 1, .unwind_dwarf = 1};
+    struct run_options o = {.c_depth = MS_RUN_C_DEPTH,
+                            .format = FMT_COMPACT,
+                            .symbolize = 1,
+                            .unwind_dwarf = 1,
+                            .usage_interval = 0.1};
     int rc = run_parse_options(argc, argv, &o);
     if (rc >= 0)
         return rc;
@@ -439,8 +443,16 @@ int cmd_run(int argc, char **argv)
         return 127;
     }
     child_pid = pid;
+    struct usage_sampler sampler = {0};
+    if (o.usage_interval > 0 &&
+        usage_sampler_start(&sampler, rp.trace_dir, pid, o.usage_interval) < 0)
+        cli_log(2, "cannot sample memory usage into %s; the run goes on without it", rp.trace_dir);
     int status = wait_child(pid);
     child_pid = 0;
+    usage_sampler_stop(&sampler);
+    cli_log(0, "usage sampler: %llu samples in %llu ticks, %.1f ms of CPU",
+            (unsigned long long)sampler.samples, (unsigned long long)sampler.ticks,
+            sampler.cpu_ns / 1e6);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGQUIT, &old_quit, NULL);
     /* From here on a SIGINT, SIGTERM or SIGHUP stops the conversion cleanly: what is

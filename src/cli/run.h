@@ -31,6 +31,7 @@ struct run_options {
     char steps[64];      /* --steps=1,3: record only these steps ("" every step) */
     int symbolize;
     int stack_given; /* --call-stack was on the command line */
+    double usage_interval; /* --usage-interval seconds between usage samples, 0 = none */
     char **prog;     /* the program and its arguments */
 };
 

@@ -6,6 +6,7 @@
 #include "cli.h"
 
 #include "common/files.h"
+#include "common/usage.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -46,7 +47,7 @@ long run_running_writer(const char *dir)
     return pid;
 }
 
-/* Whether dir holds nothing (but . and ..). */
+/* Whether dir holds nothing (but ., .. and the usage samples). */
 int run_dir_empty(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -55,7 +56,8 @@ int run_dir_empty(const char *dir)
     struct dirent *e;
     int empty = 1;
     while (empty && (e = readdir(d)))
-        empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+        empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+                !strcmp(e->d_name, MS_USAGE_FILE); /* memscope's own samples, not the agent's */
     closedir(d);
     return empty;
 }

@@ -6,6 +6,7 @@
 #include "common/agent_api.h"
 #include "version.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,9 @@ static const char run_usage[] =
     "      --keep-trace         keep the traces next to the database, packed\n"
     "      --no-pack            keep traces as the agent wrote them (bigger, no packing time)\n"
     "      --no-symbols         do not resolve function names and source lines\n"
+    "      --usage-interval=S   sample every traced process's RSS, PSS, USS, stack, shared\n"
+    "                           memory and cgroup from /proc every S seconds (default 0.1;\n"
+    "                           0: off); memscope analyze usage reads them (docs/usage.md)\n"
     "      --log-level=debug|info|warning|error\n"
     "  -q, --quiet              same as --log-level=error (no summary)\n"
     "  -v, --verbose            same as --log-level=debug\n"
@@ -220,7 +224,8 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
         OPT_NOPACK,
         OPT_DEVICE,
         OPT_STEPON,
-        OPT_STEPS
+        OPT_STEPS,
+        OPT_USAGE
     };
     static const struct option longopts[] = {
         {"output-path", required_argument, NULL, 'o'},
@@ -239,6 +244,7 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
         {"step-on", required_argument, NULL, OPT_STEPON},
         {"device", required_argument, NULL, OPT_DEVICE},
         {"steps", required_argument, NULL, OPT_STEPS},
+        {"usage-interval", required_argument, NULL, OPT_USAGE},
         {"no-symbols", no_argument, NULL, OPT_NOSYM},
         {"log-level", required_argument, NULL, OPT_LOG},
         {"quiet", no_argument, NULL, 'q'},
@@ -292,6 +298,17 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
                                    "'%s'",
                                    MS_MAX_STEP_FILTER, optarg);
             break;
+        case OPT_USAGE: {
+            char *end;
+            errno = 0;
+            double v = strtod(optarg, &end);
+            if (end == optarg || *end || errno || !(v >= 0) || v > 3600 || (v > 0 && v < 0.001))
+                return usage_error("--usage-interval: expected seconds, 0 (off) or from 0.001 "
+                                   "to 3600, not '%s'",
+                                   optarg);
+            o->usage_interval = v;
+            break;
+        }
         case OPT_DEVICE:
             if (for_each_item(optarg, device_item, NULL) || strlen(optarg) > 100)
                 return usage_error("--device: expected a list of cpu, cuda or cuda:N, not '%s'",

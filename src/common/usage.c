@@ -220,47 +220,69 @@ static void decode(const unsigned char *p, struct ms_usage_sample *s)
     s->threads = get32(p + 88);
 }
 
+/* Reads exactly len bytes at the file's position; returns 1, 0 at the end (or a partial
+ * read: a record cut short), or a negative errno. */
+static int read_full(int fd, unsigned char *buf, size_t len)
+{
+    size_t n = 0;
+    while (n < len) {
+        ssize_t r = read(fd, buf + n, len - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            return 0;
+        n += (size_t)r;
+    }
+    return 1;
+}
+
 int ms_usage_load(const char *path, struct ms_usage_sample **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
-    FILE *f = fopen(path, "rbe");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return -errno;
+    struct stat st;
     unsigned char hdr[MS_USAGE_HEADER], rec[MS_USAGE_RECORD];
-    int rc = 0;
-    size_t cap = 0;
-    struct ms_usage_sample *v = NULL;
-    if (fread(hdr, 1, sizeof hdr, f) != sizeof hdr || memcmp(hdr, MS_USAGE_MAGIC, 8) != 0)
-        rc = MS_EFORMAT;
-    else if (get32(hdr + 8) > MS_USAGE_VERSION || get32(hdr + 8) == 0)
-        rc = MS_EVERSION;
-    else if (get32(hdr + 12) != MS_USAGE_RECORD)
-        rc = MS_EFORMAT;
-    while (rc == 0 && fread(rec, 1, sizeof rec, f) == sizeof rec) {
-        if (*n >= MS_USAGE_MAX_RECORDS)
-            break; /* the first 16 Mi samples; a longer file is not one a sampler wrote */
-        if (*n == cap) {
-            size_t nc = cap ? cap * 2 : 256;
-            struct ms_usage_sample *nv = realloc(v, nc * sizeof *v);
-            if (!nv) {
-                rc = MS_ENOMEM;
-                break;
-            }
-            v = nv;
-            cap = nc;
-        }
-        memset(&v[*n], 0, sizeof v[*n]);
-        decode(rec, &v[(*n)++]);
+    int rc = fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : MS_EFORMAT;
+    if (rc == 0) {
+        int r = read_full(fd, hdr, sizeof hdr);
+        if (r < 0)
+            rc = r;
+        else if (r == 0 || memcmp(hdr, MS_USAGE_MAGIC, 8) != 0)
+            rc = MS_EFORMAT;
+        else if (get32(hdr + 8) > MS_USAGE_VERSION)
+            rc = MS_EVERSION;
+        else if (get32(hdr + 8) == 0 || get32(hdr + 12) != MS_USAGE_RECORD)
+            rc = MS_EFORMAT;
     }
-    if (rc == 0 && ferror(f))
-        rc = MS_EIO;
-    fclose(f);
+    /* the records a file of this size holds, within the cap: one allocation */
+    size_t count = 0;
+    if (rc == 0 && (uint64_t)st.st_size > MS_USAGE_HEADER)
+        count = (size_t)(((uint64_t)st.st_size - MS_USAGE_HEADER) / MS_USAGE_RECORD);
+    if (count > MS_USAGE_MAX_RECORDS)
+        count = MS_USAGE_MAX_RECORDS; /* the first 16 Mi: a longer file is no sampler's */
+    struct ms_usage_sample *v = NULL;
+    if (rc == 0 && count && !(v = calloc(count, sizeof *v)))
+        rc = MS_ENOMEM;
+    size_t got = 0;
+    while (rc == 0 && got < count) {
+        int r = read_full(fd, rec, sizeof rec);
+        if (r < 0)
+            rc = r;
+        if (r <= 0)
+            break; /* shorter than when it was measured: what was read is kept */
+        decode(rec, &v[got++]);
+    }
+    close(fd);
     if (rc < 0) {
         free(v);
-        *n = 0;
-        return rc;
+        return rc == -ENOMEM ? MS_ENOMEM : rc;
     }
     *out = v;
+    *n = got;
     return 0;
 }

@@ -52,7 +52,7 @@ static const char run_usage[] =
     "      --analysis=LIST      after the run, run these analyses (memscope analyze):\n"
     "                           leaks, peak, compare, inefficient, decompose, temporary,\n"
     "                           trend, fragmentation, oom[:K] (CUDA out-of-memory, K rows\n"
-    "                           of live blocks after each OOM), all, or none (default)\n"
+    "                           of live blocks after each OOM), usage, all, or none (default)\n"
     "      --steps=LIST         record only the events of these steps (up to 5 numbers >= 1,\n"
     "                           as 2,3; the events before the first step end are step 1);\n"
     "                           the steps are still numbered; no analysis runs\n"
@@ -373,7 +373,7 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
                 return usage_error(
                     "--analysis: expected a list of leaks, peak, compare, "
                     "inefficient, decompose, temporary, trend, fragmentation, oom[:K], "
-                    "all or none, not '%s'",
+                    "usage, all or none, not '%s'",
                     optarg);
             snprintf(o->analysis, sizeof o->analysis, "%s", optarg);
             break;

@@ -577,6 +577,55 @@ static int summary(struct ms_view *v, struct req *r, struct ms_json *j)
     return 0;
 }
 
+/* The usage monitor's series of each process over the buckets of series(): in each, the
+ * largest sample taken in it, else the last sample before it (the value holds until the next),
+ * null before the first sample or where the figure was not read. */
+static void usage_series(const struct ms_view_model *m, int64_t a, int64_t b, int64_t step,
+                         size_t nb, struct ms_json *j)
+{
+    ms_json_begin_array(j, "usage");
+    for (size_t i = 0; i < m->nusage; i++) {
+        const struct ms_vusage *u = &m->usage[i];
+        ms_json_begin_object(j, NULL);
+        ms_json_int(j, "process_id", u->process_id);
+        ms_json_int(j, "pid", u->pid);
+        static const char *const keys[3] = {"rss", "pss", "uss"};
+        for (int k = 0; k < 3; k++) {
+            ms_json_begin_array(j, keys[k]);
+            size_t lo = 0, hi = u->n; /* the first sample at or after a */
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (u->p[mid].ts < a)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            size_t at = lo;
+            int64_t t = a;
+            for (size_t q = 0; q < nb; q++, t += step) {
+                int64_t end = t + step < b ? t + step : b, best = -1;
+                int any = 0;
+                for (; at < u->n && u->p[at].ts < end; at++) {
+                    const int64_t v = k == 0 ? u->p[at].rss : k == 1 ? u->p[at].pss : u->p[at].uss;
+                    best = !any || v > best ? v : best;
+                    any = 1;
+                }
+                if (!any && at > 0) {
+                    const struct ms_vusage_point *pt = &u->p[at - 1];
+                    best = k == 0 ? pt->rss : k == 1 ? pt->pss : pt->uss;
+                }
+                if (best < 0)
+                    ms_json_null(j, NULL);
+                else
+                    ms_json_int(j, NULL, best);
+            }
+            ms_json_end_array(j);
+        }
+        ms_json_end_object(j);
+    }
+    ms_json_end_array(j);
+}
+
 static int series(struct ms_view *v, struct req *r, struct ms_json *j)
 {
     const struct ms_view_model *m = &v->m;
@@ -624,6 +673,7 @@ static int series(struct ms_view *v, struct req *r, struct ms_json *j)
         ms_json_end_object(j);
     }
     ms_json_end_array(j);
+    usage_series(m, a, b, step, nb, j);
     ms_json_end_object(j);
     free(mn);
     return 0;

@@ -9,7 +9,7 @@
  *         200 MiB of anonymous memory stay resident that no live block explains.
  * stack:  a recursion of 96 frames of 64 KiB each (6 MiB of stack, every page touched).
  * shm:    a 32 MiB POSIX shared memory object, mapped and written (unlinked at once, so a
- *         killed run leaves nothing in /dev/shm).
+ *         killed run leaves nothing in /dev/shm), and 64 KiB of heap live meanwhile.
  *
  * Under `memscope run` (MEMSCOPE_TRACE_DIR set) it holds each state until the usage sampler
  * has appended 3 more records to <trace dir>/usage.msu (2 of them read after the state was
@@ -97,7 +97,12 @@ static void shm(void)
     if (p == MAP_FAILED)
         exit(1);
     memset(p, 7, 32 * MIB);
+    char *live = malloc(64 * 1024); /* live bytes to draw beside (the viewer's test) */
+    if (!live)
+        exit(1);
+    memset(live, 1, 64 * 1024);
     hold();
+    free(live);
     munmap(p, 32 * MIB);
 }
 

@@ -74,6 +74,7 @@ static const char usage[] =
     "       memscope plot run.db [-o mem.svg] [--layer=NAME]   (live bytes over time)\n"
     "       memscope view run.db [--port N]               (the viewer, in a browser)\n"
     "       memscope report run.db [-o run.html]          (the viewer as one HTML file)\n"
+    "       memscope usage --pid PID... [--interval S] [--duration S] [-o report.json]\n"
     "       memscope --compare --input-path=A.db,B.db [-o DIR]  (two runs, msMemScope's form)\n"
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
     "       memscope snapshot FILE [--json] [-o run.db] [--state-at N]\n"
@@ -88,7 +89,7 @@ static const struct command {
 } commands[] = {
     {"run", cmd_run},           {"import", cmd_import}, {"export", cmd_export},
     {"analyze", cmd_analyze},   {"pack", cmd_pack},     {"plot", cmd_plot},
-    {"view", cmd_view},         {"report", cmd_report},
+    {"view", cmd_view},         {"report", cmd_report}, {"usage", cmd_usage},
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
     {"snapshot", cmd_snapshot},
 #endif

@@ -13,6 +13,7 @@
  * would tell them apart. */
 #include "usage_sampler.h"
 
+#include "common/files.h"
 #include "common/usage.h"
 
 #include <dirent.h>
@@ -141,9 +142,9 @@ int usage_sampler_start(struct usage_sampler *u, const char *trace_dir, pid_t ro
         u->interval_ns = 1000000; /* 1 ms at the most often */
     char path[sizeof u->dir + sizeof MS_USAGE_FILE + 1];
     snprintf(path, sizeof path, "%s/%s", trace_dir, MS_USAGE_FILE);
-    u->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
+    u->fd = ms_file_create(path); /* new, 0600, never through a link (docs/cli.md, "Files") */
     if (u->fd < 0)
-        return -errno;
+        return u->fd;
     unsigned char hdr[MS_USAGE_HEADER];
     ms_usage_header(hdr);
     if (write(u->fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr) {

@@ -35,9 +35,26 @@ static off_t usage_size(void)
     return stat(path, &st) == 0 ? st.st_size : -1;
 }
 
-/* Waits until the sampler has written 3 more records (96 bytes each). */
+/* Waits until the sampler has written 3 more records (96 bytes each); with USAGE_KINDS_HOLD=F
+ * (`memscope usage --pid`'s test), writes F.ready and waits until F exists instead. */
 static void hold(void)
 {
+    const char *file = getenv("USAGE_KINDS_HOLD");
+    if (file) {
+        char ready[4096];
+        snprintf(ready, sizeof ready, "%s.ready", file);
+        FILE *f = fopen(ready, "w");
+        if (f)
+            fclose(f);
+        struct timespec ms = {0, 1000000};
+        for (int i = 0; i < 60000; i++) {
+            if (access(file, F_OK) == 0)
+                return;
+            nanosleep(&ms, NULL);
+        }
+        fprintf(stderr, "usage_kinds: %s not created in 60 s\n", file);
+        exit(3);
+    }
     if (!getenv("MEMSCOPE_TRACE_DIR"))
         return;
     off_t start = usage_size();

@@ -38,6 +38,7 @@ struct target {
     int ended, unread;
     char command[256];
     struct ms_usage_cgroup cg;
+    uint64_t next_smaps_ns; /* ms_usage_read_paced */
     uint64_t samples;
     int have_smaps;
     struct figures cur, peak;
@@ -81,7 +82,7 @@ static void max_into(uint64_t *peak, uint64_t v)
 static void sample(struct target *t)
 {
     struct ms_usage_sample s;
-    int rc = ms_usage_read(t->pid, &t->cg, &s);
+    int rc = ms_usage_read_paced(t->pid, &t->cg, &t->next_smaps_ns, &s);
     if (rc < 0) {
         t->ended = 1;
         if (rc == -ESRCH)
@@ -253,7 +254,7 @@ int cmd_usage(int argc, char **argv)
             continue;
         struct ms_usage_sample s;
         ms_usage_cgroup_find(t[i].pid, &t[i].cg);
-        int rc = ms_usage_read(t[i].pid, &t[i].cg, &s);
+        int rc = ms_usage_read(t[i].pid, &t[i].cg, 0, &s);
         if (rc == -ESRCH) {
             cli_error("usage: no process %d (or it has ended)", (int)t[i].pid);
         } else if (rc == -EACCES || rc == -EPERM) {

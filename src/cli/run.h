@@ -30,8 +30,9 @@ struct run_options {
     const char *device;  /* --device=cpu,cuda,cuda:N (the agent's CUDA hooks) */
     char steps[64];      /* --steps=1,3: record only these steps ("" every step) */
     int symbolize;
+    /* --usage-interval: seconds between usage samples (docs/usage.md), 0 = none */
+    double usage_interval;
     int stack_given; /* --call-stack was on the command line */
-    double usage_interval; /* --usage-interval seconds between usage samples, 0 = none */
     char **prog;     /* the program and its arguments */
 };
 

@@ -31,6 +31,7 @@ struct usage_proc {
     pid_t pid;
     int done;
     struct ms_usage_cgroup cg;
+    uint64_t next_smaps_ns; /* PSS and USS are read again from this time on */
 };
 
 static void add_pid(struct usage_sampler *u, pid_t pid)
@@ -83,7 +84,7 @@ static void tick(struct usage_sampler *u)
         if (p->done)
             continue;
         struct ms_usage_sample s;
-        int rc = ms_usage_read(p->pid, &p->cg, &s);
+        int rc = ms_usage_read_paced(p->pid, &p->cg, &p->next_smaps_ns, &s);
         if (rc == -ESRCH) {
             p->done = 1;
             s.flags = MS_USAGE_F_EXIT; /* figures zero: it holds nothing any more */

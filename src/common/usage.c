@@ -117,7 +117,7 @@ int ms_usage_cgroup_find(pid_t pid, struct ms_usage_cgroup *cg)
     return -ENOENT;
 }
 
-int ms_usage_read(pid_t pid, const struct ms_usage_cgroup *cg, struct ms_usage_sample *s)
+int ms_usage_read(pid_t pid, const struct ms_usage_cgroup *cg, int smaps, struct ms_usage_sample *s)
 {
     memset(s, 0, sizeof *s);
     struct timespec ts;
@@ -142,7 +142,7 @@ int ms_usage_read(pid_t pid, const struct ms_usage_cgroup *cg, struct ms_usage_s
     s->flags |= MS_USAGE_F_STATUS;
     snprintf(path, sizeof path, "/proc/%d/smaps_rollup", (int)pid);
     uint64_t pc = 0, pd = 0;
-    if (read_small(path, text, sizeof text) > 0 && field(text, "Pss", 1, &s->pss) &&
+    if (smaps && read_small(path, text, sizeof text) > 0 && field(text, "Pss", 1, &s->pss) &&
         field(text, "Private_Clean", 1, &pc) && field(text, "Private_Dirty", 1, &pd)) {
         s->uss = pc + pd;
         s->flags |= MS_USAGE_F_SMAPS;
@@ -161,6 +161,26 @@ int ms_usage_read(pid_t pid, const struct ms_usage_cgroup *cg, struct ms_usage_s
         }
     }
     return 0;
+}
+
+#define SMAPS_SPACING 400 /* usage.h, ms_usage_read_paced */
+
+static uint64_t clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int ms_usage_read_paced(pid_t pid, const struct ms_usage_cgroup *cg, uint64_t *next_smaps_ns,
+                        struct ms_usage_sample *s)
+{
+    uint64_t now = clock_ns(CLOCK_MONOTONIC), cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    int smaps = now >= *next_smaps_ns;
+    int rc = ms_usage_read(pid, cg, smaps, s);
+    if (smaps)
+        *next_smaps_ns = now + SMAPS_SPACING * (clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0);
+    return rc;
 }
 
 static void put32(unsigned char *p, uint32_t v)

@@ -65,11 +65,22 @@ struct ms_usage_cgroup {
 int ms_usage_cgroup_find(pid_t pid, struct ms_usage_cgroup *cg);
 
 /* Reads process pid's figures now into *s (ts_ns from CLOCK_MONOTONIC taken before reading).
- * cg: the process's cgroup files (ms_usage_cgroup_find), or NULL to skip the cgroup. Returns 0; -ESRCH when the process is gone or a zombie (no memory
+ * cg: the process's cgroup files (ms_usage_cgroup_find), or NULL to skip the cgroup. smaps: 0
+ * skips smaps_rollup (PSS, USS), whose cost grows with the process's resident memory. Returns 0; -ESRCH when the process is gone or a zombie (no memory
  * left to read); another negative errno when /proc/PID/status cannot be read (-EACCES: another
  * user's process). smaps_rollup unreadable (an older kernel, permissions) only leaves
  * MS_USAGE_F_SMAPS clear. Allocates nothing; uses two descriptors for the moment of the read. */
-int ms_usage_read(pid_t pid, const struct ms_usage_cgroup *cg, struct ms_usage_sample *s);
+int ms_usage_read(pid_t pid, const struct ms_usage_cgroup *cg, int smaps,
+                  struct ms_usage_sample *s);
+
+/* ms_usage_read at a pace: smaps_rollup makes the kernel walk the process's page tables (about
+ * 1 ms of CPU per 200 MiB resident), so PSS and USS are read at most as often as keeps that
+ * under 0.25% of a core per process: after a read that cost C of this thread's CPU, not again
+ * before 400 C (every sample at 0.1 s up to about 50 MiB resident, every other one at 200 MiB,
+ * every 40 s at 20 GiB). *next_smaps_ns (CLOCK_MONOTONIC, 0 at first) is the caller's, one per
+ * process. Returns what ms_usage_read returns. */
+int ms_usage_read_paced(pid_t pid, const struct ms_usage_cgroup *cg, uint64_t *next_smaps_ns,
+                        struct ms_usage_sample *s);
 
 /* Encodes s as one record (MS_USAGE_RECORD bytes) into out. */
 void ms_usage_encode(const struct ms_usage_sample *s, unsigned char *out);

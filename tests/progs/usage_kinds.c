@@ -12,9 +12,8 @@
  *         killed run leaves nothing in /dev/shm), and 64 KiB of heap live meanwhile.
  *
  * Under `memscope run` (MEMSCOPE_TRACE_DIR set) it holds each state until the usage sampler
- * has appended 3 more records to <trace dir>/usage.msu (2 of them read after the state was
- * complete), so the test's expectations never depend on timing; it gives up after 60 s
- * (exit 3). Prints "usage_kinds ok MODE" and exits 0. */
+ * has appended 2 records of it with PSS and USS to <trace dir>/usage.msu (hold()), so the
+ * test's expectations never depend on timing; it gives up after 60 s (exit 3). Prints "usage_kinds ok MODE" and exits 0. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,27 +25,49 @@
 
 #define MIB (1024 * 1024)
 
-static off_t usage_size(void)
+/* The records of this process with PSS and USS (flag 2: MS_USAGE_F_SMAPS, src/common/usage.h)
+ * at or after byte offset from in <trace dir>/usage.msu; *end gets the file's size. */
+static int smaps_records(off_t from, off_t *end)
 {
     const char *dir = getenv("MEMSCOPE_TRACE_DIR");
     char path[4096];
-    struct stat st;
     snprintf(path, sizeof path, "%s/usage.msu", dir ? dir : "");
-    return stat(path, &st) == 0 ? st.st_size : -1;
+    FILE *f = fopen(path, "rb");
+    *end = -1;
+    if (!f)
+        return 0;
+    unsigned char rec[96];
+    int n = 0;
+    off_t at = 16;
+    fseek(f, 16, SEEK_SET);
+    while (fread(rec, 1, sizeof rec, f) == sizeof rec) {
+        unsigned pid, flags;
+        memcpy(&pid, rec + 8, 4);
+        memcpy(&flags, rec + 12, 4);
+        if (at >= from && pid == (unsigned)getpid() && (flags & 2))
+            n++;
+        at += 96;
+    }
+    *end = at;
+    fclose(f);
+    return n;
 }
 
-/* Waits until the sampler has written 3 more records (96 bytes each); with USAGE_KINDS_HOLD=F
- * (`memscope usage --pid`'s test), writes F.ready and waits until F exists instead. */
+/* Holds the state until the sampler has read it in full twice: 2 records of this process with
+ * PSS and USS written after the state was complete (the first may have been read before; the
+ * sampler reads PSS and USS only as often as their cost allows, docs/usage.md). With
+ * USAGE_KINDS_HOLD=F (`memscope usage --pid`'s test), writes F.ready and waits until F exists
+ * instead. */
 static void hold(void)
 {
     const char *file = getenv("USAGE_KINDS_HOLD");
+    struct timespec ms = {0, 1000000};
     if (file) {
         char ready[4096];
         snprintf(ready, sizeof ready, "%s.ready", file);
         FILE *f = fopen(ready, "w");
         if (f)
             fclose(f);
-        struct timespec ms = {0, 1000000};
         for (int i = 0; i < 60000; i++) {
             if (access(file, F_OK) == 0)
                 return;
@@ -57,14 +78,14 @@ static void hold(void)
     }
     if (!getenv("MEMSCOPE_TRACE_DIR"))
         return;
-    off_t start = usage_size();
-    struct timespec ms = {0, 1000000};
+    off_t start;
+    smaps_records(0, &start);
     for (int i = 0; i < 60000; i++) {
-        off_t now = usage_size();
-        if (start >= 0 && now >= start + 3 * 96)
+        off_t end;
+        if (start < 0) /* the sampler has not created its file yet */
+            smaps_records(0, &start);
+        else if (smaps_records(start, &end) >= 2)
             return;
-        if (start < 0)
-            start = now;
         nanosleep(&ms, NULL);
     }
     fprintf(stderr, "usage_kinds: no usage samples after 60 s\n");

@@ -577,9 +577,14 @@ static int summary(struct ms_view *v, struct req *r, struct ms_json *j)
     return 0;
 }
 
+static int64_t usage_value(const struct ms_vusage_point *p, int k)
+{
+    return k == 0 ? p->rss : k == 1 ? p->pss : p->uss;
+}
+
 /* The usage monitor's series of each process over the buckets of series(): in each, the
- * largest sample taken in it, else the last sample before it (the value holds until the next),
- * null before the first sample or where the figure was not read. */
+ * largest value read in it, else the last one read before it (the value holds until the next:
+ * PSS and USS are read at a pace, docs/usage.md), null before the first. */
 static void usage_series(const struct ms_view_model *m, int64_t a, int64_t b, int64_t step,
                          size_t nb, struct ms_json *j)
 {
@@ -601,19 +606,18 @@ static void usage_series(const struct ms_view_model *m, int64_t a, int64_t b, in
                     hi = mid;
             }
             size_t at = lo;
-            int64_t t = a;
+            int64_t t = a, last = -1; /* the last value read before the bucket */
+            for (size_t q = at; q-- > 0 && last < 0;)
+                last = usage_value(&u->p[q], k);
             for (size_t q = 0; q < nb; q++, t += step) {
                 int64_t end = t + step < b ? t + step : b, best = -1;
-                int any = 0;
                 for (; at < u->n && u->p[at].ts < end; at++) {
-                    const int64_t v = k == 0 ? u->p[at].rss : k == 1 ? u->p[at].pss : u->p[at].uss;
-                    best = !any || v > best ? v : best;
-                    any = 1;
+                    int64_t v = usage_value(&u->p[at], k);
+                    best = v > best ? v : best;
+                    last = v >= 0 ? v : last;
                 }
-                if (!any && at > 0) {
-                    const struct ms_vusage_point *pt = &u->p[at - 1];
-                    best = k == 0 ? pt->rss : k == 1 ? pt->pss : pt->uss;
-                }
+                if (best < 0)
+                    best = last; /* no reading in the bucket: the value holds */
                 if (best < 0)
                     ms_json_null(j, NULL);
                 else

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,6 +74,19 @@ static void scan_dir(struct usage_sampler *u)
     closedir(d);
 }
 
+/* Appends n bytes to the usage file. A failed write, or one that would pass the file size
+ * limit (which would raise SIGXFSZ and end memscope), ends the file: what is in it stays. */
+static void append(struct usage_sampler *u, const unsigned char *buf, size_t n)
+{
+    if (u->write_failed)
+        return;
+    if (u->size + n > u->size_limit || write(u->fd, buf, n) != (ssize_t)n) {
+        u->write_failed = 1;
+        return;
+    }
+    u->size += n;
+}
+
 /* One pass over every process not yet ended; writes the records. */
 static void tick(struct usage_sampler *u)
 {
@@ -96,13 +110,12 @@ static void tick(struct usage_sampler *u)
         nb += MS_USAGE_RECORD;
         u->samples++;
         if (nb == sizeof buf) {
-            if (write(u->fd, buf, nb) != (ssize_t)nb)
-                u->write_failed = 1;
+            append(u, buf, nb);
             nb = 0;
         }
     }
-    if (nb && write(u->fd, buf, nb) != (ssize_t)nb)
-        u->write_failed = 1;
+    if (nb)
+        append(u, buf, nb);
     u->ticks++;
 }
 
@@ -146,14 +159,19 @@ int usage_sampler_start(struct usage_sampler *u, const char *trace_dir, pid_t ro
     u->fd = ms_file_create(path); /* new, 0600, never through a link (docs/cli.md, "Files") */
     if (u->fd < 0)
         return u->fd;
+    struct rlimit fsize;
+    u->size_limit = getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY
+                        ? (uint64_t)fsize.rlim_cur
+                        : UINT64_MAX;
     unsigned char hdr[MS_USAGE_HEADER];
     ms_usage_header(hdr);
-    if (write(u->fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr) {
-        int e = errno ? errno : EIO;
+    if (sizeof hdr > u->size_limit || write(u->fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr) {
+        int e = sizeof hdr > u->size_limit ? EFBIG : errno ? errno : EIO;
         close(u->fd);
         u->fd = -1;
         return -e;
     }
+    u->size = sizeof hdr;
     add_pid(u, root);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

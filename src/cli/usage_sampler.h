@@ -15,15 +15,16 @@ struct usage_sampler {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int running, stop;
-    int fd;         /* the usage file */
-    char dir[4096]; /* the trace directory: its <pid>.<n>.mst names the traced pids */
-    pid_t root;     /* the program memscope started */
+    int fd;                    /* the usage file */
+    uint64_t size, size_limit; /* its bytes; RLIMIT_FSIZE (never passed: no SIGXFSZ) */
+    char dir[4096];            /* the trace directory: its <pid>.<n>.mst names the traced pids */
+    pid_t root;                /* the program memscope started */
     uint64_t interval_ns;
     struct usage_proc *procs;
     size_t nprocs, cap;
     /* what it did, for the log and bench/RESULTS.md */
     uint64_t samples, ticks, cpu_ns;
-    int write_failed;
+    int write_failed; /* a write failed or would pass the limit: no more are made */
 };
 
 /* Starts sampling root and every process that writes a trace into trace_dir, every interval_s

@@ -106,4 +106,13 @@ ms badmagic import "$TMP/tr" -o "$TMP/bad.db"
 assert_eq "usage file with a wrong magic: import status" 0 "$RC"
 assert_eq "usage file with a wrong magic: no rows" 0 "$(q "$TMP/bad.db" "SELECT count(*) FROM usage_samples")"
 assert_match "usage file with a wrong magic: said" "usage.msu" "$(cat "$TMP/badmagic.err")"
+# A file size limit: the sampler stops writing at it (never SIGXFSZ, which would end memscope).
+(
+    ulimit -f 4
+    "$MEMSCOPE" run -q --usage-interval=0.001 --format=trace -o "$TMP/lim" -- sleep 0.3 \
+        >"$TMP/lim.out" 2>"$TMP/lim.err" </dev/null
+)
+assert_eq "ulimit -f 4 (KiB): memscope run's exit status (the program's)" 0 "$?"
+assert_eq "ulimit -f 4: the usage file stops at the limit, whole records" "True" \
+    "$(python3 -c "import os; n = os.path.getsize('$TMP/lim/usage.msu'); print(n <= 4096 and (n - 16) % 96 == 0)")"
 done_testing

@@ -101,6 +101,10 @@ static void sample(struct target *t)
                         s.rss_shmem,
                         s.swap,
                         s.threads};
+    if (!(s.flags & MS_USAGE_F_SMAPS)) { /* not read this time (paced): the last reading */
+        f.pss = t->cur.pss;
+        f.uss = t->cur.uss;
+    }
     t->have_smaps |= (s.flags & MS_USAGE_F_SMAPS) != 0;
     t->cur = f;
     max_into(&t->peak.rss, f.rss);

@@ -57,7 +57,7 @@ int run_dir_empty(const char *dir)
     int empty = 1;
     while (empty && (e = readdir(d)))
         empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-                !strcmp(e->d_name, MS_USAGE_FILE); /* memscope's own samples, not the agent's */
+                ms_usage_is_file(e->d_name); /* memscope's own samples, not the agent's */
     closedir(d);
     return empty;
 }

@@ -147,15 +147,15 @@ int usage_sampler_start(struct usage_sampler *u, const char *trace_dir, pid_t ro
 {
     memset(u, 0, sizeof *u);
     u->fd = -1;
-    if (!(interval_s > 0) || strlen(trace_dir) + sizeof MS_USAGE_FILE + 1 >= sizeof u->dir)
+    if (!(interval_s > 0) || strlen(trace_dir) + 64 >= sizeof u->dir)
         return -EINVAL;
     snprintf(u->dir, sizeof u->dir, "%s", trace_dir);
     u->root = root;
     u->interval_ns = (uint64_t)(interval_s * 1e9);
     if (u->interval_ns < 1000000)
         u->interval_ns = 1000000; /* 1 ms at the most often */
-    char path[sizeof u->dir + sizeof MS_USAGE_FILE + 1];
-    snprintf(path, sizeof path, "%s/%s", trace_dir, MS_USAGE_FILE);
+    char path[sizeof u->dir + 64];
+    snprintf(path, sizeof path, "%s/" MS_USAGE_PREFIX "%d" MS_USAGE_SUFFIX, trace_dir, (int)root);
     u->fd = ms_file_create(path); /* new, 0600, never through a link (docs/cli.md, "Files") */
     if (u->fd < 0)
         return u->fd;

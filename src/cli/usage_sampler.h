@@ -1,5 +1,5 @@
 /* usage_sampler.h: `memscope run`'s usage monitor: a thread of the memscope process that samples
- * every traced process from /proc every --usage-interval into <trace dir>/usage.msu
+ * every traced process from /proc every --usage-interval into <trace dir>/usage-<pid>.msu
  * (common/usage.h, docs/usage.md). The traced program runs nothing for it. */
 #ifndef MS_USAGE_SAMPLER_H
 #define MS_USAGE_SAMPLER_H
@@ -28,7 +28,7 @@ struct usage_sampler {
 };
 
 /* Starts sampling root and every process that writes a trace into trace_dir, every interval_s
- * seconds (> 0), into trace_dir/usage.msu. Returns 0, or a negative errno (nothing started; the
+ * seconds (> 0), into trace_dir/usage-<root>.msu. Returns 0, or a negative errno (nothing started; the
  * run goes on without samples). */
 int usage_sampler_start(struct usage_sampler *u, const char *trace_dir, pid_t root,
                         double interval_s);

@@ -207,6 +207,13 @@ static uint64_t get64(const unsigned char *p)
     return v;
 }
 
+int ms_usage_is_file(const char *name)
+{
+    size_t n = strlen(name), a = strlen(MS_USAGE_PREFIX), b = strlen(MS_USAGE_SUFFIX);
+    return n > a + b && !strncmp(name, MS_USAGE_PREFIX, a) &&
+           !strcmp(name + n - b, MS_USAGE_SUFFIX);
+}
+
 void ms_usage_header(unsigned char *out)
 {
     memset(out, 0, MS_USAGE_HEADER);

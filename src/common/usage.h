@@ -1,5 +1,6 @@
 /* usage.h: what the OS says a process uses (the usage monitor, docs/usage.md): one sample of a
- * process read from /proc, and the sampler's file in a trace directory (`usage.msu`), which the
+ * process read from /proc, and the sampler's file in a trace directory (`usage-<pid>.msu`, pid:
+ * the program `memscope run` started; several runs may share a directory), which the
  * conversion reads into the usage_samples table.
  *
  * Readers of /proc are here, not in the agent: sampling happens in the memscope process (or any
@@ -30,8 +31,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define MS_USAGE_FILE "usage.msu" /* in the trace directory */
-#define MS_USAGE_MAGIC "MSUSAGE"  /* 8 bytes with its NUL */
+#define MS_USAGE_PREFIX "usage-" /* usage-<pid>.msu in the trace directory */
+#define MS_USAGE_SUFFIX ".msu"
+#define MS_USAGE_MAX_FILES 4096u /* read in one directory */
+#define MS_USAGE_MAGIC "MSUSAGE" /* 8 bytes with its NUL */
 #define MS_USAGE_VERSION 1u
 #define MS_USAGE_HEADER 16u
 #define MS_USAGE_RECORD 96u
@@ -81,6 +84,9 @@ int ms_usage_read(pid_t pid, const struct ms_usage_cgroup *cg, int smaps,
  * process. Returns what ms_usage_read returns. */
 int ms_usage_read_paced(pid_t pid, const struct ms_usage_cgroup *cg, uint64_t *next_smaps_ns,
                         struct ms_usage_sample *s);
+
+/* Whether a file name is a usage file's: "usage-" ... ".msu". */
+int ms_usage_is_file(const char *name);
 
 /* Encodes s as one record (MS_USAGE_RECORD bytes) into out. */
 void ms_usage_encode(const struct ms_usage_sample *s, unsigned char *out);

@@ -1438,6 +1438,9 @@ static void conv_release(struct conv *c)
     free(c->own_live);
     free(c->usage);
     free(c->usage_live);
+    for (size_t i = 0; i < c->nusage_paths; i++)
+        free(c->usage_paths[i]);
+    free(c->usage_paths);
     free(c->own_peak);
     free(c->dpoints);
     free(c->dpairs);

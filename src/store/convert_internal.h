@@ -240,6 +240,8 @@ struct conv {
     struct ms_usage_sample *usage;
     size_t nusage, usage_next;
     int64_t *usage_live;
+    char **usage_paths; /* the usage files read, for the compact database's trace_files */
+    size_t nusage_paths;
     struct stack_def *stacks;
     size_t nstacks, astacks;
     uint64_t stack_pcs;
@@ -483,8 +485,8 @@ int conv__mmap_end_blocks(struct conv *c, const struct stream *s, uint64_t addr,
 int conv__mmap_write_layers(struct conv *c);
 
 /* convert_usage.c: the usage monitor's samples (common/usage.h, docs/usage.md).
- * conv__usage_load reads <trace dir>/usage.msu when there is one (none: no rows; a damaged one:
- * a warning and no rows); conv__usage_until notes the live bytes of every sample taken before
+ * conv__usage_load reads every <trace dir>/usage-<pid>.msu (none: no rows; a damaged one: a
+ * warning and none of its rows); conv__usage_until notes the live bytes of every sample taken before
  * time ts (pass 2 calls it before each event, and with INT64_MAX at the end);
  * conv__usage_write writes the usage_samples rows. 0 or a negative code. */
 int conv__usage_load(struct conv *c);

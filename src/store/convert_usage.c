@@ -1,5 +1,6 @@
 /* convert_usage.c: the usage monitor's samples into the usage_samples table (docs/database.md,
- * docs/usage.md). The sampler of `memscope run` wrote them into <trace dir>/usage.msu
+ * docs/usage.md). The sampler of `memscope run` wrote them into <trace dir>/usage-<pid>.msu
+ * (one file per run: several runs may share a trace directory)
  * (common/usage.h) on the agent's clock; each row gets its process's row id (the image of that
  * pid running at the sample's time), its time on the events' clock, and the heap and mmap bytes the trace had live in that
  * process then, noted in pass 2 as the merge reaches the sample's time, so that `analyze usage`
@@ -44,43 +45,91 @@ static ptrdiff_t proc_at(const struct conv *c, uint32_t pid, uint64_t mono)
     return best;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The usage files of the trace directory, in name order, into c->usage_paths. */
+static int list_usage_files(struct conv *c)
+{
+    DIR *d = opendir(c->o->trace_dir);
+    if (!d)
+        return 0; /* the traces' listing has said what was wrong with it */
+    size_t cap = 0;
+    int rc = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!ms_usage_is_file(e->d_name))
+            continue;
+        if (c->nusage_paths == MS_USAGE_MAX_FILES)
+            break; /* more than any set of runs into one directory makes */
+        if (ms_grow((void **)&c->usage_paths, &cap, c->nusage_paths, sizeof *c->usage_paths, 4,
+                    MS_USAGE_MAX_FILES) < 0) {
+            rc = conv__oom(c, "usage files");
+            break;
+        }
+        size_t len = strlen(c->o->trace_dir) + strlen(e->d_name) + 2;
+        char *path = malloc(len);
+        if (!path) {
+            rc = conv__oom(c, "usage files");
+            break;
+        }
+        snprintf(path, len, "%s/%s", c->o->trace_dir, e->d_name);
+        c->usage_paths[c->nusage_paths++] = path;
+    }
+    closedir(d);
+    if (c->nusage_paths)
+        qsort(c->usage_paths, c->nusage_paths, sizeof *c->usage_paths, cmp_str);
+    return rc;
+}
+
 int conv__usage_load(struct conv *c)
 {
     if (c->o->sink)
         return 0;
-    char path[PATH_MAX];
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", c->o->trace_dir, MS_USAGE_FILE) >= sizeof path)
-        return 0;
-    struct ms_usage_sample *v;
-    size_t n;
-    int rc = ms_usage_load(path, &v, &n);
-    if (rc == -ENOENT)
-        return 0;
-    if (rc == MS_ENOMEM)
-        return conv__oom(c, "usage samples");
-    if (rc < 0) {
-        if (!c->res->warning[0])
-            snprintf(c->res->warning, sizeof c->res->warning, "%s: %s; no usage samples",
-                     MS_USAGE_FILE, ms_strerror(rc));
-        return 0;
-    }
-    /* Each sample onto its process's image and the events' clock (epoch ns, as the converter
-     * turns the agent's CLOCK_MONOTONIC stamps with that image's header); the samples of a
-     * process that wrote no trace go: the run knows nothing else of it. The process's index
-     * is kept in the sample's pid field from here on. */
-    size_t kept = 0;
-    for (size_t i = 0; i < n; i++) {
-        ptrdiff_t k = proc_at(c, v[i].pid, v[i].ts_ns);
-        if (k < 0)
+    int rc = list_usage_files(c);
+    size_t cap = 0;
+    for (size_t f = 0; rc == 0 && f < c->nusage_paths; f++) {
+        struct ms_usage_sample *v;
+        size_t n;
+        const char *path = c->usage_paths[f], *name = strrchr(path, '/') + 1;
+        struct stat st;
+        int lrc = lstat(path, &st) == 0 && !S_ISREG(st.st_mode) ? MS_EFORMAT
+                                                                : ms_usage_load(path, &v, &n);
+        if (lrc == MS_ENOMEM)
+            return conv__oom(c, "usage samples");
+        if (lrc < 0) {
+            if (!c->res->warning[0])
+                snprintf(c->res->warning, sizeof c->res->warning, "%.400s: %s; no usage samples",
+                         name, ms_strerror(lrc));
             continue;
-        const struct ms_trace_file_header *h = &c->procs[k].tr.hdr;
-        v[kept] = v[i];
-        v[kept].ts_ns = v[i].ts_ns - h->start_mono_ns + h->start_real_ns;
-        v[kept].pid = (uint32_t)k;
-        kept++;
+        }
+        /* Each sample onto its process's image and the events' clock (epoch ns, as the
+         * converter turns the agent's CLOCK_MONOTONIC stamps with that image's header); the
+         * samples of a process that wrote no trace go: the run knows nothing else of it. The
+         * process's index is kept in the sample's pid field from here on. */
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            ptrdiff_t k = proc_at(c, v[i].pid, v[i].ts_ns);
+            if (k < 0)
+                continue;
+            if (c->nusage == MS_USAGE_MAX_RECORDS)
+                break;
+            if (ms_grow((void **)&c->usage, &cap, c->nusage, sizeof *c->usage, 256,
+                        MS_USAGE_MAX_RECORDS) < 0) {
+                rc = conv__oom(c, "usage samples");
+                break;
+            }
+            const struct ms_trace_file_header *h = &c->procs[k].tr.hdr;
+            struct ms_usage_sample *s = &c->usage[c->nusage++];
+            *s = v[i];
+            s->ts_ns = v[i].ts_ns - h->start_mono_ns + h->start_real_ns;
+            s->pid = (uint32_t)k;
+        }
+        free(v);
     }
-    c->usage = v;
-    c->nusage = kept;
+    if (rc < 0 || !c->nusage)
+        return rc;
     qsort(c->usage, c->nusage, sizeof *c->usage, cmp_sample);
     c->usage_live = calloc(c->nusage + 1, sizeof *c->usage_live);
     if (!c->usage_live)

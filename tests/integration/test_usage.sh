@@ -1,6 +1,6 @@
 #!/bin/bash
 # test_usage.sh: the usage monitor (docs/usage.md). memscope run samples every traced process
-# from /proc into usage.msu; the conversion stores the samples with the live bytes of the
+# from /proc into usage-<pid>.msu; the conversion stores the samples with the live bytes of the
 # trace at each one (usage_samples); memscope analyze usage reports peaks, the retained bytes
 # and the findings. Known answers from tests/progs/usage_kinds.c, which holds each state until
 # the sampler has taken two samples of it (no timing in the expectations).
@@ -83,7 +83,7 @@ assert_eq "export --format=db: the compact database's samples" \
 
 # --usage-interval=0: no sampling, no rows; analyze says so.
 ms off run -q --usage-interval=0 --format=trace -o "$TMP/off" -- "$PROGS/live_at_exit"
-assert_eq "--usage-interval=0: no usage file" "no" "$([ -e "$TMP/off/usage.msu" ] && echo yes || echo no)"
+assert_eq "--usage-interval=0: no usage file" "" "$(cd "$TMP/off" && ls -- usage-*.msu 2>/dev/null)"
 ms off_imp import "$TMP/off" -o "$TMP/off.db"
 assert_eq "--usage-interval=0: no rows" 0 "$(q "$TMP/off.db" "SELECT count(*) FROM usage_samples")"
 ms off_an analyze usage "$TMP/off.db"
@@ -94,18 +94,20 @@ assert_eq "--usage-interval=fast: usage error" 2 "$RC"
 # The usage file is hostile input: a record cut short is dropped, a wrong magic is refused with
 # a warning, and the conversion goes on.
 ms tr run -q --usage-interval=0.02 --format=trace -o "$TMP/tr" -- "$PROGS/usage_kinds" shm
-size=$(stat -c %s "$TMP/tr/usage.msu")
+U=$(ls "$TMP"/tr/usage-*.msu)
+assert_eq "one usage file, named after the program's pid" "1" "$(echo "$U" | grep -c "/usage-[0-9]*\.msu$")"
+size=$(stat -c %s "$U")
 records=$(((size - 16) / 96))
-truncate -s $((size - 40)) "$TMP/tr/usage.msu"
+truncate -s $((size - 40)) "$U"
 ms cut import "$TMP/tr" -o "$TMP/cut.db"
 assert_eq "usage file cut mid-record: import status" 0 "$RC"
 assert_eq "usage file cut mid-record: the whole records" $((records - 1)) \
     "$(q "$TMP/cut.db" "SELECT count(*) FROM usage_samples")"
-printf 'NOTUSAGE' | dd of="$TMP/tr/usage.msu" conv=notrunc status=none
+printf 'NOTUSAGE' | dd of="$U" conv=notrunc status=none
 ms badmagic import "$TMP/tr" -o "$TMP/bad.db"
 assert_eq "usage file with a wrong magic: import status" 0 "$RC"
 assert_eq "usage file with a wrong magic: no rows" 0 "$(q "$TMP/bad.db" "SELECT count(*) FROM usage_samples")"
-assert_match "usage file with a wrong magic: said" "usage.msu" "$(cat "$TMP/badmagic.err")"
+assert_match "usage file with a wrong magic: said" "usage-[0-9]+\.msu: malformed input; no usage samples" "$(cat "$TMP/badmagic.err")"
 # A file size limit: the sampler stops writing at it (never SIGXFSZ, which would end memscope).
 (
     ulimit -f 4
@@ -114,5 +116,5 @@ assert_match "usage file with a wrong magic: said" "usage.msu" "$(cat "$TMP/badm
 )
 assert_eq "ulimit -f 4 (KiB): memscope run's exit status (the program's)" 0 "$?"
 assert_eq "ulimit -f 4: the usage file stops at the limit, whole records" "True" \
-    "$(python3 -c "import os; n = os.path.getsize('$TMP/lim/usage.msu'); print(n <= 4096 and (n - 16) % 96 == 0)")"
+    "$(python3 -c "import os, glob; n = os.path.getsize(glob.glob('$TMP/lim/usage-*.msu')[0]); print(n <= 4096 and (n - 16) % 96 == 0)")"
 done_testing

@@ -12,7 +12,7 @@
  *         killed run leaves nothing in /dev/shm), and 64 KiB of heap live meanwhile.
  *
  * Under `memscope run` (MEMSCOPE_TRACE_DIR set) it holds each state until the usage sampler
- * has appended 2 records of it with PSS and USS to <trace dir>/usage.msu (hold()), so the
+ * has appended 2 records of it with PSS and USS to <trace dir>/usage-<pid>.msu (hold()), so the
  * test's expectations never depend on timing; it gives up after 60 s (exit 3). Prints "usage_kinds ok MODE" and exits 0. */
 #include <fcntl.h>
 #include <stdio.h>
@@ -26,12 +26,15 @@
 #define MIB (1024 * 1024)
 
 /* The records of this process with PSS and USS (flag 2: MS_USAGE_F_SMAPS, src/common/usage.h)
- * at or after byte offset from in <trace dir>/usage.msu; *end gets the file's size. */
+ * at or after byte offset from in the usage file of the trace directory (usage-<pid>.msu, pid:
+ * the program memscope run started, this one or its parent); *end gets the file's size. */
 static int smaps_records(off_t from, off_t *end)
 {
     const char *dir = getenv("MEMSCOPE_TRACE_DIR");
     char path[4096];
-    snprintf(path, sizeof path, "%s/usage.msu", dir ? dir : "");
+    snprintf(path, sizeof path, "%s/usage-%d.msu", dir ? dir : "", (int)getpid());
+    if (access(path, F_OK) != 0)
+        snprintf(path, sizeof path, "%s/usage-%d.msu", dir ? dir : "", (int)getppid());
     FILE *f = fopen(path, "rb");
     *end = -1;
     if (!f)

@@ -132,6 +132,16 @@ static void test_random(void)
     }
 }
 
+static void test_names(void)
+{
+    CHECK(ms_usage_is_file("usage-123.msu"));
+    CHECK(ms_usage_is_file("usage-x.msu"));
+    CHECK(!ms_usage_is_file("usage-.msu"));
+    CHECK(!ms_usage_is_file("usage.msu"));
+    CHECK(!ms_usage_is_file("123.0.mst"));
+    CHECK(!ms_usage_is_file("usage-123.msu.tmp"));
+}
+
 static void test_proc(void)
 {
     struct ms_usage_sample s;
@@ -169,6 +179,7 @@ int main(void)
     snprintf(path, sizeof path, "%s/usage.msu", dir);
     test_file();
     test_random();
+    test_names();
     test_proc();
     unlink(path);
     rmdir(dir);

@@ -46,6 +46,17 @@ assert_eq "retain: samples on the events' clock (within the run's first and last
        (ts_ns < (SELECT min(first_ns) FROM threads) - 1000000000 OR
         ts_ns > (SELECT max(last_ns) FROM threads) + 1000000000)")"
 
+# The cgroup's charge: in every sample where this machine's cgroup (v2, else v1) is readable.
+cg=$(sed -n 's/^0::\(.*\)/\/sys\/fs\/cgroup\1\/memory.current/p' /proc/self/cgroup)
+[ -r "$cg" ] || cg=$(sed -n 's/^[0-9]*:memory:\(.*\)/\/sys\/fs\/cgroup\/memory\1\/memory.usage_in_bytes/p' /proc/self/cgroup)
+if [ -r "$cg" ]; then
+    assert_eq "retain: the cgroup's charge in every sample ($cg), at least the process's RSS" "0" \
+        "$(q "$TMP/retain.db" "SELECT count(*) FROM usage_samples WHERE exited = 0 AND
+           (cgroup_current IS NULL OR cgroup_current < rss_anon)")"
+else
+    echo "  info: no readable memory cgroup here: cgroup_current is NULL"
+fi
+
 # Stack: 96 frames of 64 KiB.
 run_kind stack
 assert_eq "stack: peak_stack_bytes within [6 MiB, 6 MiB + 256 KiB]" "True" \

@@ -398,11 +398,8 @@ static void agent_environment(struct run_options *o, const struct run_paths *p,
 
 int cmd_run(int argc, char **argv)
 {
-    struct run_options o = {.c_depth = MS_RUN_C_DEPTH,
-                            .format = FMT_COMPACT,
-                            .symbolize = 1,
-                            .unwind_dwarf = 1,
-                            .usage_interval = 0.1};
+    struct run_options o = {
+        .c_depth = MS_RUN_C_DEPTH, .format = FMT_COMPACT, .symbolize = 1, .unwind_dwarf = 1};
     int rc = run_parse_options(argc, argv, &o);
     if (rc >= 0)
         return rc;
@@ -444,8 +441,8 @@ int cmd_run(int argc, char **argv)
     }
     child_pid = pid;
     struct usage_sampler sampler = {0};
-    if (o.usage_interval > 0 &&
-        usage_sampler_start(&sampler, rp.trace_dir, pid, o.usage_interval) < 0)
+    if (!o.usage_off && usage_sampler_start(&sampler, rp.trace_dir, pid,
+                                            o.usage_interval ? o.usage_interval : 0.1) < 0)
         cli_log(2, "cannot sample memory usage into %s; the run goes on without it", rp.trace_dir);
     int status = wait_child(pid);
     child_pid = 0;

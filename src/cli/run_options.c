@@ -307,6 +307,7 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
                                    "to 3600, not '%s'",
                                    optarg);
             o->usage_interval = v;
+            o->usage_off = v == 0;
             break;
         }
         case OPT_DEVICE:

@@ -359,6 +359,7 @@ int ms_analyze_temporary(struct ms_actx *x);
 int ms_analyze_trend(struct ms_actx *x);
 int ms_analyze_fragmentation(struct ms_actx *x);
 int ms_analyze_oom(struct ms_actx *x);
+int ms_analyze_usage(struct ms_actx *x);
 
 /* leaks.c: the verdict of `analyze leaks`' default rule (the growth rule, docs/analyses.md),
  * for the budgets (`memscope run --fail-on-step-leak`): the leaking call sites of the selected

@@ -35,5 +35,7 @@ const struct ms_analysis ms_analyses[] = {
      ms_analyze_fragmentation, always},
     {"oom", "CUDA out-of-memory: what was live at each OOM, by layer, owner and call site",
      ms_analyze_oom, always},
+    {"usage", "RSS, PSS, USS, stack, shared memory beside live bytes; allocator retention",
+     ms_analyze_usage, always},
     {NULL, NULL, NULL, NULL},
 };

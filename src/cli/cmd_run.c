@@ -8,6 +8,7 @@
  * program's status (128+N for signal N). */
 #include "cli.h"
 #include "run.h"
+#include "usage_sampler.h"
 #include "common/agent_api.h"
 
 #include "analyze/analyze.h"
@@ -473,9 +474,17 @@ int cmd_run(int argc, char **argv)
         return 127;
     }
     child_pid = pid;
+    struct usage_sampler sampler = {0};
+    if (!o.usage_off && usage_sampler_start(&sampler, rp.trace_dir, pid,
+                                            o.usage_interval ? o.usage_interval : 0.1) < 0)
+        cli_log(2, "cannot sample memory usage into %s; the run goes on without it", rp.trace_dir);
     int signo, core;
     int status = wait_child(pid, &signo, &core);
     child_pid = 0;
+    usage_sampler_stop(&sampler);
+    cli_log(0, "usage sampler: %llu samples in %llu ticks, %.1f ms of CPU",
+            (unsigned long long)sampler.samples, (unsigned long long)sampler.ticks,
+            sampler.cpu_ns / 1e6);
     if (signo)
         run_say_killed(signo, core);
     sigaction(SIGINT, &old_int, NULL);

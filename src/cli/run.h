@@ -34,6 +34,10 @@ struct run_options {
     const char *device;  /* --device=cpu,cuda,cuda:N (the agent's CUDA hooks) */
     char steps[64];      /* --steps=1,3: record only these steps ("" every step) */
     int symbolize;
+    /* --usage-interval: seconds between usage samples (docs/usage.md; 0: not given, the default
+     * 0.1 s), usage_off: --usage-interval=0 */
+    double usage_interval;
+    int usage_off;
     int stack_given; /* --call-stack was on the command line */
     char **prog;     /* the program and its arguments */
     /* budgets (run_budget.c, docs/ci.md) */

@@ -9,6 +9,7 @@
 #include "common/elf_probe.h"
 #include "common/files.h"
 #include "common/term_text.h"
+#include "common/usage.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -49,7 +50,7 @@ long run_running_writer(const char *dir)
     return pid;
 }
 
-/* Whether dir holds nothing (but . and ..). */
+/* Whether dir holds nothing (but ., .. and the usage samples). */
 int run_dir_empty(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -58,7 +59,8 @@ int run_dir_empty(const char *dir)
     struct dirent *e;
     int empty = 1;
     while (empty && (e = readdir(d)))
-        empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+        empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+                ms_usage_is_file(e->d_name); /* memscope's own samples, not the agent's */
     closedir(d);
     return empty;
 }

@@ -6,6 +6,7 @@
 #include "common/agent_api.h"
 #include "version.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +52,7 @@ static const char run_usage[] =
     "      --analysis=LIST      after the run, run these analyses (memscope analyze):\n"
     "                           leaks, peak, compare, inefficient, decompose, temporary,\n"
     "                           trend, fragmentation, oom[:K] (CUDA out-of-memory, K rows\n"
-    "                           of live blocks after each OOM), all, or none (default)\n"
+    "                           of live blocks after each OOM), usage, all, or none (default)\n"
     "      --steps=LIST         record only the events of these steps (up to 5 numbers >= 1,\n"
     "                           as 2,3; the events before the first step end are step 1);\n"
     "                           the steps are still numbered; no analysis runs\n"
@@ -64,6 +65,9 @@ static const char run_usage[] =
     "      --keep-trace         keep the traces next to the database, packed\n"
     "      --no-pack            keep traces as the agent wrote them (bigger, no packing time)\n"
     "      --no-symbols         do not resolve function names and source lines\n"
+    "      --usage-interval=S   sample every traced process's RSS, PSS, USS, stack, shared\n"
+    "                           memory and cgroup from /proc every S seconds (default 0.1;\n"
+    "                           0: off); memscope analyze usage reads them (docs/usage.md)\n"
     "\n"
     "Budgets (docs/ci.md): fail the run when memory goes over a limit\n"
     "      --fail-on-leak[=BYTES[:LAYER]]\n"
@@ -242,7 +246,8 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
         OPT_MAX_PEAK,
         OPT_SUPP,
         OPT_JUNIT,
-        OPT_ERROR_EXIT
+        OPT_ERROR_EXIT,
+        OPT_USAGE
     };
     static const struct option longopts[] = {
         {"output-path", required_argument, NULL, 'o'},
@@ -261,6 +266,7 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
         {"step-on", required_argument, NULL, OPT_STEPON},
         {"device", required_argument, NULL, OPT_DEVICE},
         {"steps", required_argument, NULL, OPT_STEPS},
+        {"usage-interval", required_argument, NULL, OPT_USAGE},
         {"no-symbols", no_argument, NULL, OPT_NOSYM},
         {"fail-on-leak", optional_argument, NULL, OPT_FAIL_LEAK},
         {"fail-on-step-leak", no_argument, NULL, OPT_FAIL_STEP_LEAK},
@@ -320,6 +326,18 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
                                    "'%s'",
                                    MS_MAX_STEP_FILTER, optarg);
             break;
+        case OPT_USAGE: {
+            char *end;
+            errno = 0;
+            double v = strtod(optarg, &end);
+            if (end == optarg || *end || errno || !(v >= 0) || v > 3600 || (v > 0 && v < 0.001))
+                return usage_error("--usage-interval: expected seconds, 0 (off) or from 0.001 "
+                                   "to 3600, not '%s'",
+                                   optarg);
+            o->usage_interval = v;
+            o->usage_off = v == 0;
+            break;
+        }
         case OPT_DEVICE:
             if (for_each_item(optarg, device_item, NULL) || strlen(optarg) > 100)
                 return usage_error("--device: expected a list of cpu, cuda or cuda:N, not '%s'",
@@ -384,7 +402,7 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
                 return usage_error(
                     "--analysis: expected a list of leaks, peak, compare, "
                     "inefficient, decompose, temporary, trend, fragmentation, oom[:K], "
-                    "all or none, not '%s'",
+                    "usage, all or none, not '%s'",
                     optarg);
             snprintf(o->analysis, sizeof o->analysis, "%s", optarg);
             break;

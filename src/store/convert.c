@@ -1017,6 +1017,8 @@ static int pass2(struct conv *c)
         }
         if (c->trend_ok && (rc = conv__compact_sample(c, s->ts)) < 0)
             break;
+        if (c->usage_next < c->nusage && (int64_t)c->usage[c->usage_next].ts_ns < s->ts)
+            conv__usage_until(c, s->ts); /* the live bytes at the samples taken before s */
         rc = on_event(c, s);
         if (!stream_fill(c, s))
             heap[0] = heap[--nheap];
@@ -1439,6 +1441,11 @@ static void conv_release(struct conv *c)
     free(c->cand);
     free(c->step_lives);
     free(c->own_live);
+    free(c->usage);
+    free(c->usage_live);
+    for (size_t i = 0; i < c->nusage_paths; i++)
+        free(c->usage_paths[i]);
+    free(c->usage_paths);
     free(c->own_peak);
     free(c->dpoints);
     free(c->dpairs);
@@ -1487,6 +1494,8 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
     if (rc == 0)
         rc = init_layers(&c);
     if (rc == 0)
+        rc = conv__usage_load(&c);
+    if (rc == 0)
         rc = pass1(&c);
     if (rc == 0 && o->compact && !o->sink)
         rc = conv__compact_start(&c);
@@ -1518,6 +1527,8 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
         rc = write_threads(&c);
     if (rc == 0)
         rc = write_processes(&c);
+    if (rc == 0)
+        rc = conv__usage_write(&c);
     if (rc == 0 && o->compact && !o->sink)
         rc = conv__compact_write_blocks(&c);
     if (rc == 0)

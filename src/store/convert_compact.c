@@ -515,7 +515,7 @@ int conv__compact_write_blocks(struct conv *c)
  * other threads while this one converts. */
 int conv__compact_start(struct conv *c)
 {
-    const char **paths = calloc(2 * c->nprocs + 1, sizeof *paths);
+    const char **paths = calloc(2 * c->nprocs + c->nusage_paths + 1, sizeof *paths);
     char **pickles = calloc(c->nprocs + 1, sizeof *pickles);
     size_t n = 0, np = 0;
     int rc = 0;
@@ -542,6 +542,9 @@ int conv__compact_start(struct conv *c)
             free(pk);
         }
     }
+    /* the usage monitor's samples (convert_usage.c), for the full database's conversion */
+    for (size_t k = 0; rc == 0 && k < c->nusage_paths; k++)
+        paths[n++] = c->usage_paths[k];
     if (rc == 0)
         rc = ms_embed_start(&c->embed, paths, n, c->o->db_path, c->err, c->errlen);
     for (size_t k = 0; k < np; k++)

@@ -7,6 +7,7 @@
 #include "store.h"
 
 #include "common/u64map.h"
+#include "common/usage.h"
 #include "batch.h"
 #include "embed.h"
 #include "common/ms_error.h"
@@ -242,6 +243,14 @@ struct conv {
 
     struct proc *procs;
     size_t nprocs;
+    /* the usage monitor's samples (convert_usage.c), sorted by time: ts_ns in the events' epoch
+     * ns, pid replaced by the index of the process's image in procs; usage_live[i]: the heap
+     * and mmap bytes live in sample i's process at its time, set in pass 2 */
+    struct ms_usage_sample *usage;
+    size_t nusage, usage_next;
+    int64_t *usage_live;
+    char **usage_paths; /* the usage files read, for the compact database's trace_files */
+    size_t nusage_paths;
     struct stack_def *stacks;
     size_t nstacks, astacks;
     uint64_t stack_pcs;
@@ -492,6 +501,15 @@ int conv__mmap_end_blocks(struct conv *c, const struct stream *s, uint64_t addr,
                           const char *func, size_t *nhits);
 /* The layers and pools rows of the reservations' layer, when a process had any. */
 int conv__mmap_write_layers(struct conv *c);
+
+/* convert_usage.c: the usage monitor's samples (common/usage.h, docs/usage.md).
+ * conv__usage_load reads every <trace dir>/usage-<pid>.msu (none: no rows; a damaged one: a
+ * warning and none of its rows); conv__usage_until notes the live bytes of every sample taken before
+ * time ts (pass 2 calls it before each event, and with INT64_MAX at the end);
+ * conv__usage_write writes the usage_samples rows. 0 or a negative code. */
+int conv__usage_load(struct conv *c);
+void conv__usage_until(struct conv *c, int64_t ts);
+int conv__usage_write(struct conv *c);
 void conv__mmap_release(struct proc *p);
 
 /* ---- convert_cuda.c: called by convert.c ---------------------------------------------------- */

@@ -80,6 +80,18 @@ struct ms_vpool {
     int64_t layer, reserve_layer;
 };
 
+/* The usage monitor's samples of one process image (usage_samples, docs/usage.md), in time
+ * order: its RSS (anonymous + file + shared), PSS and USS; -1 where not read. */
+struct ms_vusage_point {
+    int64_t ts, rss, pss, uss;
+};
+struct ms_vusage {
+    int64_t process_id, pid;
+    struct ms_vusage_point *p;
+    size_t n, cap;
+};
+#define MS_VIEW_MAX_USAGE 16 /* processes whose usage is drawn: the first ones */
+
 struct ms_view_model {
     sqlite3 *db; /* read only; frames and stacks are looked up here on demand */
     struct ms_vblock *blocks;
@@ -103,8 +115,10 @@ struct ms_view_model {
     struct ms_vrange *ranges; /* in start order */
     size_t nranges, capranges;
     uint64_t ranges_dropped; /* past MS_VIEW_MAX_RANGES */
-    int64_t t0, t1;          /* first and last event */
-    int64_t total_peak;      /* peak of the sum of all non-reserve tracks, and when */
+    struct ms_vusage *usage; /* by process, in processes.id order */
+    size_t nusage;
+    int64_t t0, t1;     /* first and last event */
+    int64_t total_peak; /* peak of the sum of all non-reserve tracks, and when */
     int64_t total_peak_ns;
     uint64_t events;
 };

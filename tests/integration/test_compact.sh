@@ -49,7 +49,7 @@ PY_TEXT_SQL="WITH RECURSIVE w(stack_id, position, node) AS (
     ORDER BY w.stack_id, w.position) GROUP BY stack_id ORDER BY stack_id"
 TABLES="meta processes threads strings modules frames stack_nodes stack_frames event_kinds layers
 owners steps ranges pools process_stats python_trace inefficient site_stats live_samples step_live
-decompose_points decompose_live owner_peaks"
+decompose_points decompose_live owner_peaks usage_samples"
 
 # The blocks a compact database keeps, computed on the full one: live at exit; live at the
 # peak event of their process and layer, or at the peak of all default layers (a pool's reserve
@@ -272,7 +272,7 @@ assert_eq "default run: its summary counts every event (2 x 200000 + the rest)" 
     "$(sed -n 's/^memscope: \([0-9]*\) events from 1 process$/\1/p' "$TMP/def.err")"
 assert_eq "default run: the stored trace is packed (format version 2, little-endian at 8)" \
     "4D5354524143450002000000" \
-    "$(sqlite3 "$TMP/def.db" "SELECT hex(substr(data, 1, 12)) FROM trace_files WHERE part = 0")"
+    "$(sqlite3 "$TMP/def.db" "SELECT hex(substr(data, 1, 12)) FROM trace_files WHERE part = 0 AND name LIKE '%.mst'")"
 events=$(sqlite3 "$TMP/def.db" "SELECT value FROM meta WHERE key = 'event_count'")
 bytes=$(stat -c %s "$TMP/def.db")
 assert_ge "default run: 400000 events or more" 400000 "$events"

@@ -92,7 +92,7 @@ check() {
 }
 
 check import out.db import run.trace -o out.db
-for a in leaks peak temporary trend inefficient decompose; do
+for a in leaks peak temporary trend inefficient decompose usage; do
     check "analyze_$a" - analyze "$a" run.db
 done
 check export_csv out.csv export run.db --format=csv -o out.csv

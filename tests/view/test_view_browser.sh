@@ -48,6 +48,17 @@ fi
 sed 's/^/  /' "$TMP/stacked.out"
 view_stop
 
+# the usage monitor's series (tests/progs/usage_kinds.c: a 32 MiB shared memory object)
+ms usage run -q --usage-interval=0.02 -o "$TMP/usage.db" -- "$USAGE_PROG" shm
+view_start "$TMP/usage.db"
+if WEB=$WEB node "$VIEW_SRC/view_browser.mjs" "$URL" "$PROGS/screenshots" usage >"$TMP/usage.out" 2>&1; then
+    pass "RSS, PSS and USS in chromium: $(tail -1 "$TMP/usage.out")"
+else
+    fail "RSS, PSS and USS in chromium"
+fi
+sed 's/^/  /' "$TMP/usage.out"
+view_stop
+
 # the same page as one file (memscope report), opened from disk: no server, no network; the
 # run's command line carries a </script> that must stay text
 ms known2 run -q -o "$TMP/known2.db" -- "$PROGS/view_known" '</script><script>alert(1)</script>'

@@ -30,7 +30,7 @@ print(s["peak_bytes"], s["leaked_bytes"], len(d["times"]), s["peak_ns"] in d["ti
       " ".join(a["name"] for a in d["analyses"]), "weights (" in d["analyses"][0]["text"])
 PY
 assert_eq "report data: peak, never freed, times, the peak among them, answers at each, leaked flame, every block's stack, the analyses, leaks' report" \
-    "11534336 3145728 128 True True 3145728 True leaks peak inefficient decompose temporary trend fragmentation oom True" \
+    "11534336 3145728 128 True True 3145728 True leaks peak inefficient decompose temporary trend fragmentation oom usage True" \
     "$(cat "$TMP/facts")"
 
 ms report_o report "$TMP/known.db" -o "$TMP/out.html"

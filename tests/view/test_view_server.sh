@@ -146,7 +146,7 @@ check_known() { # WHAT [DB analyze leaks reads, default known.db]
     assert_eq "$1: events at that address: its allocation and its free" "alloc free" \
         "$(js '" ".join(e["kind"] for e in d["events"])')"
     get "/api/analyses" >/dev/null
-    assert_eq "$1: the analyses listed" "leaks peak compare inefficient decompose temporary trend fragmentation oom" \
+    assert_eq "$1: the analyses listed" "leaks peak compare inefficient decompose temporary trend fragmentation oom usage" \
         "$(js '" ".join(a["name"] for a in d["analyses"])')"
     get "/api/analysis?name=leaks" >/dev/null
     assert_eq "$1: analyze leaks' report, as memscope analyze leaks prints it" \

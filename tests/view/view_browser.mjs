@@ -9,7 +9,9 @@
 // table, and the findings' links (a call site, an address, a step) into the tables. With
 // process.argv[4] = "ineff", b_ineff.c's run instead: its three inefficient blocks outlined
 // and listed once the thresholds are set to 100 ms; with "stacked", mmap_anon.c's run: its heap
-// and mmap layers split, then stacked.
+// and mmap layers split, then stacked (the usage monitor's RSS, PSS and USS beside them, never
+// stacked); with "usage", usage_kinds.c's shm run: its RSS, PSS and USS drawn beside its live
+// bytes, PSS and USS at least the 32 MiB shared memory object no allocation shows.
 import { createRequire } from "node:module";
 const require = createRequire(process.env.WEB + "/package.json");
 const { chromium } = require("playwright-core");
@@ -55,14 +57,29 @@ try {
   await shot(page, `${outDir}/${kind}-first.png`);
 
   const text = async (sel) => (await page.textContent(sel)).trim();
+  if (kind === "usage") {
+    const labels = await page.getAttribute("body", "data-series-labels");
+    check("usage_kinds shm: live bytes, then its RSS, PSS, USS", /^all memory\|pid \d+ RSS\|pid \d+ PSS\|pid \d+ USS$/.test(labels), labels);
+    const peaks = (await page.getAttribute("body", "data-usage-peaks")).split(":").map(Number);
+    const MIB = 1048576;
+    check("usage_kinds shm: RSS, PSS and USS drawn at 32 MiB or more (the shared memory object)",
+      peaks.length === 4 && peaks.slice(1).every((v) => v >= 32 * MIB && v <= 40 * MIB), peaks.join(":"));
+    await page.screenshot({ path: `${outDir}/usage.png` });
+    check("no error in the page", errors.length === 0, errors.join(" | "));
+    await browser.close();
+    console.log(`${checks - fails}/${checks} checks passed`);
+    process.exit(fails ? 1 : 0);
+  }
   if (kind === "stacked") {
     check("mmap_anon: no access recorded, no inefficiency thresholds offered", !(await page.isVisible("#ineff")), "visible");
     const split = await page.getAttribute("body", "data-series-labels");
-    check("mmap_anon: split, the total and each layer", /^all memory\|pid \d+ mmap\|pid \d+ heap$/.test(split), split);
+    check("mmap_anon: split, the total and each layer, then its RSS, PSS, USS",
+      /^all memory\|pid \d+ mmap\|pid \d+ heap\|pid \d+ RSS\|pid \d+ PSS\|pid \d+ USS$/.test(split), split);
     await page.selectOption("#smode", "stacked");
     await until(page, () => (document.body.dataset.seriesLabels || "").includes("stacked"));
     const st = await page.getAttribute("body", "data-series-labels");
-    check("mmap_anon: stacked, heap on top of mmap", /^pid \d+ heap \(stacked\)\|pid \d+ mmap \(stacked\)$/.test(st), st);
+    check("mmap_anon: stacked, heap on top of mmap; RSS, PSS, USS not stacked",
+      /^pid \d+ heap \(stacked\)\|pid \d+ mmap \(stacked\)\|pid \d+ RSS\|pid \d+ PSS\|pid \d+ USS$/.test(st), st);
     await page.screenshot({ path: `${outDir}/stacked.png` });
     check("no error in the page", errors.length === 0, errors.join(" | "));
     await browser.close();

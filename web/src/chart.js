@@ -76,6 +76,22 @@ export async function loadSeries() {
     data.splice(1, data.length - 1, ...order.map((k) => data[k]));
     series.splice(1, series.length - 1, ...order.map((k) => series[k]));
   }
+  // what the OS said (the usage monitor, docs/usage.md): RSS, PSS and USS of each process,
+  // dashed, never stacked
+  const usageColour = ["#7f8c8d", "#b9770e", "#2874a6", "#a93226"];
+  const peaks = [];
+  (r.usage || []).forEach((u, i) => {
+    const colour = usageColour[i % usageColour.length];
+    const peak = [u.pid];
+    for (const [key, name, dash] of [["rss", "RSS", [6, 3]], ["pss", "PSS", [3, 3]], ["uss", "USS", [1, 3]]]) {
+      data.push(u[key]);
+      series.push({ label: `pid ${u.pid} ${name}`, stroke: colour, width: 1, dash,
+        value: (pl, v) => (v == null ? "" : bytes(v)) });
+      peak.push(Math.max(0, ...u[key].filter((v) => v != null)));
+    }
+    peaks.push(peak.join(":"));
+  });
+  document.body.dataset.usagePeaks = peaks.join("|");
   document.body.dataset.seriesLabels = series.slice(1).map((x) => x.label).join("|");
   const opts = {
     width: chartWidth(), height: 280,

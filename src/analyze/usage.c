@@ -1,0 +1,297 @@
+/* usage.c: `memscope analyze usage`: what the OS said each process used (the usage monitor's
+ * samples, usage_samples) beside what memscope recorded live, and what that says: memory the
+ * allocator keeps after it was freed (allocator_retention), a deep main-thread stack (stack),
+ * shared memory that no allocation shows (shared_memory). Definitions and thresholds are in
+ * docs/usage.md; the rule of each finding is the one place below (find_*).
+ *
+ * Computed first (one struct per process image, from SQL over usage_samples and
+ * process_stats), then rendered as text or JSON. Reads a compact database as it is. Workload:
+ * ten samples a second per process: thousands of rows. */
+#include "analyze.h"
+#include "common/db_ids.h"
+
+#include "common/grow.h"
+#include "common/ms_error.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PROCS 100000
+
+/* The layers whose live bytes the samples carry (convert_usage.c): heap and mmap. */
+#define SQL_LIVE_LAYERS "1, 2"
+_Static_assert(MS_LAYER_HEAP == 1 && MS_LAYER_MMAP == 2, "SQL_LIVE_LAYERS names them");
+
+/* Thresholds of the findings (docs/usage.md, "Findings"). */
+#define RETENTION_MIN (32ll << 20) /* retained bytes ... */
+#define STACK_MIN (4ll << 20)      /* a main-thread stack of 4 MiB: half of the usual 8 MiB */
+#define SHMEM_MIN (16ll << 20)     /* resident shared memory */
+
+struct usage_proc {
+    int64_t process_id, pid, samples;
+    char *command;
+    int64_t peak_rss_anon, peak_pss, peak_uss, peak_stack, peak_shmem, peak_live;
+    int have_smaps;
+    /* the sample of maximum retained bytes: anonymous RSS - live - stack */
+    int64_t max_retained, retained_ts, retained_rss_anon, retained_live, retained_stack;
+};
+
+struct finding {
+    const char *kind;
+    int64_t pid, bytes;
+    char message[1024];
+};
+
+struct usage_result {
+    struct usage_proc *procs;
+    size_t nprocs;
+    struct finding *findings;
+    size_t nfindings;
+};
+
+static void result_release(struct usage_result *r)
+{
+    for (size_t i = 0; i < r->nprocs; i++)
+        free(r->procs[i].command);
+    free(r->procs);
+    free(r->findings);
+}
+
+static int add_finding(struct usage_result *r, size_t *cap, const char *kind,
+                       const struct usage_proc *p, int64_t bytes, const char *message)
+{
+    if (ms_grow((void **)&r->findings, cap, r->nfindings, sizeof *r->findings, 8, 3 * MAX_PROCS) <
+        0)
+        return MS_ENOMEM;
+    struct finding *f = &r->findings[r->nfindings++];
+    f->kind = kind;
+    f->pid = p->pid;
+    f->bytes = bytes;
+    snprintf(f->message, sizeof f->message, "%s", message);
+    return 0;
+}
+
+/* The findings of one process (docs/usage.md): each rule once, here. */
+static int find(struct usage_result *r, size_t *cap, const struct usage_proc *p)
+{
+    char msg[1024], a[32], b[32], c[32];
+    int rc = 0;
+    if (p->max_retained >= RETENTION_MIN && p->max_retained >= p->retained_live) {
+        ms_human_bytes(a, sizeof a, p->max_retained);
+        ms_human_bytes(b, sizeof b, p->retained_rss_anon);
+        ms_human_bytes(c, sizeof c, p->retained_live);
+        snprintf(msg, sizeof msg,
+                 "pid %" PRId64 " (%s): %s of its %s of anonymous memory was not explained by "
+                 "live allocations (%s live in heap and mmap then) or its stack: the allocator "
+                 "kept memory the program had freed. Try malloc_trim(0) after the phase that "
+                 "frees (or a timer calling it), MALLOC_ARENA_MAX=2 when many threads allocate, "
+                 "or another allocator (jemalloc, mimalloc, tcmalloc through LD_PRELOAD)",
+                 p->pid, p->command, a, b, c);
+        rc = add_finding(r, cap, "allocator_retention", p, p->max_retained, msg);
+    }
+    if (rc == 0 && p->peak_stack >= STACK_MIN) {
+        ms_human_bytes(a, sizeof a, p->peak_stack);
+        snprintf(msg, sizeof msg,
+                 "pid %" PRId64 " (%s): the main thread's stack reached %s (deep recursion or "
+                 "large local arrays); the usual limit is 8 MiB (ulimit -s), beyond which the "
+                 "program dies of SIGSEGV. Make the recursion iterative, or move large locals "
+                 "to the heap",
+                 p->pid, p->command, a);
+        rc = add_finding(r, cap, "stack", p, p->peak_stack, msg);
+    }
+    if (rc == 0 && p->peak_shmem >= SHMEM_MIN) {
+        ms_human_bytes(a, sizeof a, p->peak_shmem);
+        snprintf(msg, sizeof msg,
+                 "pid %" PRId64 " (%s): %s of shared memory was resident in it (POSIX shared "
+                 "memory, /dev/shm, memfd or shared anonymous mappings), which no allocation "
+                 "shows. Unmap and shm_unlink objects no longer needed and look for leftovers in "
+                 "/dev/shm; in a container /dev/shm's size (docker --shm-size) bounds it; "
+                 "PyTorch's DataLoader workers pass tensors through it",
+                 p->pid, p->command, a);
+        rc = add_finding(r, cap, "shared_memory", p, p->peak_shmem, msg);
+    }
+    return rc;
+}
+
+static int compute(sqlite3 *db, struct usage_result *r)
+{
+    sqlite3_stmt *st;
+    /* one row per process image with samples; the sample of maximum retained bytes is found
+     * by the second query */
+    if (sqlite3_prepare_v2(
+            db,
+            "SELECT u.process_id, p.pid, coalesce(p.cmdline, p.exe, '?'), count(*), "
+            "max(u.rss_anon), max(u.pss), max(u.uss), max(u.stack), max(u.rss_shmem), "
+            "max(u.live_bytes), count(u.pss), "
+            "(SELECT max(s.peak_bytes) FROM process_stats s WHERE s.process_id = u.process_id "
+            " AND s.layer IN (" SQL_LIVE_LAYERS ")) "
+            "FROM usage_samples u JOIN processes p ON p.id = u.process_id "
+            "WHERE u.exited = 0 AND u.rss_anon IS NOT NULL GROUP BY u.process_id "
+            "ORDER BY u.process_id",
+            -1, &st, NULL) != SQLITE_OK)
+        return MS_EDB;
+    size_t cap = 0;
+    int rc = 0, step = SQLITE_DONE;
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (ms_grow((void **)&r->procs, &cap, r->nprocs, sizeof *r->procs, 8, MAX_PROCS) < 0) {
+            rc = MS_ENOMEM;
+            break;
+        }
+        struct usage_proc *p = &r->procs[r->nprocs++];
+        memset(p, 0, sizeof *p);
+        p->process_id = sqlite3_column_int64(st, 0);
+        p->pid = sqlite3_column_int64(st, 1);
+        p->command = strdup((const char *)sqlite3_column_text(st, 2));
+        if (!p->command)
+            rc = MS_ENOMEM;
+        p->samples = sqlite3_column_int64(st, 3);
+        p->peak_rss_anon = sqlite3_column_int64(st, 4);
+        p->peak_pss = sqlite3_column_int64(st, 5);
+        p->peak_uss = sqlite3_column_int64(st, 6);
+        p->peak_stack = sqlite3_column_int64(st, 7);
+        p->peak_shmem = sqlite3_column_int64(st, 8);
+        p->peak_live = sqlite3_column_int64(st, 9);
+        p->have_smaps = sqlite3_column_int64(st, 10) > 0;
+        int64_t recorded = sqlite3_column_int64(st, 11);
+        if (recorded > p->peak_live)
+            p->peak_live = recorded;
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = MS_EDB;
+    sqlite3_finalize(st);
+    if (rc < 0)
+        return rc;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT ts_ns, rss_anon, live_bytes, stack, "
+                           "max(rss_anon - live_bytes - stack, 0) AS k FROM usage_samples "
+                           "WHERE process_id = ?1 AND exited = 0 AND rss_anon IS NOT NULL "
+                           "ORDER BY k DESC, ts_ns LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return MS_EDB;
+    for (size_t i = 0; i < r->nprocs && rc == 0; i++) {
+        struct usage_proc *p = &r->procs[i];
+        sqlite3_bind_int64(st, 1, p->process_id);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            p->retained_ts = sqlite3_column_int64(st, 0);
+            p->retained_rss_anon = sqlite3_column_int64(st, 1);
+            p->retained_live = sqlite3_column_int64(st, 2);
+            p->retained_stack = sqlite3_column_int64(st, 3);
+            p->max_retained = sqlite3_column_int64(st, 4);
+        }
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    size_t fcap = 0;
+    for (size_t i = 0; i < r->nprocs && rc == 0; i++)
+        rc = find(r, &fcap, &r->procs[i]);
+    return rc;
+}
+
+static void render_json(FILE *out, const struct usage_result *r, int64_t t0)
+{
+    struct ms_json j;
+    ms_json_init(&j, out);
+    ms_json_begin_object(&j, NULL);
+    ms_json_begin_array(&j, "processes");
+    for (size_t i = 0; i < r->nprocs; i++) {
+        const struct usage_proc *p = &r->procs[i];
+        ms_json_begin_object(&j, NULL);
+        ms_json_int(&j, "pid", p->pid);
+        ms_json_str(&j, "command", p->command);
+        ms_json_int(&j, "samples", p->samples);
+        ms_json_int(&j, "peak_rss_anon_bytes", p->peak_rss_anon);
+        if (p->have_smaps) {
+            ms_json_int(&j, "peak_pss_bytes", p->peak_pss);
+            ms_json_int(&j, "peak_uss_bytes", p->peak_uss);
+        } else {
+            ms_json_null(&j, "peak_pss_bytes");
+            ms_json_null(&j, "peak_uss_bytes");
+        }
+        ms_json_int(&j, "peak_stack_bytes", p->peak_stack);
+        ms_json_int(&j, "peak_shmem_bytes", p->peak_shmem);
+        ms_json_int(&j, "peak_live_bytes", p->peak_live);
+        ms_json_int(&j, "max_retained_bytes", p->max_retained);
+        ms_json_int(&j, "max_retained_live_bytes", p->retained_live);
+        ms_json_int(&j, "max_retained_rss_anon_bytes", p->retained_rss_anon);
+        ms_json_double(&j, "max_retained_at_s", (double)(p->retained_ts - t0) / 1e9);
+        ms_json_null(&j, "cow_private_bytes"); /* copy-on-write: not measured yet */
+        ms_json_begin_array(&j, "cow_sites");
+        ms_json_end_array(&j);
+        ms_json_end_object(&j);
+    }
+    ms_json_end_array(&j);
+    ms_json_begin_array(&j, "findings");
+    for (size_t i = 0; i < r->nfindings; i++) {
+        const struct finding *f = &r->findings[i];
+        ms_json_begin_object(&j, NULL);
+        ms_json_str(&j, "kind", f->kind);
+        ms_json_int(&j, "pid", f->pid);
+        ms_json_int(&j, "bytes", f->bytes);
+        ms_json_str(&j, "message", f->message);
+        ms_json_end_object(&j);
+    }
+    ms_json_end_array(&j);
+    ms_json_end_object(&j);
+    ms_json_finish(&j);
+}
+
+static void render_text(FILE *out, const struct usage_result *r, int64_t t0)
+{
+    if (!r->nprocs) {
+        fprintf(out, "no usage samples (memscope run samples every --usage-interval, 0.1 s by "
+                     "default)\n");
+        return;
+    }
+    fprintf(out, "%8s %8s %10s %10s %10s %10s %10s %10s %10s  %s\n", "pid", "samples", "rss anon",
+            "pss", "uss", "stack", "shmem", "live", "retained", "command");
+    for (size_t i = 0; i < r->nprocs; i++) {
+        const struct usage_proc *p = &r->procs[i];
+        char v[8][32];
+        const int64_t x[8] = {p->peak_rss_anon, p->peak_pss,  p->peak_uss,     p->peak_stack,
+                              p->peak_shmem,    p->peak_live, p->max_retained, 0};
+        for (int k = 0; k < 7; k++)
+            ms_human_bytes(v[k], sizeof v[k], x[k]);
+        if (!p->have_smaps)
+            snprintf(v[1], sizeof v[1], "-"), snprintf(v[2], sizeof v[2], "-");
+        fprintf(out, "%8" PRId64 " %8" PRId64 " %10s %10s %10s %10s %10s %10s %10s  %.60s\n",
+                p->pid, p->samples, v[0], v[1], v[2], v[3], v[4], v[5], v[6], p->command);
+    }
+    fprintf(out, "(peaks over the samples; live: heap + mmap as recorded; retained: anonymous "
+                 "RSS not explained by live bytes or the stack, at its worst)\n");
+    for (size_t i = 0; i < r->nprocs; i++) {
+        const struct usage_proc *p = &r->procs[i];
+        if (p->max_retained) {
+            char a[32], b[32];
+            ms_human_bytes(a, sizeof a, p->max_retained);
+            ms_human_bytes(b, sizeof b, p->retained_live);
+            fprintf(out, "pid %" PRId64 ": most retained %s at %.3f s, with %s live then\n", p->pid,
+                    a, (double)(p->retained_ts - t0) / 1e9, b);
+        }
+    }
+    if (!r->nfindings)
+        fprintf(out, "no findings\n");
+    for (size_t i = 0; i < r->nfindings; i++)
+        fprintf(out, "%s: %s\n", r->findings[i].kind, r->findings[i].message);
+}
+
+int ms_analyze_usage(struct ms_actx *x)
+{
+    struct usage_result r = {0};
+    int rc = 0;
+    if (ms__has_column(x->db, "usage_samples", "rss_anon"))
+        rc = compute(x->db, &r);
+    if (rc == 0) {
+        int64_t t0 = ms__run_start_ns(x->db);
+        if (x->o->json)
+            render_json(x->out, &r, t0);
+        else
+            render_text(x->out, &r, t0);
+    } else if (rc == MS_ENOMEM) {
+        rc = ms__actx_oom(x);
+    } else {
+        rc = ms__actx_db_fail(x, "cannot read the usage samples");
+    }
+    result_release(&r);
+    return rc;
+}

@@ -1,0 +1,315 @@
+/* usage.c: one process's memory figures from /proc (status, smaps_rollup) and its cgroup, and
+ * the sampler file's encoder and bounded reader (layout in usage.h).
+ *
+ * Called by the sampler of `memscope run` (src/cli/usage_sampler.c) about ten times a second
+ * per traced process, by `memscope usage --pid`, and by the conversion (the reader, once). A
+ * read costs two or three small files; smaps_rollup makes the kernel walk the process's page
+ * tables (about 0.1 ms per 100 MiB resident), which is the sampler's main cost. */
+#include "usage.h"
+
+#include "ms_error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Reads the file at path into buf (NUL-terminated, at most len - 1 bytes). Returns the length
+ * or a negative errno. */
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t n = 0;
+    while (n + 1 < len) {
+        ssize_t r = read(fd, buf + n, len - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            close(fd);
+            return -e;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = '\0';
+    return (ssize_t)n;
+}
+
+/* The number after "key:" at the start of a line of text (kB lines in bytes when kb). */
+static int field(const char *text, const char *key, int kb, uint64_t *out)
+{
+    size_t kl = strlen(key);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, key, kl) != 0 || p[kl] != ':')
+            continue;
+        char *end;
+        unsigned long long v = strtoull(p + kl + 1, &end, 10);
+        if (end == p + kl + 1)
+            return 0;
+        *out = kb ? (uint64_t)v * 1024 : (uint64_t)v;
+        return 1;
+    }
+    return 0;
+}
+
+static uint64_t read_u64_file(const char *path, int *ok, int *unlimited)
+{
+    char buf[64];
+    *ok = 0;
+    *unlimited = 0;
+    if (!path[0] || read_small(path, buf, sizeof buf) <= 0)
+        return 0;
+    if (!strncmp(buf, "max", 3)) {
+        *ok = 1;
+        *unlimited = 1;
+        return 0;
+    }
+    char *end;
+    unsigned long long v = strtoull(buf, &end, 10);
+    if (end == buf)
+        return 0;
+    *ok = 1;
+    return (uint64_t)v;
+}
+
+int ms_usage_cgroup_find(pid_t pid, struct ms_usage_cgroup *cg)
+{
+    cg->current[0] = cg->max[0] = '\0';
+    char path[64], text[4096];
+    snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
+    ssize_t n = read_small(path, text, sizeof text);
+    if (n < 0)
+        return (int)n;
+    const char *v2 = NULL, *v1 = NULL;
+    for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        if (!strncmp(l, "0::", 3))
+            v2 = l + 3;
+        char *c = strchr(l, ':');
+        if (c && !strncmp(c, ":memory:", 8))
+            v1 = c + 8;
+    }
+    struct stat st;
+    if (v2) {
+        snprintf(cg->current, sizeof cg->current, "/sys/fs/cgroup%s/memory.current", v2);
+        if (stat(cg->current, &st) == 0) {
+            snprintf(cg->max, sizeof cg->max, "/sys/fs/cgroup%s/memory.max", v2);
+            return 0;
+        }
+    }
+    if (v1) {
+        snprintf(cg->current, sizeof cg->current, "/sys/fs/cgroup/memory%s/memory.usage_in_bytes",
+                 v1);
+        if (stat(cg->current, &st) == 0) {
+            snprintf(cg->max, sizeof cg->max, "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", v1);
+            return 0;
+        }
+    }
+    cg->current[0] = cg->max[0] = '\0';
+    return -ENOENT;
+}
+
+int ms_usage_read(pid_t pid, const struct ms_usage_cgroup *cg, int smaps, struct ms_usage_sample *s)
+{
+    memset(s, 0, sizeof *s);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    s->ts_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    s->pid = (uint32_t)pid;
+    char path[64], text[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    ssize_t n = read_small(path, text, sizeof text);
+    if (n < 0)
+        return n == -ENOENT ? -ESRCH : (int)n;
+    uint64_t threads = 0;
+    /* A zombie or a kernel thread has no memory lines: nothing left to sample. */
+    if (!field(text, "RssAnon", 1, &s->rss_anon))
+        return -ESRCH;
+    field(text, "RssFile", 1, &s->rss_file);
+    field(text, "RssShmem", 1, &s->rss_shmem);
+    field(text, "VmStk", 1, &s->stack);
+    field(text, "VmSwap", 1, &s->swap);
+    field(text, "Threads", 0, &threads);
+    s->threads = threads > UINT32_MAX ? UINT32_MAX : (uint32_t)threads;
+    s->flags |= MS_USAGE_F_STATUS;
+    snprintf(path, sizeof path, "/proc/%d/smaps_rollup", (int)pid);
+    uint64_t pc = 0, pd = 0;
+    if (smaps && read_small(path, text, sizeof text) > 0 && field(text, "Pss", 1, &s->pss) &&
+        field(text, "Private_Clean", 1, &pc) && field(text, "Private_Dirty", 1, &pd)) {
+        s->uss = pc + pd;
+        s->flags |= MS_USAGE_F_SMAPS;
+    } else {
+        s->pss = 0;
+    }
+    if (cg && cg->current[0]) {
+        int ok, unl;
+        s->cg_current = read_u64_file(cg->current, &ok, &unl);
+        if (ok)
+            s->flags |= MS_USAGE_F_CGROUP;
+        uint64_t m = read_u64_file(cg->max, &ok, &unl);
+        if (ok && !unl && m < (1ull << 62)) {
+            s->cg_max = m;
+            s->flags |= MS_USAGE_F_CG_MAX;
+        }
+    }
+    return 0;
+}
+
+#define SMAPS_SPACING 400 /* usage.h, ms_usage_read_paced */
+
+static uint64_t clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int ms_usage_read_paced(pid_t pid, const struct ms_usage_cgroup *cg, uint64_t *next_smaps_ns,
+                        struct ms_usage_sample *s)
+{
+    uint64_t now = clock_ns(CLOCK_MONOTONIC), cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    int smaps = now >= *next_smaps_ns;
+    int rc = ms_usage_read(pid, cg, smaps, s);
+    if (smaps)
+        *next_smaps_ns = now + SMAPS_SPACING * (clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0);
+    return rc;
+}
+
+static void put32(unsigned char *p, uint32_t v)
+{
+    memcpy(p, &v, 4);
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+    memcpy(p, &v, 8);
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+int ms_usage_is_file(const char *name)
+{
+    size_t n = strlen(name), a = strlen(MS_USAGE_PREFIX), b = strlen(MS_USAGE_SUFFIX);
+    return n > a + b && !strncmp(name, MS_USAGE_PREFIX, a) &&
+           !strcmp(name + n - b, MS_USAGE_SUFFIX);
+}
+
+void ms_usage_header(unsigned char *out)
+{
+    memset(out, 0, MS_USAGE_HEADER);
+    memcpy(out, MS_USAGE_MAGIC, 8);
+    put32(out + 8, MS_USAGE_VERSION);
+    put32(out + 12, MS_USAGE_RECORD);
+}
+
+void ms_usage_encode(const struct ms_usage_sample *s, unsigned char *out)
+{
+    memset(out, 0, MS_USAGE_RECORD);
+    put64(out, s->ts_ns);
+    put32(out + 8, s->pid);
+    put32(out + 12, s->flags);
+    const uint64_t v[9] = {s->rss_anon, s->rss_file, s->rss_shmem,  s->stack, s->swap,
+                           s->pss,      s->uss,      s->cg_current, s->cg_max};
+    for (int i = 0; i < 9; i++)
+        put64(out + 16 + 8 * i, v[i]);
+    put32(out + 88, s->threads);
+}
+
+static void decode(const unsigned char *p, struct ms_usage_sample *s)
+{
+    s->ts_ns = get64(p);
+    s->pid = get32(p + 8);
+    s->flags = get32(p + 12);
+    uint64_t *v[9] = {&s->rss_anon, &s->rss_file, &s->rss_shmem,  &s->stack, &s->swap,
+                      &s->pss,      &s->uss,      &s->cg_current, &s->cg_max};
+    for (int i = 0; i < 9; i++)
+        *v[i] = get64(p + 16 + 8 * i);
+    s->threads = get32(p + 88);
+}
+
+/* Reads exactly len bytes at the file's position; returns 1, 0 at the end (or a partial
+ * read: a record cut short), or a negative errno. */
+static int read_full(int fd, unsigned char *buf, size_t len)
+{
+    size_t n = 0;
+    while (n < len) {
+        ssize_t r = read(fd, buf + n, len - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            return 0;
+        n += (size_t)r;
+    }
+    return 1;
+}
+
+int ms_usage_load(const char *path, struct ms_usage_sample **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    unsigned char hdr[MS_USAGE_HEADER], rec[MS_USAGE_RECORD];
+    int rc = fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : MS_EFORMAT;
+    if (rc == 0) {
+        int r = read_full(fd, hdr, sizeof hdr);
+        if (r < 0)
+            rc = r;
+        else if (r == 0 || memcmp(hdr, MS_USAGE_MAGIC, 8) != 0)
+            rc = MS_EFORMAT;
+        else if (get32(hdr + 8) > MS_USAGE_VERSION)
+            rc = MS_EVERSION;
+        else if (get32(hdr + 8) == 0 || get32(hdr + 12) != MS_USAGE_RECORD)
+            rc = MS_EFORMAT;
+    }
+    /* the records a file of this size holds, within the cap: one allocation */
+    size_t count = 0;
+    if (rc == 0 && (uint64_t)st.st_size > MS_USAGE_HEADER)
+        count = (size_t)(((uint64_t)st.st_size - MS_USAGE_HEADER) / MS_USAGE_RECORD);
+    if (count > MS_USAGE_MAX_RECORDS)
+        count = MS_USAGE_MAX_RECORDS; /* the first 16 Mi: a longer file is no sampler's */
+    struct ms_usage_sample *v = NULL;
+    if (rc == 0 && count && !(v = calloc(count, sizeof *v)))
+        rc = MS_ENOMEM;
+    size_t got = 0;
+    while (rc == 0 && got < count) {
+        int r = read_full(fd, rec, sizeof rec);
+        if (r < 0)
+            rc = r;
+        if (r <= 0)
+            break; /* shorter than when it was measured: what was read is kept */
+        decode(rec, &v[got++]);
+    }
+    close(fd);
+    if (rc < 0) {
+        free(v);
+        return rc == -ENOMEM ? MS_ENOMEM : rc;
+    }
+    *out = v;
+    *n = got;
+    return 0;
+}

@@ -1,0 +1,101 @@
+/* usage.h: what the OS says a process uses (the usage monitor, docs/usage.md): one sample of a
+ * process read from /proc, and the sampler's file in a trace directory (`usage-<pid>.msu`, pid:
+ * the program `memscope run` started; several runs may share a directory), which the
+ * conversion reads into the usage_samples table.
+ *
+ * Readers of /proc are here, not in the agent: sampling happens in the memscope process (or any
+ * other process: `memscope usage --pid`), never inside the traced program, and costs nothing on
+ * its allocation path. The live monitor (issue 39) reads the same samples.
+ *
+ * The file's byte layout (little-endian, the only byte order memscope runs on), normative:
+ *
+ *   header, 16 bytes:  "MSUSAGE\0" (8 bytes), u32 version (1), u32 record size (96)
+ *   records, 96 bytes each, appended by one writer in time order per process:
+ *     0  u64 ts_ns       CLOCK_MONOTONIC ns: the clock of the agent's events
+ *     8  u32 pid
+ *    12  u32 flags       MS_USAGE_F_* below; unknown bits are ignored
+ *    16  u64 rss_anon    RssAnon, bytes        24 u64 rss_file   RssFile
+ *    32  u64 rss_shmem   RssShmem              40 u64 stack      VmStk
+ *    48  u64 swap        VmSwap                56 u64 pss        smaps_rollup Pss
+ *    64  u64 uss         smaps_rollup Private_Clean + Private_Dirty
+ *    72  u64 cg_current  the cgroup's memory.current    80 u64 cg_max   memory.max
+ *    88  u32 threads     Threads               92 u32 reserved (0)
+ *
+ * A reader treats the file as hostile: a wrong magic or record size is refused, a newer version
+ * is refused, a partial last record (a sampler killed mid-write) is ignored, and at most
+ * MS_USAGE_MAX_RECORDS records are read. */
+#ifndef MS_USAGE_H
+#define MS_USAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define MS_USAGE_PREFIX "usage-" /* usage-<pid>.msu in the trace directory */
+#define MS_USAGE_SUFFIX ".msu"
+#define MS_USAGE_MAX_FILES 4096u /* read in one directory */
+#define MS_USAGE_MAGIC "MSUSAGE" /* 8 bytes with its NUL */
+#define MS_USAGE_VERSION 1u
+#define MS_USAGE_HEADER 16u
+#define MS_USAGE_RECORD 96u
+#define MS_USAGE_MAX_RECORDS (16u << 20) /* 1.5 GiB of samples: far beyond a real run */
+
+enum {
+    MS_USAGE_F_STATUS = 1u << 0, /* the /proc/PID/status fields were read */
+    MS_USAGE_F_SMAPS = 1u << 1,  /* pss and uss were read (smaps_rollup) */
+    MS_USAGE_F_CGROUP = 1u << 2, /* cg_current was read */
+    MS_USAGE_F_CG_MAX = 1u << 3, /* cg_max is a limit (memory.max was not "max") */
+    MS_USAGE_F_EXIT = 1u << 4,   /* the process has ended: seen gone at ts_ns; figures are 0 */
+};
+
+/* One sample of one process. */
+struct ms_usage_sample {
+    uint64_t ts_ns;
+    uint32_t pid, flags;
+    uint64_t rss_anon, rss_file, rss_shmem, stack, swap, pss, uss, cg_current, cg_max;
+    uint32_t threads;
+};
+
+/* Where a process's cgroup memory figures are: cgroup v2's memory.current and memory.max, else
+ * cgroup v1's memory.usage_in_bytes and memory.limit_in_bytes (a v1 limit of 2^62 or more is no
+ * limit). Paths are "" when there is no readable memory controller. */
+struct ms_usage_cgroup {
+    char current[512], max[512];
+};
+
+/* Fills *cg for pid from /proc/PID/cgroup. Returns 0, or a negative errno (-ENOENT: no readable
+ * memory controller; cg's paths are "" then). */
+int ms_usage_cgroup_find(pid_t pid, struct ms_usage_cgroup *cg);
+
+/* Reads process pid's figures now into *s (ts_ns from CLOCK_MONOTONIC taken before reading).
+ * cg: the process's cgroup files (ms_usage_cgroup_find), or NULL to skip the cgroup. smaps: 0
+ * skips smaps_rollup (PSS, USS), whose cost grows with the process's resident memory. Returns 0; -ESRCH when the process is gone or a zombie (no memory
+ * left to read); another negative errno when /proc/PID/status cannot be read (-EACCES: another
+ * user's process). smaps_rollup unreadable (an older kernel, permissions) only leaves
+ * MS_USAGE_F_SMAPS clear. Allocates nothing; uses two descriptors for the moment of the read. */
+int ms_usage_read(pid_t pid, const struct ms_usage_cgroup *cg, int smaps,
+                  struct ms_usage_sample *s);
+
+/* ms_usage_read at a pace: smaps_rollup makes the kernel walk the process's page tables (about
+ * 1 ms of CPU per 200 MiB resident), so PSS and USS are read at most as often as keeps that
+ * under 0.25% of a core per process: after a read that cost C of this thread's CPU, not again
+ * before 400 C (every sample at 0.1 s up to about 50 MiB resident, every other one at 200 MiB,
+ * every 40 s at 20 GiB). *next_smaps_ns (CLOCK_MONOTONIC, 0 at first) is the caller's, one per
+ * process. Returns what ms_usage_read returns. */
+int ms_usage_read_paced(pid_t pid, const struct ms_usage_cgroup *cg, uint64_t *next_smaps_ns,
+                        struct ms_usage_sample *s);
+
+/* Whether a file name is a usage file's: "usage-" ... ".msu". */
+int ms_usage_is_file(const char *name);
+
+/* Encodes s as one record (MS_USAGE_RECORD bytes) into out. */
+void ms_usage_encode(const struct ms_usage_sample *s, unsigned char *out);
+/* Writes the header (MS_USAGE_HEADER bytes) into out. */
+void ms_usage_header(unsigned char *out);
+
+/* Reads the sampler file at path: *out gets its records (the caller frees it with free()),
+ * *n their count. Returns 0; -ENOENT when there is no such file; MS_EFORMAT for a file that is
+ * not a usage file; MS_EVERSION for a newer version; MS_ENOMEM; another negative errno. */
+int ms_usage_load(const char *path, struct ms_usage_sample **out, size_t *n);
+
+#endif

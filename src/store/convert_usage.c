@@ -1,0 +1,191 @@
+/* convert_usage.c: the usage monitor's samples into the usage_samples table (docs/database.md,
+ * docs/usage.md). The sampler of `memscope run` wrote them into <trace dir>/usage-<pid>.msu
+ * (one file per run: several runs may share a trace directory)
+ * (common/usage.h) on the agent's clock; each row gets its process's row id (the image of that
+ * pid running at the sample's time), its time on the events' clock, and the heap and mmap bytes the trace had live in that
+ * process then, noted in pass 2 as the merge reaches the sample's time, so that `analyze usage`
+ * compares what the OS says with what the allocator said at the same moment.
+ *
+ * Workload: ten samples a second per process; a sample costs a comparison per event in pass 2
+ * (done inline there) and a row. */
+#include "convert_internal.h"
+
+#include <stdint.h>
+
+/* Orders samples by the time put in ts_ns (the run's epoch ns), then pid. */
+static int cmp_sample(const void *a, const void *b)
+{
+    const struct ms_usage_sample *x = a, *y = b;
+    if (x->ts_ns != y->ts_ns)
+        return x->ts_ns < y->ts_ns ? -1 : 1;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    return (int)(x->flags & MS_USAGE_F_EXIT) - (int)(y->flags & MS_USAGE_F_EXIT);
+}
+
+/* The index in c->procs (sorted by pid, then image) of the image of pid running at monotonic
+ * time mono: the last one whose agent started by then, else the first; -1 when pid wrote no
+ * trace. */
+static ptrdiff_t proc_at(const struct conv *c, uint32_t pid, uint64_t mono)
+{
+    size_t lo = 0, hi = c->nprocs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->procs[mid].tr.hdr.pid < pid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == c->nprocs || c->procs[lo].tr.hdr.pid != pid)
+        return -1;
+    ptrdiff_t best = (ptrdiff_t)lo;
+    for (size_t i = lo; i < c->nprocs && c->procs[i].tr.hdr.pid == pid; i++)
+        if (c->procs[i].tr.hdr.start_mono_ns <= mono)
+            best = (ptrdiff_t)i;
+    return best;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The usage files of the trace directory, in name order, into c->usage_paths. */
+static int list_usage_files(struct conv *c)
+{
+    DIR *d = opendir(c->o->trace_dir);
+    if (!d)
+        return 0; /* the traces' listing has said what was wrong with it */
+    size_t cap = 0;
+    int rc = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!ms_usage_is_file(e->d_name))
+            continue;
+        if (c->nusage_paths == MS_USAGE_MAX_FILES)
+            break; /* more than any set of runs into one directory makes */
+        if (ms_grow((void **)&c->usage_paths, &cap, c->nusage_paths, sizeof *c->usage_paths, 4,
+                    MS_USAGE_MAX_FILES) < 0) {
+            rc = conv__oom(c, "usage files");
+            break;
+        }
+        size_t len = strlen(c->o->trace_dir) + strlen(e->d_name) + 2;
+        char *path = malloc(len);
+        if (!path) {
+            rc = conv__oom(c, "usage files");
+            break;
+        }
+        snprintf(path, len, "%s/%s", c->o->trace_dir, e->d_name);
+        c->usage_paths[c->nusage_paths++] = path;
+    }
+    closedir(d);
+    if (c->nusage_paths)
+        qsort(c->usage_paths, c->nusage_paths, sizeof *c->usage_paths, cmp_str);
+    return rc;
+}
+
+int conv__usage_load(struct conv *c)
+{
+    if (c->o->sink)
+        return 0;
+    int rc = list_usage_files(c);
+    size_t cap = 0;
+    for (size_t f = 0; rc == 0 && f < c->nusage_paths; f++) {
+        struct ms_usage_sample *v;
+        size_t n;
+        const char *path = c->usage_paths[f], *name = strrchr(path, '/') + 1;
+        struct stat st;
+        int lrc = lstat(path, &st) == 0 && !S_ISREG(st.st_mode) ? MS_EFORMAT
+                                                                : ms_usage_load(path, &v, &n);
+        if (lrc == MS_ENOMEM)
+            return conv__oom(c, "usage samples");
+        if (lrc < 0) {
+            if (!c->res->warning[0])
+                snprintf(c->res->warning, sizeof c->res->warning, "%.400s: %s; no usage samples",
+                         name, ms_strerror(lrc));
+            continue;
+        }
+        /* Each sample onto its process's image and the events' clock (epoch ns, as the
+         * converter turns the agent's CLOCK_MONOTONIC stamps with that image's header); the
+         * samples of a process that wrote no trace go: the run knows nothing else of it. The
+         * process's index is kept in the sample's pid field from here on. */
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            ptrdiff_t k = proc_at(c, v[i].pid, v[i].ts_ns);
+            if (k < 0)
+                continue;
+            if (c->nusage == MS_USAGE_MAX_RECORDS)
+                break;
+            if (ms_grow((void **)&c->usage, &cap, c->nusage, sizeof *c->usage, 256,
+                        MS_USAGE_MAX_RECORDS) < 0) {
+                rc = conv__oom(c, "usage samples");
+                break;
+            }
+            const struct ms_trace_file_header *h = &c->procs[k].tr.hdr;
+            struct ms_usage_sample *s = &c->usage[c->nusage++];
+            *s = v[i];
+            s->ts_ns = v[i].ts_ns - h->start_mono_ns + h->start_real_ns;
+            s->pid = (uint32_t)k;
+        }
+        free(v);
+    }
+    if (rc < 0 || !c->nusage)
+        return rc;
+    qsort(c->usage, c->nusage, sizeof *c->usage, cmp_sample);
+    c->usage_live = calloc(c->nusage + 1, sizeof *c->usage_live);
+    if (!c->usage_live)
+        return conv__oom(c, "usage samples");
+    return 0;
+}
+
+void conv__usage_until(struct conv *c, int64_t ts)
+{
+    for (; c->usage_next < c->nusage && (int64_t)c->usage[c->usage_next].ts_ns < ts;
+         c->usage_next++) {
+        const struct proc *p = &c->procs[c->usage[c->usage_next].pid];
+        c->usage_live[c->usage_next] =
+            p->ls[MS_LAYER_HEAP].st.live_bytes + p->ls[MS_LAYER_MMAP].st.live_bytes;
+    }
+}
+
+static void bind_u64(sqlite3_stmt *st, int col, uint64_t v, int present)
+{
+    conv__bind_opt(st, col, v > INT64_MAX ? INT64_MAX : (int64_t)v, present);
+}
+
+int conv__usage_write(struct conv *c)
+{
+    if (!c->nusage || c->o->sink)
+        return 0;
+    conv__usage_until(c, INT64_MAX);
+    sqlite3_stmt *st;
+    int rc = conv__prepare(c, &st,
+                           "INSERT INTO usage_samples (process_id, ts_ns, rss_anon, rss_file, "
+                           "rss_shmem, stack, swap, pss, uss, threads, cgroup_current, "
+                           "cgroup_max, live_bytes, exited) VALUES "
+                           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < c->nusage && rc == 0; i++) {
+        const struct ms_usage_sample *s = &c->usage[i];
+        int exited = (s->flags & MS_USAGE_F_EXIT) != 0;
+        int status = exited || (s->flags & MS_USAGE_F_STATUS);
+        int smaps = exited || (s->flags & MS_USAGE_F_SMAPS);
+        sqlite3_bind_int64(st, 1, c->procs[s->pid].id);
+        bind_u64(st, 2, s->ts_ns, 1);
+        bind_u64(st, 3, s->rss_anon, status);
+        bind_u64(st, 4, s->rss_file, status);
+        bind_u64(st, 5, s->rss_shmem, status);
+        bind_u64(st, 6, s->stack, status);
+        bind_u64(st, 7, s->swap, status);
+        bind_u64(st, 8, s->pss, smaps);
+        bind_u64(st, 9, s->uss, smaps);
+        bind_u64(st, 10, s->threads, status);
+        bind_u64(st, 11, s->cg_current, !exited && (s->flags & MS_USAGE_F_CGROUP));
+        bind_u64(st, 12, s->cg_max, !exited && (s->flags & MS_USAGE_F_CG_MAX));
+        sqlite3_bind_int64(st, 13, exited ? 0 : c->usage_live[i]);
+        sqlite3_bind_int(st, 14, exited);
+        rc = conv__step_reset(c, st, "usage_samples");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}

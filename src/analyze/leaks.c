@@ -1513,8 +1513,8 @@ int ms_analyze_leaks(struct ms_actx *x)
 {
     struct leaks L;
     int rc = leaks_init(&L, x);
-    if (!rc && (rc = live_at_exit(&L)) == 0 && (rc = step_check(&L)) == 0 && (rc = growth(&L)) == 0 &&
-        (rc = growth_without_steps(&L)) == 0)
+    if (!rc && (rc = live_at_exit(&L)) == 0 && (rc = step_check(&L)) == 0 &&
+        (rc = growth(&L)) == 0 && (rc = growth_without_steps(&L)) == 0)
         (x->o->json ? render_json : render_text)(&L);
     leaks_release(&L);
     return rc;

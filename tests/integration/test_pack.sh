@@ -23,11 +23,13 @@ versions() {
     done
 }
 
-# others DIR: the names in DIR (hidden ones too) that are not traces.
+# others DIR: the names in DIR (hidden ones too) that are neither traces nor the usage monitor's
+# samples (usage-PID.msu, which a trace directory keeps: docs/usage.md).
 others() {
     local f
     for f in "$1"/* "$1"/.[!.]*; do
-        [ -e "$f" ] && [[ "$f" != *.mst ]] && basename "$f"
+        [ -e "$f" ] && [[ "$f" != *.mst ]] && [[ "$(basename "$f")" != usage-*.msu ]] &&
+            basename "$f"
     done
 }
 

@@ -26,8 +26,11 @@ def pytest_run(tmp_path, *args, under_run=False, extra_env=None, suite=SUITE):
     xml = str(tmp_path / "junit.xml")
     if os.path.exists(xml):
         os.unlink(xml)
-    cmd = [PYTHON, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--junitxml=" + xml, *args,
-           suite]
+    # rootdir: the suite's directory wherever the checkout and the temporary directory are
+    # (pytest takes the common ancestor of both when it is not /), so that test ids and the
+    # messages' file names are the suite's own
+    cmd = [PYTHON, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--junitxml=" + xml,
+           "--rootdir=" + os.path.dirname(suite), *args, suite]
     if under_run:
         cmd = [memscope_bin(), "run", "-q", "-o", str(tmp_path / "run.db"), "--"] + cmd
     e = env()

@@ -16,7 +16,7 @@ def test_torch_cpu_budgets(tmp_path):
     e = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     r = subprocess.run(["/usr/bin/python3", "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         "-p", "memscope.pytest_plugin", "--memscope", "--junitxml=" + xml,
-                        SUITE], env=e, capture_output=True, text=True, timeout=600,
+                        "--rootdir=" + os.path.dirname(SUITE), SUITE], env=e, capture_output=True, text=True, timeout=600,
                        cwd=str(tmp_path))
     text = r.stdout + r.stderr
     failed = {c.get("name") for c in ET.parse(xml).getroot().iter("testcase")

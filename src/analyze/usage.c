@@ -12,6 +12,7 @@
 
 #include "common/grow.h"
 #include "common/ms_error.h"
+#include "common/term_text.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -255,7 +256,8 @@ static void render_text(FILE *out, const struct usage_result *r, int64_t t0)
         if (!p->have_smaps)
             snprintf(v[1], sizeof v[1], "-"), snprintf(v[2], sizeof v[2], "-");
         fprintf(out, "%8" PRId64 " %8" PRId64 " %10s %10s %10s %10s %10s %10s %10s  %.60s\n",
-                p->pid, p->samples, v[0], v[1], v[2], v[3], v[4], v[5], v[6], p->command);
+                p->pid, p->samples, v[0], v[1], v[2], v[3], v[4], v[5], v[6],
+                ms_term_text(p->command));
     }
     fprintf(out, "(peaks over the samples; live: heap + mmap as recorded; retained: anonymous "
                  "RSS not explained by live bytes or the stack, at its worst)\n");
@@ -272,7 +274,7 @@ static void render_text(FILE *out, const struct usage_result *r, int64_t t0)
     if (!r->nfindings)
         fprintf(out, "no findings\n");
     for (size_t i = 0; i < r->nfindings; i++)
-        fprintf(out, "%s: %s\n", r->findings[i].kind, r->findings[i].message);
+        fprintf(out, "%s: %s\n", r->findings[i].kind, ms_term_text(r->findings[i].message));
 }
 
 int ms_analyze_usage(struct ms_actx *x)

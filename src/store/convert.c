@@ -590,7 +590,8 @@ static int stream_fill(struct conv *c, struct stream *s)
     struct proc *p = &c->procs[s->proc];
     if (s->pta)
         return conv__pta_fill(c, s);
-    while (ms_trace_stream_next(&s->s, &s->r) == 1) {
+    int got;
+    while ((got = ms_trace_stream_next(&s->s, &s->r)) == 1) {
         switch (s->r.type) {
         case MS_REC_HEAP_ALLOC:
         case MS_REC_HEAP_FREE:
@@ -605,6 +606,8 @@ static int stream_fill(struct conv *c, struct stream *s)
         default: break; /* descriptions (pass 1) */
         }
     }
+    if (got < 0 && c->fill_rc == 0) /* not damage: events would be missing without a word */
+        c->fill_rc = conv__oom(c, "decoding a packed trace");
     return 0;
 }
 
@@ -1009,6 +1012,8 @@ static int pass2(struct conv *c)
     c->nthreads = n;
     for (size_t i = nheap / 2; i-- > 0;)
         heap_down(heap, nheap, i);
+    if (rc == 0)
+        rc = c->fill_rc;
     for (uint64_t n_ev = 0; nheap && rc == 0; n_ev++) {
         struct stream *s = heap[0];
         if ((n_ev & 4095) == 0 && c->o->stop && *c->o->stop) {
@@ -1022,6 +1027,8 @@ static int pass2(struct conv *c)
         rc = on_event(c, s);
         if (!stream_fill(c, s))
             heap[0] = heap[--nheap];
+        if (rc == 0)
+            rc = c->fill_rc;
         if (nheap)
             heap_down(heap, nheap, 0);
     }

@@ -234,6 +234,7 @@ struct pta_pre {
 struct kept_chunk; /* convert_blocks.c */
 
 struct conv {
+    int fill_rc; /* pass 2: a stream could not be read (no memory to decode a packed chunk) */
     const struct ms_store_options *o;
     struct ms_store_result *res;
     char *err;

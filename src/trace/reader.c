@@ -268,7 +268,7 @@ void ms_trace_cursor_init(struct ms_trace_cursor *c, const struct ms_trace *t, s
         n = ms_pack_decode(c->p, ci->size - MS_TRACE_CHUNK_HEADER_SIZE, ci->base_ns, c->own,
                            ci->used, &c->damaged_tail);
     else
-        c->damaged_tail = 1;
+        c->damaged_tail = MS_PACK_OOM;
     c->p = c->own;
     c->end = c->own + n;
 }
@@ -530,7 +530,7 @@ int ms_trace_cursor_next(struct ms_trace_cursor *c, struct ms_record *r)
         if (!c->damaged_tail)
             return 0;
         c->failed = 1;
-        return MS_EFORMAT;
+        return c->damaged_tail == MS_PACK_OOM ? MS_ENOMEM : MS_EFORMAT;
     }
     if (decode(c, r) < 0) {
         c->failed = 1;
@@ -574,6 +574,11 @@ int ms_trace_stream_next(struct ms_trace_stream *s, struct ms_record *r)
         int rc = ms_trace_cursor_next(&s->cur, r);
         if (rc == 1)
             return 1;
+        if (rc == MS_ENOMEM) { /* the chunk is fine: the reader must fail, not skip it */
+            ms_trace_cursor_release(&s->cur);
+            s->chunk = s->end;
+            return MS_ENOMEM;
+        }
         if (rc < 0) {
             struct ms_trace *t = (struct ms_trace *)s->t;
             t->damaged_chunks++;

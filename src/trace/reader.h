@@ -89,15 +89,17 @@ struct ms_trace_cursor {
     uint64_t pcs[2 * MS_TRACE_MAX_DEPTH];
 };
 
-/* Positions c at the first record of chunk. Decoding a packed chunk may fail for lack of
- * memory or for damage: its records up to the damage are returned, then MS_EFORMAT. */
+/* Positions c at the first record of chunk. Decoding a packed chunk may fail for damage (its
+ * records up to the damage are returned, then MS_EFORMAT) or for lack of memory (no records,
+ * then MS_ENOMEM: the chunk is not damaged, and a reader must fail rather than skip it). */
 void ms_trace_cursor_init(struct ms_trace_cursor *c, const struct ms_trace *t, size_t chunk);
 
 /* Frees the cursor's decoded buffer, if any. Accepts a zeroed cursor. */
 void ms_trace_cursor_release(struct ms_trace_cursor *c);
 
-/* Returns 1 with *r filled, 0 at the end of the chunk, or MS_EFORMAT when the next record is
- * malformed (the cursor then stays at its end; the rest of the chunk is lost). */
+/* Returns 1 with *r filled, 0 at the end of the chunk, MS_EFORMAT when the next record is
+ * malformed (the cursor then stays at its end; the rest of the chunk is lost), or MS_ENOMEM
+ * when a packed chunk could not be decoded for lack of memory. */
 int ms_trace_cursor_next(struct ms_trace_cursor *c, struct ms_record *r);
 
 /* A fast path for readers of many heap events: when the next record is a heap event in the
@@ -151,8 +153,9 @@ struct ms_trace_stream {
  * one abandoned before that is freed with ms_trace_cursor_release(&s->cur). */
 size_t ms_trace_stream_init(struct ms_trace_stream *s, struct ms_trace *t, size_t first);
 
-/* Returns 1 with *r filled, 0 at the end of the thread. A damaged chunk is counted in
- * t->damaged_chunks and skipped; the stream goes on with the next chunk. */
+/* Returns 1 with *r filled, 0 at the end of the thread, or MS_ENOMEM when a packed chunk could
+ * not be decoded for lack of memory (the stream ends there: the reader must fail). A damaged
+ * chunk is counted in t->damaged_chunks and skipped; the stream goes on with the next chunk. */
 int ms_trace_stream_next(struct ms_trace_stream *s, struct ms_record *r);
 
 #endif

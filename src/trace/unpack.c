@@ -111,7 +111,7 @@ INLINE size_t pack_decode(const uint8_t *in, size_t len, uint64_t base_ns, uint8
     if (!m || !scratch) {
         model_free(m);
         free(scratch);
-        *damaged = 1;
+        *damaged = MS_PACK_OOM; /* not damage: the caller must fail, not skip the chunk */
         return 0;
     }
     if (chunk_open(m, in, len) < 0) {

@@ -13,6 +13,9 @@
  * payload is malformed or ends early, in which case the bytes written are the whole records
  * decoded before the damage. Input is treated as hostile: every table index and size is
  * checked, and decoding never reads outside [in, in + len) nor writes past out + want. */
+/* *damaged: 0, 1 (damage: the records before it were returned), or MS_PACK_OOM (no memory to
+ * decode with: nothing returned, and nothing is wrong with the chunk). */
+#define MS_PACK_OOM 2
 size_t ms_pack_decode(const uint8_t *in, size_t len, uint64_t base_ns, uint8_t *out, size_t want,
                       int *damaged);
 

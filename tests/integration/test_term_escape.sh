@@ -19,12 +19,15 @@ clean() {
 }
 
 DB=$TMP/h.db
-ms run run --format=db --analysis=all -o "$DB" -- "$PROG"
+# --usage-interval: samples of the program (it stays 0.2 s), so that analyze usage prints its name
+ms run run --format=db --analysis=all --usage-interval=0.001 -o "$DB" -- "$PROG"
 assert_eq "run: status" 0 "$RC"
 require_db "hostile_names" "$DB"
+assert_ge "the usage monitor sampled the program" 1 \
+    "$(q "$DB" "SELECT count(*) FROM usage_samples WHERE exited = 0")"
 clean "run's summary and --analysis" "$TMP/run.err"
 assert_match "run: the pool's name, escaped" "pool:pool\\\\x1b\[2J\\\\x1b\]0;TITLE" "$(cat "$TMP/run.err")"
-for a in leaks peak temporary trend decompose fragmentation inefficient oom all; do
+for a in leaks peak temporary trend decompose fragmentation inefficient oom usage all; do
     ms "$a" analyze "$a" "$DB"
     assert_eq "analyze $a: status" 0 "$RC"
     clean "analyze $a" "$TMP/$a.out"

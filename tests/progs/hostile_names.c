@@ -7,7 +7,8 @@
  *
  * Three steps; in each, 3001 bytes are allocated under the owner and kept (a leak that grows
  * by 3001 bytes a step), 4096 bytes go to the pool, and a 5003-byte temporary is made and
- * freed inside the range. Prints "hostile_names ok" and exits 0. Run by
+ * freed inside the range. Then it stays 0.2 s, so that the usage monitor samples it under its
+ * hostile name. Prints "hostile_names ok" and exits 0. Run by
  * tests/integration/test_term_escape.sh, which also runs it under a file name of its own with
  * the same bytes. */
 #include "memscope.h"
@@ -15,6 +16,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define EVIL "\x1b[2J\x1b]0;TITLE\x07\x1b]52;c;SGVsbG8=\x07\x1b[31m\r\nFORGED line\x9b"
 
@@ -41,6 +43,8 @@ int main(void)
         memscope_range_pop();
         memscope_step();
     }
+    struct timespec hold = {0, 200 * 1000 * 1000};
+    nanosleep(&hold, NULL);
     printf("hostile_names ok\n");
     return 0;
 }

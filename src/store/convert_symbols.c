@@ -42,6 +42,8 @@ static int symbolize_pc(struct conv *c, struct ms_symbolizer *sym, uint64_t pc, 
 {
     struct ms_sym_frame fr[MS_SYM_MAX_INLINE];
     int n = ms_symbolizer_lookup(sym, pc, fr);
+    if (n < 0)
+        return conv__oom(c, "symbols");
     const struct ms_sym_module *m = ms_symbolizer_module(sym, pc);
     pi->first_frame = c->next_frame + 1;
     pi->nframes = (uint32_t)n;

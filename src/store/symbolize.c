@@ -116,6 +116,7 @@ struct ms_symfile {
     Dwfl_Module *mod;
     struct sym_entry *e; /* function symbols sorted by address, then rank */
     size_t n;
+    int oom; /* its symbols could not be read for lack of memory: lookups fail */
 };
 
 void ms_symcache_init(struct ms_symcache *c)
@@ -162,8 +163,12 @@ static int sym_rank(const GElf_Sym *sym, const char *name)
 static void load_symbols(struct ms_symfile *f)
 {
     int n = dwfl_module_getsymtab(f->mod);
-    if (n <= 0 || !(f->e = malloc((size_t)n * sizeof *f->e)))
+    if (n <= 0)
         return;
+    if (!(f->e = malloc((size_t)n * sizeof *f->e))) {
+        f->oom = 1;
+        return;
+    }
     for (int i = 1; i < n; i++) {
         GElf_Sym sym;
         GElf_Addr addr;
@@ -329,6 +334,8 @@ int ms_symbolizer_lookup(struct ms_symbolizer *s, uint64_t pc, struct ms_sym_fra
         return 1;
     const struct ms_sym_module *m = ms_symbolizer_module(s, pc - 1);
     struct ms_symfile *f = m ? symfile(s->cache, m->path) : NULL;
+    if (m && (!f || f->oom))
+        return MS_ENOMEM; /* not an unknown function: the conversion must fail */
     if (!f || !f->mod)
         return 1;
     /* The file is loaded at bias 0 in its session: look up the address in file terms. */

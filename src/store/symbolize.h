@@ -58,7 +58,8 @@ const struct ms_sym_module *ms_symbolizer_module(const struct ms_symbolizer *s, 
 
 /* Symbolizes the return address pc (looking up pc - 1, the call instruction). Fills out[0..n)
  * innermost first (inlined functions before the function containing them) and returns n >= 1;
- * out[n-1] is the containing function. */
+ * out[n-1] is the containing function. MS_ENOMEM when memory ran out on the way (never an
+ * unnamed frame in its place). */
 int ms_symbolizer_lookup(struct ms_symbolizer *s, uint64_t pc, struct ms_sym_frame *out);
 
 #endif

@@ -367,7 +367,7 @@ void modules_after_dlclose(void)
     if (stale) {
         /* Stacks with pcs in the closed library: the same pcs in another one loaded there
          * must get new stack ids (described after its MODULE record), not these. Ids go on
-         * from next_id. */
+         * from the last one (stack_table.c). */
         stack_table_clear(&agent_tls);
         __atomic_add_fetch(&stab_gen, 1, __ATOMIC_RELEASE);
     }

@@ -399,8 +399,11 @@ static int next_window(struct stream *s, size_t n)
     if (lo < (uintptr_t)s->chunk + PAGE)
         lo = (uintptr_t)s->chunk + PAGE;
     uintptr_t hi = (uintptr_t)s->pos & ~(uintptr_t)(PAGE - 1);
-    if (hi > lo)
+    if (hi > lo) {
+        int e = errno; /* the program's: this runs inside its malloc */
         madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        errno = e;
+    }
     s->end = (size_t)(chunk_end - s->pos) > WINDOW && n <= WINDOW ? s->pos + WINDOW : chunk_end;
     return 1;
 }

@@ -191,7 +191,7 @@ static void agent_calls(struct seccomp_data *d, unsigned *n)
         {SYS_sched_yield, {0}},
         {SYS_rt_sigprocmask, {SIG_SETMASK}},
         {SYS_madvise, {0, 4096, MADV_WIPEONFORK}},
-        {SYS_madvise, {0, 4096, MADV_DONTNEED}}, /* written trace pages, emptied stack tables */
+        {SYS_madvise, {0, 4096, MADV_DONTNEED}}, /* emptied stack tables (stack_table.c) */
         {SYS_fcntl, {fd, F_GETFD}},
         {SYS_readlinkat, {AT_FDCWD}},
         {SYS_write, {2}},

@@ -4,7 +4,7 @@
  * Why a shared file mapping: a store into it is in the page cache at once, so everything a
  * thread has committed survives SIGKILL, abort or the OOM killer without any flush, and the
  * hot path needs no syscall. Each thread owns one chunk at a time (4 KiB at first, doubling up
- * to 1 MiB); only taking a new chunk touches shared state (an atomic add, fallocate, mmap). Space
+ * to 64 KiB); only taking a new chunk touches shared state (an atomic add, fallocate, mmap). Space
  * is reserved with fallocate so that a full disk shows up as an error here, never as SIGBUS in
  * the host. Called from the interposers in agent.c; workload: millions of records per second. */
 #include "agent.h"
@@ -23,14 +23,11 @@
 #include <unistd.h>
 
 #define CHUNK_MIN (4u << 10) /* one page: a thread that allocates little costs little disk */
-#define CHUNK_MAX (1u << 20)
-/* A chunk is handed to its thread a window at a time: when the thread reaches the end of its
- * window, the pages it wrote before it are dropped from the process's memory (madvise: they
- * stay in the file, which is what a shared file mapping's pages are), so a thread's chunk costs
- * the program at most about this much resident memory, not the whole 1 MiB (issue 47, section
- * 5: a Python program's max RSS). The header page stays: every commit writes its `used`. */
-#define WINDOW (64u << 10)
-#define PAGE 4096u
+/* 64 KiB: a thread's current chunk is resident in the program whole (a shared file mapping's
+ * written pages), so this bounds what the trace costs the program's RSS per thread (issue 47,
+ * section 5: 1 MiB chunks were 1 MB of a small Python program's max RSS); a new chunk costs
+ * an atomic add, fallocate and mmap once per 64 KiB of records. */
+#define CHUNK_MAX (64u << 10)
 
 static uint64_t real_now(void)
 {
@@ -381,31 +378,10 @@ static int new_chunk(struct tstate *t, struct stream *s, size_t need)
     s->chunk = m;
     s->chunk_size = size;
     s->pos = (uint8_t *)m + MS_TRACE_CHUNK_HEADER_SIZE;
-    s->end = (uint8_t *)m + (size > WINDOW && want <= WINDOW ? WINDOW : size);
+    s->end = (uint8_t *)m + size;
     s->enc.prev_ns = s->last_ns;
     s->enc.prev_addr = 0;
     return 0;
-}
-
-/* Moves stream s's window on when its chunk has room for n more bytes (see WINDOW), dropping
- * the pages written before the window; 0 when the chunk is full (a new chunk is needed). */
-static int next_window(struct stream *s, size_t n)
-{
-    uint8_t *chunk_end = s->chunk + s->chunk_size;
-    if (s->end >= chunk_end || (size_t)(chunk_end - s->pos) < n)
-        return 0;
-    uintptr_t lo = (uintptr_t)(s->end - s->chunk) > WINDOW ? (uintptr_t)(s->end - WINDOW) : 0;
-    lo = lo & ~(uintptr_t)(PAGE - 1);
-    if (lo < (uintptr_t)s->chunk + PAGE)
-        lo = (uintptr_t)s->chunk + PAGE;
-    uintptr_t hi = (uintptr_t)s->pos & ~(uintptr_t)(PAGE - 1);
-    if (hi > lo) {
-        int e = errno; /* the program's: this runs inside its malloc */
-        madvise((void *)lo, hi - lo, MADV_DONTNEED);
-        errno = e;
-    }
-    s->end = (size_t)(chunk_end - s->pos) > WINDOW && n <= WINDOW ? s->pos + WINDOW : chunk_end;
-    return 1;
 }
 
 uint8_t *writer_reserve_slow(struct tstate *t, struct stream *s, size_t n)
@@ -422,8 +398,6 @@ uint8_t *writer_reserve_slow(struct tstate *t, struct stream *s, size_t n)
         if (agent.broken || !agent.hdr)
             return NULL;
     }
-    if (s->chunk && t->generation == agent.live->generation && next_window(s, n))
-        return s->pos;
     if (new_chunk(t, s, n) < 0) {
         writer_lost();
         return NULL;

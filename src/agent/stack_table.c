@@ -118,6 +118,7 @@ static void grow(uintptr_t old)
 uint32_t stack_table_add(struct tstate *t, uint64_t h, int *added)
 {
     *added = 0;
+    int saved_errno = errno; /* the program's: this runs inside its malloc (grow's calls) */
     if (!lock_take(t))
         return 0;
     uintptr_t w = __atomic_load_n(&stack_table_word, __ATOMIC_RELAXED);
@@ -140,6 +141,7 @@ uint32_t stack_table_add(struct tstate *t, uint64_t h, int *added)
         }
     }
     lock_drop();
+    errno = saved_errno;
     return id;
 }
 
@@ -153,12 +155,14 @@ static void drop_all(void)
 
 void stack_table_clear(struct tstate *t)
 {
+    int saved_errno = errno;
     /* Emptied even without the lock (another thread held it too long): an add racing with it
      * at worst leaves one entry in the emptied table, an id that stays right. */
     int locked = lock_take(t);
     drop_all();
     if (locked)
         lock_drop();
+    errno = saved_errno;
 }
 
 void stack_table_after_fork_child(void)

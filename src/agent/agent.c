@@ -1000,6 +1000,8 @@ static void agent_at_exit(void)
         agent_tls.internal++; /* a failed dlsym allocates its error message: memscope's own */
         void (*freeres)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv");
         agent_tls.internal--;
+        if (!freeres)
+            agent_dl_forget_error();
         if (freeres) /* its free is the program's: recorded */
             freeres();
     }

@@ -11,6 +11,7 @@
 #include "trace/encode.h"
 #include "trace/format.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,6 +70,20 @@ struct tstate {
 };
 
 extern __thread struct tstate agent_tls __attribute__((tls_model("initial-exec")));
+
+/* After a dl* call of the agent's own that failed (dlopen of a library that is not loaded, dlsym
+ * of a symbol that is not there): the C library keeps the thread's error, a small record and its
+ * message both from malloc, until the thread's next dl* call frees them, in the program, as
+ * blocks it never allocated (two unmatched frees in every program that called dlopen or dlsym).
+ * Two dlerror() calls hand both back at once, as the agent's own: the first marks the message
+ * read, the second frees it. The program had no error pending: the failed call replaced it. */
+static inline void agent_dl_forget_error(void)
+{
+    agent_tls.internal++;
+    (void)dlerror();
+    (void)dlerror();
+    agent_tls.internal--;
+}
 
 /* A thread's Python call stack as the memscope Python extension reports it (python.c): frame
  * ids and current lines, outermost first. Lives in its own anonymous mapping, not in TLS. */

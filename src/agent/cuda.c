@@ -175,8 +175,11 @@ static void bind_driver(uintptr_t fn)
     spin_lock(&bind_lock);
     Dl_info di;
     void *h = NULL;
-    if (!driver_bound && dladdr((void *)fn, &di) && di.dli_fname)
+    if (!driver_bound && dladdr((void *)fn, &di) && di.dli_fname) {
         h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+        if (!h)
+            agent_dl_forget_error();
+    }
     if (h) {
         for (int i = 0; i < NVARIANTS; i++) {
             uintptr_t f = (uintptr_t)ms_real_dlsym(h, variant_names[i]);
@@ -696,8 +699,10 @@ void cuda_init(void)
         return;
     /* A driver the program links directly is loaded already: redirect its callers' GOT slots. */
     void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (!h)
+    if (!h) {
+        agent_dl_forget_error();
         return;
+    }
     void *any = ms_real_dlsym(h, "cuGetProcAddress");
     dlclose(h);
     if (!any)

@@ -39,9 +39,10 @@ assert_eq "the process is named as started" "redis-server" \
     "$(q "$DB" "SELECT replace(exe, rtrim(exe, replace(exe, '/', '')), '') FROM processes")"
 assert_eq "the values: 1000 blocks of 10,006 bytes, all freed" "1000|1000" \
     "$(q "$DB" "SELECT count(*), sum(free_ns IS NOT NULL) FROM blocks WHERE size = 10006")"
-# NEEDSWORK: two frees at start-up (on the main thread, right after it starts redis's bio
-# threads) free blocks memscope never saw allocated (process_stats.unmatched_frees = 2): not
-# yet explained, so not asserted here.
+# The two frees redis made of blocks never seen allocated were the C library's dlerror record
+# of the agent's failed libcuda probe, freed by jemalloc's dlsym (agent_dl_forget_error).
+assert_eq "no free of a block never seen allocated" 0 \
+    "$(q "$DB" "SELECT sum(unmatched_frees) FROM process_stats")"
 assert_eq "nothing lost" 0 "$(q "$DB" "SELECT sum(lost_events) FROM processes")"
 assert_ge "heap peak holds the values" 10006000 \
     "$(q "$DB" "SELECT peak_bytes FROM process_stats WHERE layer = 1")"

@@ -90,6 +90,11 @@ assert_match "dlopen: innermost frame is ms_progs_dl_alloc (dl_lib.c:$line)" \
                 WHERE e.size = 17011 LIMIT 1" | head -1)"
 assert_match "dlopen: the plugin is in the module map" "libms_progs_dl\.so" \
     "$(q "$DB" "SELECT path FROM modules")"
+# The agent's own failed probe at start (dlopen of libcuda.so.1 with RTLD_NOLOAD) left the C
+# library's error record, which the program's first dlopen freed: two frees of blocks never
+# seen allocated, in every program that calls dlopen or dlsym.
+assert_eq "dlopen: no free of a block never seen allocated" 0 \
+    "$(q "$DB" "SELECT sum(unmatched_frees) FROM process_stats")"
 # Many distinct stacks from racing threads (tests/progs/many_stacks.c): 4 threads walk the same
 # 2^14 call paths at once, so the agent's stack table grows from its first 1,024 slots while
 # threads add the same new stacks. Every allocation keeps its own path's stack: one stack per

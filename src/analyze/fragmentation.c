@@ -15,6 +15,7 @@
 #include "analyze.h"
 #include "common/term_text.h"
 
+#include "common/grow.h"
 #include "common/ms_error.h"
 #include "store/store.h"
 
@@ -254,94 +255,144 @@ static void snap_times(sqlite3 *db, struct snap *s, size_t n)
     sqlite3_finalize(st);
 }
 
-int ms_analyze_fragmentation(struct ms_actx *x)
+/* The pools table holds at most the converter's MAX_POOLS (1024) rows. */
+#define MAX_POOLS_SHOWN 4096
+
+/* One pool's answer. */
+struct pool_result {
+    char *name;
+    int layer, rlayer;
+    long long peak_used;
+    struct snap *snaps;
+    size_t n;
+};
+
+struct fresult {
+    struct pool_result *v;
+    size_t n, cap;
+};
+
+static void fresult_free(struct fresult *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        free(r->v[i].name);
+        free(r->v[i].snaps);
+    }
+    free(r->v);
+}
+
+/* Every pool's rows (those of o->layer when given), into r; writes nothing. */
+static int compute(struct ms_actx *x, struct fresult *r)
 {
     sqlite3 *db = x->db;
-    const struct ms_analyze_opts *o = x->o;
-    FILE *out = x->out;
-    char *err = x->err;
-    size_t errlen = x->errlen;
-    struct ms_json j;
-    if (o->json) {
-        ms_json_init(&j, out);
-        ms_json_begin_object(&j, NULL);
-        ms_json_str(&j, "analysis", "fragmentation");
-        ms_json_begin_array(&j, "pools");
-    }
-    int npools = 0, rc = 0;
+    if (!ms__has_column(db, "pools", "reserve_layer"))
+        return 0; /* a database from before pools: none */
     sqlite3_stmt *pst = NULL;
-    if (ms__has_column(db, "pools", "reserve_layer") &&
-        sqlite3_prepare_v2(db, "SELECT name, layer, reserve_layer FROM pools ORDER BY id", -1, &pst,
+    if (sqlite3_prepare_v2(db, "SELECT name, layer, reserve_layer FROM pools ORDER BY id", -1, &pst,
                            NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "fragmentation: %s", sqlite3_errmsg(db));
+        snprintf(x->err, x->errlen, "fragmentation: %s", sqlite3_errmsg(db));
         return MS_EDB;
     }
-    while (pst && !rc && sqlite3_step(pst) == SQLITE_ROW) {
+    int rc = 0, src;
+    while (!rc && (src = sqlite3_step(pst)) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(pst, 0);
         int layer = sqlite3_column_int(pst, 1), rlayer = sqlite3_column_int(pst, 2);
-        if (o->layer > 0 && o->layer != layer && o->layer != rlayer)
+        if (x->o->layer > 0 && x->o->layer != layer && x->o->layer != rlayer)
             continue;
-        struct pool_state ps;
-        struct snap *snaps = NULL;
-        size_t n = 0;
-        if ((rc = replay(db, layer, rlayer, &ps, NULL, 0)) < 0 ||
-            (rc = points(db, ps.peak_eid, &snaps, &n)) < 0 ||
-            (rc = replay(db, layer, rlayer, &ps, snaps, n)) < 0) {
-            free(snaps);
+        if ((rc = ms_grow((void **)&r->v, &r->cap, r->n, sizeof *r->v, 8, MAX_POOLS_SHOWN)) < 0)
+            break;
+        struct pool_result *pr = &r->v[r->n];
+        *pr = (struct pool_result){.layer = layer, .rlayer = rlayer};
+        if (!(pr->name = strdup(name ? name : ""))) {
+            rc = MS_ENOMEM;
             break;
         }
-        snap_times(db, snaps, n);
-        npools++;
-        if (o->json) {
-            ms_json_begin_object(&j, NULL);
-            ms_json_str(&j, "name", name);
-            ms_json_int(&j, "layer", layer);
-            ms_json_int(&j, "reserve_layer", rlayer);
-            ms_json_int(&j, "peak_used", ps.peak_used);
-            ms_json_begin_array(&j, "rows");
-            for (size_t i = 0; i < n; i++) {
-                ms_json_begin_object(&j, NULL);
-                ms_json_str(&j, "label", snaps[i].label);
-                ms_json_int(&j, "ts_ns", snaps[i].ts);
-                ms_json_int(&j, "reserved", snaps[i].reserved);
-                ms_json_int(&j, "used", snaps[i].used);
-                ms_json_int(&j, "free", snaps[i].free);
-                ms_json_int(&j, "largest_free", snaps[i].largest);
-                ms_json_double(&j, "fragmentation", frag(&snaps[i]));
-                ms_json_end_object(&j);
-            }
-            ms_json_end_array(&j);
-            ms_json_end_object(&j);
-        } else {
-            fprintf(out, "%sPool '%s': peak used %lld B.\n", npools > 1 ? "\n" : "",
-                    ms_term_text(name), ps.peak_used);
-            fprintf(out, "  %-16s %14s %14s %14s %14s %13s\n", "moment", "reserved", "used", "free",
-                    "largest free", "fragmentation");
-            for (size_t i = 0; i < n; i++)
-                fprintf(out, "  %-16s %14lld %14lld %14lld %14lld %13.4f\n", snaps[i].label,
-                        snaps[i].reserved, snaps[i].used, snaps[i].free, snaps[i].largest,
-                        frag(&snaps[i]));
-        }
-        free(snaps);
+        r->n++;
+        struct pool_state ps;
+        if ((rc = replay(db, layer, rlayer, &ps, NULL, 0)) < 0 ||
+            (rc = points(db, ps.peak_eid, &pr->snaps, &pr->n)) < 0 ||
+            (rc = replay(db, layer, rlayer, &ps, pr->snaps, pr->n)) < 0)
+            break;
+        snap_times(db, pr->snaps, pr->n);
+        pr->peak_used = ps.peak_used;
     }
-    sqlite3_finalize(pst);
-    if (rc) {
-        snprintf(err, errlen, "fragmentation: %s",
+    if (!rc && src != SQLITE_DONE)
+        rc = MS_EDB;
+    if (rc) /* before the finalize, which clears the connection's message */
+        snprintf(x->err, x->errlen, "fragmentation: %s",
                  rc == MS_EDB ? sqlite3_errmsg(db) : ms_strerror(rc));
-        return rc;
-    }
-    if (o->json) {
+    sqlite3_finalize(pst);
+    return rc;
+}
+
+static void render_json(struct ms_actx *x, const struct fresult *r)
+{
+    struct ms_json j;
+    ms_json_init(&j, x->out);
+    ms_json_begin_object(&j, NULL);
+    ms_json_str(&j, "analysis", "fragmentation");
+    ms_json_begin_array(&j, "pools");
+    for (size_t p = 0; p < r->n; p++) {
+        const struct pool_result *pr = &r->v[p];
+        ms_json_begin_object(&j, NULL);
+        ms_json_str(&j, "name", pr->name);
+        ms_json_int(&j, "layer", pr->layer);
+        ms_json_int(&j, "reserve_layer", pr->rlayer);
+        ms_json_int(&j, "peak_used", pr->peak_used);
+        ms_json_begin_array(&j, "rows");
+        for (size_t i = 0; i < pr->n; i++) {
+            const struct snap *sn = &pr->snaps[i];
+            ms_json_begin_object(&j, NULL);
+            ms_json_str(&j, "label", sn->label);
+            ms_json_int(&j, "ts_ns", sn->ts);
+            ms_json_int(&j, "reserved", sn->reserved);
+            ms_json_int(&j, "used", sn->used);
+            ms_json_int(&j, "free", sn->free);
+            ms_json_int(&j, "largest_free", sn->largest);
+            ms_json_double(&j, "fragmentation", frag(sn));
+            ms_json_end_object(&j);
+        }
         ms_json_end_array(&j);
         ms_json_end_object(&j);
-        ms_json_finish(&j);
-    } else if (!npools) {
+    }
+    ms_json_end_array(&j);
+    ms_json_end_object(&j);
+    ms_json_finish(&j);
+}
+
+static void render_text(struct ms_actx *x, const struct fresult *r)
+{
+    FILE *out = x->out;
+    if (!r->n) {
         fprintf(out,
                 "No pools%s: the program reported none (memscope_pool_reserve, "
                 "memscope_pool_alloc).\n",
-                o->layer > 0 ? " on that layer" : "");
-    } else {
-        fprintf(out, "\nfree = bytes of the reserved regions not covered by live blocks; "
-                     "fragmentation = (free - largest free) / free.\n");
+                x->o->layer > 0 ? " on that layer" : "");
+        return;
     }
-    return 0;
+    for (size_t p = 0; p < r->n; p++) {
+        const struct pool_result *pr = &r->v[p];
+        fprintf(out, "%sPool '%s': peak used %lld B.\n", p ? "\n" : "", ms_term_text(pr->name),
+                pr->peak_used);
+        fprintf(out, "  %-16s %14s %14s %14s %14s %13s\n", "moment", "reserved", "used", "free",
+                "largest free", "fragmentation");
+        for (size_t i = 0; i < pr->n; i++) {
+            const struct snap *sn = &pr->snaps[i];
+            fprintf(out, "  %-16s %14lld %14lld %14lld %14lld %13.4f\n", sn->label, sn->reserved,
+                    sn->used, sn->free, sn->largest, frag(sn));
+        }
+    }
+    fprintf(out, "\nfree = bytes of the reserved regions not covered by live blocks; "
+                 "fragmentation = (free - largest free) / free.\n");
+}
+
+/* Computed whole first, then written: a failure writes nothing (analyze.h's contract). */
+int ms_analyze_fragmentation(struct ms_actx *x)
+{
+    struct fresult r = {0};
+    int rc = compute(x, &r);
+    if (rc == 0)
+        (x->o->json ? render_json : render_text)(x, &r);
+    fresult_free(&r);
+    return rc;
 }

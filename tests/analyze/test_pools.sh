@@ -57,6 +57,18 @@ assert_eq "leaks --json: the name with U+FFFD for each byte that is not UTF-8" \
 assert_eq "inefficient --json: the pool's idle block" \
     "1000 pool:bad\\ufffd\\ufffd\\u0001name temporary_idleness" \
     "$(jq_py 'b = d["blocks"][0]; print(b["size"], json.dumps(b["layer"]), *b["types"])' <"$TMP/j.out" | tr -d '"')"
+# A failure writes nothing (analyze.h's contract): the pools' blocks unreadable, fragmentation
+# exits 1 with its message and no half-written JSON document or table.
+cp "$TMP/p.db" "$TMP/nob.db"
+sqlite3 "$TMP/nob.db" "ALTER TABLE blocks RENAME TO blocks_gone" 2>/dev/null ||
+    "$PY" -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('ALTER TABLE blocks RENAME TO blocks_gone'); c.commit()" "$TMP/nob.db"
+for form in --json --text; do
+    "$MEMSCOPE" analyze fragmentation "$TMP/nob.db" ${form/--text/} >"$TMP/f.out" 2>"$TMP/f.err"
+    assert_eq "fragmentation $form on unreadable blocks: exit status" 1 "$?"
+    assert_eq "fragmentation $form on unreadable blocks: nothing written" 0 "$(wc -c <"$TMP/f.out")"
+    assert_match "fragmentation $form on unreadable blocks: the reason" "fragmentation: no such table: blocks" \
+        "$(head -1 "$TMP/f.err")"
+done
 PKG=$(dirname "$MEMSCOPE")/python
 if ls "$PKG"/memscope/_native*.so >/dev/null 2>&1; then
     assert_eq "check_inefficient(db): no UnicodeDecodeError, the pool's idle block" \

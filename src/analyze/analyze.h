@@ -192,7 +192,8 @@ void ms_json_null(struct ms_json *j, const char *key);
 /* Ends the document with a newline. */
 void ms_json_finish(struct ms_json *j);
 
-/* Helpers shared by compare, inefficient, decompose and fragmentation. */
+/* Helpers shared by the analyses (common.c, decompose_at.c, site.c): the database's shape, the
+ * layers an analysis covers, the names of processes, layers and owners, and call sites. */
 
 /* Returns 1 when table has a column named column, 0 otherwise (also for a missing table). */
 int ms__has_column(sqlite3 *db, const char *table, const char *column);
@@ -240,8 +241,6 @@ int ms__blocks_at(sqlite3 *db, int has_owner, int64_t at, int64_t *eid, char *er
 
 /* The run's start (meta.start_time_ns, else the first event), for relative times. */
 int64_t ms__run_start_ns(sqlite3 *db);
-
-/* Helpers shared by leaks, peak, temporary and trend. */
 
 /* Names of a database's processes, layers and owners, loaded once (small tables). */
 struct ms_names {

@@ -12,19 +12,26 @@
 #include <stdio.h>
 
 #include "common/files.h"
+#include "store/stack_text.h"
 #include "store/store.h"
 
-/* convert(trace_dir, db_path, argv, call_stack_c, no_dump=False): ms_store_convert in this
- * process (no_dump: the full database without memscope_dump, for memscope.pytest_plugin). Raises
- * RuntimeError with the store's reason. Runs without the GIL. */
+#include <string.h>
+
+/* convert(trace_dir, db_path, argv, call_stack_c, no_dump=False, compact=False,
+ * window_start=None, window_end=None): ms_store_convert in this process (no_dump: the full
+ * database without memscope_dump; compact: the compact database; window_start, window_end: the
+ * mark prefixes of the windows whose memory the conversion computes, for
+ * memscope.pytest_plugin). Raises RuntimeError with the store's reason. Runs without the GIL. */
 static PyObject *n_convert(PyObject *self, PyObject *args)
 {
     (void)self;
     const char *dir, *db;
     PyObject *argv_obj = Py_None;
     unsigned c_depth = 0;
-    int no_dump = 0;
-    if (!PyArg_ParseTuple(args, "ss|OIp:convert", &dir, &db, &argv_obj, &c_depth, &no_dump))
+    int no_dump = 0, compact = 0;
+    const char *wstart = NULL, *wend = NULL;
+    if (!PyArg_ParseTuple(args, "ss|OIppzz:convert", &dir, &db, &argv_obj, &c_depth, &no_dump,
+                          &compact, &wstart, &wend))
         return NULL;
     Py_ssize_t n = 0;
     const char **argv = NULL;
@@ -54,6 +61,9 @@ static PyObject *n_convert(PyObject *self, PyObject *args)
         .events = "alloc,free",
         .symbolize = 1,
         .no_dump = no_dump,
+        .compact = compact,
+        .window_start = wstart,
+        .window_end = wend,
     };
     struct ms_store_result res;
     char err[512] = "";
@@ -102,9 +112,62 @@ static PyObject *n_export_csv(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* py_texts(db_path, ids): {stack id: its Python text} ("file(line): function" a line,
+ * innermost first; "" without a Python part), read from the stack tree (a compact database
+ * stores no text). Raises RuntimeError when the database cannot be read. */
+static PyObject *n_py_texts(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *path;
+    PyObject *ids;
+    if (!PyArg_ParseTuple(args, "sO:py_texts", &path, &ids))
+        return NULL;
+    PyObject *it = PyObject_GetIter(ids), *out = PyDict_New(), *k;
+    sqlite3 *db = NULL;
+    struct ms_stack_text t;
+    int t_ok = 0;
+    if (!it || !out)
+        goto fail;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+        ms_stack_text_init(&t, db) < 0) {
+        PyErr_Format(PyExc_RuntimeError, "memscope: cannot read the stacks of %s", path);
+        goto fail;
+    }
+    t_ok = 1;
+    while ((k = PyIter_Next(it))) {
+        long long id = PyLong_AsLongLong(k);
+        const char *text = id == -1 && PyErr_Occurred() ? NULL : ms_stack_text_py(&t, id);
+        PyObject *v = text ? PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "replace") : NULL;
+        if (!text && !PyErr_Occurred())
+            PyErr_Format(PyExc_RuntimeError, "memscope: cannot read stack %lld of %s", id, path);
+        if (!v || PyDict_SetItem(out, k, v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(k);
+            goto fail;
+        }
+        Py_DECREF(v);
+        Py_DECREF(k);
+    }
+    if (PyErr_Occurred())
+        goto fail;
+    ms_stack_text_release(&t);
+    sqlite3_close(db);
+    Py_DECREF(it);
+    return out;
+fail:
+    if (t_ok)
+        ms_stack_text_release(&t);
+    sqlite3_close(db);
+    Py_XDECREF(it);
+    Py_XDECREF(out);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"convert", n_convert, METH_VARARGS,
-     "convert(trace_dir, db_path, argv=None, c_depth=0, no_dump=False)"},
+     "convert(trace_dir, db_path, argv=None, c_depth=0, no_dump=False, compact=False, "
+     "window_start=None, window_end=None)"},
+    {"py_texts", n_py_texts, METH_VARARGS, "py_texts(db_path, ids) -> {id: Python stack text}"},
     {"export_csv", n_export_csv, METH_VARARGS, "export_csv(db_path, csv_path)"},
     {NULL, NULL, 0, NULL},
 };

@@ -11,8 +11,9 @@ both with layer= ("heap", "mmap", "cuda", "cuda:0", "pool:NAME"; default heap an
 --memscope-max-growth=PCT (each test's peak and leak against the last stored run).
 
 How: memscope records the session (in this process, or the `memscope run` around it); each
-test's call is marked in the recording; after the last test the recording is converted and
-memscope.testmem computes every test's figures from the allocator's events. So the outcome of
+test's call is marked in the recording; after the last test the recording is converted, and
+the conversion computes every test's figures from the allocator's events (memscope.testmem
+reads them; for tests with a layer= marker it computes them from the full database). So the outcome of
 a test with a budget is known only then: those tests are reported after the last test has run
 (the others as they finish), with the limit, the measured value and the allocating lines.
 """
@@ -121,6 +122,7 @@ class _Session:
         self.results = {}    # nodeid -> testmem.Measure
         self.tmpdir = None
         self.recording = False
+        self.stacks_per_test = None  # in this process: the Python stack hook's line mode
         self.error = None
 
     def _load_baseline(self):
@@ -163,10 +165,19 @@ class _Session:
         memscope.config(output_path=os.path.join(self.tmpdir, "session.db"),
                         call_stack="python:32")
         memscope.start()
+        # Python stacks only while a test's call runs (the figures count only the blocks
+        # allocated then): the hook that follows each call and line costs the rest of the
+        # session (pytest's own code between the tests) nothing
+        from . import _native
+        if _native.python_stacks():
+            self.stacks_per_test = memscope._LINES
+            _native.set_python_stacks(False)
         self.recording = True
 
-    def _finish_recording(self):
-        """Stops recording and returns the path of a full database of the session."""
+    def _finish_recording(self, windows):
+        """Stops recording and returns the path of a database of the session: with windows, a
+        compact one with each test's figures (mark_windows: testmem.measure_windows), else a
+        full one (testmem.measure)."""
         import memscope
         from . import _native, _store
         self.recording = False
@@ -179,7 +190,10 @@ class _Session:
         db = os.path.join(self.tmpdir or tempfile.mkdtemp(prefix="memscope-pytest-"),
                           "session.db")
         self.tmpdir = os.path.dirname(db)
-        _store.convert(trace_dir, db, [], 0, True)  # no memscope_dump: not read here
+        if windows:
+            _store.convert(trace_dir, db, [], 0, True, True, testmem.MARK_START, testmem.MARK_END)
+        else:
+            _store.convert(trace_dir, db, [], 0, True)  # no memscope_dump: not read here
         return db
 
     @pytest.hookimpl(hookwrapper=True)
@@ -221,22 +235,29 @@ class _Session:
             for _ in range(warmups):
                 pyfuncitem.obj(**args)
         tid = self.ids.get(pyfuncitem.nodeid, pyfuncitem.nodeid)
+        if self.stacks_per_test is not None:
+            _native.set_python_stacks(True, self.stacks_per_test)
         _native.mark(testmem.MARK_START + tid)
         try:
             yield
         finally:
             _native.mark(testmem.MARK_END + tid)
+            if self.stacks_per_test is not None:
+                _native.set_python_stacks(False)
 
     # ---- after the last test ----
 
     def _measure_and_report(self, session):
         try:
             if not self.error:
-                db = self._finish_recording()
                 layers = {}
                 for nodeid, tid in self.ids.items():
                     b = self.budgets.get(nodeid, {})
                     layers[tid] = (b.get("memory") or b.get("leaks") or (None, None, None))[2]
+                # every test on the heap and mmap layers (no layer= marker): the conversion
+                # computes each test's figures and sites in its pass; else the full database
+                windows = not any(layers.values())
+                db = self._finish_recording(windows)
                 nodeids = {t: n for n, t in self.ids.items()}
                 top = []
 
@@ -249,7 +270,10 @@ class _Session:
                     b = self.budgets.get(nodeids.get(tid), {})
                     return bool(self.baseline_path or
                                 (b.get("memory") and m.allocated > b["memory"][0]))
-                by_tid = testmem.measure(db, layers, self.rootdir, wants_sites, wants_peak)
+                if windows:
+                    by_tid = testmem.measure_windows(db, self.rootdir, wants_sites)
+                else:
+                    by_tid = testmem.measure(db, layers, self.rootdir, wants_sites, wants_peak)
                 self.results = {n: by_tid[t] for n, t in self.ids.items() if t in by_tid}
         except Exception as e:  # said in the summary; budgets then fail as not measured
             self.error = "%s: %s" % (type(e).__name__, e)

@@ -138,6 +138,39 @@ def measure(db_path, layers_by_test, rootdir=None, sites_for=None, peak_for=None
         db.close()
 
 
+def measure_windows(db_path, rootdir=None, sites_for=None):
+    """{test id: Measure} from a database converted with the test marks as windows (tables
+    mark_windows and mark_window_sites: the conversion computed each test's figures over the
+    heap and the mmap layer, and the stacks of the blocks live at its peak and leaked; exact,
+    peak_exact for every test). The allocating lines are made for the tests for which
+    sites_for(test id, {test id: Measure}) is true (all when None)."""
+    db = sqlite3.connect(db_path)
+    try:
+        out = {}
+        for tid, alloc, peak, leaked in db.execute(
+                "SELECT id, allocated, peak, leaked FROM mark_windows"):
+            m = out[tid] = Measure()
+            m.allocated, m.peak, m.leaked, m.peak_exact = alloc, peak, leaked, True
+        rows = {}
+        for tid, kind, stack, size, blocks in db.execute(
+                "SELECT window, kind, stack_id, bytes, blocks FROM mark_window_sites"):
+            rows.setdefault(tid, []).append((kind, stack, size, blocks))
+    finally:
+        db.close()
+    wanted = [t for t in out if t in rows and (sites_for is None or sites_for(t, out))]
+    stacks = {s for t in wanted for _, s, _, _ in rows[t] if s is not None}
+    from . import _store
+    texts = _store.py_texts(db_path, sorted(stacks)) if stacks else {}
+    for tid in wanted:
+        groups = ({}, {})
+        for kind, stack, size, blocks in rows[tid]:
+            e = groups[kind].setdefault(_site(texts.get(stack), rootdir), [0, 0])
+            e[0] += size
+            e[1] += blocks
+        out[tid].peak_sites, out[tid].leak_sites = _ranked(groups[0]), _ranked(groups[1])
+    return out
+
+
 def _peak(db, tid):
     """(peak, its time) of one test: the running sum of its allocations and frees, in time
     order (a free before an allocation at the same ns), sorted by SQLite."""

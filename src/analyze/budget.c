@@ -448,10 +448,40 @@ static int host_peak_sites(struct ms_actx *x, const struct host_peak *h, struct 
     return rc;
 }
 
+/* Fills p[0..n) (their process ids set by the caller) from table host_peaks, which the
+ * conversion writes (the same first maximum as host_peaks_replay's). Returns 1 when every one
+ * has its row, 0 when not (a database of an older memscope: replayed), or a negative code. */
+static int host_peaks_table(struct ms_actx *x, struct host_peak *p, size_t n)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(x->db,
+                           "SELECT peak_bytes, coalesce(peak_event_id, 0), coalesce(peak_ns, 0) "
+                           "FROM host_peaks WHERE process_id = ?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return 0; /* no such table */
+    int rc = 1;
+    for (size_t i = 0; i < n && rc == 1; i++) {
+        sqlite3_bind_int64(st, 1, p[i].process_id);
+        int s = sqlite3_step(st);
+        if (s == SQLITE_ROW) {
+            p[i].bytes = sqlite3_column_int64(st, 0);
+            p[i].event_id = sqlite3_column_int64(st, 1);
+            p[i].ns = sqlite3_column_int64(st, 2);
+        } else {
+            rc = s == SQLITE_DONE ? 0 : ms__actx_db_fail(x, "host_peaks");
+        }
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 /* The default budget of --max-peak: each process's peak of heap and mmap together. A process
  * that used one of the two has that layer's peak (analyze peak's, exact and cheap); one that
- * used both is replayed from the events of its full database (a compact one is expanded into a
- * private temporary directory first: ms_store_full_open), since no table holds the sum. */
+ * used both has it in host_peaks, computed by the conversion, and the blocks live at it in
+ * blocks (a compact database keeps them). A database without those rows (an older memscope's)
+ * is replayed from the events of its full database (a compact one is expanded into a private
+ * temporary directory first: ms_store_full_open). */
 static int check_host_peak(struct ms_actx *x, const char *db_path, const struct ms_budget *b,
                            const struct ms_peak_top *p, size_t n, struct ms_budget_result *r)
 {
@@ -484,7 +514,18 @@ static int check_host_peak(struct ms_actx *x, const char *db_path, const struct 
     struct ms_actx fx;
     int fx_ok = 0;
     const struct host_peak *hw = NULL;
-    if (nboth) {
+    int from_table = 0;
+    if (nboth && (from_table = host_peaks_table(x, both, nboth)) < 0)
+        return from_table;
+    if (nboth && from_table) {
+        for (size_t i = 0; i < nboth; i++) {
+            r->exceeded += both[i].bytes > (int64_t)b->limit;
+            if (both[i].bytes > worst_bytes) {
+                hw = &both[i];
+                worst_bytes = both[i].bytes;
+            }
+        }
+    } else if (nboth) {
         if ((rc = ms_store_full_open(&full, db_path, x->err, x->errlen)) < 0)
             return rc;
         if ((rc = ms_analyze_open(full.path, 0, &fdb, x->err, x->errlen)) == 0 &&
@@ -504,7 +545,7 @@ static int check_host_peak(struct ms_actx *x, const char *db_path, const struct 
         r->measured = hw->bytes;
         where_of(x, hw->process_id, MS_LAYER_HEAP, r->where, sizeof r->where);
         snprintf(r->where + strlen(r->where), sizeof r->where - strlen(r->where), "+mmap");
-        rc = host_peak_sites(&fx, hw, r);
+        rc = host_peak_sites(fx_ok ? &fx : x, hw, r);
     } else if (!rc && worst) {
         r->measured = worst->bytes;
         where_of(x, worst->process_id, worst->layer, r->where, sizeof r->where);
@@ -518,7 +559,7 @@ static int check_host_peak(struct ms_actx *x, const char *db_path, const struct 
         ms__actx_release(&fx);
     if (fdb)
         sqlite3_close(fdb);
-    if (nboth)
+    if (nboth && !from_table)
         ms_store_full_close(&full);
     return rc;
 }

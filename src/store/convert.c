@@ -632,6 +632,11 @@ static int block_close(struct conv *c, struct proc *p, int layer, uint32_t slot,
 {
     struct block *b = &c->blocks[slot];
     struct closed_block cb = {*b, p->id, free_ns, free_event, layer, have_free};
+    if (c->win && (layer == MS_LAYER_HEAP || layer == MS_LAYER_MMAP)) {
+        int wrc = conv__windows_close(c, b->alloc_id, b->size, b->stack_id);
+        if (wrc < 0)
+            return wrc;
+    }
     int rc = c->o->sink      ? 0 /* a replay writes no rows */
              : c->o->compact ? conv__compact_block(c, p, &cb)
                              : conv__live_at_end(c, &cb);
@@ -639,6 +644,8 @@ static int block_close(struct conv *c, struct proc *p, int layer, uint32_t slot,
         rc = conv__write_block(c, &cb);
     if (have_free) {
         struct layer_stats *ls = &p->ls[layer].st;
+        if (layer == MS_LAYER_HEAP || layer == MS_LAYER_MMAP)
+            p->host_live -= b->size;
         ls->live_bytes -= b->size;
         ls->live_blocks--;
         if (c->trend_ok && conv__default_layer(layer))
@@ -819,6 +826,18 @@ int conv__alloc_block(struct conv *c, const struct stream *s, int layer, uint64_
         ls->peak_event = c->next_event;
         ls->peak_alloc = alloc_id;
         lst->peak_from = c->ncand; /* closed before this peak: not live at it */
+    }
+    if (layer == MS_LAYER_HEAP || layer == MS_LAYER_MMAP) {
+        p->host_live += (int64_t)size;
+        if (p->host_live > p->host_peak) {
+            p->host_peak = p->host_live;
+            p->host_peak_ns = s->ts;
+            p->host_peak_event = c->next_event;
+            p->host_peak_alloc = alloc_id;
+            p->host_from = c->ncand;
+        }
+        if (c->win)
+            return conv__windows_alloc(c, alloc_id, (int64_t)size);
     }
     return 0;
 }
@@ -1072,10 +1091,12 @@ static int cmp_slot(const void *x, const void *y, void *ctx)
 /* processes rows, process_stats rows and the blocks still live; fills res. */
 static int write_processes(struct conv *c)
 {
-    sqlite3_stmt *st = NULL, *ps = NULL;
+    sqlite3_stmt *st = NULL, *ps = NULL, *hp = NULL;
     int rc = conv__prepare(c, &st, "INSERT INTO processes VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
     if (rc == 0)
         rc = conv__prepare(c, &ps, "INSERT INTO process_stats VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+    if (rc == 0)
+        rc = conv__prepare(c, &hp, "INSERT INTO host_peaks VALUES (?,?,?,?,?)");
     for (size_t i = 0; i < c->nprocs && rc == 0; i++) {
         struct proc *p = &c->procs[i];
         const struct ms_trace_file_header *h = &p->tr.hdr;
@@ -1147,6 +1168,14 @@ static int write_processes(struct conv *c)
             conv__bind_opt(ps, 12, ls->peak_alloc, ls->peak_bytes > 0);
             rc = conv__step_reset(c, ps, "insert process stats");
         }
+        if (rc == 0) { /* the heap and the mmap layer together */
+            sqlite3_bind_int64(hp, 1, p->id);
+            sqlite3_bind_int64(hp, 2, p->host_peak);
+            conv__bind_opt(hp, 3, p->host_peak_ns, p->host_peak > 0);
+            conv__bind_opt(hp, 4, p->host_peak_event, p->host_peak > 0);
+            conv__bind_opt(hp, 5, p->host_peak_alloc, p->host_peak > 0);
+            rc = conv__step_reset(c, hp, "insert host peak");
+        }
         c->res->damaged_chunks += p->tr.damaged_chunks;
         c->res->lost_events += lost;
         if (p->tr.warning[0] && !c->res->warning[0])
@@ -1155,6 +1184,7 @@ static int write_processes(struct conv *c)
     c->res->processes = c->nprocs;
     sqlite3_finalize(st);
     sqlite3_finalize(ps);
+    sqlite3_finalize(hp);
     return rc;
 }
 
@@ -1458,6 +1488,7 @@ static void conv_release(struct conv *c)
     free(c->dpairs);
     free(c->sites);
     ms_u64map_release(&c->site_ids);
+    conv__windows_release(c);
     ms_strtab_release(&c->strings);
     free(c->tmp_path);
 }
@@ -1495,7 +1526,9 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
                           "%s exists and is not a regular file: a database is "
                           "written only to a regular file (it is renamed there)",
                           o->db_path);
-    int rc = list_traces(&c);
+    int rc = conv__windows_init(&c);
+    if (rc == 0)
+        rc = list_traces(&c);
     if (rc == 0)
         rc = open_traces(&c);
     if (rc == 0)
@@ -1536,6 +1569,8 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
         rc = write_processes(&c);
     if (rc == 0)
         rc = conv__usage_write(&c);
+    if (rc == 0)
+        rc = conv__windows_write(&c);
     if (rc == 0 && o->compact && !o->sink)
         rc = conv__compact_write_blocks(&c);
     if (rc == 0)

@@ -274,6 +274,8 @@ int conv__on_annotation(struct conv *c, struct stream *s)
     case MS_EXT_MARK:
         rc = conv__write_event_full(c, s, MS_KIND_MARK, MS_LAYER_ANNOTATION, 0, 0, 0, 0, NULL, 0, 0,
                                     r->str1, r->len1, -1);
+        if (rc == 0)
+            rc = conv__windows_mark(c, r->str1, r->len1);
         return rc < 0 ? rc : apply_tag(c, p, r->str1, r->len1);
     case MS_EXT_RANGE_PUSH: {
         if (t->nranges >= MAX_OPEN_RANGES)

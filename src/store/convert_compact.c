@@ -406,6 +406,10 @@ static int live_at_a_peak(const struct conv *c, size_t k)
     const struct layer_state *ls = &c->procs[cb->process_id - 1].ls[cb->layer];
     if (k >= ls->peak_from && cb->b.alloc_id <= ls->st.peak_alloc)
         return 1;
+    const struct proc *p = &c->procs[cb->process_id - 1];
+    if ((cb->layer == MS_LAYER_HEAP || cb->layer == MS_LAYER_MMAP) && k >= p->host_from &&
+        cb->b.alloc_id <= p->host_peak_alloc)
+        return 1; /* live at the peak of its process's heap and mmap together */
     return k >= c->all_from && !reserve_layer(cb->layer) && cb->b.alloc_id <= c->all_peak_alloc;
 }
 
@@ -428,15 +432,17 @@ static int compact_cand(struct conv *c)
 {
     size_t n = 1, w = 0;
     for (size_t i = 0; i < c->nprocs; i++)
-        n += c->procs[i].nls;
+        n += c->procs[i].nls + 1;
     struct cand_from *f = malloc(n * sizeof *f);
     if (!f)
         return MS_ENOMEM;
     n = 0;
     f[n++] = (struct cand_from){c->all_from, &c->all_from};
-    for (size_t i = 0; i < c->nprocs; i++)
+    for (size_t i = 0; i < c->nprocs; i++) {
+        f[n++] = (struct cand_from){c->procs[i].host_from, &c->procs[i].host_from};
         for (size_t l = 0; l < c->procs[i].nls; l++)
             f[n++] = (struct cand_from){c->procs[i].ls[l].peak_from, &c->procs[i].ls[l].peak_from};
+    }
     qsort(f, n, sizeof *f, cmp_cand_from);
     size_t j = 0; /* the starts at or before k are already moved (to w <= k): live_at_a_peak
                    * compares k with them as with their old places, k being past both */
@@ -470,8 +476,9 @@ static int cand_push(struct conv *c, const struct closed_block *cb)
 
 /* Compact output: keeps the row of a closed block that an analysis reads from the compact
  * database: live at exit, live at the end of a step or at an OOM (one happened in its process
- * while it was live), accessed, retagged, of a pool, or live at its layer's peak or at the peak
- * of all default layers (decompose's moment). Whether a block was live at a peak is known only
+ * while it was live), accessed, retagged, of a pool, or live at its layer's peak, at the peak of
+ * its process's heap and mmap together (host_peaks) or at the peak of all default layers
+ * (decompose's moment). Whether a block was live at a peak is known only
  * at the end: a block closed after a current peak and allocated before it waits in cand, and a
  * new peak moves its list's start to the end of cand (nothing closed before a peak is live at
  * it). The condition to enter cand is the one live_at_a_peak checks at the end: a block enters
@@ -485,6 +492,8 @@ int conv__compact_block(struct conv *c, struct proc *p, const struct closed_bloc
         return conv__keep_block(c, cb);
     const struct layer_state *ls = &p->ls[cb->layer];
     if ((ls->st.peak_alloc && cb->b.alloc_id <= ls->st.peak_alloc) ||
+        ((cb->layer == MS_LAYER_HEAP || cb->layer == MS_LAYER_MMAP) && p->host_peak_alloc &&
+         cb->b.alloc_id <= p->host_peak_alloc) ||
         (!reserve_layer(cb->layer) && c->all_peak_alloc && cb->b.alloc_id <= c->all_peak_alloc))
         return cand_push(c, cb);
     return 0;

@@ -112,6 +112,11 @@ struct proc {
     int64_t moments; /* step ends and OOMs so far: a block whose life spans one keeps
                                   its row in the compact database */
     int64_t step_start_ns;
+    /* The heap and the mmap layer together (host_peaks: --max-peak's default budget): live
+     * bytes now, the first MALLOC that reached their highest sum (its bytes, time, event and
+     * block ids), and, compact output, where the blocks closed since then begin in conv.cand */
+    int64_t host_live, host_peak, host_peak_ns, host_peak_event, host_peak_alloc;
+    size_t host_from;
     struct conv_mm *mm; /* its reservations and their commits (convert_mmap.c), NULL: none */
 };
 
@@ -278,8 +283,9 @@ struct conv {
     /* The connection is used by one thread at a time: while threads share it (the
      * symbolization's, the kept blocks', pass 2's annotations), each holds db_mu to use it. */
     pthread_mutex_t db_mu;
-    pthread_mutex_t err_mu; /* err: the first message of any thread */
-    struct ms_embed embed;  /* the packed traces on their way into trace_files */
+    pthread_mutex_t err_mu;   /* err: the first message of any thread */
+    struct ms_embed embed;    /* the packed traces on their way into trace_files */
+    struct conv_windows *win; /* NULL unless o->window_start (convert_windows.c) */
     /* Compact output: allocations per (process, layer, stack): the site_stats rows. */
     struct site_stat {
         int64_t process_id, stack_id, owner_id, step; /* owner at allocation */
@@ -463,6 +469,20 @@ int conv__symbolize_start(struct conv *c);
 int conv__sym_join(struct conv *c);
 
 /* ---- convert_compact.c: the computed tables (both kinds), the compact database's part -------- */
+
+/* ---- convert_windows.c: the memory of each window between two MARKs (when asked for) ---- */
+
+/* Sets up c->win when o->window_start and o->window_end are set; 0 or MS_ENOMEM. */
+int conv__windows_init(struct conv *c);
+void conv__windows_release(struct conv *c);
+/* A MARK row named name (len bytes), written as event c->next_event. */
+int conv__windows_mark(struct conv *c, const char *name, size_t len);
+/* A MALLOC of the heap or the mmap layer (event c->next_event). */
+int conv__windows_alloc(struct conv *c, int64_t alloc_id, int64_t size);
+/* The end of a block of the heap or the mmap layer (freed now, or live at the end). */
+int conv__windows_close(struct conv *c, int64_t alloc_id, int64_t size, int64_t stack);
+/* Tables mark_windows and mark_window_sites. */
+int conv__windows_write(struct conv *c);
 
 /* Starts packing the traces (and PyTorch's allocator pickles beside them) on other threads. */
 int conv__compact_start(struct conv *c);

@@ -100,6 +100,8 @@ const char ms_schema_sql[] =
     "  peak_event_id INTEGER, peak_allocation_id INTEGER,\n"
     "  PRIMARY KEY (process_id, layer)\n"
     ") WITHOUT ROWID;\n"
+    "CREATE TABLE host_peaks (process_id INTEGER PRIMARY KEY, peak_bytes INTEGER NOT NULL,\n"
+    "  peak_ns INTEGER, peak_event_id INTEGER, peak_allocation_id INTEGER);\n"
     "CREATE TABLE site_stats (\n"
     "  process_id INTEGER NOT NULL, layer INTEGER NOT NULL, stack_id INTEGER,\n"
     "  owner_id INTEGER, step INTEGER NOT NULL,\n"

@@ -39,6 +39,9 @@ struct ms_store_options {
                                    packed, in trace_files */
     int no_dump;             /* full database without memscope_dump (expansions: the
                                    caller adds it after, or reads events only) */
+    /* Windows between MARK events named window_start + ID and window_end + ID: each one's
+     * memory (tables mark_windows, mark_window_sites: docs/database.md). NULL: none. */
+    const char *window_start, *window_end;
     /* Replay: every events row goes to sink (in id order) instead of a database, and db_path
      * is not written (NULL); see ms_store_replay. */
     int (*sink)(void *ctx, const struct ms_store_row *row);

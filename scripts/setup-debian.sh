@@ -21,9 +21,11 @@ if [ -n "$missing" ]; then
 fi
 echo "setup: all build and test dependencies are installed"
 # The viewer's npm packages (web/package-lock.json: esbuild, uPlot, playwright-core; never a
-# browser download: the tests point playwright-core at /usr/bin/chromium).
+# browser download: the tests point playwright-core at /usr/bin/chromium), and the speedscope
+# export's checker (speedscope's file format schema, ajv: tests/analyze/test_export.sh).
 web=$(cd "$(dirname "$0")/../web" && pwd)
-if [ ! -d "$web/node_modules/playwright-core" ] || [ ! -d "$web/node_modules/uplot" ]; then
+if [ ! -d "$web/node_modules/playwright-core" ] || [ ! -d "$web/node_modules/uplot" ] ||
+    [ ! -d "$web/node_modules/speedscope" ] || [ ! -d "$web/node_modules/ajv" ]; then
     echo "setup: installing the viewer's npm packages (web/)"
     (cd "$web" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
 fi

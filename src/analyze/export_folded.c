@@ -32,7 +32,7 @@ int ms_export_collapsed(const struct ms_profile *p, enum ms_export_what what, FI
 {
     struct ms_export_stacks s;
     if (ms_export_stacks_init(&s, p->db) < 0) {
-        snprintf(err, errlen, "export: cannot read the stacks: %s", sqlite3_errmsg(p->db));
+        snprintf(err, errlen, "cannot read the stacks: %s", sqlite3_errmsg(p->db));
         return MS_EDB;
     }
     uint32_t *ix = ms_profile_sorted(p);
@@ -56,7 +56,7 @@ int ms_export_collapsed(const struct ms_profile *p, enum ms_export_what what, FI
     free(ix);
     ms_export_stacks_release(&s);
     if (rc < 0)
-        snprintf(err, errlen, "export: %s",
+        snprintf(err, errlen, "%s",
                  rc == MS_ENOMEM ? "out of memory" : "cannot read a stack's frames");
     return rc;
 }
@@ -90,7 +90,7 @@ int ms_export_speedscope(const struct ms_profile *p, enum ms_export_what what, c
                                         "leaked"};
     struct ms_export_stacks s;
     if (ms_export_stacks_init(&s, p->db) < 0) {
-        snprintf(err, errlen, "export: cannot read the stacks: %s", sqlite3_errmsg(p->db));
+        snprintf(err, errlen, "cannot read the stacks: %s", sqlite3_errmsg(p->db));
         return MS_EDB;
     }
     struct frames fr = {0};
@@ -194,7 +194,7 @@ int ms_export_speedscope(const struct ms_profile *p, enum ms_export_what what, c
     ms__names_release(&names);
     ms_export_stacks_release(&s);
     if (rc < 0)
-        snprintf(err, errlen, "export: %s",
+        snprintf(err, errlen, "%s",
                  rc == MS_ENOMEM ? "out of memory" : "cannot read a stack's frames");
     return rc;
 }

@@ -210,7 +210,7 @@ int ms_export_perfetto(const struct ms_profile *p, FILE *out, char *err, size_t 
     ms_json_end_object(&x.j);
     ms_json_finish(&x.j);
     if (rc < 0)
-        snprintf(err, errlen, "export: reading the annotations: %s", sqlite3_errmsg(p->db));
+        snprintf(err, errlen, "reading the annotations: %s", sqlite3_errmsg(p->db));
     ms__names_release(&x.names);
     return rc;
 }

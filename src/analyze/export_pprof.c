@@ -321,7 +321,7 @@ int ms_export_pprof(const struct ms_profile *p, FILE *out, char *err, size_t err
     if (ms_export_stacks_init(&s, p->db) < 0 ||
         sqlite3_prepare_v2(p->db, "SELECT MIN(lo), MAX(hi), MIN(bias) FROM modules WHERE path = ?",
                            -1, &x.module, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "export: cannot read the stacks: %s", sqlite3_errmsg(p->db));
+        snprintf(err, errlen, "cannot read the stacks: %s", sqlite3_errmsg(p->db));
         rc = MS_EDB;
         goto out_names;
     }
@@ -389,14 +389,14 @@ int ms_export_pprof(const struct ms_profile *p, FILE *out, char *err, size_t err
             x.mappings.oom)
             rc = MS_ENOMEM;
         else if ((rc = gzip_write(&all, out)) == MS_EIO)
-            snprintf(err, errlen, "export: cannot write the profile");
+            snprintf(err, errlen, "cannot write the profile");
         free(all.p);
     }
     free(head.p);
     if (rc == MS_ENOMEM)
-        snprintf(err, errlen, "export: out of memory");
+        snprintf(err, errlen, "out of memory");
     else if (rc < 0 && !err[0])
-        snprintf(err, errlen, "export: cannot read a stack's frames");
+        snprintf(err, errlen, "cannot read a stack's frames");
     sqlite3_finalize(x.module);
     ms_export_stacks_release(&s);
 out_names:

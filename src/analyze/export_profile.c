@@ -61,7 +61,7 @@ static int fail(struct ms_profile *p, int rc, const char *fmt, ...)
 
 static int db_fail(struct ms_profile *p, const char *what)
 {
-    return fail(p, MS_EDB, "export: %s: %s", what, sqlite3_errmsg(p->db));
+    return fail(p, MS_EDB, "%s: %s", what, sqlite3_errmsg(p->db));
 }
 
 struct entry_order {
@@ -133,7 +133,7 @@ static int load_ids(struct ms_profile *p, const char *sql, const char *arg, int6
     int rc = 0, s;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         if (ms_grow((void **)v, &cap, *n, sizeof **v, 16, MS_GROW_MAX) < 0) {
-            rc = fail(p, MS_ENOMEM, "export: out of memory");
+            rc = fail(p, MS_ENOMEM, "out of memory");
             break;
         }
         (*v)[(*n)++] = sqlite3_column_int64(st, 0);
@@ -169,7 +169,7 @@ static int select_load(struct ms_profile *p)
                            pid, &p->procs, &p->nprocs)) < 0)
             return rc;
         if (!p->nprocs)
-            return fail(p, MS_ENOTFOUND, "export: no process with pid %lld in this run",
+            return fail(p, MS_ENOTFOUND, "no process with pid %lld in this run",
                         (long long)o->pid);
     }
     if (o->device) {
@@ -177,9 +177,9 @@ static int select_load(struct ms_profile *p)
                            o->device, &p->dev_layers, &p->ndev)) < 0)
             return rc;
         if (!p->ndev)
-            return fail(p, MS_ENOTFOUND, "export: no layer of device %s in this run", o->device);
+            return fail(p, MS_ENOTFOUND, "no layer of device %s in this run", o->device);
         if (o->layer > 0 && !in_sorted(p->dev_layers, p->ndev, o->layer))
-            return fail(p, MS_ENOTFOUND, "export: the layer selected is not of device %s",
+            return fail(p, MS_ENOTFOUND, "the layer selected is not of device %s",
                         o->device);
     }
     int64_t first = one_int(p->db,
@@ -198,7 +198,7 @@ static int select_load(struct ms_profile *p)
     p->run_start_ns = ms__run_start_ns(p->db);
     if (o->at_step) {
         if (o->at_ns || o->from_ns || o->to_ns)
-            return fail(p, MS_EINVAL, "export: --step and --at, --from or --to: one window");
+            return fail(p, MS_EINVAL, "--step and --at, --from or --to: one window");
         sqlite3_stmt *st;
         if (sqlite3_prepare_v2(p->db,
                                "SELECT MIN(start_ns), MAX(end_ns) FROM steps WHERE step = ?1 AND "
@@ -213,7 +213,7 @@ static int select_load(struct ms_profile *p)
             p->from_ns = sqlite3_column_int64(st, 0), p->to_ns = sqlite3_column_int64(st, 1);
         sqlite3_finalize(st);
         if (!found)
-            return fail(p, MS_ENOTFOUND, "export: no step %d in this run%s", o->at_step,
+            return fail(p, MS_ENOTFOUND, "no step %d in this run%s", o->at_step,
                         o->pid ? " for that process" : "");
     }
     if (o->at_ns)
@@ -223,9 +223,9 @@ static int select_load(struct ms_profile *p)
     if (o->to_ns)
         p->to_ns = o->to_ns;
     if (o->at_ns && (o->from_ns || o->to_ns))
-        return fail(p, MS_EINVAL, "export: --at and --from or --to: one window");
+        return fail(p, MS_EINVAL, "--at and --from or --to: one window");
     if (p->to_ns < p->from_ns)
-        return fail(p, MS_EINVAL, "export: the window ends (%lld) before it starts (%lld)",
+        return fail(p, MS_EINVAL, "the window ends (%lld) before it starts (%lld)",
                     (long long)p->to_ns, (long long)p->from_ns);
     return 0;
 }
@@ -438,13 +438,13 @@ static int run_pass(struct ms_profile *p, const char *db_path, int compact)
         char err[512] = "";
         rc = ms_store_replay(db_path, sink, p, err, sizeof err);
         if (rc < 0 && rc != STOP_REPLAY && !p->err[0])
-            fail(p, rc, "export: %s", err[0] ? err : ms_strerror(rc));
+            fail(p, rc, "%s", err[0] ? err : ms_strerror(rc));
     } else
         rc = scan_full(p, sink);
     if (rc == STOP_REPLAY)
         rc = 0;
     if (rc == MS_ENOMEM && !p->err[0])
-        fail(p, rc, "export: out of memory");
+        fail(p, rc, "out of memory");
     return rc;
 }
 
@@ -475,7 +475,7 @@ int ms_profile_collect(struct ms_profile *p, sqlite3 *db, const char *db_path,
     window_end(p);
     if (!p->matched)
         return fail(p, MS_ENOTFOUND,
-                    "export: nothing matches the selection (no allocation or "
+                    "nothing matches the selection (no allocation or "
                     "free of the selected processes and layers in the window)");
     for (size_t i = 0; i < p->npl; i++) {
         struct ms_profile_pl *pl = &p->pl[i];
@@ -490,7 +490,7 @@ int ms_profile_collect(struct ms_profile *p, sqlite3 *db, const char *db_path,
         if (timeline) { /* the last bucket, and the value at the window's end */
             if (tl_flush(pl, p) < 0 || ms_grow((void **)&pl->pts, &pl->apts, pl->npts,
                                                sizeof *pl->pts, 64, MS_PROFILE_BUCKETS + 4) < 0)
-                return fail(p, MS_ENOMEM, "export: out of memory");
+                return fail(p, MS_ENOMEM, "out of memory");
             int64_t end_live = 0;
             for (uint32_t k = pl->first; k != UINT32_MAX; k = p->e[k].next)
                 end_live += p->e[k].inuse_bytes;

@@ -197,6 +197,9 @@ int cmd_export(int argc, char **argv)
         return usage_error("export: --what and the selectors (--process, --layer, --device, "
                            "--step, --at, --from, --to) apply to --format=pprof, collapsed, "
                            "speedscope and perfetto");
+    if (o.from_ns && o.to_ns && o.to_ns < o.from_ns)
+        return usage_error("export: --to (%lld) is before --from (%lld)", (long long)o.to_ns,
+                           (long long)o.from_ns);
     enum ms_export_what what = MS_WHAT_ALLOCATED;
     if (what_s && ms_export_what_parse(what_s, &what) < 0)
         return usage_error("export: --what needs allocated, live-at-exit, peak or leaked, not "

@@ -81,7 +81,8 @@ static void counters(struct perfetto *x)
     }
 }
 
-/* A complete slice [start, end] clipped to the window. */
+/* A complete slice [start, end] clipped to the window (the queries take the slices that
+ * overlap it, or lie in it: one that only touches its edge does not). */
 static void slice(struct perfetto *x, const char *name, const char *cat, int64_t pid, int64_t tid,
                   int64_t start, int64_t end)
 {
@@ -107,7 +108,8 @@ static int steps_and_ranges(struct perfetto *x)
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(p->db,
                            "SELECT p.pid, s.step, s.start_ns, s.end_ns FROM steps s JOIN processes "
-                           "p ON p.id = s.process_id WHERE s.end_ns >= ?1 AND s.start_ns <= ?2 "
+                           "p ON p.id = s.process_id WHERE ((s.end_ns > ?1 AND s.start_ns < ?2) OR "
+                           "(s.start_ns >= ?1 AND s.end_ns <= ?2)) "
                            "AND (?3 = 0 OR p.pid = ?3) ORDER BY s.start_ns, p.pid",
                            -1, &st, NULL) != SQLITE_OK)
         return MS_EDB;
@@ -128,9 +130,10 @@ static int steps_and_ranges(struct perfetto *x)
     if (sqlite3_prepare_v2(p->db,
                            "SELECT p.pid, t.tid, r.name, r.start_ns, COALESCE(r.end_ns, p.end_ns, "
                            "r.start_ns) FROM ranges r JOIN processes p ON p.id = r.process_id "
-                           "LEFT JOIN threads t ON t.id = r.thread_id WHERE r.start_ns <= ?2 AND "
-                           "COALESCE(r.end_ns, p.end_ns, r.start_ns) >= ?1 AND (?3 = 0 OR p.pid "
-                           "= ?3) ORDER BY r.start_ns, r.depth",
+                           "LEFT JOIN threads t ON t.id = r.thread_id WHERE ((r.start_ns < ?2 AND "
+                           "COALESCE(r.end_ns, p.end_ns, r.start_ns) > ?1) OR (r.start_ns >= ?1 "
+                           "AND COALESCE(r.end_ns, p.end_ns, r.start_ns) <= ?2)) AND (?3 = 0 OR "
+                           "p.pid = ?3) ORDER BY r.start_ns, r.depth",
                            -1, &st, NULL) != SQLITE_OK)
         return MS_EDB;
     sqlite3_bind_int64(st, 1, p->from_ns);

@@ -197,6 +197,8 @@ int cmd_export(int argc, char **argv)
         return usage_error("export: --what and the selectors (--process, --layer, --device, "
                            "--step, --at, --from, --to) apply to --format=pprof, collapsed, "
                            "speedscope and perfetto");
+    if ((o.at_step && (o.at_ns || o.from_ns || o.to_ns)) || (o.at_ns && (o.from_ns || o.to_ns)))
+        return usage_error("export: one window: --step, --at, or --from and --to");
     if (o.from_ns && o.to_ns && o.to_ns < o.from_ns)
         return usage_error("export: --to (%lld) is before --from (%lld)", (long long)o.to_ns,
                            (long long)o.from_ns);

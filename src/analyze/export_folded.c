@@ -17,13 +17,14 @@
  * ';' and line ends escaped as "\\\\", "\\;", "\\n" so that ';' only separates frames. */
 static void put_folded(FILE *f, const char *s)
 {
-    for (; *s; s++) {
+    while (*s) {
+        size_t n = strcspn(s, ";\\\n\r");
+        fwrite(s, 1, n, f);
+        s += n;
         if (*s == ';' || *s == '\\')
-            fputc('\\', f), fputc(*s, f);
-        else if (*s == '\n' || *s == '\r')
-            fputs("\\n", f);
-        else
-            fputc(*s, f);
+            fputc('\\', f), fputc(*s++, f);
+        else if (*s)
+            fputs("\\n", f), s++;
     }
 }
 

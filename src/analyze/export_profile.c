@@ -169,8 +169,7 @@ static int select_load(struct ms_profile *p)
                            pid, &p->procs, &p->nprocs)) < 0)
             return rc;
         if (!p->nprocs)
-            return fail(p, MS_ENOTFOUND, "no process with pid %lld in this run",
-                        (long long)o->pid);
+            return fail(p, MS_ENOTFOUND, "no process with pid %lld in this run", (long long)o->pid);
     }
     if (o->device) {
         if ((rc = load_ids(p, "SELECT id FROM layers WHERE id > 0 AND device = ?1 ORDER BY 1",
@@ -179,8 +178,7 @@ static int select_load(struct ms_profile *p)
         if (!p->ndev)
             return fail(p, MS_ENOTFOUND, "no layer of device %s in this run", o->device);
         if (o->layer > 0 && !in_sorted(p->dev_layers, p->ndev, o->layer))
-            return fail(p, MS_ENOTFOUND, "the layer selected is not of device %s",
-                        o->device);
+            return fail(p, MS_ENOTFOUND, "the layer selected is not of device %s", o->device);
     }
     int64_t first = one_int(p->db,
                             "SELECT CAST(value AS INTEGER) FROM meta WHERE key = "

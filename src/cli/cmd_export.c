@@ -121,6 +121,9 @@ static int export_profile(const char *db_path, int kind, enum ms_export_what wha
     int rc = ms_analyze_open(db_path, 0, &db, err, errlen);
     if (rc < 0)
         return rc;
+    /* one read transaction for the whole export: without it SQLite takes and drops its file
+     * lock around every statement, and reading 100,000 stacks spent half its time in fcntl */
+    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     struct ms_profile p;
     rc = ms_profile_collect(&p, db, db_path, o, kind != 1 && kind != 4 && what == MS_WHAT_PEAK,
                             kind == 4, err, errlen);
@@ -135,6 +138,7 @@ static int export_profile(const char *db_path, int kind, enum ms_export_what wha
         }
     }
     ms_profile_release(&p);
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     sqlite3_close(db);
     return rc;
 }

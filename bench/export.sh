@@ -5,7 +5,8 @@
 # default output), then each format exported from that database (a replay of its packed
 # traces: every event read again). Wall seconds and maximum RSS (GNU time) of each, one run
 # each; the exports' memory is bounded by the distinct stacks and the blocks live at once.
-#   churn      ../shared/bench/churn.c OPS 2 (few stacks, many events)
+#   churn      ../shared/bench/churn.c OPS 2 and 5*OPS 2 (few stacks, many events: the
+#              exports' memory stays the same for five times the events)
 #   clang      clang++ -O1 -c bench/real/templ.cpp (Debian's clang: millions of allocations,
 #              tens of thousands of distinct stacks)
 # Usage: bench/export.sh [-n OPS] [-k]
@@ -50,4 +51,5 @@ Workloads on $(bench_machine); one run each.
 |---|---|---|---|---|---|---|---|
 HEAD
 row "churn $ops 2" ./churn "$ops" 2
+row "churn $((ops * 5)) 2" ./churn $((ops * 5)) 2
 row "clang++ -O1 -c templ.cpp" clang++ -O1 -c "$root/bench/real/templ.cpp" -o templ.o

@@ -5,7 +5,8 @@ set -eu
 pkgs="build-essential cmake pkg-config libsqlite3-dev sqlite3 libdw-dev clang clang-format libclang-rt-14-dev
       heaptrack zstd python3 python3-dev python3-torch python3-pytest git time
       libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libmicrohttpd-dev chromium curl
-      python3-pil pngcheck redis-server"
+      python3-pil pngcheck redis-server
+      zlib1g-dev golang-go protobuf-compiler"
 # Node.js for the viewer's browser tests (playwright-core from npm drives Debian's chromium) and
 # for rebuilding its front end; a machine that has node already (another distribution's) keeps it.
 command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs npm"
@@ -21,9 +22,11 @@ if [ -n "$missing" ]; then
 fi
 echo "setup: all build and test dependencies are installed"
 # The viewer's npm packages (web/package-lock.json: esbuild, uPlot, playwright-core; never a
-# browser download: the tests point playwright-core at /usr/bin/chromium).
+# browser download: the tests point playwright-core at /usr/bin/chromium), and the speedscope
+# export's checker (speedscope's file format schema, ajv: tests/analyze/test_export.sh).
 web=$(cd "$(dirname "$0")/../web" && pwd)
-if [ ! -d "$web/node_modules/playwright-core" ] || [ ! -d "$web/node_modules/uplot" ]; then
+if [ ! -d "$web/node_modules/playwright-core" ] || [ ! -d "$web/node_modules/uplot" ] ||
+    [ ! -d "$web/node_modules/speedscope" ] || [ ! -d "$web/node_modules/ajv" ]; then
     echo "setup: installing the viewer's npm packages (web/)"
     (cd "$web" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
 fi

@@ -36,6 +36,10 @@ struct ms_analyze_opts {
     int accessed_only;    /* inefficient --accessed-only: only blocks with accesses (the
                                  tensors) take part, as msMemScope scopes to its tensor pools */
     int leak_rule;        /* leaks: MS_LEAKS_GROWTH (default) or MS_LEAKS_MSMEMSCOPE */
+    /* Selectors only the exports read so far (docs/exports.md): */
+    int64_t pid;            /* --process=PID: that process's images only (0 = every one) */
+    const char *device;     /* --device=cpu|N: the layers of that device only (NULL = all) */
+    int64_t from_ns, to_ns; /* --from=NS, --to=NS: a time window (epoch ns; 0 = not given) */
 };
 
 /* The rule of `analyze leaks` (docs/analyses.md): a call site whose live bytes keep growing
@@ -151,6 +155,11 @@ void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len);
 /* 1 when a Python stack line ("file(line): function", as stacks.py_text holds them) is a frame
  * of memscope's own package (its import hook, its hooks): not the program's code. */
 int ms_py_frame_own(const char *line, size_t len);
+/* 1 for a native frame (its function name, or its line, len bytes) of the Python interpreter:
+ * under a Python stack those frames are the Python frames themselves, which the flame graphs
+ * and the exports draw from the Python part instead (the native frames inside the innermost
+ * interpreter frame stay). */
+int ms_py_interpreter_frame(const char *s, size_t len);
 
 /* Live bytes over time as `analyze trend` computes them (its series, for `memscope plot`): the
  * selected layers' total at MS_TREND_POINTS + 1 evenly spaced times from the first event (t0)
@@ -187,6 +196,8 @@ void ms_json_end_array(struct ms_json *j);
 void ms_json_str(struct ms_json *j, const char *key, const char *v); /* v NULL writes null */
 void ms_json_int(struct ms_json *j, const char *key, long long v);
 void ms_json_double(struct ms_json *j, const char *key, double v);
+/* v thousandths as a decimal number with three digits after the point (ns as us: 1234.567) */
+void ms_json_milli(struct ms_json *j, const char *key, long long v);
 void ms_json_bool(struct ms_json *j, const char *key, int v);
 void ms_json_null(struct ms_json *j, const char *key);
 /* Ends the document with a newline. */

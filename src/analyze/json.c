@@ -109,6 +109,13 @@ void ms_json_double(struct ms_json *j, const char *key, double v)
         fputs("null", j->f);
 }
 
+void ms_json_milli(struct ms_json *j, const char *key, long long v)
+{
+    element(j, key);
+    unsigned long long a = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    fprintf(j->f, "%s%llu.%03llu", v < 0 ? "-" : "", a / 1000, a % 1000);
+}
+
 void ms_json_bool(struct ms_json *j, const char *key, int v)
 {
     element(j, key);

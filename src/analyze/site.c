@@ -516,3 +516,13 @@ const char *ms__sites_get(struct ms_sites *s, int64_t stack_id)
     *slot = text;
     return text;
 }
+
+int ms_py_interpreter_frame(const char *s, size_t len)
+{
+    static const char *const pre[] = {"_Py",      "Py",          "cfunction_", "method_vectorcall",
+                                      "slot_tp_", "vectorcall_", "_PyEval"};
+    for (size_t i = 0; i < sizeof pre / sizeof *pre; i++)
+        if (len >= strlen(pre[i]) && !strncmp(s, pre[i], strlen(pre[i])))
+            return 1;
+    return 0;
+}

@@ -35,6 +35,12 @@ int cli_pack_path(const char *path, int workers, time_t since, struct ms_pack_st
  * database cannot be opened, 2: no such layer); cmd names the command in the message. */
 int cli_resolve_layer(const char *cmd, const char *db_path, const char *name, int *layer);
 
+struct ms_analyze_opts;
+/* select.c: parses argv[*i] when it is one of the selectors (--layer=NAME into *layer, --step,
+ * --at, --process, --device, --from, --to into o; a value in the next argument advances *i).
+ * Returns -1 when it is none of them, 0 when parsed, or 2 (a usage error, printed). */
+int cli_select_option(const char *cmd, int argc, char **argv, int *i, struct ms_analyze_opts *o,
+                      const char **layer);
 /* Prints "memscope: <fmt>\n" to stderr. Returns -1 so callers can `return cli_error(...)`. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

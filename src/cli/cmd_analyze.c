@@ -237,7 +237,7 @@ int cmd_analyze(int argc, char **argv)
     }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
-        int missing = 0;
+        int missing = 0, sel;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             print_usage(stdout);
             return 0;
@@ -309,14 +309,6 @@ int cmd_analyze(int argc, char **argv)
                 return usage_error("analyze: --limit needs a size in bytes (K, M, G suffixes), "
                                    "not '%s'",
                                    v);
-        } else if ((v = opt_value(argc, argv, &i, "--at", &missing))) {
-            uint64_t t;
-            if (missing || parse_u64(v, &t) < 0 || t == 0 || t > INT64_MAX)
-                return usage_error("analyze: --at needs a time in ns, not '%s'", v);
-            o.at_ns = (int64_t)t;
-        } else if ((v = opt_value(argc, argv, &i, "--step", &missing))) {
-            if (missing || parse_int(v, 1, &o.at_step) < 0)
-                return usage_error("analyze: bad step number '%s' (a step >= 1)", v);
         } else if ((v = opt_value(argc, argv, &i, "--idle-threshold", &missing))) {
             if (missing || parse_u64(v, &o.idle_threshold) < 0 || o.idle_threshold == 0)
                 return usage_error("analyze: --idle-threshold needs a positive count, not '%s'", v);
@@ -344,10 +336,9 @@ int cmd_analyze(int argc, char **argv)
             if (missing || parse_int(v, 1, &error_exitcode) < 0 || error_exitcode > 255)
                 return usage_error("analyze: --error-exitcode needs a status in 1..255, not '%s'",
                                    v);
-        } else if ((v = opt_value(argc, argv, &i, "--layer", &missing))) {
-            if (missing || !*v)
-                return usage_error("analyze: --layer needs a layer name");
-            layer = v;
+        } else if ((sel = cli_select_option("analyze", argc, argv, &i, &o, &layer)) >= 0) {
+            if (sel)
+                return sel;
         } else if (a[0] == '-' && a[1]) {
             return usage_error("analyze: unknown option '%s'", a);
         } else if (!kind) {
@@ -364,6 +355,9 @@ int cmd_analyze(int argc, char **argv)
         print_usage(stderr);
         return 2;
     }
+    if (o.pid || o.device || o.from_ns || o.to_ns)
+        return usage_error("analyze: --process, --device, --from and --to select what memscope "
+                           "export writes; the analyses take --layer, --step and --at");
     if (!db)
         return usage_error("analyze: no database given");
     if (out_path && !out_path[0])

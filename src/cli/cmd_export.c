@@ -1,10 +1,13 @@
 /* cmd_export.c: `memscope export run.db --format=csv [-o out.csv]`: writes the database's
  * events as msMemScope's memscope_dump CSV (ms_store_export_csv), to stdout by default;
  * `memscope export run.db --format=db [-o full.db]`: the full database (one row per event,
- * memscope_dump) of a compact one (ms_store_expand). */
+ * memscope_dump) of a compact one (ms_store_expand); `--format=pprof|collapsed|speedscope|
+ * perfetto` with the analyses' selectors: what other tools read (src/analyze/export.h,
+ * docs/exports.md). */
 #include "cli.h"
 #include "store/db_explain.h"
 
+#include "analyze/export.h"
 #include "common/ms_error.h"
 #include "common/files.h"
 #include "store/store.h"
@@ -19,6 +22,8 @@ static const char export_usage[] =
     "usage: memscope export run.db --format=csv [-o out.csv]\n"
     "       memscope export run.db --format=db [-o full.db]\n"
     "       memscope export run.db --format=torch-snapshot -o run.pickle\n"
+    "       memscope export run.db --format=pprof|collapsed|speedscope|perfetto [-o FILE]\n"
+    "                      [--what=allocated|live-at-exit|peak|leaked] [selectors]\n"
     "\n"
     "csv: writes every event of run.db in msMemScope's CSV form (stdout by default).\n"
     "db:  writes the full database of a compact one (memscope run's default output): one row\n"
@@ -26,7 +31,19 @@ static const char export_usage[] =
     "torch-snapshot: the run's pools (PyTorch's allocator, memscope.h or NVTX pools) as a\n"
     "     PyTorch memory snapshot (segments at the end, every pool event of the run), the\n"
     "     pickle PyTorch's memory_viz and torch.cuda._memory_viz read.\n"
-    "  --format=csv|db|torch-snapshot  the output format\n"
+    "pprof: gzip'd profile.proto (go tool pprof): alloc_objects, alloc_space, inuse_objects,\n"
+    "     inuse_space per stack (inuse: live at the window's end, at exit without one).\n"
+    "collapsed: folded stacks, root first, one line per stack with its bytes (flamegraph.pl).\n"
+    "speedscope: speedscope's JSON file, one profile per process and layer, unit bytes.\n"
+    "perfetto: Chrome's trace event JSON (ui.perfetto.dev, chrome://tracing): live bytes per\n"
+    "     process and layer, steps, ranges (NVTX's too), marks and OOMs.\n"
+    "  --format=FORMAT     the output format\n"
+    "  --what=WHAT         collapsed, speedscope: bytes allocated in the window (default),\n"
+    "                      live-at-exit (live at its end), peak (live at the peak of each\n"
+    "                      process and layer), leaked (allocated in it, never freed)\n"
+    "  selectors (pprof, collapsed, speedscope, perfetto): --process=PID, --layer=NAME,\n"
+    "                      --device=cpu|N, --step=N, --at=NS (the window ends then),\n"
+    "                      --from=NS, --to=NS (epoch ns, as the database's times)\n"
     "  -o, --output=FILE   write to FILE; csv: stdout by default; db: by default\n"
     "                      memscope_dump_<stamp>.db beside run.db (the name MindStudio\n"
     "                      Insight imports; <stamp> from a name memscope_<stamp>.db, else\n"
@@ -85,11 +102,56 @@ static int export_db(const char *db, const char *out)
     return 0;
 }
 
+/* The formats made from a profile (src/analyze/export.h). */
+static const char *const profile_formats[] = {"pprof", "collapsed", "speedscope", "perfetto", NULL};
+
+static int profile_format(const char *format)
+{
+    for (int i = 0; format && profile_formats[i]; i++)
+        if (!strcmp(format, profile_formats[i]))
+            return i + 1;
+    return 0;
+}
+
+/* Writes the profile of db's selection in format kind (profile_format's) to f. */
+static int export_profile(const char *db_path, int kind, enum ms_export_what what,
+                          const struct ms_analyze_opts *o, FILE *f, char *err, size_t errlen)
+{
+    sqlite3 *db;
+    int rc = ms_analyze_open(db_path, 0, &db, err, errlen);
+    if (rc < 0)
+        return rc;
+    /* one read transaction for the whole export: without it SQLite takes and drops its file
+     * lock around every statement, and reading 100,000 stacks spent half its time in fcntl */
+    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    struct ms_profile p;
+    rc = ms_profile_collect(&p, db, db_path, o, kind != 1 && kind != 4 && what == MS_WHAT_PEAK,
+                            kind == 4, err, errlen);
+    if (rc == 0) {
+        const char *base = strrchr(db_path, '/');
+        base = base ? base + 1 : db_path;
+        switch (kind) {
+        case 1: rc = ms_export_pprof(&p, f, err, errlen); break;
+        case 2: rc = ms_export_collapsed(&p, what, f, err, errlen); break;
+        case 3: rc = ms_export_speedscope(&p, what, base, f, err, errlen); break;
+        default: rc = ms_export_perfetto(&p, f, err, errlen);
+        }
+    }
+    ms_profile_release(&p);
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    sqlite3_close(db);
+    return rc;
+}
+
 int cmd_export(int argc, char **argv)
 {
-    const char *db = NULL, *out = NULL, *format = NULL;
+    const char *db = NULL, *out = NULL, *format = NULL, *layer = NULL, *what_s = NULL;
+    struct ms_analyze_opts o;
+    ms_analyze_opts_init(&o);
+    int selectors = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int sel;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(export_usage, stdout);
             return 0;
@@ -107,6 +169,16 @@ int cmd_export(int argc, char **argv)
             format = argv[i];
         } else if (!strncmp(a, "--format=", 9)) {
             format = a + 9;
+        } else if (!strcmp(a, "--what")) {
+            if (++i >= argc)
+                return usage_error("export: --what needs a value");
+            what_s = argv[i];
+        } else if (!strncmp(a, "--what=", 7)) {
+            what_s = a + 7;
+        } else if ((sel = cli_select_option("export", argc, argv, &i, &o, &layer)) >= 0) {
+            if (sel)
+                return sel;
+            selectors = 1;
         } else if (a[0] == '-' && a[1]) {
             return usage_error("export: unknown option '%s'", a);
         } else if (!db) {
@@ -118,16 +190,41 @@ int cmd_export(int argc, char **argv)
     if (!db)
         return usage_error("export: no database given");
     int torch = format && !strcmp(format, "torch-snapshot");
-    if (format && strcmp(format, "csv") != 0 && strcmp(format, "db") != 0 && !torch)
-        return usage_error("export: unknown format '%s' (supported: csv, db, torch-snapshot)",
+    int kind = profile_format(format);
+    if (format && strcmp(format, "csv") != 0 && strcmp(format, "db") != 0 && !torch && !kind)
+        return usage_error("export: unknown format '%s' (supported: csv, db, torch-snapshot, "
+                           "pprof, collapsed, speedscope, perfetto)",
                            format);
     if (out && !out[0])
         return usage_error("export: empty output file name");
+    if ((selectors || what_s) && !kind)
+        return usage_error("export: --what and the selectors (--process, --layer, --device, "
+                           "--step, --at, --from, --to) apply to --format=pprof, collapsed, "
+                           "speedscope and perfetto");
+    if ((o.at_step && (o.at_ns || o.from_ns || o.to_ns)) || (o.at_ns && (o.from_ns || o.to_ns)))
+        return usage_error("export: one window: --step, --at, or --from and --to");
+    if (o.from_ns && o.to_ns && o.to_ns < o.from_ns)
+        return usage_error("export: --to (%lld) is before --from (%lld)", (long long)o.to_ns,
+                           (long long)o.from_ns);
+    enum ms_export_what what = MS_WHAT_ALLOCATED;
+    if (what_s && ms_export_what_parse(what_s, &what) < 0)
+        return usage_error("export: --what needs allocated, live-at-exit, peak or leaked, not "
+                           "'%s'",
+                           what_s);
+    if (what_s && (kind == 1 || kind == 4))
+        return usage_error("export: --what applies to --format=collapsed and speedscope (pprof "
+                           "has every figure as a sample type; perfetto is a timeline)");
     if (format && !strcmp(format, "db"))
         return export_db(db, out);
-    if (torch && (!out || !strcmp(out, "-")) && isatty(STDOUT_FILENO))
-        return usage_error("export: --format=torch-snapshot writes a binary pickle: give -o "
-                           "FILE.pickle (or redirect stdout)");
+    if ((torch || kind == 1) && (!out || !strcmp(out, "-")) && isatty(STDOUT_FILENO))
+        return usage_error("export: --format=%s writes a binary file: give -o FILE (or "
+                           "redirect stdout)",
+                           format);
+    if (layer) {
+        int rc = cli_resolve_layer("export", db, layer, &o.layer);
+        if (rc)
+            return rc;
+    }
 
     FILE *f = stdout;
     struct ms_output mo = {.fd = -1};
@@ -142,9 +239,10 @@ int cmd_export(int argc, char **argv)
             return 1;
         }
     }
-    char err[512];
-    int rc = torch ? ms_store_export_torch(db, f, err, sizeof err)
-                   : ms_store_export_csv(db, f, err, sizeof err);
+    char err[512] = "";
+    int rc = kind    ? export_profile(db, kind, what, &o, f, err, sizeof err)
+             : torch ? ms_store_export_torch(db, f, err, sizeof err)
+                     : ms_store_export_csv(db, f, err, sizeof err);
     if (f != stdout) {
         if (fclose(f) != 0 && rc == 0) {
             snprintf(err, sizeof err, "cannot write %s: %m", out);

@@ -63,13 +63,15 @@ int ms_stack_text_init(struct ms_stack_text *t, sqlite3 *db)
     /* databases made before frames had linkage_id are read without it */
     if (rc == 0 &&
         prepare(t, &t->frame,
-                "SELECT fn.text, fl.text, f.line, m.path, f.pc, m.bias, lk.text FROM frames f "
+                "SELECT fn.text, fl.text, f.line, m.path, f.pc, m.bias, lk.text, f.inline_depth "
+                "FROM frames f "
                 "LEFT JOIN strings fn ON fn.id = f.function_id "
                 "LEFT JOIN strings lk ON lk.id = f.linkage_id "
                 "LEFT JOIN strings fl ON fl.id = f.file_id "
                 "LEFT JOIN modules m ON m.id = f.module_id WHERE f.id = ?") < 0)
         rc = prepare(t, &t->frame,
-                     "SELECT fn.text, fl.text, f.line, m.path, f.pc, m.bias, NULL FROM frames f "
+                     "SELECT fn.text, fl.text, f.line, m.path, f.pc, m.bias, NULL, f.inline_depth "
+                     "FROM frames f "
                      "LEFT JOIN strings fn ON fn.id = f.function_id "
                      "LEFT JOIN strings fl ON fl.id = f.file_id "
                      "LEFT JOIN modules m ON m.id = f.module_id WHERE f.id = ?");
@@ -148,7 +150,7 @@ static int frame_get(struct ms_stack_text *t, int64_t id, int python, uint32_t *
         return 0;
     if (ms_grow((void **)&t->fr, &t->afr, t->nfr, sizeof *t->fr, 256, UINT32_MAX) < 0)
         return MS_ENOMEM;
-    struct ms_stack_frame f = {0};
+    struct ms_stack_frame f = {.id = id};
     int oom = 0, rc = 0;
     sqlite3_bind_int64(t->frame, 1, id);
     int s = sqlite3_step(t->frame);
@@ -160,6 +162,7 @@ static int frame_get(struct ms_stack_text *t, int64_t id, int python, uint32_t *
         f.pc = (uint64_t)sqlite3_column_int64(t->frame, 4);
         f.offset = f.pc - (uint64_t)sqlite3_column_int64(t->frame, 5);
         f.linkage = dup_col(t->frame, 6, &oom);
+        f.inline_depth = sqlite3_column_int(t->frame, 7);
     } else if (s != SQLITE_DONE) /* an id without a row reads as an unknown frame */
         rc = MS_EDB;
     sqlite3_reset(t->frame);
@@ -299,14 +302,15 @@ static int stack_read(struct ms_stack_text *t, int64_t id, int python, int want_
     return rc;
 }
 
-int ms_stack_text_frames(struct ms_stack_text *t, int64_t id, const struct ms_stack_frame **frames,
-                         size_t *n)
+/* The frames of the native (python 0) or Python (1) part of stack id. */
+static int frames_of(struct ms_stack_text *t, int64_t id, int python,
+                     const struct ms_stack_frame **frames, size_t *n)
 {
     static struct ms_stack_frame none;
     int stored;
     *frames = &none;
     *n = 0;
-    int rc = stack_read(t, id, 0, 0, &stored);
+    int rc = stack_read(t, id, python, 0, &stored);
     if (rc < 0)
         return rc;
     if (ms_grow((void **)&t->out, &t->aout, t->nwalk, sizeof *t->out, 64, MS_STACK_MAX_FRAMES + 1) <
@@ -318,6 +322,18 @@ int ms_stack_text_frames(struct ms_stack_text *t, int64_t id, const struct ms_st
     *frames = out;
     *n = t->nwalk;
     return 0;
+}
+
+int ms_stack_text_frames(struct ms_stack_text *t, int64_t id, const struct ms_stack_frame **frames,
+                         size_t *n)
+{
+    return frames_of(t, id, 0, frames, n);
+}
+
+int ms_stack_text_py_frames(struct ms_stack_text *t, int64_t id,
+                            const struct ms_stack_frame **frames, size_t *n)
+{
+    return frames_of(t, id, 1, frames, n);
 }
 
 static const char *text_of(struct ms_stack_text *t, int64_t id, int python)

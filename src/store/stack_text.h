@@ -37,7 +37,10 @@ struct ms_stack_frame {
     const char *module; /* the module's path; NULL: the pc is in no module */
     uint64_t offset;    /* pc - the module's bias (with a module) */
     uint64_t pc;
-    const char *text; /* the frame's line of c_text */
+    const char *text; /* the frame's line of c_text (of py_text for a Python frame) */
+    int64_t id;       /* the frames row */
+    int inline_depth; /* frames.inline_depth: 1, 2 ... the inlined functions of pc, 0 the
+                         function that contains them (frames of one pc come innermost first) */
 };
 
 struct ms_stack_node {
@@ -86,6 +89,12 @@ void ms_stack_text_release(struct ms_stack_text *t);
  * MS_EDB. */
 int ms_stack_text_frames(struct ms_stack_text *t, int64_t id, const struct ms_stack_frame **frames,
                          size_t *n);
+
+/* The frames of the Python part of stack id, innermost first, as ms_stack_text_frames gives the
+ * native ones (function, file, line; text is the py_text line). None for a stack without a
+ * Python part, or whose Python text is stored without frames (a snapshot's stacks). */
+int ms_stack_text_py_frames(struct ms_stack_text *t, int64_t id,
+                            const struct ms_stack_frame **frames, size_t *n);
 
 /* The native text of stack id (stacks.c_text where the database stores it, else made from its
  * frames): one frame a line, innermost first; "" when it has none. Valid until the next call on

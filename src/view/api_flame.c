@@ -64,18 +64,6 @@ static long fchild(struct flame *f, uint32_t parent, const struct ms_vframe *fr)
     return (long)f->count++;
 }
 
-/* 1 for a native frame of the Python interpreter (under a Python stack those frames are the
- * Python frames themselves, drawn from the Python part instead). */
-static int interpreter_frame(const char *s, size_t len)
-{
-    static const char *const pre[] = {"_Py",      "Py",          "cfunction_", "method_vectorcall",
-                                      "slot_tp_", "vectorcall_", "_PyEval"};
-    for (size_t i = 0; i < sizeof pre / sizeof *pre; i++)
-        if (len >= strlen(pre[i]) && !strncmp(s, pre[i], strlen(pre[i])))
-            return 1;
-    return 0;
-}
-
 /* A stack text's frames, outermost first, into out (room for 512): the Python frames (when
  * the stack has them) but memscope's own (its import hook under `import torch`: it would read
  * as memscope allocating what torch's import does), then the native frames inside the
@@ -111,7 +99,7 @@ static uint32_t split_frames(const char *text, struct ms_vframe *out)
     size_t cut = nc; /* native frames [0, cut) are inside the interpreter's innermost frame */
     if (npy)
         for (size_t i = 0; i < nc; i++)
-            if (interpreter_frame(cl[i], cll[i])) {
+            if (ms_py_interpreter_frame(cl[i], cll[i])) {
                 cut = i;
                 break;
             }

@@ -69,6 +69,12 @@ void memscope__py_reset(void);
 unsigned memscope__py_depth(void);
 void memscope__py_trace(int on);
 int memscope__attach(void);
+int memscope__detach(void);
+/* memscope attach (src/cli/inject.c calls them inside the process, src/agent/inject.c): */
+int memscope__inject_start(const char *config);
+int memscope__inject_stop(void);
+#define MS_INJECT_START "memscope__inject_start"
+#define MS_INJECT_STOP "memscope__inject_stop"
 
 /* X(field, symbol) for each entry point the Python extension resolves. */
 #define MS_AGENT_ENTRY_POINTS(X)            \

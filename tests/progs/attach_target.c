@@ -6,7 +6,7 @@
  * Start: 3 x malloc(3333) (before any attach: unknown to memscope), 2 worker threads that wait
  * on a condition variable, then DIR/ready. "churn": the main thread runs a malloc(77)/free
  * loop all the time it waits (an attach catches it in the middle of its allocations);
- * "blocksig": every thread blocks every signal it can.
+ * (with a few microseconds of its own work between two); "blocksig": every thread blocks every signal it can.
  * It then waits for files to appear in DIR, one phase each, and writes DIR/<name>.done after:
  *   go1: main: 5 x malloc(4001) at attach_site_main (4 freed); each worker: 7 x malloc(4003)
  *        at attach_site_worker, all freed; the 3 blocks of 3333 freed (unmatched frees);
@@ -97,10 +97,12 @@ static void wait_for(const char *name, int churn)
             nanosleep(&nap, NULL);
             continue;
         }
-        for (int i = 0; i < 20000; i++) {
+        for (int i = 0; i < 200; i++) {
             volatile char *q = malloc(77);
             q[0] = (char)i;
             free((void *)q);
+            for (volatile int k = 0; k < 2000; k++) /* some work of its own between */
+                ;
         }
     }
 }

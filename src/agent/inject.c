@@ -18,10 +18,14 @@
  * attach finds it and calls memscope__inject_start again, with no new memory but the new
  * trace file's chunks.
  *
+ * In a Python process the session's start and stop also hand Python code to the interpreter
+ * (python_run_later): memscope._attach installs and removes the Python stack hook.
+ *
  * Called once per attach and detach, by one thread, while the process's other threads run:
  * the cost is secondary to never harming the process. */
 #include "agent.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +37,43 @@
 static char cfg[CFG_MAX];
 static size_t cfg_len; /* 0: no block (the environment rules) */
 static int session;    /* 1 between inject_start and inject_stop */
+
+/* ---- Python processes ----
+ * The Python stack hook (the memscope package's _native) is installed by Python code, which
+ * may only run in the interpreter's own time: Py_AddPendingCall() (callable from any thread,
+ * without the GIL) has the main thread run PyRun_SimpleString(code) at its next check between
+ * bytecodes. The code lives in static buffers, one per kind, until then. */
+#define PY_CODE_MAX 4096
+static char py_start_code[PY_CODE_MAX], py_stop_code[PY_CODE_MAX];
+static int py_session; /* the start code was handed to the interpreter */
+
+static int (*py_run)(const char *); /* PyRun_SimpleString */
+
+/* The pending call: runs the code with this thread's allocations not recorded (memscope's own
+ * imports and hook are not the program's memory; memscope__quiet). */
+static int py_pending(void *code)
+{
+    agent_tls.quiet++;
+    int rc = py_run((const char *)code);
+    agent_tls.quiet--;
+    return rc;
+}
+
+/* Hands the value of cfg key to the interpreter through buf; 1 when it was. */
+static int python_run_later(const char *key, char *buf)
+{
+    const char *code = agent_getenv(key);
+    if (!code || !*code || strlen(code) >= PY_CODE_MAX)
+        return 0;
+    int (*initialized)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    int (*add)(int (*)(void *), void *) =
+        (int (*)(int (*)(void *), void *))dlsym(RTLD_DEFAULT, "Py_AddPendingCall");
+    py_run = (int (*)(const char *))dlsym(RTLD_DEFAULT, "PyRun_SimpleString");
+    if (!initialized || !add || !py_run || !initialized())
+        return 0;
+    memcpy(buf, code, strlen(code) + 1);
+    return add(py_pending, buf) == 0;
+}
 
 const char *agent_getenv(const char *name)
 {
@@ -186,6 +227,8 @@ AGENT_API int memscope__inject_start(const char *config)
         }
     }
     session = rc == 0;
+    if (session)
+        py_session = python_run_later(MS_CFG_PY_START, py_start_code);
     agent_tls.internal--;
     errno = err;
     return rc;
@@ -202,6 +245,9 @@ AGENT_API int memscope__inject_stop(void)
     __atomic_store_n(&agent.recording, 0, __ATOMIC_RELEASE);
     agent_tls.internal++;
     inject_release();
+    if (py_session)
+        python_run_later(MS_CFG_PY_STOP, py_stop_code);
+    py_session = 0;
     agent_tls.internal--;
     session = 0;
     errno = err;

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#define C_DEPTH 256         /* memscope run's default native depth (MS_RUN_C_DEPTH) */
 #define SEIZE_TIMEOUT_S 5.0 /* to find a thread at a safe moment */
 #define CALL_TIMEOUT_S 30.0 /* for dlopen and the agent's start or stop to return */
 #define STOP_ATTEMPTS 5     /* stopping is retried: the process must not record on alone */
@@ -44,7 +45,8 @@ static const char usage_text[] =
     "  until Ctrl-C, S seconds, or the end of the process; the process runs on, unchanged.\n"
     "  -o, --output OUT   the database (a path ending in .db) or a directory for it\n"
     "                     (default: memscopeDumpResults)\n"
-    "  --duration=S       stop after S seconds\n";
+    "  --duration=S       stop after S seconds\n"
+    "  -v, --verbose      say how the process was entered\n";
 
 static volatile int stop_signal;
 
@@ -143,6 +145,14 @@ static const char *agent_error(int rc)
     }
 }
 
+static void say_seized(const struct inject *in)
+{
+    cli_log(0, "thread %ld of process %ld taken after %d look%s at %d thread%s, %s", (long)in->tid,
+            (long)in->pid, in->looks, in->looks == 1 ? "" : "s", in->tries,
+            in->tries == 1 ? "" : "s",
+            in->in_syscall ? "waiting in a system call" : "running its own code");
+}
+
 /* One call into the process: seizes a thread, runs fn with the given data written into its
  * stack (data_at[i]: where data i went, passed as argument i when pass[i]), lets it go.
  * Returns 0 with *ret, or -1 with why. */
@@ -156,6 +166,7 @@ static int call_in(struct inject *in, uintptr_t fn, const struct call_data *data
 {
     if (inject_seize(in, SEIZE_TIMEOUT_S, why, len) < 0)
         return -1;
+    say_seized(in);
     uint64_t args[6] = {0};
     for (int i = 0; i < ndata && i < 6; i++) {
         uintptr_t a;
@@ -194,6 +205,7 @@ static int start_session(struct inject *in, const char *agent, const char *cfg, 
         uint64_t handle = 0;
         if (inject_seize(in, SEIZE_TIMEOUT_S, why, len) < 0)
             return -1;
+        say_seized(in);
         uintptr_t path_at;
         if (inject_write(in, d[0].p, d[0].n, &path_at, why, len) < 0) {
             inject_release(in);
@@ -309,12 +321,104 @@ static void say_attach_notes(const char *db_path, int ended)
     }
     sqlite3_close(db);
     fprintf(stderr,
-            "memscope: attached mid-run: %lld free%s of blocks allocated before the attach "
-            "(unknown to memscope) counted apart as unmatched frees, not as errors\n",
+            "memscope: attached mid-run: %lld free%s of blocks memscope did not see allocated "
+            "(made before the attach) counted apart as unmatched frees, not as errors\n",
             unmatched, unmatched == 1 ? "" : "s");
     if (!ended)
         fprintf(stderr, "memscope: the process runs on: \"live at exit\" above means still live "
                         "when memscope detached\n");
+}
+
+/* Appends s to buf (at *n, cap bytes) as a Python string literal. */
+static void py_literal(char *buf, size_t cap, size_t *n, const char *s)
+{
+    char tmp[8];
+    const char *parts[3] = {"'", NULL, "'"};
+    for (int k = 0; k < 3; k++) {
+        const char *p = k == 1 ? s : parts[k];
+        for (; *p; p++) {
+            unsigned char c = (unsigned char)*p;
+            if (k == 1 && (c < 0x20 || c >= 0x7f || c == '\\' || c == '\''))
+                snprintf(tmp, sizeof tmp, "\\x%02x", c);
+            else
+                tmp[0] = (char)c, tmp[1] = 0;
+            for (const char *t = tmp; *t; t++)
+                if (*n + 1 < cap)
+                    buf[(*n)++] = *t;
+        }
+    }
+    buf[*n < cap ? *n : cap - 1] = 0;
+}
+
+/* The directory holding the memscope Python package (build tree or install), into dir. */
+static int python_package_dir(char *dir, size_t len)
+{
+    char bindir[PATH_MAX];
+    if (run_exe_dir(bindir, sizeof bindir) < 0)
+        return -1;
+    const char *cands[] = {"/python", "/" MEMSCOPE_AGENT_RELDIR "/python"};
+    for (size_t i = 0; i < 2; i++) {
+        char cand[PATH_MAX + 64], real[PATH_MAX];
+        snprintf(cand, sizeof cand, "%s%s/memscope", bindir, cands[i]);
+        if (access(cand, R_OK) == 0 && realpath(cand, real)) {
+            *strrchr(real, '/') = 0;
+            snprintf(dir, len, "%s", real);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Whether the process is a Python interpreter (python, python3, python3.11 ...). */
+static int python_process(pid_t pid)
+{
+    char path[64], exe[PATH_MAX];
+    snprintf(path, sizeof path, "/proc/%ld/exe", (long)pid);
+    ssize_t n = readlink(path, exe, sizeof exe - 1);
+    if (n <= 0)
+        return 0;
+    exe[n] = 0;
+    const char *b = strrchr(exe, '/');
+    return ms_python_name(b ? b + 1 : exe);
+}
+
+/* The Python code a Python process runs at the session's start (install the stack hook,
+ * memscope/_attach.py) into buf. Every failure goes to msg, never to the program. */
+static void python_start_code(char *buf, size_t cap, const char *pydir, const char *agent,
+                              const char *msg)
+{
+    char inner[3 * PATH_MAX + 1024];
+    size_t n = 0;
+    const char *pieces[] = {"import sys\np = ",
+                            NULL,
+                            "\ntry:\n    sys.path.insert(0, p)\n    try:\n        import "
+                            "memscope._attach as a\n    finally:\n        sys.path.remove(p)\n "
+                            "   a.start(",
+                            NULL,
+                            ", 1, ",
+                            NULL,
+                            ")\nexcept BaseException as e:\n    try:\n        open(",
+                            NULL,
+                            ", 'a').write('memscope agent: Python stacks: %s\\n' % (e,))\n    "
+                            "except OSError:\n        pass\n"};
+    const char *vals[] = {NULL, pydir, NULL, agent, NULL, msg, NULL, msg, NULL};
+    for (size_t i = 0; i < sizeof pieces / sizeof pieces[0]; i++) {
+        if (pieces[i]) {
+            size_t l = strlen(pieces[i]);
+            if (n + l < sizeof inner) {
+                memcpy(inner + n, pieces[i], l + 1);
+                n += l;
+            }
+        } else {
+            py_literal(inner, sizeof inner, &n, vals[i]);
+        }
+    }
+    size_t m = 0;
+    const char *head = "exec(";
+    memcpy(buf, head, strlen(head) + 1);
+    m = strlen(head);
+    py_literal(buf, cap, &m, inner);
+    snprintf(buf + m, cap - m, ", {})");
 }
 
 /* Parses a duration in seconds (> 0). */
@@ -331,16 +435,15 @@ static int parse_duration(const char *s, double *out)
 
 int cmd_attach(int argc, char **argv)
 {
-    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                         {"output-path", required_argument, NULL, 'o'},
-                                         {"duration", required_argument, NULL, 'd'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"output", required_argument, NULL, 'o'},   {"output-path", required_argument, NULL, 'o'},
+        {"duration", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'},
+        {"verbose", no_argument, NULL, 'v'},        {NULL, 0, NULL, 0}};
     const char *output = NULL;
     double duration = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:hv", opts, NULL)) != -1) {
         switch (c) {
         case 'o': output = optarg; break;
         case 'd':
@@ -349,6 +452,7 @@ int cmd_attach(int argc, char **argv)
                                    optarg);
             break;
         case 'h': fputs(usage_text, stdout); return 0;
+        case 'v': cli_log_level = 0; break;
         default: fputs(usage_text, stderr); return 2;
         }
     }
@@ -467,12 +571,36 @@ int cmd_attach(int argc, char **argv)
     /* The session's configuration: memscope run's variables, as a block (agent_api.h). The
      * agent's messages go to <pid>.msg (MEMSCOPE_STDERR names no file), never to the
      * process's own stderr. */
-    char cfg[PATH_MAX + 512];
+    /* A Python program's default stacks are its Python ones, as under memscope run. */
+    static char cfg[8192], py_start[4096], msg[PATH_MAX + 64], pydir[PATH_MAX];
+    int python = python_process(pid) && python_package_dir(pydir, sizeof pydir) == 0;
+    unsigned c_depth = python ? 0 : C_DEPTH;
+    char c_depth_s[16];
+    snprintf(c_depth_s, sizeof c_depth_s, "%u", c_depth);
+    const char *items[14] = {MS_ENV_TRACE_DIR, abs_trace, MS_ENV_DEPTH,  c_depth_s,
+                             MS_ENV_UNWIND,    "dwarf",   MS_ENV_STDERR, "0:0"};
+    size_t nitems = 8;
+    if (python) {
+        snprintf(msg, sizeof msg, "%s/%ld.msg", abs_trace, (long)pid);
+        python_start_code(py_start, sizeof py_start, pydir, agent, msg);
+        items[nitems++] = MS_ENV_PY_DEPTH;
+        items[nitems++] = "32";
+        items[nitems++] = MS_CFG_PY_START;
+        items[nitems++] = py_start;
+        items[nitems++] = MS_CFG_PY_STOP;
+        items[nitems++] =
+            "exec('try:\\n    import sys\\n    m = sys.modules.get(\"memscope._attach\")"
+            "\\n    m and m.stop()\\nexcept BaseException:\\n    pass\\n', {})";
+    }
     size_t cl = 0;
-    const char *items[] = {MS_ENV_TRACE_DIR, abs_trace, MS_ENV_DEPTH,  "256",
-                           MS_ENV_UNWIND,    "dwarf",   MS_ENV_STDERR, "0:0"};
-    for (size_t i = 0; i < sizeof items / sizeof items[0]; i += 2)
+    for (size_t i = 0; i < nitems && cl < sizeof cfg; i += 2)
         cl += (size_t)snprintf(cfg + cl, sizeof cfg - cl, "%s=%s", items[i], items[i + 1]) + 1;
+    if (cl + 1 >= sizeof cfg) {
+        cli_error("cannot attach: the agent's configuration is too long (paths too long)");
+        run_remove_tree(abs_trace);
+        inject_close(&in);
+        return 1;
+    }
     cfg[cl++] = 0;
 
     /* ---- the attach: no signal of ours may leave the process in the middle of a call ---- */
@@ -533,7 +661,7 @@ int cmd_attach(int argc, char **argv)
         .db_path = db_path,
         .argv = cmdline_of(pid),
         .exit_status = -1,
-        .call_stack_c = 256,
+        .call_stack_c = c_depth,
         .stop = &stop_signal,
         .symbolize = 1,
         .compact = 1,

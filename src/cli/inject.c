@@ -545,7 +545,9 @@ static int try_thread(struct inject *in, pid_t tid, double deadline, int *perm)
         struct user_regs_struct r;
         if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0)
             return -1;
+        in->looks++;
         if (safe_moment(in, &r)) {
+            in->in_syscall = (long)r.orig_rax >= 0;
             in->tid = tid;
             in->saved = r;
             if (ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof in->saved_mask, &in->saved_mask) < 0)
@@ -583,6 +585,7 @@ int inject_seize(struct inject *in, double timeout_s, char *why, size_t len)
     closedir(d);
     double end = now_s() + timeout_s;
     int perm = 0, any = 0;
+    in->tries = in->looks = 0;
     /* each thread gets its share of the time, then another round while time is left */
     for (int round = 0; round < 3 && now_s() < end; round++) {
         for (int i = 0; i < n; i++) {
@@ -590,6 +593,7 @@ int inject_seize(struct inject *in, double timeout_s, char *why, size_t len)
             if (left <= 0)
                 break;
             double share = left / (n - i);
+            in->tries++;
             int rc = try_thread(in, tids[i], now_s() + (share < 0.05 ? 0.05 : share), &perm);
             if (rc == 1)
                 return 0;

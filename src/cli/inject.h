@@ -27,6 +27,8 @@ struct inject {
     struct user_regs_struct saved;
     uint64_t saved_mask;
     uintptr_t scratch; /* next free byte below the thread's stack (grows down) */
+    /* how the last inject_seize went: threads tried, looks at them, and the moment taken */
+    int tries, looks, in_syscall;
 };
 
 /* Refuses what must not be touched, before anything is: a process that does not exist, has

@@ -24,6 +24,11 @@
 #define MS_ENV_STDERR "MEMSCOPE_STDERR"           /* "<dev>:<ino>" of memscope run's stderr */
 #define MS_ENV_DEVICE "MEMSCOPE_DEVICE"           /* --device: cuda, cuda:N, cpu */
 #define MS_ENV_EVENTS "MEMSCOPE_EVENTS"           /* --events as given (also the Python layer) */
+/* Only in memscope attach's configuration block (src/agent/inject.c), never an environment
+ * variable: Python source the agent has the interpreter run (Py_AddPendingCall) when a session
+ * starts and when it stops, to install and remove the Python stack hook. */
+#define MS_CFG_PY_START "MEMSCOPE_PY_ATTACH_START"
+#define MS_CFG_PY_STOP "MEMSCOPE_PY_ATTACH_STOP"
 /* Read by the Python layer only: */
 #define MS_ENV_LEVEL "MEMSCOPE_LEVEL"           /* --level */
 #define MS_ENV_WATCH "MEMSCOPE_WATCH"           /* --watch */

@@ -199,6 +199,13 @@ ms dur attach "$TPID" --duration=0.3 -o "$TMP/dur.db"
 assert_eq "--duration: status" 0 "$RC"
 assert_match "--duration: said" "duration reached: the process runs on" "$(cat "$TMP/dur.err")"
 assert_file "--duration: database" "$TMP/dur.db"
+# no memory of the agent's own per attach: three more sessions leave the mappings as they were
+MAPS0=$(wc -l <"/proc/$TPID/maps")
+for i in 1 2 3; do ms "dur$i" attach "$TPID" --duration=0.1 -o "$TMP/dur$i.db"; done
+assert_eq "three more attaches: statuses" "0" "$RC"
+assert_eq "three more attaches: the process's mappings as many as before" "$MAPS0" \
+    "$(wc -l <"/proc/$TPID/maps")"
+assert_eq "three more attaches: descriptors as before" "$FDS0" "$(fds_of "$TPID")"
 ms dur-bad attach "$TPID" --duration=-1
 assert_eq "--duration=-1: usage error" 2 "$RC"
 

@@ -179,6 +179,8 @@ static void inject_release(void)
 
 void inject_after_fork_child(void)
 {
+    if (!session)
+        return; /* detached: no file to let go (every fork after a session costs nothing) */
     __atomic_store_n(&agent.recording, 0, __ATOMIC_RELEASE);
     session = 0;
     agent_tls.internal++;

@@ -170,6 +170,14 @@ int inject_check(pid_t pid, char *why, size_t len)
             (long)pid, comm, tracer, tc);
         return -1;
     }
+    if (status_field(pid, "Seccomp") == 2) {
+        say(why, len,
+            "process %ld (%s) runs under a seccomp filter (Seccomp: 2 in /proc/%ld/status): "
+            "the system calls of loading the agent (open, mmap ...) could be what it forbids, and "
+            "kill it; start it under memscope run instead",
+            (long)pid, comm, (long)pid);
+        return -1;
+    }
     char mine[128], theirs[128];
     snprintf(path, sizeof path, "/proc/%ld/ns/pid", (long)pid);
     ssize_t a = readlink("/proc/self/ns/pid", mine, sizeof mine - 1);

@@ -32,7 +32,7 @@ struct inject {
 };
 
 /* Refuses what must not be touched, before anything is: a process that does not exist, has
- * exited, is stopped (state T), is traced already, lives in another PID namespace, belongs to
+ * exited, is stopped (state T), is traced already, runs under a seccomp filter, lives in another PID namespace, belongs to
  * another user without CAP_SYS_PTRACE, or that the Yama ptrace scope keeps from memscope.
  * Returns 0, or -1 with the reason (a sentence naming the pid) in why. */
 int inject_check(pid_t pid, char *why, size_t len);

@@ -114,6 +114,16 @@ fi
 kill -9 "$TPID"
 wait "$TPID" 2>/dev/null
 
+# a seccomp filter
+start_target sandboxed seccomp
+ms seccomp attach "$TPID"
+assert_eq "a process under a seccomp filter: status" 1 "$RC"
+assert_match "a process under a seccomp filter: said" "runs under a seccomp filter" \
+    "$(cat "$TMP/seccomp.err")"
+assert_eq "a process under a seccomp filter: no agent loaded in it" 0 "$(agent_maps "$TPID")"
+kill -9 "$TPID"
+wait "$TPID" 2>/dev/null
+
 # another PID namespace
 if unshare -p -f --mount-proc true 2>/dev/null; then
     mkdir -p "$TMP/ns"

@@ -1,12 +1,13 @@
 /* attach_target: a running process for `memscope attach` (tests/integration/test_attach_pid.sh)
  * that makes known allocations when told to, through files in DIR:
  *
- *   attach_target DIR [churn] [blocksig]
+ *   attach_target DIR [churn] [blocksig] [seccomp]
  *
  * Start: 3 x malloc(3333) (before any attach: unknown to memscope), 2 worker threads that wait
  * on a condition variable, then DIR/ready. "churn": the main thread runs a malloc(77)/free
- * loop all the time it waits (an attach catches it in the middle of its allocations);
- * (with a few microseconds of its own work between two); "blocksig": every thread blocks every signal it can.
+ * loop all the time it waits, with a few microseconds of its own work between two (an attach
+ * catches it in the middle of its allocations); "blocksig": every thread blocks every signal
+ * it can; "seccomp": a seccomp filter (that forbids kexec_load only).
  * It then waits for files to appear in DIR, one phase each, and writes DIR/<name>.done after:
  *   go1: main: 5 x malloc(4001) at attach_site_main (4 freed); each worker: 7 x malloc(4003)
  *        at attach_site_worker, all freed; the 3 blocks of 3333 freed (unmatched frees);
@@ -15,6 +16,11 @@
  *        frees what is left, prints "attach_target ok" and exits 0.
  * Exit 1 on an internal error (a heap block with wrong contents). */
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -45,6 +51,21 @@ static void touch(const char *name)
     if (f)
         fclose(f);
     rename(tmp, path);
+}
+
+/* A lenient seccomp filter: kills on kexec_load only (Seccomp: 2 in /proc/PID/status). */
+static int seccomp_filter(void)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_kexec_load, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return -1;
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
 }
 
 static void block_signals(void)
@@ -116,6 +137,8 @@ int main(int argc, char **argv)
     for (int i = 2; i < argc; i++) {
         churn |= !strcmp(argv[i], "churn");
         blocksig |= !strcmp(argv[i], "blocksig");
+        if (!strcmp(argv[i], "seccomp") && seccomp_filter() != 0)
+            return 1;
     }
     if (blocksig)
         block_signals(); /* before the threads: they inherit the mask */

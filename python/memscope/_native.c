@@ -643,6 +643,31 @@ static PyObject *n_attach(PyObject *self, PyObject *args)
     Py_RETURN_TRUE;
 }
 
+/* bind_agent(agent_path): `memscope attach` loaded the agent into this running process (not
+ * into the global scope, so RTLD_DEFAULT cannot see it): its entry points are taken from the
+ * loaded object itself (dlopen with RTLD_NOLOAD loads nothing). Returns True when bound, False
+ * when the agent is not loaded. */
+static PyObject *n_bind_agent(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s:bind_agent", &path))
+        return NULL;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!h) {
+        dlerror();
+        Py_RETURN_FALSE;
+    }
+    struct agent_api saved = ag;
+    if (!agent_resolve(h)) {
+        ag = saved;
+        dlclose(h);
+        Py_RETURN_FALSE;
+    }
+    dlclose(h); /* the agent is -z nodelete: its functions stay */
+    Py_RETURN_TRUE;
+}
+
 /* heap_stats(): {"allocated", "reserved"} from glibc's mallinfo2 (bytes in use by the heap,
  * mmap'ed chunks included; and bytes the heap holds from the system) and "rss" from
  * /proc/self/statm. The CPU stand-in for an allocator's allocated/reserved counters. */
@@ -685,6 +710,8 @@ static PyMethodDef methods[] = {
     {"pool_release", n_pool_release, METH_VARARGS, "pool_release(pool, ptr)"},
     {"crc64", n_crc64, METH_VARARGS, "crc64(ptr, size) or crc64(bytes) -> int (msMemScope CRC-64)"},
     {"read_bytes", n_read_bytes, METH_VARARGS, "read_bytes(ptr, size) -> bytes"},
+    {"bind_agent", n_bind_agent, METH_VARARGS,
+     "bind_agent(path) -> bool: use the agent memscope attach loaded into this process"},
     {"set_python_stacks", n_set_python_stacks, METH_VARARGS,
      "set_python_stacks(on, lines=True) -> bool: install/remove the Python stack hook"},
     {"python_stacks", n_python_stacks, METH_NOARGS, "python_stacks() -> bool: hook installed"},

@@ -728,7 +728,7 @@ static void steps_at(unsigned n)
  * checked them; anything else turns the filter off). */
 static void steps_init(void)
 {
-    const char *v = getenv(MS_ENV_STEPS);
+    const char *v = agent_getenv(MS_ENV_STEPS);
     agent.nsteps = 0;
     while (v && *v && agent.nsteps < MS_MAX_STEP_FILTER) {
         unsigned long n = 0;
@@ -750,6 +750,11 @@ static void child_setup(void)
 {
     struct tstate *t = &agent_tls;
     if (agent.sandboxed) { /* no system call under the program's seccomp filter */
+        __atomic_store_n(&agent.live->generation, agent.generation, __ATOMIC_RELEASE);
+        return;
+    }
+    if (agent.injected) { /* memscope attach records its process only (inject.c) */
+        inject_after_fork_child();
         __atomic_store_n(&agent.live->generation, agent.generation, __ATOMIC_RELEASE);
         return;
     }
@@ -826,7 +831,7 @@ static int python_image(void)
 /* Parses a small unsigned decimal; returns def when absent or malformed. */
 static unsigned env_uint(const char *name, unsigned def, unsigned max)
 {
-    const char *s = getenv(name);
+    const char *s = agent_getenv(name);
     if (!s || !*s)
         return def;
     unsigned long v = 0;
@@ -880,23 +885,15 @@ void agent_stop_following(void)
 
 static void agent_at_exit(void);
 
-__attribute__((constructor)) static void agent_init(void)
+/* Reads the configuration (agent_getenv: the environment, or the block memscope attach gave)
+ * into agent's fields; returns the trace directory, or NULL when there is none (idle). */
+static const char *agent_configure(void)
 {
-    struct tstate *t = &agent_tls;
-    resolve();
-    t->internal = 1;
-    agent_exec_init();
-    const char *dir = getenv(MS_ENV_TRACE_DIR);
-    if (!dir || !*dir || strlen(dir) >= sizeof agent.dir) {
-        /* idle: events kept so far (the variable was there then) go nowhere, and no more are
-         * kept (early_record() is called until agent.initialized) */
-        __atomic_store_n(&early_state, 2, __ATOMIC_RELEASE);
-        early_release();
-        t->internal = 0;
-        return;
-    }
+    const char *dir = agent_getenv(MS_ENV_TRACE_DIR);
+    if (!dir || !*dir || strlen(dir) >= sizeof agent.dir)
+        return NULL;
     strcpy(agent.dir, dir);
-    const char *err = getenv(MS_ENV_STDERR); /* "<dev>:<ino>" of memscope's stderr */
+    const char *err = agent_getenv(MS_ENV_STDERR); /* "<dev>:<ino>" of memscope's stderr */
     if (err && *err) {
         unsigned long long dev = 0, ino = 0;
         const char *s = err;
@@ -914,8 +911,24 @@ __attribute__((constructor)) static void agent_init(void)
     if (env_uint(MS_ENV_STACKS_AUTO, 0, 1) && python_image())
         agent.depth = 0; /* memscope run's default for a Python program: its Python stack */
     agent.flags = agent.depth ? MS_TRACE_F_STACKS : 0;
-    const char *unw = getenv(MS_ENV_UNWIND);
+    const char *unw = agent_getenv(MS_ENV_UNWIND);
     agent.unwind_dwarf = !(unw && !strcmp(unw, "fp")); /* DWARF (unwind.c) unless fp */
+    return agent.dir;
+}
+
+/* Starts recording with the configuration agent_getenv() gives (the constructor's, or memscope
+ * attach's first memscope__inject_start). Returns 0, -EINVAL when there is no trace directory
+ * (idle), or -errno when the trace file cannot be created (said; the agent is then broken). */
+int agent_start(void)
+{
+    struct tstate *t = &agent_tls;
+    if (!agent_configure()) {
+        /* idle: events kept so far (the variable was there then) go nowhere, and no more are
+         * kept (early_record() is called until agent.initialized) */
+        __atomic_store_n(&early_state, 2, __ATOMIC_RELEASE);
+        early_release();
+        return -EINVAL;
+    }
     int deferred = env_uint(MS_ENV_DEFERRED, 0, 1);
     if (deferred)
         agent.flags |= MS_TRACE_F_DEFERRED;
@@ -933,8 +946,7 @@ __attribute__((constructor)) static void agent_init(void)
         __atomic_store_n(&early_state, 2, __ATOMIC_RELEASE); /* kept events go nowhere */
         early_release();
         agent_say("cannot record: cannot create the trace file in", agent.dir);
-        t->internal = 0;
-        return;
+        return rc;
     }
     have_exit_key = pthread_key_create(&exit_key, on_thread_exit) == 0;
     pthread_atfork(NULL, NULL, on_fork_child);
@@ -943,9 +955,50 @@ __attribute__((constructor)) static void agent_init(void)
     writer_process_record();
     modules_scan(t, &t->s[0]);
     early_replay(t);
-    cuda_init();
+    if (!agent.injected)
+        cuda_init(); /* memscope attach records the heap only: nothing of CUDA is hooked */
     if (!deferred && !agent.broken)
         __atomic_store_n(&agent.recording, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* memscope attach's later sessions (inject.c): a new trace file in the directory the new
+ * configuration names, as a forked child starts its own (new generation: every thread takes
+ * new chunks, every stack and module is described again). The previous session's file was let
+ * go (inject_release). Returns 0 or -errno (said). */
+int agent_restart(void)
+{
+    struct tstate *t = &agent_tls;
+    if (!agent_configure())
+        return -EINVAL;
+    agent.broken = 0;
+    agent.fd = -1;
+    agent.hdr = NULL;
+    agent.file_lock = 0;
+    agent.next_serial = 0;
+    agent.generation++;
+    __atomic_store_n(&agent.live->generation, agent.generation, __ATOMIC_RELEASE);
+    steps_init();
+    stacks_reset_after_fork();
+    int rc = writer_open();
+    if (rc < 0) {
+        agent.broken = 1;
+        agent_say("cannot record: cannot create the trace file in", agent.dir);
+        return rc;
+    }
+    writer_process_record();
+    modules_scan(t, &t->s[0]);
+    __atomic_store_n(&agent.recording, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+__attribute__((constructor)) static void agent_init(void)
+{
+    struct tstate *t = &agent_tls;
+    resolve();
+    t->internal = 1;
+    agent_exec_init();
+    agent_start();
     t->internal = 0;
 }
 

@@ -111,6 +111,7 @@ struct agent_global {
     int initialized;
     int broken;    /* recording stopped for good after an error */
     int no_follow; /* --no-follow: exec'd programs are not traced, on purpose (exec.c) */
+    int injected;  /* loaded by memscope attach (inject.c): config from memscope__inject_start */
     int sandboxed; /* a seccomp filter the agent cannot live with is coming (sandbox.c): no
                       system call of the agent's own from then on */
     int fd;        /* trace file */
@@ -173,6 +174,18 @@ void writer_lost(void); /* writer.c: counts an event that could not be recorded 
  * want_stack, v[n - 1] becomes the caller's stack id) for the calling thread. 0, or -1 when
  * not recording. */
 int agent_record_ext(int ext, const uint64_t *v, int n, const char *str, void *fp, int want_stack);
+
+/* inject.c: the configuration value of name: from the block memscope attach passed to
+ * memscope__inject_start when there is one, else from the environment (getenv). */
+const char *agent_getenv(const char *name);
+/* inject.c: in a child forked while memscope attach records: the child is not recorded (its
+ * copy of the trace file's mappings and descriptor is let go). */
+void inject_after_fork_child(void);
+/* agent.c: starts recording with the configuration agent_getenv() gives; 0, -EINVAL (no trace
+ * directory: idle) or -errno (said). agent_restart(): a later memscope attach session's new
+ * trace file (a new generation, as in a forked child); 0 or -errno. */
+int agent_start(void);
+int agent_restart(void);
 
 /* exec.c: looks up the real exec and posix_spawn functions (at start: not in a forked child). */
 void agent_exec_init(void);

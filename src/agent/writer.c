@@ -307,7 +307,9 @@ void writer_thread_exit(struct tstate *t)
 {
     for (int i = 0; i < 2; i++) {
         struct stream *s = &t->s[i];
-        if (s->chunk && t->generation == agent.live->generation)
+        /* an earlier generation's chunk is a memscope attach session's, made anonymous */
+        if (s->chunk &&
+            (t->generation == agent.live->generation || (agent.injected && agent.live->generation)))
             sys_munmap(s->chunk, s->chunk_size);
         s->chunk = s->pos = s->end = NULL;
     }
@@ -317,10 +319,18 @@ void writer_thread_exit(struct tstate *t)
 static int new_chunk(struct tstate *t, struct stream *s, size_t need)
 {
     if (t->generation != agent.generation) {
+        /* A chunk still here is an earlier memscope attach session's, which inject_release()
+         * made anonymous memory (a forked child's were dropped by writer_after_fork_child):
+         * unmapped, unless this is a signal handler's stream, whose thread may be writing. */
+        uint8_t *old[2] = {t->s[0].chunk, t->s[1].chunk};
+        uint32_t old_size[2] = {t->s[0].chunk_size, t->s[1].chunk_size};
         t->generation = agent.generation;
         t->tid = 0;
         for (int i = 0; i < 2; i++)
             t->s[i].serial = 0, t->s[i].chunk = NULL, t->s[i].chunk_size = 0;
+        for (int i = 0; i < 2 && !s->nested; i++)
+            if (old[i])
+                sys_munmap(old[i], old_size[i]);
     }
     if (!t->tid) {
         t->tid = (uint32_t)syscall(SYS_gettid);

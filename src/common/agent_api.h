@@ -24,6 +24,11 @@
 #define MS_ENV_STDERR "MEMSCOPE_STDERR"           /* "<dev>:<ino>" of memscope run's stderr */
 #define MS_ENV_DEVICE "MEMSCOPE_DEVICE"           /* --device: cuda, cuda:N, cpu */
 #define MS_ENV_EVENTS "MEMSCOPE_EVENTS"           /* --events as given (also the Python layer) */
+/* Only in memscope attach's configuration block (src/agent/inject.c), never an environment
+ * variable: Python source the agent has the interpreter run (Py_AddPendingCall) when a session
+ * starts and when it stops, to install and remove the Python stack hook. */
+#define MS_CFG_PY_START "MEMSCOPE_PY_ATTACH_START"
+#define MS_CFG_PY_STOP "MEMSCOPE_PY_ATTACH_STOP"
 /* Read by the Python layer only: */
 #define MS_ENV_LEVEL "MEMSCOPE_LEVEL"           /* --level */
 #define MS_ENV_WATCH "MEMSCOPE_WATCH"           /* --watch */
@@ -69,6 +74,12 @@ void memscope__py_reset(void);
 unsigned memscope__py_depth(void);
 void memscope__py_trace(int on);
 int memscope__attach(void);
+int memscope__detach(void);
+/* memscope attach (src/cli/inject.c calls them inside the process, src/agent/inject.c): */
+int memscope__inject_start(const char *config);
+int memscope__inject_stop(void);
+#define MS_INJECT_START "memscope__inject_start"
+#define MS_INJECT_STOP "memscope__inject_stop"
 
 /* X(field, symbol) for each entry point the Python extension resolves. */
 #define MS_AGENT_ENTRY_POINTS(X)            \

@@ -474,9 +474,14 @@ void ms_sampling_read(sqlite3 *db, struct ms_sampling *s)
 
 void ms_sampling_note(const struct ms_sampling *s, char *out, size_t len)
 {
-    char b[32];
-    ms_human_bytes(b, sizeof b, (long long)s->bytes);
-    snprintf(out, len, "sampled at %s: figures per site are estimates (weighted bytes)", b);
+    /* The size as --sampling takes it: 512 KiB, 2 MiB, 65537 B (exact, not rounded). */
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    uint64_t v = s->bytes;
+    int u = 0;
+    while (v && v % 1024 == 0 && u < 4)
+        v /= 1024, u++;
+    snprintf(out, len, "sampled at %llu %s: figures per site are estimates (weighted bytes)",
+             (unsigned long long)v, units[u]);
 }
 
 /* ---- The context of one analysis run ---- */

@@ -272,6 +272,14 @@ static void early_replay(struct tstate *t)
             writer_lost();
             continue;
         }
+        if (agent.sample_bytes) { /* sampled as they would have been (replay runs internal) */
+            t->internal--;
+            int keep = type == MS_REC_HEAP_FREE ? sample_free((void *)(uintptr_t)e->addr)
+                                                : sample_alloc((void *)(uintptr_t)e->addr, e->size);
+            t->internal++;
+            if (!keep)
+                continue;
+        }
         unsigned depth = agent.depth ? stacks_code_frames(e->pcs, e->depth) : 0;
         uint32_t sid = depth ? stacks_intern(t, s, e->pcs, depth) : 0;
         uint8_t *w = writer_reserve(t, s, MS_REC_MAX_EVENT);
@@ -368,7 +376,8 @@ AGENT_API void *malloc(size_t n)
         resolve();
     }
     void *p = real.malloc(n);
-    if (likely(p != NULL) && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_MALLOC, p, n, FP_HERE)) {
+    if (likely(p != NULL) && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_MALLOC, p, n, FP_HERE) &&
+        sample_alloc(p, n)) {
         struct tstate *t = &agent_tls;
         if (unlikely(t->quiet))
             return p;
@@ -393,7 +402,7 @@ AGENT_API void free(void *p)
             return; /* cannot happen with glibc; leaking is the safe answer */
         resolve();
     }
-    if (active_or_early(MS_REC_HEAP_FREE, p, 0, NULL)) {
+    if (active_or_early(MS_REC_HEAP_FREE, p, 0, NULL) && sample_free(p)) {
         struct tstate *t = &agent_tls;
         struct stream *s = fast_enter(t);
         if (likely(s != NULL))
@@ -415,7 +424,8 @@ AGENT_API void *calloc(size_t n, size_t m)
         resolve();
     }
     void *p = real.calloc(n, m);
-    if (likely(p != NULL) && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_CALLOC, p, n * m, FP_HERE))
+    if (likely(p != NULL) && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_CALLOC, p, n * m, FP_HERE) &&
+        sample_alloc(p, n * m))
         REC_ALLOC(MS_FN_CALLOC, p, n * m);
     return p;
 }
@@ -424,9 +434,9 @@ AGENT_API void *calloc(size_t n, size_t m)
  * block allocated, or nothing when it failed. */
 static inline void realloc_done(int fn, void *old, void *p, size_t n, uint64_t ns0, void *fp)
 {
-    if (old && (p || n == 0))
+    if (old && (p || n == 0) && sample_free(old))
         record_free(MS_REC_HEAP_FREE, old, 0, ns0);
-    if (p)
+    if (p && sample_alloc(p, n))
         record_alloc(MS_REC_HEAP_ALLOC + fn, p, n, fp, 0);
 }
 
@@ -487,7 +497,8 @@ AGENT_API int posix_memalign(void **out, size_t align, size_t n)
     if (unlikely(!real.posix_memalign))
         resolve();
     int rc = real.posix_memalign(out, align, n);
-    if (rc == 0 && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_POSIX_MEMALIGN, *out, n, FP_HERE))
+    if (rc == 0 && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_POSIX_MEMALIGN, *out, n, FP_HERE) &&
+        sample_alloc(*out, n))
         REC_ALLOC(MS_FN_POSIX_MEMALIGN, *out, n);
     return rc;
 }
@@ -497,7 +508,8 @@ AGENT_API void *aligned_alloc(size_t align, size_t n)
     if (unlikely(!real.aligned_alloc))
         resolve();
     void *p = real.aligned_alloc(align, n);
-    if (p && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_ALIGNED_ALLOC, p, n, FP_HERE))
+    if (p && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_ALIGNED_ALLOC, p, n, FP_HERE) &&
+        sample_alloc(p, n))
         REC_ALLOC(MS_FN_ALIGNED_ALLOC, p, n);
     return p;
 }
@@ -507,7 +519,8 @@ AGENT_API void *memalign(size_t align, size_t n)
     if (unlikely(!real.memalign))
         resolve();
     void *p = real.memalign(align, n);
-    if (p && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_MEMALIGN, p, n, FP_HERE))
+    if (p && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_MEMALIGN, p, n, FP_HERE) &&
+        sample_alloc(p, n))
         REC_ALLOC(MS_FN_MEMALIGN, p, n);
     return p;
 }
@@ -517,7 +530,7 @@ AGENT_API void *valloc(size_t n)
     if (unlikely(!real.valloc))
         resolve();
     void *p = real.valloc(n);
-    if (p && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_VALLOC, p, n, FP_HERE))
+    if (p && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_VALLOC, p, n, FP_HERE) && sample_alloc(p, n))
         REC_ALLOC(MS_FN_VALLOC, p, n);
     return p;
 }
@@ -527,7 +540,8 @@ AGENT_API void *pvalloc(size_t n)
     if (unlikely(!real.pvalloc))
         resolve();
     void *p = real.pvalloc(n);
-    if (p && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_PVALLOC, p, n, FP_HERE))
+    if (p && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_PVALLOC, p, n, FP_HERE) &&
+        sample_alloc(p, n))
         REC_ALLOC(MS_FN_PVALLOC, p, n);
     return p;
 }
@@ -697,6 +711,7 @@ static void on_thread_exit(void *arg)
     struct tstate *t = &agent_tls;
     if (agent.sandboxed)
         return; /* its mappings stay: no system call under the program's seccomp filter */
+    sample_flush_counts(t);
     t->internal++;
     writer_thread_exit(t);
     if (t->py) {
@@ -760,6 +775,7 @@ static void child_setup(void)
     }
     t->internal++;
     steps_at(1); /* a new process: the database counts its steps from 1 */
+    sample_after_fork_child(t);
     clock_after_fork_child();
     stacks_reset_after_fork();
     cuda_after_fork_child();
@@ -935,6 +951,7 @@ int agent_start(void)
     if ((agent.no_follow = env_uint(MS_ENV_NO_FOLLOW, 0, 1)))
         agent_stop_following();
     steps_init(); /* before the early events are replayed: they are step 1's */
+    sample_init();
     clock_init(env_uint(MS_ENV_NO_TSC, 0, 1));
     live_init();
     allocator_init();
@@ -1058,6 +1075,7 @@ static void agent_at_exit(void)
         if (freeres) /* its free is the program's: recorded */
             freeres();
     }
+    sample_flush_counts(&agent_tls); /* sampling mode: this thread's exact counts */
 }
 
 AGENT_API int memscope__owner_push(const char *label)

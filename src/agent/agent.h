@@ -48,6 +48,19 @@ struct clock_anchor {
     uint64_t span; /* ticks in about 1 ms; 0: no anchor */
 };
 
+/* Sampling mode (--sampling=BYTES, sample.c): a thread's bytes left until its next sample (a
+ * countdown drawn from an exponential distribution of mean agent.sample_bytes), its generator,
+ * and the exact counts of the heap allocations and frees it made since it last added them to
+ * the trace header's (sample_flush_counts), sampled or not. */
+struct sampler {
+    int64_t left;     /* bytes until the next sample; <= 0: the next allocation is looked at */
+    uint64_t rng;     /* splitmix64 state; 0: not seeded yet (the thread's first allocation) */
+    uint64_t allocs;  /* heap allocations (realloc counts as a free and an allocation) */
+    uint64_t bytes;   /* their requested bytes */
+    uint64_t frees;   /* heap frees */
+    uint32_t samples; /* allocations sampled: every 16th flushes the counts */
+};
+
 /* Per-thread state. Lives in static TLS (initial-exec), so reading it never allocates. */
 struct tstate {
     int guard;           /* depth of agent code running on this thread: 0 none, 1 the
@@ -67,6 +80,7 @@ struct tstate {
     uintptr_t stack_lo, stack_hi; /* this thread's stack, for safe frame-pointer walks */
     struct unwind_memo *memo;     /* the rules of this thread's last DWARF walk (unwind.c) */
     struct clock_anchor clk;      /* agent_now()'s anchor for this thread */
+    struct sampler smp;           /* sampling mode's countdown and exact counts (sample.c) */
 };
 
 extern __thread struct tstate agent_tls __attribute__((tls_model("initial-exec")));
@@ -137,6 +151,8 @@ struct agent_global {
     unsigned steps[MS_MAX_STEP_FILTER];
     unsigned nsteps; /* 0: every step */
     volatile unsigned step_no;
+    uint64_t sample_bytes; /* --sampling: mean bytes between samples; 0: every event (exact) */
+    uint64_t max_trace;    /* --max-trace-size: the trace file's cap in bytes; 0: none */
     char dir[4096];
 };
 
@@ -271,6 +287,90 @@ void modules_after_dlclose(void);
 unsigned stacks_code_frames(const uint64_t *pcs, unsigned n);
 /* The id of the stack pcs[0..n) (return addresses, innermost first), adding it when new. */
 uint32_t stacks_intern(struct tstate *t, struct stream *s, const uint64_t *pcs, unsigned n);
+
+/* sample.c: sampling mode (docs/production.md, "Sampling"). Sampled heap blocks' addresses are
+ * kept in a set of fixed size (two tables of SAMPLE_SLOTS words, mapped at the first sample and
+ * never unmapped), so that their frees are recorded and nothing else's is. Lookups take no lock
+ * (open addressing, linear probing; a free leaves a tombstone); inserts, removals and the
+ * rebuild that clears the tombstones take a spinlock, and the rebuild makes seq odd while it
+ * runs, so that a lookup it overlapped answers "maybe", and the free is recorded: recording the
+ * free of a block that was not sampled is harmless (the converter drops a free it cannot
+ * match), missing a sampled one is not. */
+#define SAMPLE_SLOTS_LOG2 17
+#define SAMPLE_SLOTS (1u << SAMPLE_SLOTS_LOG2)
+#define SAMPLE_EMPTY 0u
+#define SAMPLE_TOMB 1u
+struct sample_set {
+    uint64_t *tab; /* the table lookups read (atomic); NULL until the first sample */
+    uint32_t seq;  /* odd while a rebuild moves entries (atomic) */
+    int lock;      /* inserts, removals, rebuilds */
+    uint32_t live; /* addresses held */
+    uint32_t used; /* live + tombstones */
+    uint64_t *bufs[2];
+    int full_said; /* the set was full once: said on stderr */
+};
+extern struct sample_set sample_set;
+
+void sample_init(void); /* agent_init: MEMSCOPE_SAMPLING and MEMSCOPE_SAMPLING_SEED */
+/* The countdown ran out (or the thread is new): whether the allocation p of n bytes is sampled
+ * (then p is in the set and the caller records it). */
+int sample_alloc_slow(struct tstate *t, const void *p, size_t n);
+/* p may be a sampled block: removes it from the set; 1 when its free must be recorded. */
+int sample_free_slow(const void *p);
+/* Adds thread t's counts to the trace header's and zeroes them (with every 16th sample, at
+ * thread exit, at process exit). */
+void sample_flush_counts(struct tstate *t);
+void sample_after_fork_child(struct tstate *t); /* the child's counts start at zero */
+
+/* Sampling mode: counts an allocation of n bytes at p and returns whether it is to be recorded
+ * (always 1 in exact mode). The unsampled case is a few instructions: no stack, no record. */
+static inline int sample_alloc(const void *p, size_t n)
+{
+    if (likely(!agent.sample_bytes))
+        return 1;
+    struct tstate *t = &agent_tls;
+    if (unlikely(t->internal | t->quiet))
+        return 1; /* not the program's: the recording path drops it */
+    t->smp.allocs++;
+    t->smp.bytes += n;
+    t->smp.left -= (int64_t)n;
+    if (likely(t->smp.left > 0))
+        return 0;
+    return sample_alloc_slow(t, p, n);
+}
+
+static inline uint32_t sample_hash(uintptr_t p)
+{
+    return (uint32_t)(((uint64_t)p >> 4) * 0x9e3779b97f4a7c15ull >> (64 - SAMPLE_SLOTS_LOG2));
+}
+
+/* Sampling mode: counts a free of p and returns whether it is to be recorded (p was sampled,
+ * or may have been); always 1 in exact mode. */
+static inline int sample_free(const void *p)
+{
+    if (likely(!agent.sample_bytes))
+        return 1;
+    struct tstate *t = &agent_tls;
+    if (unlikely(t->internal))
+        return 1;
+    t->smp.frees++;
+    uint32_t seq = __atomic_load_n(&sample_set.seq, __ATOMIC_ACQUIRE);
+    const uint64_t *tab = __atomic_load_n(&sample_set.tab, __ATOMIC_ACQUIRE);
+    if (!tab)
+        return 0; /* nothing sampled yet */
+    uint32_t i = sample_hash((uintptr_t)p);
+    for (uint32_t k = 0; k < SAMPLE_SLOTS; k++, i = (i + 1) & (SAMPLE_SLOTS - 1)) {
+        uint64_t v = __atomic_load_n(&tab[i], __ATOMIC_RELAXED);
+        if (v == (uintptr_t)p)
+            return sample_free_slow(p);
+        if (v == SAMPLE_EMPTY)
+            break;
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (unlikely((seq & 1) || __atomic_load_n(&sample_set.seq, __ATOMIC_RELAXED) != seq))
+        return sample_free_slow(p); /* a rebuild moved entries meanwhile: look again */
+    return 0;
+}
 
 /* attach.c: makes every loaded object except the agent, the dynamic loader and the object
  * holding address skip call repl[i] where it calls the function names[i] now bound to orig[i]

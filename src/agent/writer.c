@@ -246,6 +246,7 @@ int writer_open(void)
     hdr->start_real_ns = real_now();
     hdr->max_depth = agent.depth;
     hdr->image_seq = seq;
+    hdr->sample_bytes = agent.sample_bytes;
     hdr->file_end = MS_TRACE_HEADER_SIZE;
     memcpy(hdr->magic, MS_TRACE_MAGIC, 8); /* last: a reader never sees a half header as valid */
     struct stat st;
@@ -351,6 +352,13 @@ static int new_chunk(struct tstate *t, struct stream *s, size_t need)
     if (want > size)
         size = (uint32_t)want;
 
+    /* --max-trace-size: the file stays under its cap; recording stops there (the sampling
+     * mode's exact counts go on, in the header). */
+    if (agent.max_trace &&
+        __atomic_load_n(&agent.hdr->file_end, __ATOMIC_RELAXED) + size > agent.max_trace) {
+        writer_fail("the trace reached its size cap (--max-trace-size)", EFBIG);
+        return -1;
+    }
     /* Space is claimed with one atomic add: no lock, so a signal handler's nested stream can
      * take a chunk even while its thread is in here. fallocate of disjoint ranges needs none
      * either; a failed one leaves zero pages, which readers skip. */

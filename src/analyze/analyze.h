@@ -181,6 +181,17 @@ int ms_analyze_summary(const char *db_path, FILE *out);
 /* Formats bytes as "123 B", "12.3 KiB", "4.5 MiB" or "1.2 GiB". */
 void ms_human_bytes(char *out, size_t len, long long bytes);
 
+/* Sampling mode (docs/production.md, "Sampling"): what a database's meta says of it. */
+struct ms_sampling {
+    uint64_t bytes;                      /* mean bytes between samples; 0: an exact run */
+    uint64_t allocs, alloc_bytes, frees; /* the exact heap counts */
+};
+/* Reads db's sampling keys into *s (all zero for an exact run or when they cannot be read). */
+void ms_sampling_read(sqlite3 *db, struct ms_sampling *s);
+/* The note every report of a sampled run carries, one line without its newline:
+ * "sampled at 512.0 KiB: figures per site are estimates (weighted bytes)". */
+void ms_sampling_note(const struct ms_sampling *s, char *out, size_t len);
+
 /* A minimal streaming JSON writer: the caller nests begin/end calls correctly; keys and
  * strings are escaped. */
 struct ms_json {

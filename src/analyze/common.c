@@ -449,6 +449,41 @@ struct ms_live_pl *ms__live_apply(struct ms_live *l, int kind, int64_t process_i
     return p;
 }
 
+/* ---- Sampling mode ---- */
+
+void ms_sampling_read(sqlite3 *db, struct ms_sampling *s)
+{
+    static const char *const keys[] = {"sampling_bytes", "heap_allocs_exact",
+                                       "heap_alloc_bytes_exact", "heap_frees_exact"};
+    uint64_t *v[] = {&s->bytes, &s->allocs, &s->alloc_bytes, &s->frees};
+    memset(s, 0, sizeof *s);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?", -1, &st,
+                           NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return;
+    }
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        sqlite3_bind_text(st, 1, keys[i], -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0)
+            *v[i] = (uint64_t)sqlite3_column_int64(st, 0);
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+}
+
+void ms_sampling_note(const struct ms_sampling *s, char *out, size_t len)
+{
+    /* The size as --sampling takes it: 512 KiB, 2 MiB, 65537 B (exact, not rounded). */
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    uint64_t v = s->bytes;
+    int u = 0;
+    while (v && v % 1024 == 0 && u < 4)
+        v /= 1024, u++;
+    snprintf(out, len, "sampled at %llu %s: figures per site are estimates (weighted bytes)",
+             (unsigned long long)v, units[u]);
+}
+
 /* ---- The context of one analysis run ---- */
 
 int ms__actx_init(struct ms_actx *x, const char *name, sqlite3 *db, const struct ms_analyze_opts *o,

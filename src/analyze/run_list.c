@@ -14,14 +14,65 @@
 #include <string.h>
 
 /* Runs analysis a on db with a context of its own. */
-static int run_one(const struct ms_analysis *a, sqlite3 *db, const struct ms_analyze_opts *o,
-                   FILE *out, char *err, size_t errlen)
+static int run_plain(const struct ms_analysis *a, sqlite3 *db, const struct ms_analyze_opts *o,
+                     FILE *out, char *err, size_t errlen)
 {
     struct ms_actx x;
     int rc = ms__actx_init(&x, a->name, db, o, out, err, errlen);
     if (rc == 0)
         rc = a->run(&x);
     ms__actx_release(&x);
+    return rc;
+}
+
+/* run_plain(), and for a sampled run (docs/production.md, "Sampling") the report says so: a
+ * "note: sampled at ..." line first, or in JSON a "sampling" member first in the analysis's
+ * object ({"bytes": B, "estimates": true, and the exact heap counts}). The report is rendered
+ * into memory first, so that a failure still writes nothing. */
+static int run_one(const struct ms_analysis *a, sqlite3 *db, const struct ms_analyze_opts *o,
+                   FILE *out, char *err, size_t errlen)
+{
+    struct ms_sampling smp;
+    ms_sampling_read(db, &smp);
+    if (!smp.bytes)
+        return run_plain(a, db, o, out, err, errlen);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem) {
+        snprintf(err, errlen, "out of memory");
+        return MS_ENOMEM;
+    }
+    int rc = run_plain(a, db, o, mem, err, errlen);
+    if (fclose(mem) != 0 && rc == 0) {
+        snprintf(err, errlen, "out of memory");
+        rc = MS_ENOMEM;
+    }
+    if (rc == 0) {
+        size_t i = 0;
+        while (o->json && i < len && buf[i] != '{')
+            i++;
+        if (!o->json || i == len) { /* text (or a document that is not an object) */
+            char note[128];
+            ms_sampling_note(&smp, note, sizeof note);
+            if (!o->json)
+                fprintf(out, "note: %s\n", note);
+            fwrite(buf, 1, len, out);
+        } else {
+            size_t j = i + 1;
+            while (j < len && (buf[j] == ' ' || buf[j] == '\n'))
+                j++;
+            fwrite(buf, 1, i + 1, out);
+            fprintf(out,
+                    "\"sampling\":{\"bytes\":%llu,\"estimates\":true,\"heap_allocs_exact\":%llu,"
+                    "\"heap_alloc_bytes_exact\":%llu,\"heap_frees_exact\":%llu}%s",
+                    (unsigned long long)smp.bytes, (unsigned long long)smp.allocs,
+                    (unsigned long long)smp.alloc_bytes, (unsigned long long)smp.frees,
+                    j < len && buf[j] == '}' ? "" : ",");
+            fwrite(buf + i + 1, 1, len - i - 1, out);
+        }
+    }
+    free(buf);
     return rc;
 }
 

@@ -39,15 +39,26 @@ int ms_analyze_summary(const char *db_path, FILE *out)
     sqlite3_finalize(st);
     fprintf(out, "memscope: %lld event%s from %lld process%s\n", nev, nev == 1 ? "" : "s", nproc,
             nproc == 1 ? "" : "es");
+    struct ms_sampling smp;
+    ms_sampling_read(db, &smp);
+    if (smp.bytes) { /* docs/production.md, "Sampling" */
+        char note[128];
+        ms_sampling_note(&smp, note, sizeof note);
+        ms_human_bytes(a, sizeof a, (long long)smp.alloc_bytes);
+        fprintf(out, "  %s\n  heap exactly: %llu allocations (%s), %llu frees\n", note,
+                (unsigned long long)smp.allocs, a, (unsigned long long)smp.frees);
+    }
     if (sqlite3_prepare_v2(db, q1, -1, &st, NULL) == SQLITE_OK) {
         while (sqlite3_step(st) == SQLITE_ROW) {
             if (sqlite3_column_int64(st, 2) == 0 && sqlite3_column_int64(st, 3) == 0)
                 continue; /* a layer the program did not use */
             ms_human_bytes(a, sizeof a, sqlite3_column_int64(st, 4));
             ms_human_bytes(b, sizeof b, sqlite3_column_int64(st, 5));
-            fprintf(out, "  %-5s %lld allocations (%s), %lld frees, peak %s live",
-                    ms_term_text((const char *)sqlite3_column_text(st, 0)),
-                    sqlite3_column_int64(st, 2), a, sqlite3_column_int64(st, 3), b);
+            const char *lname = (const char *)sqlite3_column_text(st, 0);
+            int est = smp.bytes && lname && !strcmp(lname, "heap");
+            fprintf(out, "  %-5s %lld %sallocations (%s%s), %lld frees, peak %s%s live",
+                    ms_term_text(lname), sqlite3_column_int64(st, 2), est ? "sampled " : "",
+                    est ? "est. " : "", a, sqlite3_column_int64(st, 3), est ? "est. " : "", b);
             if (sqlite3_column_int64(st, 1) > 1)
                 fputs(" (largest process)", out);
             fputc('\n', out);

@@ -352,8 +352,15 @@ static void agent_environment(struct run_options *o, const struct run_paths *p,
     const char *old_pp = getenv("PYTHONPATH");
     snprintf(env_pypath, sizeof env_pypath, "PYTHONPATH=%s%s%s", pydir,
              pydir[0] && old_pp && *old_pp ? ":" : "", old_pp ? old_pp : "");
-    const char *base[] = {env_preload,  env_dir,    env_depth,  env_deferred,
-                          env_nofollow, env_unwind, env_pydepth};
+    /* Sampling mode and the trace's cap: always written, so that none is left over from the
+     * environment memscope was started in. */
+    static char env_sampling[48], env_maxtrace[48];
+    snprintf(env_sampling, sizeof env_sampling, MS_ENV_SAMPLING "=%llu",
+             (unsigned long long)o->sampling);
+    snprintf(env_maxtrace, sizeof env_maxtrace, MS_ENV_MAX_TRACE_SIZE "=%llu",
+             (unsigned long long)o->max_trace);
+    const char *base[] = {env_preload, env_dir,     env_depth,    env_deferred, env_nofollow,
+                          env_unwind,  env_pydepth, env_sampling, env_maxtrace};
     size_t nenv = 0;
     for (; nenv < sizeof base / sizeof base[0]; nenv++)
         env_add[nenv] = (char *)base[nenv];

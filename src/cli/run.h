@@ -14,6 +14,13 @@ enum format { FMT_COMPACT, FMT_DB, FMT_CSV, FMT_TRACE };
  * GCC's cc1: all at 64), where 32 cut 84-94% of clang's (bench/RESULTS.md, issue 47). */
 #define MS_RUN_C_DEPTH 256 /* run_options.c's help text says it; so does docs/cli.md */
 
+/* --sampling without a value: jemalloc's, Go's and Node's mean bytes between samples. */
+#define RUN_SAMPLING_DEFAULT (512ull << 10)
+/* --max-trace-size: the default cap with --sampling, and the smallest cap accepted (the agent
+ * needs room for its first chunks and descriptions). */
+#define RUN_MAX_TRACE_SAMPLING (1ull << 30)
+#define RUN_MAX_TRACE_MIN (1ull << 20)
+
 struct run_options {
     unsigned c_depth;  /* 0 = no native stacks */
     unsigned py_depth; /* Python stack depth, 0 = none */
@@ -26,6 +33,8 @@ struct run_options {
     int keep_trace;
     int no_pack; /* keep traces raw (version 1) instead of packing them */
     int unwind_dwarf;
+    uint64_t sampling;   /* --sampling: mean bytes between heap samples; 0: exact (every event) */
+    uint64_t max_trace;  /* --max-trace-size in bytes; 0: no cap */
     char analysis[256];  /* --analysis list, "" for none */
     int events_given;    /* --events was on the command line (passed to the Python layer) */
     const char *level;   /* --level: op, kernel (the Python layer's op events) */

@@ -4,6 +4,7 @@
 #include "run.h"
 #include "analyze/analyze.h"
 #include "common/agent_api.h"
+#include "common/size.h"
 #include "version.h"
 
 #include <errno.h>
@@ -58,6 +59,13 @@ static const char run_usage[] =
     "                           the steps are still numbered; no analysis runs\n"
     "      --collect-mode=immediate|deferred\n"
     "                           deferred: record only after memscope_start() is called\n"
+    "      --sampling[=BYTES]   sample heap allocations: one per BYTES allocated on average\n"
+    "                           (default 512KiB), each weighted by the inverse of its\n"
+    "                           chance; totals stay exact, figures per site are estimates\n"
+    "                           (docs/production.md, \"Sampling\")\n"
+    "      --max-trace-size=SIZE\n"
+    "                           stop recording when the trace reaches SIZE (default with\n"
+    "                           --sampling: 1GiB; none: no cap); the program runs on\n"
     "      --unwind=dwarf|fp    native unwinder: .eh_frame (default: full stacks whatever\n"
     "                           the build flags) or frame pointers (fastest; right only for\n"
     "                           code built with them)\n"
@@ -223,7 +231,7 @@ static int analysis_item(const char *item, void *arg)
  * -1 to go on, else the exit status (0 after --help or --version, 2 for a usage error). */
 int run_parse_options(int argc, char **argv, struct run_options *o)
 {
-    int log_explicit = 0, quiet = 0, verbose = 0;
+    int log_explicit = 0, quiet = 0, verbose = 0, max_trace_given = 0;
     enum {
         OPT_EVENTS = 256,
         OPT_STACK,
@@ -247,7 +255,9 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
         OPT_SUPP,
         OPT_JUNIT,
         OPT_ERROR_EXIT,
-        OPT_USAGE
+        OPT_USAGE,
+        OPT_SAMPLING,
+        OPT_MAX_TRACE
     };
     static const struct option longopts[] = {
         {"output-path", required_argument, NULL, 'o'},
@@ -260,6 +270,8 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
         {"keep-trace", no_argument, NULL, OPT_KEEP},
         {"no-pack", no_argument, NULL, OPT_NOPACK},
         {"unwind", required_argument, NULL, OPT_UNWIND},
+        {"sampling", optional_argument, NULL, OPT_SAMPLING},
+        {"max-trace-size", required_argument, NULL, OPT_MAX_TRACE},
         {"analysis", required_argument, NULL, OPT_ANALYSIS},
         {"level", required_argument, NULL, OPT_LEVEL},
         {"watch", required_argument, NULL, OPT_WATCH},
@@ -393,6 +405,24 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
             else
                 return usage_error("--unwind: expected fp or dwarf, not '%s'", optarg);
             break;
+        case OPT_SAMPLING:
+            if (!optarg)
+                o->sampling = RUN_SAMPLING_DEFAULT;
+            else if (ms_size_parse(optarg, &o->sampling) < 0 || o->sampling == 0)
+                return usage_error("--sampling: expected a size above 0 (512KiB, 65536, 2MiB), "
+                                   "not '%s'",
+                                   optarg);
+            break;
+        case OPT_MAX_TRACE:
+            if (!strcmp(optarg, "none"))
+                o->max_trace = 0, max_trace_given = 1;
+            else if (ms_size_parse(optarg, &o->max_trace) < 0 || o->max_trace < RUN_MAX_TRACE_MIN)
+                return usage_error("--max-trace-size: expected a size of at least 1MiB, or none, "
+                                   "not '%s'",
+                                   optarg);
+            else
+                max_trace_given = 1;
+            break;
         case OPT_ANALYSIS:
             if (!strcmp(optarg, "none")) {
                 o->analysis[0] = 0;
@@ -466,6 +496,8 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
     if (optind >= argc)
         return usage_error("no program to run");
     o->prog = argv + optind;
+    if (o->sampling && !max_trace_given)
+        o->max_trace = RUN_MAX_TRACE_SAMPLING; /* a service sampled for days stays bounded */
     int rc = run_budgets_prepare(o);
     return rc ? rc : -1;
 }

@@ -24,6 +24,7 @@
  * Caps (MAX_*) bound what a hostile or corrupt trace can make us allocate. */
 #include "convert_internal.h"
 
+#include <math.h>
 #include <signal.h>
 
 int sbuf__add(struct sbuf *b, const char *s, size_t n)
@@ -931,11 +932,37 @@ static int on_munmap(struct conv *c, const struct stream *s)
     return rc;
 }
 
+/* Sampling mode (docs/production.md, "Sampling"): a recorded heap allocation of S bytes stands
+ * for S / (1 - exp(-S/B)) bytes, the inverse of its probability of being sampled: an unbiased
+ * estimate of the bytes allocated there. Rounded to whole bytes, at least S. */
+static uint64_t sample_weighted(uint64_t size, uint64_t b)
+{
+    if (!size || !b)
+        return size;
+    double s = (double)size, p = -expm1(-s / (double)b);
+    double w = p > 0 ? s / p : s;
+    if (w >= 9.0e18)
+        return size;
+    uint64_t r = (uint64_t)llround(w);
+    return r < size ? size : r;
+}
+
 static int on_event(struct conv *c, struct stream *s)
 {
     if (s->r.type == MS_REC_EXTENSION && (s->r.fn == MS_EXT_EXEC || s->r.fn == MS_EXT_EXEC_FAILED))
         return conv__on_exec(c, s); /* no event: what the process started */
     struct proc *p = &c->procs[s->proc];
+    uint64_t b = p->tr.hdr.sample_bytes;
+    if (b && s->r.type == MS_REC_HEAP_ALLOC)
+        s->r.size = sample_weighted(s->r.size, b);
+    else if (b && s->r.type == MS_REC_HEAP_FREE) { /* a free of a block not sampled: dropped */
+        struct layer_state *lst = conv__proc_layer(c, p, MS_LAYER_HEAP);
+        uint32_t slot;
+        if (!lst)
+            return MS_ENOMEM;
+        if (!ms_u64map_get32(&lst->live, s->r.addr, &slot))
+            return 0;
+    }
     struct thread *t = &c->threads[s->thread - 1];
     if (!p->have_events) {
         p->first_ns = s->ts;
@@ -1246,6 +1273,35 @@ static int command_json(struct conv *c, struct sbuf *b)
     return rc ? rc : sbuf__add(b, "]", 1);
 }
 
+/* Sampling mode: meta sampling_bytes (B; the largest over the processes, which share the
+ * environment that sets it) and the exact heap counts summed over the sampled processes'
+ * headers (docs/database.md). Nothing for an exact run. */
+static int write_sampling_meta(struct conv *c, sqlite3_stmt *st)
+{
+    uint64_t b = 0, allocs = 0, bytes = 0, frees = 0;
+    for (size_t i = 0; i < c->nprocs; i++)
+        if (c->procs[i].tr.hdr.sample_bytes > b)
+            b = c->procs[i].tr.hdr.sample_bytes;
+    if (!b)
+        return 0;
+    for (size_t i = 0; i < c->nprocs; i++) {
+        const struct ms_trace_file_header *h = &c->procs[i].tr.hdr;
+        if (!h->sample_bytes)
+            continue;
+        allocs += h->heap_allocs;
+        bytes += h->heap_bytes;
+        frees += h->heap_frees;
+    }
+    int rc = put_meta_int(c, st, "sampling_bytes", (long long)b);
+    if (rc == 0)
+        rc = put_meta_int(c, st, "heap_allocs_exact", (long long)allocs);
+    if (rc == 0)
+        rc = put_meta_int(c, st, "heap_alloc_bytes_exact", (long long)bytes);
+    if (rc == 0)
+        rc = put_meta_int(c, st, "heap_frees_exact", (long long)frees);
+    return rc;
+}
+
 static int write_meta(struct conv *c)
 {
     sqlite3_stmt *st;
@@ -1307,6 +1363,8 @@ static int write_meta(struct conv *c)
         rc = put_meta_int(c, st, "first_event_ns", c->first_event_ns);
     if (rc == 0 && c->next_event)
         rc = put_meta_int(c, st, "last_event_ns", c->last_event_ns);
+    if (rc == 0)
+        rc = write_sampling_meta(c, st);
     free(cmd.p);
     sqlite3_finalize(st);
     return rc;

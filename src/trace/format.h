@@ -88,7 +88,12 @@
  *                      process pid (as memscope run sees it: a vfork child's own): why is
  *                      MS_EXEC_TRACED when the program should write a trace of its own, else
  *                      the reason it will not (MS_EXEC_*)
- *   0x99 EXEC_FAILED   dts                      the thread's last EXEC returned: no program */
+ *   0x99 EXEC_FAILED   dts                      the thread's last EXEC returned: no program
+ * In sampling mode (sample_bytes = B > 0) a heap allocation of S bytes is in the trace with
+ * probability 1 - exp(-S/B), and the free of each recorded one is recorded; other frees may be
+ * recorded too (readers drop a free they cannot match). Other layers are recorded whole. The
+ * header's heap_* fields hold the exact counts of every heap allocation and free (sample.c adds
+ * each thread's to them, atomically, now and then, at thread exit and at process exit). */
 #ifndef MS_TRACE_FORMAT_H
 #define MS_TRACE_FORMAT_H
 
@@ -248,9 +253,13 @@ struct ms_trace_file_header {
     uint64_t file_end;      /* bytes reserved so far, header included (writer's atomic cursor) */
     uint64_t lost_events;   /* events not recorded after recording stopped (atomic) */
     uint64_t stopped_errno; /* nonzero when the agent stopped recording: the errno it hit */
+    uint64_t sample_bytes;  /* --sampling: mean bytes between heap samples; 0: every event */
+    uint64_t heap_allocs;   /* sampling mode: heap allocations, sampled or not (atomic) */
+    uint64_t heap_bytes;    /* ... their requested bytes (atomic) */
+    uint64_t heap_frees;    /* ... heap frees (atomic) */
 };
 /* Offsets are fixed by the documentation; keep the struct in step with it. */
-_Static_assert(sizeof(struct ms_trace_file_header) == 88, "trace header layout");
+_Static_assert(sizeof(struct ms_trace_file_header) == 120, "trace header layout");
 
 struct ms_trace_chunk_header {
     uint32_t magic;

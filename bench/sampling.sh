@@ -1,0 +1,112 @@
+#!/bin/bash
+# sampling.sh: memscope's sampling mode (`run --sampling`, docs/production.md "Sampling"), issue 41.
+#
+#   bench/sampling.sh [-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-k]
+#
+# Speed, on ../shared/bench/churn.c built with frame pointers (as churn.sh), alternating within
+# each round (default 5 rounds), every memscope run with --call-stack=c:32:
+#   plain       ./churn OPS THREADS
+#   exact-rec   memscope run --format=trace --no-pack            (recording every event only)
+#   s512-rec    memscope run --sampling=512KiB --format=trace --no-pack   (recording only)
+#   exact-e2e   memscope run -o X.db              (the default: recording + compact database)
+#   s512-e2e    memscope run --sampling=512KiB -o X.db                     (end to end)
+# Accuracy, once: churn and tests/progs/sample_skew.c (skewed sizes: 16 B, 64 B, 4 KiB, 1 MiB,
+# a realloc to 2 MiB), each run exactly and with --sampling=64KiB into full databases
+# (--format=db); the estimated heap bytes allocated in total and per call site (churn: per stack,
+# i.e. per recursion depth; sample_skew: per allocating function) against the exact run's, for
+# the sites holding >= 1% of the bytes. SEED=N sets MEMSCOPE_SAMPLING_SEED for the sampled runs
+# (default: unset, the agent seeds from the clock). -k keeps the work directory.
+set -euo pipefail
+BENCH=sampling.sh
+. "$(dirname "$0")/lib.sh"
+
+rounds=5 ops=2000000 threads=2 keep=0
+bench_options "[-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-k]" "r:n:t:k" "$@"
+bench_memscope
+bench_require sqlite3
+src=$root/../shared/bench/churn.c
+
+bench_workdir "$keep"
+cc -O2 -g -fno-omit-frame-pointer -pthread "$src" -o "$work/churn"
+cc -O0 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -pthread \
+    "$root/tests/progs/sample_skew.c" -o "$work/sample_skew"
+cd "$work"
+
+ms=(run -q --call-stack=c:32)
+for r in $(seq "$rounds"); do
+    echo "round $r/$rounds" >&2
+    rm -rf raw sraw x.db s.db
+    bench_timed plain ./churn "$ops" "$threads"
+    bench_timed exact_rec "$MEMSCOPE" "${ms[@]}" --format=trace --no-pack -o "$work/raw" -- ./churn "$ops" "$threads"
+    bench_timed s512_rec "$MEMSCOPE" "${ms[@]}" --sampling=512KiB --format=trace --no-pack -o "$work/sraw" -- ./churn "$ops" "$threads"
+    bench_timed exact_e2e "$MEMSCOPE" "${ms[@]}" -o "$work/x.db" -- ./churn "$ops" "$threads"
+    bench_timed s512_e2e "$MEMSCOPE" "${ms[@]}" --sampling=512KiB -o "$work/s.db" -- ./churn "$ops" "$threads"
+done
+raw_bytes=$(cat raw/*.mst | wc -c)
+sraw_bytes=$(cat sraw/*.mst | wc -c)
+
+# ratio_median A.times B.times: the median over the rounds of A's time / B's time.
+ratio_median() {
+    paste -d' ' "$1" "$2" | awk '{printf "%.4f\n", $1 / $2}' >ratio.tmp
+    awk -v v="$(median ratio.tmp)" 'BEGIN {printf "%.2f", v}'
+}
+f() { awk -v a="$1" 'BEGIN {printf "%.3f", a}'; }
+
+# Accuracy. site_sql: heap bytes allocated per site (key, bytes).
+seed_env=()
+[ -n "${SEED:-}" ] && seed_env=(env MEMSCOPE_SAMPLING_SEED="$SEED")
+by_depth="SELECT s.depth, sum(e.size) FROM events e JOIN stacks s ON s.id = e.stack_id
+  WHERE e.kind = 1 AND e.layer = 1 GROUP BY s.depth"
+by_func="SELECT (SELECT text FROM strings WHERE id = f.function_id), sum(e.size) FROM events e
+  JOIN stacks s ON s.id = e.stack_id JOIN stack_nodes n ON n.id = s.node_id
+  JOIN frames f ON f.id = n.frame_id WHERE e.kind = 1 AND e.layer = 1 GROUP BY 1"
+exact_total="SELECT sum(size) FROM events WHERE kind = 1 AND layer = 1"
+est_total="SELECT sum(size) FROM events WHERE kind = 1 AND layer = 1"
+meta_total="SELECT value FROM meta WHERE key = 'heap_alloc_bytes_exact'"
+# accuracy NAME SQL CMD...: one exact and one sampled run; a Markdown table of the sites.
+accuracy() {
+    local name=$1 sql=$2
+    shift 2
+    "$MEMSCOPE" "${ms[@]}" --format=db -o "$work/$name-x.db" -- "$@" >/dev/null
+    "${seed_env[@]}" "$MEMSCOPE" "${ms[@]}" --sampling=64KiB --format=db -o "$work/$name-s.db" -- "$@" >/dev/null
+    local tx ts tm
+    tx=$(sqlite3 "$name-x.db" "$exact_total")
+    ts=$(sqlite3 "$name-s.db" "$est_total")
+    tm=$(sqlite3 "$name-s.db" "$meta_total")
+    sqlite3 -separator ' ' "$name-x.db" "$sql" | sort >x.sites
+    sqlite3 -separator ' ' "$name-s.db" "$sql" | sort >s.sites
+    echo "| $name: total | $tx | $ts | $(awk -v a="$ts" -v b="$tx" 'BEGIN {printf "%+.2f%%", 100 * (a - b) / b}') |"
+    join -a1 -e 0 -o 0,1.2,2.2 x.sites s.sites | awk -v t="$tx" -v n="$name" \
+        '$2 >= t / 100 {printf "| %s: %s | %d | %d | %+.2f%% |\n", n, $1, $2, $3, 100 * ($3 - $2) / $2}'
+    echo "| $name: exact counters (meta heap_alloc_bytes_exact) | $tx | $tm | $(awk -v a="$tm" -v b="$tx" 'BEGIN {printf "%+.2f%%", 100 * (a - b) / b}') |"
+}
+churn_rows=$(accuracy churn "$by_depth" ./churn "$ops" "$threads")
+skew_rows=$(accuracy skew "$by_func" ./sample_skew 20)
+
+p=$(median plain.times)
+cat <<EOT
+Workload: \`churn $ops $threads\` ($(bench_machine), $rounds rounds, medians of wall time;
+ratios are the medians of the per-round ratios to plain), \`--call-stack=c:32\`.
+memscope: \`$("$MEMSCOPE" --version)\` (tree $(git -C "$root" describe --always --dirty)).
+
+| run | median s | x plain |
+|---|---:|---:|
+| plain | $(f "$p") | 1.00 |
+| exact, recording only (\`--format=trace --no-pack\`) | $(f "$(median exact_rec.times)") | $(ratio_median exact_rec.times plain.times) |
+| \`--sampling=512KiB\`, recording only | $(f "$(median s512_rec.times)") | $(ratio_median s512_rec.times plain.times) |
+| exact, end to end (default compact database) | $(f "$(median exact_e2e.times)") | $(ratio_median exact_e2e.times plain.times) |
+| \`--sampling=512KiB\`, end to end (default compact database) | $(f "$(median s512_e2e.times)") | $(ratio_median s512_e2e.times plain.times) |
+
+Raw trace: exact $raw_bytes bytes, sampled at 512 KiB $sraw_bytes bytes.
+
+Accuracy at \`--sampling=64KiB\`${SEED:+ (MEMSCOPE_SAMPLING_SEED=$SEED)}: heap bytes allocated, exact run against the
+sampled run's estimate, in total and for every site holding >= 1% of the bytes (churn: sites are
+stacks, one per recursion depth; sample_skew 20: the allocating functions).
+
+| site | exact bytes | estimated bytes | error |
+|---|---:|---:|---:|
+$churn_rows
+$skew_rows
+
+All raw times (s): plain $(tr '\n' ' ' <plain.times)/ exact-rec $(tr '\n' ' ' <exact_rec.times)/ s512-rec $(tr '\n' ' ' <s512_rec.times)/ exact-e2e $(tr '\n' ' ' <exact_e2e.times)/ s512-e2e $(tr '\n' ' ' <s512_e2e.times)
+EOT

@@ -1,0 +1,236 @@
+/* sample.c: sampling mode (`memscope run --sampling=BYTES`, docs/production.md "Sampling").
+ *
+ * Heap allocations are sampled by bytes as a Poisson process of mean B = agent.sample_bytes
+ * bytes between samples, as tcmalloc, jemalloc and Go's profiler do: each thread counts down
+ * the bytes it allocates from a draw of an exponential distribution of mean B, and the
+ * allocation that takes the countdown to zero or below is sampled (then a new countdown is
+ * drawn). The distribution has no memory, so an allocation of S bytes is sampled with
+ * probability 1 - exp(-S/B) whatever came before it, and the converter weights a sampled one by
+ * the inverse (the weight is a function of S and B alone: the trace carries no weights).
+ * Blocks much larger than B are sampled almost surely (S = 8B: with probability 0.9997).
+ *
+ * Every allocation and free is also counted, exactly, per thread (struct sampler, in TLS: two
+ * additions and a subtraction on the unsampled path); a thread adds its counts to the trace
+ * header's (atomically: the header is a shared mapping of the file, so they survive a crash)
+ * with every 16th sample, when it exits and at process exit. A thread still running at process
+ * exit loses its counts since its last sample (the other threads' TLS cannot be read there).
+ *
+ * Which blocks were sampled: the address set of agent.h (struct sample_set), fixed in size, so
+ * that the agent's memory stays constant however long the program runs; it holds at most
+ * SAMPLE_SLOTS / 2 live sampled blocks (64 Ki: a heap of 32 GiB of small blocks at 512 KiB),
+ * beyond which new samples are dropped and the agent says so once.
+ *
+ * The generator is splitmix64, per thread, seeded from the TSC and the thread's address, or
+ * from MEMSCOPE_SAMPLING_SEED (tests: the n-th thread to allocate gets seed + n, so a
+ * single-threaded program samples the same allocations every run). */
+#include "agent.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct sample_set sample_set;
+
+static uint64_t seed_base;      /* MEMSCOPE_SAMPLING_SEED, or 0 */
+static int seed_fixed;          /* it was given */
+static uint32_t threads_seeded; /* atomic: threads that drew their first countdown */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* ln(x) for x in (0, 1]: no libm in the agent. x = m 2^e with m in [1, 2); ln m from the
+ * series of atanh ((m - 1) / (m + 1) <= 1/3: 14 terms reach double precision). */
+static double ln01(double x)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    int e = (int)((b >> 52) & 0x7ff) - 1023;
+    b = (b & ~(0x7ffull << 52)) | (1023ull << 52);
+    double m;
+    memcpy(&m, &b, sizeof m);
+    double s = (m - 1) / (m + 1), s2 = s * s, term = s, sum = 0;
+    for (int k = 1; k < 30; k += 2) {
+        sum += term / k;
+        term *= s2;
+    }
+    return e * 0.69314718055994530942 + 2 * sum;
+}
+
+/* A countdown: a draw of an exponential distribution of mean agent.sample_bytes. */
+static int64_t draw(struct sampler *m)
+{
+    double u = (double)((splitmix64(&m->rng) >> 11) + 1) * (1.0 / 9007199254740992.0); /* (0,1] */
+    double v = -ln01(u) * (double)agent.sample_bytes;
+    return v >= 9.0e18 ? INT64_MAX : (int64_t)v + 1;
+}
+
+static unsigned long long env_u64(const char *name, int *given)
+{
+    const char *v = getenv(name);
+    unsigned long long n = 0;
+    *given = 0;
+    if (!v || !*v)
+        return 0;
+    for (; *v >= '0' && *v <= '9'; v++) {
+        if (n > (~0ull - 9) / 10)
+            return 0;
+        n = n * 10 + (unsigned long long)(*v - '0');
+    }
+    if (*v)
+        return 0; /* memscope run writes plain decimals: anything else is not its */
+    *given = 1;
+    return n;
+}
+
+void sample_init(void)
+{
+    int given;
+    agent.sample_bytes = env_u64(MS_ENV_SAMPLING, &given);
+    seed_base = env_u64(MS_ENV_SAMPLING_SEED, &seed_fixed);
+    agent.max_trace = env_u64(MS_ENV_MAX_TRACE_SIZE, &given);
+}
+
+/* Maps the two tables (once, at the first sample). Under the lock. */
+static int set_map(void)
+{
+    if (sample_set.bufs[0])
+        return 0;
+    size_t len = (size_t)SAMPLE_SLOTS * sizeof(uint64_t);
+    void *a = sys_mmap(NULL, 2 * len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (a == MAP_FAILED)
+        return -1;
+    sample_set.bufs[0] = a;
+    sample_set.bufs[1] = (uint64_t *)((char *)a + len);
+    __atomic_store_n(&sample_set.tab, sample_set.bufs[0], __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* Copies the live addresses into the other table, leaving the tombstones behind. Lookups that
+ * overlap it see seq change and ask again under the lock. */
+static void set_rebuild(void)
+{
+    uint64_t *from = sample_set.tab;
+    uint64_t *to = from == sample_set.bufs[0] ? sample_set.bufs[1] : sample_set.bufs[0];
+    __atomic_store_n(&sample_set.seq, sample_set.seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    memset(to, 0, (size_t)SAMPLE_SLOTS * sizeof *to);
+    for (uint32_t i = 0; i < SAMPLE_SLOTS; i++) {
+        uint64_t v = from[i];
+        if (v == SAMPLE_EMPTY || v == SAMPLE_TOMB)
+            continue;
+        uint32_t j = sample_hash((uintptr_t)v);
+        while (to[j] != SAMPLE_EMPTY)
+            j = (j + 1) & (SAMPLE_SLOTS - 1);
+        to[j] = v;
+    }
+    __atomic_store_n(&sample_set.tab, to, __ATOMIC_RELEASE);
+    sample_set.used = sample_set.live;
+    __atomic_store_n(&sample_set.seq, sample_set.seq + 1, __ATOMIC_RELEASE);
+}
+
+/* Adds p; 0, or -1 when the set is full (or cannot be mapped). Under the lock. */
+static int set_add(uintptr_t p)
+{
+    if (set_map() < 0 || sample_set.live >= SAMPLE_SLOTS / 2)
+        return -1;
+    if (sample_set.used >= SAMPLE_SLOTS / 4 * 3)
+        set_rebuild();
+    uint64_t *tab = sample_set.tab;
+    uint32_t i = sample_hash(p);
+    while (tab[i] != SAMPLE_EMPTY && tab[i] != SAMPLE_TOMB)
+        i = (i + 1) & (SAMPLE_SLOTS - 1);
+    if (tab[i] == SAMPLE_EMPTY)
+        sample_set.used++;
+    sample_set.live++;
+    __atomic_store_n(&tab[i], (uint64_t)p, __ATOMIC_RELEASE);
+    return 0;
+}
+
+int sample_alloc_slow(struct tstate *t, const void *p, size_t n)
+{
+    struct sampler *m = &t->smp;
+    if (!m->rng) { /* the thread's first allocation: its generator and first countdown */
+        uint32_t k = __atomic_fetch_add(&threads_seeded, 1, __ATOMIC_RELAXED);
+        m->rng = seed_fixed ? seed_base + k + 1
+                            : (__builtin_ia32_rdtsc() ^ (uintptr_t)t) * 0x9e3779b97f4a7c15ull;
+        if (!m->rng)
+            m->rng = 1;
+        m->left = draw(m) - (int64_t)n;
+        t->internal++;
+        agent_thread_register(); /* its counts are written when it exits */
+        t->internal--;
+        if (m->left > 0)
+            return 0;
+    }
+    m->left = draw(m);
+    /* The set's lock: a signal handler that interrupted its thread inside it gives up (the
+     * allocation is then not sampled: a bias of one in millions). */
+    int rc;
+    if (t->guard) {
+        if (!spin_trylock(&sample_set.lock))
+            return 0;
+    } else
+        spin_lock(&sample_set.lock);
+    rc = set_add((uintptr_t)p);
+    spin_unlock(&sample_set.lock);
+    if (rc < 0) {
+        if (!__atomic_exchange_n(&sample_set.full_said, 1, __ATOMIC_RELAXED)) {
+            t->internal++;
+            agent_say("sampling: too many live sampled blocks (over 65536); later samples are "
+                      "dropped and the estimates are low",
+                      NULL);
+            t->internal--;
+        }
+        return 0;
+    }
+    if ((++m->samples & 15) == 0)
+        sample_flush_counts(t); /* now and then: a thread that never ends has its counts */
+    return 1;
+}
+
+int sample_free_slow(const void *p)
+{
+    struct tstate *t = &agent_tls;
+    if (t->guard) {
+        if (!spin_trylock(&sample_set.lock))
+            return 1; /* recorded whether sampled or not: harmless */
+    } else
+        spin_lock(&sample_set.lock);
+    uint64_t *tab = sample_set.tab;
+    uint32_t i = sample_hash((uintptr_t)p);
+    for (uint32_t k = 0; k < SAMPLE_SLOTS; k++, i = (i + 1) & (SAMPLE_SLOTS - 1)) {
+        if (tab[i] == SAMPLE_EMPTY)
+            break;
+        if (tab[i] == (uintptr_t)p) {
+            __atomic_store_n(&tab[i], (uint64_t)SAMPLE_TOMB, __ATOMIC_RELEASE);
+            sample_set.live--;
+            break;
+        }
+    }
+    spin_unlock(&sample_set.lock);
+    return 1;
+}
+
+void sample_flush_counts(struct tstate *t)
+{
+    struct ms_trace_file_header *h = agent.hdr;
+    if (!agent.sample_bytes || !h || !agent.live->generation)
+        return; /* (a cloned child not set up yet: the header is its parent's; later) */
+    uint64_t a = t->smp.allocs, b = t->smp.bytes, f = t->smp.frees;
+    t->smp.allocs = t->smp.bytes = t->smp.frees = 0;
+    __atomic_add_fetch(&h->heap_allocs, a, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&h->heap_bytes, b, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&h->heap_frees, f, __ATOMIC_RELAXED);
+}
+
+void sample_after_fork_child(struct tstate *t)
+{
+    sample_set.lock = 0; /* a thread of the parent may have held it: it is not in the child */
+    memset(&t->smp, 0, sizeof t->smp);
+    __atomic_store_n(&threads_seeded, 0, __ATOMIC_RELAXED);
+}

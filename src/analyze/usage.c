@@ -129,7 +129,7 @@ static int find(struct usage_result *r, size_t *cap, const struct usage_proc *p)
     if (rc == 0 && p->have_cow && p->cow_bytes >= COW_MIN) {
         char sites[600] = "", one[200];
         size_t len = 0;
-        for (size_t i = 0; i < p->ncow_sites && len < sizeof sites - 1; i++) {
+        for (size_t i = 0; i < p->ncow_sites && i < 3 && len < sizeof sites - 1; i++) {
             ms_human_bytes(a, sizeof a, p->cow_sites[i].bytes);
             snprintf(one, sizeof one, "%s%s in blocks allocated by %.120s", i ? ", " : ": ", a,
                      p->cow_sites[i].site);

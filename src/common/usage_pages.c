@@ -244,11 +244,17 @@ int ms_pages_load(const char *path, struct ms_pages_walk **out, size_t *n)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return MS_EFORMAT;
+    }
     FILE *f = fdopen(fd, "rb");
     if (!f) {
         close(fd);
         return MS_ENOMEM;
     }
+    uint64_t left = (uint64_t)st.st_size; /* bytes not read yet: no record claims more */
     unsigned char hdr[MS_PAGES_HEADER], rec[MS_PAGES_RECORD];
     int rc = 0;
     if (fread(hdr, 1, sizeof hdr, f) != sizeof hdr || memcmp(hdr, MS_PAGES_MAGIC, 8) != 0)
@@ -260,14 +266,18 @@ int ms_pages_load(const char *path, struct ms_pages_walk **out, size_t *n)
     struct ms_pages_walk *v = NULL;
     size_t nv = 0, cap = 0;
     uint64_t total = 0;
+    left = left > MS_PAGES_HEADER ? left - MS_PAGES_HEADER : 0;
     while (rc == 0 && fread(rec, 1, sizeof rec, f) == sizeof rec) {
+        left = left > sizeof rec ? left - sizeof rec : 0;
         struct ms_pages_walk w = {0};
         w.ts_ns = get64(rec);
         w.pid = get32(rec + 8);
         uint32_t nr = get32(rec + 12);
         uint64_t bytes = get64(rec + 16);
-        if (nr > MS_PAGES_MAX_RANGES || total + nr > MS_PAGES_MAX_TOTAL)
-            break; /* no sampler's: the walks before it are kept */
+        if (nr > MS_PAGES_MAX_RANGES || total + nr > MS_PAGES_MAX_TOTAL ||
+            (uint64_t)nr * sizeof *w.r > left)
+            break; /* no sampler's, or cut short: the walks before it are kept */
+        left -= (uint64_t)nr * sizeof *w.r;
         if (nr && !(w.r = malloc((size_t)nr * sizeof *w.r))) {
             rc = MS_ENOMEM;
             break;

@@ -75,7 +75,7 @@ void ms_pages_encode(const struct ms_pages_walk *w, unsigned char *out);
 /* Reads the pages file at path: *out gets its walks (the caller frees each with
  * ms_pages_walk_release, then the array with free()), *n their count. Returns 0 (a damaged
  * record ends the reading: the walks before it are kept); -ENOENT; MS_EFORMAT for a file that
- * is not a pages file; MS_EVERSION for a newer version; MS_ENOMEM. */
+ * is not a pages file (or not a regular file); MS_EVERSION for a newer version; MS_ENOMEM. */
 int ms_pages_load(const char *path, struct ms_pages_walk **out, size_t *n);
 
 #endif

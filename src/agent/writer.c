@@ -296,6 +296,7 @@ void writer_after_fork_child(void)
     __atomic_store_n(&agent.live->generation, agent.generation, __ATOMIC_RELEASE);
     if (agent.broken)
         return;
+    agent.flags |= MS_TRACE_F_FORKED; /* this image's header says so (an exec starts anew) */
     int rc = writer_open();
     if (rc < 0) {
         writer_fail("cannot create the trace file of a forked child", -rc);

@@ -28,6 +28,13 @@ _Static_assert(MS_LAYER_HEAP == 1 && MS_LAYER_MMAP == 2, "SQL_LIVE_LAYERS names 
 #define RETENTION_MIN (32ll << 20) /* retained bytes ... */
 #define STACK_MIN (4ll << 20)      /* a main-thread stack of 4 MiB: half of the usual 8 MiB */
 #define SHMEM_MIN (16ll << 20)     /* resident shared memory */
+#define COW_MIN (8ll << 20)        /* a forked process's copies of its parent's blocks */
+#define COW_SITES 5                /* call sites reported per forked process */
+
+struct cow_site {
+    const char *site; /* interned by ms__sites_get: compared by pointer */
+    int64_t bytes;
+};
 
 struct usage_proc {
     int64_t process_id, pid, samples;
@@ -36,6 +43,13 @@ struct usage_proc {
     int have_smaps;
     /* the sample of maximum retained bytes: anonymous RSS - live - stack */
     int64_t max_retained, retained_ts, retained_rss_anon, retained_live, retained_stack;
+    /* copy-on-write (usage_cow): a forked image walked; its parent's pid, the fork's time,
+     * its number among its parent's walked children ("worker N"), the bytes of its parent's
+     * blocks in its private pages, and the top sites of those */
+    int have_cow;
+    int64_t cow_bytes, cow_parent_pid, cow_fork_ns, cow_worker;
+    struct cow_site cow_sites[COW_SITES];
+    size_t ncow_sites;
 };
 
 struct finding {
@@ -112,11 +126,105 @@ static int find(struct usage_result *r, size_t *cap, const struct usage_proc *p)
                  p->pid, p->command, a);
         rc = add_finding(r, cap, "shared_memory", p, p->peak_shmem, msg);
     }
+    if (rc == 0 && p->have_cow && p->cow_bytes >= COW_MIN) {
+        char sites[600] = "", one[200];
+        size_t len = 0;
+        for (size_t i = 0; i < p->ncow_sites && i < 3 && len < sizeof sites - 1; i++) {
+            ms_human_bytes(a, sizeof a, p->cow_sites[i].bytes);
+            snprintf(one, sizeof one, "%s%s in blocks allocated by %.120s", i ? ", " : ": ", a,
+                     p->cow_sites[i].site);
+            len += (size_t)snprintf(sites + len, sizeof sites - len, "%s", one);
+        }
+        ms_human_bytes(a, sizeof a, p->cow_bytes);
+        snprintf(msg, sizeof msg,
+                 "worker %" PRId64 " (pid %" PRId64 ", forked by pid %" PRId64 ") copied %s of "
+                 "its parent's memory%s. A forked process shares its parent's pages until one "
+                 "of them writes to a page, which then becomes a private copy: in Python merely "
+                 "reading an object writes its reference count. Try keeping such data in a few "
+                 "large buffers (numpy arrays, tensors, bytes) instead of many Python objects, "
+                 "gc.freeze() before forking, loading the data in each worker, or shared memory",
+                 p->cow_worker, p->pid, p->cow_parent_pid, a, sites);
+        rc = add_finding(r, cap, "copy_on_write", p, p->cow_bytes, msg);
+    }
     return rc;
 }
 
-static int compute(sqlite3 *db, struct usage_result *r)
+static int cmp_cow_site(const void *a, const void *b)
 {
+    const struct cow_site *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    return strcmp(x->site, y->site);
+}
+
+/* p's copy-on-write figures (usage_cow) and its top sites (usage_cow_stacks, by the call-site
+ * rule of the parent's blocks' stacks). */
+static int load_cow(struct ms_actx *x, struct usage_proc *p)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(x->db,
+                           "SELECT c.cow_bytes, pp.pid, c.fork_ns, "
+                           "(SELECT count(*) FROM usage_cow c2 WHERE c2.parent_id = c.parent_id "
+                           " AND (c2.fork_ns < c.fork_ns OR (c2.fork_ns = c.fork_ns AND "
+                           " c2.process_id <= c.process_id))) "
+                           "FROM usage_cow c JOIN processes pp ON pp.id = c.parent_id "
+                           "WHERE c.process_id = ?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return MS_EDB;
+    sqlite3_bind_int64(st, 1, p->process_id);
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+        p->have_cow = 1;
+        p->cow_bytes = sqlite3_column_int64(st, 0);
+        p->cow_parent_pid = sqlite3_column_int64(st, 1);
+        p->cow_fork_ns = sqlite3_column_int64(st, 2);
+        p->cow_worker = sqlite3_column_int64(st, 3);
+    }
+    sqlite3_finalize(st);
+    if (step != SQLITE_ROW)
+        return step == SQLITE_DONE ? 0 : MS_EDB;
+    if (sqlite3_prepare_v2(x->db,
+                           "SELECT stack_id, bytes FROM usage_cow_stacks WHERE process_id = ?1 "
+                           "ORDER BY bytes DESC, stack_id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return MS_EDB;
+    sqlite3_bind_int64(st, 1, p->process_id);
+    struct cow_site *v = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *site = ms__sites_get(&x->sites, sqlite3_column_int64(st, 0));
+        if (!site) {
+            rc = MS_ENOMEM;
+            break;
+        }
+        size_t i = 0;
+        while (i < n && v[i].site != site)
+            i++;
+        if (i == n) {
+            if (ms_grow((void **)&v, &cap, n, sizeof *v, 16, MAX_PROCS) < 0) {
+                rc = MS_ENOMEM;
+                break;
+            }
+            v[n++] = (struct cow_site){site, 0};
+        }
+        v[i].bytes += sqlite3_column_int64(st, 1);
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = MS_EDB;
+    sqlite3_finalize(st);
+    if (rc == 0 && n) {
+        qsort(v, n, sizeof *v, cmp_cow_site);
+        p->ncow_sites = n < COW_SITES ? n : COW_SITES;
+        memcpy(p->cow_sites, v, p->ncow_sites * sizeof *v);
+    }
+    free(v);
+    return rc;
+}
+
+static int compute(struct ms_actx *x, struct usage_result *r)
+{
+    sqlite3 *db = x->db;
     sqlite3_stmt *st;
     /* one row per process image with samples; the sample of maximum retained bytes is found
      * by the second query */
@@ -183,6 +291,9 @@ static int compute(sqlite3 *db, struct usage_result *r)
         sqlite3_reset(st);
     }
     sqlite3_finalize(st);
+    if (ms__has_column(db, "usage_cow", "cow_bytes"))
+        for (size_t i = 0; i < r->nprocs && rc == 0; i++)
+            rc = load_cow(x, &r->procs[i]);
     size_t fcap = 0;
     for (size_t i = 0; i < r->nprocs && rc == 0; i++)
         rc = find(r, &fcap, &r->procs[i]);
@@ -216,8 +327,17 @@ static void render_json(FILE *out, const struct usage_result *r, int64_t t0)
         ms_json_int(&j, "max_retained_live_bytes", p->retained_live);
         ms_json_int(&j, "max_retained_rss_anon_bytes", p->retained_rss_anon);
         ms_json_double(&j, "max_retained_at_s", (double)(p->retained_ts - t0) / 1e9);
-        ms_json_null(&j, "cow_private_bytes"); /* copy-on-write: not measured yet */
+        if (p->have_cow)
+            ms_json_int(&j, "cow_private_bytes", p->cow_bytes);
+        else
+            ms_json_null(&j, "cow_private_bytes"); /* not a forked process, or not walked */
         ms_json_begin_array(&j, "cow_sites");
+        for (size_t k = 0; k < p->ncow_sites; k++) {
+            ms_json_begin_object(&j, NULL);
+            ms_json_str(&j, "site", p->cow_sites[k].site);
+            ms_json_int(&j, "bytes", p->cow_sites[k].bytes);
+            ms_json_end_object(&j);
+        }
         ms_json_end_array(&j);
         ms_json_end_object(&j);
     }
@@ -271,6 +391,21 @@ static void render_text(FILE *out, const struct usage_result *r, int64_t t0)
                     a, (double)(p->retained_ts - t0) / 1e9, b);
         }
     }
+    for (size_t i = 0; i < r->nprocs; i++) {
+        const struct usage_proc *p = &r->procs[i];
+        if (!p->have_cow)
+            continue;
+        char a[32];
+        ms_human_bytes(a, sizeof a, p->cow_bytes);
+        fprintf(out,
+                "pid %" PRId64 ": forked by pid %" PRId64 " at %.3f s; copied %s of its "
+                "parent's blocks\n",
+                p->pid, p->cow_parent_pid, (double)(p->cow_fork_ns - t0) / 1e9, a);
+        for (size_t k = 0; k < p->ncow_sites; k++) {
+            ms_human_bytes(a, sizeof a, p->cow_sites[k].bytes);
+            fprintf(out, "    %10s  %s\n", a, p->cow_sites[k].site);
+        }
+    }
     if (!r->nfindings)
         fprintf(out, "no findings\n");
     for (size_t i = 0; i < r->nfindings; i++)
@@ -282,7 +417,7 @@ int ms_analyze_usage(struct ms_actx *x)
     struct usage_result r = {0};
     int rc = 0;
     if (ms__has_column(x->db, "usage_samples", "rss_anon"))
-        rc = compute(x->db, &r);
+        rc = compute(x, &r);
     if (rc == 0) {
         int64_t t0 = ms__run_start_ns(x->db);
         if (x->o->json)

@@ -489,9 +489,12 @@ int cmd_run(int argc, char **argv)
     int status = wait_child(pid, &signo, &core);
     child_pid = 0;
     usage_sampler_stop(&sampler);
-    cli_log(0, "usage sampler: %llu samples in %llu ticks, %.1f ms of CPU",
+    cli_log(0,
+            "usage sampler: %llu samples in %llu ticks, %.1f ms of CPU; %llu pagemap walks "
+            "(%.1f ms of CPU), %llu written",
             (unsigned long long)sampler.samples, (unsigned long long)sampler.ticks,
-            sampler.cpu_ns / 1e6);
+            sampler.cpu_ns / 1e6, (unsigned long long)sampler.walks, sampler.walk_cpu_ns / 1e6,
+            (unsigned long long)sampler.walks_written);
     if (signo)
         run_say_killed(signo, core);
     sigaction(SIGINT, &old_int, NULL);

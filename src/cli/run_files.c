@@ -10,6 +10,7 @@
 #include "common/files.h"
 #include "common/term_text.h"
 #include "common/usage.h"
+#include "common/usage_pages.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -60,7 +61,8 @@ int run_dir_empty(const char *dir)
     int empty = 1;
     while (empty && (e = readdir(d)))
         empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-                ms_usage_is_file(e->d_name); /* memscope's own samples, not the agent's */
+                ms_usage_is_file(e->d_name) || /* memscope's own samples, not the agent's */
+                ms_pages_is_file(e->d_name);
     closedir(d);
     return empty;
 }

@@ -1,6 +1,8 @@
 /* usage_sampler.h: `memscope run`'s usage monitor: a thread of the memscope process that samples
  * every traced process from /proc every --usage-interval into <trace dir>/usage-<pid>.msu
- * (common/usage.h, docs/usage.md). The traced program runs nothing for it. */
+ * (common/usage.h, docs/usage.md), and walks the pagemap of each forked one for the pages it
+ * copied into <trace dir>/usage-<pid>.msp (common/usage_pages.h). The traced program runs
+ * nothing for it. */
 #ifndef MS_USAGE_SAMPLER_H
 #define MS_USAGE_SAMPLER_H
 
@@ -25,6 +27,12 @@ struct usage_sampler {
     /* what it did, for the log and bench/RESULTS.md */
     uint64_t samples, ticks, cpu_ns;
     int write_failed; /* a write failed or would pass the limit: no more are made */
+    /* copy-on-write: the pages file usage-<root>.msp (created at its first walk, -1 before),
+     * its bytes, whether it ended; the pagemap walks made and written, their CPU */
+    int pfd;
+    uint64_t psize;
+    int pwrite_failed;
+    uint64_t walks, walks_written, walk_cpu_ns;
 };
 
 /* Starts sampling root and every process that writes a trace into trace_dir, every interval_s

@@ -163,8 +163,6 @@ int ms_usage_read(pid_t pid, const struct ms_usage_cgroup *cg, int smaps, struct
     return 0;
 }
 
-#define SMAPS_SPACING 400 /* usage.h, ms_usage_read_paced */
-
 static uint64_t clock_ns(clockid_t id)
 {
     struct timespec ts;
@@ -179,7 +177,7 @@ int ms_usage_read_paced(pid_t pid, const struct ms_usage_cgroup *cg, uint64_t *n
     int smaps = now >= *next_smaps_ns;
     int rc = ms_usage_read(pid, cg, smaps, s);
     if (smaps)
-        *next_smaps_ns = now + SMAPS_SPACING * (clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0);
+        *next_smaps_ns = now + MS_USAGE_PACE * (clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0);
     return rc;
 }
 
@@ -233,6 +231,8 @@ void ms_usage_encode(const struct ms_usage_sample *s, unsigned char *out)
     for (int i = 0; i < 9; i++)
         put64(out + 16 + 8 * i, v[i]);
     put32(out + 88, s->threads);
+    uint64_t kib = s->private_anon / 1024;
+    put32(out + 92, kib > UINT32_MAX ? UINT32_MAX : (uint32_t)kib);
 }
 
 static void decode(const unsigned char *p, struct ms_usage_sample *s)
@@ -245,6 +245,7 @@ static void decode(const unsigned char *p, struct ms_usage_sample *s)
     for (int i = 0; i < 9; i++)
         *v[i] = get64(p + 16 + 8 * i);
     s->threads = get32(p + 88);
+    s->private_anon = (uint64_t)get32(p + 92) * 1024;
 }
 
 /* Reads exactly len bytes at the file's position; returns 1, 0 at the end (or a partial

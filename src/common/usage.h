@@ -19,7 +19,11 @@
  *    48  u64 swap        VmSwap                56 u64 pss        smaps_rollup Pss
  *    64  u64 uss         smaps_rollup Private_Clean + Private_Dirty
  *    72  u64 cg_current  the cgroup's memory.current    80 u64 cg_max   memory.max
- *    88  u32 threads     Threads               92 u32 reserved (0)
+ *    88  u32 threads     Threads
+ *    92  u32 private_kib the pages present and mapped by this process only in its private
+ *                        anonymous writable mappings, KiB, when MS_USAGE_F_PAGES (a forked
+ *                        process's pagemap was walked in this sample: common/usage_pages.h;
+ *                        the walk's ranges are in usage-<pid>.msp); else 0
  *
  * A reader treats the file as hostile: a wrong magic or record size is refused, a newer version
  * is refused, a partial last record (a sampler killed mid-write) is ignored, and at most
@@ -46,6 +50,7 @@ enum {
     MS_USAGE_F_CGROUP = 1u << 2, /* cg_current was read */
     MS_USAGE_F_CG_MAX = 1u << 3, /* cg_max is a limit (memory.max was not "max") */
     MS_USAGE_F_EXIT = 1u << 4,   /* the process has ended: seen gone at ts_ns; figures are 0 */
+    MS_USAGE_F_PAGES = 1u << 5,  /* private_anon was read (a pagemap walk, usage_pages.h) */
 };
 
 /* One sample of one process. */
@@ -54,6 +59,7 @@ struct ms_usage_sample {
     uint32_t pid, flags;
     uint64_t rss_anon, rss_file, rss_shmem, stack, swap, pss, uss, cg_current, cg_max;
     uint32_t threads;
+    uint64_t private_anon; /* bytes (a multiple of 1 KiB in the file), MS_USAGE_F_PAGES */
 };
 
 /* Where a process's cgroup memory figures are: cgroup v2's memory.current and memory.max, else
@@ -82,6 +88,7 @@ int ms_usage_read(pid_t pid, const struct ms_usage_cgroup *cg, int smaps,
  * before 400 C (every sample at 0.1 s up to about 50 MiB resident, every other one at 200 MiB,
  * every 40 s at 20 GiB). *next_smaps_ns (CLOCK_MONOTONIC, 0 at first) is the caller's, one per
  * process. Returns what ms_usage_read returns. */
+#define MS_USAGE_PACE 400 /* the spacing of paced reads: 400 times their CPU cost (0.25%) */
 int ms_usage_read_paced(pid_t pid, const struct ms_usage_cgroup *cg, uint64_t *next_smaps_ns,
                         struct ms_usage_sample *s);
 

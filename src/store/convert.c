@@ -1068,6 +1068,8 @@ static int pass2(struct conv *c)
         }
         if (c->trend_ok && (rc = conv__compact_sample(c, s->ts)) < 0)
             break;
+        if (c->cow_next < c->ncow && (rc = conv__cow_until(c, s->ts)) < 0)
+            break; /* the parents' blocks at the forks before s (before the children's samples) */
         if (c->usage_next < c->nusage && (int64_t)c->usage[c->usage_next].ts_ns < s->ts)
             conv__usage_until(c, s->ts); /* the live bytes at the samples taken before s */
         rc = on_event(c, s);
@@ -1078,6 +1080,8 @@ static int pass2(struct conv *c)
         if (nheap)
             heap_down(heap, nheap, 0);
     }
+    if (rc == 0)
+        rc = conv__cow_until(c, INT64_MAX); /* forks after the last event */
     free(heap);
     for (size_t i = 0; streams && i < n; i++) {
         free(streams[i].pre);
@@ -1541,6 +1545,7 @@ static void conv_release(struct conv *c)
     for (size_t i = 0; i < c->nusage_paths; i++)
         free(c->usage_paths[i]);
     free(c->usage_paths);
+    conv__cow_release(c);
     free(c->own_peak);
     free(c->dpoints);
     free(c->dpairs);
@@ -1629,6 +1634,8 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
         rc = conv__usage_write(&c);
     if (rc == 0)
         rc = conv__windows_write(&c);
+    if (rc == 0)
+        rc = conv__cow_write(&c);
     if (rc == 0 && o->compact && !o->sink)
         rc = conv__compact_write_blocks(&c);
     if (rc == 0)

@@ -8,6 +8,7 @@
 
 #include "common/u64map.h"
 #include "common/usage.h"
+#include "common/usage_pages.h"
 #include "batch.h"
 #include "embed.h"
 #include "common/ms_error.h"
@@ -118,6 +119,9 @@ struct proc {
     int64_t host_live, host_peak, host_peak_ns, host_peak_event, host_peak_alloc;
     size_t host_from;
     struct conv_mm *mm; /* its reservations and their commits (convert_mmap.c), NULL: none */
+    /* A forked image: its parent's heap and mmap bytes live at the fork (convert_cow.c), which
+     * are live in it too (its usage samples' live bytes count them) */
+    int64_t inherited_live;
 };
 
 /* A trace's monotonic time ns as epoch ns (modular arithmetic: right either way), clamped into
@@ -255,8 +259,12 @@ struct conv {
     struct ms_usage_sample *usage;
     size_t nusage, usage_next;
     int64_t *usage_live;
-    char **usage_paths; /* the usage files read, for the compact database's trace_files */
+    char **usage_paths; /* the usage and pages files read, for the compact database's trace_files */
     size_t nusage_paths;
+    /* copy-on-write (convert_cow.c): the forked images with a pagemap walk, by fork time; the
+     * next one whose parent's live blocks pass 2 has not counted yet */
+    struct cow_child *cow;
+    size_t ncow, cow_next;
     struct stack_def *stacks;
     size_t nstacks, astacks;
     uint64_t stack_pcs;
@@ -531,6 +539,21 @@ int conv__mmap_write_layers(struct conv *c);
 int conv__usage_load(struct conv *c);
 void conv__usage_until(struct conv *c, int64_t ts);
 int conv__usage_write(struct conv *c);
+/* The index in c->procs of the image of pid running at monotonic time mono (the last one whose
+ * agent started by then, else the first); -1 when pid wrote no trace. */
+ptrdiff_t conv__proc_at(const struct conv *c, uint32_t pid, uint64_t mono);
+
+/* convert_cow.c: copy-on-write traced to the blocks (common/usage_pages.h, docs/usage.md).
+ * conv__cow_load reads the pagemap walks of <trace dir>/usage-<pid>.msp (after
+ * conv__usage_load, which lists them); conv__cow_until counts, for each forked image whose fork
+ * came before ts, its parent's live blocks in its walk (pass 2 calls it before each event, and
+ * with INT64_MAX at its end, while the parents' live sets are those at the fork);
+ * conv__cow_write writes usage_cow and usage_cow_stacks. 0 or a negative code. */
+struct cow_child;
+int conv__cow_load(struct conv *c);
+int conv__cow_until(struct conv *c, int64_t ts);
+int conv__cow_write(struct conv *c);
+void conv__cow_release(struct conv *c);
 void conv__mmap_release(struct proc *p);
 
 /* ---- convert_cuda.c: called by convert.c ---------------------------------------------------- */

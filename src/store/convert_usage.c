@@ -23,10 +23,8 @@ static int cmp_sample(const void *a, const void *b)
     return (int)(x->flags & MS_USAGE_F_EXIT) - (int)(y->flags & MS_USAGE_F_EXIT);
 }
 
-/* The index in c->procs (sorted by pid, then image) of the image of pid running at monotonic
- * time mono: the last one whose agent started by then, else the first; -1 when pid wrote no
- * trace. */
-static ptrdiff_t proc_at(const struct conv *c, uint32_t pid, uint64_t mono)
+/* c->procs is sorted by pid, then image. */
+ptrdiff_t conv__proc_at(const struct conv *c, uint32_t pid, uint64_t mono)
 {
     size_t lo = 0, hi = c->nprocs;
     while (lo < hi) {
@@ -60,7 +58,7 @@ static int list_usage_files(struct conv *c)
     int rc = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (!ms_usage_is_file(e->d_name))
+        if (!ms_usage_is_file(e->d_name) && !ms_pages_is_file(e->d_name))
             continue;
         if (c->nusage_paths == MS_USAGE_MAX_FILES)
             break; /* more than any set of runs into one directory makes */
@@ -94,6 +92,8 @@ int conv__usage_load(struct conv *c)
         struct ms_usage_sample *v;
         size_t n;
         const char *path = c->usage_paths[f], *name = strrchr(path, '/') + 1;
+        if (!ms_usage_is_file(name))
+            continue; /* a pages file: convert_cow.c */
         struct stat st;
         int lrc = lstat(path, &st) == 0 && !S_ISREG(st.st_mode) ? MS_EFORMAT
                                                                 : ms_usage_load(path, &v, &n);
@@ -110,7 +110,7 @@ int conv__usage_load(struct conv *c)
          * samples of a process that wrote no trace go: the run knows nothing else of it. The
          * process's index is kept in the sample's pid field from here on. */
         for (size_t i = 0; i < n && rc == 0; i++) {
-            ptrdiff_t k = proc_at(c, v[i].pid, v[i].ts_ns);
+            ptrdiff_t k = conv__proc_at(c, v[i].pid, v[i].ts_ns);
             if (k < 0)
                 continue;
             if (c->nusage == MS_USAGE_MAX_RECORDS)
@@ -128,6 +128,8 @@ int conv__usage_load(struct conv *c)
         }
         free(v);
     }
+    if (rc == 0)
+        rc = conv__cow_load(c);
     if (rc < 0 || !c->nusage)
         return rc;
     qsort(c->usage, c->nusage, sizeof *c->usage, cmp_sample);
@@ -142,8 +144,8 @@ void conv__usage_until(struct conv *c, int64_t ts)
     for (; c->usage_next < c->nusage && (int64_t)c->usage[c->usage_next].ts_ns < ts;
          c->usage_next++) {
         const struct proc *p = &c->procs[c->usage[c->usage_next].pid];
-        c->usage_live[c->usage_next] =
-            p->ls[MS_LAYER_HEAP].st.live_bytes + p->ls[MS_LAYER_MMAP].st.live_bytes;
+        c->usage_live[c->usage_next] = p->ls[MS_LAYER_HEAP].st.live_bytes +
+                                       p->ls[MS_LAYER_MMAP].st.live_bytes + p->inherited_live;
     }
 }
 
@@ -161,8 +163,8 @@ int conv__usage_write(struct conv *c)
     int rc = conv__prepare(c, &st,
                            "INSERT INTO usage_samples (process_id, ts_ns, rss_anon, rss_file, "
                            "rss_shmem, stack, swap, pss, uss, threads, cgroup_current, "
-                           "cgroup_max, live_bytes, exited) VALUES "
-                           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                           "cgroup_max, live_bytes, exited, private_anon) VALUES "
+                           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     if (rc < 0)
         return rc;
     for (size_t i = 0; i < c->nusage && rc == 0; i++) {
@@ -184,6 +186,7 @@ int conv__usage_write(struct conv *c)
         bind_u64(st, 12, s->cg_max, !exited && (s->flags & MS_USAGE_F_CG_MAX));
         sqlite3_bind_int64(st, 13, exited ? 0 : c->usage_live[i]);
         sqlite3_bind_int(st, 14, exited);
+        bind_u64(st, 15, s->private_anon, !exited && (s->flags & MS_USAGE_F_PAGES));
         rc = conv__step_reset(c, st, "usage_samples");
     }
     sqlite3_finalize(st);

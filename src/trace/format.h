@@ -124,6 +124,9 @@
 
 #define MS_TRACE_F_STACKS 1u   /* native stacks were collected */
 #define MS_TRACE_F_DEFERRED 2u /* collect-mode=deferred: recording starts at memscope_start() */
+/* The image began as a fork (or a clone without CLONE_VM) of ppid's image at start_mono_ns: its
+ * memory was a copy of its parent's then (copy-on-write, docs/usage.md), not an exec'd program. */
+#define MS_TRACE_F_FORKED 8u
 
 /* Record types. */
 enum {

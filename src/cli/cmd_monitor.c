@@ -79,7 +79,7 @@ int cmd_monitor(int argc, char **argv)
                                              {0, 0, 0, 0}};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_LISTEN: mo.listen = optarg; break;
         case OPT_RANK:

@@ -8,6 +8,8 @@
  *       1 block of 512 KiB with owner "PTA@activation@model", 2 blocks of 256 KiB with no
  *       owner, frees one of those (live: 3.5 MiB + 256 KiB = 3,932,160 bytes; 6 allocations,
  *       1 free), ends 3 steps, then waits until GO_FILE exists and exits without freeing.
+ *   monitor_grow holdn N GO_FILE
+ *       allocates N blocks of 1 MiB, then waits until GO_FILE exists and exits without freeing.
  *
  * No stdio: nothing allocates but what is listed. */
 #include "memscope.h"
@@ -69,6 +71,13 @@ int main(int argc, char **argv)
         for (int i = 0; i < 3; i++)
             memscope_step();
         while (access(argv[2], F_OK) != 0)
+            nap_ms(20);
+        return 0;
+    }
+    if (argc == 4 && strcmp(argv[1], "holdn") == 0) {
+        for (long i = atol(argv[2]); i > 0; i--)
+            hold_here(1048576);
+        while (access(argv[3], F_OK) != 0)
             nap_ms(20);
         return 0;
     }

@@ -149,6 +149,35 @@ static void site_text(const struct ms_follow_proc *p, struct ms_symbolizer *s, u
     ms_site_frame_format(&fi[k < 0 ? 0 : k], out, len);
 }
 
+void monitor_site_text(struct monitor *m, size_t i, uint32_t stack_id, char *out, size_t len)
+{
+    struct ms_follow_proc *p = &m->f.procs[i];
+    struct monitor_proc *q = &m->mp[i];
+    if (!m->symcache) {
+        m->symcache = calloc(1, sizeof *m->symcache);
+        if (m->symcache)
+            ms_symcache_init(m->symcache);
+    }
+    if (!q->sym || q->sym_nmods != p->nmods) { /* modules loaded since: built again */
+        if (q->sym)
+            ms_symbolizer_release(q->sym);
+        else
+            q->sym = calloc(1, sizeof *q->sym);
+        struct ms_sym_module *mods = calloc(p->nmods ? p->nmods : 1, sizeof *mods);
+        if (q->sym && mods) {
+            for (size_t k = 0; k < p->nmods; k++)
+                mods[k] = (struct ms_sym_module){p->mods[k].bias, p->mods[k].lo, p->mods[k].hi,
+                                                 p->mods[k].path, 0};
+            if (ms_symbolizer_init(q->sym, m->symcache, mods, p->nmods) < 0)
+                memset(q->sym, 0, sizeof *q->sym);
+            q->sym_nmods = p->nmods;
+        }
+        free(mods);
+    }
+    struct ms_symbolizer none = {0};
+    site_text(p, q->sym ? q->sym : &none, stack_id, out, len);
+}
+
 /* The warning: one line on stderr, and the report of what holds the memory. */
 static void warn(struct monitor *m, size_t i)
 {
@@ -156,20 +185,9 @@ static void warn(struct monitor *m, size_t i)
     struct monitor_proc *q = &m->mp[i];
     struct ms_follow_stack_live top[WARN_SITES];
     size_t nt = ms_follow_top_stacks(p, top, WARN_SITES);
-    struct ms_symcache cache;
-    ms_symcache_init(&cache);
-    struct ms_sym_module *mods = calloc(p->nmods ? p->nmods : 1, sizeof *mods);
-    struct ms_symbolizer sym = {0};
     char sites[WARN_SITES][512];
-    if (mods) {
-        for (size_t k = 0; k < p->nmods; k++)
-            mods[k] = (struct ms_sym_module){p->mods[k].bias, p->mods[k].lo, p->mods[k].hi,
-                                             p->mods[k].path, 0};
-        if (ms_symbolizer_init(&sym, &cache, mods, p->nmods) < 0)
-            memset(&sym, 0, sizeof sym);
-    }
     for (size_t k = 0; k < nt; k++)
-        site_text(p, &sym, top[k].stack_id, sites[k], sizeof sites[k]);
+        monitor_site_text(m, i, top[k].stack_id, sites[k], sizeof sites[k]);
     char lim[32], live[32], rate[32], held[32];
     monitor_bytes(q->limit, lim, sizeof lim);
     monitor_bytes((double)p->host_live, live, sizeof live);
@@ -240,9 +258,6 @@ static void warn(struct monitor *m, size_t i)
     else
         cli_error("%s", m->last_warning);
     m->warnings++;
-    ms_symbolizer_release(&sym);
-    ms_symcache_release(&cache);
-    free(mods);
 }
 
 int monitor_tick(struct monitor *m, uint64_t now_ns)
@@ -396,6 +411,16 @@ void monitor_release(struct monitor *m)
     if (m->lfd >= 0)
         close(m->lfd);
     m->lfd = -1;
+    for (size_t i = 0; i < m->amp && m->mp; i++)
+        if (m->mp[i].sym) {
+            ms_symbolizer_release(m->mp[i].sym);
+            free(m->mp[i].sym);
+        }
+    if (m->symcache) {
+        ms_symcache_release(m->symcache);
+        free(m->symcache);
+        m->symcache = NULL;
+    }
     ms_follow_release(&m->f);
     free(m->mp);
     m->mp = NULL;

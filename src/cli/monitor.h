@@ -10,6 +10,7 @@
 #include "analyze/forecast.h"
 #include "common/usage.h"
 #include "trace/follow.h"
+#include "store/symbolize.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -44,7 +45,9 @@ struct monitor_proc {
     int warned;
     char rank[32]; /* "" when unknown */
     int rank_read;
-    double rate; /* bytes per second over the last tick */
+    struct ms_symbolizer *sym; /* monitor_site_text's, built over sym_nmods modules */
+    size_t sym_nmods;
+    double rate; /* bytes per second over the last second */
     int64_t rate_prev;
     uint64_t rate_prev_ns;
 };
@@ -64,6 +67,7 @@ struct monitor {
     int all_gone; /* atomic: processes were seen, and every one has ended */
     uint64_t ticks, scrapes, cpu_ns, warnings;
     char last_warning[1024];
+    struct ms_symcache *symcache; /* the ELF files read for monitor_site_text */
 };
 
 /* Opens the trace directory and the listening socket (when o->listen). Returns 0, or -1 with a
@@ -79,6 +83,10 @@ void monitor_programs_ended(struct monitor *m);
 /* One tick, on the caller's thread (the thread's, or `top`'s loop): poll, sample, forecast,
  * warn. Returns 0 or MS_ENOMEM. */
 int monitor_tick(struct monitor *m, uint64_t now_ns);
+
+/* The call site of stack stack_id of process i (m->f.procs[i]) as the analyses name sites
+ * ("function (file:line)"), symbolized with libdw (the files read once per monitor). */
+void monitor_site_text(struct monitor *m, size_t i, uint32_t stack_id, char *out, size_t len);
 
 /* Stops the thread (the last values are served until then), closes the socket, frees. Accepts a
  * monitor that was never opened (zeroed). */

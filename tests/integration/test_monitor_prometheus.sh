@@ -88,6 +88,10 @@ assert_eq "Prometheus: allocations by rank" $'rank=0=1\nrank=1=2\nrank=2=3\nrank
 assert_eq "Prometheus: one host" "=1" "$(query 'count(count by (host) (memscope_live_bytes))')"
 kill "$PROM"
 wait "$PROM" 2>/dev/null
+# memscope top --targets shows the same: one line per rank and the job's total
+ms top top --targets "$(echo "$TARGETS" | tr -d '" ')" --iterations 1
+assert_eq "top --targets: ranks and their live bytes" $'0 1.0 MiB\n1 2.0 MiB\n2 3.0 MiB\n3 4.0 MiB\njob 10.0 MiB' \
+    "$(awk '$1 ~ /^[0-9]+$/ {print $1, $3, $4} $1 == "job" {print $1, $3, $4}' "$TMP/top.out" | sort)"
 touch "$TMP/go"
 for r in 0 1 2 3; do
     wait "${PIDS[$r]}"

@@ -91,7 +91,33 @@ assert_file "grow: report" "$REPORT"
 assert_match "grow: report's first site" '1\. [0-9.]+ MiB by grow_here' "$(cat "$REPORT")"
 assert_match "grow: report's limit" 'limit: 200.0 MiB \(--limit\)' "$(cat "$REPORT")"
 
-# 4. bad input: clear messages, nothing run
+# 4. a run started elsewhere (the torchrun recipe of docs/monitor.md): the agent in the
+# environment of two workers with RANK=0 and 1, one memscope monitor following their directory
+AGENT=$(dirname "$MEMSCOPE")/libmemscope.so
+mkdir -p "$TMP/job"
+"$MEMSCOPE" monitor "$TMP/job" --listen 127.0.0.1:0 --until-exit >"$TMP/mon.out" 2>"$TMP/mon.err" &
+MON=$!
+rm -f "$TMP/go3"
+for r in 0 1; do
+    RANK=$r MEMSCOPE_TRACE_DIR="$TMP/job" LD_PRELOAD="$AGENT" \
+        "$PROGS/monitor_grow" holdn $((r + 2)) "$TMP/go3" &
+done
+wait_for grep -q 'serving metrics on' "$TMP/mon.err"
+MADDR=$(port_of "$TMP/mon.err")
+both_held() {
+    curl -sf "http://$MADDR/metrics" >"$TMP/m.txt" &&
+        [ "$(grep -c 'memscope_live_bytes{.*layer="heap".*} [23]097152$' "$TMP/m.txt")" -eq 2 ]
+}
+wait_for both_held
+assert_eq "monitor: each rank's live heap bytes" $'0 2097152\n1 3145728' \
+    "$(sed -n 's/^memscope_live_bytes{.*rank="\([0-9]*\)".*layer="heap".*} \([0-9]*\)$/\1 \2/p' "$TMP/m.txt" | sort)"
+touch "$TMP/go3"
+wait_for sh -c "! kill -0 $MON 2>/dev/null"
+assert_eq "monitor --until-exit: ended after the workers (kill -0 fails)" 1 "$(kill -0 "$MON" 2>/dev/null; echo $?)"
+wait "$MON"
+assert_eq "monitor: status" 0 "$?"
+
+# 5. bad input: clear messages, nothing run
 ms badaddr run --metrics=127.0.0.1:99999 -o "$TMP/bad.db" -- /usr/bin/touch "$TMP/ran"
 assert_eq "malformed address: status" 1 "$RC"
 assert_match "malformed address: message" "malformed address '127.0.0.1:99999'" "$(cat "$TMP/badaddr.err")"

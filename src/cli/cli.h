@@ -12,8 +12,11 @@ int cmd_pack(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 int cmd_report(int argc, char **argv);
-int cmd_usage(int argc, char **argv);  /* cmd_usage.c */
-int cmd_attach(int argc, char **argv); /* cmd_attach.c */
+int cmd_usage(int argc, char **argv);   /* cmd_usage.c */
+int cmd_attach(int argc, char **argv);  /* cmd_attach.c */
+int cmd_usage(int argc, char **argv);   /* cmd_usage.c */
+int cmd_monitor(int argc, char **argv); /* cmd_monitor.c */
+int cmd_top(int argc, char **argv);     /* cmd_top.c */
 /* msMemScope's `--compare --input-path=A,B` (cmd_compare.c): argv[0] is memscope's. */
 int cmd_compare_ms(int argc, char **argv);
 #ifdef MEMSCOPE_HAVE_SNAPSHOT

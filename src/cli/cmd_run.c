@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "run.h"
 #include "usage_sampler.h"
+#include "monitor.h"
 #include "common/agent_api.h"
 
 #include "analyze/analyze.h"
@@ -429,7 +430,41 @@ static void agent_environment(struct run_options *o, const struct run_paths *p,
     env_add[nenv] = NULL;
 }
 
+/* The live monitor of this run (--metrics, --limit, --warn-before): released when memscope
+ * exits (cmd_run), so that the last values are served through the conversion. */
+static struct monitor run_monitor;
+
+/* Opens the live monitor before anything runs: a port in use stops the run before the program
+ * starts. Returns 0, or 1 after saying why. */
+static int monitor_plan(const struct run_options *o, const struct run_paths *rp)
+{
+    if (!o->metrics && !o->limit && !o->warn_before)
+        return 0;
+    struct monitor_opts mo = {.trace_dir = rp->trace_dir,
+                              .listen = o->metrics,
+                              .rank = o->rank,
+                              .limit = o->limit,
+                              .warn_before = o->warn_before ? o->warn_before : 60,
+                              .report_dir = rp->out_dir};
+    char err[512];
+    if (monitor_open(&run_monitor, &mo, err, sizeof err) < 0) {
+        cli_error("--metrics: %s; nothing was run", err);
+        return 1;
+    }
+    return 0;
+}
+
+static int run_main(int argc, char **argv);
+
 int cmd_run(int argc, char **argv)
+{
+    run_monitor.lfd = -1;
+    int rc = run_main(argc, argv);
+    monitor_release(&run_monitor);
+    return rc;
+}
+
+static int run_main(int argc, char **argv)
 {
     struct run_options o = {
         .c_depth = MS_RUN_C_DEPTH, .format = FMT_COMPACT, .symbolize = 1, .unwind_dwarf = 1};
@@ -458,6 +493,10 @@ int cmd_run(int argc, char **argv)
         undo_output(&rp);
         return rc;
     }
+    if (monitor_plan(&o, &rp) != 0) {
+        undo_output(&rp);
+        return 1;
+    }
     char *env_add[ENV_MAX];
     agent_environment(&o, &rp, agent_path, env_add);
 
@@ -485,9 +524,12 @@ int cmd_run(int argc, char **argv)
     if (!o.usage_off && usage_sampler_start(&sampler, rp.trace_dir, pid,
                                             o.usage_interval ? o.usage_interval : 0.1) < 0)
         cli_log(2, "cannot sample memory usage into %s; the run goes on without it", rp.trace_dir);
+    if (run_monitor.f.dir[0] && monitor_start(&run_monitor) < 0)
+        cli_log(2, "cannot start the live monitor; the run goes on without it");
     int signo, core;
     int status = wait_child(pid, &signo, &core);
     child_pid = 0;
+    monitor_programs_ended(&run_monitor);
     usage_sampler_stop(&sampler);
     cli_log(0,
             "usage sampler: %llu samples in %llu ticks, %.1f ms of CPU; %llu pagemap walks "

@@ -78,6 +78,8 @@ static const char usage[] =
     "       memscope report run.db [-o run.html]          (the viewer as one HTML file)\n"
     "       memscope usage --pid PID... [--interval S] [--duration S] [-o report.json]\n"
     "       memscope attach PID [-o OUT] [--duration=S]   (record a running process)\n"
+    "       memscope monitor TRACE_DIR [--listen HOST:PORT] [--limit BYTES] [--once]\n"
+    "       memscope top [TRACE_DIR | --pid PID | --targets HOST:PORT,...]  (live view)\n"
     "       memscope --compare --input-path=A.db,B.db [-o DIR]  (two runs, msMemScope's form)\n"
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
     "       memscope snapshot FILE [--json] [-o run.db] [--state-at N]\n"
@@ -93,10 +95,10 @@ static const struct command {
     int (*fn)(int argc, char **argv);
     int own_signals;
 } commands[] = {
-    {"run", cmd_run, 1},           {"import", cmd_import, 0}, {"export", cmd_export, 0},
-    {"analyze", cmd_analyze, 0},   {"pack", cmd_pack, 0},     {"plot", cmd_plot, 0},
-    {"view", cmd_view, 1},         {"report", cmd_report, 0}, {"usage", cmd_usage, 1},
-    {"attach", cmd_attach, 1},
+    {"run", cmd_run, 1},           {"import", cmd_import, 0},   {"export", cmd_export, 0},
+    {"analyze", cmd_analyze, 0},   {"pack", cmd_pack, 0},       {"plot", cmd_plot, 0},
+    {"view", cmd_view, 1},         {"report", cmd_report, 0},   {"usage", cmd_usage, 1},
+    {"attach", cmd_attach, 1},     {"monitor", cmd_monitor, 1}, {"top", cmd_top, 1},
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
     {"snapshot", cmd_snapshot, 0},
 #endif

@@ -55,6 +55,11 @@ struct run_options {
     const char *suppressions_path; /* --suppressions=FILE */
     const char *junit;             /* --junit=FILE */
     int error_exitcode;            /* --error-exitcode=N (RUN_BUDGET_EXIT when not given) */
+    /* the live monitor (monitor.h, docs/monitor.md): on with any of these */
+    const char *metrics;      /* --metrics=HOST:PORT: serve Prometheus metrics there */
+    const char *rank;         /* --rank=N: the rank label (default: each process's RANK) */
+    unsigned long long limit; /* --limit=BYTES (0: the cgroup's limit, else MemAvailable) */
+    double warn_before;       /* --warn-before=S (0: not given, 60 when the monitor runs) */
 };
 
 /* Parses memscope run's options into o (o->prog: the program and its arguments; o must come

@@ -77,6 +77,15 @@ static const char run_usage[] =
     "                           memory and cgroup from /proc every S seconds (default 0.1;\n"
     "                           0: off); memscope analyze usage reads them (docs/usage.md)\n"
     "\n"
+    "Live monitoring (docs/monitor.md), from the memscope process while the program runs:\n"
+    "      --metrics=HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics until\n"
+    "                           memscope exits (:PORT is 127.0.0.1:PORT; port 0: any)\n"
+    "      --rank=N             the rank label of the metrics (default: each process's RANK)\n"
+    "      --limit=BYTES        the memory the forecast counts to (default: the cgroup's\n"
+    "                           limit, else MemAvailable)\n"
+    "      --warn-before=S      warn once, with a report of what holds the memory, when the\n"
+    "                           limit is forecast less than S seconds away (default 60)\n"
+    "\n"
     "Budgets (docs/ci.md): fail the run when memory goes over a limit\n"
     "      --fail-on-leak[=BYTES[:LAYER]]\n"
     "                           more than BYTES (default 0) live at exit, after the\n"
@@ -257,7 +266,11 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
         OPT_ERROR_EXIT,
         OPT_USAGE,
         OPT_SAMPLING,
-        OPT_MAX_TRACE
+        OPT_MAX_TRACE,
+        OPT_METRICS,
+        OPT_RANK,
+        OPT_LIMIT,
+        OPT_WARN
     };
     static const struct option longopts[] = {
         {"output-path", required_argument, NULL, 'o'},
@@ -279,6 +292,10 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
         {"device", required_argument, NULL, OPT_DEVICE},
         {"steps", required_argument, NULL, OPT_STEPS},
         {"usage-interval", required_argument, NULL, OPT_USAGE},
+        {"metrics", required_argument, NULL, OPT_METRICS},
+        {"rank", required_argument, NULL, OPT_RANK},
+        {"limit", required_argument, NULL, OPT_LIMIT},
+        {"warn-before", required_argument, NULL, OPT_WARN},
         {"no-symbols", no_argument, NULL, OPT_NOSYM},
         {"fail-on-leak", optional_argument, NULL, OPT_FAIL_LEAK},
         {"fail-on-step-leak", no_argument, NULL, OPT_FAIL_STEP_LEAK},
@@ -348,6 +365,29 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
                                    optarg);
             o->usage_interval = v;
             o->usage_off = v == 0;
+            break;
+        }
+        case OPT_METRICS: o->metrics = optarg; break;
+        case OPT_RANK:
+            if (!*optarg || strlen(optarg) > 9 || strspn(optarg, "0123456789") != strlen(optarg))
+                return usage_error("--rank: expected a number, not '%s'", optarg);
+            o->rank = optarg;
+            break;
+        case OPT_LIMIT: {
+            uint64_t v;
+            if (ms_size_parse(optarg, &v) < 0 || v == 0)
+                return usage_error("--limit: expected a size such as 200MiB or 16GiB, not '%s'",
+                                   optarg);
+            o->limit = v;
+            break;
+        }
+        case OPT_WARN: {
+            char *end;
+            errno = 0;
+            double v = strtod(optarg, &end);
+            if (end == optarg || *end || errno || !(v > 0) || v > 1e7)
+                return usage_error("--warn-before: expected seconds above 0, not '%s'", optarg);
+            o->warn_before = v;
             break;
         }
         case OPT_DEVICE:

@@ -1,0 +1,104 @@
+/* monitor.h: the live monitor (docs/monitor.md): a thread of the memscope process that follows a
+ * trace directory as it grows (trace/follow.h), samples each traced process's usage from /proc
+ * (common/usage.h), forecasts when each one's live bytes reach the limit (analyze/forecast.h),
+ * warns once when that is nearer than --warn-before, and serves the figures as Prometheus metrics
+ * (metrics.c, metrics_http.h). Used by `memscope run --metrics` (and --warn-before / --limit),
+ * `memscope monitor` and `memscope top`. The traced programs run nothing for it. */
+#ifndef MS_CLI_MONITOR_H
+#define MS_CLI_MONITOR_H
+
+#include "analyze/forecast.h"
+#include "common/usage.h"
+#include "trace/follow.h"
+#include "store/symbolize.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define MONITOR_TICK_NS 250000000ull  /* between polls of the trace */
+#define MONITOR_GRACE_NS 200000000ull /* events younger than this wait for other threads' */
+
+struct monitor_opts {
+    const char *trace_dir;
+    const char *listen;     /* HOST:PORT to serve /metrics on, or NULL */
+    const char *rank;       /* --rank; NULL: each process's RANK (its environment), if any */
+    uint64_t limit;         /* --limit in bytes; 0: the cgroup's limit, else MemAvailable */
+    double warn_before;     /* --warn-before seconds (0: no warning) */
+    const char *report_dir; /* where the warning's report is written; NULL: not written */
+    int quiet;              /* no "serving metrics on" line */
+};
+
+/* What the monitor keeps per followed process beside the follower's figures. */
+struct monitor_proc {
+    struct ms_usage_sample usage; /* the last sample (valid when have_usage) */
+    int have_usage, gone, cg_found;
+    struct ms_usage_cgroup cg;
+    uint64_t next_smaps_ns;
+    struct ms_forecast fc;
+    double eta_s;   /* -1: no prediction */
+    int why;        /* MS_LIMIT_* */
+    double limit;   /* the capacity forecast against, bytes */
+    int limit_from; /* 0 --limit, 1 cgroup, 2 MemAvailable */
+    struct ms_fit fit;
+    int warned;
+    char rank[32]; /* "" when unknown */
+    int rank_read;
+    struct ms_symbolizer *sym; /* monitor_site_text's, built over sym_nmods modules */
+    size_t sym_nmods;
+    double rate; /* bytes per second over the last second */
+    int64_t rate_prev;
+    uint64_t rate_prev_ns;
+};
+
+struct monitor {
+    struct monitor_opts o;
+    struct ms_follow f;
+    struct monitor_proc *mp;
+    size_t amp;
+    int lfd; /* listening socket, -1 without --metrics */
+    char bound[300];
+    char host[256], pod[128], ns[128];
+    pthread_t thread;
+    int started;
+    int stop;     /* atomic: the thread ends */
+    int ended;    /* atomic: the programs ended; the next tick reads everything */
+    int all_gone; /* atomic: processes were seen, and every one has ended */
+    uint64_t ticks, scrapes, cpu_ns, warnings;
+    char last_warning[1024];
+    struct ms_symcache *symcache; /* the ELF files read for monitor_site_text */
+};
+
+/* Opens the trace directory and the listening socket (when o->listen). Returns 0, or -1 with a
+ * one-line reason in err (not a directory, the port in use, a malformed address). */
+int monitor_open(struct monitor *m, const struct monitor_opts *o, char *err, size_t errlen);
+
+/* Starts the thread: a tick every MONITOR_TICK_NS, /metrics served between ticks. 0 or -errno. */
+int monitor_start(struct monitor *m);
+
+/* Says the traced programs ended: the next tick reads and applies every committed event. */
+void monitor_programs_ended(struct monitor *m);
+
+/* One tick, on the caller's thread (the thread's, or `top`'s loop): poll, sample, forecast,
+ * warn. Returns 0 or MS_ENOMEM. */
+int monitor_tick(struct monitor *m, uint64_t now_ns);
+
+/* The call site of stack stack_id of process i (m->f.procs[i]) as the analyses name sites
+ * ("function (file:line)"), symbolized with libdw (the files read once per monitor). */
+void monitor_site_text(struct monitor *m, size_t i, uint32_t stack_id, char *out, size_t len);
+
+/* Stops the thread (the last values are served until then), closes the socket, frees. Accepts a
+ * monitor that was never opened (zeroed). */
+void monitor_release(struct monitor *m);
+
+/* metrics.c: the Prometheus text exposition (format 0.0.4) of m's figures into a buffer the
+ * caller frees with free(). Returns 0 or MS_ENOMEM. */
+int metrics_render(struct monitor *m, char **body, size_t *len);
+
+/* Writes n bytes as "12.3 MiB" into out. */
+void monitor_bytes(double n, char *out, size_t len);
+
+uint64_t monitor_now_ns(void);
+
+#endif

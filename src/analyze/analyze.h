@@ -151,6 +151,9 @@ void ms_stack_site(sqlite3 *db, int64_t stack_id, char *out, size_t len);
 /* 1 when a Python stack line ("file(line): function", as stacks.py_text holds them) is a frame
  * of memscope's own package (its import hook, its hooks): not the program's code. */
 int ms_py_frame_own(const char *line, size_t len);
+/* A Python frame's file f (n bytes) as the site rule sees it: 2 memscope's own (never a site),
+ * 1 a library (the standard library, site-packages, frozen modules), 0 the program's own code. */
+int ms_py_file_kind(const char *f, size_t n);
 
 /* Live bytes over time as `analyze trend` computes them (its series, for `memscope plot`): the
  * selected layers' total at MS_TREND_POINTS + 1 evenly spaced times from the first event (t0)

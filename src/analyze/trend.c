@@ -13,6 +13,7 @@
 #include "common/db_ids.h"
 
 #include "common/ms_error.h"
+#include "common/forecast.h"
 #include "common/grow.h"
 #include "store/store.h"
 
@@ -22,81 +23,28 @@
 
 #define TREND_POINTS MS_TREND_POINTS
 
-struct fit {
-    int n;
-    double slope, intercept, r2, se; /* se: standard error of the slope (0 when n < 3) */
-};
-
-/* Least squares y = intercept + slope * x. */
-static struct fit fit_line(const double *x, const double *y, int n)
-{
-    struct fit f = {n, 0, 0, 0, 0};
-    if (n < 2)
-        return f;
-    double mx = 0, my = 0;
-    for (int i = 0; i < n; i++) {
-        mx += x[i];
-        my += y[i];
-    }
-    mx /= n;
-    my /= n;
-    double sxx = 0, sxy = 0, syy = 0;
-    for (int i = 0; i < n; i++) {
-        sxx += (x[i] - mx) * (x[i] - mx);
-        sxy += (x[i] - mx) * (y[i] - my);
-        syy += (y[i] - my) * (y[i] - my);
-    }
-    if (sxx == 0)
-        return f;
-    f.slope = sxy / sxx;
-    f.intercept = my - f.slope * mx;
-    double ssres = 0;
-    for (int i = 0; i < n; i++) {
-        double r = y[i] - (f.intercept + f.slope * x[i]);
-        ssres += r * r;
-    }
-    f.r2 = syy > 0 ? 1.0 - ssres / syy : 1.0;
-    if (n > 2)
-        f.se = sqrt(ssres / (n - 2) / sxx);
-    return f;
-}
-
 /* The step series of one process, and its fit from the first step after the warm-up. */
 struct pseries {
     int64_t process_id;
     double *step, *live;
     int n, cap;
     int first;         /* the fit's first point */
-    struct fit fit;    /* live bytes per step */
+    struct ms_fit fit; /* live bytes per step */
     int reached_at;    /* --limit: the first point at or over it, or -1 */
     double limit_step; /* --limit: the step the fit reaches it at, or -1 */
-    int why;           /* --limit: LIMIT_* */
+    int why;           /* --limit: MS_LIMIT_* */
 };
-
-/* What --limit says, for the run's time series and for each step series. */
-enum {
-    LIMIT_REACHED,     /* the series reached it */
-    LIMIT_PREDICTED,   /* the fit reaches it within MAX_EXTRAPOLATE times the span fitted */
-    LIMIT_NOT_GROWING, /* the fit falls or is flat, or its growth is not two standard errors */
-    LIMIT_TOO_SHORT,   /* the fit grows, but reaches the limit only beyond that: the run (or
-                          its steps) is too short to say */
-};
-static const char *const limit_words[] = {"reached", "predicted", "not_growing", "too_short"};
-
-/* A prediction further from the end of the fitted span than this many times its length is an
- * extrapolation the data cannot support (a 21 ms run that predicts a limit hours later). */
-#define MAX_EXTRAPOLATE 10
 
 /* The result: live bytes over time with its fit, and each stepping process's series. */
 struct trend {
     int64_t t0, t1, start_ns;
     int64_t samples[TREND_POINTS + 1];
     int64_t final_live, max_live;
-    struct fit time_fit; /* live bytes per second */
-    struct fit tail_fit; /* the same over the last half of the run: --limit predicts from it */
-    int limit_reached;   /* --limit: max_live reached it */
-    double limit_s;      /* --limit: seconds after t0 at which the tail fit reaches it, or -1 */
-    int why;             /* --limit: LIMIT_* */
+    struct ms_fit time_fit; /* live bytes per second */
+    struct ms_fit tail_fit; /* the same over the last half of the run: --limit predicts from it */
+    int limit_reached;      /* --limit: max_live reached it */
+    double limit_s;         /* --limit: seconds after t0 at which the tail fit reaches it, or -1 */
+    int why;                /* --limit: MS_LIMIT_* */
     struct pseries *ps;
     size_t nps, aps;
 };
@@ -317,25 +265,6 @@ db_fail:
     return MS_EDB;
 }
 
-/* What --limit says from fit f over a span of x ending at end (seconds or steps), when the
- * series reached the limit or not; *at: where the fit reaches it, when it grows and that is
- * near enough (also when the series reached the limit), else left alone. */
-static int limit_status(const struct fit *f, int reached, double limit, double span, double end,
-                        double *at)
-{
-    int why = LIMIT_PREDICTED;
-    if (f->n < 3 || f->slope <= 0 || f->slope < 2 * f->se) {
-        why = LIMIT_NOT_GROWING;
-    } else {
-        double x = (limit - f->intercept) / f->slope;
-        if (x - end > MAX_EXTRAPOLATE * span)
-            why = LIMIT_TOO_SHORT;
-        else
-            *at = x;
-    }
-    return reached ? LIMIT_REACHED : why;
-}
-
 /* Fills r: the series (precomputed or replayed), the fits, and the limit's predictions. */
 static int compute(struct ms_actx *x, struct trend *r)
 {
@@ -349,15 +278,16 @@ static int compute(struct ms_actx *x, struct trend *r)
         tx[i] = span_s * i / TREND_POINTS;
         ty[i] = (double)r->samples[i];
     }
-    r->time_fit = fit_line(tx, ty, TREND_POINTS + 1);
+    r->time_fit = ms_fit_line(tx, ty, TREND_POINTS + 1);
     /* The start-up (imports, a model's weights, a server's pools) is a ramp that a fit over the
      * whole run takes for growth; what the program does now is the last half. */
-    r->tail_fit = fit_line(tx + TREND_POINTS / 2, ty + TREND_POINTS / 2, TREND_POINTS / 2 + 1);
+    r->tail_fit = ms_fit_line(tx + TREND_POINTS / 2, ty + TREND_POINTS / 2, TREND_POINTS / 2 + 1);
     r->start_ns = ms__run_start_ns(x->db);
     const double limit = (double)x->o->limit;
     r->limit_reached = (double)r->max_live >= limit;
     r->limit_s = -1;
-    r->why = limit_status(&r->tail_fit, r->limit_reached, limit, span_s / 2, span_s, &r->limit_s);
+    r->why =
+        ms_limit_status(&r->tail_fit, r->limit_reached, limit, span_s / 2, span_s, &r->limit_s);
     for (size_t i = 0; i < r->nps; i++) {
         struct pseries *p = &r->ps[i];
         p->first = 0;
@@ -365,7 +295,7 @@ static int compute(struct ms_actx *x, struct trend *r)
             p->first++;
         if (p->n - p->first < 2)
             p->first = 0;
-        p->fit = fit_line(p->step + p->first, p->live + p->first, p->n - p->first);
+        p->fit = ms_fit_line(p->step + p->first, p->live + p->first, p->n - p->first);
         p->reached_at = -1;
         for (int k = 0; k < p->n; k++)
             if (p->live[k] >= limit) {
@@ -375,12 +305,12 @@ static int compute(struct ms_actx *x, struct trend *r)
         p->limit_step = -1;
         double first = p->n ? p->step[p->first] : 0, last = p->n ? p->step[p->n - 1] : 0;
         p->why =
-            limit_status(&p->fit, p->reached_at >= 0, limit, last - first, last, &p->limit_step);
+            ms_limit_status(&p->fit, p->reached_at >= 0, limit, last - first, last, &p->limit_step);
     }
     return 0;
 }
 
-static void text_fit(FILE *out, const struct fit *f, const char *unit)
+static void text_fit(FILE *out, const struct ms_fit *f, const char *unit)
 {
     fprintf(out, "  growth: %+.1f bytes/%s (R^2 %.4f, standard error %.1f bytes/%s, %d points)\n",
             f->slope, unit, f->r2, f->se, unit, f->n);
@@ -404,17 +334,17 @@ static void render_text(struct ms_actx *x, const struct trend *r)
         text_fit(out, &r->tail_fit, "s");
     }
     double run_ms = (double)(r->t1 - r->t0) / 1e6;
-    if (limit && r->why == LIMIT_REACHED)
+    if (limit && r->why == MS_LIMIT_REACHED)
         fprintf(out, "  limit %llu bytes: already reached (maximum %lld bytes)\n", limit,
                 (long long)r->max_live);
-    else if (limit && r->why == LIMIT_PREDICTED)
+    else if (limit && r->why == MS_LIMIT_PREDICTED)
         fprintf(out, "  limit %llu bytes: predicted at +%.3f s from the start\n", limit,
                 (double)(r->t0 - r->start_ns) / 1e9 + r->limit_s);
-    else if (limit && r->why == LIMIT_TOO_SHORT)
+    else if (limit && r->why == MS_LIMIT_TOO_SHORT)
         fprintf(out,
                 "  limit %llu bytes: not predicted: the run (%.3f ms) is too short; at this rate "
                 "it is more than %d times the last half of the run away\n",
-                limit, run_ms, MAX_EXTRAPOLATE);
+                limit, run_ms, MS_FORECAST_MAX_EXTRAPOLATE);
     else if (limit)
         fprintf(out,
                 "  limit %llu bytes: never at this rate: live bytes are not growing over the "
@@ -444,20 +374,20 @@ static void render_text(struct ms_actx *x, const struct trend *r)
         if (limit && p->reached_at >= 0)
             fprintf(out, "  limit %llu bytes: reached at the end of step %lld\n", limit,
                     (long long)p->step[p->reached_at]);
-        else if (limit && p->why == LIMIT_PREDICTED)
+        else if (limit && p->why == MS_LIMIT_PREDICTED)
             fprintf(out, "  limit %llu bytes: predicted at the end of step %lld (%.2f)\n", limit,
                     (long long)ceil(p->limit_step), p->limit_step);
-        else if (limit && p->why == LIMIT_TOO_SHORT)
+        else if (limit && p->why == MS_LIMIT_TOO_SHORT)
             fprintf(out,
                     "  limit %llu bytes: not predicted: too few steps; at this rate it is more "
                     "than %d times the steps fitted away\n",
-                    limit, MAX_EXTRAPOLATE);
+                    limit, MS_FORECAST_MAX_EXTRAPOLATE);
         else if (limit)
             fprintf(out, "  limit %llu bytes: never at this rate (not growing per step)\n", limit);
     }
 }
 
-static void json_fit(struct ms_json *j, const char *key, const struct fit *f)
+static void json_fit(struct ms_json *j, const char *key, const struct ms_fit *f)
 {
     ms_json_begin_object(j, key);
     ms_json_int(j, "points", f->n);
@@ -496,7 +426,7 @@ static void render_json(struct ms_actx *x, const struct trend *r)
     if (o->limit) {
         ms_json_begin_object(&j, "time_to_limit");
         ms_json_bool(&j, "reached", r->limit_reached);
-        ms_json_str(&j, "status", limit_words[r->why]);
+        ms_json_str(&j, "status", ms_limit_word(r->why));
         if (r->limit_s >= 0) {
             ms_json_int(&j, "predicted_ns", r->t0 + (int64_t)(r->limit_s * 1e9));
             ms_json_int(&j, "predicted_offset_ns",
@@ -527,7 +457,7 @@ static void render_json(struct ms_actx *x, const struct trend *r)
         json_fit(&j, "step_fit", &p->fit);
         if (o->limit) {
             ms_json_begin_object(&j, "step_to_limit");
-            ms_json_str(&j, "status", limit_words[p->why]);
+            ms_json_str(&j, "status", ms_limit_word(p->why));
             if (p->reached_at >= 0)
                 ms_json_int(&j, "reached_at_step", (long long)p->step[p->reached_at]);
             else

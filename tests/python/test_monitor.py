@@ -324,3 +324,66 @@ def test_cli_leak_runs_analyze_leaks(tmp_path):
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("leaks: LEAK: 1 call site keeps growing")
+
+
+# ---- the CUDA paths, on a stand-in for torch.cuda (no GPU needed) ----
+
+class FakeCuda:
+    """torch.cuda as the monitor reads it: device 0 of 1000 MiB with 600 MiB used, 500 MiB of it
+    allocated by PyTorch's pool, whose free blocks are 100, 50 and 50 MiB."""
+    used = 600 * MIB
+
+    def is_available(self):
+        return True
+
+    def device_count(self):
+        return 1
+
+    def mem_get_info(self, d=0):
+        assert d == 0
+        return 1000 * MIB - self.used, 1000 * MIB
+
+    def memory_allocated(self, d=0):
+        return 500 * MIB
+
+    def memory_snapshot(self):
+        blocks = [{"size": s * MIB, "state": st} for s, st in (
+            (100, "inactive"), (300, "active_allocated"), (50, "inactive"),
+            (200, "active_allocated"), (50, "inactive"))]
+        return [{"device": 0, "blocks": blocks[:2]}, {"device": 0, "blocks": blocks[2:]},
+                {"device": 1, "blocks": [{"size": 999 * MIB, "state": "inactive"}]}]
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    import types
+    fake = types.SimpleNamespace(cuda=FakeCuda())
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    return fake.cuda
+
+
+def test_cuda_capacity_pool_and_report(fake_cuda, tmp_path):
+    assert monitor._torch_cuda() is fake_cuda
+    fr = memscope.FragmentationAnalyzer().analyze(0)
+    assert fr == {"fragmentation": 0.5, "free_bytes": 200 * MIB, "largest_free_block": 100 * MIB,
+                  "free_blocks": 3, "source": "torch.cuda.memory_snapshot"}
+    got = []
+    d = memscope.OOMDetector(threshold=50.0, warning_callback=got.append)
+    p = d.check()
+    assert (p.device_id, p.capacity_source, p.capacity_bytes, p.used_bytes) == \
+        (0, "device", 1000 * MIB, 600 * MIB)
+    assert p.current_usage_percent == 60.0 and p.risk_level is memscope.RiskLevel.HIGH
+    (w,) = got
+    assert w.fragmentation == 0.5 and w.largest_free_block == 100 * MIB
+    assert "pool fragmentation 50%, largest free block 100.0 MiB" in w.why()
+    s = memscope.MemoryUsageMonitor().sample_memory_usage()
+    assert s["gpu_usage"] == 500 * MIB
+    prof = memscope.MemoryProfiler()
+    prof.sample()
+    fake_cuda.used = 800 * MIB
+    prof.sample()
+    dev = prof.report()["devices"]["0"]
+    assert dev["current_usage"] == {"allocated": 500 * MIB, "free": 200 * MIB,
+                                    "total": 1000 * MIB, "utilization_percent": 80.0}
+    assert dev["statistics"] == {"avg_utilization": 70.0, "max_utilization": 80.0,
+                                 "samples_count": 2}

@@ -100,19 +100,31 @@ static PyObject *n_forecast(PyObject *self, PyObject *args)
     return d;
 }
 
-/* usage_read(pid, smaps=True) -> dict or None: ms_usage_read's figures of process pid (bytes;
- * cg_max None when the cgroup sets no limit, the cgroup figures None when unreadable, pss/uss
- * None when smaps_rollup is unreadable); None when the process is gone. OSError otherwise. */
+/* usage_read(pid, smaps=True, next_smaps_ns=None) -> dict or None: ms_usage_read's figures of
+ * process pid (bytes; cg_max None when the cgroup sets no limit, the cgroup figures None when
+ * unreadable, pss/uss None when smaps_rollup was not read); None when the process is gone.
+ * OSError otherwise. With next_smaps_ns (an int, 0 at first), PSS and USS are read at the
+ * sampler's pace (ms_usage_read_paced: at most 0.25% of a core) and the dict's "next_smaps_ns"
+ * is the value to pass next time. */
 static PyObject *n_usage_read(PyObject *self, PyObject *args)
 {
     (void)self;
     int pid, smaps = 1;
-    if (!PyArg_ParseTuple(args, "i|p:usage_read", &pid, &smaps))
+    PyObject *next_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "i|pO:usage_read", &pid, &smaps, &next_obj))
         return NULL;
+    unsigned long long next = 0;
+    if (next_obj != Py_None) {
+        next = PyLong_AsUnsignedLongLong(next_obj);
+        if (PyErr_Occurred())
+            return NULL;
+    }
     struct ms_usage_cgroup cg;
     int have_cg = ms_usage_cgroup_find(pid, &cg) == 0;
     struct ms_usage_sample s;
-    int rc = ms_usage_read(pid, have_cg ? &cg : NULL, smaps, &s);
+    uint64_t next64 = next;
+    int rc = next_obj != Py_None ? ms_usage_read_paced(pid, have_cg ? &cg : NULL, &next64, &s)
+                                 : ms_usage_read(pid, have_cg ? &cg : NULL, smaps, &s);
     if (rc == -ESRCH)
         Py_RETURN_NONE;
     if (rc < 0) {
@@ -136,6 +148,12 @@ static PyObject *n_usage_read(PyObject *self, PyObject *args)
     Py_XDECREF(uss);
     Py_XDECREF(cur);
     Py_XDECREF(max);
+    if (d && next_obj != Py_None) {
+        PyObject *n = PyLong_FromUnsignedLongLong(next64);
+        if (!n || PyDict_SetItemString(d, "next_smaps_ns", n) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(n);
+    }
     return d;
 }
 
@@ -144,6 +162,6 @@ PyMethodDef ms__py_monitor_methods[] = {
     {"forecast", n_forecast, METH_VARARGS,
      "forecast(x, y, limit) -> dict: memscope's forecaster (analyze trend's)"},
     {"usage_read", n_usage_read, METH_VARARGS,
-     "usage_read(pid, smaps=True) -> dict or None: /proc figures of a process"},
+     "usage_read(pid, smaps=True, next_smaps_ns=None) -> dict or None: /proc figures"},
     {NULL, NULL, 0, NULL},
 };

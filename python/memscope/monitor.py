@@ -308,6 +308,7 @@ class MemoryProfiler:
         self._start = None
         self._end = None
         self._proc = {"samples": 0, "current": None, "peak": None, "ended": False}
+        self._next_smaps = 0
         self._dev = {}
         self.history = collections.deque(maxlen=100000)  # (monotonic s, rss bytes)
 
@@ -324,7 +325,12 @@ class MemoryProfiler:
 
     def sample(self):
         """Takes one sample now (the thread calls this every sampling_interval)."""
-        f = _figures(_native.usage_read(self.pid, True)) if self.sample_process else None
+        f = None
+        if self.sample_process:  # PSS and USS at the sampler's pace (docs/usage.md)
+            u = _native.usage_read(self.pid, True, self._next_smaps)
+            if u is not None:
+                self._next_smaps = u["next_smaps_ns"]
+            f = _figures(u)
         if f is None and self.sample_process and self._proc["samples"]:
             self._proc["ended"] = True
         dev = self._device_sample()

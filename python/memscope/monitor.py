@@ -478,6 +478,7 @@ class OOMDetector:
         self._last_level, self._last_warn = RiskLevel.LOW, 0.0
         self.last_prediction = None
         self.warnings = []
+        self._traced_at, self._traced_now = float("-inf"), False
 
     def add_warning_callback(self, fn):
         if not callable(fn):
@@ -536,7 +537,7 @@ class OOMDetector:
             confidence=max(0.0, min(1.0, fc["r2"])) if growing else 0.0,
             recommendation=None, timestamp=time.time(), used_bytes=int(used),
             capacity_bytes=int(cap), capacity_source=source, forecast_status=fc["status"],
-            traced=self.pid == os.getpid() and trace_file() is not None, top_sites=[], top_owners=[], live_heap_bytes=None,
+            traced=self._traced(now), top_sites=[], top_owners=[], live_heap_bytes=None,
             holders_note=None, fragmentation=None, largest_free_block=None)
         self.last_prediction = pred
         if _ORDER[level] >= _ORDER[RiskLevel.HIGH] and (
@@ -551,6 +552,15 @@ class OOMDetector:
         if pred.recommendation is None:
             pred.recommendation = self._recommend(pred)
         return pred
+
+    def _traced(self, now):
+        """Whether this detector's process is traced: its trace directory is listed at most once
+        a second (not at every sample)."""
+        if self.pid != os.getpid():
+            return False
+        if now - self._traced_at >= 1.0:
+            self._traced_at, self._traced_now = now, trace_file() is not None
+        return self._traced_now
 
     def _level(self, pct, t_oom):
         if pct >= CRITICAL_PERCENT or (t_oom is not None and t_oom <= CRITICAL_SECONDS):
@@ -575,7 +585,8 @@ class OOMDetector:
             pred.live_heap_bytes = h["live_bytes"]
             if not h["python"]:
                 pred.holders_note = ("native call sites only: the trace has no Python stacks "
-                                     "(memscope run --call-stack=python:N)")
+                                     "(`memscope run --call-stack=python:N`, or "
+                                     "memscope.config(call_stack=\"python:N\") before start())")
         if pred.device_id >= 0:
             fr = FragmentationAnalyzer().analyze(pred.device_id)
             pred.fragmentation = fr["fragmentation"]

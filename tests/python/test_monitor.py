@@ -64,6 +64,17 @@ def test_oom_warning_names_the_growing_line(tmp_path):
     assert res["line"] in res["why"]
 
 
+def test_oom_warning_traced_in_process(tmp_path):
+    """memscope.start() instead of `memscope run`: the same warning, from the same trace."""
+    out = str(tmp_path / "oom.json")
+    run_plain("oom_grow.py", out, str(tmp_path / "out"))
+    res = json.load(open(out))
+    assert res["traced"]
+    check_warning(res)
+    assert res["warning"]["holders_note"] is None
+    assert res["warning"]["top_sites"][0]["site"].endswith(res["line"] + ")")
+
+
 def test_oom_warning_untraced_says_what_is_missing():
     import tempfile
     with tempfile.TemporaryDirectory() as d:

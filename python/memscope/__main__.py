@@ -12,6 +12,7 @@ A bad option is a usage error (exit 2). Distributed master/worker monitoring (Ti
 the live monitor's Prometheus exporter (issue 39), not this command.
 """
 import argparse
+import importlib
 import json
 import os
 import shutil
@@ -155,8 +156,8 @@ def cmd_profile(a):
     pids = a.pid or []
     cuda = _m._torch_cuda()
     if not pids and cuda is None:
-        sys.stderr.write("memscope profile: nothing to sample: give --pid PID (CUDA is not "
-                         "available for device figures)\n")
+        sys.stderr.write("memscope profile: nothing to sample: give --pid PID, or --devices N "
+                         "with torch and CUDA\n")
         return 2
     profs = [_m.MemoryProfiler(a.interval, a.devices, pid=p) for p in pids] or \
         [_m.MemoryProfiler(a.interval, a.devices, pid=0)]
@@ -262,8 +263,25 @@ def _analyze(a, which):
     return subprocess.call(argv)
 
 
+def _load_cuda(a):
+    """--devices: torch.cuda's figures; torch is imported only then (it takes seconds)."""
+    if not getattr(a, "devices", None):
+        return True
+    try:
+        importlib.import_module("torch")  # the monitor reads torch.cuda once it is imported
+    except ImportError:
+        pass
+    if _m._torch_cuda() is None:
+        sys.stderr.write("memscope %s: --devices needs torch with CUDA, which is not available "
+                         "here\n" % a.command)
+        return False
+    return True
+
+
 def main(argv=None):
     a = _parser().parse_args(argv)
+    if not _load_cuda(a):
+        return 1
     signal.signal(signal.SIGINT, signal.default_int_handler)
     return {"profile": cmd_profile, "oom": cmd_oom, "monitor": cmd_monitor,
             "leak": lambda a: _analyze(a, "leaks"),

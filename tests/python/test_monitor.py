@@ -324,6 +324,11 @@ def test_cli_profile_and_oom_of_a_process(tmp_path):
         child.wait()
     r = cli("profile", "--pid", str(child.pid), "--duration", "0.2")
     assert r.returncode == 1 and "could not be sampled" in r.stderr
+    r = cli("profile")
+    assert r.returncode == 2 and "nothing to sample" in r.stderr
+    if monitor._torch_cuda() is None:
+        r = cli("profile", "--devices", "0", "--duration", "0.1", timeout=120)
+        assert r.returncode == 1 and "--devices needs torch with CUDA" in r.stderr
 
 
 def test_cli_leak_runs_analyze_leaks(tmp_path):

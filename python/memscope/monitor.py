@@ -252,6 +252,7 @@ class _Sampler:
         self.interval, self.fn, self.name = float(interval), fn, name
         self._stop = threading.Event()
         self._thread = None
+        self.ended = False
 
     def start(self):
         if self._thread is not None:
@@ -273,7 +274,11 @@ class _Sampler:
         _native.quiet(1)
         nxt = time.monotonic()
         while not self._stop.is_set():
-            self.fn()
+            try:
+                self.fn()
+            except ProcessLookupError:  # the process watched has ended: nothing more to see
+                self.ended = True
+                return
             nxt += self.interval
             self._stop.wait(max(0.0, nxt - time.monotonic()))
 

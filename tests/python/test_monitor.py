@@ -403,3 +403,15 @@ def test_cuda_capacity_pool_and_report(fake_cuda, tmp_path):
                                     "total": 1000 * MIB, "utilization_percent": 80.0}
     assert dev["statistics"] == {"avg_utilization": 70.0, "max_utilization": 80.0,
                                  "samples_count": 2}
+
+
+def test_detector_of_a_process_that_ends():
+    child = subprocess.Popen([PYTHON, "-c", "pass"])
+    d = memscope.OOMDetector(limit="1 GiB", pid=child.pid)
+    child.wait()
+    with pytest.raises(ProcessLookupError):
+        d.check()
+    d.start_monitoring()  # the thread ends by itself, without a traceback
+    d._sampler._thread.join(timeout=60)
+    assert d._sampler.ended
+    d.stop_monitoring()

@@ -42,6 +42,11 @@ _LAZY = {
     "init_framework_hooks": (".framework", "init_framework_hooks"),
     "cleanup_framework_hooks": (".framework", "cleanup_framework_hooks"),
 }
+# Tiny-Torch's memory tools and msprof's usage monitor (memscope/monitor.py, docs/python.md)
+for _name in ("monitor", "MemoryProfiler", "OOMDetector", "OOMPrediction", "RiskLevel",
+              "FragmentationAnalyzer", "MemoryLeakDetector", "MemoryUsageMonitor",
+              "MemoryDebugger"):
+    _LAZY[_name] = (".monitor", None if _name == "monitor" else _name)
 for _name in ("list_analyzers", "get_analyzer_config", "analyze", "check_leaks",
               "check_inefficient", "LeaksAnalyzer", "LeaksConfig", "InefficientAnalyzer",
               "InefficientConfig"):
@@ -51,7 +56,9 @@ __all__ = ["config", "start", "stop", "step", "tracer", "describe", "RecordFunct
            "take_snapshot", "TakeSnapshot", "watcher", "available", "mode",
            "init_framework_hooks", "cleanup_framework_hooks", "list_analyzers",
            "get_analyzer_config", "analyze", "check_leaks", "check_inefficient", "LeaksAnalyzer",
-           "LeaksConfig", "InefficientAnalyzer", "InefficientConfig"]
+           "LeaksConfig", "InefficientAnalyzer", "InefficientConfig", "MemoryProfiler",
+           "OOMDetector", "OOMPrediction", "RiskLevel", "FragmentationAnalyzer",
+           "MemoryLeakDetector", "MemoryUsageMonitor", "MemoryDebugger"]
 
 # Python stacks follow each line (exact lines; PyEval_SetTrace) unless MEMSCOPE_PY_LINES=0,
 # which reports only calls and calls into C (PyEval_SetProfile; cheaper, the line of an

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_native_monitor.h"
 #include "common/agent_api.h"
 
 /* ---- the agent's entry points ---- */
@@ -741,5 +742,10 @@ PyMODINIT_FUNC PyInit__native(void)
 {
     crc_init();
     agent_resolve(RTLD_DEFAULT);
-    return PyModule_Create(&moduledef);
+    PyObject *m = PyModule_Create(&moduledef);
+    if (m && PyModule_AddFunctions(m, ms__py_monitor_methods) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include "_store_live.h"
 #include "common/files.h"
 #include "store/stack_text.h"
 #include "store/store.h"
@@ -186,5 +187,10 @@ static struct PyModuleDef moduledef = {
 
 PyMODINIT_FUNC PyInit__store(void)
 {
-    return PyModule_Create(&moduledef);
+    PyObject *m = PyModule_Create(&moduledef);
+    if (m && PyModule_AddFunctions(m, ms__py_live_methods) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -160,6 +160,9 @@ int ms_py_frame_own(const char *line, size_t len);
  * and the exports draw from the Python part instead (the native frames inside the innermost
  * interpreter frame stay). */
 int ms_py_interpreter_frame(const char *s, size_t len);
+/* A Python frame's file f (n bytes) as the site rule sees it: 2 memscope's own (never a site),
+ * 1 a library (the standard library, site-packages, frozen modules), 0 the program's own code. */
+int ms_py_file_kind(const char *f, size_t n);
 
 /* Live bytes over time as `analyze trend` computes them (its series, for `memscope plot`): the
  * selected layers' total at MS_TREND_POINTS + 1 evenly spaced times from the first event (t0)

@@ -120,3 +120,17 @@ int ms_forecast_eta(const struct ms_forecast *f, double limit, uint64_t now_ns, 
         *eta_s = at > now_s ? at - now_s : 0;
     return why;
 }
+
+void ms_forecast_series(const double *x, const double *y, int n, double limit,
+                        struct ms_series_forecast *out)
+{
+    int first = n > 0 ? (n - 1) / 2 : 0, reached = 0;
+    for (int i = 0; i < n; i++)
+        if (y[i] >= limit)
+            reached = 1;
+    out->fit = ms_fit_line(x + first, y + first, n - first);
+    out->at = -1;
+    double end = n ? x[n - 1] : 0;
+    out->status =
+        ms_forecast_limit(&out->fit, reached, limit, end - (n ? x[first] : 0), end, &out->at);
+}

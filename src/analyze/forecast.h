@@ -67,4 +67,16 @@ void ms_forecast_add(struct ms_forecast *f, uint64_t t_ns, int64_t value);
 int ms_forecast_eta(const struct ms_forecast *f, double limit, uint64_t now_ns, double *eta_s,
                     struct ms_fit *fit);
 
+/* The forecast of a whole series x[0..n-1] (increasing), y[0..n-1] against limit, as `analyze
+ * trend` makes it of a run: the fit of the recent half (points (n-1)/2 .. n-1) and what it says
+ * of the limit (reached: some y >= limit). The Python package's OOMDetector forecasts its
+ * samples with it (memscope._native.forecast). Pure. */
+struct ms_series_forecast {
+    struct ms_fit fit;
+    int status; /* MS_LIMIT_* */
+    double at;  /* the x at which the fit reaches the limit, or -1 */
+};
+void ms_forecast_series(const double *x, const double *y, int n, double limit,
+                        struct ms_series_forecast *out);
+
 #endif

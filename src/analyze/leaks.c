@@ -16,6 +16,7 @@
  * run, up to the peak, they were allocated in (one rowid-bounded scan per peak), which names a
  * site that grows until the peak even when the program frees it all before exiting. */
 #include "analyze.h"
+#include "leak_rule.h"
 
 #include "common/ns.h"
 #include "common/ms_error.h"
@@ -160,7 +161,7 @@ struct ggroup {
      * rule holds; kept_per_step: (kept at the last end - kept at the first judged end) /
      * (steps between). */
     size_t rises, judged;
-    int leak, small; /* small: steady growth, but below MIN_GROWTH_PCT of the peak */
+    int leak, small; /* small: steady growth, but below MS_LEAK_MIN_GROWTH_PCT of the peak */
     double kept_per_step;
 };
 
@@ -276,51 +277,13 @@ static size_t first_judged_end(const struct proc_steps *p, int warmup)
     return first;
 }
 
-/* The growth rule's test of persistence on held[first..last]: the bytes a site still holds at
- * the end (of the last step, or at a peak), by the step end (or tenth) they were allocated by,
- * a running total. The intervals first+1..last are split in two halves (the first half the
- * smaller); the site leaks when held rose in at least a third of the intervals of each half.
- * Blocks freed before the end, however late, are not held: a bounded queue, a cache that is
- * trimmed, garbage that a collector frees later hold only blocks of the last few steps, so
- * held rises at the end only; a leak holds blocks from all along, even one that leaks every
- * second or third step. *rises: the intervals in which held rose. */
-static int steady_growth(const int64_t *held, size_t first, size_t last, size_t *rises)
-{
-    size_t m = last - first, h1 = m / 2, r1 = 0, r2 = 0;
-    for (size_t k = first + 1; k <= last; k++) {
-        if (held[k] > held[k - 1])
-            *(k - first <= h1 ? &r1 : &r2) += 1;
-    }
-    *rises = r1 + r2;
-    return h1 >= 2 && 3 * r1 >= h1 && 3 * r2 >= m - h1;
-}
-
-/* The growth rule on one site (or owner) over the step ends after the warm-up, when there are
- * at least MIN_JUDGED intervals between them: a bounded queue of d steps rises in the last d
- * intervals only, which steady_growth tells from a leak when d is at most half of them (a
- * DataLoader with 2 workers holds 4 batches). */
-#define MIN_JUDGED 8
-/* A site that grows steadily by less than this percent of its (process, layer) peak over the
- * judged steps is not called a leak: in a short run a cache that fills until its bound (as
- * torch.multiprocessing's shared_cache of DataLoader batches, 128 entries) cannot be told from
- * a leak, and a growth too small to move the peak is not what the user looks for. */
-#define MIN_GROWTH_PCT 1
-
-/* Clears the verdict of a steady growth of grown bytes that is too small against peak. */
-static void too_small(int *leak, int *small, int64_t grown, int64_t peak)
-{
-    if (*leak && grown * 100 < peak * MIN_GROWTH_PCT) {
-        *leak = 0;
-        *small = 1;
-    }
-}
 static void judge_group(struct ggroup *g, const struct proc_steps *p, int warmup)
 {
     size_t first = first_judged_end(p, warmup), last = p->n - 1;
-    if (first >= p->n || last - first < MIN_JUDGED)
+    if (first >= p->n || last - first < MS_LEAK_MIN_JUDGED)
         return;
     g->judged = last - first;
-    g->leak = steady_growth(g->kept, first, last, &g->rises);
+    g->leak = ms_leak_steady_growth(g->kept, first, last, &g->rises);
     g->kept_per_step = (double)(g->kept[last] - g->kept[first]) /
                        (double)(p->ends[last].step - p->ends[first].step);
 }
@@ -648,7 +611,8 @@ static int growth(struct leaks *L)
                     peak = pk[q].bytes;
             size_t first = first_judged_end(&L->ps[pi], L->x->o->warmup);
             if (g->leak)
-                too_small(&g->leak, &g->small, g->kept[g->nends - 1] - g->kept[first], peak);
+                ms_leak_too_small(&g->leak, &g->small, g->kept[g->nends - 1] - g->kept[first],
+                                  peak);
         }
         if (gs->n)
             qsort(gs->g, gs->n, sizeof *gs->g, cmp_growth);
@@ -715,9 +679,9 @@ static void tgroups_finish(struct tgroup *v, size_t n, int64_t peak)
          * order. */
         for (int k = 1; k < NSLICES; k++)
             v[i].held[k] += v[i].held[k - 1];
-        v[i].leak = steady_growth(v[i].held, 0, GROW_TO, &v[i].rises);
+        v[i].leak = ms_leak_steady_growth(v[i].held, 0, GROW_TO, &v[i].rises);
         v[i].held_per_slice = (double)(v[i].held[GROW_TO] - v[i].held[0]) / GROW_TO;
-        too_small(&v[i].leak, &v[i].small, v[i].held[GROW_TO] - v[i].held[0], peak);
+        ms_leak_too_small(&v[i].leak, &v[i].small, v[i].held[GROW_TO] - v[i].held[0], peak);
     }
     if (n)
         qsort(v, n, sizeof *v, cmp_tgroup);
@@ -1097,7 +1061,7 @@ static struct verdict verdict_of(const struct leaks *L)
         for (size_t i = 0; i < L->nps; i++) {
             const struct proc_steps *p = &L->ps[i];
             size_t first = first_judged_end(p, L->x->o->warmup);
-            if (first < p->n && p->n - 1 - first >= MIN_JUDGED)
+            if (first < p->n && p->n - 1 - first >= MS_LEAK_MIN_JUDGED)
                 v.judged++;
             else
                 v.too_few++;
@@ -1137,7 +1101,7 @@ static void text_verdict(const struct leaks *L)
         fprintf(out,
                 "leaks: no leak found: too few steps to judge (%d step ends after the warm-up "
                 "needed)\n",
-                MIN_JUDGED + 1);
+                MS_LEAK_MIN_JUDGED + 1);
     else
         fprintf(out, "leaks: no leak: no call site's live bytes keep growing %s\n",
                 L->has_steps ? "from step to step" : "over the run");
@@ -1145,7 +1109,7 @@ static void text_verdict(const struct leaks *L)
         fprintf(out,
                 "  %zu call site%s grew steadily by less than %d%% of the peak: not called "
                 "a leak\n",
-                v.small, v.small == 1 ? "" : "s", MIN_GROWTH_PCT);
+                v.small, v.small == 1 ? "" : "s", MS_LEAK_MIN_GROWTH_PCT);
     if (L->has_steps) {
         fprintf(out,
                 "  rule: a call site leaks when the bytes it still holds at the last step "
@@ -1157,7 +1121,7 @@ static void text_verdict(const struct leaks *L)
             size_t first = first_judged_end(p, L->x->o->warmup);
             char pl[256];
             proc_label(&L->x->names, p->process_id, pl, sizeof pl);
-            if (first >= p->n || p->n - 1 - first < MIN_JUDGED) {
+            if (first >= p->n || p->n - 1 - first < MS_LEAK_MIN_JUDGED) {
                 fprintf(out, "  %s: %zu step end%s after the warm-up: too few to judge\n", pl,
                         first < p->n ? p->n - first : 0, p->n - first == 1 ? "" : "s");
                 continue;

@@ -321,12 +321,13 @@ void ms_site_rule_release(struct ms_site_rule *r)
 /* A Python frame's file as the site chooser sees it: 2 memscope's own (never a site), 1 a
  * library (the standard library, site-packages or dist-packages, frozen modules), 0 the
  * program's own code. */
-static int py_file_kind(const char *f, size_t n)
+int ms_py_file_kind(const char *f, size_t n)
 {
     static const char *const own[] = {
         "/memscope/torch/",      "/memscope/__init__.py",        "/memscope/_config.py",
         "/memscope/describe.py", "/memscope/record_function.py", "/memscope/snapshot.py",
-        "/memscope/tracer.py",   "/memscope/watcher.py",         "/sitecustomize.py"};
+        "/memscope/tracer.py",   "/memscope/watcher.py",         "/sitecustomize.py",
+        "/memscope/monitor.py",  "/memscope/__main__.py"};
     char buf[1024];
     if (n >= sizeof buf)
         n = sizeof buf - 1;
@@ -352,7 +353,7 @@ int ms_py_frame_own(const char *line, size_t len)
     const char *open = colon;
     while (open && open > line && *open != '(')
         open--;
-    return open && open > line && *open == '(' && py_file_kind(line, (size_t)(open - line)) == 2;
+    return open && open > line && *open == '(' && ms_py_file_kind(line, (size_t)(open - line)) == 2;
 }
 
 /* The Python call site of stack_id into out: 1 when its Python part has one, 0 when not,
@@ -376,7 +377,7 @@ static int python_site(struct ms_site_reader *r, int64_t stack_id, char *out, si
             open--;
         if (colon && colon < end && open > line && *open == '(' &&
             !(open - line == 2 && !memcmp(line, "??", 2)) && strtol(open + 1, NULL, 10) > 0) {
-            int kind = py_file_kind(line, (size_t)(open - line));
+            int kind = ms_py_file_kind(line, (size_t)(open - line));
             if (kind == 1 && ms_site_rule.py_innermost)
                 kind = 0;
             if (kind < 2 && kind < best) {

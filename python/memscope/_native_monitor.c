@@ -7,7 +7,7 @@
 #include <Python.h>
 
 #include "_native_monitor.h"
-#include "analyze/forecast.h"
+#include "common/forecast.h"
 #include "common/size.h"
 #include "common/usage.h"
 

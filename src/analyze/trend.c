@@ -10,7 +10,7 @@
  * of the total live bytes of the selected layers over all processes; the step series is the
  * live bytes of the stepping process (all its selected layers) at each of its STEP events. */
 #include "analyze.h"
-#include "forecast.h"
+#include "common/forecast.h"
 #include "common/db_ids.h"
 
 #include "common/ms_error.h"

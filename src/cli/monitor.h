@@ -7,7 +7,7 @@
 #ifndef MS_CLI_MONITOR_H
 #define MS_CLI_MONITOR_H
 
-#include "analyze/forecast.h"
+#include "common/forecast.h"
 #include "common/usage.h"
 #include "trace/follow.h"
 #include "store/symbolize.h"

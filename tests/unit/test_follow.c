@@ -5,7 +5,7 @@
 #include "test.h"
 #include "tracegen.h"
 
-#include "analyze/forecast.h"
+#include "common/forecast.h"
 #include "common/ms_error.h"
 #include "trace/follow.h"
 

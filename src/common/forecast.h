@@ -3,8 +3,8 @@
  * (over a finished run's series) and by the live monitor (`memscope run --metrics`, `monitor`,
  * `top`: over the high-water of each second so far, ms_forecast below), so that both say the same
  * of the same series. */
-#ifndef MS_ANALYZE_FORECAST_H
-#define MS_ANALYZE_FORECAST_H
+#ifndef MS_FORECAST_H
+#define MS_FORECAST_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /* batch.h: multi-row INSERTs for the store's high-volume tables (events, blocks).
  *
- * Used by convert.c, which writes one events row per traced event and one blocks row per
- * allocation. A one-row INSERT makes SQLite start and halt a statement, open a cursor and seek
+ * Used by the conversion (convert_rows.c, convert_blocks.c), which writes one events row per
+ * traced event and one blocks row per allocation. A one-row INSERT makes SQLite start and halt a statement, open a cursor and seek
  * from the root of the table's b-tree for every row; an INSERT of many rows pays that once per
  * statement, and its cursor appends the next row without a new seek. So rows are buffered here
  * and written MS_BATCH_ROWS at a time by one prepared `INSERT INTO t VALUES (?,...),(?,...),...`

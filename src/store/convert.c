@@ -11,130 +11,23 @@
  *     (ties: file, then thread serial, then the thread's own order), numbers the events in that
  *     order and matches blocks per (process, layer) with a hash map of live addresses.
  *     Memory is proportional to live blocks + stacks + threads, never to the event count.
- *   - Everything is written in one transaction with prepared statements into db_path + ".tmp",
- *     the events and blocks rows 64 to a statement (batch.c), blocks rows in about allocation
- *     order (write_block), indexes are created before loading (open_db), and the file is renamed
- *     over db_path on success only.
- *   - Symbolization is convert_symbols.c's; the annotation records (steps, owners, marks and
- *     their tags, ranges, accesses, pools) convert_annotations.c's; the CUDA driver records
- *     and PyTorch's allocator history convert_cuda.c's; what the compact database adds (o->compact: the blocks it
- *     keeps, the tables computed in pass 2, the packed traces) convert_compact.c's; a replay
- *     (o->sink) hands the events rows to a callback instead of writing them. The state these
- *     files share is in convert_internal.h.
+ *   - Where the rows go is the sink's (convert_sink.h): one implementation per output, the
+ *     full database (sink_full.c), the compact one (sink_compact.c) and a replay's callback
+ *     (sink_replay.c), chosen here once; the passes and their parts know none of them.
+ *     A database is written in one transaction with prepared statements into db_path + ".tmp"
+ *     (convert_rows.c), the events and blocks rows 64 to a statement (batch.c), blocks rows in
+ *     about allocation order (convert_blocks.c), indexes created before loading, and the file
+ *     is renamed over db_path on success only.
+ *   - The parts, above the sink and below this driver: matching the allocations and frees
+ *     (convert_match.c), symbolization (convert_symbols.c), the annotation records (steps,
+ *     owners, marks and their tags, ranges, accesses, pools: convert_annotations.c), the CUDA
+ *     driver records and PyTorch's allocator history (convert_cuda.c), reservations
+ *     (convert_mmap.c), the computed tables and the compact database's kept blocks
+ *     (convert_compact.c), the usage samples and copy-on-write (convert_usage.c,
+ *     convert_cow.c), the threads, processes and meta rows (convert_meta.c). The row code they
+ *     share is convert_rows.c's, below them all; the state is in convert_internal.h.
  * Caps (MAX_*) bound what a hostile or corrupt trace can make us allocate. */
 #include "convert_internal.h"
-
-#include <math.h>
-#include <signal.h>
-
-int sbuf__add(struct sbuf *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p)
-            return MS_ENOMEM;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-    return 0;
-}
-
-int sbuf__str(struct sbuf *b, const char *s)
-{
-    return sbuf__add(b, s, strlen(s));
-}
-
-int sbuf__fmt(struct sbuf *b, const char *fmt, ...)
-{
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return MS_EINVAL;
-    return sbuf__add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
-/* Appends s as a JSON string literal. */
-int sbuf__json(struct sbuf *b, const char *s, size_t n)
-{
-    int rc = sbuf__add(b, "\"", 1);
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
-            char e[2] = {'\\', (char)c};
-            rc = sbuf__add(b, e, 2);
-        } else if (c < 0x20) {
-            rc = sbuf__fmt(b, "\\u%04x", c);
-        } else {
-            rc = sbuf__add(b, (const char *)&s[i], 1);
-        }
-    }
-    return rc ? rc : sbuf__add(b, "\"", 1);
-}
-
-int conv__fail(struct conv *c, int rc, const char *fmt, ...)
-{
-    pthread_mutex_lock(&c->err_mu); /* the conversion's threads may fail at once */
-    if (c->err && c->errlen && !c->err[0]) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(c->err, c->errlen, fmt, ap);
-        va_end(ap);
-    }
-    pthread_mutex_unlock(&c->err_mu);
-    return rc;
-}
-
-static int db_fail(struct conv *c, const char *what)
-{
-    return conv__fail(c, MS_EDB, "database %s: %s: %s", c->tmp_path, what, sqlite3_errmsg(c->db));
-}
-
-int conv__oom(struct conv *c, const char *what)
-{
-    return conv__fail(c, MS_ENOMEM, "out of memory or over a size cap (%s)", what);
-}
-
-int conv__batch_fail(struct conv *c, int rc, const char *what)
-{
-    return rc == MS_EDB ? db_fail(c, what) : conv__oom(c, what);
-}
-
-/* Runs one prepared insert that has its parameters bound. */
-int conv__step_reset(struct conv *c, sqlite3_stmt *st, const char *what)
-{
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : db_fail(c, what);
-}
-
-int conv__exec(struct conv *c, const char *sql, const char *what)
-{
-    return sqlite3_exec(c->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : db_fail(c, what);
-}
-
-int conv__prepare(struct conv *c, sqlite3_stmt **st, const char *sql)
-{
-    return sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) == SQLITE_OK
-               ? 0
-               : db_fail(c, "prepare");
-}
-
-void conv__bind_opt(sqlite3_stmt *st, int i, int64_t v, int present)
-{
-    if (present)
-        sqlite3_bind_int64(st, i, v);
-    else
-        sqlite3_bind_null(st, i);
-}
 
 /* ---- Finding the trace files --------------------------------------------------------------- */
 
@@ -281,27 +174,6 @@ static int init_layers(struct conv *c)
     return 0;
 }
 
-/* The state of layer id in process p, created on first use; NULL when out of memory. */
-struct layer_state *conv__proc_layer(struct conv *c, struct proc *p, int layer)
-{
-    if ((size_t)layer >= p->nls) {
-        size_t n = (size_t)layer + 1 < MS_LAYER_POOL0 ? MS_LAYER_POOL0 : (size_t)layer + 8;
-        struct layer_state *ls = realloc(p->ls, n * sizeof *ls);
-        if (!ls) {
-            conv__oom(c, "layers");
-            return NULL;
-        }
-        for (size_t i = p->nls; i < n; i++) {
-            memset(&ls[i], 0, sizeof ls[i]);
-            ms_u64map_init(&ls[i].live, sizeof(uint32_t), MAX_LIVE);
-        }
-        p->ls = ls;
-        p->nls = n;
-    }
-    p->ls[layer].used = 1;
-    return &p->ls[layer];
-}
-
 /* ---- Pass 1: stacks, modules, process info -------------------------------------------------- */
 
 static int add_stack(struct conv *c, struct proc *p, const struct ms_record *r)
@@ -329,12 +201,6 @@ static int add_stack(struct conv *c, struct proc *p, const struct ms_record *r)
     if (ms_u64map_set32(&p->stack_ids, r->stack_id, (uint32_t)c->nstacks) < 0)
         return conv__oom(c, "stack ids");
     return 0;
-}
-
-/* Grows array *a of n elements of size sz to hold one more (cap: max elements). */
-int conv__grow(void **a, size_t *alloc, size_t n, size_t sz, size_t max)
-{
-    return ms_grow(a, alloc, n, sz, 256, max);
 }
 
 static int add_pyframe(struct conv *c, struct proc *p, const struct ms_record *r)
@@ -381,26 +247,6 @@ static int add_pystack(struct conv *c, struct proc *p, const struct ms_record *r
     c->npystacks++;
     if (ms_u64map_set32(&p->pystack_ids, r->stack_id, (uint32_t)c->npystacks) < 0)
         return conv__oom(c, "Python stacks");
-    return 0;
-}
-
-/* The text of a PyTorch allocator stack (a snapshot's frames, Python and C++) as msMemScope's
- * Call Stack(Python): "file(line): func" per frame, innermost first, lines joined by newlines.
- * Empty for other stacks (their Python part is a path in the stack tree: convert_symbols.c). */
-int conv__py_text(struct conv *c, struct proc *p, const struct stack_def *sd, struct sbuf *b)
-{
-    b->len = 0;
-    if (b->p)
-        b->p[0] = 0;
-    if (!(sd->trace_id > PTA_STACK_BASE && p->pta))
-        return 0;
-    uint32_t st = sd->trace_id - PTA_STACK_BASE;
-    for (uint32_t k = 0, f; (f = ms_snapshot_stack_frame(p->pta, st, k)) != 0; k++) {
-        const struct ms_snap_frame *fr = &p->pta->frames[f];
-        if (sbuf__fmt(b, "%s%.*s(%lld): %.*s", k ? "\n" : "", (int)fr->file.n, fr->file.p,
-                      (long long)fr->line, (int)fr->func.n, fr->func.p) < 0)
-            return conv__oom(c, "Python stack text");
-    }
     return 0;
 }
 
@@ -491,7 +337,7 @@ static int event_record(const struct ms_record *r)
 
 static int pass1(struct conv *c)
 {
-    c->trend_ok = !c->o->sink;
+    c->trend_ok = c->sink->file;
     for (size_t i = 0; i < c->nprocs; i++) /* meta.start_time_ns */
         if (i == 0 ||
             conv__epoch_ns(&c->procs[i], c->procs[i].tr.hdr.start_mono_ns) < c->run_start_ns)
@@ -612,391 +458,6 @@ static int stream_fill(struct conv *c, struct stream *s)
     return 0;
 }
 
-static int block_alloc(struct conv *c, uint32_t *slot)
-{
-    if (c->free_block != UINT32_MAX) {
-        *slot = c->free_block;
-        c->free_block = c->blocks[*slot].next_free;
-        return 0;
-    }
-    if (ms_grow((void **)&c->blocks, &c->ablocks, c->nblocks, sizeof *c->blocks, 4096, MAX_LIVE) <
-        0)
-        return conv__oom(c, "live blocks");
-    *slot = (uint32_t)c->nblocks++;
-    return 0;
-}
-
-/* Writes the blocks row of the block in slot and frees the slot. free_event 0: no free event
- * (replaced by an allocation at the same address); have_free 0: still live at the end. */
-static int block_close(struct conv *c, struct proc *p, int layer, uint32_t slot, int have_free,
-                       int64_t free_ns, int64_t free_event)
-{
-    struct block *b = &c->blocks[slot];
-    struct closed_block cb = {*b, p->id, free_ns, free_event, layer, have_free};
-    if (c->win && (layer == MS_LAYER_HEAP || layer == MS_LAYER_MMAP)) {
-        int wrc = conv__windows_close(c, b->alloc_id, b->size, b->stack_id);
-        if (wrc < 0)
-            return wrc;
-    }
-    int rc = c->o->sink      ? 0 /* a replay writes no rows */
-             : c->o->compact ? conv__compact_block(c, p, &cb)
-                             : conv__live_at_end(c, &cb);
-    if (rc == 0 && !c->o->sink && !c->o->compact)
-        rc = conv__write_block(c, &cb);
-    if (have_free) {
-        struct layer_stats *ls = &p->ls[layer].st;
-        if (layer == MS_LAYER_HEAP || layer == MS_LAYER_MMAP)
-            p->host_live -= b->size;
-        ls->live_bytes -= b->size;
-        ls->live_blocks--;
-        if (c->trend_ok && conv__default_layer(layer))
-            conv__compact_live(c, -b->size);
-        b->next_free = c->free_block;
-        c->free_block = slot;
-        c->live_total--;
-    }
-    return rc;
-}
-
-/* Writes an events row; name and flags are the annotation columns (NULL / -1 for none). */
-int conv__write_event_full(struct conv *c, const struct stream *s, int kind, int layer,
-                           int64_t addr, int have_addr, int64_t size, int have_size,
-                           const char *func, int64_t stack, int64_t alloc_id, const char *name,
-                           size_t name_len, int flags)
-{
-    if (!c->next_event)
-        c->first_event_ns = s->ts;
-    c->last_event_ns = s->ts;
-    if (c->o->sink) {
-        struct ms_store_row row = {.id = ++c->next_event,
-                                   .ts_ns = s->ts,
-                                   .process_id = c->procs[s->proc].id,
-                                   .thread_id = s->thread,
-                                   .addr = addr,
-                                   .size = size,
-                                   .stack_id = stack,
-                                   .allocation_id = alloc_id,
-                                   .kind = kind,
-                                   .layer = layer,
-                                   .flags = flags,
-                                   .has_addr = have_addr,
-                                   .has_size = have_size,
-                                   .func = func,
-                                   .name = name,
-                                   .name_len = name_len,
-                                   .owner_id = c->row_owner};
-        c->attr = NULL;
-        c->row_owner = 0;
-        int rc = c->o->sink(c->o->sink_ctx, &row);
-        return rc < 0 ? conv__fail(c, rc, "stopped by the replay's reader") : 0;
-    }
-    if (kind == MS_KIND_MALLOC || kind == MS_KIND_FREE) {
-        /* counted for the computed tables (site_stats, the series) in both kinds of database */
-        int rc = conv__compact_event(c, s, kind, layer, have_size ? size : 0, stack, alloc_id,
-                                     c->next_event + 1);
-        if (rc < 0)
-            return rc;
-        if (c->o->compact) { /* in the packed trace only; the id is taken as in a full one */
-            c->next_event++;
-            c->attr = NULL;
-            return 0;
-        }
-    }
-    struct ms_cell *row;
-    int rc = ms_batch_row(&c->events_ins, &row);
-    if (rc < 0)
-        return conv__batch_fail(c, rc, "insert event");
-    ms_cell_int(&row[0], ++c->next_event);
-    ms_cell_int(&row[1], s->ts);
-    ms_cell_int(&row[2], kind);
-    ms_cell_int(&row[3], layer);
-    ms_cell_int(&row[4], c->procs[s->proc].id);
-    ms_cell_int(&row[5], s->thread);
-    ms_cell_opt(&row[6], addr, have_addr);
-    ms_cell_opt(&row[7], size, have_size);
-    ms_cell_static(&row[8], func);
-    ms_cell_opt(&row[9], stack, stack != 0);
-    ms_cell_opt(&row[10], alloc_id, alloc_id != 0);
-    ms_cell_null(&row[11]);
-    if (name && (rc = ms_batch_copy(&c->events_ins, &row[11], name, name_len)) < 0)
-        return conv__batch_fail(c, rc, "insert event");
-    ms_cell_opt(&row[12], flags, flags >= 0);
-    ms_cell_null(&row[13]);
-    if (c->attr && (rc = ms_batch_copy(&c->events_ins, &row[13], c->attr, c->attr_len)) < 0)
-        return conv__batch_fail(c, rc, "insert event");
-    c->attr = NULL;
-    return 0;
-}
-
-int conv__write_event(struct conv *c, const struct stream *s, int kind, int layer, int64_t addr,
-                      int64_t size, int have_size, const char *func, int64_t stack,
-                      int64_t alloc_id)
-{
-    return conv__write_event_full(c, s, kind, layer, addr, 1, size, have_size, func, stack,
-                                  alloc_id, NULL, 0, -1);
-}
-
-/* Ends the live block in slot with a FREE event by s. */
-int conv__free_block(struct conv *c, const struct stream *s, int layer, uint32_t slot,
-                     const char *func)
-{
-    struct proc *p = &c->procs[s->proc];
-    struct block *b = &c->blocks[slot];
-    c->row_owner = b->owner_id;
-    int rc =
-        conv__write_event(c, s, MS_KIND_FREE, layer, b->addr, b->size, 1, func, 0, b->alloc_id);
-    if (rc == 0) {
-        p->ls[layer].st.frees++;
-        rc = block_close(c, p, layer, slot, 1, s->ts, c->next_event);
-    }
-    return rc;
-}
-
-/* func: the allocating function's name (NULL: from the record type). */
-int conv__on_alloc(struct conv *c, const struct stream *s, int layer, const char *func)
-{
-    const struct ms_record *r = &s->r;
-    if (!func)
-        func = ms_fn_name(r->type, r->fn);
-    return conv__alloc_block(c, s, layer, r->addr, r->size, conv__stack_of(c, s), func);
-}
-
-uint32_t conv__stack_of(struct conv *c, const struct stream *s)
-{
-    uint32_t stack = 0;
-    if (s->r.stack_id && !ms_u64map_get32(&c->procs[s->proc].stack_ids, s->r.stack_id, &stack))
-        stack = 0; /* its STACK record was lost to damage */
-    return stack;
-}
-
-int conv__alloc_block(struct conv *c, const struct stream *s, int layer, uint64_t addr,
-                      uint64_t size, uint32_t stack, const char *func)
-{
-    struct proc *p = &c->procs[s->proc];
-    struct layer_state *lst = conv__proc_layer(c, p, layer);
-    if (!lst)
-        return MS_ENOMEM;
-    int is_new, rc;
-    uint32_t *live = ms_u64map_put(&lst->live, addr, &is_new); /* valid: no put or del
-                                                                * on the map below */
-    if (!live)
-        return conv__oom(c, "live blocks");
-    if (!is_new) {
-        /* The free was not recorded (or happened before recording resumed): close the old
-         * block at this moment, without a free event. */
-        if ((rc = block_close(c, p, layer, *live, 1, s->ts, 0)) < 0)
-            return rc;
-    }
-    uint32_t slot = 0;
-    if ((rc = block_alloc(c, &slot)) < 0)
-        return rc;
-    *live = slot;
-    c->live_total++;
-    int64_t alloc_id = ++c->next_alloc;
-    /* PyTorch's allocator events name no thread: they take the owner of the process's first
-     * thread (the Python main thread, where a training loop runs), as it is at that time */
-    int64_t owner = c->threads[(s->pta ? s->owner_thread : s->thread) - 1].owner_id;
-    c->row_owner = owner;
-    if ((rc = conv__write_event(c, s, MS_KIND_MALLOC, layer, (int64_t)addr, (int64_t)size, 1, func,
-                                stack, alloc_id)) < 0)
-        return rc;
-    struct block *b = &c->blocks[slot];
-    b->alloc_id = alloc_id;
-    b->addr = (int64_t)addr;
-    b->size = (int64_t)size;
-    b->alloc_ns = s->ts;
-    b->alloc_event_id = c->next_event;
-    b->stack_id = stack;
-    b->thread_id = s->thread;
-    b->func = func;
-    b->owner_id = owner;
-    b->base_owner_id = b->owner_id;
-    b->step = p->steps + 1;
-    b->moments = p->moments;
-    b->keep = 0;
-    struct layer_stats *ls = &lst->st;
-    ls->allocs++;
-    ls->alloc_bytes += (int64_t)size;
-    ls->live_bytes += (int64_t)size;
-    ls->live_blocks++;
-    if (c->trend_ok && conv__default_layer(layer))
-        conv__compact_live(c, (int64_t)size);
-    if (ls->live_bytes > ls->peak_bytes) {
-        ls->peak_bytes = ls->live_bytes;
-        ls->peak_ns = s->ts;
-        ls->peak_event = c->next_event;
-        ls->peak_alloc = alloc_id;
-        lst->peak_from = c->ncand; /* closed before this peak: not live at it */
-    }
-    if (layer == MS_LAYER_HEAP || layer == MS_LAYER_MMAP) {
-        p->host_live += (int64_t)size;
-        if (p->host_live > p->host_peak) {
-            p->host_peak = p->host_live;
-            p->host_peak_ns = s->ts;
-            p->host_peak_event = c->next_event;
-            p->host_peak_alloc = alloc_id;
-            p->host_from = c->ncand;
-        }
-        if (c->win)
-            return conv__windows_alloc(c, alloc_id, (int64_t)size);
-    }
-    return 0;
-}
-
-/* A free of the block at s->r.addr in layer (heap free, pool free, pool release). */
-int conv__on_free(struct conv *c, const struct stream *s, int layer, const char *func)
-{
-    struct proc *p = &c->procs[s->proc];
-    struct layer_state *lst = conv__proc_layer(c, p, layer);
-    uint32_t slot;
-    if (!lst)
-        return MS_ENOMEM;
-    if (ms_u64map_del(&lst->live, s->r.addr, &slot))
-        return conv__free_block(c, s, layer, slot, func);
-    lst->st.unmatched++;
-    return conv__write_event(c, s, MS_KIND_FREE, layer, (int64_t)s->r.addr, 0, 0, func, 0, 0);
-}
-
-int conv__cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Ends with a FREE event by func every live mmap block that starts in [addr, addr + len);
- * *nhits: how many. */
-int conv__mmap_end_blocks(struct conv *c, const struct stream *s, uint64_t addr, uint64_t len,
-                          const char *func, size_t *nhits_out)
-{
-    struct proc *p = &c->procs[s->proc];
-    struct layer_state *lst = conv__proc_layer(c, p, MS_LAYER_MMAP);
-    if (!lst)
-        return MS_ENOMEM;
-    struct ms_u64map *live = &lst->live;
-    uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
-    uint64_t *hits = NULL;
-    size_t nhits = 0;
-    int rc = 0;
-    if (live->count && len) {
-        hits = malloc(live->count * sizeof *hits);
-        if (!hits)
-            return conv__oom(c, func);
-        uint64_t key;
-        uint32_t val;
-        if (len / 4096 <= 4 * live->count) {
-            /* mmap blocks start on page boundaries: probe each page of the range. */
-            for (uint64_t a = addr; a < end && nhits < live->count; a += 4096) {
-                if (ms_u64map_get32(live, a, &val))
-                    hits[nhits++] = a;
-                if (a + 4096 < a)
-                    break;
-            }
-        } else {
-            for (size_t pos = 0; ms_u64map_next32(live, &pos, &key, &val);)
-                if (key >= addr && key < end)
-                    hits[nhits++] = key;
-            if (nhits)
-                qsort(hits, nhits, sizeof *hits, conv__cmp_u64);
-        }
-    }
-    for (size_t i = 0; i < nhits && rc == 0; i++) {
-        uint32_t slot;
-        ms_u64map_del(live, hits[i], &slot);
-        rc = conv__free_block(c, s, MS_LAYER_MMAP, slot, func);
-    }
-    free(hits);
-    *nhits_out = nhits;
-    return rc;
-}
-
-/* munmap(addr, len) ends every live mmap block that starts in [addr, addr + len), and the parts
- * of reservations and of their commits in it (convert_mmap.c).
- * NEEDSWORK: outside reservations, an unmap of a block's head ends the whole block, and an
- * unmap of its tail or middle (no block starts in the range) is recorded as an unmatched free
- * while the block stays live with its old size; convert_mmap.c's ranges could track every
- * mapping the same way. */
-static int on_munmap(struct conv *c, const struct stream *s)
-{
-    struct proc *p = &c->procs[s->proc];
-    uint64_t addr = s->r.addr, len = s->r.size;
-    int hit = 0;
-    size_t nhits = 0;
-    int rc = p->mm ? conv__mmap_munmap(c, s, &hit) : 0;
-    if (rc == 0)
-        rc = conv__mmap_end_blocks(c, s, addr, len, "munmap", &nhits);
-    if (rc == 0 && nhits == 0 && !hit) {
-        p->ls[MS_LAYER_MMAP].st.unmatched++;
-        rc = conv__write_event(c, s, MS_KIND_FREE, MS_LAYER_MMAP, (int64_t)addr, (int64_t)len, 1,
-                               "munmap", 0, 0);
-    }
-    return rc;
-}
-
-/* Sampling mode (docs/production.md, "Sampling"): a recorded heap allocation of S bytes stands
- * for S / (1 - exp(-S/B)) bytes, the inverse of its probability of being sampled: an unbiased
- * estimate of the bytes allocated there. Rounded to whole bytes, at least S. */
-static uint64_t sample_weighted(uint64_t size, uint64_t b)
-{
-    if (!size || !b)
-        return size;
-    double s = (double)size, p = -expm1(-s / (double)b);
-    double w = p > 0 ? s / p : s;
-    if (w >= 9.0e18)
-        return size;
-    uint64_t r = (uint64_t)llround(w);
-    return r < size ? size : r;
-}
-
-static int on_event(struct conv *c, struct stream *s)
-{
-    if (s->r.type == MS_REC_EXTENSION && (s->r.fn == MS_EXT_EXEC || s->r.fn == MS_EXT_EXEC_FAILED))
-        return conv__on_exec(c, s); /* no event: what the process started */
-    struct proc *p = &c->procs[s->proc];
-    uint64_t b = p->tr.hdr.sample_bytes;
-    if (b && s->r.type == MS_REC_HEAP_ALLOC)
-        s->r.size = sample_weighted(s->r.size, b);
-    else if (b && s->r.type == MS_REC_HEAP_FREE) { /* a free of a block not sampled: dropped */
-        struct layer_state *lst = conv__proc_layer(c, p, MS_LAYER_HEAP);
-        uint32_t slot;
-        if (!lst)
-            return MS_ENOMEM;
-        if (!ms_u64map_get32(&lst->live, s->r.addr, &slot))
-            return 0;
-    }
-    struct thread *t = &c->threads[s->thread - 1];
-    if (!p->have_events) {
-        p->first_ns = s->ts;
-        p->have_events = 1;
-    }
-    p->last_ns = s->ts;
-    if (!t->events)
-        t->first_ns = s->ts;
-    t->last_ns = s->ts;
-    t->events++;
-    c->res->events++;
-    switch (s->r.type) {
-    case MS_REC_HEAP_ALLOC: return conv__on_alloc(c, s, MS_LAYER_HEAP, NULL);
-    case MS_REC_MMAP_ALLOC:
-        return p->mm ? conv__mmap_alloc(c, s) : conv__on_alloc(c, s, MS_LAYER_MMAP, NULL);
-    case MS_REC_HEAP_FREE: return conv__on_free(c, s, MS_LAYER_HEAP, "free");
-    case MS_REC_EXTENSION: {
-        if (s->r.fn >= MS_EXT_MMAP_RESERVE && s->r.fn <= MS_EXT_MMAP_DECOMMIT)
-            return conv__mmap_record(c, s);
-        /* annotations write rows: the symbolization's thread first ends its own */
-        int rc = c->sym_running ? conv__sym_join(c) : 0;
-        if (rc < 0)
-            return rc;
-        if (c->kept_running) /* the kept blocks' thread writes rows too */
-            pthread_mutex_lock(&c->db_mu);
-        rc = s->pta ? conv__on_pta(c, s) : conv__on_annotation(c, s);
-        if (c->kept_running)
-            pthread_mutex_unlock(&c->db_mu);
-        return rc;
-    }
-    default: return on_munmap(c, s);
-    }
-}
-
 static int pass2(struct conv *c)
 {
     size_t n = 0;
@@ -1072,7 +533,7 @@ static int pass2(struct conv *c)
             break; /* the parents' blocks at the forks before s (before the children's samples) */
         if (c->usage_next < c->nusage && (int64_t)c->usage[c->usage_next].ts_ns < s->ts)
             conv__usage_until(c, s->ts); /* the live bytes at the samples taken before s */
-        rc = on_event(c, s);
+        rc = conv__on_event(c, s);
         if (!stream_fill(c, s))
             heap[0] = heap[--nheap];
         if (rc == 0)
@@ -1089,383 +550,6 @@ static int pass2(struct conv *c)
         ms_trace_cursor_release(&streams[i].s.cur); /* a stream left before its end (a failure) */
     }
     free(streams);
-    return rc;
-}
-
-/* ---- Final rows ------------------------------------------------------------------------------ */
-
-static int write_threads(struct conv *c)
-{
-    sqlite3_stmt *st;
-    int rc = conv__prepare(c, &st, "INSERT INTO threads VALUES (?,?,?,?,?,?)");
-    for (size_t i = 0; i < c->nthreads && rc == 0; i++) {
-        struct thread *t = &c->threads[i];
-        sqlite3_bind_int64(st, 1, (int64_t)i + 1);
-        sqlite3_bind_int64(st, 2, c->procs[t->proc].id);
-        sqlite3_bind_int64(st, 3, t->tid);
-        conv__bind_opt(st, 4, t->first_ns, t->events != 0);
-        conv__bind_opt(st, 5, t->last_ns, t->events != 0);
-        sqlite3_bind_int64(st, 6, (int64_t)t->events);
-        rc = conv__step_reset(c, st, "insert thread");
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
-
-static int cmp_slot(const void *x, const void *y, void *ctx)
-{
-    const struct block *b = ctx;
-    int64_t u = b[*(const uint32_t *)x].alloc_id, v = b[*(const uint32_t *)y].alloc_id;
-    return u < v ? -1 : u > v;
-}
-
-/* processes rows, process_stats rows and the blocks still live; fills res. */
-static int write_processes(struct conv *c)
-{
-    sqlite3_stmt *st = NULL, *ps = NULL, *hp = NULL;
-    int rc = conv__prepare(c, &st, "INSERT INTO processes VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
-    if (rc == 0)
-        rc = conv__prepare(c, &ps, "INSERT INTO process_stats VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
-    if (rc == 0)
-        rc = conv__prepare(c, &hp, "INSERT INTO host_peaks VALUES (?,?,?,?,?)");
-    for (size_t i = 0; i < c->nprocs && rc == 0; i++) {
-        struct proc *p = &c->procs[i];
-        const struct ms_trace_file_header *h = &p->tr.hdr;
-        for (size_t k = 0; p->cmdline && k < p->cmdlen; k++) /* argv joined by spaces */
-            if (!p->cmdline[k])
-                p->cmdline[k] = ' ';
-        size_t cl = p->cmdlen;
-        while (p->cmdline && cl && p->cmdline[cl - 1] == ' ')
-            cl--;
-        uint64_t lost = h->lost_events + p->lost;
-        sqlite3_bind_int64(st, 1, p->id);
-        sqlite3_bind_int64(st, 2, (int64_t)h->pid);
-        sqlite3_bind_int64(st, 3, (int64_t)(p->have_process ? p->ppid : h->ppid));
-        sqlite3_bind_int64(st, 4, h->image_seq);
-        if (p->exe)
-            sqlite3_bind_text(st, 5, p->exe, -1, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(st, 5);
-        if (p->cmdline)
-            sqlite3_bind_text(st, 6, p->cmdline, (int)cl, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(st, 6);
-        conv__bind_opt(st, 7, p->first_ns, p->have_events);
-        conv__bind_opt(st, 8, p->last_ns, p->have_events);
-        sqlite3_bind_text(st, 9, p->path, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 10, (int64_t)lost);
-        sqlite3_bind_int64(st, 11, (int64_t)h->stopped_errno);
-        if (p->tr.warning[0])
-            sqlite3_bind_text(st, 12, p->tr.warning, -1, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(st, 12);
-        rc = conv__step_reset(c, st, "insert process");
-
-        /* Blocks live at the end, in allocation order. */
-        for (size_t l = 0; l < p->nls && rc == 0; l++) {
-            if (!p->ls[l].used)
-                continue;
-            struct ms_u64map *live = &p->ls[l].live;
-            uint32_t *slots = malloc((live->count + 1) * sizeof *slots);
-            size_t ns = 0, pos = 0;
-            uint64_t key;
-            uint32_t val;
-            if (!slots) {
-                rc = conv__oom(c, "live blocks");
-                break;
-            }
-            while (ms_u64map_next32(live, &pos, &key, &val))
-                slots[ns++] = val;
-            qsort_r(slots, ns, sizeof *slots, cmp_slot, c->blocks);
-            for (size_t k = 0; k < ns && rc == 0; k++)
-                rc = block_close(c, p, (int)l, slots[k], 0, 0, 0);
-            free(slots);
-        }
-        for (size_t l = 0; l < p->nls && rc == 0; l++) {
-            if (!p->ls[l].used)
-                continue;
-            struct layer_stats *ls = &p->ls[l].st;
-            sqlite3_bind_int64(ps, 1, p->id);
-            sqlite3_bind_int64(ps, 2, (int64_t)l);
-            sqlite3_bind_int64(ps, 3, ls->allocs);
-            sqlite3_bind_int64(ps, 4, ls->frees);
-            sqlite3_bind_int64(ps, 5, ls->alloc_bytes);
-            sqlite3_bind_int64(ps, 6, ls->peak_bytes);
-            conv__bind_opt(ps, 7, ls->peak_ns, ls->peak_bytes > 0);
-            sqlite3_bind_int64(ps, 8, ls->live_bytes);
-            sqlite3_bind_int64(ps, 9, ls->live_blocks);
-            sqlite3_bind_int64(ps, 10, ls->unmatched);
-            conv__bind_opt(ps, 11, ls->peak_event, ls->peak_bytes > 0);
-            conv__bind_opt(ps, 12, ls->peak_alloc, ls->peak_bytes > 0);
-            rc = conv__step_reset(c, ps, "insert process stats");
-        }
-        if (rc == 0) { /* the heap and the mmap layer together */
-            sqlite3_bind_int64(hp, 1, p->id);
-            sqlite3_bind_int64(hp, 2, p->host_peak);
-            conv__bind_opt(hp, 3, p->host_peak_ns, p->host_peak > 0);
-            conv__bind_opt(hp, 4, p->host_peak_event, p->host_peak > 0);
-            conv__bind_opt(hp, 5, p->host_peak_alloc, p->host_peak > 0);
-            rc = conv__step_reset(c, hp, "insert host peak");
-        }
-        c->res->damaged_chunks += p->tr.damaged_chunks;
-        c->res->lost_events += lost;
-        if (p->tr.warning[0] && !c->res->warning[0])
-            snprintf(c->res->warning, sizeof c->res->warning, "%s: %s", p->name, p->tr.warning);
-    }
-    c->res->processes = c->nprocs;
-    sqlite3_finalize(st);
-    sqlite3_finalize(ps);
-    sqlite3_finalize(hp);
-    return rc;
-}
-
-/* Text is bound SQLITE_STATIC here and wherever the step follows at once, the buffer still
- * live: a copy (SQLITE_TRANSIENT) allocates, and a bind that fails leaves NULL silently. */
-static int put_meta(struct conv *c, sqlite3_stmt *st, const char *key, const char *value)
-{
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    if (value)
-        sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, 2);
-    return conv__step_reset(c, st, "insert meta");
-}
-
-static int put_meta_int(struct conv *c, sqlite3_stmt *st, const char *key, long long v)
-{
-    char buf[32];
-    snprintf(buf, sizeof buf, "%lld", v);
-    return put_meta(c, st, key, buf);
-}
-
-/* The traced command line as a JSON array: from the options, else from the PROCESS record of
- * the first process whose parent was not traced (the root of the run). */
-static int command_json(struct conv *c, struct sbuf *b)
-{
-    int rc = sbuf__add(b, "[", 1);
-    if (c->o->argv) {
-        for (size_t i = 0; c->o->argv[i] && rc == 0; i++) {
-            if (i)
-                rc = sbuf__add(b, ",", 1);
-            if (rc == 0)
-                rc = sbuf__json(b, c->o->argv[i], strlen(c->o->argv[i]));
-        }
-    } else {
-        const struct proc *root = NULL;
-        for (size_t i = 0; i < c->nprocs && !root; i++) {
-            const struct proc *p = &c->procs[i];
-            int traced_parent = 0;
-            for (size_t k = 0; k < c->nprocs && p->have_process; k++)
-                traced_parent |= c->procs[k].tr.hdr.pid == p->ppid;
-            if (p->have_process && !traced_parent)
-                root = p;
-        }
-        if (!root && c->procs[0].have_process)
-            root = &c->procs[0];
-        size_t k = 0, n = root ? root->cmdlen : 0;
-        for (int first = 1; k < n && rc == 0; first = 0) {
-            size_t e = k;
-            while (e < n && root->cmdline[e])
-                e++;
-            if (!first)
-                rc = sbuf__add(b, ",", 1);
-            if (rc == 0)
-                rc = sbuf__json(b, root->cmdline + k, e - k);
-            k = e + 1;
-        }
-    }
-    return rc ? rc : sbuf__add(b, "]", 1);
-}
-
-/* Sampling mode: meta sampling_bytes (B; the largest over the processes, which share the
- * environment that sets it) and the exact heap counts summed over the sampled processes'
- * headers (docs/database.md). Nothing for an exact run. */
-static int write_sampling_meta(struct conv *c, sqlite3_stmt *st)
-{
-    uint64_t b = 0, allocs = 0, bytes = 0, frees = 0;
-    for (size_t i = 0; i < c->nprocs; i++)
-        if (c->procs[i].tr.hdr.sample_bytes > b)
-            b = c->procs[i].tr.hdr.sample_bytes;
-    if (!b)
-        return 0;
-    for (size_t i = 0; i < c->nprocs; i++) {
-        const struct ms_trace_file_header *h = &c->procs[i].tr.hdr;
-        if (!h->sample_bytes)
-            continue;
-        allocs += h->heap_allocs;
-        bytes += h->heap_bytes;
-        frees += h->heap_frees;
-    }
-    int rc = put_meta_int(c, st, "sampling_bytes", (long long)b);
-    if (rc == 0)
-        rc = put_meta_int(c, st, "heap_allocs_exact", (long long)allocs);
-    if (rc == 0)
-        rc = put_meta_int(c, st, "heap_alloc_bytes_exact", (long long)bytes);
-    if (rc == 0)
-        rc = put_meta_int(c, st, "heap_frees_exact", (long long)frees);
-    return rc;
-}
-
-static int write_meta(struct conv *c)
-{
-    sqlite3_stmt *st;
-    int rc = conv__prepare(c, &st, "INSERT INTO meta VALUES (?,?)");
-    if (rc < 0)
-        return rc;
-    struct sbuf cmd = {0};
-    char cwd[PATH_MAX], host[256], dir[PATH_MAX];
-    if (!getcwd(cwd, sizeof cwd))
-        cwd[0] = 0;
-    if (gethostname(host, sizeof host) < 0)
-        host[0] = 0;
-    host[sizeof host - 1] = 0;
-    if (!realpath(c->o->trace_dir, dir))
-        snprintf(dir, sizeof dir, "%s", c->o->trace_dir);
-    int64_t start = 0, end = 0;
-    unsigned depth = c->o->call_stack_c;
-    for (size_t i = 0; i < c->nprocs; i++) {
-        const struct proc *p = &c->procs[i];
-        int64_t s = conv__epoch_ns(p, p->tr.hdr.start_mono_ns);
-        if (i == 0 || s < start)
-            start = s;
-        if (p->have_events && p->last_ns > end)
-            end = p->last_ns;
-        if (!depth && (p->tr.hdr.flags & MS_TRACE_F_STACKS) && p->tr.hdr.max_depth > depth)
-            depth = p->tr.hdr.max_depth;
-    }
-    if (end < start)
-        end = start;
-    if (command_json(c, &cmd) < 0)
-        rc = conv__oom(c, "command line");
-    if (rc == 0)
-        rc = put_meta_int(c, st, "format_version", MS_DB_FORMAT_VERSION);
-    if (rc == 0)
-        rc = put_meta(c, st, "memscope_version", MEMSCOPE_VERSION);
-    if (rc == 0)
-        rc = put_meta(c, st, "command_line", cmd.p);
-    if (rc == 0)
-        rc = put_meta(c, st, "cwd", cwd);
-    if (rc == 0)
-        rc = put_meta(c, st, "hostname", host);
-    if (rc == 0)
-        rc = put_meta_int(c, st, "start_time_ns", start);
-    if (rc == 0)
-        rc = put_meta_int(c, st, "end_time_ns", end);
-    if (rc == 0 && c->o->exit_status >= 0)
-        rc = put_meta_int(c, st, "exit_status", c->o->exit_status);
-    else if (rc == 0)
-        rc = put_meta(c, st, "exit_status", NULL);
-    if (rc == 0)
-        rc = put_meta_int(c, st, "call_stack_c", depth);
-    if (rc == 0)
-        rc = put_meta(c, st, "events", c->o->events);
-    if (rc == 0)
-        rc = put_meta(c, st, "trace_dir", dir);
-    if (rc == 0) /* the compact database has not every events row */
-        rc = put_meta_int(c, st, "event_count", c->next_event);
-    if (rc == 0 && c->next_event)
-        rc = put_meta_int(c, st, "first_event_ns", c->first_event_ns);
-    if (rc == 0 && c->next_event)
-        rc = put_meta_int(c, st, "last_event_ns", c->last_event_ns);
-    if (rc == 0)
-        rc = write_sampling_meta(c, st);
-    free(cmd.p);
-    sqlite3_finalize(st);
-    return rc;
-}
-
-/* ---- Driver ---------------------------------------------------------------------------------- */
-
-/* Writes the blocks rows still waiting and the events and blocks rows still buffered. */
-static int flush_batches(struct conv *c)
-{
-    int rc = conv__drain_blocks(c);
-    if (rc < 0)
-        return rc;
-    rc = ms_batch_flush(&c->events_ins);
-    if (rc < 0)
-        return conv__batch_fail(c, rc, "insert event");
-    rc = ms_batch_flush(&c->blocks_ins);
-    return rc < 0 ? conv__batch_fail(c, rc, "insert block") : 0;
-}
-
-static int open_schema(struct conv *c);
-
-static int open_db(struct conv *c)
-{
-    if (c->o->sink) /* a replay: the small tables in memory, for the code that writes them */
-        return sqlite3_open_v2(":memory:", &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY,
-                               NULL) == SQLITE_OK
-                   ? open_schema(c)
-                   : db_fail(c, "open");
-    /* A new file of this conversion's own (files.h): two runs converting to the same
-     * database never share it, and a link planted at the name is never followed. */
-    size_t n = strlen(c->o->db_path) + 64;
-    c->tmp_path = malloc(n);
-    if (!c->tmp_path)
-        return conv__oom(c, "path");
-    int fd = ms_temp_create(c->tmp_path, n, c->o->db_path, ".tmp.");
-    if (fd < 0) {
-        int rc = conv__fail(c, fd, "cannot create a temporary file beside %s: %s", c->o->db_path,
-                            strerror(-fd));
-        free(c->tmp_path);
-        c->tmp_path = NULL; /* not ours: nothing to remove */
-        return rc;
-    }
-    close(fd); /* empty: SQLite opens it as a new database */
-    /* One thread uses this connection: no mutexes (7% of the conversion time). */
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-    if (sqlite3_open_v2(c->tmp_path, &c->db, flags, NULL) != SQLITE_OK)
-        return db_fail(c, "open");
-    return open_schema(c);
-}
-
-/* The schema and the prepared inserts, in c->db. */
-static int open_schema(struct conv *c)
-{
-    /* Big pages for the full database's big tables. The compact one has small tables (one
-     * page each at least: 0.5 MB for a small program's) beside its blobs, its blocks rows
-     * and its stacks rows (a PyTorch script's: 1.8 KB of Python stack text each, two to a
-     * 4 KiB page and most of a page left over): 16 KiB pages make it 11% smaller and 3%
-     * faster to write than 4 KiB ones (bench/RESULTS.md). Its pages are mostly the traces,
-     * written once: a small cache (4 MiB: cc1's conversion 4% faster than with 16, 12 MB
-     * smaller; 64 MiB was 12% slower: memory first touched costs more than pages read again). */
-    int rc = conv__exec(c,
-                        c->o->compact ? "PRAGMA page_size=16384; PRAGMA cache_size=-4096;"
-                                      : "PRAGMA page_size=65536; PRAGMA cache_size=-262144;",
-                        "setup");
-    if (rc == 0)
-        rc = conv__exec(c,
-                        "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-                        "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;"
-                        "PRAGMA threads=2; BEGIN;",
-                        "setup");
-    if (rc == 0)
-        rc = conv__exec(c, ms_schema_sql, "create schema");
-    /* Before loading: the events indexes are partial (annotation rows only), so keeping them
-     * costs a row two comparisons, while building them after would read all of events twice. */
-    if (rc == 0)
-        rc = conv__exec(c, ms_schema_index_sql, "create indexes");
-    if (rc == 0 && (rc = ms_batch_init(&c->events_ins, c->db, "events", 14, 1)) < 0)
-        rc = conv__batch_fail(c, rc, "prepare");
-    if (rc == 0 && (rc = ms_batch_init(&c->blocks_ins, c->db, "blocks", 14, 1)) < 0)
-        rc = conv__batch_fail(c, rc, "prepare");
-    if (rc == 0)
-        rc = conv__prepare(c, &c->ins_owner, "INSERT INTO owners VALUES (?,?)");
-    if (rc == 0)
-        rc = conv__prepare(c, &c->ins_step, "INSERT INTO steps VALUES (?,?,?,?,?)");
-    if (rc == 0)
-        rc = conv__prepare(c, &c->ins_range, "INSERT INTO ranges VALUES (?,?,?,?,?,?,?,?,?,?)");
-    if (rc == 0)
-        rc = conv__prepare(c, &c->ins_pytrace, "INSERT INTO python_trace VALUES (?,?,?,?,?,?)");
-    if (rc == 0)
-        rc = conv__prepare(c, &c->ins_string, "INSERT INTO strings VALUES (?,?)");
-    if (rc == 0)
-        rc = conv__prepare(c, &c->ins_frame, "INSERT INTO frames VALUES (?,?,?,?,?,?,?,?)");
-    if (rc == 0)
-        rc = conv__prepare(c, &c->ins_stack, "INSERT INTO stacks VALUES (?,?,?,NULL,?,?,?)");
-    if (rc == 0)
-        rc = conv__prepare(c, &c->ins_stack_node, "INSERT INTO stack_nodes VALUES (?,?,?)");
     return rc;
 }
 
@@ -1582,6 +666,7 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
     ms_symcache_init(&c.symcache);
     if (!o || !o->trace_dir || (!o->db_path && !o->sink))
         return conv__fail(&c, MS_EINVAL, "ms_store_convert: trace_dir and db_path are required");
+    c.sink = o->sink ? &conv__sink_replay : o->compact ? &conv__sink_compact : &conv__sink_full;
 
     struct stat st;
     if (o->db_path && lstat(o->db_path, &st) == 0 && !S_ISREG(st.st_mode))
@@ -1600,16 +685,12 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
         rc = conv__usage_load(&c);
     if (rc == 0)
         rc = pass1(&c);
-    if (rc == 0 && o->compact && !o->sink)
-        rc = conv__compact_start(&c);
     if (rc == 0)
-        rc = open_db(&c);
+        rc = c.sink->open(&c);
     if (rc == 0)
         rc = conv__symbolize_start(&c);
-    if (rc == 0 && !o->sink && getenv("MEMSCOPE_FAULT_CONVERT"))
-        raise(SIGSEGV); /* failure injection (tests): a crash with its files half-written */
-    if (rc == 0 && o->compact && !o->sink)
-        rc = conv__kept_start(&c);
+    if (rc == 0)
+        rc = c.sink->pass2_begin(&c);
     if (rc == 0)
         rc = pass2(&c);
     int sym_rc = conv__sym_join(&c);
@@ -1625,23 +706,19 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
     if (rc == 0)
         rc = conv__mmap_write_layers(&c);
     if (rc == 0)
-        rc = write_meta(&c); /* before write_processes turns cmdline NULs into spaces */
+        rc = conv__write_meta(&c); /* before write_processes turns cmdline NULs into spaces */
     if (rc == 0)
-        rc = write_threads(&c);
+        rc = conv__write_threads(&c);
     if (rc == 0)
-        rc = write_processes(&c);
+        rc = conv__write_processes(&c);
     if (rc == 0)
         rc = conv__usage_write(&c);
     if (rc == 0)
         rc = conv__windows_write(&c);
     if (rc == 0)
         rc = conv__cow_write(&c);
-    if (rc == 0 && o->compact && !o->sink)
-        rc = conv__compact_write_blocks(&c);
     if (rc == 0)
-        rc = flush_batches(&c);
-    if (rc == 0 && !o->sink)
-        rc = conv__compact_finish(&c);
+        rc = c.sink->finish(&c);
     if (rc == 0)
         rc = conv__exec(&c, "COMMIT", "commit");
     const char *tmp = c.tmp_path;

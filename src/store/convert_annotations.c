@@ -408,18 +408,7 @@ int conv__write_annotations(struct conv *c)
         sqlite3_finalize(q);
         if (!have)
             continue;
-        char *sql =
-            c->o->compact
-                ? sqlite3_mprintf("CREATE VIEW IF NOT EXISTS python_trace_%llu AS SELECT %s "
-                                  "FROM python_trace WHERE \"Process Id\" = %llu",
-                                  pid, cols, pid)
-                : sqlite3_mprintf(
-                      "CREATE TABLE IF NOT EXISTS python_trace_%llu (\"FuncInfo\" "
-                      "TEXT, \"StartTime(ns)\" INTEGER, \"EndTime(ns)\" INTEGER, "
-                      "\"Thread Id\" INTEGER, \"Process Id\" INTEGER); INSERT INTO "
-                      "python_trace_%llu SELECT %s FROM python_trace WHERE \"Process Id\" "
-                      "= %llu ORDER BY rowid",
-                      pid, pid, cols, pid);
+        char *sql = c->sink->python_trace_sql(pid, cols);
         rc = sql ? conv__exec(c, sql, "create python_trace_<pid>")
                  : conv__oom(c, "python_trace_<pid>");
         sqlite3_free(sql);

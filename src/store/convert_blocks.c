@@ -1,7 +1,7 @@
 /* convert_blocks.c: the conversion's blocks rows: the window that writes them in allocation
  * order, and, in a compact conversion, the thread that writes the rows it keeps while pass 2
- * matches the heap events. Called by convert.c (block_close, the end) and convert_compact.c
- * (the kept blocks). Workload: one row per closed block of a full database; in a compact one
+ * matches the heap events. Called by the sinks (sink_full.c, sink_compact.c), convert_rows.c
+ * (the drain at the end) and convert_compact.c (the kept blocks). Workload: one row per closed block of a full database; in a compact one
  * the blocks live at a step's end, an OOM or the exit (a third of a training run's blocks). */
 #include "convert_internal.h"
 

@@ -563,24 +563,12 @@ int conv__compact_start(struct conv *c)
     return rc;
 }
 
-/* Compact output: the traces go into trace_files; memscope_dump, one row per event, and the
- * stacks' text are left to the full database (docs/database.md). A full database gets them
- * here. */
-int conv__compact_finish(struct conv *c)
+/* The computed tables (site_stats, trend's and decompose's series), in both kinds of
+ * database. */
+int conv__computed_write(struct conv *c)
 {
     int rc = write_sites(c);
     if (rc == 0)
         rc = write_trend(c);
-    if (rc == 0)
-        rc = write_decompose(c);
-    if (rc < 0)
-        return rc;
-    if (!c->o->compact) { /* the full database holds each stack's text (memscope_dump) */
-        rc = ms_stack_text_fill(c->db, c->err, c->errlen);
-        return rc < 0 || c->o->no_dump ? rc : ms_dump_create(c->db, c->err, c->errlen);
-    }
-    rc = conv__exec(c, "INSERT INTO meta VALUES ('store', 'compact')", "compact database");
-    if (rc == 0)
-        rc = ms_embed_finish(&c->embed, c->db, c->err, c->errlen);
-    return rc;
+    return rc == 0 ? write_decompose(c) : rc;
 }

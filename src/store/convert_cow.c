@@ -60,7 +60,7 @@ static struct cow_child *child_of(struct conv *c, size_t k, size_t *cap)
 
 int conv__cow_load(struct conv *c)
 {
-    if (c->o->sink)
+    if (!c->sink->file)
         return 0;
     size_t cap = 0;
     int rc = 0;
@@ -212,7 +212,7 @@ int conv__cow_until(struct conv *c, int64_t ts)
 
 int conv__cow_write(struct conv *c)
 {
-    if (c->o->sink)
+    if (!c->sink->file)
         return 0;
     sqlite3_stmt *a, *b;
     int rc = conv__prepare(c, &a,

@@ -1,10 +1,12 @@
-/* convert_internal.h: the converter's state (struct conv and what it holds), shared by
- * convert.c (the two passes, the host events and the database) and convert_cuda.c (the CUDA
- * driver records and PyTorch's allocator history). Private to src/store. */
+/* convert_internal.h: the converter's state (struct conv and what it holds), shared by the
+ * convert*.c files (the passes and their parts) and the sinks (sink_*.c, convert_sink.h: the
+ * outputs). Private to src/store. */
 #ifndef MS_CONVERT_INTERNAL_H
 #define MS_CONVERT_INTERNAL_H
 
 #include "store.h"
+
+#include "convert_sink.h"
 
 #include "common/u64map.h"
 #include "common/usage.h"
@@ -243,6 +245,7 @@ struct pta_pre {
 struct kept_chunk; /* convert_blocks.c */
 
 struct conv {
+    const struct conv_sink *sink; /* the output (convert_sink.h) */
     int fill_rc; /* pass 2: a stream could not be read (no memory to decode a packed chunk) */
     const struct ms_store_options *o;
     struct ms_store_result *res;
@@ -372,7 +375,7 @@ struct conv {
     sqlite3_stmt *ins_owner, *ins_step, *ins_range, *ins_pytrace;
 };
 
-/* ---- convert.c: helpers convert_cuda.c uses too ---------------------------------------------- */
+/* ---- convert_rows.c: the row code below every part and sink ---------------------------------- */
 
 /* sbuf: append n bytes of s, s, printf output, s as a JSON string literal; 0 or MS_ENOMEM. */
 int sbuf__add(struct sbuf *b, const char *s, size_t n);
@@ -394,8 +397,43 @@ int conv__step_reset(struct conv *c, sqlite3_stmt *st, const char *what);
 int conv__grow(void **a, size_t *alloc, size_t n, size_t sz, size_t max);
 /* qsort comparison of uint64_t values (or structs that start with one). */
 int conv__cmp_u64(const void *a, const void *b);
+/* Runs sql (several statements); 0 or an error (set). */
+int conv__exec(struct conv *c, const char *sql, const char *what);
+/* An error of an ms_batch call (what: the insert); of the database (its message). */
+int conv__batch_fail(struct conv *c, int rc, const char *what);
+int conv__db_fail(struct conv *c, const char *what);
+/* Opens c->db: a new file beside o->db_path (renamed there on success by ms_store_convert),
+ * or a database in memory; then pragmas (the sink's page size and cache), the schema and the
+ * prepared inserts. 0 or an error (set). */
+int conv__open_file(struct conv *c, const char *pragmas);
+int conv__open_memory(struct conv *c, const char *pragmas);
+/* Adds events row e of s to the events batch (id ++c->next_event, Attr c->attr, cleared). */
+int conv__event_row(struct conv *c, const struct stream *s, const struct conv_event *e);
+/* Writes the rows still held: the blocks window, the events and blocks batches. */
+int conv__flush_rows(struct conv *c);
+/* Failure injection (tests): MEMSCOPE_FAULT_CONVERT crashes a conversion to a file here. */
+void conv__fault_point(void);
+/* The python_trace_<pid> view (the compact and the replay sink's). */
+char *conv__python_trace_view_sql(unsigned long long pid, const char *cols);
+
+/* ---- convert_meta.c: the threads, processes and meta rows (after pass 2) -------------------- */
+
+int conv__write_meta(struct conv *c); /* before conv__write_processes (cmdline NULs) */
+int conv__write_threads(struct conv *c);
+int conv__write_processes(struct conv *c);
+
+/* ---- convert_match.c: pass 2's matching, above the sink -------------------------------------- */
+
 /* The state of layer id in process p, created on first use; NULL when out of memory. */
 struct layer_state *conv__proc_layer(struct conv *c, struct proc *p, int layer);
+/* An event record of a traced thread (pass 2, in time order). */
+int conv__on_event(struct conv *c, struct stream *s);
+/* A munmap record. */
+int conv__on_munmap(struct conv *c, const struct stream *s);
+/* Hands the block in slot to the sink and frees the slot. free_event 0: no free event
+ * (replaced by an allocation at the same address); have_free 0: still live at the end. */
+int conv__block_close(struct conv *c, struct proc *p, int layer, uint32_t slot, int have_free,
+                      int64_t free_ns, int64_t free_event);
 
 /* Writes an events row; name and flags are the annotation columns (NULL / -1 for none). */
 int conv__write_event_full(struct conv *c, const struct stream *s, int kind, int layer,
@@ -417,11 +455,6 @@ int conv__on_free(struct conv *c, const struct stream *s, int layer, const char 
 /* Ends the live block in slot with a FREE event by s. */
 int conv__free_block(struct conv *c, const struct stream *s, int layer, uint32_t slot,
                      const char *func);
-
-/* Runs sql (several statements); 0 or an error (set). */
-int conv__exec(struct conv *c, const char *sql, const char *what);
-/* An error of an ms_batch call (what: the insert). */
-int conv__batch_fail(struct conv *c, int rc, const char *what);
 
 /* ---- convert_blocks.c: the blocks rows -------------------------------------------------------- */
 
@@ -449,11 +482,7 @@ int conv__keep_block(struct conv *c, const struct closed_block *cb);
  * are dropped. Returns 0 or the thread's error. */
 int conv__kept_join(struct conv *c, int failed);
 
-/* The text of a PyTorch allocator stack ("file(line): function" lines, innermost first) into b;
- * empty for other stacks. */
-int conv__py_text(struct conv *c, struct proc *p, const struct stack_def *sd, struct sbuf *b);
-
-/* ---- convert_annotations.c: called by convert.c ---------------------------------------------- */
+/* ---- convert_annotations.c: called by the passes ---------------------------------------------- */
 
 /* An annotation record (EXTENSION) of a traced thread. */
 int conv__on_annotation(struct conv *c, struct stream *s);
@@ -467,7 +496,7 @@ int conv__on_exec(struct conv *c, struct stream *s);
 int conv__write_untraced(struct conv *c);
 void conv__execs_release(struct conv *c);
 
-/* ---- convert_symbols.c: called by convert.c ------------------------------------------------- */
+/* ---- convert_symbols.c: called by the passes -------------------------------------------------- */
 
 /* Symbolizes process p's stacks and writes its modules, strings, frames and stacks rows. */
 int conv__symbolize_process(struct conv *c, struct proc *p);
@@ -475,6 +504,9 @@ int conv__symbolize_process(struct conv *c, struct proc *p);
 int conv__symbolize_start(struct conv *c);
 /* Waits for the symbolization's thread, if it runs; returns its result. */
 int conv__sym_join(struct conv *c);
+/* The text of a PyTorch allocator stack ("file(line): function" lines, innermost first) into b;
+ * empty for other stacks. */
+int conv__py_text(struct conv *c, struct proc *p, const struct stack_def *sd, struct sbuf *b);
 
 /* ---- convert_compact.c: the computed tables (both kinds), the compact database's part -------- */
 
@@ -512,9 +544,8 @@ int conv__compact_step(struct conv *c, const struct proc *p, int64_t ts);
 int conv__compact_block(struct conv *c, struct proc *p, const struct closed_block *cb);
 /* Writes the kept blocks rows, in allocation order. */
 int conv__compact_write_blocks(struct conv *c);
-/* The computed tables; then, for a compact database, its mark and the packed traces, and for a
- * full one memscope_dump (unless o->no_dump). */
-int conv__compact_finish(struct conv *c);
+/* The computed tables (site_stats, trend's and decompose's series; both kinds of database). */
+int conv__computed_write(struct conv *c);
 
 /* convert_mmap.c: address-space reservations (docs/database.md, "The mmap layer"). */
 struct conv_mm;
@@ -525,7 +556,7 @@ int conv__mmap_alloc(struct conv *c, struct stream *s);
 /* munmap: ends the parts of reservations and commits in the range; *hit: 1 when there were. */
 int conv__mmap_munmap(struct conv *c, const struct stream *s, int *hit);
 /* Ends with a FREE event by func every live mmap block that starts in [addr, addr + len);
- * *nhits: how many (convert.c). */
+ * *nhits: how many (convert_match.c). */
 int conv__mmap_end_blocks(struct conv *c, const struct stream *s, uint64_t addr, uint64_t len,
                           const char *func, size_t *nhits);
 /* The layers and pools rows of the reservations' layer, when a process had any. */
@@ -556,7 +587,7 @@ int conv__cow_write(struct conv *c);
 void conv__cow_release(struct conv *c);
 void conv__mmap_release(struct proc *p);
 
-/* ---- convert_cuda.c: called by convert.c ---------------------------------------------------- */
+/* ---- convert_cuda.c: called by the passes ----------------------------------------------------- */
 
 /* Loads <trace dir>/<pid>.pta.pickle into p->pta; a file that cannot be read is a warning. */
 void conv__load_pta(struct conv *c, struct proc *p);

@@ -2,7 +2,7 @@
  * layer"): the MMAP_RESERVE, MMAP_COMMIT and MMAP_DECOMMIT records, and the MMAP_ALLOC and
  * MUNMAP records of a process that has reservations.
  *
- * Called by convert.c's pass 2. Workload: a few to a few thousand reservations per process
+ * Called by pass 2 (convert_match.c). Workload: a few to a few thousand reservations per process
  * (V8's code range and heap pages, JVMs, Go), and from a few commits per reservation to many
  * thousands of mprotect calls (a JIT switching its code pages between write and execute).
  *
@@ -90,7 +90,7 @@ static int cut(struct conv *c, const struct stream *s, struct conv_mm *m, int k,
         *hit = 1;
         uint32_t slot;
         if (!ms_u64map_del(&p->ls[layer_of[k]].live, g.lo, &slot))
-            continue; /* not live: an allocation at its address closed it (convert.c) */
+            continue; /* not live: an allocation at its address closed it (convert_match.c) */
         uint32_t stack = c->blocks[slot].stack_id;
         const char *bfunc = c->blocks[slot].func;
         rc = conv__free_block(c, s, layer_of[k], slot, func);
@@ -195,7 +195,7 @@ int conv__mmap_write_layers(struct conv *c)
     int used = 0;
     for (size_t i = 0; i < c->nprocs; i++)
         used |= c->procs[i].mm != NULL;
-    if (!used || c->o->sink)
+    if (!used || !c->sink->file)
         return 0;
     /* a pool of the mmap layer's blocks carved from the reservations: analyses leave its
      * reserve layer out of their default layers, fragmentation shows it */

@@ -322,7 +322,7 @@ static void *symbolize_all(void *arg)
  * (conv__sym_join) before it writes its first row. */
 int conv__symbolize_start(struct conv *c)
 {
-    int overlap = c->o->compact && !c->o->sink;
+    int overlap = c->sink->sym_thread;
     for (size_t i = 0; i < c->nprocs; i++)
         overlap &= !c->procs[i].pta;
     if (overlap && pthread_create(&c->sym_thread, NULL, symbolize_all, c) == 0) {
@@ -341,4 +341,24 @@ int conv__sym_join(struct conv *c)
         c->sym_running = 0;
     }
     return c->sym_rc;
+}
+
+/* The text of a PyTorch allocator stack (a snapshot's frames, Python and C++) as msMemScope's
+ * Call Stack(Python): "file(line): func" per frame, innermost first, lines joined by newlines.
+ * Empty for other stacks (their Python part is a path in the stack tree, above). */
+int conv__py_text(struct conv *c, struct proc *p, const struct stack_def *sd, struct sbuf *b)
+{
+    b->len = 0;
+    if (b->p)
+        b->p[0] = 0;
+    if (!(sd->trace_id > PTA_STACK_BASE && p->pta))
+        return 0;
+    uint32_t st = sd->trace_id - PTA_STACK_BASE;
+    for (uint32_t k = 0, f; (f = ms_snapshot_stack_frame(p->pta, st, k)) != 0; k++) {
+        const struct ms_snap_frame *fr = &p->pta->frames[f];
+        if (sbuf__fmt(b, "%s%.*s(%lld): %.*s", k ? "\n" : "", (int)fr->file.n, fr->file.p,
+                      (long long)fr->line, (int)fr->func.n, fr->func.p) < 0)
+            return conv__oom(c, "Python stack text");
+    }
+    return 0;
 }

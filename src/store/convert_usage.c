@@ -84,7 +84,7 @@ static int list_usage_files(struct conv *c)
 
 int conv__usage_load(struct conv *c)
 {
-    if (c->o->sink)
+    if (!c->sink->file)
         return 0;
     int rc = list_usage_files(c);
     size_t cap = 0;
@@ -156,7 +156,7 @@ static void bind_u64(sqlite3_stmt *st, int col, uint64_t v, int present)
 
 int conv__usage_write(struct conv *c)
 {
-    if (!c->nusage || c->o->sink)
+    if (!c->nusage || !c->sink->file)
         return 0;
     conv__usage_until(c, INT64_MAX);
     sqlite3_stmt *st;

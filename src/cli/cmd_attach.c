@@ -577,9 +577,12 @@ int cmd_attach(int argc, char **argv)
     unsigned c_depth = python ? 0 : C_DEPTH;
     char c_depth_s[16];
     snprintf(c_depth_s, sizeof c_depth_s, "%u", c_depth);
-    const char *items[14] = {MS_ENV_TRACE_DIR, abs_trace, MS_ENV_DEPTH,  c_depth_s,
-                             MS_ENV_UNWIND,    "dwarf",   MS_ENV_STDERR, "0:0"};
-    size_t nitems = 8;
+    char owner_s[24];
+    snprintf(owner_s, sizeof owner_s, "%ld", (long)getpid());
+    const char *items[16] = {MS_ENV_TRACE_DIR, abs_trace, MS_ENV_DEPTH,  c_depth_s,
+                             MS_ENV_UNWIND,    "dwarf",   MS_ENV_STDERR, "0:0",
+                             MS_CFG_OWNER,     owner_s};
+    size_t nitems = 10;
     if (python) {
         snprintf(msg, sizeof msg, "%s/%ld.msg", abs_trace, (long)pid);
         python_start_code(py_start, sizeof py_start, pydir, agent, msg);

@@ -494,6 +494,15 @@ int cmd_attach(int argc, char **argv)
         return 1;
     }
 
+    char other[PATH_MAX];
+    if (inject_other_object(&in, "libmemscope.so", agent, other, sizeof other)) {
+        cli_error("cannot attach: process %ld (%s) has another memscope agent loaded (%s): "
+                  "attach with the memscope it came with",
+                  (long)pid, comm, other);
+        inject_close(&in);
+        return 1;
+    }
+
     /* ---- where the session writes ---- */
     time_t now = time(NULL);
     char stamp[32];

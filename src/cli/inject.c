@@ -364,6 +364,31 @@ static int find_object(pid_t pid, const char *prefix, const char *path, struct s
     return found;
 }
 
+int inject_other_object(struct inject *in, const char *prefix, const char *path, char *found,
+                        size_t len)
+{
+    struct stat want;
+    if (stat(path, &want) != 0)
+        return 0;
+    FILE *f = open_maps(in->pid);
+    if (!f)
+        return 0;
+    char line[PATH_MAX + 256];
+    struct map_line m;
+    int other = 0;
+    while (!other && fgets(line, sizeof line, f)) {
+        if (!parse_map(line, &m) || m.path[0] != '/' ||
+            strncmp(base_name(m.path), prefix, strlen(prefix)))
+            continue;
+        if (m.ino != (unsigned long)want.st_ino || makedev(m.maj, m.min) != want.st_dev) {
+            other = 1;
+            snprintf(found, len, "%s", m.path);
+        }
+    }
+    fclose(f);
+    return other;
+}
+
 int inject_has_object(struct inject *in, const char *path)
 {
     struct stat st;
@@ -551,8 +576,10 @@ static int try_thread(struct inject *in, pid_t tid, double deadline, int *perm)
             continue;
         }
         struct user_regs_struct r;
-        if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0)
+        if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0) {
+            ptrace(PTRACE_DETACH, tid, 0, 0);
             return -1;
+        }
         in->looks++;
         if (safe_moment(in, &r)) {
             in->in_syscall = (long)r.orig_rax >= 0;

@@ -49,6 +49,11 @@ void inject_close(struct inject *in);
 int inject_symbol(struct inject *in, const char *prefix, const char *path, const char *name,
                   uintptr_t *addr, char *why, size_t len);
 
+/* Whether an object whose file name starts with prefix is loaded that is not the file path
+ * (another device or inode); its path goes to found. */
+int inject_other_object(struct inject *in, const char *prefix, const char *path, char *found,
+                        size_t len);
+
 /* Whether the object whose path is path (the same file: device and inode) is loaded. */
 int inject_has_object(struct inject *in, const char *path);
 

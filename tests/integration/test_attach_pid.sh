@@ -229,6 +229,15 @@ assert_eq "second attach: calloc at its site" 6 \
                             WHERE b.size = 5001 AND s.c_text LIKE 'attach_site_main2 (%'")"
 assert_eq "after the second detach: descriptors as before" "$FDS0" "$(fds_of "$TPID")"
 
+# another memscope's agent (another file) is refused where this one is loaded
+mkdir -p "$TMP/other"
+cp "$(dirname "$MEMSCOPE")/libmemscope.so" "$TMP/other/libmemscope.so"
+MEMSCOPE_AGENT=$TMP/other/libmemscope.so ms other attach "$TPID" -o "$TMP/other.db"
+assert_eq "another agent loaded: status" 1 "$RC"
+assert_match "another agent loaded: said" "has another memscope agent loaded" \
+    "$(cat "$TMP/other.err")"
+assert_eq "another agent loaded: still one agent in the process" 5 "$(agent_maps "$TPID")"
+
 # ---- --duration ----
 ms dur attach "$TPID" --duration=0.3 -o "$TMP/dur.db"
 assert_eq "--duration: status" 0 "$RC"

@@ -117,17 +117,25 @@ static const char *const *cmdline_of(pid_t pid)
     return argv;
 }
 
-/* The process's owner (real uid and gid), or -1. */
+/* The user and group the process creates files as (the effective ids of /proc/PID/status's
+ * Uid: and Gid: lines), or -1. */
 static int owner_of(pid_t pid, uid_t *uid, gid_t *gid)
 {
-    char path[64];
-    struct stat st;
-    snprintf(path, sizeof path, "/proc/%ld", (long)pid);
-    if (stat(path, &st) != 0)
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
         return -1;
-    *uid = st.st_uid;
-    *gid = st.st_gid;
-    return 0;
+    int got = 0;
+    unsigned long r, e;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "Uid: %lu %lu", &r, &e) == 2)
+            *uid = (uid_t)e, got |= 1;
+        else if (sscanf(line, "Gid: %lu %lu", &r, &e) == 2)
+            *gid = (gid_t)e, got |= 2;
+    }
+    fclose(f);
+    return got == 3 ? 0 : -1;
 }
 
 /* What the agent's negative code means, for the user. */
@@ -250,17 +258,17 @@ static int stop_session(struct inject *in, const char *agent, char *why, size_t 
 {
     uintptr_t stop_fn;
     for (int attempt = 0; attempt < STOP_ATTEMPTS; attempt++) {
-        if (kill(in->pid, 0) < 0 && errno == ESRCH)
+        if (inject_process_gone(in->pid))
             return 1;
         if (inject_symbol(in, NULL, agent, MS_INJECT_STOP, &stop_fn, why, len) < 0) {
-            if (kill(in->pid, 0) < 0 && errno == ESRCH)
+            if (inject_process_gone(in->pid))
                 return 1;
             return -1;
         }
         uint64_t ret = 0;
         if (call_in(in, stop_fn, NULL, 0, &ret, why, len) == 0)
             return 0;
-        if (kill(in->pid, 0) < 0 && errno == ESRCH)
+        if (inject_process_gone(in->pid))
             return 1;
         cli_log(2, "cannot stop recording yet (%s); trying again", why);
     }
@@ -292,7 +300,7 @@ static int wait_session(pid_t pid, double duration)
                 return 1;
             }
         } else {
-            if (kill(pid, 0) < 0 && errno == ESRCH)
+            if (inject_process_gone(pid))
                 return 1;
             struct timespec ts = {0, wait_ms * 1000000L};
             nanosleep(&ts, NULL);

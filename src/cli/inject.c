@@ -235,6 +235,16 @@ int inject_check(pid_t pid, char *why, size_t len)
                 uid = r != (long)geteuid() ? r : e != (long)geteuid() ? e : s;
         }
     }
+    struct stat pst;
+    snprintf(path, sizeof path, "/proc/%ld", (long)pid);
+    if (uid < 0 && !cap && stat(path, &pst) == 0 && pst.st_uid != geteuid()) {
+        say(why, len,
+            "process %ld (%s) is not ours to trace: it is not dumpable (a set-user-ID program, "
+            "or one that called prctl(PR_SET_DUMPABLE, 0)); only root (CAP_SYS_PTRACE) may "
+            "trace it",
+            (long)pid, comm);
+        return -1;
+    }
     if (uid >= 0) {
         say(why, len,
             "process %ld (%s) is not ours to trace: it runs as user %ld and memscope as user "
@@ -599,6 +609,16 @@ static int try_thread(struct inject *in, pid_t tid, double deadline, int *perm)
     }
 }
 
+int inject_process_gone(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    if (read_file(path, buf, sizeof buf) <= 0)
+        return 1;
+    const char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
 int inject_seize(struct inject *in, double timeout_s, char *why, size_t len)
 {
     char path[64];
@@ -636,7 +656,7 @@ int inject_seize(struct inject *in, double timeout_s, char *why, size_t len)
                 any = 1;
         }
     }
-    if (kill(in->pid, 0) < 0 && errno == ESRCH)
+    if (inject_process_gone(in->pid))
         say(why, len, "process %ld ended during the attach", (long)in->pid);
     else if (perm)
         say(why, len, "process %ld is not ours to trace: ptrace: %s", (long)in->pid,

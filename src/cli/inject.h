@@ -37,6 +37,9 @@ struct inject {
  * Returns 0, or -1 with the reason (a sentence naming the pid) in why. */
 int inject_check(pid_t pid, char *why, size_t len);
 
+/* Whether pid has ended (gone, or a zombie its parent has not reaped yet). */
+int inject_process_gone(pid_t pid);
+
 /* Opens pid for injection (its memory, the ranges above). 0, or -1 with why. */
 int inject_open(struct inject *in, pid_t pid, char *why, size_t len);
 void inject_close(struct inject *in);

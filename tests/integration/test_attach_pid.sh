@@ -144,6 +144,37 @@ else
     echo "  (no PID namespace here: that refusal is not checked)"
 fi
 
+# a process with no safe moment (blocked in flock(2), a wait the C library may make holding a
+# lock): given up after 5 s, untouched; and one that ends while memscope waits for that moment
+if command -v flock >/dev/null; then
+    flock "$TMP/lock" sleep 60 >/dev/null 2>&1 </dev/null &
+    holder=$!
+    PIDS+=("$holder")
+    for i in $(seq 50); do [ -n "$(pgrep -P "$holder")" ] && break; sleep 0.1; done
+    PIDS+=($(pgrep -P "$holder"))
+    flock "$TMP/lock" true >/dev/null 2>&1 </dev/null &
+    blocked=$!
+    PIDS+=("$blocked")
+    for i in $(seq 50); do grep -q '^State:.*S' "/proc/$blocked/status" 2>/dev/null && break; sleep 0.1; done
+    ms nosafe attach "$blocked"
+    assert_eq "no safe moment: status" 1 "$RC"
+    assert_match "no safe moment: said" "no thread of process $blocked was at a safe moment.*left untouched" \
+        "$(cat "$TMP/nosafe.err")"
+    assert_eq "no safe moment: no agent loaded in it" 0 "$(agent_maps "$blocked")"
+    assert_eq "no safe moment: not traced any more" 0 \
+        "$(sed -n 's/^TracerPid:[[:space:]]*//p' "/proc/$blocked/status")"
+    "$MEMSCOPE" attach "$blocked" >"$TMP/gone.out" 2>"$TMP/gone.err" </dev/null &
+    MPID=$!
+    sleep 1 # memscope is still looking for a safe moment (for 5 s)
+    kill -9 "$blocked"
+    wait "$MPID"
+    assert_eq "a process that ends during the attach: status" 1 "$?"
+    assert_match "a process that ends during the attach: said" \
+        "process $blocked ended during the attach" "$(cat "$TMP/gone.err")"
+else
+    echo "  (no flock: the wait for a safe moment is not checked)"
+fi
+
 # ---- memscope attach killed while recording: the agent stops by itself at the process's next
 # chunk (its new threads' first), lets the trace go, and a new attach works ----
 start_target orphan

@@ -255,6 +255,9 @@ require_db "second attach" "$TMP/a2-full.db"
 assert_eq "second attach: only its own blocks (size|blocks|freed)" "5001|6|6" \
     "$(q "$TMP/a2-full.db" "SELECT size, count(*), sum(free_ns IS NOT NULL) FROM blocks
                             WHERE size IN (3333, 4001, 4003, 5001) GROUP BY 1 ORDER BY 1")"
+assert_eq "second attach: its forked child is not recorded (one process, no 6007 B blocks)" "1|0" \
+    "$(q "$TMP/a2-full.db" "SELECT (SELECT count(*) FROM processes),
+                            (SELECT count(*) FROM events WHERE size = 6007)")"
 assert_eq "second attach: calloc at its site" 6 \
     "$(q "$TMP/a2-full.db" "SELECT count(*) FROM blocks b JOIN stacks s ON s.id = b.stack_id
                             WHERE b.size = 5001 AND s.c_text LIKE 'attach_site_main2 (%'")"

@@ -80,21 +80,16 @@ static int env_has_trace_dir(pid_t pid)
     FILE *f = fopen(path, "re");
     if (!f)
         return 0;
-    char buf[8192];
-    size_t n;
+    size_t cap = 1 << 20; /* the kernel's limit on an environment is far below */
+    char *buf = malloc(cap + 1);
+    size_t n = buf ? fread(buf, 1, cap, f) : 0;
+    fclose(f);
     int found = 0;
     const char *key = MS_ENV_TRACE_DIR "=";
     size_t kl = strlen(key);
-    char carry[64] = "";
-    while (!found && (n = fread(buf, 1, sizeof buf - 1, f)) > 0) {
-        buf[n] = 0;
-        for (size_t i = 0; i < n && !found; i++)
-            if ((i == 0 ? carry[0] == 0 : buf[i - 1] == 0) && n - i >= kl &&
-                !memcmp(buf + i, key, kl))
-                found = 1;
-        carry[0] = buf[n - 1] ? 'x' : 0;
-    }
-    fclose(f);
+    for (size_t i = 0; buf && i < n && !found; i += strnlen(buf + i, n - i) + 1)
+        found = n - i >= kl && !memcmp(buf + i, key, kl);
+    free(buf);
     return found;
 }
 

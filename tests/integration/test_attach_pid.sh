@@ -114,6 +114,16 @@ fi
 kill -9 "$TPID"
 wait "$TPID" 2>/dev/null
 
+# MEMSCOPE_TRACE_DIR in its environment (the agent's constructor would record there alone)
+MEMSCOPE_TRACE_DIR=$TMP/nowhere start_target envdir
+ms envdir attach "$TPID"
+assert_eq "MEMSCOPE_TRACE_DIR in its environment: status" 1 "$RC"
+assert_match "MEMSCOPE_TRACE_DIR in its environment: said" "has MEMSCOPE_TRACE_DIR in its environment" \
+    "$(cat "$TMP/envdir.err")"
+assert_eq "MEMSCOPE_TRACE_DIR in its environment: no agent loaded in it" 0 "$(agent_maps "$TPID")"
+kill -9 "$TPID"
+wait "$TPID" 2>/dev/null
+
 # a seccomp filter
 start_target sandboxed seccomp
 ms seccomp attach "$TPID"

@@ -996,6 +996,7 @@ int agent_restart(void)
     agent.generation++;
     __atomic_store_n(&agent.live->generation, agent.generation, __ATOMIC_RELEASE);
     steps_init();
+    modules_after_dlclose(); /* libraries closed since the last session: their unwind tables go */
     stacks_reset_after_fork();
     int rc = writer_open();
     if (rc < 0) {

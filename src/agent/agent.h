@@ -197,6 +197,9 @@ const char *agent_getenv(const char *name);
 /* inject.c: in a child forked while memscope attach records: the child is not recorded (its
  * copy of the trace file's mappings and descriptor is let go). */
 void inject_after_fork_child(void);
+/* inject.c: whether memscope attach, which started this session, has died without ending it;
+ * then recording has been stopped and the trace file let go (1). Called when a chunk is taken. */
+int inject_orphaned(void);
 /* agent.c: starts recording with the configuration agent_getenv() gives; 0, -EINVAL (no trace
  * directory: idle) or -errno (said). agent_restart(): a later memscope attach session's new
  * trace file (a new generation, as in a forked child); 0 or -errno. */

@@ -32,6 +32,9 @@
  * starts and when it stops, to install and remove the Python stack hook. */
 #define MS_CFG_PY_START "MEMSCOPE_PY_ATTACH_START"
 #define MS_CFG_PY_STOP "MEMSCOPE_PY_ATTACH_STOP"
+/* memscope attach's own pid: should it die without stopping the session, the agent stops
+ * recording by itself (src/agent/inject.c, inject_orphaned). */
+#define MS_CFG_OWNER "MEMSCOPE_ATTACH_OWNER"
 /* Read by the Python layer only: */
 #define MS_ENV_LEVEL "MEMSCOPE_LEVEL"           /* --level */
 #define MS_ENV_WATCH "MEMSCOPE_WATCH"           /* --watch */

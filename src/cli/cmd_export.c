@@ -125,8 +125,12 @@ static int export_profile(const char *db_path, int kind, enum ms_export_what wha
      * lock around every statement, and reading 100,000 stacks spent half its time in fcntl */
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     struct ms_profile p;
-    rc = ms_profile_collect(&p, db, db_path, o, kind != 1 && kind != 4 && what == MS_WHAT_PEAK,
-                            kind == 4, err, errlen);
+    unsigned flags = kind == 4 ? MS_PROFILE_TIMELINE : 0;
+    if (kind == 2 || kind == 3) /* collapsed, speedscope: the figure of --what */
+        flags |= what == MS_WHAT_PEAK     ? MS_PROFILE_PEAK
+                 : what == MS_WHAT_LEAKED ? MS_PROFILE_LEAKED
+                                          : 0;
+    rc = ms_profile_collect(&p, db, db_path, o, flags, err, errlen);
     if (rc == 0) {
         const char *base = strrchr(db_path, '/');
         base = base ? base + 1 : db_path;

@@ -287,7 +287,8 @@ int monitor_tick(struct monitor *m, uint64_t now_ns)
             else
                 read_rank(pid, q->rank, sizeof q->rank);
         }
-        if (!q->gone) {
+        if (!q->gone && now_ns - q->usage_ns >= 1000000000u) { /* once a second */
+            q->usage_ns = now_ns;
             if (!q->cg_found)
                 q->cg_found = ms_usage_cgroup_find(pid, &q->cg) == 0 ? 1 : -1;
             struct ms_usage_sample s;

@@ -35,7 +35,7 @@ struct monitor_proc {
     struct ms_usage_sample usage; /* the last sample (valid when have_usage) */
     int have_usage, gone, cg_found;
     struct ms_usage_cgroup cg;
-    uint64_t next_smaps_ns;
+    uint64_t next_smaps_ns, usage_ns; /* usage_ns: the last /proc read */
     struct ms_forecast fc;
     double eta_s;   /* -1: no prediction */
     int why;        /* MS_LIMIT_* */

@@ -550,9 +550,23 @@ static long read_chunk(struct ms_follow *f, struct ms_follow_file *ff, struct fc
     cur->own = NULL;
     struct ms_follow_proc *p = &f->procs[ff->proc];
     struct ms_record r;
+    struct ms_heap_record h;
     int rc;
-    while ((rc = ms_trace_cursor_next(cur, &r)) == 1) {
-        int e = take_record(p, c->thread, &r);
+    for (;;) {
+        int e;
+        if (ms_trace_cursor_next_heap(cur, &h)) { /* most records: no general decode */
+            struct ms_follow_event ev = {.ns = h.ns,
+                                         .addr = h.addr,
+                                         .size = h.size,
+                                         .stack = h.stack_id,
+                                         .thread = c->thread,
+                                         .kind = h.type == MS_REC_HEAP_FREE ? EV_FREE : EV_ALLOC,
+                                         .layer = MS_FOLLOW_HEAP};
+            e = push_event(p, &ev);
+        } else if ((rc = ms_trace_cursor_next(cur, &r)) == 1)
+            e = take_record(p, c->thread, &r);
+        else
+            break;
         if (e < 0)
             return e;
     }
@@ -747,7 +761,11 @@ static long drain(struct ms_follow_proc *p, uint64_t horizon)
 {
     if (!p->nev)
         return 0;
-    qsort(p->ev, p->nev, sizeof *p->ev, cmp_event);
+    size_t k = 1; /* one thread's events arrive in order: no sort then */
+    while (k < p->nev && cmp_event(&p->ev[k - 1], &p->ev[k]) <= 0)
+        k++;
+    if (k < p->nev)
+        qsort(p->ev, p->nev, sizeof *p->ev, cmp_event);
     if (p->nev > MS_FOLLOW_MAX_PENDING)
         horizon = UINT64_MAX; /* too far behind to wait: applied as they are */
     size_t i = 0;

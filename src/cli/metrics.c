@@ -78,6 +78,13 @@ static int layer_used(const struct ms_follow_proc *p, int l)
     return l < MS_FOLLOW_DEVICE0 || p->layer[l].allocs;
 }
 
+/* Whether process i is exported: not when it ended more than MONITOR_KEEP_ENDED_NS ago. */
+static int shown(const struct monitor *m, size_t i)
+{
+    const struct monitor_proc *q = &m->mp[i];
+    return !q->gone || m->now_ns - q->gone_ns <= MONITOR_KEEP_ENDED_NS;
+}
+
 enum { F_LIVE, F_PEAK, F_ALLOCS, F_FREES };
 
 static void layer_metric(FILE *o, const struct monitor *m, const char *name, const char *type,
@@ -86,6 +93,8 @@ static void layer_metric(FILE *o, const struct monitor *m, const char *name, con
     head(o, name, type, help);
     for (size_t i = 0; i < m->f.nprocs; i++) {
         const struct ms_follow_proc *p = &m->f.procs[i];
+        if (!shown(m, i))
+            continue;
         for (int l = 0; l < MS_FOLLOW_LAYERS; l++) {
             if (!layer_used(p, l))
                 continue;
@@ -109,7 +118,7 @@ static void proc_metric(FILE *o, const struct monitor *m, const char *name, cons
 {
     int any = 0;
     for (size_t i = 0; i < m->f.nprocs; i++) {
-        double v = value(m, i);
+        double v = shown(m, i) ? value(m, i) : NAN;
         if (isnan(v))
             continue;
         if (!any++)
@@ -192,7 +201,7 @@ int metrics_render(struct monitor *m, char **body, size_t *len)
     head(o, "memscope_owner_live_bytes", "gauge",
          "Live bytes of every layer by owner category (blocks without an owner: other).");
     for (size_t i = 0; i < m->f.nprocs; i++)
-        for (int c = 0; c < MS_OWNER_COUNT; c++) {
+        for (int c = 0; c < MS_OWNER_COUNT && shown(m, i); c++) {
             fputs("memscope_owner_live_bytes{", o);
             proc_labels(o, m, i);
             fprintf(o, ",owner=\"%s\"} %lld\n", ms_follow_owner_name(c),
@@ -201,7 +210,7 @@ int metrics_render(struct monitor *m, char **body, size_t *len)
     int any = 0;
     for (size_t i = 0; i < m->f.nprocs; i++) {
         const struct ms_follow_proc *p = &m->f.procs[i];
-        for (int d = 0; d < MS_FOLLOW_MAX_DEVICES; d++) {
+        for (int d = 0; d < MS_FOLLOW_MAX_DEVICES && shown(m, i); d++) {
             if (!(p->dev_seen & (1u << d)))
                 continue;
             if (!any++)
@@ -226,7 +235,7 @@ int metrics_render(struct monitor *m, char **body, size_t *len)
     any = 0;
     for (size_t i = 0; i < m->f.nprocs; i++) {
         const struct monitor_proc *q = &m->mp[i];
-        if (!q->have_usage || !(q->usage.flags & MS_USAGE_F_STATUS))
+        if (!q->have_usage || !(q->usage.flags & MS_USAGE_F_STATUS) || !shown(m, i))
             continue;
         if (!any++)
             head(o, "memscope_rss_bytes", "gauge",

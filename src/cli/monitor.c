@@ -264,6 +264,7 @@ int monitor_tick(struct monitor *m, uint64_t now_ns)
 {
     int ended = __atomic_load_n(&m->ended, __ATOMIC_ACQUIRE);
     long rc = ms_follow_poll(&m->f, ended ? UINT64_MAX : now_ns - MONITOR_GRACE_NS);
+    m->now_ns = now_ns;
     m->ticks++;
     if (m->f.nprocs > m->amp) {
         size_t n = m->f.nprocs + 16;
@@ -303,7 +304,7 @@ int monitor_tick(struct monitor *m, uint64_t now_ns)
                 q->usage = s;
                 q->have_usage = 1;
             } else if (u == -ESRCH || u == -ENOENT)
-                q->gone = 1;
+                q->gone = 1, q->gone_ns = now_ns;
         }
         gone += q->gone != 0;
         if (!p->first_ns || q->gone)

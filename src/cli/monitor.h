@@ -19,6 +19,9 @@
 
 #define MONITOR_TICK_NS 250000000ull  /* between polls of the trace */
 #define MONITOR_GRACE_NS 200000000ull /* events younger than this wait for other threads' */
+/* An ended process's series are served this long after its end, then dropped (a program that
+ * starts thousands of short processes must not grow /metrics without bound). */
+#define MONITOR_KEEP_ENDED_NS (300ull * 1000000000u)
 
 struct monitor_opts {
     const char *trace_dir;
@@ -34,6 +37,7 @@ struct monitor_opts {
 struct monitor_proc {
     struct ms_usage_sample usage; /* the last sample (valid when have_usage) */
     int have_usage, gone, cg_found;
+    uint64_t gone_ns; /* when it was seen ended */
     struct ms_usage_cgroup cg;
     uint64_t next_smaps_ns, usage_ns; /* usage_ns: the last /proc read */
     struct ms_forecast fc;
@@ -66,6 +70,7 @@ struct monitor {
     int ended;    /* atomic: the programs ended; the next tick reads everything */
     int all_gone; /* atomic: processes were seen, and every one has ended */
     uint64_t ticks, scrapes, cpu_ns, warnings;
+    uint64_t now_ns; /* the last tick's time */
     char last_warning[1024];
     struct ms_symcache *symcache; /* the ELF files read for monitor_site_text */
 };

@@ -106,7 +106,7 @@ wait_for grep -q 'serving metrics on' "$TMP/mon.err"
 MADDR=$(port_of "$TMP/mon.err")
 both_held() {
     curl -sf "http://$MADDR/metrics" >"$TMP/m.txt" &&
-        [ "$(grep -c 'memscope_live_bytes{.*layer="heap".*} [23]097152$' "$TMP/m.txt")" -eq 2 ]
+        [ "$(grep -cE 'memscope_live_bytes\{.*layer="heap".*\} (2097152|3145728)$' "$TMP/m.txt")" -eq 2 ]
 }
 wait_for both_held
 assert_eq "monitor: each rank's live heap bytes" $'0 2097152\n1 3145728' \

@@ -181,6 +181,31 @@ static double v_retained(const struct monitor *m, size_t i)
     return r > 0 ? r : 0;
 }
 
+/* memscope_oom_eta_seconds (pass 0) or memscope_limit_bytes (pass 1) of each CUDA device whose
+ * total is known, after the host's series of the same family. */
+static void device_forecasts(FILE *o, const struct monitor *m, int pass)
+{
+    for (size_t i = 0; i < m->f.nprocs; i++) {
+        const struct monitor_proc *q = &m->mp[i];
+        for (int d = 0; d < MS_FOLLOW_MAX_DEVICES && shown(m, i); d++) {
+            const struct monitor_dev *v = q->dev[d];
+            if (!v || !v->limit)
+                continue;
+            fputs(pass ? "memscope_limit_bytes{" : "memscope_oom_eta_seconds{", o);
+            proc_labels(o, m, i);
+            fprintf(o, ",device=\"cuda:%d\",gpu=\"%d\"} ", d, d);
+            if (pass)
+                fprintf(o, "%.17g\n", v->limit);
+            else if (v->why == MS_LIMIT_REACHED)
+                fputs("0\n", o);
+            else if (v->why == MS_LIMIT_PREDICTED)
+                fprintf(o, "%.17g\n", v->eta_s);
+            else
+                fputs("+Inf\n", o);
+        }
+    }
+}
+
 int metrics_render(struct monitor *m, char **body, size_t *len)
 {
     char *buf = NULL;
@@ -221,14 +246,19 @@ int metrics_render(struct monitor *m, char **body, size_t *len)
             fprintf(o, ",device=\"cuda:%d\",gpu=\"%d\"} %" PRIu64 "\n", d, d, p->dev_used[d]);
         }
     }
-    proc_metric(o, m, "memscope_oom_eta_seconds", "gauge",
-                "Seconds until the process's live host bytes reach memscope_limit_bytes at their "
-                "recent growth (+Inf: not growing, or too far to say; 0: reached).",
-                ",device=\"cpu\"", v_eta);
+    proc_metric(
+        o, m, "memscope_oom_eta_seconds", "gauge",
+        "Seconds until the process's live bytes (host: heap and mmap; a CUDA device's) reach "
+        "memscope_limit_bytes at their recent growth (+Inf: not growing, or too far to "
+        "say; 0: reached).",
+        ",device=\"cpu\"", v_eta);
+    device_forecasts(o, m, 0);
     proc_metric(o, m, "memscope_limit_bytes", "gauge",
-                "The capacity memscope_oom_eta_seconds forecasts against (--limit, the cgroup's "
-                "limit, or live bytes plus MemAvailable).",
+                "The capacity memscope_oom_eta_seconds forecasts against (host: --limit, the "
+                "cgroup's limit, or live bytes plus MemAvailable; a device: its total, as NVML "
+                "reports it).",
                 ",device=\"cpu\"", v_limit);
+    device_forecasts(o, m, 1);
     proc_metric(o, m, "memscope_trace_lag_events", "gauge",
                 "Events of the trace read but not yet counted: how far behind the monitor is.",
                 NULL, v_lag);

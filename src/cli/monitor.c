@@ -260,6 +260,43 @@ static void warn(struct monitor *m, size_t i)
     m->warnings++;
 }
 
+/* Each device of process i against its total: the forecast, and a warning line once. */
+static void forecast_devices(struct monitor *m, size_t i, uint64_t now_ns)
+{
+    struct ms_follow_proc *p = &m->f.procs[i];
+    struct monitor_proc *q = &m->mp[i];
+    for (int d = 0; d < MS_FOLLOW_MAX_DEVICES; d++) {
+        if (!p->layer[MS_FOLLOW_DEVICE0 + d].allocs)
+            continue;
+        if (!q->dev[d] && !(q->dev[d] = calloc(1, sizeof *q->dev[d])))
+            continue;
+        struct monitor_dev *v = q->dev[d];
+        ms_forecast_add(&v->fc, now_ns, p->dev_hw[d]);
+        p->dev_hw[d] = p->layer[MS_FOLLOW_DEVICE0 + d].live;
+        v->limit = (p->dev_seen & (1u << d)) ? (double)p->dev_total[d] : 0;
+        if (!v->limit)
+            continue;
+        v->why = ms_forecast_eta(&v->fc, v->limit, now_ns, &v->eta_s, &v->fit);
+        if (m->o.warn_before > 0 && !v->warned &&
+            (v->why == MS_LIMIT_REACHED ||
+             (v->why == MS_LIMIT_PREDICTED && v->eta_s < m->o.warn_before))) {
+            v->warned = 1;
+            struct ms_follow_stack_live top;
+            char site[512] = "(no stack)", lim[32], live[32], rate[32];
+            if (ms_follow_top_stacks(p, &top, 1))
+                monitor_site_text(m, i, top.stack_id, site, sizeof site);
+            monitor_bytes(v->limit, lim, sizeof lim);
+            monitor_bytes((double)p->layer[MS_FOLLOW_DEVICE0 + d].live, live, sizeof live);
+            monitor_bytes(v->fit.slope, rate, sizeof rate);
+            cli_error("warning: process %" PRIu64 "%s%s reaches the %s of cuda:%d in about %.0f s "
+                      "(live %s there, growing %s/s); most held by %.300s",
+                      p->pid, q->rank[0] ? " rank " : "", q->rank, lim, d, v->eta_s, live, rate,
+                      site);
+            m->warnings++;
+        }
+    }
+}
+
 int monitor_tick(struct monitor *m, uint64_t now_ns)
 {
     int ended = __atomic_load_n(&m->ended, __ATOMIC_ACQUIRE);
@@ -307,8 +344,9 @@ int monitor_tick(struct monitor *m, uint64_t now_ns)
                 q->gone = 1, q->gone_ns = now_ns;
         }
         gone += q->gone != 0;
-        if (!p->first_ns || q->gone)
-            continue; /* nothing yet, or over: the last forecast stays */
+        if (!p->first_ns || (q->gone && q->fc.started))
+            continue; /* nothing yet, or over: the last forecast stays (one is made for a process
+                         found ended at once: memscope monitor --once) */
         ms_forecast_add(&q->fc, now_ns, p->host_hw);
         p->host_hw = p->host_live;
         if (!q->rate_prev_ns || now_ns - q->rate_prev_ns >= 1000000000u) {
@@ -331,6 +369,7 @@ int monitor_tick(struct monitor *m, uint64_t now_ns)
             q->limit_from = 2;
         }
         q->why = ms_forecast_eta(&q->fc, q->limit, now_ns, &q->eta_s, &q->fit);
+        forecast_devices(m, i, now_ns);
         if (m->o.warn_before > 0 && !q->warned &&
             (q->why == MS_LIMIT_REACHED ||
              (q->why == MS_LIMIT_PREDICTED && q->eta_s < m->o.warn_before))) {
@@ -413,11 +452,14 @@ void monitor_release(struct monitor *m)
     if (m->lfd >= 0)
         close(m->lfd);
     m->lfd = -1;
-    for (size_t i = 0; i < m->amp && m->mp; i++)
+    for (size_t i = 0; i < m->amp && m->mp; i++) {
+        for (int d = 0; d < MS_FOLLOW_MAX_DEVICES; d++)
+            free(m->mp[i].dev[d]);
         if (m->mp[i].sym) {
             ms_symbolizer_release(m->mp[i].sym);
             free(m->mp[i].sym);
         }
+    }
     if (m->symcache) {
         ms_symcache_release(m->symcache);
         free(m->symcache);

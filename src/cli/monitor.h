@@ -33,6 +33,14 @@ struct monitor_opts {
     int quiet;              /* no "serving metrics on" line */
 };
 
+/* The forecast of one CUDA device's live bytes against its total (NVML's, from the trace). */
+struct monitor_dev {
+    struct ms_forecast fc;
+    struct ms_fit fit;
+    double eta_s, limit; /* limit 0: the total is not known (no NVML report yet) */
+    int why, warned;
+};
+
 /* What the monitor keeps per followed process beside the follower's figures. */
 struct monitor_proc {
     struct ms_usage_sample usage; /* the last sample (valid when have_usage) */
@@ -47,7 +55,8 @@ struct monitor_proc {
     int limit_from; /* 0 --limit, 1 cgroup, 2 MemAvailable */
     struct ms_fit fit;
     int warned;
-    char rank[32]; /* "" when unknown */
+    struct monitor_dev *dev[MS_FOLLOW_MAX_DEVICES]; /* devices the process allocated on */
+    char rank[32];                                  /* "" when unknown */
     int rank_read;
     struct ms_symbolizer *sym; /* monitor_site_text's, built over sym_nmods modules */
     size_t sym_nmods;

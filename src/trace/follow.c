@@ -649,6 +649,8 @@ static void account(struct ms_follow_proc *p, const struct block *b, int sign)
     if (l->live > l->peak)
         l->peak = l->live;
     p->owner_live[b->cat] += d;
+    if (b->layer >= MS_FOLLOW_DEVICE0 && l->live > p->dev_hw[b->layer - MS_FOLLOW_DEVICE0])
+        p->dev_hw[b->layer - MS_FOLLOW_DEVICE0] = l->live;
     if (b->layer < MS_FOLLOW_DEVICE0) {
         p->host_live += d;
         if (p->host_live > p->host_peak)

@@ -22,6 +22,13 @@ for d in 0 1; do
         JOIN event_kinds k ON k.id = e.kind WHERE l.name = 'cuda:$d' AND k.name = 'DEVICE_USAGE'")
     got=$(sed -n "s/^memscope_device_used_bytes{.*device=\"cuda:$d\",gpu=\"$d\"} //p" "$TMP/once.out")
     assert_eq "cuda:$d used bytes (NVML, the database's DEVICE_USAGE)" "$want" "$got"
+    want=$(q "$TMP/out/c.db" "SELECT json_extract(e.attr, '$.device_total') FROM events e
+        JOIN layers l ON l.id = e.layer JOIN event_kinds k ON k.id = e.kind
+        WHERE l.name = 'cuda:$d' AND k.name = 'DEVICE_USAGE'")
+    got=$(sed -n "s/^memscope_limit_bytes{.*device=\"cuda:$d\",gpu=\"$d\"} //p" "$TMP/once.out")
+    assert_eq "cuda:$d forecast's capacity: the device's total (NVML)" "$want" "$got"
+    got=$(sed -n "s/^memscope_oom_eta_seconds{.*device=\"cuda:$d\",gpu=\"$d\"} //p" "$TMP/once.out")
+    assert_eq "cuda:$d forecast: not growing (one sample)" "+Inf" "$got"
 done
 assert_eq "cuda:1 allocations (the database's MALLOC rows)" \
     "$(q "$TMP/out/c.db" "SELECT count(*) FROM events e JOIN layers l ON l.id = e.layer

@@ -218,7 +218,9 @@ static void warn(struct monitor *m, size_t i)
                         "growth: %s/s over the last %d s (R^2 %.3f); the limit in about %.0f s\n",
                         rate, q->fit.n, q->fit.r2, q->eta_s);
             if (p->step)
-                fprintf(fp, "step: %" PRIu64 "\n", p->step);
+                fprintf(fp, "step: %" PRIu64 " now%s", p->step, q->eta_step >= 0 ? "" : "\n");
+            if (p->step && q->eta_step >= 0)
+                fprintf(fp, "; the limit at about step %.0f\n", q->eta_step);
             fprintf(fp, "\nowners (live bytes):\n");
             for (int c = 0; c < MS_OWNER_COUNT; c++) {
                 monitor_bytes((double)p->owner_live[c], held, sizeof held);
@@ -240,7 +242,9 @@ static void warn(struct monitor *m, size_t i)
         } else
             report[0] = 0;
     }
-    char held0[32] = "";
+    char held0[32] = "", at_step[48] = "";
+    if (q->eta_step >= 0)
+        snprintf(at_step, sizeof at_step, ", at about step %.0f", q->eta_step);
     if (nt)
         monitor_bytes((double)top[0].live, held0, sizeof held0);
     if (q->why == MS_LIMIT_REACHED)
@@ -250,9 +254,10 @@ static void warn(struct monitor *m, size_t i)
                  p->pid, rank, lim, live, nt ? sites[0] : "(no stack)", held0);
     else
         snprintf(m->last_warning, sizeof m->last_warning,
-                 "warning: process %" PRIu64 "%s reaches its limit of %s in about %.0f s (live %s, "
-                 "growing %s/s); most held by %.300s: %s",
-                 p->pid, rank, lim, q->eta_s, live, rate, nt ? sites[0] : "(no stack)", held0);
+                 "warning: process %" PRIu64 "%s reaches its limit of %s in about %.0f s%s (live "
+                 "%s, growing %s/s); most held by %.300s: %s",
+                 p->pid, rank, lim, q->eta_s, at_step, live, rate, nt ? sites[0] : "(no stack)",
+                 held0);
     if (report[0])
         cli_error("%s; report: %s", m->last_warning, report);
     else
@@ -347,6 +352,10 @@ int monitor_tick(struct monitor *m, uint64_t now_ns)
         if (!p->first_ns || (q->gone && q->fc.started))
             continue; /* nothing yet, or over: the last forecast stays (one is made for a process
                          found ended at once: memscope monitor --once) */
+        if (!q->fc.started) {
+            q->step0 = p->step;
+            q->step0_ns = now_ns;
+        }
         ms_forecast_add(&q->fc, now_ns, p->host_hw);
         p->host_hw = p->host_live;
         if (!q->rate_prev_ns || now_ns - q->rate_prev_ns >= 1000000000u) {
@@ -369,6 +378,11 @@ int monitor_tick(struct monitor *m, uint64_t now_ns)
             q->limit_from = 2;
         }
         q->why = ms_forecast_eta(&q->fc, q->limit, now_ns, &q->eta_s, &q->fit);
+        /* the step then, at the rate the steps went since the first sample */
+        q->eta_step = -1;
+        if (q->why == MS_LIMIT_PREDICTED && p->step > q->step0 && now_ns > q->step0_ns)
+            q->eta_step = (double)p->step + q->eta_s * (double)(p->step - q->step0) * 1e9 /
+                                                (double)(now_ns - q->step0_ns);
         forecast_devices(m, i, now_ns);
         if (m->o.warn_before > 0 && !q->warned &&
             (q->why == MS_LIMIT_REACHED ||

@@ -55,6 +55,8 @@ struct monitor_proc {
     int limit_from; /* 0 --limit, 1 cgroup, 2 MemAvailable */
     struct ms_fit fit;
     int warned;
+    uint64_t step0, step0_ns; /* the step and time of the first forecast sample */
+    double eta_step;          /* the step at which the limit is reached, -1 when unknown */
     struct monitor_dev *dev[MS_FOLLOW_MAX_DEVICES]; /* devices the process allocated on */
     char rank[32];                                  /* "" when unknown */
     int rank_read;

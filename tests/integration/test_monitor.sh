@@ -81,11 +81,15 @@ W=$(grep 'warning: process' "$TMP/grow.err")
 assert_eq "grow: one warning line" 1 "$(grep -c 'warning: process' "$TMP/grow.err")"
 assert_match "grow: the warning names the growing call site" 'most held by grow_here \(.*monitor_grow.c:[0-9]+\)' "$W"
 LIVE=$(sed -n 's/.*(live \([0-9.]*\) MiB.*/\1/p' <<<"$W")
-ETA=$(sed -n 's/.* in about \([0-9]*\) s .*/\1/p' <<<"$W")
+ETA=$(sed -n 's/.* in about \([0-9]*\) s[ ,].*/\1/p' <<<"$W")
 assert_eq "grow: warned after at least 2 s of growth (live >= 20 MiB)" True \
     "$(python3 -c "print($LIVE >= 20)")"
 assert_eq "grow: ETA $ETA s within 20% of (200 - $LIVE) / 10 s" True \
     "$(python3 -c "t=(200-$LIVE)/10; print(abs($ETA-t) <= 0.2*t)")"
+STEP=$(sed -n 's/.*, at about step \([0-9]*\) .*/\1/p' <<<"$W")
+# a step per MiB: 200 MiB is reached at step 200
+assert_eq "grow: the step at the limit, $STEP, within 20% of 200" True \
+    "$(python3 -c "print(abs(${STEP:-0} - 200) <= 40)")"
 REPORT=$(sed -n 's/.*report: //p' <<<"$W")
 assert_file "grow: report" "$REPORT"
 assert_match "grow: report's first site" '1\. [0-9.]+ MiB by grow_here' "$(cat "$REPORT")"

@@ -345,8 +345,14 @@ int monitor_tick(struct monitor *m, uint64_t now_ns)
                 }
                 q->usage = s;
                 q->have_usage = 1;
-            } else if (u == -ESRCH || u == -ENOENT)
+            } else if (u == -ESRCH || u == -ENOENT) {
                 q->gone = 1, q->gone_ns = now_ns;
+                /* its files: read once more, then closed; not for a process never seen alive
+                 * unless it is memscope run's (a directory shared with another pid namespace
+                 * names pids that are not this one's) */
+                if (q->have_usage || m->o.own_processes)
+                    ms_follow_retire(&m->f, p->pid);
+            }
         }
         gone += q->gone != 0;
         if (!p->first_ns || (q->gone && q->fc.started))

@@ -31,6 +31,7 @@ struct monitor_opts {
     double warn_before;     /* --warn-before seconds (0: no warning) */
     const char *report_dir; /* where the warning's report is written; NULL: not written */
     int quiet;              /* no "serving metrics on" line */
+    int own_processes;      /* the traced processes are memscope run's (this pid namespace) */
 };
 
 /* The forecast of one CUDA device's live bytes against its total (NVML's, from the trace). */

@@ -35,7 +35,8 @@ struct ms_follow_file {
     uint64_t pid;
     uint32_t image;
     size_t proc;
-    int done; /* not a raw trace, or an older image of its pid */
+    int done;   /* not a raw trace, or an older image of its pid */
+    int retire; /* its process ended: read once more, then closed */
     uint64_t scan_off;
     struct fchunk *chunks;
     size_t nchunks, achunks;
@@ -792,9 +793,21 @@ long ms_follow_poll(struct ms_follow *f, uint64_t horizon_ns)
         return MS_ENOMEM;
     f->polls++;
     int rc = list_dir(f);
-    for (size_t i = 0; i < f->nfiles && rc == 0; i++)
-        if (!f->files[i].done)
-            rc = read_file(f, &f->files[i]);
+    for (size_t i = 0; i < f->nfiles && rc == 0; i++) {
+        struct ms_follow_file *ff = &f->files[i];
+        if (!ff->done)
+            rc = read_file(f, ff);
+        if (ff->retire && ff->fd >= 0 && rc == 0) {
+            close(ff->fd);
+            ff->fd = -1;
+            ff->done = 1;
+            free(ff->chunks);
+            free(ff->holes);
+            ff->chunks = NULL;
+            ff->holes = NULL;
+            ff->nchunks = ff->achunks = ff->nholes = ff->aholes = 0;
+        }
+    }
     long applied = 0;
     for (size_t i = 0; i < f->nprocs; i++) {
         long n = drain(&f->procs[i], horizon_ns);
@@ -833,6 +846,13 @@ size_t ms_follow_top_stacks(const struct ms_follow_proc *p, struct ms_follow_sta
         out[i] = (struct ms_follow_stack_live){(uint32_t)key, s->live, s->allocs};
     }
     return n;
+}
+
+void ms_follow_retire(struct ms_follow *f, uint64_t pid)
+{
+    for (size_t i = 0; i < f->nfiles; i++)
+        if (f->files[i].pid == pid)
+            f->files[i].retire = 1;
 }
 
 uint64_t ms_follow_lag(const struct ms_follow *f)

@@ -154,6 +154,10 @@ size_t ms_follow_stack(const struct ms_follow_proc *p, uint32_t stack_id, const 
 size_t ms_follow_top_stacks(const struct ms_follow_proc *p, struct ms_follow_stack_live *out,
                             size_t k);
 
+/* Says process pid has ended: its files are read once more by the next poll, then closed (a
+ * program that starts thousands of processes must not hold a descriptor for each). */
+void ms_follow_retire(struct ms_follow *f, uint64_t pid);
+
 /* Events decoded and not yet applied, over every process: the lag. */
 uint64_t ms_follow_lag(const struct ms_follow *f);
 

@@ -129,6 +129,12 @@ assert_eq "malformed address: the program did not run" "no" "$([ -e "$TMP/ran" ]
 ms badhost run --metrics=no-such-host.invalid:9400 -o "$TMP/bad.db" -- /usr/bin/touch "$TMP/ran"
 assert_eq "unknown host: status" 1 "$RC"
 assert_match "unknown host: message" "cannot resolve 'no-such-host.invalid'" "$(cat "$TMP/badhost.err")"
+ms notlocal run --metrics=192.0.2.1:9400 -o "$TMP/bad.db" -- /usr/bin/touch "$TMP/ran"
+assert_eq "an address not on this machine: status" 1 "$RC"
+assert_match "an address not on this machine: message" "cannot listen on 192.0.2.1:9400: no such address on this machine" "$(cat "$TMP/notlocal.err")"
+assert_eq "an address not on this machine: the program did not run" "no" "$([ -e "$TMP/ran" ] && echo yes || echo no)"
+ms v6nobr run --metrics=::1:9400 -o "$TMP/bad.db" -- /usr/bin/touch "$TMP/ran"
+assert_match "an IPv6 address without brackets: malformed" "malformed address '::1:9400'" "$(cat "$TMP/v6nobr.err")"
 mkdir -p "$TMP/notrace"
 echo hello >"$TMP/notrace/readme.txt"
 ms notrace monitor "$TMP/notrace" --once

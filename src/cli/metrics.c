@@ -78,6 +78,13 @@ static int layer_used(const struct ms_follow_proc *p, int l)
     return l < MS_FOLLOW_DEVICE0 || p->layer[l].allocs;
 }
 
+/* The processes the monitor has figures for (the follower may know more when the monitor's own
+ * array could not grow). */
+static size_t nprocs(const struct monitor *m)
+{
+    return m->f.nprocs < m->amp ? m->f.nprocs : m->amp;
+}
+
 /* Whether process i is exported: not when it ended more than MONITOR_KEEP_ENDED_NS ago. */
 static int shown(const struct monitor *m, size_t i)
 {
@@ -91,7 +98,7 @@ static void layer_metric(FILE *o, const struct monitor *m, const char *name, con
                          const char *help, int field)
 {
     head(o, name, type, help);
-    for (size_t i = 0; i < m->f.nprocs; i++) {
+    for (size_t i = 0; i < nprocs(m); i++) {
         const struct ms_follow_proc *p = &m->f.procs[i];
         if (!shown(m, i))
             continue;
@@ -117,7 +124,7 @@ static void proc_metric(FILE *o, const struct monitor *m, const char *name, cons
                         double (*value)(const struct monitor *, size_t))
 {
     int any = 0;
-    for (size_t i = 0; i < m->f.nprocs; i++) {
+    for (size_t i = 0; i < nprocs(m); i++) {
         double v = shown(m, i) ? value(m, i) : NAN;
         if (isnan(v))
             continue;
@@ -185,7 +192,7 @@ static double v_retained(const struct monitor *m, size_t i)
  * total is known, after the host's series of the same family. */
 static void device_forecasts(FILE *o, const struct monitor *m, int pass)
 {
-    for (size_t i = 0; i < m->f.nprocs; i++) {
+    for (size_t i = 0; i < nprocs(m); i++) {
         const struct monitor_proc *q = &m->mp[i];
         for (int d = 0; d < MS_FOLLOW_MAX_DEVICES && shown(m, i); d++) {
             const struct monitor_dev *v = q->dev[d];
@@ -225,7 +232,7 @@ int metrics_render(struct monitor *m, char **body, size_t *len)
                 v_step);
     head(o, "memscope_owner_live_bytes", "gauge",
          "Live bytes of every layer by owner category (blocks without an owner: other).");
-    for (size_t i = 0; i < m->f.nprocs; i++)
+    for (size_t i = 0; i < nprocs(m); i++)
         for (int c = 0; c < MS_OWNER_COUNT && shown(m, i); c++) {
             fputs("memscope_owner_live_bytes{", o);
             proc_labels(o, m, i);
@@ -233,7 +240,7 @@ int metrics_render(struct monitor *m, char **body, size_t *len)
                     (long long)m->f.procs[i].owner_live[c]);
         }
     int any = 0;
-    for (size_t i = 0; i < m->f.nprocs; i++) {
+    for (size_t i = 0; i < nprocs(m); i++) {
         const struct ms_follow_proc *p = &m->f.procs[i];
         for (int d = 0; d < MS_FOLLOW_MAX_DEVICES && shown(m, i); d++) {
             if (!(p->dev_seen & (1u << d)))
@@ -263,7 +270,7 @@ int metrics_render(struct monitor *m, char **body, size_t *len)
                 "Events of the trace read but not yet counted: how far behind the monitor is.",
                 NULL, v_lag);
     any = 0;
-    for (size_t i = 0; i < m->f.nprocs; i++) {
+    for (size_t i = 0; i < nprocs(m); i++) {
         const struct monitor_proc *q = &m->mp[i];
         if (!q->have_usage || !(q->usage.flags & MS_USAGE_F_STATUS) || !shown(m, i))
             continue;

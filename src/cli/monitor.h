@@ -1,6 +1,6 @@
 /* monitor.h: the live monitor (docs/monitor.md): a thread of the memscope process that follows a
  * trace directory as it grows (trace/follow.h), samples each traced process's usage from /proc
- * (common/usage.h), forecasts when each one's live bytes reach the limit (analyze/forecast.h),
+ * (common/usage.h), forecasts when each one's live bytes reach the limit (common/forecast.h),
  * warns once when that is nearer than --warn-before, and serves the figures as Prometheus metrics
  * (metrics.c, metrics_http.h). Used by `memscope run --metrics` (and --warn-before / --limit),
  * `memscope monitor` and `memscope top`. The traced programs run nothing for it. */

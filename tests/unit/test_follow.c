@@ -1,7 +1,7 @@
 /* test_follow.c: the trace follower (trace/follow.h) over a trace file that grows between polls
  * as the agent's does (records committed by `used`, chunks published by their magic, a chunk
  * reserved before its header is written, a free committed on one thread before the allocation it
- * frees on another), and the live forecaster (analyze/forecast.h) on known series. */
+ * frees on another), and the live forecaster (common/forecast.h) on known series. */
 #include "test.h"
 #include "tracegen.h"
 

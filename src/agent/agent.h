@@ -261,19 +261,24 @@ unsigned stacks_code_frames(const uint64_t *pcs, unsigned n);
 uint32_t stacks_intern(struct tstate *t, struct stream *s, const uint64_t *pcs, unsigned n);
 
 /* sample.c: sampling mode (docs/production.md, "Sampling"). Sampled heap blocks' addresses are
- * kept in a set of fixed size (two tables of SAMPLE_SLOTS words, mapped at the first sample and
- * never unmapped), so that their frees are recorded and nothing else's is. Lookups take no lock
- * (open addressing, linear probing; a free leaves a tombstone); inserts, removals and the
- * rebuild that clears the tombstones take a spinlock, and the rebuild makes seq odd while it
- * runs, so that a lookup it overlapped answers "maybe", and the free is recorded: recording the
- * free of a block that was not sampled is harmless (the converter drops a free it cannot
- * match), missing a sampled one is not. */
+ * kept in a set, so that their frees are recorded and nothing else's is: a table of 2^bits
+ * words (from 2^10, 8 KiB: every free looks it up, so it should sit in the nearest caches)
+ * inside one of two mappings of SAMPLE_SLOTS words, mapped at the first sample and never
+ * unmapped (the agent's memory stays bounded). Lookups take no lock (open addressing, linear
+ * probing; a free leaves a tombstone); inserts, removals and the rebuilds (into the other
+ * mapping: larger when half full, the same size to drop tombstones) take a spinlock, and a
+ * rebuild makes seq odd while it runs, so that a lookup it overlapped looks again under the
+ * lock, or, from a signal handler that cannot take it, answers "maybe" and the free is
+ * recorded: recording the free of a block that was not sampled is harmless (the converter drops
+ * a free it cannot match), missing a sampled one is not. */
 #define SAMPLE_SLOTS_LOG2 17
 #define SAMPLE_SLOTS (1u << SAMPLE_SLOTS_LOG2)
+#define SAMPLE_MIN_LOG2 10
 #define SAMPLE_EMPTY 0u
 #define SAMPLE_TOMB 1u
 struct sample_set {
     uint64_t *tab; /* the table lookups read (atomic); NULL until the first sample */
+    uint32_t bits; /* it has 2^bits slots (atomic; read with tab under seq) */
     uint32_t seq;  /* odd while a rebuild moves entries (atomic) */
     int lock;      /* inserts, removals, rebuilds */
     uint32_t live; /* addresses held */
@@ -311,9 +316,9 @@ static inline int sample_alloc(const void *p, size_t n)
     return sample_alloc_slow(t, p, n);
 }
 
-static inline uint32_t sample_hash(uintptr_t p)
+static inline uint32_t sample_hash(uintptr_t p, uint32_t bits)
 {
-    return (uint32_t)(((uint64_t)p >> 4) * 0x9e3779b97f4a7c15ull >> (64 - SAMPLE_SLOTS_LOG2));
+    return (uint32_t)(((uint64_t)p >> 4) * 0x9e3779b97f4a7c15ull >> (64 - bits));
 }
 
 /* Sampling mode: counts a free of p and returns whether it is to be recorded (p was sampled,
@@ -330,8 +335,13 @@ static inline int sample_free(const void *p)
     const uint64_t *tab = __atomic_load_n(&sample_set.tab, __ATOMIC_ACQUIRE);
     if (!tab)
         return 0; /* nothing sampled yet */
-    uint32_t i = sample_hash((uintptr_t)p);
-    for (uint32_t k = 0; k < SAMPLE_SLOTS; k++, i = (i + 1) & (SAMPLE_SLOTS - 1)) {
+    /* (tab and bits may be of two tables while a rebuild runs: every index stays inside the
+     * mapping, and seq tells) */
+    uint32_t bits = __atomic_load_n(&sample_set.bits, __ATOMIC_RELAXED);
+    if (unlikely(bits - 1 >= SAMPLE_SLOTS_LOG2))
+        return sample_free_slow(p);
+    uint32_t mask = (1u << bits) - 1, i = sample_hash((uintptr_t)p, bits);
+    for (uint32_t k = 0; k <= mask; k++, i = (i + 1) & mask) {
         uint64_t v = __atomic_load_n(&tab[i], __ATOMIC_RELAXED);
         if (v == (uintptr_t)p)
             return sample_free_slow(p);

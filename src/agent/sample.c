@@ -15,7 +15,7 @@
  * with every 16th sample, when it exits and at process exit. A thread still running at process
  * exit loses its counts since its last sample (the other threads' TLS cannot be read there).
  *
- * Which blocks were sampled: the address set of agent.h (struct sample_set), fixed in size, so
+ * Which blocks were sampled: the address set of agent.h (struct sample_set), of bounded size, so
  * that the agent's memory stays constant however long the program runs; it holds at most
  * SAMPLE_SLOTS / 2 live sampled blocks (64 Ki: a heap of 32 GiB of small blocks at 512 KiB),
  * beyond which new samples are dropped and the agent says so once.
@@ -106,29 +106,32 @@ static int set_map(void)
         return -1;
     sample_set.bufs[0] = a;
     sample_set.bufs[1] = (uint64_t *)((char *)a + len);
+    __atomic_store_n(&sample_set.bits, SAMPLE_MIN_LOG2, __ATOMIC_RELAXED);
     __atomic_store_n(&sample_set.tab, sample_set.bufs[0], __ATOMIC_RELEASE);
     return 0;
 }
 
-/* Copies the live addresses into the other table, leaving the tombstones behind. Lookups that
- * overlap it see seq change and ask again under the lock. */
-static void set_rebuild(void)
+/* Copies the live addresses into a table of 2^bits slots in the other mapping, leaving the
+ * tombstones behind. Lookups that overlap it see seq change and look again under the lock. */
+static void set_rebuild(uint32_t bits)
 {
     uint64_t *from = sample_set.tab;
+    uint32_t from_n = 1u << sample_set.bits, mask = (1u << bits) - 1;
     uint64_t *to = from == sample_set.bufs[0] ? sample_set.bufs[1] : sample_set.bufs[0];
     __atomic_store_n(&sample_set.seq, sample_set.seq + 1, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    memset(to, 0, (size_t)SAMPLE_SLOTS * sizeof *to);
-    for (uint32_t i = 0; i < SAMPLE_SLOTS; i++) {
+    memset(to, 0, ((size_t)mask + 1) * sizeof *to);
+    for (uint32_t i = 0; i < from_n; i++) {
         uint64_t v = from[i];
         if (v == SAMPLE_EMPTY || v == SAMPLE_TOMB)
             continue;
-        uint32_t j = sample_hash((uintptr_t)v);
+        uint32_t j = sample_hash((uintptr_t)v, bits);
         while (to[j] != SAMPLE_EMPTY)
-            j = (j + 1) & (SAMPLE_SLOTS - 1);
+            j = (j + 1) & mask;
         to[j] = v;
     }
     __atomic_store_n(&sample_set.tab, to, __ATOMIC_RELEASE);
+    __atomic_store_n(&sample_set.bits, bits, __ATOMIC_RELEASE);
     sample_set.used = sample_set.live;
     __atomic_store_n(&sample_set.seq, sample_set.seq + 1, __ATOMIC_RELEASE);
 }
@@ -138,12 +141,15 @@ static int set_add(uintptr_t p)
 {
     if (set_map() < 0 || sample_set.live >= SAMPLE_SLOTS / 2)
         return -1;
-    if (sample_set.used >= SAMPLE_SLOTS / 4 * 3)
-        set_rebuild();
+    uint32_t n = 1u << sample_set.bits;
+    if (sample_set.live + 1 > n / 2 && sample_set.bits < SAMPLE_SLOTS_LOG2)
+        set_rebuild(sample_set.bits + 1); /* half full: twice the size */
+    else if (sample_set.used + 1 > n / 4 * 3)
+        set_rebuild(sample_set.bits); /* tombstones: the same size, without them */
     uint64_t *tab = sample_set.tab;
-    uint32_t i = sample_hash(p);
+    uint32_t mask = (1u << sample_set.bits) - 1, i = sample_hash(p, sample_set.bits);
     while (tab[i] != SAMPLE_EMPTY && tab[i] != SAMPLE_TOMB)
-        i = (i + 1) & (SAMPLE_SLOTS - 1);
+        i = (i + 1) & mask;
     if (tab[i] == SAMPLE_EMPTY)
         sample_set.used++;
     sample_set.live++;
@@ -202,8 +208,10 @@ int sample_free_slow(const void *p)
     } else
         spin_lock(&sample_set.lock);
     uint64_t *tab = sample_set.tab;
-    uint32_t i = sample_hash((uintptr_t)p);
-    for (uint32_t k = 0; k < SAMPLE_SLOTS; k++, i = (i + 1) & (SAMPLE_SLOTS - 1)) {
+    uint32_t mask = (1u << sample_set.bits) - 1, i = 0;
+    if (tab)
+        i = sample_hash((uintptr_t)p, sample_set.bits);
+    for (uint32_t k = 0; tab && k <= mask; k++, i = (i + 1) & mask) {
         if (tab[i] == SAMPLE_EMPTY)
             break;
         if (tab[i] == (uintptr_t)p) {

@@ -120,6 +120,18 @@ ms xpeak analyze peak "$TMP/x.db"
 assert_ne "exact run: no note" "note: sampled" "$(head -1 "$TMP/xpeak.out" | cut -c1-13)"
 unset MEMSCOPE_SAMPLING_SEED
 
+# Every block sampled (1 byte: a block of S bytes with probability 1 - exp(-S)), 8 threads
+# allocating and freeing at once: the set of sampled addresses is written, emptied and rebuilt
+# (its tombstones dropped) about 200 times while other threads look up their frees; every free
+# must be found (a block is live at exit only when it was not freed).
+ms thr run --sampling=1 --call-stack=c:0 --format=db -o "$TMP/t.db" -- "$PROGS/threads" 8 20000
+assert_eq "threads, every block sampled: exit status" 0 "$RC"
+expected=$(for t in 0 1 2 3 4 5 6 7; do echo "$((3001 + 2 * t))|20000|20000"; done)
+assert_eq "threads: per size, allocations|frees matched (as recorded exactly)" "$expected" \
+    "$(q "$TMP/t.db" "SELECT b.size, count(*), sum(b.free_ns IS NOT NULL) FROM blocks b
+                      WHERE b.layer = 1 AND b.size BETWEEN 3001 AND 3015 GROUP BY b.size
+                      ORDER BY b.size")"
+
 # --sampling without a value: 512 KiB.
 ms dflt run --sampling --call-stack=c:0 --format=db -o "$TMP/d.db" -- "$P"
 assert_eq "--sampling: 512 KiB" 524288 "$(q "$TMP/d.db" "SELECT value FROM meta WHERE key = 'sampling_bytes'")"

@@ -271,7 +271,7 @@ uint32_t stacks_intern(struct tstate *t, struct stream *s, const uint64_t *pcs, 
  * lock, or, from a signal handler that cannot take it, answers "maybe" and the free is
  * recorded: recording the free of a block that was not sampled is harmless (the converter drops
  * a free it cannot match), missing a sampled one is not. */
-#define SAMPLE_SLOTS_LOG2 17
+#define SAMPLE_SLOTS_LOG2 18
 #define SAMPLE_SLOTS (1u << SAMPLE_SLOTS_LOG2)
 #define SAMPLE_MIN_LOG2 10
 #define SAMPLE_EMPTY 0u

@@ -17,7 +17,7 @@
  *
  * Which blocks were sampled: the address set of agent.h (struct sample_set), of bounded size, so
  * that the agent's memory stays constant however long the program runs; it holds at most
- * SAMPLE_SLOTS / 2 live sampled blocks (64 Ki: a heap of 32 GiB of small blocks at 512 KiB),
+ * SAMPLE_SLOTS / 4 live sampled blocks (64 Ki: a heap of 32 GiB of small blocks at 512 KiB),
  * beyond which new samples are dropped and the agent says so once.
  *
  * The generator is splitmix64, per thread, seeded from the TSC and the thread's address, or
@@ -139,12 +139,14 @@ static void set_rebuild(uint32_t bits)
 /* Adds p; 0, or -1 when the set is full (or cannot be mapped). Under the lock. */
 static int set_add(uintptr_t p)
 {
-    if (set_map() < 0 || sample_set.live >= SAMPLE_SLOTS / 2)
+    if (set_map() < 0 || sample_set.live >= SAMPLE_SLOTS / 4)
         return -1;
     uint32_t n = 1u << sample_set.bits;
-    if (sample_set.live + 1 > n / 2 && sample_set.bits < SAMPLE_SLOTS_LOG2)
-        set_rebuild(sample_set.bits + 1); /* half full: twice the size */
-    else if (sample_set.used + 1 > n / 4 * 3)
+    /* Lookups of addresses not in the set (most frees) end at the first empty slot: the table
+     * is kept at most half used, a quarter live, so that most end at their first probe. */
+    if (sample_set.live + 1 > n / 4 && sample_set.bits < SAMPLE_SLOTS_LOG2)
+        set_rebuild(sample_set.bits + 1); /* a quarter live: twice the size */
+    else if (sample_set.used + 1 > n / 2)
         set_rebuild(sample_set.bits); /* tombstones: the same size, without them */
     uint64_t *tab = sample_set.tab;
     uint32_t mask = (1u << sample_set.bits) - 1, i = sample_hash(p, sample_set.bits);
@@ -174,6 +176,8 @@ int sample_alloc_slow(struct tstate *t, const void *p, size_t n)
             return 0;
     }
     m->left = draw(m);
+    if (agent.broken)
+        return 0; /* recording stopped (the trace's cap, an error): counts only */
     /* The set's lock: a signal handler that interrupted its thread inside it gives up (the
      * allocation is then not sampled: a bias of one in millions). */
     int rc;
@@ -215,8 +219,19 @@ int sample_free_slow(const void *p)
         if (tab[i] == SAMPLE_EMPTY)
             break;
         if (tab[i] == (uintptr_t)p) {
-            __atomic_store_n(&tab[i], (uint64_t)SAMPLE_TOMB, __ATOMIC_RELEASE);
             sample_set.live--;
+            if (tab[(i + 1) & mask] != SAMPLE_EMPTY) {
+                __atomic_store_n(&tab[i], (uint64_t)SAMPLE_TOMB, __ATOMIC_RELEASE);
+                break;
+            }
+            /* The end of its cluster: no probe goes past it, so this slot and the tombstones
+             * just before it become empty again (no lookup's path crosses them: they end the
+             * cluster; inserts wait for the lock). */
+            do {
+                __atomic_store_n(&tab[i], (uint64_t)SAMPLE_EMPTY, __ATOMIC_RELEASE);
+                sample_set.used--;
+                i = (i - 1) & mask;
+            } while (tab[i] == SAMPLE_TOMB);
             break;
         }
     }
@@ -238,7 +253,9 @@ void sample_flush_counts(struct tstate *t)
 
 void sample_after_fork_child(struct tstate *t)
 {
-    sample_set.lock = 0; /* a thread of the parent may have held it: it is not in the child */
+    sample_set.lock = 0;    /* a thread of the parent may have held it: it is not in the child */
+    if (sample_set.seq & 1) /* ... in a rebuild, which had not published its table yet */
+        sample_set.seq++;
     memset(&t->smp, 0, sizeof t->smp);
     __atomic_store_n(&threads_seeded, 0, __ATOMIC_RELAXED);
 }

@@ -23,6 +23,9 @@ for bad in abc 10 -5; do
     assert_eq "--max-trace-size=$bad: exit status" 2 "$RC"
     assert_match "--max-trace-size=$bad: the error" "--max-trace-size: expected a size of at least 1MiB" "$(cat "$TMP/badcap.err")"
 done
+ms sep run --sampling 64KiB -o "$TMP/bad.db" -- "$P"
+assert_eq "--sampling SIZE (no '='): exit status" 2 "$RC"
+assert_match "--sampling SIZE: the error says how" "--sampling takes its size after '=': --sampling=64KiB" "$(cat "$TMP/sep.err")"
 [ -e "$TMP/bad.db" ] && fail "a database was written for bad input" || pass "no database for bad input"
 
 # The exact run: the totals the sampled run's counters must give.

@@ -94,6 +94,33 @@ void sample_init(void)
     agent.max_trace = env_u64(MS_ENV_MAX_TRACE_SIZE, &given);
 }
 
+/* Takes the set's lock for thread t: 0, or -1 when t's guard was up (a signal handler that
+ * interrupted its thread in the agent, perhaps inside this lock) and the lock is taken. The
+ * guard is raised before the lock is taken and lowered after it is let go, so that a handler
+ * that interrupts its thread anywhere in between only ever tries the lock; set_unlock() gets
+ * the guard's value from before. */
+static int set_lock(struct tstate *t)
+{
+    int g = t->guard;
+    t->guard = g + 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (!g)
+        spin_lock(&sample_set.lock);
+    else if (!spin_trylock(&sample_set.lock)) {
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        t->guard = g;
+        return -1;
+    }
+    return 0;
+}
+
+static void set_unlock(struct tstate *t, int g)
+{
+    spin_unlock(&sample_set.lock);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->guard = g;
+}
+
 /* Maps the two tables (once, at the first sample). Under the lock. */
 static int set_map(void)
 {
@@ -178,16 +205,13 @@ int sample_alloc_slow(struct tstate *t, const void *p, size_t n)
     m->left = draw(m);
     if (agent.broken)
         return 0; /* recording stopped (the trace's cap, an error): counts only */
-    /* The set's lock: a signal handler that interrupted its thread inside it gives up (the
-     * allocation is then not sampled: a bias of one in millions). */
-    int rc;
-    if (t->guard) {
-        if (!spin_trylock(&sample_set.lock))
-            return 0;
-    } else
-        spin_lock(&sample_set.lock);
-    rc = set_add((uintptr_t)p);
-    spin_unlock(&sample_set.lock);
+    /* (a signal handler that interrupted its thread in the agent may find the set's lock
+     * taken: the allocation is then not sampled, a bias of one in millions) */
+    int g = t->guard;
+    if (set_lock(t) < 0)
+        return 0;
+    int rc = set_add((uintptr_t)p);
+    set_unlock(t, g);
     if (rc < 0) {
         if (!__atomic_exchange_n(&sample_set.full_said, 1, __ATOMIC_RELAXED)) {
             t->internal++;
@@ -206,11 +230,9 @@ int sample_alloc_slow(struct tstate *t, const void *p, size_t n)
 int sample_free_slow(const void *p)
 {
     struct tstate *t = &agent_tls;
-    if (t->guard) {
-        if (!spin_trylock(&sample_set.lock))
-            return 1; /* recorded whether sampled or not: harmless */
-    } else
-        spin_lock(&sample_set.lock);
+    int g = t->guard;
+    if (set_lock(t) < 0)
+        return 1; /* recorded whether sampled or not: harmless */
     uint64_t *tab = sample_set.tab;
     uint32_t mask = (1u << sample_set.bits) - 1, i = 0;
     if (tab)
@@ -235,7 +257,7 @@ int sample_free_slow(const void *p)
             break;
         }
     }
-    spin_unlock(&sample_set.lock);
+    set_unlock(t, g);
     return 1;
 }
 

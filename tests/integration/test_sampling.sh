@@ -118,6 +118,11 @@ assert_eq "compact database: the note" \
 assert_eq "compact database: same estimate as the full one (same seed)" \
     "$(q "$DB" "SELECT sum(size) FROM events WHERE kind = 1 AND layer = 1")" \
     "$(q "$TMP/c.db" "SELECT s.alloc_bytes FROM process_stats s WHERE s.layer = 1")"
+ms call analyze all --json "$TMP/c.db"
+assert_eq "compact database, analyze all --json (some expand it): every document has it" "ok" \
+    "$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+bad=[k for k,v in d.items() if isinstance(v,dict) and "error" not in v and "skipped" not in v and v.get("sampling",{}).get("bytes")!=2048]
+print("ok" if not bad and len(d) > 5 else (bad, list(d)))' "$TMP/call.out")"
 # An exact run has no note.
 ms xpeak analyze peak "$TMP/x.db"
 assert_ne "exact run: no note" "note: sampled" "$(head -1 "$TMP/xpeak.out" | cut -c1-13)"
@@ -134,6 +139,23 @@ assert_eq "threads: per size, allocations|frees matched (as recorded exactly)" "
     "$(q "$TMP/t.db" "SELECT b.size, count(*), sum(b.free_ns IS NOT NULL) FROM blocks b
                       WHERE b.layer = 1 AND b.size BETWEEN 3001 AND 3015 GROUP BY b.size
                       ORDER BY b.size")"
+
+# A signal handler that allocates while its thread is in the sampler (every allocation
+# sampled: the set's lock is taken at each one): no deadlock, every count exact, and each
+# recorded block of the main loop freed (tests/progs/signal_alloc.c; 200 signals, at most
+# 1000000 rounds).
+timeout 120 "$MEMSCOPE" run -q --sampling=1 --call-stack=c:0 -o "$TMP/sig.db" -- \
+    "$PROGS/signal_alloc" 200 >"$TMP/sig.out" 2>"$TMP/sig.err"
+assert_eq "signal handler allocating: exit status (124: a deadlock)" 0 "$?"
+loops=$(cut -d' ' -f2 "$TMP/sig.out")
+assert_eq "signal_alloc: the handler ran 200 times" 200 "$(cut -d' ' -f3 "$TMP/sig.out")"
+sig_stats=$(q "$TMP/sig.db" "SELECT allocs, frees, live_blocks FROM process_stats WHERE layer = 1")
+assert_ge "signal_alloc: blocks recorded (main loop and warm-up at least)" "$((loops + 1))" \
+    "$(echo "$sig_stats" | cut -d'|' -f1)"
+assert_eq "signal_alloc: every recorded block but the C library's few freed" 1 \
+    "$(echo "$sig_stats" | awk -F'|' '{print ($1 - $2 == $3 && $3 <= 4)}')"
+assert_ge "signal_alloc: exact allocations counted (loop, handler, warm-up)" "$((loops + 201))" \
+    "$(q "$TMP/sig.db" "SELECT value FROM meta WHERE key = 'heap_allocs_exact'")"
 
 # --sampling without a value: 512 KiB.
 ms dflt run --sampling --call-stack=c:0 --format=db -o "$TMP/d.db" -- "$P"

@@ -265,12 +265,13 @@ uint32_t stacks_intern(struct tstate *t, struct stream *s, const uint64_t *pcs, 
  * words (from 2^10, 8 KiB: every free looks it up, so it should sit in the nearest caches)
  * inside one of two mappings of SAMPLE_SLOTS words, mapped at the first sample and never
  * unmapped (the agent's memory stays bounded). Lookups take no lock (open addressing, linear
- * probing; a free leaves a tombstone); inserts, removals and the rebuilds (into the other
- * mapping: larger when half full, the same size to drop tombstones) take a spinlock, and a
- * rebuild makes seq odd while it runs, so that a lookup it overlapped looks again under the
- * lock, or, from a signal handler that cannot take it, answers "maybe" and the free is
- * recorded: recording the free of a block that was not sampled is harmless (the converter drops
- * a free it cannot match), missing a sampled one is not. */
+ * probing; a free leaves a tombstone, or empties the end of its cluster); inserts, removals and
+ * the rebuilds (into the other mapping: larger when a quarter live, the same size when half
+ * used, to drop tombstones) take a spinlock (with the thread's guard raised: a signal handler
+ * there only tries it), and a rebuild makes seq odd while it runs, so that a lookup it
+ * overlapped looks again under the lock, or, from a signal handler that cannot take it,
+ * answers "maybe" and the free is recorded: recording the free of a block that was not sampled
+ * is harmless (the converter drops a free it cannot match), missing a sampled one is not. */
 #define SAMPLE_SLOTS_LOG2 18
 #define SAMPLE_SLOTS (1u << SAMPLE_SLOTS_LOG2)
 #define SAMPLE_MIN_LOG2 10

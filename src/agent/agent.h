@@ -50,7 +50,7 @@ struct clock_anchor {
 /* Sampling mode (--sampling=BYTES, sample.c): a thread's bytes left until its next sample (a
  * countdown drawn from an exponential distribution of mean agent.sample_bytes), its generator,
  * and the exact counts of the heap allocations and frees it made since it last added them to
- * the trace header's (sample_flush_counts), sampled or not. */
+ * the trace header's (sample.c: flush), sampled or not. */
 struct sampler {
     int64_t left;     /* bytes until the next sample; <= 0: the next allocation is looked at */
     uint64_t rng;     /* splitmix64 state; 0: not seeded yet (the thread's first allocation) */
@@ -58,6 +58,8 @@ struct sampler {
     uint64_t bytes;   /* their requested bytes */
     uint64_t frees;   /* heap frees */
     uint32_t samples; /* allocations sampled: every 16th flushes the counts */
+    uint32_t started; /* sample_thread_start() ran: generator seeded, thread registered */
+    uint32_t slot;    /* its index in sample.c's registry + 1; 0: not in it */
 };
 
 /* Per-thread state. Lives in static TLS (initial-exec), so reading it never allocates. */
@@ -295,9 +297,14 @@ void sample_init(void); /* agent_init: MEMSCOPE_SAMPLING and MEMSCOPE_SAMPLING_S
 int sample_alloc_slow(struct tstate *t, const void *p, size_t n);
 /* p may be a sampled block: removes it from the set; 1 when its free must be recorded. */
 int sample_free_slow(const void *p);
-/* Adds thread t's counts to the trace header's and zeroes them (with every 16th sample, at
- * thread exit, at process exit). */
-void sample_flush_counts(struct tstate *t);
+/* A thread's first allocation or free in sampling mode: seeds its generator, draws its first
+ * countdown, and registers it (its counts are added to the header's when it exits, or at
+ * process exit while it still runs). */
+void sample_thread_start(struct tstate *t);
+/* At thread exit: adds its counts to the header's and takes it out of the registry. */
+void sample_thread_exit(struct tstate *t);
+/* At process exit: adds every registered thread's counts to the header's. */
+void sample_flush_all(void);
 void sample_after_fork_child(struct tstate *t); /* the child's counts start at zero */
 
 /* Sampling mode: counts an allocation of n bytes at p and returns whether it is to be recorded
@@ -332,6 +339,8 @@ static inline int sample_free(const void *p)
     if (unlikely(t->internal))
         return 1;
     t->smp.frees++;
+    if (unlikely(!t->smp.started))
+        sample_thread_start(t);
     uint32_t seq = __atomic_load_n(&sample_set.seq, __ATOMIC_ACQUIRE);
     const uint64_t *tab = __atomic_load_n(&sample_set.tab, __ATOMIC_ACQUIRE);
     if (!tab)

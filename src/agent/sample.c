@@ -12,8 +12,8 @@
  * Every allocation and free is also counted, exactly, per thread (struct sampler, in TLS: two
  * additions and a subtraction on the unsampled path); a thread adds its counts to the trace
  * header's (atomically: the header is a shared mapping of the file, so they survive a crash)
- * with every 16th sample, when it exits and at process exit. A thread still running at process
- * exit loses its counts since its last sample (the other threads' TLS cannot be read there).
+ * with every 16th sample and when it exits; at process exit, the counts of the threads still
+ * running are added too (a registry of their counters).
  *
  * Which blocks were sampled: the address set of agent.h (struct sample_set), of bounded size, so
  * that the agent's memory stays constant however long the program runs; it holds at most
@@ -33,6 +33,26 @@ struct sample_set sample_set;
 static uint64_t seed_base;      /* MEMSCOPE_SAMPLING_SEED, or 0 */
 static int seed_fixed;          /* it was given */
 static uint32_t threads_seeded; /* atomic: threads that drew their first countdown */
+
+/* The threads that sampled or counted, so that the process's exit adds the counts of those
+ * still running (their TLS cannot be reached otherwise). A thread takes a slot at its first
+ * allocation or free and gives it back when it exits; past SAMPLE_THREADS threads at once, a
+ * thread's counts are added at its exit and with every 16th sample only. */
+#define SAMPLE_THREADS 4096
+static struct sampler *registry[SAMPLE_THREADS]; /* atomic */
+
+/* Adds m's counts to the trace header's and zeroes them. */
+static void flush(struct sampler *m)
+{
+    struct ms_trace_file_header *h = agent.hdr;
+    if (!agent.sample_bytes || !h || !agent.live->generation)
+        return; /* (a cloned child not set up yet: the header is its parent's; later) */
+    uint64_t a = m->allocs, b = m->bytes, f = m->frees;
+    m->allocs = m->bytes = m->frees = 0;
+    __atomic_add_fetch(&h->heap_allocs, a, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&h->heap_bytes, b, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&h->heap_frees, f, __ATOMIC_RELAXED);
+}
 
 static uint64_t splitmix64(uint64_t *s)
 {
@@ -189,16 +209,9 @@ static int set_add(uintptr_t p)
 int sample_alloc_slow(struct tstate *t, const void *p, size_t n)
 {
     struct sampler *m = &t->smp;
-    if (!m->rng) { /* the thread's first allocation: its generator and first countdown */
-        uint32_t k = __atomic_fetch_add(&threads_seeded, 1, __ATOMIC_RELAXED);
-        m->rng = seed_fixed ? seed_base + k + 1
-                            : (__builtin_ia32_rdtsc() ^ (uintptr_t)t) * 0x9e3779b97f4a7c15ull;
-        if (!m->rng)
-            m->rng = 1;
-        m->left = draw(m) - (int64_t)n;
-        t->internal++;
-        agent_thread_register(); /* its counts are written when it exits */
-        t->internal--;
+    if (!m->started) { /* the thread's first allocation: its first countdown */
+        sample_thread_start(t);
+        m->left -= (int64_t)n;
         if (m->left > 0)
             return 0;
     }
@@ -223,7 +236,7 @@ int sample_alloc_slow(struct tstate *t, const void *p, size_t n)
         return 0;
     }
     if ((++m->samples & 15) == 0)
-        sample_flush_counts(t); /* now and then: a thread that never ends has its counts */
+        flush(m); /* now and then: a thread that never ends has its counts */
     return 1;
 }
 
@@ -261,16 +274,44 @@ int sample_free_slow(const void *p)
     return 1;
 }
 
-void sample_flush_counts(struct tstate *t)
+void sample_thread_start(struct tstate *t)
 {
-    struct ms_trace_file_header *h = agent.hdr;
-    if (!agent.sample_bytes || !h || !agent.live->generation)
-        return; /* (a cloned child not set up yet: the header is its parent's; later) */
-    uint64_t a = t->smp.allocs, b = t->smp.bytes, f = t->smp.frees;
-    t->smp.allocs = t->smp.bytes = t->smp.frees = 0;
-    __atomic_add_fetch(&h->heap_allocs, a, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&h->heap_bytes, b, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&h->heap_frees, f, __ATOMIC_RELAXED);
+    struct sampler *m = &t->smp;
+    m->started = 1;
+    uint32_t k = __atomic_fetch_add(&threads_seeded, 1, __ATOMIC_RELAXED);
+    m->rng = seed_fixed ? seed_base + k + 1
+                        : (__builtin_ia32_rdtsc() ^ (uintptr_t)t) * 0x9e3779b97f4a7c15ull;
+    if (!m->rng)
+        m->rng = 1;
+    m->left = draw(m);
+    for (uint32_t i = 0; i < SAMPLE_THREADS && !m->slot; i++) {
+        struct sampler *none = NULL;
+        if (__atomic_compare_exchange_n(&registry[i], &none, m, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            m->slot = i + 1;
+    }
+    t->internal++;
+    agent_thread_register(); /* sample_thread_exit() when it exits */
+    t->internal--;
+}
+
+void sample_thread_exit(struct tstate *t)
+{
+    struct sampler *m = &t->smp;
+    flush(m);
+    if (m->slot)
+        __atomic_store_n(&registry[m->slot - 1], NULL, __ATOMIC_RELEASE);
+    m->slot = 0;
+}
+
+void sample_flush_all(void)
+{
+    flush(&agent_tls.smp);
+    for (uint32_t i = 0; i < SAMPLE_THREADS; i++) {
+        struct sampler *m = __atomic_load_n(&registry[i], __ATOMIC_ACQUIRE);
+        if (m)
+            flush(m); /* (a thread still running may add a few meanwhile: lost) */
+    }
 }
 
 void sample_after_fork_child(struct tstate *t)
@@ -279,5 +320,6 @@ void sample_after_fork_child(struct tstate *t)
     if (sample_set.seq & 1) /* ... in a rebuild, which had not published its table yet */
         sample_set.seq++;
     memset(&t->smp, 0, sizeof t->smp);
+    memset(registry, 0, sizeof registry); /* the parent's threads: not in the child */
     __atomic_store_n(&threads_seeded, 0, __ATOMIC_RELAXED);
 }

@@ -36,6 +36,15 @@ stats="SELECT s.allocs, s.alloc_bytes, s.frees FROM process_stats s JOIN layers 
 exact=$(q "$TMP/x.db" "$stats")
 assert_match "exact run: heap counts" "^30202[0-9]\|408[0-9]{5}\|30201[0-9]$" "$exact"
 
+# A thread still running at exit: its counts are added too.
+ms exact_alive run --call-stack=c:0 -o "$TMP/xa.db" -- "$P" 1 alive
+ms alive run --sampling --call-stack=c:0 -o "$TMP/sa.db" -- "$P" 1 alive
+assert_eq "thread running at exit: exact counts as in the exact run" \
+    "$(q "$TMP/xa.db" "$stats")" \
+    "$(q "$TMP/sa.db" "SELECT (SELECT value FROM meta WHERE key = 'heap_allocs_exact'),
+                       (SELECT value FROM meta WHERE key = 'heap_alloc_bytes_exact'),
+                       (SELECT value FROM meta WHERE key = 'heap_frees_exact')")"
+
 # The sampled run.
 export MEMSCOPE_SAMPLING_SEED=41
 DB=$TMP/s.db

@@ -40,8 +40,8 @@ static void build_a(struct tg *g)
     tg_init(g, 100, 1, MA, R);
     tg_chunk_begin(g, &c, 100, 1, 0, MA, 4096);
     c.p = ms_enc_process(c.p, 1, "/usr/bin/app", 12, "app\0--fast\0", 11);
-    c.p =
-        ms_enc_module(c.p, 0x555555554000, 0x555555554000, 0x555555560000, "/nonexistent/app", 16);
+    c.p = ms_enc_module(c.p, 0x555555554000, 0x555555554000, 0x555555560000, "/nonexistent/app",
+                        16);
     c.p = ms_enc_module(c.p, 0x7ffff7000000, 0x7ffff7000000, 0x7ffff7010000, lib, strlen(lib));
     c.p = ms_enc_stack(c.p, 1, s1, 2);
     c.p = ms_enc_stack(c.p, 2, s2, 1);
@@ -62,7 +62,7 @@ static void build_a(struct tg *g)
     tg_zero_pages(g, 4096); /* a chunk reserved by a writer that died */
 
     tg_chunk_begin(g, &c, 100, 1, 1, MA + 450, 4096);
-    c.p = ms_enc_free(c.p, &c.st, MA + 500, 0xdead0); /* never allocated */
+    c.p = ms_enc_free(c.p, &c.st, MA + 500, 0xdead0);                 /* never allocated */
     c.p = ms_enc_alloc(c.p, &c.st, MS_REC_HEAP_ALLOC + MS_FN_MALLOC, MA + 600, 0x3000, 8, 1);
     c.p = ms_enc_alloc(c.p, &c.st, MS_REC_HEAP_ALLOC + MS_FN_MALLOC, MA + 700, 0x3000, 24, 0);
     tg_chunk_end(g, &c);
@@ -124,8 +124,8 @@ static void check_query(const char *sql, const char *want)
 
 static int convert(const char *trace_dir, int symbolize, struct ms_store_result *res, char *err)
 {
-    struct ms_store_options o = {
-        .trace_dir = trace_dir, .db_path = db, .exit_status = -1, .symbolize = symbolize};
+    struct ms_store_options o = {.trace_dir = trace_dir, .db_path = db, .exit_status = -1,
+                                 .symbolize = symbolize};
     return ms_store_convert(&o, res, err, 256);
 }
 
@@ -139,74 +139,58 @@ static int exists(const char *path)
 static const char want_csv[] =
     "ID,Event,Event Type,Name,Timestamp(ns),Process Id,Thread Id,Device Id,Ptr,Attr,"
     "Call Stack(Python),Call Stack(C)\n"
-    "1,MALLOC,HOST,N/A," T(
-        00100) ",100,100,cpu,0x0000000000001000,"
-               "\"{allocation_id:1,addr:0x0000000000001000,size:16,func:malloc}\",,"
-               "\"?? (app+0x1123)\n?? (lib\"\"q.so+0x1000)\"\n"
-               "2,MALLOC,MMAP,N/A," T(
-                   00200) ",100,101,cpu,0x00007f0000000000,"
-                          "\"{allocation_id:2,addr:0x00007f0000000000,size:12288,func:mmap}\",,\"?? (0x1234)\"\n"
-                          "3,MALLOC,HOST,N/A," T(
-                              00250) ",200,200,cpu,0x0000000000001000,"
-                                     "\"{allocation_id:3,addr:0x0000000000001000,size:100,func:malloc}\",,\"?? (0x400500)\"\n"
-                                     "4,FREE,HOST,N/A," T(
-                                         00300) ",100,100,cpu,0x0000000000001000,"
-                                                "\"{allocation_id:1,addr:0x0000000000001000,size:16,func:free}\",,\n"
-                                                "5,MALLOC,HOST,N/A," T(
-                                                    00300) ",100,100,cpu,0x0000000000002000,"
-                                                           "\"{allocation_id:4,addr:0x0000000000002000,size:32,func:realloc}\",,\"?? (0x1234)\"\n"
-                                                           "6,MALLOC,HOST,N/A," T(
-                                                               00300) ",100,101,cpu,0x0000000000004000,"
-                                                                      "\"{allocation_id:5,addr:0x0000000000004000,size:64,func:calloc}\",,\n"
-                                                                      "7,FREE,HOST,N/A," T(
-                                                                          00300) ",200,200,cpu,0x0000000000001000,"
-                                                                                 "\"{allocation_id:3,addr:0x0000000000001000,size:100,func:free}\",,\n"
-                                                                                 "8,FREE,MMAP,N/A," T(
-                                                                                     00400) ",100,101,cpu,0x00007f0000001000,"
-                                                                                            "\"{addr:0x00007f0000001000,size:4096,func:munmap}\",,\n"
-                                                                                            "9,FREE,HOST,N/A," T(
-                                                                                                00500) ",100,100,cpu,0x00000000000dead0,"
-                                                                                                       "\"{addr:0x00000000000dead0,func:free}\",,\n"
-                                                                                                       "10,MALLOC,HOST,N/A," T(
-                                                                                                           00600) ",100,100,cpu,0x0000000000003000,"
-                                                                                                                  "\"{allocation_id:6,addr:0x0000000000003000,size:8,func:malloc}\",,"
-                                                                                                                  "\"?? (app+0x1123)\n?? (lib\"\"q.so+0x1000)\"\n"
-                                                                                                                  "11,MALLOC,HOST,N/A," T(
-                                                                                                                      00700) ",100,100,cpu,0x0000000000003000,"
-                                                                                                                             "\"{allocation_id:7,addr:0x0000000000003000,size:24,func:malloc}\",,\n"
-                                                                                                                             "12,FREE,MMAP,N/A," T(
-                                                                                                                                 00800) ",100,101,cpu,0x00007f0000000000,"
-                                                                                                                                        "\"{allocation_id:2,addr:0x00007f0000000000,size:12288,func:munmap}\",,\n"
-                                                                                                                                        "13,FREE,HOST,N/A," T(
-                                                                                                                                            00900) ",100,101,cpu,0x0000000000004000,"
-                                                                                                                                                   "\"{allocation_id:5,addr:0x0000000000004000,size:64,func:free}\",,\n"
-                                                                                                                                                   "14,MALLOC,HOST,N/A," T(
-                                                                                                                                                       01150) ",200,200,cpu,0x0000000000005000,"
-                                                                                                                                                              "\"{allocation_id:8,addr:0x0000000000005000,size:7,func:malloc}\",,\"?? (0x400500)\"\n";
+    "1,MALLOC,HOST,N/A," T(00100) ",100,100,cpu,0x0000000000001000,"
+    "\"{allocation_id:1,addr:0x0000000000001000,size:16,func:malloc}\",,"
+    "\"?? (app+0x1123)\n?? (lib\"\"q.so+0x1000)\"\n"
+    "2,MALLOC,MMAP,N/A," T(00200) ",100,101,cpu,0x00007f0000000000,"
+    "\"{allocation_id:2,addr:0x00007f0000000000,size:12288,func:mmap}\",,\"?? (0x1234)\"\n"
+    "3,MALLOC,HOST,N/A," T(00250) ",200,200,cpu,0x0000000000001000,"
+    "\"{allocation_id:3,addr:0x0000000000001000,size:100,func:malloc}\",,\"?? (0x400500)\"\n"
+    "4,FREE,HOST,N/A," T(00300) ",100,100,cpu,0x0000000000001000,"
+    "\"{allocation_id:1,addr:0x0000000000001000,size:16,func:free}\",,\n"
+    "5,MALLOC,HOST,N/A," T(00300) ",100,100,cpu,0x0000000000002000,"
+    "\"{allocation_id:4,addr:0x0000000000002000,size:32,func:realloc}\",,\"?? (0x1234)\"\n"
+    "6,MALLOC,HOST,N/A," T(00300) ",100,101,cpu,0x0000000000004000,"
+    "\"{allocation_id:5,addr:0x0000000000004000,size:64,func:calloc}\",,\n"
+    "7,FREE,HOST,N/A," T(00300) ",200,200,cpu,0x0000000000001000,"
+    "\"{allocation_id:3,addr:0x0000000000001000,size:100,func:free}\",,\n"
+    "8,FREE,MMAP,N/A," T(00400) ",100,101,cpu,0x00007f0000001000,"
+    "\"{addr:0x00007f0000001000,size:4096,func:munmap}\",,\n"
+    "9,FREE,HOST,N/A," T(00500) ",100,100,cpu,0x00000000000dead0,"
+    "\"{addr:0x00000000000dead0,func:free}\",,\n"
+    "10,MALLOC,HOST,N/A," T(00600) ",100,100,cpu,0x0000000000003000,"
+    "\"{allocation_id:6,addr:0x0000000000003000,size:8,func:malloc}\",,"
+    "\"?? (app+0x1123)\n?? (lib\"\"q.so+0x1000)\"\n"
+    "11,MALLOC,HOST,N/A," T(00700) ",100,100,cpu,0x0000000000003000,"
+    "\"{allocation_id:7,addr:0x0000000000003000,size:24,func:malloc}\",,\n"
+    "12,FREE,MMAP,N/A," T(00800) ",100,101,cpu,0x00007f0000000000,"
+    "\"{allocation_id:2,addr:0x00007f0000000000,size:12288,func:munmap}\",,\n"
+    "13,FREE,HOST,N/A," T(00900) ",100,101,cpu,0x0000000000004000,"
+    "\"{allocation_id:5,addr:0x0000000000004000,size:64,func:free}\",,\n"
+    "14,MALLOC,HOST,N/A," T(01150) ",200,200,cpu,0x0000000000005000,"
+    "\"{allocation_id:8,addr:0x0000000000005000,size:7,func:malloc}\",,\"?? (0x400500)\"\n";
 
 static void check_rows(void)
 {
-    check_query(
-        "SELECT id, ts_ns - " T(00000) ", kind, layer, process_id, thread_id, addr, size,"
-                                       " func, stack_id, allocation_id FROM events ORDER BY id",
-        "1|100|1|1|1|1|4096|16|malloc|1|1\n"
-        "2|200|1|2|1|2|139637976727552|12288|mmap|2|2\n"
-        "3|250|1|1|2|3|4096|100|malloc|3|3\n"
-        "4|300|2|1|1|1|4096|16|free|NULL|1\n"
-        "5|300|1|1|1|1|8192|32|realloc|2|4\n"
-        "6|300|1|1|1|2|16384|64|calloc|NULL|5\n"
-        "7|300|2|1|2|3|4096|100|free|NULL|3\n"
-        "8|400|2|2|1|2|139637976731648|4096|munmap|NULL|NULL\n"
-        "9|500|2|1|1|1|912080|NULL|free|NULL|NULL\n"
-        "10|600|1|1|1|1|12288|8|malloc|1|6\n"
-        "11|700|1|1|1|1|12288|24|malloc|NULL|7\n"
-        "12|800|2|2|1|2|139637976727552|12288|munmap|NULL|2\n"
-        "13|900|2|1|1|2|16384|64|free|NULL|5\n"
-        "14|1150|1|1|2|3|20480|7|malloc|3|8\n");
+    check_query("SELECT id, ts_ns - " T(00000) ", kind, layer, process_id, thread_id, addr, size,"
+                " func, stack_id, allocation_id FROM events ORDER BY id",
+                "1|100|1|1|1|1|4096|16|malloc|1|1\n"
+                "2|200|1|2|1|2|139637976727552|12288|mmap|2|2\n"
+                "3|250|1|1|2|3|4096|100|malloc|3|3\n"
+                "4|300|2|1|1|1|4096|16|free|NULL|1\n"
+                "5|300|1|1|1|1|8192|32|realloc|2|4\n"
+                "6|300|1|1|1|2|16384|64|calloc|NULL|5\n"
+                "7|300|2|1|2|3|4096|100|free|NULL|3\n"
+                "8|400|2|2|1|2|139637976731648|4096|munmap|NULL|NULL\n"
+                "9|500|2|1|1|1|912080|NULL|free|NULL|NULL\n"
+                "10|600|1|1|1|1|12288|8|malloc|1|6\n"
+                "11|700|1|1|1|1|12288|24|malloc|NULL|7\n"
+                "12|800|2|2|1|2|139637976727552|12288|munmap|NULL|2\n"
+                "13|900|2|1|1|2|16384|64|free|NULL|5\n"
+                "14|1150|1|1|2|3|20480|7|malloc|3|8\n");
     check_query("SELECT allocation_id, layer, process_id, thread_id, addr, size, func,"
-                " alloc_ns - " T(00000) ", free_ns - " T(
-                    00000) ", alloc_event_id, free_event_id,"
-                           " stack_id FROM blocks ORDER BY allocation_id",
+                " alloc_ns - " T(00000) ", free_ns - " T(00000) ", alloc_event_id, free_event_id,"
+                " stack_id FROM blocks ORDER BY allocation_id",
                 "1|1|1|1|4096|16|malloc|100|300|1|4|1\n"
                 "2|2|1|2|139637976727552|12288|mmap|200|800|2|12|2\n"
                 "3|1|2|3|4096|100|malloc|250|300|3|7|3\n"
@@ -217,21 +201,18 @@ static void check_rows(void)
                 "8|1|2|3|20480|7|malloc|1150|NULL|14|NULL|3\n");
     check_query("SELECT process_id, layer, allocs, frees, alloc_bytes, peak_bytes,"
                 " peak_ns - " T(00000) ", live_bytes, live_blocks, unmatched_frees"
-                                       " FROM process_stats ORDER BY process_id, layer",
+                " FROM process_stats ORDER BY process_id, layer",
                 "1|1|5|2|144|120|700|56|2|1\n"
                 "1|2|1|1|12288|12288|200|0|0|1\n"
                 "2|1|2|1|107|100|250|7|1|0\n"
                 "2|2|0|0|0|0|NULL|0|0|0\n");
-    check_query(
-        "SELECT id, pid, ppid, image_seq, exe, cmdline, start_ns - " T(
-            00000) ","
-                   " end_ns - " T(00000) ", substr(trace_file, -10), lost_events, stopped_errno,"
-                                         " damage FROM processes ORDER BY id",
-        "1|100|1|0|/usr/bin/app|app --fast|100|900|/100.0.mst|0|0|NULL\n"
-        "2|200|100|0|/usr/bin/child|child|250|1150|/200.0.mst|7|28|NULL\n");
-    check_query("SELECT id, process_id, tid, first_ns - " T(00000) ", last_ns - " T(
-                    00000) ","
-                           " events FROM threads ORDER BY id",
+    check_query("SELECT id, pid, ppid, image_seq, exe, cmdline, start_ns - " T(00000) ","
+                " end_ns - " T(00000) ", substr(trace_file, -10), lost_events, stopped_errno,"
+                " damage FROM processes ORDER BY id",
+                "1|100|1|0|/usr/bin/app|app --fast|100|900|/100.0.mst|0|0|NULL\n"
+                "2|200|100|0|/usr/bin/child|child|250|1150|/200.0.mst|7|28|NULL\n");
+    check_query("SELECT id, process_id, tid, first_ns - " T(00000) ", last_ns - " T(00000) ","
+                " events FROM threads ORDER BY id",
                 "1|1|100|100|700|6\n2|1|101|200|900|5\n3|2|200|250|1150|3\n");
     check_query("SELECT id, process_id, depth, replace(c_text, char(10), '/') FROM stacks",
                 "1|1|2|?? (app+0x1123)/?? (lib\"q.so+0x1000)\n2|1|1|?? (0x1234)\n"
@@ -246,39 +227,27 @@ static void check_rows(void)
     check_query("SELECT process_id, path, bias, lo, hi FROM modules ORDER BY id",
                 "1|/nonexistent/app|93824992231424|93824992231424|93824992280576\n"
                 "1|/nonexistent/lib\"q.so|140737337360384|140737337360384|140737337425920\n");
-    check_query(
-        "SELECT key, value FROM meta WHERE key NOT IN ('cwd', 'hostname', 'trace_dir',"
-        " 'memscope_version') ORDER BY key",
-        "all_peak_bytes|12484\nall_peak_event_id|6\nall_peak_ns|" T(
-            00300) "\n"
-                   "call_stack_c|64\ncommand_line|[\"app\",\"--fast\"]\nend_time_ns|" T(
-                       01150) "\n"
-                              "event_count|14\nevents|NULL\nexit_status|NULL\nfinal_live_bytes|63\n"
-                              "first_event_ns|" T(
-                                  00100) "\nformat_version|2\n"
-                                         "last_event_ns|" T(
-                                             01150) "\nmax_live_bytes|12484\nstart_time_ns|" T(00000) "\n");
-    check_query("SELECT * FROM event_kinds",
-                "1|MALLOC\n2|FREE\n4|STEP\n5|MARK\n"
-                "6|RANGE_START\n7|RANGE_END\n8|ACCESS\n9|OOM\n10|KERNEL_LAUNCH\n"
+    check_query("SELECT key, value FROM meta WHERE key NOT IN ('cwd', 'hostname', 'trace_dir',"
+                " 'memscope_version') ORDER BY key",
+                "all_peak_bytes|12484\nall_peak_event_id|6\nall_peak_ns|" T(00300) "\n"
+                "call_stack_c|64\ncommand_line|[\"app\",\"--fast\"]\nend_time_ns|" T(01150) "\n"
+                "event_count|14\nevents|NULL\nexit_status|NULL\nfinal_live_bytes|63\n"
+                "first_event_ns|" T(00100) "\nformat_version|2\n"
+                "last_event_ns|" T(01150) "\nmax_live_bytes|12484\nstart_time_ns|" T(00000) "\n");
+    check_query("SELECT * FROM event_kinds", "1|MALLOC\n2|FREE\n4|STEP\n5|MARK\n"
+                                            "6|RANGE_START\n7|RANGE_END\n8|ACCESS\n9|OOM\n10|KERNEL_LAUNCH\n"
                 "11|OOM_RECENT_ALLOC\n12|OOM_TOP_ALLOC\n13|DEVICE_USAGE\n");
-    check_query("SELECT * FROM layers",
-                "0|annotation|N/A|NULL\n1|heap|HOST|cpu\n2|mmap|MMAP|cpu\n");
-    check_query(
-        "SELECT * FROM memscope_dump WHERE ID IN (1, 8, 9)",
-        "1|MALLOC|HOST|N/A|" T(
-            00100) "|100|100|cpu|0x0000000000001000|"
-                   "{\"allocation_id\":\"1\",\"addr\":\"0x0000000000001000\",\"size\":\"16\","
-                   "\"func\":\"malloc\"}||?? (app+0x1123)\n?? (lib\"q.so+0x1000)\n"
-                   "8|FREE|MMAP|N/A|" T(
-                       00400) "|100|101|cpu|0x00007f0000001000|"
-                              "{\"addr\":\"0x00007f0000001000\",\"size\":\"4096\",\"func\":\"munmap\"}||\n"
-                              "9|FREE|HOST|N/A|" T(
-                                  00500) "|100|100|cpu|0x00000000000dead0|"
-                                         "{\"addr\":\"0x00000000000dead0\",\"func\":\"free\"}||\n");
+    check_query("SELECT * FROM layers", "0|annotation|N/A|NULL\n1|heap|HOST|cpu\n2|mmap|MMAP|cpu\n");
+    check_query("SELECT * FROM memscope_dump WHERE ID IN (1, 8, 9)",
+                "1|MALLOC|HOST|N/A|" T(00100) "|100|100|cpu|0x0000000000001000|"
+                "{\"allocation_id\":\"1\",\"addr\":\"0x0000000000001000\",\"size\":\"16\","
+                "\"func\":\"malloc\"}||?? (app+0x1123)\n?? (lib\"q.so+0x1000)\n"
+                "8|FREE|MMAP|N/A|" T(00400) "|100|101|cpu|0x00007f0000001000|"
+                "{\"addr\":\"0x00007f0000001000\",\"size\":\"4096\",\"func\":\"munmap\"}||\n"
+                "9|FREE|HOST|N/A|" T(00500) "|100|100|cpu|0x00000000000dead0|"
+                "{\"addr\":\"0x00000000000dead0\",\"func\":\"free\"}||\n");
     check_query("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name NOT LIKE "
-                "'sqlite_%'",
-                "4\n");
+                "'sqlite_%'", "4\n");
 }
 
 static void check_csv(void)
@@ -371,9 +340,7 @@ static void test_bad_input(void)
     tg_header(&g)->version = MS_TRACE_MAX_VERSION + 1;
     CHECK_EQ(tg_write(&g, path), 0);
     CHECK_EQ(convert(sub, 1, &res, err), MS_EVERSION);
-    CHECK(
-        strstr(err, "written by trace format version 3; this memscope reads version 2 or older") !=
-        NULL);
+    CHECK(strstr(err, "written by trace format version 3; this memscope reads version 2 or older") != NULL);
     CHECK(!exists(db) && !exists(tmp));
     tg_release(&g);
 
@@ -391,9 +358,8 @@ static void test_bad_input(void)
     CHECK(ms_store_export_csv("/nonexistent/x.db", stdout, err, sizeof err) < 0);
     sqlite3 *d;
     CHECK_EQ(sqlite3_open(db, &d), SQLITE_OK);
-    CHECK_EQ(sqlite3_exec(d, "UPDATE meta SET value = '3' WHERE key = 'format_version'", NULL, NULL,
-                          NULL),
-             SQLITE_OK);
+    CHECK_EQ(sqlite3_exec(d, "UPDATE meta SET value = '3' WHERE key = 'format_version'", NULL,
+                          NULL, NULL), SQLITE_OK);
     sqlite3_close(d);
     CHECK_EQ(ms_store_export_csv(db, stdout, err, sizeof err), MS_EVERSION);
 }
@@ -604,10 +570,8 @@ static void test_many_blocks(void)
     CHECK_EQ(convert(sub, 0, &res, err), 0);
     CHECK_EQ(res.events, 140003);
     /* sizes: 1000 + 2000 + 70000 * 16 + 1400 * (0 + 1 + ... + 49) */
-    check_query(
-        "SELECT count(*), min(allocation_id), max(allocation_id), sum(size), count(free_ns) "
-        "FROM blocks",
-        "70002|1|70002|2838000|70001\n");
+    check_query("SELECT count(*), min(allocation_id), max(allocation_id), sum(size), count(free_ns) "
+                "FROM blocks", "70002|1|70002|2838000|70001\n");
     check_query("SELECT allocation_id, size, free_ns - alloc_ns, free_event_id FROM blocks "
                 "WHERE allocation_id IN (1, 2, 3, 70002) ORDER BY 1",
                 "1|1000|1400020|140003\n2|2000|NULL|NULL\n3|16|10|4\n70002|65|10|140002\n");

@@ -18,6 +18,14 @@
 #define MS_ENV_UNWIND "MEMSCOPE_UNWIND"           /* dwarf (default) or fp */
 #define MS_ENV_DEFERRED "MEMSCOPE_DEFERRED"       /* 1: record nothing until memscope__start */
 #define MS_ENV_STEPS "MEMSCOPE_STEPS"             /* --steps: "1,3": record only these steps */
+#define MS_MAX_STEP_FILTER 5                      /* step numbers --steps takes (msMemScope's) */
+#define MS_ENV_NO_FOLLOW "MEMSCOPE_NO_FOLLOW"     /* 1: programs this image execs are not traced */
+#define MS_ENV_NO_TSC "MEMSCOPE_NO_TSC"           /* 1: timestamps never from the TSC */
+#define MS_ENV_STDERR "MEMSCOPE_STDERR"           /* "<dev>:<ino>" of memscope run's stderr */
+#define MS_ENV_DEVICE "MEMSCOPE_DEVICE"           /* --device: cuda, cuda:N, cpu */
+#define MS_ENV_EVENTS "MEMSCOPE_EVENTS"           /* --events as given (also the Python layer) */
+
+/* Sampling mode (docs/production.md, "Sampling"): */
 #define MS_ENV_SAMPLING "MEMSCOPE_SAMPLING" /* --sampling: mean bytes between samples (decimal) */
 #define MS_ENV_SAMPLING_SEED "MEMSCOPE_SAMPLING_SEED"   /* tests: the sampler's fixed seed */
 #define MS_ENV_MAX_TRACE_SIZE "MEMSCOPE_MAX_TRACE_SIZE" /* --max-trace-size in bytes */

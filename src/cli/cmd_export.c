@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "store/db_explain.h"
 
+#include "analyze/analyze.h"
 #include "analyze/export.h"
 #include "common/ms_error.h"
 #include "common/files.h"
@@ -142,6 +143,13 @@ static int export_profile(const char *db_path, int kind, enum ms_export_what wha
         }
     }
     ms_profile_release(&p);
+    struct ms_sampling smp;
+    ms_sampling_read(db, &smp);
+    if (rc == 0 && smp.bytes) { /* a sampled run: the sizes are the converter's estimates */
+        char note[160];
+        ms_sampling_note(&smp, note, sizeof note);
+        fprintf(stderr, "memscope: note: %s; the export's object counts are samples\n", note);
+    }
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     sqlite3_close(db);
     return rc;

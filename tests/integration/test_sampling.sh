@@ -132,9 +132,17 @@ assert_eq "compact database, analyze all --json (some expand it): every document
     "$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
 bad=[k for k,v in d.items() if isinstance(v,dict) and "error" not in v and "skipped" not in v and v.get("sampling",{}).get("bytes")!=2048]
 print("ok" if not bad and len(d) > 5 else (bad, list(d)))' "$TMP/call.out")"
+# The exports say it too (the sizes they sum are the converter's estimates).
+ms cexp export "$TMP/c.db" --format=collapsed -o "$TMP/c.folded"
+assert_eq "export: exit status" 0 "$RC"
+assert_match "export of a sampled run: the note" \
+    "^memscope: note: sampled at 2 KiB: figures per site are estimates .*object counts are samples" \
+    "$(cat "$TMP/cexp.err")"
 # An exact run has no note.
 ms xpeak analyze peak "$TMP/x.db"
 assert_ne "exact run: no note" "note: sampled" "$(head -1 "$TMP/xpeak.out" | cut -c1-13)"
+ms xexp export "$TMP/x.db" --format=collapsed -o "$TMP/x.folded"
+assert_eq "export of an exact run: no note" "" "$(cat "$TMP/xexp.err")"
 unset MEMSCOPE_SAMPLING_SEED
 
 # Every block sampled (1 byte: a block of S bytes with probability 1 - exp(-S)), 8 threads

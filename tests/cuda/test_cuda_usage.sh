@@ -49,4 +49,28 @@ ms nonvml_text analyze usage "$TMP/nonvml.db"
 assert_match "no NVML: the text says so" "device memory: not sampled" "$(cat "$TMP/nonvml_text.out")"
 assert_eq "no NVML: no usage_devices rows; the usage samples still written" "0|1" \
     "$(q "$TMP/nonvml.db" "SELECT count(*), (SELECT count(*) > 0 FROM usage_samples) FROM usage_devices")"
+
+# memscope usage --pid ... --devices: the devices' part in Tiny-Torch's report shape, through the
+# test NVML (MS_TEST_NVML_DEVICES: device 0 uses 1000 MiB of 4 GiB, all by the sampled process)
+sleep 30 &
+SP=$!
+MS_TEST_NVML_DEVICES=$((1000 * MIB)):$((4096 * MIB)),0:$((4096 * MIB)) MS_TEST_NVML_PID=$SP \
+    LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" usage --pid $SP --devices 0 1 --duration 0.3 \
+    -o "$TMP/dev.json" 2>"$TMP/dev.err"
+assert_eq "usage --devices: status" 0 "$?"
+assert_eq "usage --devices: device 0's current usage and statistics" \
+    "$((1000 * MIB)) $((3096 * MIB)) $((4096 * MIB)) 24.4140625 24.4140625 24.4140625 True" \
+    "$(J "$TMP/dev.json" "v=d['devices']['0']; c=v['current_usage']; s=v['statistics']; print(c['allocated'], c['free'], c['total'], c['utilization_percent'], s['avg_utilization'], s['max_utilization'], s['samples_count'] >= 2)")"
+assert_eq "usage --devices: the process's share of device 0, none of device 1" "$((1000 * MIB)) 0 2" \
+    "$(J "$TMP/dev.json" "print(d['devices']['0']['processes']['$SP']['current_bytes'], d['devices']['1']['processes']['$SP']['peak_bytes'], d['summary']['devices'])")"
+MS_TEST_NVML_DEVICES=1:2 LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" usage --pid $SP \
+    --devices 0 5 --duration 0.1 -o "$TMP/dev5.json" 2>"$TMP/dev5.err"
+assert_eq "usage --devices 5 of 1: status 1, said, device 0 still reported" "1 1 ['0']" \
+    "$? $(grep -c 'no CUDA device 5 (NVML lists 1)' "$TMP/dev5.err") $(J "$TMP/dev5.json" "print(list(d['devices']))")"
+LD_LIBRARY_PATH="$TMP/nonvml" "$MEMSCOPE" usage --pid $SP --devices 0 --duration 0.1 \
+    -o "$TMP/nodev.json" 2>"$TMP/nodev.err"
+assert_eq "usage --devices without NVML: status 0, no devices part, said" "0 False 1" \
+    "$? $(J "$TMP/nodev.json" "print('devices' in d)") $(grep -c 'devices not sampled: libnvidia-ml.so.1 not found' "$TMP/nodev.err")"
+kill $SP 2>/dev/null
+wait $SP 2>/dev/null
 done_testing

@@ -11,6 +11,7 @@
 #include "common/ms_error.h"
 #include "common/usage.h"
 #include "usage_nvml.h"
+#include "usage_sampler.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -32,7 +33,10 @@ static const char usage_text[] =
     "  --devices N...     also these CUDA devices through NVML (NVML's indexes), when present\n"
     "  --interval S       seconds between samples (default 0.1; 0.001 to 3600)\n"
     "  --duration S       stop after S seconds (default: at Ctrl-C or when all have ended)\n"
-    "  -o FILE            the JSON report (default: stdout); docs/usage.md has its keys\n";
+    "  -o FILE            the JSON report (default: stdout); docs/usage.md has its keys\n"
+    "  --into DIR         instead of a report, the samples of `memscope run` into DIR (a trace\n"
+    "                     directory) until the process (one --pid) and its traced children end\n"
+    "                     or SIGTERM: the Python package's in-process mode runs it\n";
 
 struct figures {
     uint64_t rss, rss_anon, pss, uss, stack, shmem, swap, threads;
@@ -319,12 +323,37 @@ static int add_devices(const char *word, struct device *dv, size_t *nd)
     return 0;
 }
 
+/* --into DIR: the sampler of `memscope run` (usage_sampler.c) for process pid and the traced
+ * processes of DIR, from this process, until pid ends (or SIGINT / SIGTERM). The Python
+ * package's in-process mode (memscope.start()) starts it, so that the program runs nothing for
+ * its samples. Returns the exit status. */
+static int sample_into(pid_t pid, const char *dir, double interval)
+{
+    struct usage_sampler u;
+    int rc = usage_sampler_start(&u, dir, pid, interval);
+    if (rc < 0) {
+        cli_error("usage: cannot sample into %s: %s", dir, strerror(-rc));
+        return 1;
+    }
+    struct sigaction sa = {.sa_handler = on_stop};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    struct timespec ts = {0, 20000000};
+    while (!stop_sig && (kill(pid, 0) == 0 || errno != ESRCH))
+        nanosleep(&ts, NULL);
+    usage_sampler_stop(&u);
+    cli_log(0, "usage: %llu samples of pid %d into %s", (unsigned long long)u.samples, (int)pid,
+            dir);
+    return 0;
+}
+
 int cmd_usage(int argc, char **argv)
 {
     static struct target t[MAX_PIDS];
     static struct device dv[MAX_DEVICES];
     size_t n = 0, nd = 0;
     int want_devices = 0;
+    const char *into = NULL;
     double interval = 0.1, duration = 0;
     const char *out_path = NULL;
     for (int i = 1; i < argc; i++) {
@@ -358,6 +387,10 @@ int cmd_usage(int argc, char **argv)
             const char *w = a[10] == '=' ? a + 11 : i + 1 < argc ? argv[++i] : NULL;
             if (parse_seconds("--duration", w, 0.001, &duration))
                 return 2;
+        } else if (!strcmp(a, "--into")) {
+            if (i + 1 >= argc)
+                return usage_error("usage: --into needs a directory");
+            into = argv[++i];
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             if (i + 1 >= argc)
                 return usage_error("usage: %s needs a file name", a);
@@ -368,6 +401,10 @@ int cmd_usage(int argc, char **argv)
     }
     if (!n)
         return usage_error("usage: no process given (--pid PID)");
+    if (into && (n != 1 || want_devices || out_path || duration > 0))
+        return usage_error("usage: --into takes one --pid and no --devices, -o or --duration");
+    if (into)
+        return sample_into(t[0].pid, into, interval);
 
     /* the processes that can be read now; the others are said and left out */
     size_t readable = 0;

@@ -220,12 +220,15 @@ static void tick(struct usage_sampler *u)
     scan_dir(u);
     unsigned char buf[64 * MS_USAGE_RECORD];
     size_t nb = 0;
+    unsigned alive = 0; /* PSS and USS: one budget for all (ms_usage_read_shared) */
+    for (size_t i = 0; i < u->nprocs; i++)
+        alive += !u->procs[i].done;
     for (size_t i = 0; i < u->nprocs; i++) {
         struct usage_proc *p = &u->procs[i];
         if (p->done)
             continue;
         struct ms_usage_sample s;
-        int rc = ms_usage_read_paced(p->pid, &p->cg, &p->next_smaps_ns, &s);
+        int rc = ms_usage_read_shared(p->pid, &p->cg, &p->next_smaps_ns, alive, &s);
         if (rc == 0)
             walk(u, p, &s);
         if (rc == -ESRCH) {

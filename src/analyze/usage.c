@@ -66,7 +66,7 @@ struct usage_proc {
 struct finding {
     const char *kind;
     int64_t pid, bytes;
-    char message[1024];
+    char message[2048];
 };
 
 struct usage_result {
@@ -104,7 +104,7 @@ static int add_finding(struct usage_result *r, size_t *cap, const char *kind,
 /* The findings of one process (docs/usage.md): each rule once, here. */
 static int find(struct usage_result *r, size_t *cap, const struct usage_proc *p)
 {
-    char msg[1024], a[32], b[32], c[32];
+    char msg[2048], a[32], b[32], c[32];
     int rc = 0;
     if (p->max_retained >= RETENTION_MIN && p->max_retained >= p->retained_live) {
         ms_human_bytes(a, sizeof a, p->max_retained);

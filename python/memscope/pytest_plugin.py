@@ -191,7 +191,8 @@ class _Session:
                           "session.db")
         self.tmpdir = os.path.dirname(db)
         if windows:
-            _store.convert(trace_dir, db, [], 0, True, True, testmem.MARK_START, testmem.MARK_END)
+            _store.convert(trace_dir, db, [], 0, True, True, testmem.MARK_START, testmem.MARK_END,
+                           True)  # its tables only: no packed traces
         else:
             _store.convert(trace_dir, db, [], 0, True)  # no memscope_dump: not read here
         return db

@@ -168,9 +168,11 @@ class _Session:
         # Python stacks only while a test's call runs (the figures count only the blocks
         # allocated then): the hook that follows each call and line costs the rest of the
         # session (pytest's own code between the tests) nothing
+        # (exact lines without the hook's line events: each allocation's line read from its
+        # frame, lines mode 2; with MEMSCOPE_PY_LINES=0, the line of the frame's last call)
         from . import _native
         if _native.python_stacks():
-            self.stacks_per_test = memscope._LINES
+            self.stacks_per_test = 2 if memscope._LINES else 0
             _native.set_python_stacks(False)
         self.recording = True
 

@@ -1,7 +1,8 @@
 """The per-test figures of memscope.pytest_plugin computed by the conversion (mark windows:
 src/store/convert_windows.c, docs/ci.md) against known sizes and against the same figures
 computed from the full database in SQL (memscope.testmem.measure), on one recording of
-scripts/mark_windows.py; and the plugin's Python stacks, on only while a test's call runs."""
+scripts/mark_windows.py; and the plugin's Python stacks, on only while a test's call runs, with
+each allocation's exact line read from its frame."""
 import os
 import subprocess
 
@@ -72,6 +73,11 @@ def in_setup():
 def test_stacks(in_setup):
     assert not in_setup, "the hook was on during the fixture's setup"
     assert _native.python_stacks(), "the hook was off during the test's call"
+
+def test_line_without_a_call():
+    n = len("x" * 8)
+    b = [n] * (4 * 1024 * 1024)  # no call: BINARY_OP allocates (32 MiB)
+    del b
 '''
 
 
@@ -82,4 +88,7 @@ def test_python_stacks_only_during_calls(tmp_path):
                        env=env(), capture_output=True, text=True, timeout=300,
                        cwd=str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "1 passed" in r.stdout
+    assert "2 passed" in r.stdout
+    # the line of the allocation, not that of the frame's last call (the hook reports calls
+    # only; the agent reads each allocation's line from the frame)
+    assert "stacks_suite.py::test_line_without_a_call: stacks_suite.py:15" in r.stdout, r.stdout

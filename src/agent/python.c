@@ -102,6 +102,7 @@ AGENT_API void memscope__py_call_frame(uint32_t id, int caller_line, int line, v
         py->frames[d][0] = id;
         py->frames[d][1] = (uint32_t)line;
         py->frame[d] = frame;
+        py->frames_gen = agent.py_line_gen;
     }
     __atomic_store_n(&py->depth, d + 1, __ATOMIC_RELEASE); /* a signal handler reads it */
 }
@@ -127,6 +128,11 @@ AGENT_API void memscope__py_line(int line)
  * the allocation's interposer: it must neither allocate nor take a lock. */
 AGENT_API void memscope__py_line_source(int (*line_of)(void *frame))
 {
+    /* A thread's frames are read only when written since this call: the hook was off in
+     * between on every thread (the extension removes it before it calls this again), so a
+     * shadow from before may hold frames that have since returned and been freed; the thread
+     * writes its whole stack again at its first event under the new hook. */
+    __atomic_add_fetch(&agent.py_line_gen, 1, __ATOMIC_SEQ_CST);
     agent.py_line_of = line_of;
 }
 

@@ -524,6 +524,8 @@ int conv__compact_write_blocks(struct conv *c)
  * other threads while this one converts. */
 int conv__compact_start(struct conv *c)
 {
+    if (c->o->no_traces)
+        return 0;
     const char **paths = calloc(2 * c->nprocs + c->nusage_paths + 1, sizeof *paths);
     char **pickles = calloc(c->nprocs + 1, sizeof *pickles);
     size_t n = 0, np = 0;
@@ -581,6 +583,6 @@ int conv__compact_finish(struct conv *c)
     }
     rc = conv__exec(c, "INSERT INTO meta VALUES ('store', 'compact')", "compact database");
     if (rc == 0)
-        rc = ms_embed_finish(&c->embed, c->db, c->err, c->errlen);
+        rc = c->o->no_traces ? 0 : ms_embed_finish(&c->embed, c->db, c->err, c->errlen);
     return rc;
 }

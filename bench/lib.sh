@@ -46,7 +46,7 @@ median() {
 r() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
 # bench_options USAGE SPEC ARGS...: parses the options in SPEC (a getopts string of r: n: t: s:
-# k) into rounds, ops, threads, steps and keep=1; anything else prints "usage: $0 USAGE", exit 2.
+# k w:) into rounds, ops, threads, steps, keep=1 and workload; anything else prints "usage: $0 USAGE", exit 2.
 bench_options() {
     local usage=$1 spec=$2 o
     shift 2
@@ -57,6 +57,7 @@ bench_options() {
         n) ops=$OPTARG ;;
         t) threads=$OPTARG ;;
         s) steps=$OPTARG ;;
+        w) workload=$OPTARG ;;
         x) xargs_old=$OPTARG ;;
         y) xargs_new=$OPTARG ;;
         k) keep=1 ;;

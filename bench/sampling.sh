@@ -32,15 +32,24 @@ cc -O0 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -pthread \
     "$root/tests/progs/sample_skew.c" -o "$work/sample_skew"
 cd "$work"
 
+# cpu NAME CMD...: bench_timed, and the CPU seconds (user + system) of CMD and its children
+# appended to NAME.cpu: on a machine shared with other jobs, CPU time moves less than wall time.
+cpu() {
+    local name=$1
+    shift
+    bench_timed "$name" /usr/bin/time -f "%U %S" -a -o "$work/$name.rusage" "$@"
+    tail -1 "$work/$name.rusage" | awk '{printf "%.4f\n", $1 + $2}' >>"$name.cpu"
+}
+
 ms=(run -q --call-stack=c:32)
 for r in $(seq "$rounds"); do
     echo "round $r/$rounds" >&2
     rm -rf raw sraw x.db s.db
-    bench_timed plain ./churn "$ops" "$threads"
-    bench_timed exact_rec "$MEMSCOPE" "${ms[@]}" --format=trace --no-pack -o "$work/raw" -- ./churn "$ops" "$threads"
-    bench_timed s512_rec "$MEMSCOPE" "${ms[@]}" --sampling=512KiB --format=trace --no-pack -o "$work/sraw" -- ./churn "$ops" "$threads"
-    bench_timed exact_e2e "$MEMSCOPE" "${ms[@]}" -o "$work/x.db" -- ./churn "$ops" "$threads"
-    bench_timed s512_e2e "$MEMSCOPE" "${ms[@]}" --sampling=512KiB -o "$work/s.db" -- ./churn "$ops" "$threads"
+    cpu plain ./churn "$ops" "$threads"
+    cpu exact_rec "$MEMSCOPE" "${ms[@]}" --format=trace --no-pack -o "$work/raw" -- ./churn "$ops" "$threads"
+    cpu s512_rec "$MEMSCOPE" "${ms[@]}" --sampling=512KiB --format=trace --no-pack -o "$work/sraw" -- ./churn "$ops" "$threads"
+    cpu exact_e2e "$MEMSCOPE" "${ms[@]}" -o "$work/x.db" -- ./churn "$ops" "$threads"
+    cpu s512_e2e "$MEMSCOPE" "${ms[@]}" --sampling=512KiB -o "$work/s.db" -- ./churn "$ops" "$threads"
 done
 raw_bytes=$(cat raw/*.mst | wc -c)
 sraw_bytes=$(cat sraw/*.mst | wc -c)
@@ -85,17 +94,18 @@ skew_rows=$(accuracy skew "$by_func" ./sample_skew 20)
 
 p=$(median plain.times)
 cat <<EOT
-Workload: \`churn $ops $threads\` ($(bench_machine), $rounds rounds, medians of wall time;
-ratios are the medians of the per-round ratios to plain), \`--call-stack=c:32\`.
+Workload: \`churn $ops $threads\` ($(bench_machine), $rounds rounds, medians of wall time and of
+CPU time (user + system, the program's and memscope's); ratios are the medians of the per-round
+ratios to plain), \`--call-stack=c:32\`.
 memscope: \`$("$MEMSCOPE" --version)\` (tree $(git -C "$root" describe --always --dirty)).
 
-| run | median s | x plain |
-|---|---:|---:|
-| plain | $(f "$p") | 1.00 |
-| exact, recording only (\`--format=trace --no-pack\`) | $(f "$(median exact_rec.times)") | $(ratio_median exact_rec.times plain.times) |
-| \`--sampling=512KiB\`, recording only | $(f "$(median s512_rec.times)") | $(ratio_median s512_rec.times plain.times) |
-| exact, end to end (default compact database) | $(f "$(median exact_e2e.times)") | $(ratio_median exact_e2e.times plain.times) |
-| \`--sampling=512KiB\`, end to end (default compact database) | $(f "$(median s512_e2e.times)") | $(ratio_median s512_e2e.times plain.times) |
+| run | median wall s | x plain (wall) | median CPU s | x plain (CPU) |
+|---|---:|---:|---:|---:|
+| plain | $(f "$p") | 1.00 | $(f "$(median plain.cpu)") | 1.00 |
+| exact, recording only (\`--format=trace --no-pack\`) | $(f "$(median exact_rec.times)") | $(ratio_median exact_rec.times plain.times) | $(f "$(median exact_rec.cpu)") | $(ratio_median exact_rec.cpu plain.cpu) |
+| \`--sampling=512KiB\`, recording only | $(f "$(median s512_rec.times)") | $(ratio_median s512_rec.times plain.times) | $(f "$(median s512_rec.cpu)") | $(ratio_median s512_rec.cpu plain.cpu) |
+| exact, end to end (default compact database) | $(f "$(median exact_e2e.times)") | $(ratio_median exact_e2e.times plain.times) | $(f "$(median exact_e2e.cpu)") | $(ratio_median exact_e2e.cpu plain.cpu) |
+| \`--sampling=512KiB\`, end to end (default compact database) | $(f "$(median s512_e2e.times)") | $(ratio_median s512_e2e.times plain.times) | $(f "$(median s512_e2e.cpu)") | $(ratio_median s512_e2e.cpu plain.cpu) |
 
 Raw trace: exact $raw_bytes bytes, sampled at 512 KiB $sraw_bytes bytes.
 
@@ -108,5 +118,6 @@ stacks, one per recursion depth; sample_skew 20: the allocating functions).
 $churn_rows
 $skew_rows
 
+CPU (s): plain $(tr '\n' ' ' <plain.cpu)/ exact-rec $(tr '\n' ' ' <exact_rec.cpu)/ s512-rec $(tr '\n' ' ' <s512_rec.cpu)/ exact-e2e $(tr '\n' ' ' <exact_e2e.cpu)/ s512-e2e $(tr '\n' ' ' <s512_e2e.cpu)
 All raw times (s): plain $(tr '\n' ' ' <plain.times)/ exact-rec $(tr '\n' ' ' <exact_rec.times)/ s512-rec $(tr '\n' ' ' <s512_rec.times)/ exact-e2e $(tr '\n' ' ' <exact_e2e.times)/ s512-e2e $(tr '\n' ' ' <s512_e2e.times)
 EOT

@@ -2,44 +2,53 @@
 # usage.sh: what the usage monitor costs (docs/usage.md; issue 38: <= 1% of the traced program's
 # wall time at the default interval, the sampler <= 0.5% of a core).
 #
-#   bench/usage.sh [-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-k]
+#   bench/usage.sh [-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-w churn|fork] [-k]
 #
-# Runs ../shared/bench/churn.c under memscope, recording only (--format=trace --no-pack, so the
-# conversion's time does not hide the difference), alternating within each round (default 7):
+# Runs ../shared/bench/churn.c (-w churn, the default) or bench/cow_workers.c (-w fork: a parent
+# holding 256 MiB of 256-byte blocks and two forked workers that write into every block 60
+# times, so the sampler walks their pagemaps: copy-on-write) under memscope, recording only
+# (--format=trace --no-pack, so the conversion's time does not hide the difference),
+# alternating within each round (default 7):
 #   off   memscope run --usage-interval=0 ...   (no sampling)
 #   on    memscope run ...                      (the default: every 0.1 s)
 # Prints the medians of wall time, their ratio, and the sampler's own CPU time (memscope's
-# debug line "usage sampler: N samples in M ticks, X ms of CPU") as a share of a core.
+# debug line "usage sampler: N samples in M ticks, X ms of CPU; W pagemap walks (Y ms of CPU)")
+# as a share of a core.
 set -euo pipefail
 BENCH=usage.sh
 . "$(dirname "$0")/lib.sh"
 
-rounds=7 ops=10000000 threads=2 keep=0
-bench_options "[-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-k]" "r:n:t:k" "$@"
+rounds=7 ops=10000000 threads=2 keep=0 workload=churn
+bench_options "[-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-w churn|fork] [-k]" "r:n:t:w:k" "$@"
 bench_memscope
-src=$root/../shared/bench/churn.c
 bench_workdir "$keep"
-cc -O2 -g -fno-omit-frame-pointer -pthread "$src" -o "$work/churn"
+if [ "$workload" = fork ]; then
+    cc -O2 -g -fno-omit-frame-pointer "$root/bench/cow_workers.c" -o "$work/prog"
+    prog=(./prog 256 2 60)
+else
+    cc -O2 -g -fno-omit-frame-pointer -pthread "$root/../shared/bench/churn.c" -o "$work/prog"
+    prog=(./prog "$ops" "$threads")
+fi
 cd "$work"
 
 for r in $(seq "$rounds"); do
     echo "round $r/$rounds" >&2
     rm -rf off on
     bench_timed off "$MEMSCOPE" run --log-level=debug --usage-interval=0 --format=trace --no-pack \
-        -o off -- ./churn "$ops" "$threads"
+        -o off -- "${prog[@]}"
     rm -rf off
     bench_timed on "$MEMSCOPE" run --log-level=debug --format=trace --no-pack -o on -- \
-        ./churn "$ops" "$threads"
+        "${prog[@]}"
     t=$(tail -1 on.times)
-    sed -n 's/.*usage sampler: \([0-9]*\) samples in \([0-9]*\) ticks, \([0-9.]*\) ms of CPU.*/\1 \2 \3/p' \
-        on.log | awk -v t="$t" '{printf "%s %s %s %.4f\n", $1, $2, $3, $3 / 1000 / t * 100}' >>sampler.txt
+    sed -n 's/.*usage sampler: \([0-9]*\) samples in \([0-9]*\) ticks, \([0-9.]*\) ms of CPU; \([0-9]*\) pagemap walks (\([0-9.]*\) ms.*/\1 \2 \3 \4 \5/p' \
+        on.log | awk -v t="$t" '{printf "%s %s %s %.4f %s %s\n", $1, $2, $3, $3 / 1000 / t * 100, $4, $5}' >>sampler.txt
     rm -rf on
 done
 med() { sort -n "$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 off=$(med off.times) on=$(med on.times)
 cpu=$(awk '{print $3}' sampler.txt | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
 pct=$(awk '{print $4}' sampler.txt | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
-echo "Workload: churn $ops $threads, $rounds rounds, medians; $(bench_machine)"
+echo "Workload: ${prog[*]}, $rounds rounds, medians; $(bench_machine)"
 echo "memscope: $("$MEMSCOPE" --version | head -1)"
 echo
 echo "| run | median s | x off |"
@@ -48,5 +57,5 @@ echo "| --usage-interval=0 (off) | $off | 1.000 |"
 echo "| default (0.1 s) | $on | $(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.3f", a / b}') |"
 echo
 echo "sampler (median of the rounds): $cpu ms of CPU, $pct% of one core over the run;"
-echo "per round (samples, ticks, CPU ms, % of a core):"
+echo "per round (samples, ticks, CPU ms (walks included), % of a core, pagemap walks, their CPU ms):"
 sed 's/^/    /' sampler.txt

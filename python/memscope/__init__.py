@@ -73,6 +73,7 @@ _state = {
     "out": None,          # in-process: the database (or csv) path
     "c_depth": 0,
     "py_depth": 0,
+    "sampler": None,      # in-process: the usage monitor's helper process (memscope usage --into)
 }
 
 
@@ -149,6 +150,54 @@ def _out_path(cfg):
     return os.path.abspath(os.path.join(run_dir, "memscope_dump_%s%s" % (stamp, suffix)))
 
 
+def _memscope_bin():
+    """The memscope command beside the agent (the build tree, an install's prefix), else on
+    PATH; MEMSCOPE_BIN overrides. None when there is none."""
+    b = os.environ.get("MEMSCOPE_BIN")
+    if b:
+        return b if os.access(b, os.X_OK) else None
+    agent = os.path.dirname(_agent_path())
+    for c in (os.path.join(agent, "memscope"), os.path.join(agent, "..", "bin", "memscope")):
+        if os.access(c, os.X_OK):
+            return os.path.normpath(c)
+    import shutil
+    return shutil.which("memscope")
+
+
+def _start_sampler(trace_dir):
+    """The usage monitor of the in-process mode (docs/usage.md): `memscope usage --into`, a
+    helper process that samples this process (and its traced children) from /proc into the
+    trace directory as `memscope run` does, so that the program runs nothing for it. Started
+    before the agent is loaded, so that its fork and exec are not recorded. Without the memscope
+    command: a warning, no samples."""
+    b = _memscope_bin()
+    if b is None:
+        import warnings
+        warnings.warn("memscope.start(): no memscope command found (MEMSCOPE_BIN, beside the "
+                      "agent, PATH): no usage samples", RuntimeWarning, stacklevel=3)
+        return None
+    import subprocess
+    try:
+        return subprocess.Popen([b, "usage", "--pid", str(os.getpid()), "--into", trace_dir,
+                                 "--interval", "0.1"], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, close_fds=True)
+    except OSError:
+        return None
+
+
+def _stop_sampler():
+    """Ends the helper (its last samples written) and waits for it."""
+    p = _state.get("sampler")
+    _state["sampler"] = None
+    if p is None:
+        return
+    try:
+        p.terminate()
+        p.wait(timeout=30)
+    except Exception:  # never hurt the program's exit
+        pass
+
+
 def _attach():
     import shutil
     import tempfile
@@ -160,14 +209,17 @@ def _attach():
         trace_dir, tmp = out, False
     else:
         trace_dir, tmp = tempfile.mkdtemp(prefix="memscope-trace-"), True
+    sampler = _start_sampler(trace_dir)
     try:
         _native.attach(trace_dir, c_depth, py_depth, _agent_path())
     except OSError:
+        _state["sampler"] = sampler
+        _stop_sampler()
         if tmp:
             shutil.rmtree(trace_dir, ignore_errors=True)
         raise
     _state.update(trace_dir=trace_dir, tmp_trace=tmp, out=out, c_depth=c_depth,
-                  py_depth=py_depth, pid=os.getpid())
+                  py_depth=py_depth, pid=os.getpid(), sampler=sampler)
 
 
 def start():
@@ -239,6 +291,7 @@ def _at_exit():
             stop()
         except Exception as e:  # never mask the program's own exit
             print("memscope: cannot write the database at exit: %s" % e, file=sys.stderr)
+    _stop_sampler()
     if _state["tmp_trace"] and _state["trace_dir"]:
         import shutil
         shutil.rmtree(_state["trace_dir"], ignore_errors=True)

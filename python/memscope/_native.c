@@ -157,6 +157,27 @@ static uint32_t code_id(PyCodeObject *co)
 static unsigned hook_gen = 1;
 static int hook_on;    /* the hook is installed (for new threads too) */
 static int hook_lines; /* 1: PyEval_SetTrace (line events, exact lines); 0: PyEval_SetProfile */
+/* With PyEval_SetProfile: the agent keeps each call's frame and reads the innermost frame's line
+ * at each allocation (frame_line): exact lines without line events, whose tracing of every
+ * line and instruction is most of the hook's cost (set_python_stacks(on, 2)). */
+static int hook_frames;
+
+/* The current line of a frame the hook handed to the agent (memscope__py_line_source). Called
+ * inside the allocation's interposer, on the frame's own thread while it runs: CPython computes
+ * it from the frame's last instruction and the code's line table, allocating nothing. */
+static int frame_line(void *frame)
+{
+    return PyFrame_GetLineNumber((PyFrameObject *)frame);
+}
+
+/* One call onto the agent's shadow stack, with its frame when the agent reads lines from it. */
+static void shadow_call(uint32_t id, int caller_line, int line, PyFrameObject *frame)
+{
+    if (hook_frames)
+        ag.py_call_frame(id, caller_line, line, frame);
+    else
+        ag.py_call(id, caller_line, line);
+}
 static _Thread_local unsigned tls_gen;
 
 #define SEED_MAX 1024
@@ -179,7 +200,7 @@ static void seed_stack(PyFrameObject *f)
         uint32_t id = code_id(co);
         Py_DECREF(co);
         int line = PyFrame_GetLineNumber(chain[i]);
-        ag.py_call(id, caller_line, line);
+        shadow_call(id, caller_line, line, chain[i]);
         caller_line = line;
     }
     for (int i = 0; i < n; i++)
@@ -208,7 +229,7 @@ static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
             caller_line = PyFrame_GetLineNumber(back);
             Py_DECREF(back);
         }
-        ag.py_call(id, caller_line, PyFrame_GetLineNumber(frame));
+        shadow_call(id, caller_line, PyFrame_GetLineNumber(frame), frame);
         break;
     }
     case PyTrace_RETURN: /* also when an exception leaves the frame */ ag.py_return(); break;
@@ -294,9 +315,15 @@ static int threading_hook(PyObject *fn)
 
 static int hook_install(int on, int lines)
 {
-    if (on == hook_on && (!on || lines == hook_lines))
+    int frames = lines == 2 && ag.py_call_frame && ag.py_line_source;
+    if (lines == 2)
+        lines = !frames; /* an agent without them: line events */
+    if (on == hook_on && (!on || (lines == hook_lines && frames == hook_frames)))
         return 0;
     if (hook_on) { /* remove the old one (of the old kind) first */
+        if (hook_frames)
+            ag.py_line_source(NULL);
+        hook_frames = 0;
         set_hook_this_thread(0);
         set_hook_other_threads(0);
         if (threading_hook(Py_None) < 0)
@@ -312,6 +339,9 @@ static int hook_install(int on, int lines)
         return -1;
     }
     hook_lines = lines;
+    hook_frames = frames;
+    if (frames)
+        ag.py_line_source(frame_line);
     if (!bootstrap_fn && !(bootstrap_fn = PyCFunction_New(&bootstrap_def, NULL)))
         return -1;
     hook_gen++;
@@ -518,13 +548,19 @@ static PyObject *n_read_bytes(PyObject *self, PyObject *args)
     return PyBytes_FromStringAndSize((const char *)(uintptr_t)p, (Py_ssize_t)n);
 }
 
-/* set_python_stacks(on, lines=True): installs or removes the hook (see hook_install). */
+/* set_python_stacks(on, lines=1): installs or removes the hook (see hook_install); lines 1:
+ * line events, 0: calls only (a frame's line is that of its last call), 2: calls only, each
+ * allocation's line read from its frame (hook_frames; 1 with an agent that cannot). */
 static PyObject *n_set_python_stacks(PyObject *self, PyObject *args)
 {
     (void)self;
     int on, lines = 1;
-    if (!PyArg_ParseTuple(args, "p|p:set_python_stacks", &on, &lines))
+    if (!PyArg_ParseTuple(args, "p|i:set_python_stacks", &on, &lines))
         return NULL;
+    if (lines < 0 || lines > 2) {
+        PyErr_SetString(PyExc_ValueError, "set_python_stacks: lines must be 0, 1 or 2");
+        return NULL;
+    }
     if (on && !agent_present())
         Py_RETURN_FALSE;
     if (hook_install(on, lines) < 0)

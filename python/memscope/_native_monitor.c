@@ -1,6 +1,6 @@
 /* _native_monitor.c: the C helpers of the monitoring classes (memscope/monitor.py), added to
  * memscope._native: the one size parser (src/common/size.h), the one forecaster
- * (src/analyze/forecast.h, the fit `memscope analyze trend` uses) and the usage monitor's reader
+ * (src/common/forecast.h, the fit `memscope analyze trend` uses) and the usage monitor's reader
  * of /proc (src/common/usage.h). Kept out of _native.c, whose job is the agent's hooks.
  * Workload: a few calls per sample (0.1 s). Errors: Python exceptions. */
 #define PY_SSIZE_T_CLEAN

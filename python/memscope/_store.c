@@ -19,20 +19,21 @@
 #include <string.h>
 
 /* convert(trace_dir, db_path, argv, call_stack_c, no_dump=False, compact=False,
- * window_start=None, window_end=None): ms_store_convert in this process (no_dump: the full
- * database without memscope_dump; compact: the compact database; window_start, window_end: the
- * mark prefixes of the windows whose memory the conversion computes, for
- * memscope.pytest_plugin). Raises RuntimeError with the store's reason. Runs without the GIL. */
+ * window_start=None, window_end=None, no_traces=False): ms_store_convert in this process
+ * (no_dump: the full database without memscope_dump; compact: the compact database; no_traces:
+ * compact, without its packed traces; window_start, window_end: the mark prefixes of the
+ * windows whose memory the conversion computes; the last three for memscope.pytest_plugin).
+ * Raises RuntimeError with the store's reason. Runs without the GIL. */
 static PyObject *n_convert(PyObject *self, PyObject *args)
 {
     (void)self;
     const char *dir, *db;
     PyObject *argv_obj = Py_None;
     unsigned c_depth = 0;
-    int no_dump = 0, compact = 0;
+    int no_dump = 0, compact = 0, no_traces = 0;
     const char *wstart = NULL, *wend = NULL;
-    if (!PyArg_ParseTuple(args, "ss|OIppzz:convert", &dir, &db, &argv_obj, &c_depth, &no_dump,
-                          &compact, &wstart, &wend))
+    if (!PyArg_ParseTuple(args, "ss|OIppzzp:convert", &dir, &db, &argv_obj, &c_depth, &no_dump,
+                          &compact, &wstart, &wend, &no_traces))
         return NULL;
     Py_ssize_t n = 0;
     const char **argv = NULL;
@@ -63,6 +64,7 @@ static PyObject *n_convert(PyObject *self, PyObject *args)
         .symbolize = 1,
         .no_dump = no_dump,
         .compact = compact,
+        .no_traces = no_traces,
         .window_start = wstart,
         .window_end = wend,
     };
@@ -167,7 +169,7 @@ fail:
 static PyMethodDef methods[] = {
     {"convert", n_convert, METH_VARARGS,
      "convert(trace_dir, db_path, argv=None, c_depth=0, no_dump=False, compact=False, "
-     "window_start=None, window_end=None)"},
+     "window_start=None, window_end=None, no_traces=False)"},
     {"py_texts", n_py_texts, METH_VARARGS, "py_texts(db_path, ids) -> {id: Python stack text}"},
     {"export_csv", n_export_csv, METH_VARARGS, "export_csv(db_path, csv_path)"},
     {NULL, NULL, 0, NULL},

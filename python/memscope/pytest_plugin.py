@@ -168,9 +168,11 @@ class _Session:
         # Python stacks only while a test's call runs (the figures count only the blocks
         # allocated then): the hook that follows each call and line costs the rest of the
         # session (pytest's own code between the tests) nothing
+        # (exact lines without the hook's line events: each allocation's line read from its
+        # frame, lines mode 2; with MEMSCOPE_PY_LINES=0, the line of the frame's last call)
         from . import _native
         if _native.python_stacks():
-            self.stacks_per_test = memscope._LINES
+            self.stacks_per_test = 2 if memscope._LINES else 0
             _native.set_python_stacks(False)
         self.recording = True
 
@@ -191,7 +193,8 @@ class _Session:
                           "session.db")
         self.tmpdir = os.path.dirname(db)
         if windows:
-            _store.convert(trace_dir, db, [], 0, True, True, testmem.MARK_START, testmem.MARK_END)
+            _store.convert(trace_dir, db, [], 0, True, True, testmem.MARK_START, testmem.MARK_END,
+                           True)  # its tables only: no packed traces
         else:
             _store.convert(trace_dir, db, [], 0, True)  # no memscope_dump: not read here
         return db

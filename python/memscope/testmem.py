@@ -1,8 +1,9 @@
 """memscope.testmem: the memory of each test of a session, from a memscope database
 (docs/ci.md, "The pytest plugin"). memscope.pytest_plugin marks each test's call with two MARK
-events; this module reads the database written after the session and computes, per test and
-for the selected layers, from the allocator's events (not from samples, so asynchronous frees
-never make it flake):
+events; the conversion computes each test's figures over the heap and the mmap layer in its
+pass (measure_windows reads them), and for tests with a layer= marker this module computes
+them from the full database (measure), per test and for the selected layers, from the
+allocator's events (not from samples, so asynchronous frees never make it flake):
 
   * peak: the highest sum of the bytes allocated during the test and still live at a moment of
     it (pytest-memray's limit_memory: the memory the test allocated at its high-water mark);
@@ -13,8 +14,9 @@ never make it flake):
     program's own code (not the standard library, site-packages, pytest or memscope) as
     "file.py:LINE", most bytes first.
 
-Blocks of every process count (a test's forked children with it). Workload: one scan of the
-blocks table in allocation order, then per test a sort of its blocks' allocations and frees.
+Blocks of every process count (a test's forked children with it). Workload: measure_windows
+reads two small tables and the Python text of the stacks of the tests whose lines are shown;
+measure scans the blocks table once, then per test sorts its blocks' allocations and frees.
 It also holds the size rule of the markers (pytest-memray's) and the layer names.
 """
 import heapq

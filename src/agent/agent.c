@@ -711,7 +711,7 @@ static void on_thread_exit(void *arg)
     struct tstate *t = &agent_tls;
     if (agent.sandboxed)
         return; /* its mappings stay: no system call under the program's seccomp filter */
-    sample_flush_counts(t);
+    sample_thread_exit(t);
     t->internal++;
     writer_thread_exit(t);
     if (t->py) {
@@ -996,6 +996,7 @@ int agent_restart(void)
     agent.generation++;
     __atomic_store_n(&agent.live->generation, agent.generation, __ATOMIC_RELEASE);
     steps_init();
+    modules_after_dlclose(); /* libraries closed since the last session: their unwind tables go */
     stacks_reset_after_fork();
     int rc = writer_open();
     if (rc < 0) {
@@ -1075,7 +1076,7 @@ static void agent_at_exit(void)
         if (freeres) /* its free is the program's: recorded */
             freeres();
     }
-    sample_flush_counts(&agent_tls); /* sampling mode: this thread's exact counts */
+    sample_flush_all(); /* sampling mode: every thread's exact counts */
 }
 
 AGENT_API int memscope__owner_push(const char *label)

@@ -51,7 +51,7 @@ struct clock_anchor {
 /* Sampling mode (--sampling=BYTES, sample.c): a thread's bytes left until its next sample (a
  * countdown drawn from an exponential distribution of mean agent.sample_bytes), its generator,
  * and the exact counts of the heap allocations and frees it made since it last added them to
- * the trace header's (sample_flush_counts), sampled or not. */
+ * the trace header's (sample.c: flush), sampled or not. */
 struct sampler {
     int64_t left;     /* bytes until the next sample; <= 0: the next allocation is looked at */
     uint64_t rng;     /* splitmix64 state; 0: not seeded yet (the thread's first allocation) */
@@ -59,6 +59,8 @@ struct sampler {
     uint64_t bytes;   /* their requested bytes */
     uint64_t frees;   /* heap frees */
     uint32_t samples; /* allocations sampled: every 16th flushes the counts */
+    uint32_t started; /* sample_thread_start() ran: generator seeded, thread registered */
+    uint32_t slot;    /* its index in sample.c's registry + 1; 0: not in it */
 };
 
 /* Per-thread state. Lives in static TLS (initial-exec), so reading it never allocates. */
@@ -105,6 +107,8 @@ static inline void agent_dl_forget_error(void)
 struct pyshadow {
     uint32_t depth;                   /* calls deep; entries beyond PY_MAX_DEPTH are counted only */
     uint32_t frames[PY_MAX_DEPTH][2]; /* [i][0] frame id, [i][1] current line */
+    void *frame[PY_MAX_DEPTH];        /* the frame object, or NULL (memscope__py_call_frame) */
+    uint32_t frames_gen;              /* agent.py_line_gen when frame[] was last written */
 };
 
 /* What a child made without glibc's fork() must not inherit: a private anonymous page marked
@@ -141,10 +145,12 @@ struct agent_global {
     unsigned depth;                   /* native stack depth, 0 = no stacks */
     unsigned py_depth;                /* Python stack depth (--call-stack=python:N), 0 = none */
     volatile int py_trace;            /* the Python tracer is on: calls and returns are recorded */
-    int unwind_dwarf;                 /* 1: unwind with .eh_frame (unwind.c), 0: frame pointers */
-    unsigned flags;                   /* MS_TRACE_F_* */
-    uint32_t next_serial;             /* atomic */
-    int file_lock;                    /* spinlock for extending the file without fallocate (rare) */
+    int (*volatile py_line_of)(void *frame); /* a frame's current line (_native), or NULL */
+    volatile uint32_t py_line_gen;           /* bumped by each memscope__py_line_source */
+    int unwind_dwarf;     /* 1: unwind with .eh_frame (unwind.c), 0: frame pointers */
+    unsigned flags;       /* MS_TRACE_F_* */
+    uint32_t next_serial; /* atomic */
+    int file_lock;        /* spinlock for extending the file without fallocate (rare) */
     /* --steps (MEMSCOPE_STEPS): the step numbers whose events are recorded, and the process's
      * current step (from 1: the events before the first memscope_step() are step 1). Every
      * STEP record is written, so that the database numbers the steps as without the filter. */
@@ -197,6 +203,9 @@ const char *agent_getenv(const char *name);
 /* inject.c: in a child forked while memscope attach records: the child is not recorded (its
  * copy of the trace file's mappings and descriptor is let go). */
 void inject_after_fork_child(void);
+/* inject.c: whether memscope attach, which started this session, has died without ending it;
+ * then recording has been stopped and the trace file let go (1). Called when a chunk is taken. */
+int inject_orphaned(void);
 /* agent.c: starts recording with the configuration agent_getenv() gives; 0, -EINVAL (no trace
  * directory: idle) or -errno (said). agent_restart(): a later memscope attach session's new
  * trace file (a new generation, as in a forked child); 0 or -errno. */
@@ -289,19 +298,25 @@ unsigned stacks_code_frames(const uint64_t *pcs, unsigned n);
 uint32_t stacks_intern(struct tstate *t, struct stream *s, const uint64_t *pcs, unsigned n);
 
 /* sample.c: sampling mode (docs/production.md, "Sampling"). Sampled heap blocks' addresses are
- * kept in a set of fixed size (two tables of SAMPLE_SLOTS words, mapped at the first sample and
- * never unmapped), so that their frees are recorded and nothing else's is. Lookups take no lock
- * (open addressing, linear probing; a free leaves a tombstone); inserts, removals and the
- * rebuild that clears the tombstones take a spinlock, and the rebuild makes seq odd while it
- * runs, so that a lookup it overlapped answers "maybe", and the free is recorded: recording the
- * free of a block that was not sampled is harmless (the converter drops a free it cannot
- * match), missing a sampled one is not. */
-#define SAMPLE_SLOTS_LOG2 17
+ * kept in a set, so that their frees are recorded and nothing else's is: a table of 2^bits
+ * words (from 2^10, 8 KiB: every free looks it up, so it should sit in the nearest caches)
+ * inside one of two mappings of SAMPLE_SLOTS words, mapped at the first sample and never
+ * unmapped (the agent's memory stays bounded). Lookups take no lock (open addressing, linear
+ * probing; a free leaves a tombstone, or empties the end of its cluster); inserts, removals and
+ * the rebuilds (into the other mapping: larger when a quarter live, the same size when half
+ * used, to drop tombstones) take a spinlock (with the thread's guard raised: a signal handler
+ * there only tries it), and a rebuild makes seq odd while it runs, so that a lookup it
+ * overlapped looks again under the lock, or, from a signal handler that cannot take it,
+ * answers "maybe" and the free is recorded: recording the free of a block that was not sampled
+ * is harmless (the converter drops a free it cannot match), missing a sampled one is not. */
+#define SAMPLE_SLOTS_LOG2 18
 #define SAMPLE_SLOTS (1u << SAMPLE_SLOTS_LOG2)
+#define SAMPLE_MIN_LOG2 10
 #define SAMPLE_EMPTY 0u
 #define SAMPLE_TOMB 1u
 struct sample_set {
     uint64_t *tab; /* the table lookups read (atomic); NULL until the first sample */
+    uint32_t bits; /* it has 2^bits slots (atomic; read with tab under seq) */
     uint32_t seq;  /* odd while a rebuild moves entries (atomic) */
     int lock;      /* inserts, removals, rebuilds */
     uint32_t live; /* addresses held */
@@ -317,9 +332,14 @@ void sample_init(void); /* agent_init: MEMSCOPE_SAMPLING and MEMSCOPE_SAMPLING_S
 int sample_alloc_slow(struct tstate *t, const void *p, size_t n);
 /* p may be a sampled block: removes it from the set; 1 when its free must be recorded. */
 int sample_free_slow(const void *p);
-/* Adds thread t's counts to the trace header's and zeroes them (with every 16th sample, at
- * thread exit, at process exit). */
-void sample_flush_counts(struct tstate *t);
+/* A thread's first allocation or free in sampling mode: seeds its generator, draws its first
+ * countdown, and registers it (its counts are added to the header's when it exits, or at
+ * process exit while it still runs). */
+void sample_thread_start(struct tstate *t);
+/* At thread exit: adds its counts to the header's and takes it out of the registry. */
+void sample_thread_exit(struct tstate *t);
+/* At process exit: adds every registered thread's counts to the header's. */
+void sample_flush_all(void);
 void sample_after_fork_child(struct tstate *t); /* the child's counts start at zero */
 
 /* Sampling mode: counts an allocation of n bytes at p and returns whether it is to be recorded
@@ -339,9 +359,9 @@ static inline int sample_alloc(const void *p, size_t n)
     return sample_alloc_slow(t, p, n);
 }
 
-static inline uint32_t sample_hash(uintptr_t p)
+static inline uint32_t sample_hash(uintptr_t p, uint32_t bits)
 {
-    return (uint32_t)(((uint64_t)p >> 4) * 0x9e3779b97f4a7c15ull >> (64 - SAMPLE_SLOTS_LOG2));
+    return (uint32_t)(((uint64_t)p >> 4) * 0x9e3779b97f4a7c15ull >> (64 - bits));
 }
 
 /* Sampling mode: counts a free of p and returns whether it is to be recorded (p was sampled,
@@ -354,12 +374,19 @@ static inline int sample_free(const void *p)
     if (unlikely(t->internal))
         return 1;
     t->smp.frees++;
+    if (unlikely(!t->smp.started))
+        sample_thread_start(t);
     uint32_t seq = __atomic_load_n(&sample_set.seq, __ATOMIC_ACQUIRE);
     const uint64_t *tab = __atomic_load_n(&sample_set.tab, __ATOMIC_ACQUIRE);
     if (!tab)
         return 0; /* nothing sampled yet */
-    uint32_t i = sample_hash((uintptr_t)p);
-    for (uint32_t k = 0; k < SAMPLE_SLOTS; k++, i = (i + 1) & (SAMPLE_SLOTS - 1)) {
+    /* (tab and bits may be of two tables while a rebuild runs: every index stays inside the
+     * mapping, and seq tells) */
+    uint32_t bits = __atomic_load_n(&sample_set.bits, __ATOMIC_RELAXED);
+    if (unlikely(bits - 1 >= SAMPLE_SLOTS_LOG2))
+        return sample_free_slow(p);
+    uint32_t mask = (1u << bits) - 1, i = sample_hash((uintptr_t)p, bits);
+    for (uint32_t k = 0; k <= mask; k++, i = (i + 1) & mask) {
         uint64_t v = __atomic_load_n(&tab[i], __ATOMIC_RELAXED);
         if (v == (uintptr_t)p)
             return sample_free_slow(p);

@@ -28,7 +28,8 @@
  *     _dl_find_object exists, glibc 2.35+, it only knows objects already relocated) and are
  *     patched when that thread's dlopen returns through the agent's hook.
  * Later loads: the GOT slots of dlopen are patched too, to dlopen_hook(), which calls the real
- * dlopen and then patches the objects that are new. The agent deliberately exports no dlopen
+ * dlopen and then patches the objects that are new. Those of dlclose go to the agent's dlclose (agent.c),
+ * which forgets a closed library's unwind tables, as under LD_PRELOAD. The agent deliberately exports no dlopen
  * symbol: under LD_PRELOAD it would become every program's dlopen and change the caller glibc
  * sees (see open_as_caller()), so LD_PRELOAD runs are untouched by this file.
  *
@@ -64,13 +65,14 @@ enum {
     F_MUNMAP,
     F_MREMAP,
     F_DLOPEN,
+    F_DLCLOSE, /* the agent's dlclose forgets the closed library's unwind tables (agent.c) */
     NFUNCS
 };
 
 static const char *const fn_names[NFUNCS] = {
-    "malloc",         "free",          "calloc",   "realloc", "reallocarray",
-    "posix_memalign", "aligned_alloc", "memalign", "valloc",  "pvalloc",
-    "mmap",           "mmap64",        "munmap",   "mremap",  "dlopen"};
+    "malloc",        "free",     "calloc", "realloc", "reallocarray", "posix_memalign",
+    "aligned_alloc", "memalign", "valloc", "pvalloc", "mmap",         "mmap64",
+    "munmap",        "mremap",   "dlopen", "dlclose"};
 
 #define MAX_RELOCS (1u << 22) /* per table; far above any real object */
 #define MAX_DYN 4096          /* dynamic entries read per object */
@@ -691,6 +693,7 @@ static int resolve_all(void)
     }
     dlclose(self);
     libc_alt[F_DLOPEN] = (uintptr_t)dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.2.5");
+    libc_alt[F_DLCLOSE] = (uintptr_t)dlvsym(RTLD_NEXT, "dlclose", "GLIBC_2.2.5");
     real_dlopen = (void *(*)(const char *, int))libc_fn[F_DLOPEN];
 #if defined(DLFO_STRUCT_HAS_EH_DBASE)
     find_object = (int (*)(void *, struct dl_find_object *))dlsym(RTLD_DEFAULT, "_dl_find_object");

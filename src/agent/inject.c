@@ -27,6 +27,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -35,8 +36,11 @@
 #define CFG_MAX 8192 /* bytes of configuration (a path and a few numbers) */
 
 static char cfg[CFG_MAX];
-static size_t cfg_len; /* 0: no block (the environment rules) */
-static int session;    /* 1 between inject_start and inject_stop */
+static size_t cfg_len;    /* 0: no block (the environment rules) */
+static int session;       /* 1 between inject_start and inject_stop */
+static int owner_fd = -1; /* a pidfd of memscope attach during a session, or -1 */
+static int orphan_lock;   /* one thread lets an orphaned session go */
+static void owner_close(void);
 
 /* ---- Python processes ----
  * The Python stack hook (the memscope package's _native) is installed by Python code, which
@@ -185,7 +189,59 @@ void inject_after_fork_child(void)
     session = 0;
     agent_tls.internal++;
     inject_release();
+    owner_close(); /* the child's copy */
     agent_tls.internal--;
+}
+
+/* The owner's pidfd, opened when the session starts (at a high descriptor number, as the trace
+ * file's: out of the program's way), closed when it ends. */
+static void owner_open(void)
+{
+    const char *v = agent_getenv(MS_CFG_OWNER);
+    long pid = v ? strtol(v, NULL, 10) : 0;
+    owner_fd = -1;
+    if (pid <= 0)
+        return;
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (fd < 0)
+        return; /* a kernel without pidfds (before 5.3): no watch */
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, 800);
+    if (high >= 0) {
+        close(fd);
+        fd = high;
+    }
+    owner_fd = fd;
+}
+
+static void owner_close(void)
+{
+    int fd = owner_fd;
+    owner_fd = -1;
+    if (fd >= 0)
+        close(fd);
+}
+
+int inject_orphaned(void)
+{
+    int fd = __atomic_load_n(&owner_fd, __ATOMIC_ACQUIRE);
+    if (fd < 0)
+        return 0;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 0) <= 0)
+        return 0; /* alive (or the descriptor is not a pidfd any more: nothing known) */
+    if (!spin_trylock(&orphan_lock))
+        return 1; /* another thread is letting it go */
+    if (session) {
+        __atomic_store_n(&agent.recording, 0, __ATOMIC_RELEASE);
+        session = 0;
+        agent_tls.internal++;
+        inject_release(); /* the GOT stays redirected: the agent forwards, nothing is written */
+        owner_close();
+        agent_tls.internal--;
+        agent_say("memscope attach ended without stopping the recording: stopped", NULL);
+    }
+    spin_unlock(&orphan_lock);
+    return 1;
 }
 
 /* Starts a session: config is the block "NAME=value\0...NAME=value\0\0" (at most CFG_MAX
@@ -230,6 +286,8 @@ AGENT_API int memscope__inject_start(const char *config)
     }
     session = rc == 0;
     if (session)
+        owner_open();
+    if (session)
         py_session = python_run_later(MS_CFG_PY_START, py_start_code);
     agent_tls.internal--;
     errno = err;
@@ -247,6 +305,7 @@ AGENT_API int memscope__inject_stop(void)
     __atomic_store_n(&agent.recording, 0, __ATOMIC_RELEASE);
     agent_tls.internal++;
     inject_release();
+    owner_close();
     if (py_session)
         python_run_later(MS_CFG_PY_STOP, py_stop_code);
     py_session = 0;

@@ -83,6 +83,13 @@ AGENT_API void memscope__py_trace(int on)
 /* A call of frame id from the current innermost frame, which is at caller_line now. */
 AGENT_API void memscope__py_call(uint32_t id, int caller_line, int line)
 {
+    memscope__py_call_frame(id, caller_line, line, NULL);
+}
+
+/* memscope__py_call with the callee's frame object: while py_line_of is set, an allocation's
+ * innermost line is read from it (stacks.c), exact without line events. */
+AGENT_API void memscope__py_call_frame(uint32_t id, int caller_line, int line, void *frame)
+{
     if (agent.py_trace)
         trace_event(id);
     struct pyshadow *py = shadow();
@@ -94,6 +101,8 @@ AGENT_API void memscope__py_call(uint32_t id, int caller_line, int line)
     if (d < PY_MAX_DEPTH) {
         py->frames[d][0] = id;
         py->frames[d][1] = (uint32_t)line;
+        py->frame[d] = frame;
+        py->frames_gen = agent.py_line_gen;
     }
     __atomic_store_n(&py->depth, d + 1, __ATOMIC_RELEASE); /* a signal handler reads it */
 }
@@ -113,6 +122,18 @@ AGENT_API void memscope__py_line(int line)
     struct pyshadow *py = agent_tls.py;
     if (py && py->depth && py->depth <= PY_MAX_DEPTH)
         py->frames[py->depth - 1][1] = (uint32_t)line;
+}
+
+/* The function that reads a frame's current line (the extension's; NULL: none). It runs inside
+ * the allocation's interposer: it must neither allocate nor take a lock. */
+AGENT_API void memscope__py_line_source(int (*line_of)(void *frame))
+{
+    /* A thread's frames are read only when written since this call: the hook was off in
+     * between on every thread (the extension removes it before it calls this again), so a
+     * shadow from before may hold frames that have since returned and been freed; the thread
+     * writes its whole stack again at its first event under the new hook. */
+    __atomic_add_fetch(&agent.py_line_gen, 1, __ATOMIC_SEQ_CST);
+    agent.py_line_of = line_of;
 }
 
 /* Forgets the thread's stack (the extension stops or restarts tracing). */

@@ -451,6 +451,15 @@ static unsigned py_snapshot(const struct tstate *t, uint32_t *out)
         out[2 * n] = py->frames[i][0];
         out[2 * n + 1] = py->frames[i][1];
     }
+    int (*line_of)(void *) = agent.py_line_of;
+    /* NEEDSWORK: a frame switched away without a return event (greenlet) stays the innermost
+     * here; the profile hook sees no switch. */
+    if (line_of && py->depth <= PY_MAX_DEPTH && py->frames_gen == agent.py_line_gen &&
+        py->frame[d - 1]) {
+        int line = line_of(py->frame[d - 1]); /* the innermost frame's line now */
+        if (line > 0)
+            out[1] = (uint32_t)line;
+    }
     return n;
 }
 

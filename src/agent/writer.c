@@ -320,6 +320,8 @@ void writer_thread_exit(struct tstate *t)
 /* Maps a new chunk of at least need bytes of records for stream s of thread t. */
 static int new_chunk(struct tstate *t, struct stream *s, size_t need)
 {
+    if (unlikely(agent.injected) && inject_orphaned())
+        return -1; /* memscope attach died: nobody will read this trace (inject.c) */
     if (t->generation != agent.generation) {
         /* A chunk still here is an earlier memscope attach session's, which inject_release()
          * made anonymous memory (a forked child's were dropped by writer_after_fork_child):

@@ -66,6 +66,7 @@ struct ms_profile {
     int64_t from_ns, to_ns; /* the window (the whole run without one) */
     int64_t run_start_ns;   /* ms__run_start_ns: the origin of relative times */
     int timeline;           /* keep the counters' points (perfetto) */
+    int to_end;             /* read on after the window (the leaked figure) */
     struct ms_profile_entry *e;
     size_t ne, ae;
     struct ms_profile_pl *pl;
@@ -80,15 +81,20 @@ struct ms_profile {
     size_t errlen;
 };
 
+/* What ms_profile_collect computes beyond the allocated and in-use figures. */
+enum {
+    MS_PROFILE_PEAK = 1,    /* peak figures: a first pass finds each (process, layer)'s peak */
+    MS_PROFILE_LEAKED = 2,  /* leaked figures: the events after the window are read too */
+    MS_PROFILE_TIMELINE = 4 /* the counters' points (perfetto) */
+};
 /* Reads the selection of o from the database at db_path (db: it, opened) into p: one pass over
- * its events (two with peak figures of a time window: want_peak), with the counters' points
- * when timeline is set. 0, or a negative code with a one-line reason in err: MS_ENOTFOUND when
+ * its events (two for MS_PROFILE_PEAK), up to the window's end (to the run's end for
+ * MS_PROFILE_LEAKED). 0, or a negative code with a one-line reason in err: MS_ENOTFOUND when
  * the selection matches nothing (no such process, device or step, no memory event in the
- * window), MS_EINVAL for a window that is empty or reversed. Release p with
+ * window), MS_EINVAL for a window that is reversed or two windows. Release p with
  * ms_profile_release in either case. */
 int ms_profile_collect(struct ms_profile *p, sqlite3 *db, const char *db_path,
-                       const struct ms_analyze_opts *o, int want_peak, int timeline, char *err,
-                       size_t errlen);
+                       const struct ms_analyze_opts *o, unsigned flags, char *err, size_t errlen);
 void ms_profile_release(struct ms_profile *p);
 /* The (process, layer) of entry e. */
 const struct ms_profile_pl *ms_profile_pl_of(const struct ms_profile *p,

@@ -313,7 +313,7 @@ int ms_export_pprof(const struct ms_profile *p, FILE *out, char *err, size_t err
     ms_strtab_init(&x.funcs, MS_GROW_MAX, (size_t)1 << 32);
     ms_strtab_init(&x.maps, 1u << 20, (size_t)1 << 28);
     ms_u64map_init(&x.locs, sizeof(uint32_t), MS_U64MAP_MAX);
-    struct ms_export_stacks s;
+    struct ms_export_stacks s = {0};
     struct ms_names names;
     int rc = ms__names_load(p->db, &names, err, errlen);
     if (rc < 0)
@@ -397,9 +397,9 @@ int ms_export_pprof(const struct ms_profile *p, FILE *out, char *err, size_t err
         snprintf(err, errlen, "out of memory");
     else if (rc < 0 && !err[0])
         snprintf(err, errlen, "cannot read a stack's frames");
+out_names:
     sqlite3_finalize(x.module);
     ms_export_stacks_release(&s);
-out_names:
     ms__names_release(&names);
 out_strtabs:
     ms_strtab_release(&x.strings);

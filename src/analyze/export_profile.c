@@ -21,7 +21,8 @@ struct blk {
     int64_t size;
 };
 
-#define STOP_REPLAY (-1) /* a sink's code: the window is over, nothing more is needed */
+/* a sink's code: the window is over, nothing more is needed (no MS_E* nor -errno code) */
+#define STOP_REPLAY (MS_EBASE - 99)
 
 int ms_export_what_parse(const char *name, enum ms_export_what *what)
 {
@@ -337,6 +338,8 @@ static int on_row(void *ctx, const struct ms_store_row *r)
         if (p->pass == 1)
             return STOP_REPLAY;
         window_end(p);
+        if (!p->to_end)
+            return STOP_REPLAY;
     }
     int inside = !p->past_to && r->ts_ns >= p->from_ns;
     struct ms_profile_pl *pl = pl_get(p, r->process_id, r->layer);
@@ -447,11 +450,12 @@ static int run_pass(struct ms_profile *p, const char *db_path, int compact)
 }
 
 int ms_profile_collect(struct ms_profile *p, sqlite3 *db, const char *db_path,
-                       const struct ms_analyze_opts *o, int want_peak, int timeline, char *err,
-                       size_t errlen)
+                       const struct ms_analyze_opts *o, unsigned flags, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
-    p->db = db, p->o = o, p->timeline = timeline, p->err = err, p->errlen = errlen;
+    p->db = db, p->o = o, p->err = err, p->errlen = errlen;
+    p->timeline = !!(flags & MS_PROFILE_TIMELINE), p->to_end = !!(flags & MS_PROFILE_LEAKED);
+    int want_peak = !!(flags & MS_PROFILE_PEAK), timeline = p->timeline;
     err[0] = 0;
     int rc = select_load(p);
     if (rc < 0)

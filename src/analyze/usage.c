@@ -30,6 +30,15 @@ _Static_assert(MS_LAYER_HEAP == 1 && MS_LAYER_MMAP == 2, "SQL_LIVE_LAYERS names 
 #define SHMEM_MIN (16ll << 20)     /* resident shared memory */
 #define COW_MIN (8ll << 20)        /* a forked process's copies of its parent's blocks */
 #define COW_SITES 5                /* call sites reported per forked process */
+#define DEVICE_MIN (32ll << 20)    /* device memory NVML reports that no hooked call explains */
+#define MAX_DEVICES 64
+
+/* One CUDA device of a process, from what NVML reported at the agent's steps and exit
+ * (usage_devices): the largest share it listed, the device's capacity, and the most that no
+ * hooked allocation explained, with the figures then. */
+struct usage_device {
+    int64_t device, peak_process_used, total, unattributed, una_used, una_hooked, una_ts;
+};
 
 struct cow_site {
     const char *site; /* interned by ms__sites_get: compared by pointer */
@@ -50,12 +59,14 @@ struct usage_proc {
     int64_t cow_bytes, cow_parent_pid, cow_fork_ns, cow_worker;
     struct cow_site cow_sites[COW_SITES];
     size_t ncow_sites;
+    struct usage_device *devices;
+    size_t ndevices;
 };
 
 struct finding {
     const char *kind;
     int64_t pid, bytes;
-    char message[1024];
+    char message[2048];
 };
 
 struct usage_result {
@@ -63,12 +74,15 @@ struct usage_result {
     size_t nprocs;
     struct finding *findings;
     size_t nfindings;
+    int have_nvml; /* any usage_devices row: NVML was there */
 };
 
 static void result_release(struct usage_result *r)
 {
-    for (size_t i = 0; i < r->nprocs; i++)
+    for (size_t i = 0; i < r->nprocs; i++) {
         free(r->procs[i].command);
+        free(r->procs[i].devices);
+    }
     free(r->procs);
     free(r->findings);
 }
@@ -90,7 +104,7 @@ static int add_finding(struct usage_result *r, size_t *cap, const char *kind,
 /* The findings of one process (docs/usage.md): each rule once, here. */
 static int find(struct usage_result *r, size_t *cap, const struct usage_proc *p)
 {
-    char msg[1024], a[32], b[32], c[32];
+    char msg[2048], a[32], b[32], c[32];
     int rc = 0;
     if (p->max_retained >= RETENTION_MIN && p->max_retained >= p->retained_live) {
         ms_human_bytes(a, sizeof a, p->max_retained);
@@ -146,6 +160,68 @@ static int find(struct usage_result *r, size_t *cap, const struct usage_proc *p)
                  p->cow_worker, p->pid, p->cow_parent_pid, a, sites);
         rc = add_finding(r, cap, "copy_on_write", p, p->cow_bytes, msg);
     }
+    for (size_t i = 0; rc == 0 && i < p->ndevices; i++) {
+        const struct usage_device *d = &p->devices[i];
+        if (d->unattributed < DEVICE_MIN)
+            continue;
+        ms_human_bytes(a, sizeof a, d->unattributed);
+        ms_human_bytes(b, sizeof b, d->una_used);
+        ms_human_bytes(c, sizeof c, d->una_hooked);
+        snprintf(msg, sizeof msg,
+                 "pid %" PRId64 " (%s): NVML reported %s of CUDA device %" PRId64 " for it while "
+                 "the CUDA calls memscope hooks had %s live there: %s that no recorded allocation "
+                 "explains: the CUDA context and its modules (hundreds of MiB per device and "
+                 "process), NCCL's buffers, cuBLAS/cuDNN workspaces, or memory allocated by a "
+                 "path memscope does not hook. Try CUDA_MODULE_LOADING=LAZY (fewer kernels "
+                 "loaded), one process per device, and NCCL_BUFFSIZE for NCCL's buffers",
+                 p->pid, p->command, b, d->device, c, a);
+        rc = add_finding(r, cap, "device_unattributed", p, d->unattributed, msg);
+    }
+    return rc;
+}
+
+/* p's devices (usage_devices): per device, the largest share NVML listed and the moment of the
+ * most bytes no hooked allocation explained. */
+static int load_devices(struct ms_actx *x, struct usage_proc *p)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(x->db,
+                           "SELECT device, process_used, device_total, hooked_bytes, ts_ns "
+                           "FROM usage_devices WHERE process_id = ?1 ORDER BY device, ts_ns",
+                           -1, &st, NULL) != SQLITE_OK)
+        return MS_EDB;
+    sqlite3_bind_int64(st, 1, p->process_id);
+    size_t cap = 0;
+    int rc = 0, step;
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t dev = sqlite3_column_int64(st, 0), used = sqlite3_column_int64(st, 1);
+        int64_t total = sqlite3_column_int64(st, 2), hooked = sqlite3_column_int64(st, 3);
+        struct usage_device *d = p->ndevices ? &p->devices[p->ndevices - 1] : NULL;
+        if (!d || d->device != dev) {
+            if (ms_grow((void **)&p->devices, &cap, p->ndevices, sizeof *p->devices, 4,
+                        MAX_DEVICES) < 0) {
+                rc = MS_ENOMEM;
+                break;
+            }
+            d = &p->devices[p->ndevices++];
+            memset(d, 0, sizeof *d);
+            d->device = dev;
+            d->unattributed = -1;
+        }
+        if (used > d->peak_process_used)
+            d->peak_process_used = used;
+        d->total = total;
+        int64_t una = used > hooked ? used - hooked : 0;
+        if (una >= d->unattributed) { /* the latest of equal ones */
+            d->unattributed = una;
+            d->una_used = used;
+            d->una_hooked = hooked;
+            d->una_ts = sqlite3_column_int64(st, 4);
+        }
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = MS_EDB;
+    sqlite3_finalize(st);
     return rc;
 }
 
@@ -222,6 +298,38 @@ static int load_cow(struct ms_actx *x, struct usage_proc *p)
     return rc;
 }
 
+/* The processes NVML reported for that have no sample (a program shorter than the sampler's
+ * first look): listed with 0 samples, for their devices. */
+static int add_device_only(sqlite3 *db, struct usage_result *r)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT DISTINCT d.process_id, p.pid, coalesce(p.cmdline, p.exe, '?') "
+                           "FROM usage_devices d JOIN processes p ON p.id = d.process_id "
+                           "WHERE d.process_id NOT IN (SELECT process_id FROM usage_samples "
+                           "WHERE exited = 0 AND rss_anon IS NOT NULL) ORDER BY d.process_id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return MS_EDB;
+    size_t cap = r->nprocs;
+    int rc = 0, step;
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (ms_grow((void **)&r->procs, &cap, r->nprocs, sizeof *r->procs, 8, MAX_PROCS) < 0) {
+            rc = MS_ENOMEM;
+            break;
+        }
+        struct usage_proc *p = &r->procs[r->nprocs++];
+        memset(p, 0, sizeof *p);
+        p->process_id = sqlite3_column_int64(st, 0);
+        p->pid = sqlite3_column_int64(st, 1);
+        if (!(p->command = strdup((const char *)sqlite3_column_text(st, 2))))
+            rc = MS_ENOMEM;
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = MS_EDB;
+    sqlite3_finalize(st);
+    return rc;
+}
+
 static int compute(struct ms_actx *x, struct usage_result *r)
 {
     sqlite3 *db = x->db;
@@ -294,6 +402,13 @@ static int compute(struct ms_actx *x, struct usage_result *r)
     if (ms__has_column(db, "usage_cow", "cow_bytes"))
         for (size_t i = 0; i < r->nprocs && rc == 0; i++)
             rc = load_cow(x, &r->procs[i]);
+    if (ms__has_column(db, "usage_devices", "hooked_bytes") && rc == 0)
+        rc = add_device_only(db, r);
+    if (ms__has_column(db, "usage_devices", "hooked_bytes"))
+        for (size_t i = 0; i < r->nprocs && rc == 0; i++) {
+            rc = load_devices(x, &r->procs[i]);
+            r->have_nvml |= r->procs[i].ndevices > 0;
+        }
     size_t fcap = 0;
     for (size_t i = 0; i < r->nprocs && rc == 0; i++)
         rc = find(r, &fcap, &r->procs[i]);
@@ -339,9 +454,25 @@ static void render_json(FILE *out, const struct usage_result *r, int64_t t0)
             ms_json_end_object(&j);
         }
         ms_json_end_array(&j);
+        ms_json_begin_array(&j, "devices");
+        for (size_t k = 0; k < p->ndevices; k++) {
+            const struct usage_device *d = &p->devices[k];
+            ms_json_begin_object(&j, NULL);
+            ms_json_int(&j, "device", d->device);
+            ms_json_int(&j, "peak_process_used_bytes", d->peak_process_used);
+            ms_json_int(&j, "total_bytes", d->total);
+            ms_json_int(&j, "max_unattributed_bytes", d->unattributed);
+            ms_json_int(&j, "max_unattributed_hooked_bytes", d->una_hooked);
+            ms_json_end_object(&j);
+        }
+        ms_json_end_array(&j);
         ms_json_end_object(&j);
     }
     ms_json_end_array(&j);
+    if (!r->have_nvml)
+        ms_json_str(&j, "devices",
+                    "not sampled: no NVML figures (libnvidia-ml.so.1 absent, or "
+                    "no process reached the CUDA driver)");
     ms_json_begin_array(&j, "findings");
     for (size_t i = 0; i < r->nfindings; i++) {
         const struct finding *f = &r->findings[i];
@@ -362,6 +493,9 @@ static void render_text(FILE *out, const struct usage_result *r, int64_t t0)
     if (!r->nprocs) {
         fprintf(out, "no usage samples (memscope run samples every --usage-interval, 0.1 s by "
                      "default)\n");
+        if (!r->have_nvml)
+            fprintf(out, "device memory: not sampled (no NVML figures: libnvidia-ml.so.1 absent, "
+                         "or no process reached the CUDA driver)\n");
         return;
     }
     fprintf(out, "%8s %8s %10s %10s %10s %10s %10s %10s %10s  %s\n", "pid", "samples", "rss anon",
@@ -406,6 +540,23 @@ static void render_text(FILE *out, const struct usage_result *r, int64_t t0)
             fprintf(out, "    %10s  %s\n", a, p->cow_sites[k].site);
         }
     }
+    for (size_t i = 0; i < r->nprocs; i++) {
+        const struct usage_proc *p = &r->procs[i];
+        for (size_t k = 0; k < p->ndevices; k++) {
+            const struct usage_device *d = &p->devices[k];
+            char a[32], b[32], c[32];
+            ms_human_bytes(a, sizeof a, d->peak_process_used);
+            ms_human_bytes(b, sizeof b, d->total);
+            ms_human_bytes(c, sizeof c, d->unattributed);
+            fprintf(out,
+                    "pid %" PRId64 ": CUDA device %" PRId64 ": NVML listed up to %s of %s for "
+                    "it; at most %s not explained by hooked allocations\n",
+                    p->pid, d->device, a, b, c);
+        }
+    }
+    if (!r->have_nvml)
+        fprintf(out, "device memory: not sampled (no NVML figures: libnvidia-ml.so.1 absent, or "
+                     "no process reached the CUDA driver)\n");
     if (!r->nfindings)
         fprintf(out, "no findings\n");
     for (size_t i = 0; i < r->nfindings; i++)

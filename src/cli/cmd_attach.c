@@ -80,21 +80,16 @@ static int env_has_trace_dir(pid_t pid)
     FILE *f = fopen(path, "re");
     if (!f)
         return 0;
-    char buf[8192];
-    size_t n;
+    size_t cap = 1 << 20; /* the kernel's limit on an environment is far below */
+    char *buf = malloc(cap + 1);
+    size_t n = buf ? fread(buf, 1, cap, f) : 0;
+    fclose(f);
     int found = 0;
     const char *key = MS_ENV_TRACE_DIR "=";
     size_t kl = strlen(key);
-    char carry[64] = "";
-    while (!found && (n = fread(buf, 1, sizeof buf - 1, f)) > 0) {
-        buf[n] = 0;
-        for (size_t i = 0; i < n && !found; i++)
-            if ((i == 0 ? carry[0] == 0 : buf[i - 1] == 0) && n - i >= kl &&
-                !memcmp(buf + i, key, kl))
-                found = 1;
-        carry[0] = buf[n - 1] ? 'x' : 0;
-    }
-    fclose(f);
+    for (size_t i = 0; buf && i < n && !found; i += strnlen(buf + i, n - i) + 1)
+        found = n - i >= kl && !memcmp(buf + i, key, kl);
+    free(buf);
     return found;
 }
 
@@ -117,17 +112,25 @@ static const char *const *cmdline_of(pid_t pid)
     return argv;
 }
 
-/* The process's owner (real uid and gid), or -1. */
+/* The user and group the process creates files as (the effective ids of /proc/PID/status's
+ * Uid: and Gid: lines), or -1. */
 static int owner_of(pid_t pid, uid_t *uid, gid_t *gid)
 {
-    char path[64];
-    struct stat st;
-    snprintf(path, sizeof path, "/proc/%ld", (long)pid);
-    if (stat(path, &st) != 0)
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
         return -1;
-    *uid = st.st_uid;
-    *gid = st.st_gid;
-    return 0;
+    int got = 0;
+    unsigned long r, e;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "Uid: %lu %lu", &r, &e) == 2)
+            *uid = (uid_t)e, got |= 1;
+        else if (sscanf(line, "Gid: %lu %lu", &r, &e) == 2)
+            *gid = (gid_t)e, got |= 2;
+    }
+    fclose(f);
+    return got == 3 ? 0 : -1;
 }
 
 /* What the agent's negative code means, for the user. */
@@ -250,17 +253,17 @@ static int stop_session(struct inject *in, const char *agent, char *why, size_t 
 {
     uintptr_t stop_fn;
     for (int attempt = 0; attempt < STOP_ATTEMPTS; attempt++) {
-        if (kill(in->pid, 0) < 0 && errno == ESRCH)
+        if (inject_process_gone(in->pid))
             return 1;
         if (inject_symbol(in, NULL, agent, MS_INJECT_STOP, &stop_fn, why, len) < 0) {
-            if (kill(in->pid, 0) < 0 && errno == ESRCH)
+            if (inject_process_gone(in->pid))
                 return 1;
             return -1;
         }
         uint64_t ret = 0;
         if (call_in(in, stop_fn, NULL, 0, &ret, why, len) == 0)
             return 0;
-        if (kill(in->pid, 0) < 0 && errno == ESRCH)
+        if (inject_process_gone(in->pid))
             return 1;
         cli_log(2, "cannot stop recording yet (%s); trying again", why);
     }
@@ -292,7 +295,7 @@ static int wait_session(pid_t pid, double duration)
                 return 1;
             }
         } else {
-            if (kill(pid, 0) < 0 && errno == ESRCH)
+            if (inject_process_gone(pid))
                 return 1;
             struct timespec ts = {0, wait_ms * 1000000L};
             nanosleep(&ts, NULL);
@@ -494,6 +497,15 @@ int cmd_attach(int argc, char **argv)
         return 1;
     }
 
+    char other[PATH_MAX];
+    if (inject_other_object(&in, "libmemscope.so", agent, other, sizeof other)) {
+        cli_error("cannot attach: process %ld (%s) has another memscope agent loaded (%s): "
+                  "attach with the memscope it came with",
+                  (long)pid, comm, other);
+        inject_close(&in);
+        return 1;
+    }
+
     /* ---- where the session writes ---- */
     time_t now = time(NULL);
     char stamp[32];
@@ -577,9 +589,12 @@ int cmd_attach(int argc, char **argv)
     unsigned c_depth = python ? 0 : C_DEPTH;
     char c_depth_s[16];
     snprintf(c_depth_s, sizeof c_depth_s, "%u", c_depth);
-    const char *items[14] = {MS_ENV_TRACE_DIR, abs_trace, MS_ENV_DEPTH,  c_depth_s,
-                             MS_ENV_UNWIND,    "dwarf",   MS_ENV_STDERR, "0:0"};
-    size_t nitems = 8;
+    char owner_s[24];
+    snprintf(owner_s, sizeof owner_s, "%ld", (long)getpid());
+    const char *items[16] = {MS_ENV_TRACE_DIR, abs_trace, MS_ENV_DEPTH,  c_depth_s,
+                             MS_ENV_UNWIND,    "dwarf",   MS_ENV_STDERR, "0:0",
+                             MS_CFG_OWNER,     owner_s};
+    size_t nitems = 10;
     if (python) {
         snprintf(msg, sizeof msg, "%s/%ld.msg", abs_trace, (long)pid);
         python_start_code(py_start, sizeof py_start, pydir, agent, msg);

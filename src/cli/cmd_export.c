@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "store/db_explain.h"
 
+#include "analyze/analyze.h"
 #include "analyze/export.h"
 #include "common/ms_error.h"
 #include "common/files.h"
@@ -125,8 +126,12 @@ static int export_profile(const char *db_path, int kind, enum ms_export_what wha
      * lock around every statement, and reading 100,000 stacks spent half its time in fcntl */
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     struct ms_profile p;
-    rc = ms_profile_collect(&p, db, db_path, o, kind != 1 && kind != 4 && what == MS_WHAT_PEAK,
-                            kind == 4, err, errlen);
+    unsigned flags = kind == 4 ? MS_PROFILE_TIMELINE : 0;
+    if (kind == 2 || kind == 3) /* collapsed, speedscope: the figure of --what */
+        flags |= what == MS_WHAT_PEAK     ? MS_PROFILE_PEAK
+                 : what == MS_WHAT_LEAKED ? MS_PROFILE_LEAKED
+                                          : 0;
+    rc = ms_profile_collect(&p, db, db_path, o, flags, err, errlen);
     if (rc == 0) {
         const char *base = strrchr(db_path, '/');
         base = base ? base + 1 : db_path;
@@ -138,6 +143,13 @@ static int export_profile(const char *db_path, int kind, enum ms_export_what wha
         }
     }
     ms_profile_release(&p);
+    struct ms_sampling smp;
+    ms_sampling_read(db, &smp);
+    if (rc == 0 && smp.bytes) { /* a sampled run: the sizes are the converter's estimates */
+        char note[160];
+        ms_sampling_note(&smp, note, sizeof note);
+        fprintf(stderr, "memscope: note: %s; the export's object counts are samples\n", note);
+    }
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     sqlite3_close(db);
     return rc;

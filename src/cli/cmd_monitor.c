@@ -137,7 +137,11 @@ int cmd_monitor(int argc, char **argv)
     }
     if (once) {
         monitor_programs_ended(&m);
-        monitor_tick(&m, monitor_now_ns());
+        if (monitor_tick(&m, monitor_now_ns()) < 0) {
+            cli_error("monitor: out of memory reading '%s'", mo.trace_dir);
+            monitor_release(&m);
+            return 1;
+        }
         char *body;
         size_t len;
         int rc = metrics_render(&m, &body, &len);

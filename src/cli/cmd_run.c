@@ -445,7 +445,8 @@ static int monitor_plan(const struct run_options *o, const struct run_paths *rp)
                               .rank = o->rank,
                               .limit = o->limit,
                               .warn_before = o->warn_before ? o->warn_before : 60,
-                              .report_dir = rp->out_dir};
+                              .report_dir = rp->out_dir,
+                              .own_processes = 1};
     char err[512];
     if (monitor_open(&run_monitor, &mo, err, sizeof err) < 0) {
         cli_error("--metrics: %s; nothing was run", err);

@@ -89,7 +89,7 @@ static void draw_dir(FILE *o, struct monitor *m, const char *what)
     fprintf(o, "memscope top - %s - %zu processes - %s   (q quits)\n", what, m->f.nprocs, now);
     fprintf(o, "%-8s %-5s %-12s %-12s %-13s %-12s %-12s %-12s %-6s %-6s %s\n", "PID", "RANK",
             "LIVE", "PEAK", "RATE/s", "RSS", "PSS", "USS", "STEP", "LAG", "FORECAST");
-    for (size_t i = 0; i < m->f.nprocs; i++) {
+    for (size_t i = 0; i < m->f.nprocs && i < m->amp; i++) {
         struct ms_follow_proc *p = &m->f.procs[i];
         struct monitor_proc *q = &m->mp[i];
         char live[32], peak[32], rate[32], rss[32] = "-", pss[32] = "-", uss[32] = "-", eta[96];

@@ -1,14 +1,17 @@
-/* cmd_usage.c: `memscope usage --pid PID [PID...] [--interval S] [--duration S] [-o FILE]`:
- * samples processes memscope did not start, without tracing them (common/usage.c reads their
- * /proc files from this process), until Ctrl-C, --duration or the end of every one of them, and
- * writes a JSON report of each one's samples, last and peak figures (docs/usage.md). Workload:
- * a few processes, ten samples a second. */
+/* cmd_usage.c: `memscope usage --pid PID [PID...] [--devices N...] [--interval S]
+ * [--duration S] [-o FILE]`: samples processes memscope did not start, without tracing them
+ * (common/usage.c reads their /proc files from this process), and with --devices the CUDA
+ * devices through NVML (usage_nvml.c), until Ctrl-C, --duration or the end of every process,
+ * and writes a JSON report of each one's samples, last and peak figures, the devices' part in
+ * Tiny-Torch's shape (docs/usage.md). Workload: a few processes, ten samples a second. */
 #include "cli.h"
 
 #include "analyze/analyze.h"
 #include "common/files.h"
 #include "common/ms_error.h"
 #include "common/usage.h"
+#include "usage_nvml.h"
+#include "usage_sampler.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -19,15 +22,21 @@
 #include <unistd.h>
 
 #define MAX_PIDS 256
+#define MAX_DEVICES 64
 
 static const char usage_text[] =
-    "usage: memscope usage --pid PID [PID...] [--interval S] [--duration S] [-o report.json]\n"
+    "usage: memscope usage --pid PID [PID...] [--devices N...] [--interval S] [--duration S]\n"
+    "                      [-o report.json]\n"
     "Samples the memory of running processes from /proc (RSS anonymous, file and shared, PSS,\n"
     "USS, stack, swap), without tracing them, until Ctrl-C, --duration or their end.\n"
     "  --pid PID...       the processes (several: --pid 1 2, --pid 1,2 or --pid 1 --pid 2)\n"
+    "  --devices N...     also these CUDA devices through NVML (NVML's indexes), when present\n"
     "  --interval S       seconds between samples (default 0.1; 0.001 to 3600)\n"
     "  --duration S       stop after S seconds (default: at Ctrl-C or when all have ended)\n"
-    "  -o FILE            the JSON report (default: stdout); docs/usage.md has its keys\n";
+    "  -o FILE            the JSON report (default: stdout); docs/usage.md has its keys\n"
+    "  --into DIR         instead of a report, the samples of `memscope run` into DIR (a trace\n"
+    "                     directory) until the process (one --pid) and its traced children end\n"
+    "                     or SIGTERM: the Python package's in-process mode runs it\n";
 
 struct figures {
     uint64_t rss, rss_anon, pss, uss, stack, shmem, swap, threads;
@@ -42,6 +51,17 @@ struct target {
     uint64_t samples;
     int have_smaps;
     struct figures cur, peak;
+};
+
+/* A device sampled through NVML: its last figures, its utilization (used / total, percent)
+ * summed and at most, and each target's share now and at most. */
+struct device {
+    unsigned index;
+    int unread;
+    struct usage_nvml_sample cur;
+    uint64_t samples, peak_used;
+    double util_sum, util_max;
+    uint64_t share[MAX_PIDS], peak_share[MAX_PIDS];
 };
 
 static volatile sig_atomic_t stop_sig;
@@ -118,6 +138,33 @@ static void sample(struct target *t)
     t->samples++;
 }
 
+/* One sample of every readable device. */
+static void sample_devices(struct usage_nvml *nv, struct device *dv, size_t nd,
+                           const struct target *t, size_t n)
+{
+    pid_t pids[MAX_PIDS];
+    for (size_t i = 0; i < n; i++)
+        pids[i] = t[i].unread ? 0 : t[i].pid;
+    for (size_t d = 0; d < nd; d++) {
+        struct device *v = &dv[d];
+        if (v->unread)
+            continue;
+        if (usage_nvml_read(nv, v->index, pids, n, v->share, &v->cur) < 0) {
+            cli_error("usage: CUDA device %u cannot be read through NVML; left out", v->index);
+            v->unread = 1;
+            continue;
+        }
+        double u = v->cur.total ? 100.0 * (double)v->cur.used / (double)v->cur.total : 0;
+        v->util_sum += u;
+        if (u > v->util_max)
+            v->util_max = u;
+        max_into(&v->peak_used, v->cur.used);
+        for (size_t i = 0; i < n; i++)
+            max_into(&v->peak_share[i], v->share[i]);
+        v->samples++;
+    }
+}
+
 static void put_figures(struct ms_json *j, const char *key, const struct figures *f, int smaps)
 {
     ms_json_begin_object(j, key);
@@ -137,8 +184,49 @@ static void put_figures(struct ms_json *j, const char *key, const struct figures
     ms_json_end_object(j);
 }
 
+static void report_devices(struct ms_json *j, const struct device *dv, size_t nd,
+                           const struct target *t, size_t n)
+{
+    ms_json_begin_object(j, "devices");
+    for (size_t d = 0; d < nd; d++) {
+        if (dv[d].unread || !dv[d].samples)
+            continue;
+        const struct device *v = &dv[d];
+        char key[24];
+        snprintf(key, sizeof key, "%u", v->index);
+        ms_json_begin_object(j, key);
+        ms_json_begin_object(j, "current_usage");
+        ms_json_int(j, "allocated", (long long)v->cur.used);
+        ms_json_int(j, "free", (long long)v->cur.free);
+        ms_json_int(j, "total", (long long)v->cur.total);
+        ms_json_double(j, "utilization_percent",
+                       v->cur.total ? 100.0 * (double)v->cur.used / (double)v->cur.total : 0);
+        ms_json_end_object(j);
+        ms_json_begin_object(j, "statistics");
+        ms_json_double(j, "avg_utilization", v->util_sum / (double)v->samples);
+        ms_json_double(j, "max_utilization", v->util_max);
+        ms_json_int(j, "samples_count", (long long)v->samples);
+        ms_json_int(j, "peak_allocated", (long long)v->peak_used);
+        ms_json_end_object(j);
+        ms_json_begin_object(j, "processes"); /* the sampled processes' shares NVML listed */
+        for (size_t i = 0; i < n; i++) {
+            if (t[i].unread)
+                continue;
+            char pk[24];
+            snprintf(pk, sizeof pk, "%d", (int)t[i].pid);
+            ms_json_begin_object(j, pk);
+            ms_json_int(j, "current_bytes", (long long)v->share[i]);
+            ms_json_int(j, "peak_bytes", (long long)v->peak_share[i]);
+            ms_json_end_object(j);
+        }
+        ms_json_end_object(j);
+        ms_json_end_object(j);
+    }
+    ms_json_end_object(j);
+}
+
 static void report(FILE *out, const struct target *t, size_t n, double start_unix, double interval,
-                   double elapsed)
+                   double elapsed, const struct device *dv, size_t nd, const char *no_devices)
 {
     struct ms_json j;
     ms_json_init(&j, out);
@@ -166,12 +254,19 @@ static void report(FILE *out, const struct target *t, size_t n, double start_uni
         sampled++;
     }
     ms_json_end_object(&j);
-    /* "devices" (NVML) is absent: this memscope does not read device memory yet */
+    size_t ndev = 0;
+    for (size_t d = 0; d < nd; d++)
+        ndev += !dv[d].unread && dv[d].samples;
+    if (!no_devices) /* Tiny-Torch's part: absent without NVML or --devices */
+        report_devices(&j, dv, nd, t, n);
     ms_json_begin_object(&j, "summary");
     ms_json_int(&j, "processes", (long long)sampled);
     ms_json_int(&j, "samples", (long long)samples);
     ms_json_int(&j, "sum_of_peak_rss_bytes", (long long)peak_rss);
-    ms_json_str(&j, "devices", "not sampled: no NVML support in this memscope");
+    if (no_devices)
+        ms_json_str(&j, "devices", no_devices);
+    else
+        ms_json_int(&j, "devices", (long long)ndev);
     ms_json_end_object(&j);
     ms_json_end_object(&j);
     ms_json_finish(&j);
@@ -209,10 +304,56 @@ static int add_pids(const char *word, struct target *t, size_t *n)
     return 0;
 }
 
+/* Adds the device indexes of a word ("0" or "0,1"); 1 when the word is no index list. */
+static int add_devices(const char *word, struct device *dv, size_t *nd)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", word);
+    if (!buf[0] || buf[0] == '-')
+        return 1;
+    for (char *save = NULL, *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+        char *end;
+        errno = 0;
+        long v = strtol(it, &end, 10);
+        if (end == it || *end || errno || v < 0 || v >= 4096 || *nd == MAX_DEVICES)
+            return 1;
+        memset(&dv[*nd], 0, sizeof dv[*nd]);
+        dv[(*nd)++].index = (unsigned)v;
+    }
+    return 0;
+}
+
+/* --into DIR: the sampler of `memscope run` (usage_sampler.c) for process pid and the traced
+ * processes of DIR, from this process, until pid ends (or SIGINT / SIGTERM). The Python
+ * package's in-process mode (memscope.start()) starts it, so that the program runs nothing for
+ * its samples. Returns the exit status. */
+static int sample_into(pid_t pid, const char *dir, double interval)
+{
+    struct usage_sampler u;
+    int rc = usage_sampler_start(&u, dir, pid, interval);
+    if (rc < 0) {
+        cli_error("usage: cannot sample into %s: %s", dir, strerror(-rc));
+        return 1;
+    }
+    struct sigaction sa = {.sa_handler = on_stop};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    struct timespec ts = {0, 20000000};
+    while (!stop_sig && (kill(pid, 0) == 0 || errno != ESRCH))
+        nanosleep(&ts, NULL);
+    usage_sampler_stop(&u);
+    cli_log(0, "usage: %llu samples of pid %d into %s", (unsigned long long)u.samples, (int)pid,
+            dir);
+    return 0;
+}
+
 int cmd_usage(int argc, char **argv)
 {
     static struct target t[MAX_PIDS];
-    size_t n = 0;
+    static struct device dv[MAX_DEVICES];
+    size_t n = 0, nd = 0;
+    int want_devices = 0;
+    const char *into = NULL;
     double interval = 0.1, duration = 0;
     const char *out_path = NULL;
     for (int i = 1; i < argc; i++) {
@@ -227,6 +368,15 @@ int cmd_usage(int argc, char **argv)
                                    MAX_PIDS, w ? w : "");
             while (i + 1 < argc && add_pids(argv[i + 1], t, &n) == 0)
                 i++;
+        } else if (!strcmp(a, "--devices") || !strncmp(a, "--devices=", 10)) {
+            const char *w = a[9] == '=' ? a + 10 : i + 1 < argc ? argv[++i] : NULL;
+            if (!w || add_devices(w, dv, &nd))
+                return usage_error("usage: --devices: expected device indexes (at most %d), not "
+                                   "'%s'",
+                                   MAX_DEVICES, w ? w : "");
+            while (i + 1 < argc && add_devices(argv[i + 1], dv, &nd) == 0)
+                i++;
+            want_devices = 1;
         } else if (!strcmp(a, "--interval") || !strncmp(a, "--interval=", 11)) {
             const char *w = a[10] == '=' ? a + 11 : i + 1 < argc ? argv[++i] : NULL;
             if (parse_seconds("--interval", w, 0.001, &interval))
@@ -237,6 +387,10 @@ int cmd_usage(int argc, char **argv)
             const char *w = a[10] == '=' ? a + 11 : i + 1 < argc ? argv[++i] : NULL;
             if (parse_seconds("--duration", w, 0.001, &duration))
                 return 2;
+        } else if (!strcmp(a, "--into")) {
+            if (i + 1 >= argc)
+                return usage_error("usage: --into needs a directory");
+            into = argv[++i];
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             if (i + 1 >= argc)
                 return usage_error("usage: %s needs a file name", a);
@@ -247,6 +401,10 @@ int cmd_usage(int argc, char **argv)
     }
     if (!n)
         return usage_error("usage: no process given (--pid PID)");
+    if (into && (n != 1 || want_devices || out_path || duration > 0))
+        return usage_error("usage: --into takes one --pid and no --devices, -o or --duration");
+    if (into)
+        return sample_into(t[0].pid, into, interval);
 
     /* the processes that can be read now; the others are said and left out */
     size_t readable = 0;
@@ -278,6 +436,31 @@ int cmd_usage(int argc, char **argv)
         return 1;
     }
 
+    /* the devices through NVML; none readable: said, and the processes are sampled as asked */
+    struct usage_nvml nv;
+    char no_devices[200] = "not requested (--devices)";
+    int nvml_ok = 0;
+    if (want_devices) {
+        char why[160];
+        if (usage_nvml_open(&nv, why, sizeof why) < 0) {
+            snprintf(no_devices, sizeof no_devices, "not sampled: %s", why);
+            cli_error("usage: devices not sampled: %s", why);
+        } else {
+            nvml_ok = 1;
+            int count = usage_nvml_count(&nv);
+            for (size_t d = 0; d < nd; d++) {
+                for (size_t k = 0; k < d; k++)
+                    if (dv[k].index == dv[d].index)
+                        dv[d].unread = 1; /* given twice */
+                if (!dv[d].unread && (count < 0 || dv[d].index >= (unsigned)count)) {
+                    cli_error("usage: no CUDA device %u (NVML lists %d)", dv[d].index,
+                              count < 0 ? 0 : count);
+                    dv[d].unread = 1;
+                }
+            }
+        }
+    }
+
     struct sigaction sa = {.sa_handler = on_stop}, old_int, old_term;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
@@ -292,6 +475,8 @@ int cmd_usage(int argc, char **argv)
                 sample(&t[i]);
                 alive += !t[i].ended;
             }
+        if (nvml_ok)
+            sample_devices(&nv, dv, nd, t, n);
         if (first)
             cli_log(1, "usage: sampling %zu process%s every %g s (Ctrl-C ends)", readable,
                     readable == 1 ? "" : "es", interval);
@@ -321,7 +506,7 @@ int cmd_usage(int argc, char **argv)
             return 1;
         }
     }
-    report(f, t, n, start_unix, interval, elapsed);
+    report(f, t, n, start_unix, interval, elapsed, dv, nd, nvml_ok ? NULL : no_devices);
     int rc = 0;
     if (f != stdout) {
         if (fclose(f) != 0)
@@ -340,5 +525,8 @@ int cmd_usage(int argc, char **argv)
     }
     if (stop_sig)
         cli_log(1, "usage: stopped by %s; the report has what was sampled", strsignal(stop_sig));
-    return readable == n ? 0 : 1;
+    int missing_device = 0;
+    for (size_t d = 0; nvml_ok && d < nd; d++)
+        missing_device |= dv[d].unread;
+    return readable == n && !missing_device ? 0 : 1;
 }

@@ -235,6 +235,16 @@ int inject_check(pid_t pid, char *why, size_t len)
                 uid = r != (long)geteuid() ? r : e != (long)geteuid() ? e : s;
         }
     }
+    struct stat pst;
+    snprintf(path, sizeof path, "/proc/%ld", (long)pid);
+    if (uid < 0 && !cap && stat(path, &pst) == 0 && pst.st_uid != geteuid()) {
+        say(why, len,
+            "process %ld (%s) is not ours to trace: it is not dumpable (a set-user-ID program, "
+            "or one that called prctl(PR_SET_DUMPABLE, 0)); only root (CAP_SYS_PTRACE) may "
+            "trace it",
+            (long)pid, comm);
+        return -1;
+    }
     if (uid >= 0) {
         say(why, len,
             "process %ld (%s) is not ours to trace: it runs as user %ld and memscope as user "
@@ -362,6 +372,31 @@ static int find_object(pid_t pid, const char *prefix, const char *path, struct s
     }
     fclose(f);
     return found;
+}
+
+int inject_other_object(struct inject *in, const char *prefix, const char *path, char *found,
+                        size_t len)
+{
+    struct stat want;
+    if (stat(path, &want) != 0)
+        return 0;
+    FILE *f = open_maps(in->pid);
+    if (!f)
+        return 0;
+    char line[PATH_MAX + 256];
+    struct map_line m;
+    int other = 0;
+    while (!other && fgets(line, sizeof line, f)) {
+        if (!parse_map(line, &m) || m.path[0] != '/' ||
+            strncmp(base_name(m.path), prefix, strlen(prefix)))
+            continue;
+        if (m.ino != (unsigned long)want.st_ino || makedev(m.maj, m.min) != want.st_dev) {
+            other = 1;
+            snprintf(found, len, "%s", m.path);
+        }
+    }
+    fclose(f);
+    return other;
 }
 
 int inject_has_object(struct inject *in, const char *path)
@@ -551,8 +586,10 @@ static int try_thread(struct inject *in, pid_t tid, double deadline, int *perm)
             continue;
         }
         struct user_regs_struct r;
-        if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0)
+        if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0) {
+            ptrace(PTRACE_DETACH, tid, 0, 0);
             return -1;
+        }
         in->looks++;
         if (safe_moment(in, &r)) {
             in->in_syscall = (long)r.orig_rax >= 0;
@@ -570,6 +607,16 @@ static int try_thread(struct inject *in, pid_t tid, double deadline, int *perm)
         ptrace(PTRACE_CONT, tid, 0, 0);
         nap_ms(1);
     }
+}
+
+int inject_process_gone(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    if (read_file(path, buf, sizeof buf) <= 0)
+        return 1;
+    const char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
 }
 
 int inject_seize(struct inject *in, double timeout_s, char *why, size_t len)
@@ -609,7 +656,7 @@ int inject_seize(struct inject *in, double timeout_s, char *why, size_t len)
                 any = 1;
         }
     }
-    if (kill(in->pid, 0) < 0 && errno == ESRCH)
+    if (inject_process_gone(in->pid))
         say(why, len, "process %ld ended during the attach", (long)in->pid);
     else if (perm)
         say(why, len, "process %ld is not ours to trace: ptrace: %s", (long)in->pid,

@@ -37,6 +37,9 @@ struct inject {
  * Returns 0, or -1 with the reason (a sentence naming the pid) in why. */
 int inject_check(pid_t pid, char *why, size_t len);
 
+/* Whether pid has ended (gone, or a zombie its parent has not reaped yet). */
+int inject_process_gone(pid_t pid);
+
 /* Opens pid for injection (its memory, the ranges above). 0, or -1 with why. */
 int inject_open(struct inject *in, pid_t pid, char *why, size_t len);
 void inject_close(struct inject *in);
@@ -48,6 +51,11 @@ void inject_close(struct inject *in);
  * does not define name, or another negative code, with why. */
 int inject_symbol(struct inject *in, const char *prefix, const char *path, const char *name,
                   uintptr_t *addr, char *why, size_t len);
+
+/* Whether an object whose file name starts with prefix is loaded that is not the file path
+ * (another device or inode); its path goes to found. */
+int inject_other_object(struct inject *in, const char *prefix, const char *path, char *found,
+                        size_t len);
 
 /* Whether the object whose path is path (the same file: device and inode) is loaded. */
 int inject_has_object(struct inject *in, const char *path);

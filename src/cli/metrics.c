@@ -78,14 +78,30 @@ static int layer_used(const struct ms_follow_proc *p, int l)
     return l < MS_FOLLOW_DEVICE0 || p->layer[l].allocs;
 }
 
+/* The processes the monitor has figures for (the follower may know more when the monitor's own
+ * array could not grow). */
+static size_t nprocs(const struct monitor *m)
+{
+    return m->f.nprocs < m->amp ? m->f.nprocs : m->amp;
+}
+
+/* Whether process i is exported: not when it ended more than MONITOR_KEEP_ENDED_NS ago. */
+static int shown(const struct monitor *m, size_t i)
+{
+    const struct monitor_proc *q = &m->mp[i];
+    return !q->gone || m->now_ns - q->gone_ns <= MONITOR_KEEP_ENDED_NS;
+}
+
 enum { F_LIVE, F_PEAK, F_ALLOCS, F_FREES };
 
 static void layer_metric(FILE *o, const struct monitor *m, const char *name, const char *type,
                          const char *help, int field)
 {
     head(o, name, type, help);
-    for (size_t i = 0; i < m->f.nprocs; i++) {
+    for (size_t i = 0; i < nprocs(m); i++) {
         const struct ms_follow_proc *p = &m->f.procs[i];
+        if (!shown(m, i))
+            continue;
         for (int l = 0; l < MS_FOLLOW_LAYERS; l++) {
             if (!layer_used(p, l))
                 continue;
@@ -108,8 +124,8 @@ static void proc_metric(FILE *o, const struct monitor *m, const char *name, cons
                         double (*value)(const struct monitor *, size_t))
 {
     int any = 0;
-    for (size_t i = 0; i < m->f.nprocs; i++) {
-        double v = value(m, i);
+    for (size_t i = 0; i < nprocs(m); i++) {
+        double v = shown(m, i) ? value(m, i) : NAN;
         if (isnan(v))
             continue;
         if (!any++)
@@ -172,6 +188,31 @@ static double v_retained(const struct monitor *m, size_t i)
     return r > 0 ? r : 0;
 }
 
+/* memscope_oom_eta_seconds (pass 0) or memscope_limit_bytes (pass 1) of each CUDA device whose
+ * total is known, after the host's series of the same family. */
+static void device_forecasts(FILE *o, const struct monitor *m, int pass)
+{
+    for (size_t i = 0; i < nprocs(m); i++) {
+        const struct monitor_proc *q = &m->mp[i];
+        for (int d = 0; d < MS_FOLLOW_MAX_DEVICES && shown(m, i); d++) {
+            const struct monitor_dev *v = q->dev[d];
+            if (!v || !v->limit)
+                continue;
+            fputs(pass ? "memscope_limit_bytes{" : "memscope_oom_eta_seconds{", o);
+            proc_labels(o, m, i);
+            fprintf(o, ",device=\"cuda:%d\",gpu=\"%d\"} ", d, d);
+            if (pass)
+                fprintf(o, "%.17g\n", v->limit);
+            else if (v->why == MS_LIMIT_REACHED)
+                fputs("0\n", o);
+            else if (v->why == MS_LIMIT_PREDICTED)
+                fprintf(o, "%.17g\n", v->eta_s);
+            else
+                fputs("+Inf\n", o);
+        }
+    }
+}
+
 int metrics_render(struct monitor *m, char **body, size_t *len)
 {
     char *buf = NULL;
@@ -191,17 +232,17 @@ int metrics_render(struct monitor *m, char **body, size_t *len)
                 v_step);
     head(o, "memscope_owner_live_bytes", "gauge",
          "Live bytes of every layer by owner category (blocks without an owner: other).");
-    for (size_t i = 0; i < m->f.nprocs; i++)
-        for (int c = 0; c < MS_OWNER_COUNT; c++) {
+    for (size_t i = 0; i < nprocs(m); i++)
+        for (int c = 0; c < MS_OWNER_COUNT && shown(m, i); c++) {
             fputs("memscope_owner_live_bytes{", o);
             proc_labels(o, m, i);
             fprintf(o, ",owner=\"%s\"} %lld\n", ms_follow_owner_name(c),
                     (long long)m->f.procs[i].owner_live[c]);
         }
     int any = 0;
-    for (size_t i = 0; i < m->f.nprocs; i++) {
+    for (size_t i = 0; i < nprocs(m); i++) {
         const struct ms_follow_proc *p = &m->f.procs[i];
-        for (int d = 0; d < MS_FOLLOW_MAX_DEVICES; d++) {
+        for (int d = 0; d < MS_FOLLOW_MAX_DEVICES && shown(m, i); d++) {
             if (!(p->dev_seen & (1u << d)))
                 continue;
             if (!any++)
@@ -212,21 +253,26 @@ int metrics_render(struct monitor *m, char **body, size_t *len)
             fprintf(o, ",device=\"cuda:%d\",gpu=\"%d\"} %" PRIu64 "\n", d, d, p->dev_used[d]);
         }
     }
-    proc_metric(o, m, "memscope_oom_eta_seconds", "gauge",
-                "Seconds until the process's live host bytes reach memscope_limit_bytes at their "
-                "recent growth (+Inf: not growing, or too far to say; 0: reached).",
-                ",device=\"cpu\"", v_eta);
+    proc_metric(
+        o, m, "memscope_oom_eta_seconds", "gauge",
+        "Seconds until the process's live bytes (host: heap and mmap; a CUDA device's) reach "
+        "memscope_limit_bytes at their recent growth (+Inf: not growing, or too far to "
+        "say; 0: reached).",
+        ",device=\"cpu\"", v_eta);
+    device_forecasts(o, m, 0);
     proc_metric(o, m, "memscope_limit_bytes", "gauge",
-                "The capacity memscope_oom_eta_seconds forecasts against (--limit, the cgroup's "
-                "limit, or live bytes plus MemAvailable).",
+                "The capacity memscope_oom_eta_seconds forecasts against (host: --limit, the "
+                "cgroup's limit, or live bytes plus MemAvailable; a device: its total, as NVML "
+                "reports it).",
                 ",device=\"cpu\"", v_limit);
+    device_forecasts(o, m, 1);
     proc_metric(o, m, "memscope_trace_lag_events", "gauge",
                 "Events of the trace read but not yet counted: how far behind the monitor is.",
                 NULL, v_lag);
     any = 0;
-    for (size_t i = 0; i < m->f.nprocs; i++) {
+    for (size_t i = 0; i < nprocs(m); i++) {
         const struct monitor_proc *q = &m->mp[i];
-        if (!q->have_usage || !(q->usage.flags & MS_USAGE_F_STATUS))
+        if (!q->have_usage || !(q->usage.flags & MS_USAGE_F_STATUS) || !shown(m, i))
             continue;
         if (!any++)
             head(o, "memscope_rss_bytes", "gauge",

@@ -218,7 +218,9 @@ static void warn(struct monitor *m, size_t i)
                         "growth: %s/s over the last %d s (R^2 %.3f); the limit in about %.0f s\n",
                         rate, q->fit.n, q->fit.r2, q->eta_s);
             if (p->step)
-                fprintf(fp, "step: %" PRIu64 "\n", p->step);
+                fprintf(fp, "step: %" PRIu64 " now%s", p->step, q->eta_step >= 0 ? "" : "\n");
+            if (p->step && q->eta_step >= 0)
+                fprintf(fp, "; the limit at about step %.0f\n", q->eta_step);
             fprintf(fp, "\nowners (live bytes):\n");
             for (int c = 0; c < MS_OWNER_COUNT; c++) {
                 monitor_bytes((double)p->owner_live[c], held, sizeof held);
@@ -240,7 +242,9 @@ static void warn(struct monitor *m, size_t i)
         } else
             report[0] = 0;
     }
-    char held0[32] = "";
+    char held0[32] = "", at_step[48] = "";
+    if (q->eta_step >= 0)
+        snprintf(at_step, sizeof at_step, ", at about step %.0f", q->eta_step);
     if (nt)
         monitor_bytes((double)top[0].live, held0, sizeof held0);
     if (q->why == MS_LIMIT_REACHED)
@@ -250,9 +254,10 @@ static void warn(struct monitor *m, size_t i)
                  p->pid, rank, lim, live, nt ? sites[0] : "(no stack)", held0);
     else
         snprintf(m->last_warning, sizeof m->last_warning,
-                 "warning: process %" PRIu64 "%s reaches its limit of %s in about %.0f s (live %s, "
-                 "growing %s/s); most held by %.300s: %s",
-                 p->pid, rank, lim, q->eta_s, live, rate, nt ? sites[0] : "(no stack)", held0);
+                 "warning: process %" PRIu64 "%s reaches its limit of %s in about %.0f s%s (live "
+                 "%s, growing %s/s); most held by %.300s: %s",
+                 p->pid, rank, lim, q->eta_s, at_step, live, rate, nt ? sites[0] : "(no stack)",
+                 held0);
     if (report[0])
         cli_error("%s; report: %s", m->last_warning, report);
     else
@@ -260,10 +265,48 @@ static void warn(struct monitor *m, size_t i)
     m->warnings++;
 }
 
+/* Each device of process i against its total: the forecast, and a warning line once. */
+static void forecast_devices(struct monitor *m, size_t i, uint64_t now_ns)
+{
+    struct ms_follow_proc *p = &m->f.procs[i];
+    struct monitor_proc *q = &m->mp[i];
+    for (int d = 0; d < MS_FOLLOW_MAX_DEVICES; d++) {
+        if (!p->layer[MS_FOLLOW_DEVICE0 + d].allocs)
+            continue;
+        if (!q->dev[d] && !(q->dev[d] = calloc(1, sizeof *q->dev[d])))
+            continue;
+        struct monitor_dev *v = q->dev[d];
+        ms_forecast_add(&v->fc, now_ns, p->dev_hw[d]);
+        p->dev_hw[d] = p->layer[MS_FOLLOW_DEVICE0 + d].live;
+        v->limit = (p->dev_seen & (1u << d)) ? (double)p->dev_total[d] : 0;
+        if (!v->limit)
+            continue;
+        v->why = ms_forecast_eta(&v->fc, v->limit, now_ns, &v->eta_s, &v->fit);
+        if (m->o.warn_before > 0 && !v->warned &&
+            (v->why == MS_LIMIT_REACHED ||
+             (v->why == MS_LIMIT_PREDICTED && v->eta_s < m->o.warn_before))) {
+            v->warned = 1;
+            struct ms_follow_stack_live top;
+            char site[512] = "(no stack)", lim[32], live[32], rate[32];
+            if (ms_follow_top_stacks(p, &top, 1))
+                monitor_site_text(m, i, top.stack_id, site, sizeof site);
+            monitor_bytes(v->limit, lim, sizeof lim);
+            monitor_bytes((double)p->layer[MS_FOLLOW_DEVICE0 + d].live, live, sizeof live);
+            monitor_bytes(v->fit.slope, rate, sizeof rate);
+            cli_error("warning: process %" PRIu64 "%s%s reaches the %s of cuda:%d in about %.0f s "
+                      "(live %s there, growing %s/s); most held by %.300s",
+                      p->pid, q->rank[0] ? " rank " : "", q->rank, lim, d, v->eta_s, live, rate,
+                      site);
+            m->warnings++;
+        }
+    }
+}
+
 int monitor_tick(struct monitor *m, uint64_t now_ns)
 {
     int ended = __atomic_load_n(&m->ended, __ATOMIC_ACQUIRE);
     long rc = ms_follow_poll(&m->f, ended ? UINT64_MAX : now_ns - MONITOR_GRACE_NS);
+    m->now_ns = now_ns;
     m->ticks++;
     if (m->f.nprocs > m->amp) {
         size_t n = m->f.nprocs + 16;
@@ -287,7 +330,8 @@ int monitor_tick(struct monitor *m, uint64_t now_ns)
             else
                 read_rank(pid, q->rank, sizeof q->rank);
         }
-        if (!q->gone) {
+        if (!q->gone && now_ns - q->usage_ns >= 1000000000u) { /* once a second */
+            q->usage_ns = now_ns;
             if (!q->cg_found)
                 q->cg_found = ms_usage_cgroup_find(pid, &q->cg) == 0 ? 1 : -1;
             struct ms_usage_sample s;
@@ -301,12 +345,23 @@ int monitor_tick(struct monitor *m, uint64_t now_ns)
                 }
                 q->usage = s;
                 q->have_usage = 1;
-            } else if (u == -ESRCH || u == -ENOENT)
-                q->gone = 1;
+            } else if (u == -ESRCH || u == -ENOENT) {
+                q->gone = 1, q->gone_ns = now_ns;
+                /* its files: read once more, then closed; not for a process never seen alive
+                 * unless it is memscope run's (a directory shared with another pid namespace
+                 * names pids that are not this one's) */
+                if (q->have_usage || m->o.own_processes)
+                    ms_follow_retire(&m->f, p->pid);
+            }
         }
         gone += q->gone != 0;
-        if (!p->first_ns || q->gone)
-            continue; /* nothing yet, or over: the last forecast stays */
+        if (!p->first_ns || (q->gone && q->fc.started))
+            continue; /* nothing yet, or over: the last forecast stays (one is made for a process
+                         found ended at once: memscope monitor --once) */
+        if (!q->fc.started) {
+            q->step0 = p->step;
+            q->step0_ns = now_ns;
+        }
         ms_forecast_add(&q->fc, now_ns, p->host_hw);
         p->host_hw = p->host_live;
         if (!q->rate_prev_ns || now_ns - q->rate_prev_ns >= 1000000000u) {
@@ -329,6 +384,12 @@ int monitor_tick(struct monitor *m, uint64_t now_ns)
             q->limit_from = 2;
         }
         q->why = ms_forecast_eta(&q->fc, q->limit, now_ns, &q->eta_s, &q->fit);
+        /* the step then, at the rate the steps went since the first sample */
+        q->eta_step = -1;
+        if (q->why == MS_LIMIT_PREDICTED && p->step > q->step0 && now_ns > q->step0_ns)
+            q->eta_step = (double)p->step + q->eta_s * (double)(p->step - q->step0) * 1e9 /
+                                                (double)(now_ns - q->step0_ns);
+        forecast_devices(m, i, now_ns);
         if (m->o.warn_before > 0 && !q->warned &&
             (q->why == MS_LIMIT_REACHED ||
              (q->why == MS_LIMIT_PREDICTED && q->eta_s < m->o.warn_before))) {
@@ -411,11 +472,14 @@ void monitor_release(struct monitor *m)
     if (m->lfd >= 0)
         close(m->lfd);
     m->lfd = -1;
-    for (size_t i = 0; i < m->amp && m->mp; i++)
+    for (size_t i = 0; i < m->amp && m->mp; i++) {
+        for (int d = 0; d < MS_FOLLOW_MAX_DEVICES; d++)
+            free(m->mp[i].dev[d]);
         if (m->mp[i].sym) {
             ms_symbolizer_release(m->mp[i].sym);
             free(m->mp[i].sym);
         }
+    }
     if (m->symcache) {
         ms_symcache_release(m->symcache);
         free(m->symcache);

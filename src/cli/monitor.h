@@ -1,6 +1,6 @@
 /* monitor.h: the live monitor (docs/monitor.md): a thread of the memscope process that follows a
  * trace directory as it grows (trace/follow.h), samples each traced process's usage from /proc
- * (common/usage.h), forecasts when each one's live bytes reach the limit (analyze/forecast.h),
+ * (common/usage.h), forecasts when each one's live bytes reach the limit (common/forecast.h),
  * warns once when that is nearer than --warn-before, and serves the figures as Prometheus metrics
  * (metrics.c, metrics_http.h). Used by `memscope run --metrics` (and --warn-before / --limit),
  * `memscope monitor` and `memscope top`. The traced programs run nothing for it. */
@@ -19,6 +19,9 @@
 
 #define MONITOR_TICK_NS 250000000ull  /* between polls of the trace */
 #define MONITOR_GRACE_NS 200000000ull /* events younger than this wait for other threads' */
+/* An ended process's series are served this long after its end, then dropped (a program that
+ * starts thousands of short processes must not grow /metrics without bound). */
+#define MONITOR_KEEP_ENDED_NS (300ull * 1000000000u)
 
 struct monitor_opts {
     const char *trace_dir;
@@ -28,14 +31,24 @@ struct monitor_opts {
     double warn_before;     /* --warn-before seconds (0: no warning) */
     const char *report_dir; /* where the warning's report is written; NULL: not written */
     int quiet;              /* no "serving metrics on" line */
+    int own_processes;      /* the traced processes are memscope run's (this pid namespace) */
+};
+
+/* The forecast of one CUDA device's live bytes against its total (NVML's, from the trace). */
+struct monitor_dev {
+    struct ms_forecast fc;
+    struct ms_fit fit;
+    double eta_s, limit; /* limit 0: the total is not known (no NVML report yet) */
+    int why, warned;
 };
 
 /* What the monitor keeps per followed process beside the follower's figures. */
 struct monitor_proc {
     struct ms_usage_sample usage; /* the last sample (valid when have_usage) */
     int have_usage, gone, cg_found;
+    uint64_t gone_ns; /* when it was seen ended */
     struct ms_usage_cgroup cg;
-    uint64_t next_smaps_ns;
+    uint64_t next_smaps_ns, usage_ns; /* usage_ns: the last /proc read */
     struct ms_forecast fc;
     double eta_s;   /* -1: no prediction */
     int why;        /* MS_LIMIT_* */
@@ -43,7 +56,10 @@ struct monitor_proc {
     int limit_from; /* 0 --limit, 1 cgroup, 2 MemAvailable */
     struct ms_fit fit;
     int warned;
-    char rank[32]; /* "" when unknown */
+    uint64_t step0, step0_ns; /* the step and time of the first forecast sample */
+    double eta_step;          /* the step at which the limit is reached, -1 when unknown */
+    struct monitor_dev *dev[MS_FOLLOW_MAX_DEVICES]; /* devices the process allocated on */
+    char rank[32];                                  /* "" when unknown */
     int rank_read;
     struct ms_symbolizer *sym; /* monitor_site_text's, built over sym_nmods modules */
     size_t sym_nmods;
@@ -66,6 +82,7 @@ struct monitor {
     int ended;    /* atomic: the programs ended; the next tick reads everything */
     int all_gone; /* atomic: processes were seen, and every one has ended */
     uint64_t ticks, scrapes, cpu_ns, warnings;
+    uint64_t now_ns; /* the last tick's time */
     char last_warning[1024];
     struct ms_symcache *symcache; /* the ELF files read for monitor_site_text */
 };

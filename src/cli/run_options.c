@@ -446,6 +446,9 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
                 return usage_error("--unwind: expected fp or dwarf, not '%s'", optarg);
             break;
         case OPT_SAMPLING:
+            if (!optarg && optind < argc && ms_size_parse(argv[optind], &o->sampling) == 0)
+                return usage_error("--sampling takes its size after '=': --sampling=%s",
+                                   argv[optind]); /* else that size would be the program */
             if (!optarg)
                 o->sampling = RUN_SAMPLING_DEFAULT;
             else if (ms_size_parse(optarg, &o->sampling) < 0 || o->sampling == 0)

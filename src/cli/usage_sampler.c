@@ -176,7 +176,8 @@ static void pages_flush(struct usage_sampler *u, struct usage_proc *p)
 }
 
 /* Walks forked process p's pagemap when its pace allows (after a walk that cost C of this
- * thread's CPU, not again before MS_USAGE_PACE * C: the rule of PSS and USS), into s's
+ * thread's CPU, not again before MS_USAGE_PACE * C * the number of forked processes being
+ * walked: all walks together take at most 0.25% of a core, however many workers), into s's
  * private_anon. A walk with more private pages than any before it becomes the pending one,
  * written at once when it has 1/64 more than the last written (so that a growing worker's file
  * holds few walks), else when the process ends or the sampler stops: the file's last walk of a
@@ -194,7 +195,10 @@ static void walk(struct usage_sampler *u, struct usage_proc *p, struct ms_usage_
                     (uint64_t)c0.tv_nsec;
     u->walk_cpu_ns += cost;
     u->walks++;
-    p->next_walk_ns = now + MS_USAGE_PACE * cost;
+    uint64_t forked = 0;
+    for (size_t i = 0; i < u->nprocs; i++)
+        forked += u->procs[i].forked && !u->procs[i].done;
+    p->next_walk_ns = now + MS_USAGE_PACE * cost * (forked ? forked : 1);
     if (rc < 0)
         return; /* gone meanwhile, or too many ranges: no figure */
     s->flags |= MS_USAGE_F_PAGES;
@@ -216,12 +220,15 @@ static void tick(struct usage_sampler *u)
     scan_dir(u);
     unsigned char buf[64 * MS_USAGE_RECORD];
     size_t nb = 0;
+    unsigned alive = 0; /* PSS and USS: one budget for all (ms_usage_read_shared) */
+    for (size_t i = 0; i < u->nprocs; i++)
+        alive += !u->procs[i].done;
     for (size_t i = 0; i < u->nprocs; i++) {
         struct usage_proc *p = &u->procs[i];
         if (p->done)
             continue;
         struct ms_usage_sample s;
-        int rc = ms_usage_read_paced(p->pid, &p->cg, &p->next_smaps_ns, &s);
+        int rc = ms_usage_read_shared(p->pid, &p->cg, &p->next_smaps_ns, alive, &s);
         if (rc == 0)
             walk(u, p, &s);
         if (rc == -ESRCH) {

@@ -18,6 +18,14 @@
 #define MS_ENV_UNWIND "MEMSCOPE_UNWIND"           /* dwarf (default) or fp */
 #define MS_ENV_DEFERRED "MEMSCOPE_DEFERRED"       /* 1: record nothing until memscope__start */
 #define MS_ENV_STEPS "MEMSCOPE_STEPS"             /* --steps: "1,3": record only these steps */
+#define MS_MAX_STEP_FILTER 5                      /* step numbers --steps takes (msMemScope's) */
+#define MS_ENV_NO_FOLLOW "MEMSCOPE_NO_FOLLOW"     /* 1: programs this image execs are not traced */
+#define MS_ENV_NO_TSC "MEMSCOPE_NO_TSC"           /* 1: timestamps never from the TSC */
+#define MS_ENV_STDERR "MEMSCOPE_STDERR"           /* "<dev>:<ino>" of memscope run's stderr */
+#define MS_ENV_DEVICE "MEMSCOPE_DEVICE"           /* --device: cuda, cuda:N, cpu */
+#define MS_ENV_EVENTS "MEMSCOPE_EVENTS"           /* --events as given (also the Python layer) */
+
+/* Sampling mode (docs/production.md, "Sampling"): */
 #define MS_ENV_SAMPLING "MEMSCOPE_SAMPLING" /* --sampling: mean bytes between samples (decimal) */
 #define MS_ENV_SAMPLING_SEED "MEMSCOPE_SAMPLING_SEED"   /* tests: the sampler's fixed seed */
 #define MS_ENV_MAX_TRACE_SIZE "MEMSCOPE_MAX_TRACE_SIZE" /* --max-trace-size in bytes */
@@ -32,6 +40,9 @@
  * starts and when it stops, to install and remove the Python stack hook. */
 #define MS_CFG_PY_START "MEMSCOPE_PY_ATTACH_START"
 #define MS_CFG_PY_STOP "MEMSCOPE_PY_ATTACH_STOP"
+/* memscope attach's own pid: should it die without stopping the session, the agent stops
+ * recording by itself (src/agent/inject.c, inject_orphaned). */
+#define MS_CFG_OWNER "MEMSCOPE_ATTACH_OWNER"
 /* Read by the Python layer only: */
 #define MS_ENV_LEVEL "MEMSCOPE_LEVEL"           /* --level */
 #define MS_ENV_WATCH "MEMSCOPE_WATCH"           /* --watch */
@@ -73,6 +84,11 @@ int memscope__py_frame(uint32_t id, const char *file, const char *func, int firs
 void memscope__py_call(uint32_t id, int caller_line, int line);
 void memscope__py_return(void);
 void memscope__py_line(int line);
+/* A call as memscope__py_call, with the callee's frame (a PyFrameObject*, valid until its
+ * return), and the function that reads a frame's current line: set (NULL: none), the agent asks
+ * it for the innermost frame's line at each allocation instead of relying on line events. */
+void memscope__py_call_frame(uint32_t id, int caller_line, int line, void *frame);
+void memscope__py_line_source(int (*line_of)(void *frame));
 void memscope__py_reset(void);
 unsigned memscope__py_depth(void);
 void memscope__py_trace(int on);
@@ -85,28 +101,30 @@ int memscope__inject_stop(void);
 #define MS_INJECT_STOP "memscope__inject_stop"
 
 /* X(field, symbol) for each entry point the Python extension resolves. */
-#define MS_AGENT_ENTRY_POINTS(X)            \
-    X(step, memscope__step)                 \
-    X(owner_push, memscope__owner_push)     \
-    X(owner_pop, memscope__owner_pop)       \
-    X(mark, memscope__mark)                 \
-    X(range_push, memscope__range_push)     \
-    X(range_pop, memscope__range_pop)       \
-    X(access, memscope__access)             \
-    X(pool_alloc, memscope__pool_alloc)     \
-    X(pool_free, memscope__pool_free)       \
-    X(pool_reserve, memscope__pool_reserve) \
-    X(pool_release, memscope__pool_release) \
-    X(start, memscope__start)               \
-    X(stop, memscope__stop)                 \
-    X(py_frame, memscope__py_frame)         \
-    X(py_call, memscope__py_call)           \
-    X(py_return, memscope__py_return)       \
-    X(py_line, memscope__py_line)           \
-    X(py_reset, memscope__py_reset)         \
-    X(py_depth, memscope__py_depth)         \
-    X(py_trace, memscope__py_trace)         \
-    X(attach, memscope__attach)             \
+#define MS_AGENT_ENTRY_POINTS(X)                \
+    X(step, memscope__step)                     \
+    X(owner_push, memscope__owner_push)         \
+    X(owner_pop, memscope__owner_pop)           \
+    X(mark, memscope__mark)                     \
+    X(range_push, memscope__range_push)         \
+    X(range_pop, memscope__range_pop)           \
+    X(access, memscope__access)                 \
+    X(pool_alloc, memscope__pool_alloc)         \
+    X(pool_free, memscope__pool_free)           \
+    X(pool_reserve, memscope__pool_reserve)     \
+    X(pool_release, memscope__pool_release)     \
+    X(start, memscope__start)                   \
+    X(stop, memscope__stop)                     \
+    X(py_frame, memscope__py_frame)             \
+    X(py_call, memscope__py_call)               \
+    X(py_return, memscope__py_return)           \
+    X(py_line, memscope__py_line)               \
+    X(py_call_frame, memscope__py_call_frame)   \
+    X(py_line_source, memscope__py_line_source) \
+    X(py_reset, memscope__py_reset)             \
+    X(py_depth, memscope__py_depth)             \
+    X(py_trace, memscope__py_trace)             \
+    X(attach, memscope__attach)                 \
     X(quiet, memscope__quiet)
 
 #endif

@@ -173,11 +173,18 @@ static uint64_t clock_ns(clockid_t id)
 int ms_usage_read_paced(pid_t pid, const struct ms_usage_cgroup *cg, uint64_t *next_smaps_ns,
                         struct ms_usage_sample *s)
 {
+    return ms_usage_read_shared(pid, cg, next_smaps_ns, 1, s);
+}
+
+int ms_usage_read_shared(pid_t pid, const struct ms_usage_cgroup *cg, uint64_t *next_smaps_ns,
+                         unsigned share, struct ms_usage_sample *s)
+{
     uint64_t now = clock_ns(CLOCK_MONOTONIC), cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
     int smaps = now >= *next_smaps_ns;
     int rc = ms_usage_read(pid, cg, smaps, s);
     if (smaps)
-        *next_smaps_ns = now + MS_USAGE_PACE * (clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0);
+        *next_smaps_ns =
+            now + MS_USAGE_PACE * (share ? share : 1) * (clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0);
     return rc;
 }
 

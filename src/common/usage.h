@@ -91,6 +91,10 @@ int ms_usage_read(pid_t pid, const struct ms_usage_cgroup *cg, int smaps,
 #define MS_USAGE_PACE 400 /* the spacing of paced reads: 400 times their CPU cost (0.25%) */
 int ms_usage_read_paced(pid_t pid, const struct ms_usage_cgroup *cg, uint64_t *next_smaps_ns,
                         struct ms_usage_sample *s);
+/* The same with one budget shared by share processes (the sampler's live ones): the spacing is
+ * share times longer, so that all of them together stay under 0.25% of a core. */
+int ms_usage_read_shared(pid_t pid, const struct ms_usage_cgroup *cg, uint64_t *next_smaps_ns,
+                         unsigned share, struct ms_usage_sample *s);
 
 /* Whether a file name is a usage file's: "usage-" ... ".msu". */
 int ms_usage_is_file(const char *name);

@@ -167,6 +167,7 @@ int ms_pages_walk(pid_t pid, struct ms_pages_walk *w)
         free(maps);
         return rc;
     }
+    uint64_t walked = 0;
     for (char *l = maps, *next; rc == 0 && l && *l; l = next) {
         next = strchr(l, '\n');
         if (next)
@@ -181,8 +182,11 @@ int ms_pages_walk(pid_t pid, struct ms_pages_walk *w)
             strlen(perms) != 4 || hi <= lo)
             continue;
         const char *name = name_at ? l + name_at : "";
-        if (walk_this(perms, inode, name))
-            rc = walk_range(fd, lo, hi, page, w);
+        if (!walk_this(perms, inode, name) || hi - lo > MS_PAGES_MAX_MAPPING ||
+            walked + (hi - lo) > MS_PAGES_MAX_WALK)
+            continue;
+        walked += hi - lo;
+        rc = walk_range(fd, lo, hi, page, w);
     }
     close(fd);
     free(maps);

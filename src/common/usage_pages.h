@@ -39,6 +39,11 @@
 #define MS_PAGES_MAX_RANGES (4u << 20)   /* per walk: 64 MiB of ranges */
 #define MS_PAGES_MAX_TOTAL (64ull << 20) /* ranges read from one file (1 GiB) */
 #define MS_PAGES_MAPS_MAX (64u << 20)    /* bytes of /proc/PID/maps read */
+/* A walk reads 8 bytes per page of address space, resident or not: a mapping larger than this
+ * (a sanitizer's shadow memory, an arena reserved writable) is not walked, and a walk stops
+ * after this much address space in all (its figures are then those of what it walked). */
+#define MS_PAGES_MAX_MAPPING (64ull << 30)
+#define MS_PAGES_MAX_WALK (256ull << 30)
 
 struct ms_pages_range {
     uint64_t start, len;
@@ -56,7 +61,8 @@ struct ms_pages_walk {
 void ms_pages_walk_release(struct ms_pages_walk *w);
 
 /* Walks process pid's private anonymous writable mappings ([heap], anonymous mmap, named
- * anonymous mappings; not the main thread's stack, file mappings or shared memory) in
+ * anonymous mappings; not the main thread's stack, file mappings or shared memory; not a
+ * mapping over MS_PAGES_MAX_MAPPING, nor beyond MS_PAGES_MAX_WALK in all) in
  * /proc/PID/pagemap into *w (its ranges replaced; ts_ns from CLOCK_MONOTONIC before the walk).
  * Returns 0; -ESRCH when the process is gone; another negative errno (-EACCES: another user's
  * process; -ENOMEM: more than MS_PAGES_MAX_RANGES ranges or no memory, w then holds the ranges

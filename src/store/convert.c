@@ -630,6 +630,7 @@ static void conv_release(struct conv *c)
         free(c->usage_paths[i]);
     free(c->usage_paths);
     conv__cow_release(c);
+    free(c->devusage);
     free(c->own_peak);
     free(c->dpoints);
     free(c->dpairs);
@@ -717,6 +718,8 @@ int ms_store_convert(const struct ms_store_options *o, struct ms_store_result *r
         rc = conv__windows_write(&c);
     if (rc == 0)
         rc = conv__cow_write(&c);
+    if (rc == 0)
+        rc = conv__devusage_write(&c);
     if (rc == 0)
         rc = c.sink->finish(&c);
     if (rc == 0)

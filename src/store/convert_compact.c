@@ -524,6 +524,8 @@ int conv__compact_write_blocks(struct conv *c)
  * other threads while this one converts. */
 int conv__compact_start(struct conv *c)
 {
+    if (c->o->no_traces)
+        return 0;
     const char **paths = calloc(2 * c->nprocs + c->nusage_paths + 1, sizeof *paths);
     char **pickles = calloc(c->nprocs + 1, sizeof *pickles);
     size_t n = 0, np = 0;

@@ -464,6 +464,22 @@ int conv__on_cuda(struct conv *c, struct stream *s)
                       "{\"process_used\":\"%llu\",\"device_used\":\"%llu\","
                       "\"device_total\":\"%llu\"}",
                       (unsigned long long)v[1], (unsigned long long)v[2], (unsigned long long)v[3]);
+        /* beside it, for analyze usage's device_unattributed: what the hooked calls explain */
+        if (!c->o->sink && v[0] && v[0] <= MS_CUDA_NODEV) {
+            if (ms_grow((void **)&c->devusage, &c->adevusage, c->ndevusage, sizeof *c->devusage, 16,
+                        1u << 24) < 0)
+                return conv__oom(c, "device usage");
+            c->devusage[c->ndevusage++] =
+                (struct dev_usage){p->id,
+                                   s->ts,
+                                   v[0] - 1,
+                                   v[1],
+                                   v[2],
+                                   v[3],
+                                   layer_live(p, cuda_layer_id(MS_CUDA_L_HAL, v[0])) +
+                                       layer_live(p, cuda_layer_id(MS_CUDA_L_POOL, v[0])) +
+                                       layer_live(p, cuda_layer_id(MS_CUDA_L_PHYS, v[0]))};
+        }
         if ((rc = cuda_attr(c, &b, bad)) == 0)
             rc = conv__write_event_full(c, s, MS_KIND_DEVICE_USAGE,
                                         cuda_layer(c, MS_CUDA_L_HAL, v[0]), 0, 0, (int64_t)v[1], 1,
@@ -596,5 +612,27 @@ int conv__write_cuda_layers(struct conv *c)
         rc = conv__step_reset(c, pl, "insert pool");
     }
     sqlite3_finalize(pl);
+    return rc;
+}
+
+int conv__devusage_write(struct conv *c)
+{
+    if (!c->ndevusage || !c->sink->file)
+        return 0;
+    sqlite3_stmt *st;
+    int rc = conv__prepare(c, &st,
+                           "INSERT INTO usage_devices (process_id, ts_ns, device, process_used, "
+                           "device_used, device_total, hooked_bytes) VALUES (?, ?, ?, ?, ?, ?, ?)");
+    for (size_t i = 0; i < c->ndevusage && rc == 0; i++) {
+        const struct dev_usage *d = &c->devusage[i];
+        const uint64_t v[4] = {d->device, d->process_used, d->device_used, d->device_total};
+        sqlite3_bind_int64(st, 1, d->process_id);
+        sqlite3_bind_int64(st, 2, d->ts_ns);
+        for (int k = 0; k < 4; k++)
+            sqlite3_bind_int64(st, 3 + k, v[k] > INT64_MAX ? INT64_MAX : (int64_t)v[k]);
+        sqlite3_bind_int64(st, 7, d->hooked);
+        rc = conv__step_reset(c, st, "usage_devices");
+    }
+    sqlite3_finalize(st);
     return rc;
 }

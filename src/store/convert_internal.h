@@ -268,6 +268,14 @@ struct conv {
      * next one whose parent's live blocks pass 2 has not counted yet */
     struct cow_child *cow;
     size_t ncow, cow_next;
+    /* what NVML reported at the agents' steps and exits (CUDA_USAGE records), each with the
+     * bytes the hooked driver calls had live on that device then (convert_cuda.c) */
+    struct dev_usage {
+        int64_t process_id, ts_ns;
+        uint64_t device, process_used, device_used, device_total; /* device: ordinal */
+        int64_t hooked;
+    } * devusage;
+    size_t ndevusage, adevusage;
     struct stack_def *stacks;
     size_t nstacks, astacks;
     uint64_t stack_pcs;
@@ -584,6 +592,8 @@ struct cow_child;
 int conv__cow_load(struct conv *c);
 int conv__cow_until(struct conv *c, int64_t ts);
 int conv__cow_write(struct conv *c);
+/* The usage_devices rows (convert_cuda.c). 0 or a negative code. */
+int conv__devusage_write(struct conv *c);
 void conv__cow_release(struct conv *c);
 void conv__mmap_release(struct proc *p);
 

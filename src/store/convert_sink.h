@@ -36,7 +36,8 @@ struct conv_event {
 
 struct conv_sink {
     /* 1: the output is a database file (it gets the tables beside events and blocks: usage
-     * samples, copy-on-write, the mmap layer's layers; the computed tables; fault injection).
+     * samples, copy-on-write, device usage, the mmap layer's layers; the computed tables;
+     * fault injection).
      * 0: the replay, whose rows go to a callback. */
     int file;
     /* 1: symbolization may run on a thread of its own during pass 2 (no row is written before

@@ -210,10 +210,18 @@ static int name_ok(const char *name)
 
 int ms_embed_extract(sqlite3 *db, const char *dir, char *err, size_t errlen)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "SELECT name, part, data FROM trace_files ORDER BY name, part", -1,
+    /* the parts are sorted without their data, then read one by one: sorting the blobs made
+     * SQLite's sorter hold every trace in memory (128 MB for 20M events) */
+    sqlite3_stmt *st, *blob;
+    if (sqlite3_prepare_v2(db, "SELECT name, part, id FROM trace_files ORDER BY name, part", -1,
                            &st, NULL) != SQLITE_OK)
         return 0; /* no such table: a full database, or one of an older memscope */
+    if (sqlite3_prepare_v2(db, "SELECT data FROM trace_files WHERE id = ?", -1, &blob, NULL) !=
+        SQLITE_OK) {
+        sqlite3_finalize(st);
+        snprintf(err, errlen, "trace_files: %s", sqlite3_errmsg(db));
+        return MS_EDB;
+    }
     int rc = 0, files = 0, fd = -1, s;
     char cur[NAME_MAX + 1] = "", path[PATH_MAX];
     int64_t next_part = 0;
@@ -255,8 +263,14 @@ int ms_embed_extract(sqlite3 *db, const char *dir, char *err, size_t errlen)
             rc = MS_EFORMAT;
             break;
         }
-        const char *data = sqlite3_column_blob(st, 2);
-        size_t len = (size_t)sqlite3_column_bytes(st, 2);
+        sqlite3_bind_int64(blob, 1, sqlite3_column_int64(st, 2));
+        if (sqlite3_step(blob) != SQLITE_ROW) {
+            snprintf(err, errlen, "trace_files: %s", sqlite3_errmsg(db));
+            rc = MS_EDB;
+            break;
+        }
+        const char *data = sqlite3_column_blob(blob, 0);
+        size_t len = (size_t)sqlite3_column_bytes(blob, 0);
         for (size_t off = 0; off < len && rc == 0;) {
             ssize_t w = write(fd, data + off, len - off);
             if (w < 0 && errno == EINTR)
@@ -268,6 +282,7 @@ int ms_embed_extract(sqlite3 *db, const char *dir, char *err, size_t errlen)
                 off += (size_t)w;
             }
         }
+        sqlite3_reset(blob);
     }
     if (rc == 0 && s != SQLITE_DONE) {
         snprintf(err, errlen, "trace_files: %s", sqlite3_errmsg(db));
@@ -278,5 +293,6 @@ int ms_embed_extract(sqlite3 *db, const char *dir, char *err, size_t errlen)
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
     }
     sqlite3_finalize(st);
+    sqlite3_finalize(blob);
     return rc < 0 ? rc : files;
 }

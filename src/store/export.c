@@ -277,6 +277,7 @@ int ms_store_check_sizes(sqlite3 *db, char *err, size_t errlen)
         {"step_live", "live_bytes"},
         {"decompose_live", "live_bytes"},
         {"owner_peaks", "peak_bytes"},
+        {"host_peaks", "peak_bytes"},
     };
     int rc = 0;
     for (size_t i = 0; i < sizeof cols / sizeof cols[0] && rc == 0; i++) {

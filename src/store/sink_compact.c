@@ -61,7 +61,9 @@ static int compact_finish(struct conv *c)
      * are left to the full database (docs/database.md) */
     if (rc == 0)
         rc = conv__exec(c, "INSERT INTO meta VALUES ('store', 'compact')", "compact database");
-    return rc == 0 ? ms_embed_finish(&c->embed, c->db, c->err, c->errlen) : rc;
+    if (rc == 0 && !c->o->no_traces)
+        rc = ms_embed_finish(&c->embed, c->db, c->err, c->errlen);
+    return rc;
 }
 
 const struct conv_sink conv__sink_compact = {

@@ -37,6 +37,9 @@ struct ms_store_options {
                                    events rows, blocks rows only for the blocks live at exit,
                                    at a peak or across a step end, and the traces themselves,
                                    packed, in trace_files */
+    int no_traces;           /* compact: without trace_files (the traces are not packed): for
+                                   a caller that reads the tables only and removes the file
+                                   (the pytest plugin); no analysis that replays can read it */
     int no_dump;             /* full database without memscope_dump (expansions: the
                                    caller adds it after, or reads events only) */
     /* Windows between MARK events named window_start + ID and window_end + ID: each one's

@@ -35,7 +35,8 @@ struct ms_follow_file {
     uint64_t pid;
     uint32_t image;
     size_t proc;
-    int done; /* not a raw trace, or an older image of its pid */
+    int done;   /* not a raw trace, or an older image of its pid */
+    int retire; /* its process ended: read once more, then closed */
     uint64_t scan_off;
     struct fchunk *chunks;
     size_t nchunks, achunks;
@@ -550,9 +551,23 @@ static long read_chunk(struct ms_follow *f, struct ms_follow_file *ff, struct fc
     cur->own = NULL;
     struct ms_follow_proc *p = &f->procs[ff->proc];
     struct ms_record r;
+    struct ms_heap_record h;
     int rc;
-    while ((rc = ms_trace_cursor_next(cur, &r)) == 1) {
-        int e = take_record(p, c->thread, &r);
+    for (;;) {
+        int e;
+        if (ms_trace_cursor_next_heap(cur, &h)) { /* most records: no general decode */
+            struct ms_follow_event ev = {.ns = h.ns,
+                                         .addr = h.addr,
+                                         .size = h.size,
+                                         .stack = h.stack_id,
+                                         .thread = c->thread,
+                                         .kind = h.type == MS_REC_HEAP_FREE ? EV_FREE : EV_ALLOC,
+                                         .layer = MS_FOLLOW_HEAP};
+            e = push_event(p, &ev);
+        } else if ((rc = ms_trace_cursor_next(cur, &r)) == 1)
+            e = take_record(p, c->thread, &r);
+        else
+            break;
         if (e < 0)
             return e;
     }
@@ -635,6 +650,8 @@ static void account(struct ms_follow_proc *p, const struct block *b, int sign)
     if (l->live > l->peak)
         l->peak = l->live;
     p->owner_live[b->cat] += d;
+    if (b->layer >= MS_FOLLOW_DEVICE0 && l->live > p->dev_hw[b->layer - MS_FOLLOW_DEVICE0])
+        p->dev_hw[b->layer - MS_FOLLOW_DEVICE0] = l->live;
     if (b->layer < MS_FOLLOW_DEVICE0) {
         p->host_live += d;
         if (p->host_live > p->host_peak)
@@ -747,7 +764,11 @@ static long drain(struct ms_follow_proc *p, uint64_t horizon)
 {
     if (!p->nev)
         return 0;
-    qsort(p->ev, p->nev, sizeof *p->ev, cmp_event);
+    size_t k = 1; /* one thread's events arrive in order: no sort then */
+    while (k < p->nev && cmp_event(&p->ev[k - 1], &p->ev[k]) <= 0)
+        k++;
+    if (k < p->nev)
+        qsort(p->ev, p->nev, sizeof *p->ev, cmp_event);
     if (p->nev > MS_FOLLOW_MAX_PENDING)
         horizon = UINT64_MAX; /* too far behind to wait: applied as they are */
     size_t i = 0;
@@ -772,9 +793,21 @@ long ms_follow_poll(struct ms_follow *f, uint64_t horizon_ns)
         return MS_ENOMEM;
     f->polls++;
     int rc = list_dir(f);
-    for (size_t i = 0; i < f->nfiles && rc == 0; i++)
-        if (!f->files[i].done)
-            rc = read_file(f, &f->files[i]);
+    for (size_t i = 0; i < f->nfiles && rc == 0; i++) {
+        struct ms_follow_file *ff = &f->files[i];
+        if (!ff->done)
+            rc = read_file(f, ff);
+        if (ff->retire && ff->fd >= 0 && rc == 0) {
+            close(ff->fd);
+            ff->fd = -1;
+            ff->done = 1;
+            free(ff->chunks);
+            free(ff->holes);
+            ff->chunks = NULL;
+            ff->holes = NULL;
+            ff->nchunks = ff->achunks = ff->nholes = ff->aholes = 0;
+        }
+    }
     long applied = 0;
     for (size_t i = 0; i < f->nprocs; i++) {
         long n = drain(&f->procs[i], horizon_ns);
@@ -813,6 +846,13 @@ size_t ms_follow_top_stacks(const struct ms_follow_proc *p, struct ms_follow_sta
         out[i] = (struct ms_follow_stack_live){(uint32_t)key, s->live, s->allocs};
     }
     return n;
+}
+
+void ms_follow_retire(struct ms_follow *f, uint64_t pid)
+{
+    for (size_t i = 0; i < f->nfiles; i++)
+        if (f->files[i].pid == pid)
+            f->files[i].retire = 1;
 }
 
 uint64_t ms_follow_lag(const struct ms_follow *f)

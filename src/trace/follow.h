@@ -81,15 +81,16 @@ struct ms_follow_proc {
     char exe[256];
     uint32_t image; /* the newest image's n in <pid>.<n>.mst */
     struct ms_follow_layer layer[MS_FOLLOW_LAYERS];
-    int64_t owner_live[MS_OWNER_COUNT]; /* live bytes of every layer by owner category */
-    int64_t host_live, host_peak;       /* heap + mmap */
-    uint64_t step;                      /* STEP records applied */
-    uint64_t lost_events;               /* LOST records' counts and the header's */
-    uint64_t first_ns, last_ns;         /* the first and last event applied (CLOCK_MONOTONIC) */
-    uint64_t pending;                   /* events decoded, not yet applied (the lag) */
-    uint64_t unread_bytes;              /* committed bytes a poll's cap left for the next */
-    uint64_t damaged;                   /* chunks whose records stopped at damage */
-    int64_t host_hw;                    /* the highest host_live since the caller reset it */
+    int64_t owner_live[MS_OWNER_COUNT];    /* live bytes of every layer by owner category */
+    int64_t host_live, host_peak;          /* heap + mmap */
+    uint64_t step;                         /* STEP records applied */
+    uint64_t lost_events;                  /* LOST records' counts and the header's */
+    uint64_t first_ns, last_ns;            /* the first and last event applied (CLOCK_MONOTONIC) */
+    uint64_t pending;                      /* events decoded, not yet applied (the lag) */
+    uint64_t unread_bytes;                 /* committed bytes a poll's cap left for the next */
+    uint64_t damaged;                      /* chunks whose records stopped at damage */
+    int64_t host_hw;                       /* the highest host_live since the caller reset it */
+    int64_t dev_hw[MS_FOLLOW_MAX_DEVICES]; /* the same for each device's live bytes */
     /* what NVML reported at the last CUDA_USAGE record of each device (agent: steps, exit) */
     uint32_t dev_seen; /* bit d: device d reported */
     uint64_t dev_used[MS_FOLLOW_MAX_DEVICES], dev_total[MS_FOLLOW_MAX_DEVICES],
@@ -152,6 +153,10 @@ size_t ms_follow_stack(const struct ms_follow_proc *p, uint32_t stack_id, const 
  * many were written. */
 size_t ms_follow_top_stacks(const struct ms_follow_proc *p, struct ms_follow_stack_live *out,
                             size_t k);
+
+/* Says process pid has ended: its files are read once more by the next poll, then closed (a
+ * program that starts thousands of processes must not hold a descriptor for each). */
+void ms_follow_retire(struct ms_follow *f, uint64_t pid);
 
 /* Events decoded and not yet applied, over every process: the lag. */
 uint64_t ms_follow_lag(const struct ms_follow *f);

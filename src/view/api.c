@@ -513,7 +513,17 @@ static int summary(struct ms_view *v, struct req *r, struct ms_json *j)
     ms_json_int(j, "leaked_blocks", nleaked);
     /* what the recording says went wrong: events the agent could not record, a trace that
      * stopped or was damaged */
+    /* a sampled run (docs/production.md, "Sampling"): its figures are estimates, which the page
+     * says first among the warnings; sampling_bytes for the page's own use (0: exact) */
+    struct ms_sampling smp;
+    ms_sampling_read(m->db, &smp);
+    ms_json_int(j, "sampling_bytes", (long long)smp.bytes);
     ms_json_begin_array(j, "warnings");
+    if (smp.bytes) {
+        char note[128];
+        ms_sampling_note(&smp, note, sizeof note);
+        ms_json_str(j, NULL, note);
+    }
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(m->db,
                            "SELECT pid, exe, lost_events, stopped_errno, damage FROM processes "

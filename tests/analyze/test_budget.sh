@@ -112,6 +112,26 @@ memscope:   3000 bytes in 3 blocks: an_budget_keep (an_budget.c:24)
 memscope:   1024 bytes in 2 blocks: third_party_cache (an_budget.c:31)" \
     "$(grep -A4 'budget failed: --max-peak=1.5MiB' "$TMP/host.err" | normalise | sed 's|([^ ]*/|(|')"
 
+# The sum's peak without expanding the compact database (the lines above: its bytes and sites
+# as the replay of the events gives them): the conversion's host_peaks, and the blocks live at
+# that peak, which the compact database keeps. Without its traces (trace_files emptied), which
+# an expansion would convert, the peak is still read; a copy without the host_peaks rows (an
+# older memscope's database) is replayed from its events: the same peak.
+assert_eq "host_peaks: the peak, its time and the MALLOC that reached it" "1|2052600|1" \
+    "$(sqlite3 "$TMP/m.db" "SELECT process_id, peak_bytes, peak_event_id > 0 AND peak_ns > 0 FROM host_peaks")"
+cp "$TMP/m.db" "$TMP/nt.db"
+sqlite3 "$TMP/nt.db" "DELETE FROM trace_files"
+ms notraces analyze compare "$TMP/nt.db" "$TMP/nt.db" --fail-if-peak-grows=0
+assert_eq "heap+mmap peak of a compact database without its traces: not expanded" \
+    "0 memscope: gate held: --fail-if-peak-grows=0: peak 2052600 -> 2052600 bytes (+0, +0.0%)" \
+    "$RC $(grep 'gate held' "$TMP/notraces.err")"
+cp "$TMP/m.db" "$TMP/old.db"
+sqlite3 "$TMP/old.db" "DELETE FROM host_peaks"
+ms replayed analyze compare "$TMP/m.db" "$TMP/old.db" --fail-if-peak-grows=0
+assert_eq "without host_peaks: replayed, the same peak" \
+    "0 memscope: gate held: --fail-if-peak-grows=0: peak 2052600 -> 2052600 bytes (+0, +0.0%)" \
+    "$RC $(grep 'gate held' "$TMP/replayed.err")"
+
 # A pool's layer by name (b_pool: pool "arena" peaks at 2304 bytes; its reserved region, 4096
 # bytes, is not the family "pool").
 ms pool run -o "$TMP/p.db" --max-peak=2KiB:pool:arena --max-peak=2304:pool -- "$PROGS/b_pool"

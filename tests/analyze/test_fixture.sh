@@ -16,6 +16,7 @@ DELETE FROM processes; DELETE FROM threads; DELETE FROM owners;
 -- hand has none, and the analyses then compute from the rows below
 DELETE FROM site_stats; DELETE FROM live_samples; DELETE FROM step_live;
 DELETE FROM decompose_points; DELETE FROM decompose_live; DELETE FROM owner_peaks;
+DELETE FROM host_peaks;
 DELETE FROM meta WHERE key IN ('max_live_bytes', 'final_live_bytes', 'all_peak_event_id',
   'all_peak_ns', 'all_peak_bytes', 'retagged');
 INSERT INTO processes (id, pid, ppid, image_seq, exe, cmdline, start_ns, end_ns)

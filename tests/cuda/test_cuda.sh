@@ -216,6 +216,23 @@ g = lambda k: ",".join("%s=%d/%d" % (x["name"], x["bytes"], x["blocks"]) for x i
 print("|".join(map(str, [r["live_bytes"], r["live_blocks"], r["device_total"], r["device_free"],
       g("layers"), g("owners"), g("pools_reserved_unallocated")])))' "$TMP/oom.json")"
 assert_match "oom: text report: call sites" "cuda_oom.c:[0-9]+" "$("$MEMSCOPE" analyze oom "$TMP/oom.db")"
+# Exports (docs/exports.md): the OOM as an instant event of Chrome's trace format, the device's
+# live bytes as a counter of its own (its maximum: the layer's peak); --device selects its layers
+"$MEMSCOPE" export "$TMP/oom.db" --format=perfetto -o "$TMP/oom.trace.json"
+assert_eq "perfetto export: the OOM, and the counter of cuda:0 (max = its peak)" \
+"OOM p 104857600 cuMemAlloc cuda:0
+live bytes cuda:0 $(q "$TMP/oom.db" "SELECT max(peak_bytes) FROM process_stats p JOIN layers l ON l.id = p.layer WHERE l.name = 'cuda:0'")" \
+    "$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))["traceEvents"]
+for e in d:
+    if e.get("cat") == "oom":
+        print(e["name"], e["s"], e["args"]["requested"], e["args"]["func"], e["args"]["layer"])
+print("live bytes cuda:0", max(e["args"]["bytes"] for e in d if e["name"] == "live bytes cuda:0"))' "$TMP/oom.trace.json")"
+"$MEMSCOPE" export "$TMP/oom.db" --format=collapsed --device=0 --what=live-at-exit -o "$TMP/oom.folded"
+assert_eq "collapsed --device=0: the bytes live at exit in device 0's layers" \
+    "$(q "$TMP/oom.db" "SELECT sum(live_bytes) FROM process_stats p JOIN layers l ON l.id = p.layer WHERE l.device = '0' AND l.id >= 1024 AND l.event_type != 'VMM_RESERVE'")" \
+    "$(awk '{s += $NF} END {print s + 0}' "$TMP/oom.folded")"
 # The default output (compact database): oom (and every analysis) reads it as it is and says
 # what its full database says
 MEMSCOPE_TEST_CUDA_CAPACITY=67108864 LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" run -q \

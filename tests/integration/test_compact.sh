@@ -49,7 +49,7 @@ PY_TEXT_SQL="WITH RECURSIVE w(stack_id, position, node) AS (
     ORDER BY w.stack_id, w.position) GROUP BY stack_id ORDER BY stack_id"
 TABLES="meta processes threads strings modules frames stack_nodes stack_frames event_kinds layers
 owners steps ranges pools process_stats python_trace inefficient site_stats live_samples step_live
-decompose_points decompose_live owner_peaks usage_samples"
+decompose_points decompose_live owner_peaks usage_samples usage_devices usage_cow usage_cow_stacks"
 
 # The blocks a compact database keeps, computed on the full one: live at exit; live at the
 # peak event of their process and layer, or at the peak of all default layers (a pool's reserve

@@ -97,6 +97,9 @@ for a in leaks peak temporary trend inefficient decompose usage; do
 done
 check export_csv out.csv export run.db --format=csv -o out.csv
 check export_db out.db export run.db --format=db -o out.db
+for f in pprof speedscope perfetto; do # collapsed: speedscope's profile and stacks
+    check "export_$f" "out.$f" export run.db --format=$f -o "out.$f"
+done
 assert_eq "the recorded traces are untouched" "$(cat "$TMP/trace.md5")" \
     "$(cd "$W" && find run.trace -type f | sort | xargs md5sum)"
 done_testing

@@ -23,6 +23,9 @@ for bad in abc 10 -5; do
     assert_eq "--max-trace-size=$bad: exit status" 2 "$RC"
     assert_match "--max-trace-size=$bad: the error" "--max-trace-size: expected a size of at least 1MiB" "$(cat "$TMP/badcap.err")"
 done
+ms sep run --sampling 64KiB -o "$TMP/bad.db" -- "$P"
+assert_eq "--sampling SIZE (no '='): exit status" 2 "$RC"
+assert_match "--sampling SIZE: the error says how" "--sampling takes its size after '=': --sampling=64KiB" "$(cat "$TMP/sep.err")"
 [ -e "$TMP/bad.db" ] && fail "a database was written for bad input" || pass "no database for bad input"
 
 # The exact run: the totals the sampled run's counters must give.
@@ -32,6 +35,15 @@ stats="SELECT s.allocs, s.alloc_bytes, s.frees FROM process_stats s JOIN layers 
        WHERE l.event_type = 'HOST'"
 exact=$(q "$TMP/x.db" "$stats")
 assert_match "exact run: heap counts" "^30202[0-9]\|408[0-9]{5}\|30201[0-9]$" "$exact"
+
+# A thread still running at exit: its counts are added too.
+ms exact_alive run --call-stack=c:0 -o "$TMP/xa.db" -- "$P" 1 alive
+ms alive run --sampling --call-stack=c:0 -o "$TMP/sa.db" -- "$P" 1 alive
+assert_eq "thread running at exit: exact counts as in the exact run" \
+    "$(q "$TMP/xa.db" "$stats")" \
+    "$(q "$TMP/sa.db" "SELECT (SELECT value FROM meta WHERE key = 'heap_allocs_exact'),
+                       (SELECT value FROM meta WHERE key = 'heap_alloc_bytes_exact'),
+                       (SELECT value FROM meta WHERE key = 'heap_frees_exact')")"
 
 # The sampled run.
 export MEMSCOPE_SAMPLING_SEED=41
@@ -115,10 +127,52 @@ assert_eq "compact database: the note" \
 assert_eq "compact database: same estimate as the full one (same seed)" \
     "$(q "$DB" "SELECT sum(size) FROM events WHERE kind = 1 AND layer = 1")" \
     "$(q "$TMP/c.db" "SELECT s.alloc_bytes FROM process_stats s WHERE s.layer = 1")"
+ms call analyze all --json "$TMP/c.db"
+assert_eq "compact database, analyze all --json (some expand it): every document has it" "ok" \
+    "$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+bad=[k for k,v in d.items() if isinstance(v,dict) and "error" not in v and "skipped" not in v and v.get("sampling",{}).get("bytes")!=2048]
+print("ok" if not bad and len(d) > 5 else (bad, list(d)))' "$TMP/call.out")"
+# The exports say it too (the sizes they sum are the converter's estimates).
+ms cexp export "$TMP/c.db" --format=collapsed -o "$TMP/c.folded"
+assert_eq "export: exit status" 0 "$RC"
+assert_match "export of a sampled run: the note" \
+    "^memscope: note: sampled at 2 KiB: figures per site are estimates .*object counts are samples" \
+    "$(cat "$TMP/cexp.err")"
 # An exact run has no note.
 ms xpeak analyze peak "$TMP/x.db"
 assert_ne "exact run: no note" "note: sampled" "$(head -1 "$TMP/xpeak.out" | cut -c1-13)"
+ms xexp export "$TMP/x.db" --format=collapsed -o "$TMP/x.folded"
+assert_eq "export of an exact run: no note" "" "$(cat "$TMP/xexp.err")"
 unset MEMSCOPE_SAMPLING_SEED
+
+# Every block sampled (1 byte: a block of S bytes with probability 1 - exp(-S)), 8 threads
+# allocating and freeing at once: the set of sampled addresses is written, emptied and rebuilt
+# (its tombstones dropped) about 200 times while other threads look up their frees; every free
+# must be found (a block is live at exit only when it was not freed).
+ms thr run --sampling=1 --call-stack=c:0 --format=db -o "$TMP/t.db" -- "$PROGS/threads" 8 20000
+assert_eq "threads, every block sampled: exit status" 0 "$RC"
+expected=$(for t in 0 1 2 3 4 5 6 7; do echo "$((3001 + 2 * t))|20000|20000"; done)
+assert_eq "threads: per size, allocations|frees matched (as recorded exactly)" "$expected" \
+    "$(q "$TMP/t.db" "SELECT b.size, count(*), sum(b.free_ns IS NOT NULL) FROM blocks b
+                      WHERE b.layer = 1 AND b.size BETWEEN 3001 AND 3015 GROUP BY b.size
+                      ORDER BY b.size")"
+
+# A signal handler that allocates while its thread is in the sampler (every allocation
+# sampled: the set's lock is taken at each one): no deadlock, every count exact, and each
+# recorded block of the main loop freed (tests/progs/signal_alloc.c; 200 signals, at most
+# 1000000 rounds).
+timeout 120 "$MEMSCOPE" run -q --sampling=1 --call-stack=c:0 -o "$TMP/sig.db" -- \
+    "$PROGS/signal_alloc" 200 >"$TMP/sig.out" 2>"$TMP/sig.err"
+assert_eq "signal handler allocating: exit status (124: a deadlock)" 0 "$?"
+loops=$(cut -d' ' -f2 "$TMP/sig.out")
+assert_eq "signal_alloc: the handler ran 200 times" 200 "$(cut -d' ' -f3 "$TMP/sig.out")"
+sig_stats=$(q "$TMP/sig.db" "SELECT allocs, frees, live_blocks FROM process_stats WHERE layer = 1")
+assert_ge "signal_alloc: blocks recorded (main loop and warm-up at least)" "$((loops + 1))" \
+    "$(echo "$sig_stats" | cut -d'|' -f1)"
+assert_eq "signal_alloc: every recorded block but the C library's few freed" 1 \
+    "$(echo "$sig_stats" | awk -F'|' '{print ($1 - $2 == $3 && $3 <= 4)}')"
+assert_ge "signal_alloc: exact allocations counted (loop, handler, warm-up)" "$((loops + 201))" \
+    "$(q "$TMP/sig.db" "SELECT value FROM meta WHERE key = 'heap_allocs_exact'")"
 
 # --sampling without a value: 512 KiB.
 ms dflt run --sampling --call-stack=c:0 --format=db -o "$TMP/d.db" -- "$P"

@@ -11,7 +11,9 @@
  * It then waits for files to appear in DIR, one phase each, and writes DIR/<name>.done after:
  *   go1: main: 5 x malloc(4001) at attach_site_main (4 freed); each worker: 7 x malloc(4003)
  *        at attach_site_worker, all freed; the 3 blocks of 3333 freed (unmatched frees);
- *   go2: main: 6 x calloc(1, 5001) at attach_site_main2, all freed;
+ *   go2: main: 6 x calloc(1, 5001) at attach_site_main2, all freed; then forks a child that
+ *        makes 9 x malloc(6007) (not recorded: memscope attach records its process only) and
+ *        exits 0, waited for;
  *   end: checks its heap still works (malloc/realloc/free of 1000 blocks, contents kept),
  *        frees what is left, prints "attach_target ok" and exits 0.
  * Exit 1 on an internal error (a heap block with wrong contents). */
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static const char *dir;
@@ -175,6 +178,15 @@ int main(int argc, char **argv)
         c[i] = attach_site_main2();
     for (int i = 0; i < 6; i++)
         free(c[i]);
+    pid_t child = fork();
+    if (child == 0) {
+        for (int i = 0; i < 9; i++)
+            free(malloc(6007));
+        _exit(0);
+    }
+    int st = 1;
+    if (child < 0 || waitpid(child, &st, 0) != child || st != 0)
+        return 1;
     touch("go2.done");
 
     wait_for("end", churn);

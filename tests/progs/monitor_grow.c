@@ -2,7 +2,8 @@
  *
  *   monitor_grow grow MIB_PER_S SECONDS
  *       grows by MIB_PER_S MiB a second (a block of MIB_PER_S/10 MiB every 100 ms, each
- *       written, all from grow_here()) for SECONDS seconds, then frees them all.
+ *       written, all from grow_here(), each followed by the end of a step: 10 steps a second)
+ *       for SECONDS seconds, then frees them all.
  *   monitor_grow hold GO_FILE
  *       allocates 3 blocks of 1 MiB with owner "PTA@weight" (memscope.h's owner stack),
  *       1 block of 512 KiB with owner "PTA@activation@model", 2 blocks of 256 KiB with no
@@ -47,6 +48,7 @@ int main(int argc, char **argv)
         void **blocks = calloc((size_t)ticks + 1, sizeof *blocks);
         for (long i = 0; i < ticks; i++) {
             blocks[i] = grow_here(step);
+            memscope_step();
             nap_ms(100);
         }
         for (long i = 0; i < ticks; i++)

@@ -2,13 +2,16 @@
  * bench/sampling.sh): each size comes from a site of its own, so that an estimate per site can
  * be checked against the exact run.
  *
- *   sample_skew [SCALE=1]
+ *   sample_skew [SCALE=1] [alive]
  *
  * Per unit of SCALE: site_tiny 200000 x 16 B, site_small 100000 x 64 B, site_page 2000 x 4096 B,
  * all freed; site_big 20 x 1 MiB allocated by a thread, 17 of them freed by the main thread and
- * 3 leaked; site_grow a 1000-byte block realloc'd to 2 MiB, then freed. */
+ * 3 leaked; site_grow a 1000-byte block realloc'd to 2 MiB, then freed. With `alive`, a thread
+ * that allocated and freed 1000 blocks of 100 bytes is still running (blocked) when the process
+ * exits. */
 #include <pthread.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +63,19 @@ __attribute__((noinline)) static void site_grow(void)
     free(q ? q : p);
 }
 
+static volatile int alive_ready;
+
+static void *alive(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 1000; i++)
+        free(malloc(100));
+    alive_ready = 1;
+    for (;;)
+        pause();
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -77,6 +93,13 @@ int main(int argc, char **argv)
     for (int i = 3; i < 20; i++)
         free(big[i]); /* big[0..2] leak */
     site_grow();
+    if (argc > 2 && !strcmp(argv[2], "alive")) {
+        pthread_t a;
+        if (pthread_create(&a, NULL, alive, NULL) != 0)
+            return 1;
+        while (!alive_ready)
+            usleep(1000);
+    }
     puts("sample_skew done");
     return 0;
 }

@@ -1,7 +1,7 @@
 /* test_follow.c: the trace follower (trace/follow.h) over a trace file that grows between polls
  * as the agent's does (records committed by `used`, chunks published by their magic, a chunk
  * reserved before its header is written, a free committed on one thread before the allocation it
- * frees on another), and the live forecaster (analyze/forecast.h) on known series. */
+ * frees on another), and the live forecaster (common/forecast.h) on known series. */
 #include "test.h"
 #include "tracegen.h"
 
@@ -164,6 +164,19 @@ static void test_grow(void)
     CHECK_EQ(p->image, 1);
     CHECK_EQ(p->layer[MS_FOLLOW_HEAP].live, 5);
     CHECK_EQ(p->layer[MS_FOLLOW_MMAP].live, 0);
+
+    /* the process ended: what it committed is read by the next poll, then its files close */
+    e.p = ms_enc_alloc(e.p, &e.st, MS_REC_HEAP_ALLOC + MS_FN_MALLOC, 402, 0x2000, 6, 0);
+    tg_chunk_end(&h, &e);
+    CHECK(tg_write(&h, path1) == 0);
+    ms_follow_retire(&f, 100);
+    CHECK_EQ(ms_follow_poll(&f, UINT64_MAX), 1);
+    CHECK_EQ(p->layer[MS_FOLLOW_HEAP].live, 11);
+    e.p = ms_enc_alloc(e.p, &e.st, MS_REC_HEAP_ALLOC + MS_FN_MALLOC, 403, 0x3000, 7, 0);
+    tg_chunk_end(&h, &e);
+    CHECK(tg_write(&h, path1) == 0);
+    CHECK_EQ(ms_follow_poll(&f, UINT64_MAX), 0);
+    CHECK_EQ(p->layer[MS_FOLLOW_HEAP].live, 11);
     unlink(path1);
     tg_release(&h);
 

@@ -580,6 +580,54 @@ static void test_many_blocks(void)
     remove_tree(sub);
 }
 
+/* Sampling mode (docs/production.md, "Sampling"): a trace whose header says it was sampled at
+ * 1000 bytes. Each recorded heap block gets S / (1 - exp(-S/1000)) bytes (1000 B: 1581.98,
+ * 10 B: 1005.008, 100000 B: 100000), the mmap layer keeps its sizes, a free of a block that was
+ * not recorded is dropped, and meta holds the header's exact counts. */
+static void test_sampled(void)
+{
+    char sub[128];
+    snprintf(sub, sizeof sub, "%s/sampled", dir);
+    CHECK_EQ(mkdir(sub, 0755), 0);
+    struct tg g;
+    struct tg_chunk c;
+    tg_init(&g, 400, 1, MA, R);
+    struct ms_trace_file_header *h = tg_header(&g);
+    h->sample_bytes = 1000;
+    h->heap_allocs = 500;
+    h->heap_bytes = 123456;
+    h->heap_frees = 400;
+    tg_chunk_begin(&g, &c, 400, 1, 0, MA, 4096);
+    uint64_t t = MA;
+    c.p = ms_enc_alloc(c.p, &c.st, MS_REC_HEAP_ALLOC + MS_FN_MALLOC, t += 10, 0x1000, 1000, 0);
+    c.p = ms_enc_alloc(c.p, &c.st, MS_REC_HEAP_ALLOC + MS_FN_MALLOC, t += 10, 0x20000, 100000, 0);
+    c.p = ms_enc_alloc(c.p, &c.st, MS_REC_HEAP_ALLOC + MS_FN_CALLOC, t += 10, 0x3000, 10, 0);
+    c.p = ms_enc_free(c.p, &c.st, t += 10, 0x9000); /* not sampled: no row */
+    c.p = ms_enc_free(c.p, &c.st, t += 10, 0x1000);
+    c.p =
+        ms_enc_alloc(c.p, &c.st, MS_REC_MMAP_ALLOC + MS_FN_MMAP, t += 10, 0x7f0000000000, 4096, 0);
+    tg_chunk_end(&g, &c);
+    char path[256];
+    snprintf(path, sizeof path, "%s/400.0.mst", sub);
+    CHECK_EQ(tg_write(&g, path), 0);
+    tg_release(&g);
+    struct ms_store_result res;
+    char err[256];
+    CHECK_EQ(convert(sub, 0, &res, err), 0);
+    CHECK_EQ(res.events, 5);
+    check_query("SELECT layer, size, free_ns IS NOT NULL FROM blocks ORDER BY allocation_id",
+                "1|1582|1\n1|100000|0\n1|1005|0\n2|4096|0\n");
+    check_query("SELECT count(*) FROM events WHERE kind = 2", "1\n");
+    check_query("SELECT allocs, alloc_bytes, frees, unmatched_frees FROM process_stats "
+                "WHERE layer = 1",
+                "3|102587|1|0\n");
+    check_query("SELECT key, value FROM meta WHERE key LIKE 'sampling%' OR key LIKE '%exact' "
+                "ORDER BY key",
+                "heap_alloc_bytes_exact|123456\nheap_allocs_exact|500\nheap_frees_exact|400\n"
+                "sampling_bytes|1000\n");
+    remove_tree(sub);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/memscope-test-store-XXXXXX");
@@ -590,6 +638,7 @@ int main(void)
     test_bad_input();
     test_symbolize();
     test_many_blocks();
+    test_sampled();
     remove_tree(dir);
     puts("test_store: ok");
     return 0;

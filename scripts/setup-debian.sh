@@ -18,8 +18,18 @@ done
 if [ -n "$missing" ]; then
     echo "setup: installing$missing"
     export DEBIAN_FRONTEND=noninteractive
+    # Servers the tests start themselves (redis-server, prometheus) must not be started as
+    # services by their packages: a policy that denies every start, for this install only,
+    # where the machine has none of its own (containers usually have one).
+    policy=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        policy=/usr/sbin/policy-rc.d
+        printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy"
+        trap 'rm -f "$policy"' EXIT
+    fi
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    [ -z "$policy" ] || rm -f "$policy"
 fi
 echo "setup: all build and test dependencies are installed"
 # The viewer's npm packages (web/package-lock.json: esbuild, uPlot, playwright-core; never a

@@ -29,12 +29,6 @@
 #define MS_ENV_SAMPLING "MEMSCOPE_SAMPLING" /* --sampling: mean bytes between samples (decimal) */
 #define MS_ENV_SAMPLING_SEED "MEMSCOPE_SAMPLING_SEED"   /* tests: the sampler's fixed seed */
 #define MS_ENV_MAX_TRACE_SIZE "MEMSCOPE_MAX_TRACE_SIZE" /* --max-trace-size in bytes */
-#define MS_MAX_STEP_FILTER 5                  /* step numbers --steps takes (msMemScope's) */
-#define MS_ENV_NO_FOLLOW "MEMSCOPE_NO_FOLLOW" /* 1: programs this image execs are not traced */
-#define MS_ENV_NO_TSC "MEMSCOPE_NO_TSC"       /* 1: timestamps never from the TSC */
-#define MS_ENV_STDERR "MEMSCOPE_STDERR"       /* "<dev>:<ino>" of memscope run's stderr */
-#define MS_ENV_DEVICE "MEMSCOPE_DEVICE"       /* --device: cuda, cuda:N, cpu */
-#define MS_ENV_EVENTS "MEMSCOPE_EVENTS"       /* --events as given (also the Python layer) */
 /* Only in memscope attach's configuration block (src/agent/inject.c), never an environment
  * variable: Python source the agent has the interpreter run (Py_AddPendingCall) when a session
  * starts and when it stops, to install and remove the Python stack hook. */

@@ -40,6 +40,9 @@ int cli_pack_path(const char *path, int workers, time_t since, struct ms_pack_st
 int cli_resolve_layer(const char *cmd, const char *db_path, const char *name, int *layer);
 
 struct ms_analyze_opts;
+/* select.c: "--name=value" or "--name value" at argv[*i]: the value (*i moved past a separate
+ * value), NULL when argv[*i] is not that option; *missing set when the option has no value. */
+const char *cli_opt_value(int argc, char **argv, int *i, const char *name, int *missing);
 /* select.c: parses argv[*i] when it is one of the selectors (--layer=NAME into *layer, --step,
  * --at, --process, --device, --from, --to into o; a value in the next argument advances *i).
  * Returns -1 when it is none of them, 0 when parsed, or 2 (a usage error, printed). */

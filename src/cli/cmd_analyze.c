@@ -170,25 +170,6 @@ static int layer_exists(const char *db_path, const char *name)
     return found;
 }
 
-/* Splits "--name=value" or "--name value"; returns the value, NULL when a is not that option.
- * *missing is set when the option is there but has no value. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name, int *missing)
-{
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n) != 0)
-        return NULL;
-    if (a[n] == '=')
-        return a + n + 1;
-    if (a[n] != 0)
-        return NULL;
-    if (*i + 1 >= argc) {
-        *missing = 1;
-        return "";
-    }
-    return argv[++*i];
-}
-
 /* Checks the gates of `analyze compare BASE NEW` and says each on stderr: "gate failed: ..." with
  * the call sites that grew, or (info) "gate held: ...". 0 all held, 1 one failed, -1 error. */
 static int check_gates(const char *base, const char *new_db, const struct ms_gate *g, int ng,
@@ -252,33 +233,33 @@ int cmd_analyze(int argc, char **argv)
                 if (++i >= argc)
                     return usage_error("analyze: -o needs a file name");
                 out_path = argv[i];
-            } else if ((v = opt_value(argc, argv, &i, "--output", &missing))) {
+            } else if ((v = cli_opt_value(argc, argv, &i, "--output", &missing))) {
                 out_path = v;
             } else {
                 return usage_error("analyze: unknown option '%s'", a);
             }
-        } else if ((v = opt_value(argc, argv, &i, "--site", &missing))) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--site", &missing))) {
             if (missing || (strcmp(v, "user") && strcmp(v, "innermost")))
                 return usage_error("analyze: --site needs user or innermost, not '%s'", v);
             ms_site_rule.py_innermost = !strcmp(v, "innermost");
-        } else if ((v = opt_value(argc, argv, &i, "--site-skip", &missing))) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--site-skip", &missing))) {
             int rc = cli_site_skip("analyze", "--site-skip", missing ? "" : v);
             if (rc)
                 return rc;
-        } else if ((v = opt_value(argc, argv, &i, "--top", &missing))) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--top", &missing))) {
             if (missing || parse_int(v, 1, &o.top) < 0)
                 return usage_error("analyze: --top needs a positive number, not '%s'", v);
-        } else if ((v = opt_value(argc, argv, &i, "--warmup", &missing))) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--warmup", &missing))) {
             if (missing || parse_int(v, 0, &o.warmup) < 0)
                 return usage_error("analyze: --warmup needs a step number >= 0, not '%s'", v);
-        } else if ((v = opt_value(argc, argv, &i, "--rule", &missing))) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--rule", &missing))) {
             if (!missing && !strcmp(v, "growth"))
                 o.leak_rule = MS_LEAKS_GROWTH;
             else if (!missing && !strcmp(v, "msmemscope"))
                 o.leak_rule = MS_LEAKS_MSMEMSCOPE;
             else
                 return usage_error("analyze: --rule needs growth or msmemscope, not '%s'", v);
-        } else if ((v = opt_value(argc, argv, &i, "--steps", &missing))) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--steps", &missing))) {
             const char *comma = strchr(v, ',');
             char first[32];
             if (missing || !comma || (size_t)(comma - v) >= sizeof first)
@@ -289,40 +270,40 @@ int cmd_analyze(int argc, char **argv)
                 return usage_error("analyze: bad step numbers '%s' (two steps >= 1: A,B)", v);
             if (o.step_a == o.step_b)
                 return usage_error("analyze: --steps names step %d twice", o.step_a);
-        } else if ((v = opt_value(argc, argv, &i, "--by", &missing))) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--by", &missing))) {
             if (!missing && !strcmp(v, "owner"))
                 o.by_stack = 0;
             else if (!missing && !strcmp(v, "stack"))
                 o.by_stack = 1;
             else
                 return usage_error("analyze: --by needs owner or stack, not '%s'", v);
-        } else if ((v = opt_value(argc, argv, &i, "--with", &missing))) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--with", &missing))) {
             if (missing || !*v)
                 return usage_error("analyze: --with needs a database");
             o.other_db = v;
-        } else if ((v = opt_value(argc, argv, &i, "--csv", &missing))) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--csv", &missing))) {
             if (missing || !*v)
                 return usage_error("analyze: --csv needs a file name");
             o.csv_path = v;
-        } else if ((v = opt_value(argc, argv, &i, "--limit", &missing))) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--limit", &missing))) {
             if (missing || parse_bytes(v, &o.limit) < 0)
                 return usage_error("analyze: --limit needs a size in bytes (K, M, G suffixes), "
                                    "not '%s'",
                                    v);
-        } else if ((v = opt_value(argc, argv, &i, "--idle-threshold", &missing))) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--idle-threshold", &missing))) {
             if (missing || parse_u64(v, &o.idle_threshold) < 0 || o.idle_threshold == 0)
                 return usage_error("analyze: --idle-threshold needs a positive count, not '%s'", v);
-        } else if ((v = opt_value(argc, argv, &i, "--lazy-used", &missing))) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--lazy-used", &missing))) {
             if (missing || parse_threshold(v, &o.lazy_ns, &o.lazy_pct) < 0)
                 return usage_error("analyze: --lazy-used needs ns or NN%%, not '%s'", v);
-        } else if ((v = opt_value(argc, argv, &i, "--delayed-free", &missing))) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--delayed-free", &missing))) {
             if (missing || parse_threshold(v, &o.delayed_ns, &o.delayed_pct) < 0)
                 return usage_error("analyze: --delayed-free needs ns or NN%%, not '%s'", v);
-        } else if ((v = opt_value(argc, argv, &i, "--long-idle", &missing))) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--long-idle", &missing))) {
             if (missing || parse_threshold(v, &o.idle_ns, &o.idle_pct) < 0)
                 return usage_error("analyze: --long-idle needs ns or NN%%, not '%s'", v);
-        } else if ((v = opt_value(argc, argv, &i, "--fail-if-peak-grows", &missing)) ||
-                   (v = opt_value(argc, argv, &i, "--fail-if-leak-grows", &missing))) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--fail-if-peak-grows", &missing)) ||
+                   (v = cli_opt_value(argc, argv, &i, "--fail-if-leak-grows", &missing))) {
             int peak = strstr(a, "peak") != NULL;
             char err[300];
             if (ngates >= 8)
@@ -332,7 +313,7 @@ int cmd_analyze(int argc, char **argv)
             snprintf(gates[ngates].spec, sizeof gates[ngates].spec, "--fail-if-%s-grows=%s",
                      peak ? "peak" : "leak", v);
             ngates++;
-        } else if ((v = opt_value(argc, argv, &i, "--error-exitcode", &missing))) {
+        } else if ((v = cli_opt_value(argc, argv, &i, "--error-exitcode", &missing))) {
             if (missing || parse_int(v, 1, &error_exitcode) < 0 || error_exitcode > 255)
                 return usage_error("analyze: --error-exitcode needs a status in 1..255, not '%s'",
                                    v);

@@ -1,7 +1,7 @@
 /* select.c: the options that select what an analysis or an export reads (docs/cli.md,
  * "Selectors"): --layer, --step, --at, --process, --device, --from, --to. One parser, called
  * by `memscope analyze` and `memscope export` for each argument, so that both spell and check
- * them alike. */
+ * them alike; and the one reader of an option's value (cli_opt_value). */
 #include "cli.h"
 
 #include "analyze/analyze.h"
@@ -12,9 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "--name=value" or "--name value": the value, NULL when a is not that option; *missing when
- * the option is there without a value. */
-static const char *value_of(int argc, char **argv, int *i, const char *name, int *missing)
+const char *cli_opt_value(int argc, char **argv, int *i, const char *name, int *missing)
 {
     const char *a = argv[*i];
     size_t n = strlen(name);
@@ -51,32 +49,32 @@ int cli_select_option(const char *cmd, int argc, char **argv, int *i, struct ms_
     const char *v;
     int missing = 0;
     int64_t x;
-    if ((v = value_of(argc, argv, i, "--layer", &missing))) {
+    if ((v = cli_opt_value(argc, argv, i, "--layer", &missing))) {
         if (missing || !*v)
             return usage_error("%s: --layer needs a layer name", cmd);
         *layer = v;
-    } else if ((v = value_of(argc, argv, i, "--step", &missing))) {
+    } else if ((v = cli_opt_value(argc, argv, i, "--step", &missing))) {
         if (missing || positive(v, INT_MAX, &x) < 0)
             return usage_error("%s: bad step number '%s' (a step >= 1)", cmd, v);
         o->at_step = (int)x;
-    } else if ((v = value_of(argc, argv, i, "--at", &missing))) {
+    } else if ((v = cli_opt_value(argc, argv, i, "--at", &missing))) {
         if (missing || positive(v, INT64_MAX, &x) < 0)
             return usage_error("%s: --at needs a time in ns, not '%s'", cmd, v);
         o->at_ns = x;
-    } else if ((v = value_of(argc, argv, i, "--process", &missing))) {
+    } else if ((v = cli_opt_value(argc, argv, i, "--process", &missing))) {
         if (missing || positive(v, INT_MAX, &x) < 0)
             return usage_error("%s: --process needs a process id (a pid > 0), not '%s'", cmd, v);
         o->pid = x;
-    } else if ((v = value_of(argc, argv, i, "--device", &missing))) {
+    } else if ((v = cli_opt_value(argc, argv, i, "--device", &missing))) {
         if (missing ||
             (strcmp(v, "cpu") != 0 && positive(v[0] == '0' && !v[1] ? "1" : v, 63, &x) < 0))
             return usage_error("%s: --device needs cpu or a CUDA ordinal 0..63, not '%s'", cmd, v);
         o->device = v;
-    } else if ((v = value_of(argc, argv, i, "--from", &missing))) {
+    } else if ((v = cli_opt_value(argc, argv, i, "--from", &missing))) {
         if (missing || positive(v, INT64_MAX, &x) < 0)
             return usage_error("%s: --from needs a time in ns, not '%s'", cmd, v);
         o->from_ns = x;
-    } else if ((v = value_of(argc, argv, i, "--to", &missing))) {
+    } else if ((v = cli_opt_value(argc, argv, i, "--to", &missing))) {
         if (missing || positive(v, INT64_MAX, &x) < 0)
             return usage_error("%s: --to needs a time in ns, not '%s'", cmd, v);
         o->to_ns = x;

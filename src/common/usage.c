@@ -6,6 +6,7 @@
  * read costs two or three small files; smaps_rollup makes the kernel walk the process's page
  * tables (about 0.1 ms per 100 MiB resident), which is the sampler's main cost. */
 #include "usage.h"
+#include "bytes.h"
 
 #include "ms_error.h"
 
@@ -188,30 +189,6 @@ int ms_usage_read_shared(pid_t pid, const struct ms_usage_cgroup *cg, uint64_t *
     return rc;
 }
 
-static void put32(unsigned char *p, uint32_t v)
-{
-    memcpy(p, &v, 4);
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-    memcpy(p, &v, 8);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
 int ms_usage_is_file(const char *name)
 {
     size_t n = strlen(name), a = strlen(MS_USAGE_PREFIX), b = strlen(MS_USAGE_SUFFIX);
@@ -223,36 +200,36 @@ void ms_usage_header(unsigned char *out)
 {
     memset(out, 0, MS_USAGE_HEADER);
     memcpy(out, MS_USAGE_MAGIC, 8);
-    put32(out + 8, MS_USAGE_VERSION);
-    put32(out + 12, MS_USAGE_RECORD);
+    ms_put32(out + 8, MS_USAGE_VERSION);
+    ms_put32(out + 12, MS_USAGE_RECORD);
 }
 
 void ms_usage_encode(const struct ms_usage_sample *s, unsigned char *out)
 {
     memset(out, 0, MS_USAGE_RECORD);
-    put64(out, s->ts_ns);
-    put32(out + 8, s->pid);
-    put32(out + 12, s->flags);
+    ms_put64(out, s->ts_ns);
+    ms_put32(out + 8, s->pid);
+    ms_put32(out + 12, s->flags);
     const uint64_t v[9] = {s->rss_anon, s->rss_file, s->rss_shmem,  s->stack, s->swap,
                            s->pss,      s->uss,      s->cg_current, s->cg_max};
     for (int i = 0; i < 9; i++)
-        put64(out + 16 + 8 * i, v[i]);
-    put32(out + 88, s->threads);
+        ms_put64(out + 16 + 8 * i, v[i]);
+    ms_put32(out + 88, s->threads);
     uint64_t kib = s->private_anon / 1024;
-    put32(out + 92, kib > UINT32_MAX ? UINT32_MAX : (uint32_t)kib);
+    ms_put32(out + 92, kib > UINT32_MAX ? UINT32_MAX : (uint32_t)kib);
 }
 
 static void decode(const unsigned char *p, struct ms_usage_sample *s)
 {
-    s->ts_ns = get64(p);
-    s->pid = get32(p + 8);
-    s->flags = get32(p + 12);
+    s->ts_ns = ms_get64(p);
+    s->pid = ms_get32(p + 8);
+    s->flags = ms_get32(p + 12);
     uint64_t *v[9] = {&s->rss_anon, &s->rss_file, &s->rss_shmem,  &s->stack, &s->swap,
                       &s->pss,      &s->uss,      &s->cg_current, &s->cg_max};
     for (int i = 0; i < 9; i++)
-        *v[i] = get64(p + 16 + 8 * i);
-    s->threads = get32(p + 88);
-    s->private_anon = (uint64_t)get32(p + 92) * 1024;
+        *v[i] = ms_get64(p + 16 + 8 * i);
+    s->threads = ms_get32(p + 88);
+    s->private_anon = (uint64_t)ms_get32(p + 92) * 1024;
 }
 
 /* Reads exactly len bytes at the file's position; returns 1, 0 at the end (or a partial
@@ -289,9 +266,9 @@ int ms_usage_load(const char *path, struct ms_usage_sample **out, size_t *n)
             rc = r;
         else if (r == 0 || memcmp(hdr, MS_USAGE_MAGIC, 8) != 0)
             rc = MS_EFORMAT;
-        else if (get32(hdr + 8) > MS_USAGE_VERSION)
+        else if (ms_get32(hdr + 8) > MS_USAGE_VERSION)
             rc = MS_EVERSION;
-        else if (get32(hdr + 8) == 0 || get32(hdr + 12) != MS_USAGE_RECORD)
+        else if (ms_get32(hdr + 8) == 0 || ms_get32(hdr + 12) != MS_USAGE_RECORD)
             rc = MS_EFORMAT;
     }
     /* the records a file of this size holds, within the cap: one allocation */

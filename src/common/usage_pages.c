@@ -5,6 +5,7 @@
  * pace its cost sets (docs/usage.md: about 1 ms of CPU per 1 GiB of mappings walked), and by
  * the conversion (the reader, once per run). */
 #include "usage_pages.h"
+#include "bytes.h"
 
 #include "ms_error.h"
 
@@ -199,44 +200,20 @@ int ms_pages_is_file(const char *name)
     return n > a + b && !strncmp(name, "usage-", a) && !strcmp(name + n - b, MS_PAGES_SUFFIX);
 }
 
-static void put32(unsigned char *p, uint32_t v)
-{
-    memcpy(p, &v, 4);
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-    memcpy(p, &v, 8);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
 void ms_pages_header(unsigned char *out)
 {
     memset(out, 0, MS_PAGES_HEADER);
     memcpy(out, MS_PAGES_MAGIC, 8);
-    put32(out + 8, MS_PAGES_VERSION);
-    put32(out + 12, (uint32_t)sizeof(struct ms_pages_range));
+    ms_put32(out + 8, MS_PAGES_VERSION);
+    ms_put32(out + 12, (uint32_t)sizeof(struct ms_pages_range));
 }
 
 void ms_pages_encode(const struct ms_pages_walk *w, unsigned char *out)
 {
-    put64(out, w->ts_ns);
-    put32(out + 8, w->pid);
-    put32(out + 12, (uint32_t)w->n);
-    put64(out + 16, w->bytes);
+    ms_put64(out, w->ts_ns);
+    ms_put32(out + 8, w->pid);
+    ms_put32(out + 12, (uint32_t)w->n);
+    ms_put64(out + 16, w->bytes);
 }
 
 _Static_assert(sizeof(struct ms_pages_range) == 16, "a range is two u64, as in the file");
@@ -263,9 +240,9 @@ int ms_pages_load(const char *path, struct ms_pages_walk **out, size_t *n)
     int rc = 0;
     if (fread(hdr, 1, sizeof hdr, f) != sizeof hdr || memcmp(hdr, MS_PAGES_MAGIC, 8) != 0)
         rc = MS_EFORMAT;
-    else if (get32(hdr + 8) > MS_PAGES_VERSION)
+    else if (ms_get32(hdr + 8) > MS_PAGES_VERSION)
         rc = MS_EVERSION;
-    else if (get32(hdr + 8) == 0 || get32(hdr + 12) != sizeof(struct ms_pages_range))
+    else if (ms_get32(hdr + 8) == 0 || ms_get32(hdr + 12) != sizeof(struct ms_pages_range))
         rc = MS_EFORMAT;
     struct ms_pages_walk *v = NULL;
     size_t nv = 0, cap = 0;
@@ -274,10 +251,10 @@ int ms_pages_load(const char *path, struct ms_pages_walk **out, size_t *n)
     while (rc == 0 && fread(rec, 1, sizeof rec, f) == sizeof rec) {
         left = left > sizeof rec ? left - sizeof rec : 0;
         struct ms_pages_walk w = {0};
-        w.ts_ns = get64(rec);
-        w.pid = get32(rec + 8);
-        uint32_t nr = get32(rec + 12);
-        uint64_t bytes = get64(rec + 16);
+        w.ts_ns = ms_get64(rec);
+        w.pid = ms_get32(rec + 8);
+        uint32_t nr = ms_get32(rec + 12);
+        uint64_t bytes = ms_get64(rec + 16);
         if (nr > MS_PAGES_MAX_RANGES || total + nr > MS_PAGES_MAX_TOTAL ||
             (uint64_t)nr * sizeof *w.r > left)
             break; /* no sampler's, or cut short: the walks before it are kept */

@@ -5,6 +5,7 @@
  * headers once, its chunks' `used` words at each poll until a later chunk of the same thread shows
  * that the writer moved on. Damage ends the damaged chunk only, as in reader.c. */
 #include "follow.h"
+#include "common/bytes.h"
 
 #include "common/grow.h"
 #include "common/ms_error.h"
@@ -256,20 +257,6 @@ static int list_dir(struct ms_follow *f)
     return rc;
 }
 
-static uint32_t rd32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-static uint64_t rd64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
 static int thread_of(struct ms_follow_proc *p, uint32_t image, uint32_t serial, uint32_t *out)
 {
     uint64_t key = (uint64_t)image << 32 | serial;
@@ -291,7 +278,7 @@ static int take_chunk(struct ms_follow *f, struct ms_follow_file *ff, uint64_t o
     unsigned char h[MS_TRACE_CHUNK_HEADER_SIZE];
     if (pread(ff->fd, h, sizeof h, (off_t)off) != (ssize_t)sizeof h)
         return 0;
-    uint32_t magic = rd32(h), size = rd32(h + 4);
+    uint32_t magic = ms_get32(h), size = ms_get32(h + 4);
     if (magic == 0)
         return 0;
     if (magic != MS_TRACE_CHUNK_MAGIC || size < MS_TRACE_CHUNK_ALIGN ||
@@ -305,9 +292,9 @@ static int take_chunk(struct ms_follow *f, struct ms_follow_file *ff, uint64_t o
     memset(c, 0, sizeof *c);
     c->off = off;
     c->size = size;
-    c->serial = rd32(h + 12);
-    c->seq = rd32(h + 16);
-    c->prev_ns = rd64(h + 24);
+    c->serial = ms_get32(h + 12);
+    c->seq = ms_get32(h + 16);
+    c->prev_ns = ms_get64(h + 24);
     if (thread_of(p, ff->image, c->serial, &c->thread) < 0)
         return MS_ENOMEM;
     ff->nchunks++;
@@ -521,7 +508,7 @@ static long read_chunk(struct ms_follow *f, struct ms_follow_file *ff, struct fc
     unsigned char u[4];
     if (pread(ff->fd, u, 4, (off_t)(c->off + 20)) != 4)
         return 0;
-    uint32_t used = rd32(u);
+    uint32_t used = ms_get32(u);
     if (used > c->size - MS_TRACE_CHUNK_HEADER_SIZE) {
         c->done = 1;
         f->procs[ff->proc].damaged++;

@@ -57,6 +57,7 @@ bench_options() {
         n) ops=$OPTARG ;;
         t) threads=$OPTARG ;;
         s) steps=$OPTARG ;;
+        p) passes=$OPTARG ;;
         w) workload=$OPTARG ;;
         x) xargs_old=$OPTARG ;;
         y) xargs_new=$OPTARG ;;

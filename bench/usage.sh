@@ -2,10 +2,10 @@
 # usage.sh: what the usage monitor costs (docs/usage.md; issue 38: <= 1% of the traced program's
 # wall time at the default interval, the sampler <= 0.5% of a core).
 #
-#   bench/usage.sh [-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-w churn|fork] [-k]
+#   bench/usage.sh [-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-w churn|fork] [-p PASSES] [-k]
 #
 # Runs ../shared/bench/churn.c (-w churn, the default) or bench/cow_workers.c (-w fork: a parent
-# holding 256 MiB of 256-byte blocks and two forked workers that write into every block 60
+# holding 256 MiB of 256-byte blocks and two forked workers that write into every block PASSES (60)
 # times, so the sampler walks their pagemaps: copy-on-write) under memscope, recording only
 # (--format=trace --no-pack, so the conversion's time does not hide the difference),
 # alternating within each round (default 7):
@@ -18,13 +18,13 @@ set -euo pipefail
 BENCH=usage.sh
 . "$(dirname "$0")/lib.sh"
 
-rounds=7 ops=10000000 threads=2 keep=0 workload=churn
-bench_options "[-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-w churn|fork] [-k]" "r:n:t:w:k" "$@"
+rounds=7 ops=10000000 threads=2 keep=0 workload=churn passes=60
+bench_options "[-r ROUNDS] [-n OPS_PER_THREAD] [-t THREADS] [-w churn|fork] [-p PASSES] [-k]" "r:n:t:w:p:k" "$@"
 bench_memscope
 bench_workdir "$keep"
 if [ "$workload" = fork ]; then
     cc -O2 -g -fno-omit-frame-pointer "$root/bench/cow_workers.c" -o "$work/prog"
-    prog=(./prog 256 2 60)
+    prog=(./prog 256 2 "$passes")
 else
     cc -O2 -g -fno-omit-frame-pointer -pthread "$root/../shared/bench/churn.c" -o "$work/prog"
     prog=(./prog "$ops" "$threads")

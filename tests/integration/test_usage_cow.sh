@@ -17,18 +17,22 @@ ms an analyze usage --json "$TMP/cow.db"
 assert_eq "analyze usage exit status" 0 "$RC"
 la=$(grep_line "$SRC" "static char *alloc_a(void)")
 lb=$(grep_line "$SRC" "static char *alloc_b(void)")
-# workers in fork order: the forked processes' pids ascending is not guaranteed; usage_cow's
-# fork_ns orders them
+# The workers as the analysis numbers them (usage_cow's fork_ns: each child's start). That is
+# the order the children first ran in, which under load need not be the order they were forked
+# in (NEEDSWORK: the parent's own fork time), so each worker's block is read from its answer,
+# and the two must be one each.
 W=$(q "$TMP/cow.db" "SELECT p.pid FROM usage_cow c JOIN processes p ON p.id = c.process_id ORDER BY c.fork_ns")
+assert_eq "two forked processes walked" 2 "$(echo "$W" | grep -c .)"
 w1=$(echo "$W" | sed -n 1p)
 w2=$(echo "$W" | sed -n 2p)
-assert_eq "two forked processes walked" 2 "$(echo "$W" | grep -c .)"
 # The blocks' bytes in private pages, not the pages': each block spans 8,193 pages (its chunk
 # header shares the first), and counts exactly its 32 MiB.
+fns=""
 for w in 1 2; do
     pid=$([ $w = 1 ] && echo "$w1" || echo "$w2")
-    fn=$([ $w = 1 ] && echo alloc_a || echo alloc_b)
-    line=$([ $w = 1 ] && echo "$la" || echo "$lb")
+    fn=$(J "$TMP/an.out" "s=[p['cow_sites'] for p in d['processes'] if p['pid'] == $pid][0]; print(s[0]['site'].split(' (')[0] if s else '')")
+    fns="$fns $fn"
+    line=$([ "$fn" = alloc_a ] && echo "$la" || echo "$lb")
     assert_eq "worker $w: cow_private_bytes 32 MiB exactly" $((32 * MIB)) \
         "$(J "$TMP/an.out" "print([p['cow_private_bytes'] for p in d['processes'] if p['pid'] == $pid][0])")"
     assert_eq "worker $w: one site, $fn, with all of it" "1 $fn cow_fork.c:$((line + 2)) $((32 * MIB))" \
@@ -37,6 +41,8 @@ for w in 1 2; do
         "^worker $w \\(pid $pid, forked by pid [0-9]+\\) copied 32\\.0 MiB of its parent's memory: 32\\.0 MiB in blocks allocated by $fn \\([^)]*cow_fork\\.c:$((line + 2))\\)\\." \
         "$(J "$TMP/an.out" "print([f['message'] for f in d['findings'] if f['kind'] == 'copy_on_write' and f['pid'] == $pid][0])")"
 done
+assert_eq "the two workers copied one block each: alloc_a's and alloc_b's" "alloc_a alloc_b" \
+    "$(echo $fns | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ $//')"
 assert_eq "the parent: not forked, cow_private_bytes null, no sites" "None []" \
     "$(J "$TMP/an.out" "p=[p for p in d['processes'] if 'cow_fork' in p['command'] and p['pid'] not in ($w1, $w2)][0]; print(p['cow_private_bytes'], p['cow_sites'])")"
 assert_eq "findings: copy_on_write for each worker" "copy_on_write copy_on_write" \

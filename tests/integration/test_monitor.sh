@@ -28,7 +28,7 @@ wait_for grep -q 'serving metrics on' "$TMP/hold.err"
 ADDR=$(port_of "$TMP/hold.err")
 assert_match "the address served" '^127\.0\.0\.1:[0-9]+$' "$ADDR"
 scrape_held() {
-    curl -sf "http://$ADDR/metrics" >"$TMP/s.txt" &&
+    curl -sf --max-time 10 "http://$ADDR/metrics" >"$TMP/s.txt" &&
         grep -q 'memscope_step{.*} 3$' "$TMP/s.txt" &&
         grep -q 'memscope_live_bytes{.*layer="heap".*} 3932160$' "$TMP/s.txt"
 }
@@ -50,9 +50,9 @@ assert_eq "rss kinds" "anon file shmem" \
 assert_eq "every series has a HELP and a TYPE" "" \
     "$(for m in $(grep -v '^#' "$TMP/s.txt" | sed 's/{.*//' | sort -u); do grep -q "^# TYPE $m " "$TMP/s.txt" || echo "$m"; done)"
 assert_eq "content type" "text/plain; version=0.0.4; charset=utf-8" \
-    "$(curl -sf -o /dev/null -w '%{content_type}' "http://$ADDR/metrics")"
-assert_eq "another path: 404" 404 "$(curl -s -o /dev/null -w '%{http_code}' "http://$ADDR/")"
-assert_eq "another method: 405" 405 "$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://$ADDR/metrics")"
+    "$(curl -sf --max-time 10 -o /dev/null -w '%{content_type}' "http://$ADDR/metrics")"
+assert_eq "another path: 404" 404 "$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' "http://$ADDR/")"
+assert_eq "another method: 405" 405 "$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' -X POST "http://$ADDR/metrics")"
 # the port is taken while this run serves: a second run says so and runs nothing
 ms busy run --metrics="$ADDR" -o "$TMP/busy.db" -- /usr/bin/touch "$TMP/ran"
 assert_eq "port in use: status" 1 "$RC"
@@ -109,7 +109,7 @@ done
 wait_for grep -q 'serving metrics on' "$TMP/mon.err"
 MADDR=$(port_of "$TMP/mon.err")
 both_held() {
-    curl -sf "http://$MADDR/metrics" >"$TMP/m.txt" &&
+    curl -sf --max-time 10 "http://$MADDR/metrics" >"$TMP/m.txt" &&
         [ "$(grep -cE 'memscope_live_bytes\{.*layer="heap".*\} (2097152|3145728)$' "$TMP/m.txt")" -eq 2 ]
 }
 wait_for both_held
@@ -118,6 +118,10 @@ assert_eq "monitor: each rank's live heap bytes" $'0 2097152\n1 3145728' \
 touch "$TMP/go3"
 wait_for sh -c "! kill -0 $MON 2>/dev/null"
 assert_eq "monitor --until-exit: ended after the workers (kill -0 fails)" 1 "$(kill -0 "$MON" 2>/dev/null; echo $?)"
+if kill -0 "$MON" 2>/dev/null; then # never wait for ever: say what it said, then end it
+    sed 's/^/  monitor: /' "$TMP/mon.err" | tail -20 >&2
+    kill "$MON"
+fi
 wait "$MON"
 assert_eq "monitor: status" 0 "$?"
 

@@ -148,7 +148,7 @@ static int export_profile(const char *db_path, int kind, enum ms_export_what wha
     if (rc == 0 && smp.bytes) { /* a sampled run: the sizes are the converter's estimates */
         char note[160];
         ms_sampling_note(&smp, note, sizeof note);
-        fprintf(stderr, "memscope: note: %s; the export's object counts are samples\n", note);
+        cli_log(1, "%s; the export's object counts are samples", note);
     }
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     sqlite3_close(db);

@@ -136,7 +136,7 @@ print("ok" if not bad and len(d) > 5 else (bad, list(d)))' "$TMP/call.out")"
 ms cexp export "$TMP/c.db" --format=collapsed -o "$TMP/c.folded"
 assert_eq "export: exit status" 0 "$RC"
 assert_match "export of a sampled run: the note" \
-    "^memscope: note: sampled at 2 KiB: figures per site are estimates .*object counts are samples" \
+    "^memscope \\[info\\]: sampled at 2 KiB: figures per site are estimates .*object counts are samples" \
     "$(cat "$TMP/cexp.err")"
 # An exact run has no note.
 ms xpeak analyze peak "$TMP/x.db"

@@ -96,7 +96,7 @@ try {
     await page.selectOption("#tform select[name=sort]", "size");
     await page.selectOption("#tform select[name=order]", "asc");
     await page.click("#tform button[type=submit]");
-    await until(page, () => document.body.dataset.tableRows === "0:3:3");
+    await until(page, () => document.body.dataset.tableRows === "0:3:3" && document.body.dataset.tableOrder === "size:asc");
     const rows = await text("#tblocks tbody");
     check("b_ineff: the table of inefficient blocks: 600 B, 700 B, 800 B", /^600 B.*700 B.*800 B/s.test(rows), rows);
     await shot(page, `${outDir}/ineff.png`);

@@ -110,12 +110,18 @@ export function watchTable() {
   }).observe($("tform").closest("section"));
 }
 
+let tableAsked = 0;
+
+// Shows the rows the form asks for. Only the latest request draws: an earlier one that
+// answers late (the table scrolled into view, then the form submitted) is dropped.
 export async function loadTable() {
   const p = tableParams();
+  const asked = ++tableAsked;
   const events = p.kind !== undefined;
+  const r = REPORT ? (events ? reportEvents(p) : reportBlocks(p)) : await (firstLargest(p) || api(events ? "events" : "blocks", p));
+  if (asked !== tableAsked) return;
   $("tblocks").hidden = events;
   $("tevents").hidden = !events;
-  const r = REPORT ? (events ? reportEvents(p) : reportBlocks(p)) : await (firstLargest(p) || api(events ? "events" : "blocks", p));
   const rows = events ? r.events : r.blocks;
   const tb = $(events ? "tevents" : "tblocks").tBodies[0];
   tb.textContent = "";
@@ -143,6 +149,7 @@ export async function loadTable() {
   $("tprev").disabled = r.offset === 0;
   $("tnext").disabled = last >= r.count;
   document.body.dataset.tableRows = `${r.offset}:${rows.length}:${r.count}`;
+  document.body.dataset.tableOrder = `${events ? "time" : p.sort}:${p.order}`;
 }
 
 export function setupTable() {

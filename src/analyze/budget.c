@@ -61,27 +61,26 @@ int ms_budget_parse(struct ms_budget *b, const char *value, char *err, size_t er
     const char *colon = strchr(value, ':');
     size_t n = colon ? (size_t)(colon - value) : strlen(value);
     if (n >= sizeof num) {
-        snprintf(err, errlen, "'%.60s...' is not a size", value);
-        return MS_EINVAL;
+        return ms_errf(err, errlen, MS_EINVAL, "'%.60s...' is not a size", value);
     }
     memcpy(num, value, n);
     num[n] = 0;
     if (ms_size_parse(num, &b->limit) < 0) {
-        snprintf(err, errlen,
-                 "'%s' is not a size (a number of bytes, or with a unit: KiB, MiB, GiB or KB, "
-                 "MB, GB, powers of 1024)",
-                 num);
-        return MS_EINVAL;
+        return ms_errf(
+            err, errlen, MS_EINVAL,
+            "'%s' is not a size (a number of bytes, or with a unit: KiB, MiB, GiB or KB, "
+            "MB, GB, powers of 1024)",
+            num);
     }
     b->layer[0] = 0;
     if (colon) {
         if (!ms_budget_layer_known(colon + 1)) {
-            snprintf(err, errlen,
-                     "unknown layer '%.64s' (heap, mmap, mmap_reserved, cuda_pinned, cuda[:N], "
-                     "cuda_pool[:N], cuda_vmm[:N], cuda_va[:N], cuda_map[:N], pta[:N], "
-                     "pta_segment[:N], pool, pool:NAME)",
-                     colon + 1);
-            return MS_EINVAL;
+            return ms_errf(
+                err, errlen, MS_EINVAL,
+                "unknown layer '%.64s' (heap, mmap, mmap_reserved, cuda_pinned, cuda[:N], "
+                "cuda_pool[:N], cuda_vmm[:N], cuda_va[:N], cuda_map[:N], pta[:N], "
+                "pta_segment[:N], pool, pool:NAME)",
+                colon + 1);
         }
         snprintf(b->layer, sizeof b->layer, "%s", colon + 1);
     }
@@ -114,8 +113,7 @@ static int layers_select(sqlite3 *db, const char *name, struct layer_sel *s, cha
                            "lower(name) LIKE lower(?1) || ':%' AND name NOT LIKE '%:reserved')) "
                            "ORDER BY id",
                            -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "layers: %s", sqlite3_errmsg(db));
-        return MS_EDB;
+        return ms_errf(err, errlen, MS_EDB, "layers: %s", sqlite3_errmsg(db));
     }
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     while (sqlite3_step(st) == SQLITE_ROW && s->n < MAX_LAYERS)
@@ -654,11 +652,10 @@ int ms_gate_parse(struct ms_gate *g, int is_peak, const char *value, char *err, 
     g->threshold = (double)v;
     return 0;
 bad:
-    snprintf(err, errlen,
-             "--fail-if-%s-grows: expected a percentage (10%%) or a size (1 MiB, 4096), not "
-             "'%s'",
-             is_peak ? "peak" : "leak", value);
-    return MS_EINVAL;
+    return ms_errf(err, errlen, MS_EINVAL,
+                   "--fail-if-%s-grows: expected a percentage (10%%) or a size (1 MiB, 4096), not "
+                   "'%s'",
+                   is_peak ? "peak" : "leak", value);
 }
 
 /* One side of a gate: the measure and its sites. */

@@ -55,8 +55,7 @@ int ms_analyze_open(const char *path, int writable, sqlite3 **db, char *err, siz
 {
     *db = NULL;
     if (access(path, R_OK) != 0) {
-        snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
-        return MS_ENOTFOUND;
+        return ms_errf(err, errlen, MS_ENOTFOUND, "cannot open '%s': %s", path, strerror(errno));
     }
     int flags = writable ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY;
     if (sqlite3_open_v2(path, db, flags, NULL) != SQLITE_OK) {
@@ -524,12 +523,10 @@ void ms__actx_release(struct ms_actx *x)
 
 int ms__actx_db_fail(struct ms_actx *x, const char *what)
 {
-    snprintf(x->err, x->errlen, "%s: %s: %s", x->name, what, sqlite3_errmsg(x->db));
-    return MS_EDB;
+    return ms_errf(x->err, x->errlen, MS_EDB, "%s: %s: %s", x->name, what, sqlite3_errmsg(x->db));
 }
 
 int ms__actx_oom(struct ms_actx *x)
 {
-    snprintf(x->err, x->errlen, "%s: out of memory", x->name);
-    return MS_ENOMEM;
+    return ms_errf(x->err, x->errlen, MS_ENOMEM, "%s: out of memory", x->name);
 }

@@ -135,8 +135,7 @@ static int load_side(const struct side *sd, const struct ms_analyze_opts *o, int
 {
     char *filter = ms__layer_filter(sd->db, o, "b.layer");
     if (!filter) {
-        snprintf(err, errlen, "compare: out of memory");
-        return MS_ENOMEM;
+        return ms_errf(err, errlen, MS_ENOMEM, "compare: out of memory");
     }
     const char *stepc = sd->step > 0 ? " AND b.step = ?1" : "";
     /* One scan: grouped by (layer, stack, owner), then summed by site and by owner here. A
@@ -163,8 +162,8 @@ static int load_side(const struct side *sd, const struct ms_analyze_opts *o, int
                           stepc, sd->has_owner ? ", b.owner_id" : "");
     sqlite3_free(filter);
     if (prc != SQLITE_OK) {
-        snprintf(err, errlen, "compare: %s", sqlite3_errmsg(sd->db));
-        return prc == SQLITE_NOMEM ? MS_ENOMEM : MS_EDB;
+        return ms_errf(err, errlen, prc == SQLITE_NOMEM ? MS_ENOMEM : MS_EDB, "compare: %s",
+                       sqlite3_errmsg(sd->db));
     }
     if (sd->step > 0)
         sqlite3_bind_int(st, 1, sd->step);
@@ -195,9 +194,8 @@ static int load_side(const struct side *sd, const struct ms_analyze_opts *o, int
         rc = MS_EDB;
     sqlite3_finalize(st);
     if (rc) {
-        snprintf(err, errlen, "compare: %s",
-                 rc == MS_EDB ? sqlite3_errmsg(sd->db) : ms_strerror(rc));
-        return rc;
+        return ms_errf(err, errlen, rc, "compare: %s",
+                       rc == MS_EDB ? sqlite3_errmsg(sd->db) : ms_strerror(rc));
     }
     return 0;
 }
@@ -309,14 +307,13 @@ int ms_analyze_compare(struct ms_actx *x)
     size_t errlen = x->errlen;
     int steps = o->step_a > 0 || o->step_b > 0;
     if (steps && o->other_db) {
-        snprintf(err, errlen, "compare: give either --steps A,B or --with OTHER.db, not both");
-        return MS_EINVAL;
+        return ms_errf(err, errlen, MS_EINVAL,
+                       "compare: give either --steps A,B or --with OTHER.db, not both");
     }
     if (!steps && !o->other_db) {
-        snprintf(err, errlen,
-                 "compare: give --steps A,B (two steps of this run) or --with "
-                 "OTHER.db (another run)");
-        return MS_EINVAL;
+        return ms_errf(err, errlen, MS_EINVAL,
+                       "compare: give --steps A,B (two steps of this run) or --with "
+                       "OTHER.db (another run)");
     }
     sqlite3 *db2 = NULL;
     struct ms_store_full other = {.dir = ""};
@@ -326,12 +323,12 @@ int ms_analyze_compare(struct ms_actx *x)
     int rc;
     if (steps) {
         if (o->step_a <= 0 || o->step_b <= 0) {
-            snprintf(err, errlen, "compare: --steps needs two step numbers >= 1, as A,B");
-            return MS_EINVAL;
+            return ms_errf(err, errlen, MS_EINVAL,
+                           "compare: --steps needs two step numbers >= 1, as A,B");
         }
         if (!ms__has_column(db, "blocks", "step")) {
-            snprintf(err, errlen, "compare: this database has no step information");
-            return MS_EFORMAT;
+            return ms_errf(err, errlen, MS_EFORMAT,
+                           "compare: this database has no step information");
         }
         sqlite3_stmt *st;
         int maxstep = 0;
@@ -341,16 +338,15 @@ int ms_analyze_compare(struct ms_actx *x)
             maxstep = sqlite3_column_int(st, 0);
         sqlite3_finalize(st);
         if (maxstep == 0) {
-            snprintf(err, errlen,
-                     "compare: the program never called memscope_step(): this run "
-                     "has no steps to compare");
-            return MS_EINVAL;
+            return ms_errf(err, errlen, MS_EINVAL,
+                           "compare: the program never called memscope_step(): this run "
+                           "has no steps to compare");
         }
         int bad = o->step_a > maxstep ? o->step_a : o->step_b > maxstep ? o->step_b : 0;
         if (bad) {
-            snprintf(err, errlen, "compare: step %d does not exist: the run has steps 1 to %d", bad,
-                     maxstep);
-            return MS_EINVAL;
+            return ms_errf(err, errlen, MS_EINVAL,
+                           "compare: step %d does not exist: the run has steps 1 to %d", bad,
+                           maxstep);
         }
         sa.step = o->step_a;
         sb.step = o->step_b;

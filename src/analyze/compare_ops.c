@@ -229,8 +229,8 @@ done:
     free(x.bd.lo);
     free(x.bd.hi);
     if (rc)
-        snprintf(err, errlen, "compare: reading ops: %s",
-                 rc == MS_EDB ? sqlite3_errmsg(db) : ms_strerror(rc));
+        return ms_errf(err, errlen, rc, "compare: reading ops: %s",
+                       rc == MS_EDB ? sqlite3_errmsg(db) : ms_strerror(rc));
     return rc;
 }
 
@@ -409,8 +409,7 @@ int write_csv(const char *path, const struct opseq *A, const struct opseq *B, co
     mo.fd = -1; /* fclose closed it */
     if (bad || ms_output_commit(&mo) < 0) {
         ms_output_abort(&mo);
-        snprintf(err, errlen, "compare: cannot write '%s'", path);
-        return MS_EIO;
+        return ms_errf(err, errlen, MS_EIO, "compare: cannot write '%s'", path);
     }
     return 0;
 }

@@ -637,12 +637,11 @@ int ms_analyze_decompose(struct ms_actx *x)
     char *err = x->err;
     size_t errlen = x->errlen;
     if (o->at_ns && o->at_step) {
-        snprintf(err, errlen, "decompose: give either --at NS or --step N, not both");
-        return MS_EINVAL;
+        return ms_errf(err, errlen, MS_EINVAL,
+                       "decompose: give either --at NS or --step N, not both");
     }
     if (o->at_ns < 0 || o->at_step < 0) {
-        snprintf(err, errlen, "decompose: --at and --step must be positive");
-        return MS_EINVAL;
+        return ms_errf(err, errlen, MS_EINVAL, "decompose: --at and --step must be positive");
     }
     int has_owner = ms__has_column(db, "blocks", "owner_id");
     int64_t t0 = ms__run_start_ns(db);
@@ -663,23 +662,21 @@ int ms_analyze_decompose(struct ms_actx *x)
         long long maxstep = 0;
         if (!ms__has_column(db, "steps", "step") ||
             scalar(db, "SELECT COALESCE(MAX(step), 0) FROM steps", &maxstep) < 0 || maxstep == 0) {
-            snprintf(err, errlen,
-                     "decompose: the program never called memscope_step(): this "
-                     "run has no steps");
-            return MS_EINVAL;
+            return ms_errf(err, errlen, MS_EINVAL,
+                           "decompose: the program never called memscope_step(): this "
+                           "run has no steps");
         }
         if (o->at_step > maxstep) {
-            snprintf(err, errlen,
-                     "decompose: step %d does not exist: the run has steps 1 to "
-                     "%lld",
-                     o->at_step, maxstep);
-            return MS_EINVAL;
+            return ms_errf(err, errlen, MS_EINVAL,
+                           "decompose: step %d does not exist: the run has steps 1 to "
+                           "%lld",
+                           o->at_step, maxstep);
         }
     }
     if (o->at_ns && (o->at_ns < t0 || o->at_ns > t1)) {
-        snprintf(err, errlen, "decompose: time %lld is outside the run (%lld to %lld ns)",
-                 (long long)o->at_ns, (long long)t0, (long long)t1);
-        return MS_EINVAL;
+        return ms_errf(err, errlen, MS_EINVAL,
+                       "decompose: time %lld is outside the run (%lld to %lld ns)",
+                       (long long)o->at_ns, (long long)t0, (long long)t1);
     }
     if (!(root.name = strdup("total"))) {
         rc = MS_ENOMEM;

@@ -33,8 +33,7 @@ int ms_export_collapsed(const struct ms_profile *p, enum ms_export_what what, FI
 {
     struct ms_export_stacks s;
     if (ms_export_stacks_init(&s, p->db) < 0) {
-        snprintf(err, errlen, "cannot read the stacks: %s", sqlite3_errmsg(p->db));
-        return MS_EDB;
+        return ms_errf(err, errlen, MS_EDB, "cannot read the stacks: %s", sqlite3_errmsg(p->db));
     }
     uint32_t *ix = ms_profile_sorted(p);
     int rc = ix ? 0 : MS_ENOMEM;
@@ -57,8 +56,8 @@ int ms_export_collapsed(const struct ms_profile *p, enum ms_export_what what, FI
     free(ix);
     ms_export_stacks_release(&s);
     if (rc < 0)
-        snprintf(err, errlen, "%s",
-                 rc == MS_ENOMEM ? "out of memory" : "cannot read a stack's frames");
+        return ms_errf(err, errlen, rc, "%s",
+                       rc == MS_ENOMEM ? "out of memory" : "cannot read a stack's frames");
     return rc;
 }
 
@@ -91,8 +90,7 @@ int ms_export_speedscope(const struct ms_profile *p, enum ms_export_what what, c
                                         "leaked"};
     struct ms_export_stacks s;
     if (ms_export_stacks_init(&s, p->db) < 0) {
-        snprintf(err, errlen, "cannot read the stacks: %s", sqlite3_errmsg(p->db));
-        return MS_EDB;
+        return ms_errf(err, errlen, MS_EDB, "cannot read the stacks: %s", sqlite3_errmsg(p->db));
     }
     struct frames fr = {0};
     ms_strtab_init(&fr.names, MS_GROW_MAX, (size_t)1 << 32);
@@ -195,7 +193,7 @@ int ms_export_speedscope(const struct ms_profile *p, enum ms_export_what what, c
     ms__names_release(&names);
     ms_export_stacks_release(&s);
     if (rc < 0)
-        snprintf(err, errlen, "%s",
-                 rc == MS_ENOMEM ? "out of memory" : "cannot read a stack's frames");
+        return ms_errf(err, errlen, rc, "%s",
+                       rc == MS_ENOMEM ? "out of memory" : "cannot read a stack's frames");
     return rc;
 }

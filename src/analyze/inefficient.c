@@ -280,14 +280,12 @@ static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
             SQLITE_OK ||
         sqlite3_step(st) != SQLITE_ROW) {
         sqlite3_finalize(st);
-        snprintf(err, errlen, "inefficient: %s", sqlite3_errmsg(db));
-        return MS_EDB;
+        return ms_errf(err, errlen, MS_EDB, "inefficient: %s", sqlite3_errmsg(db));
     }
     s->nproc = sqlite3_column_int(st, 0) + 1;
     sqlite3_finalize(st);
     if (s->nproc > (1 << 24) || !(s->procs = calloc((size_t)s->nproc, sizeof *s->procs))) {
-        snprintf(err, errlen, "inefficient: %s", ms_strerror(MS_ENOMEM));
-        return MS_ENOMEM;
+        return ms_errf(err, errlen, MS_ENOMEM, "inefficient: %s", ms_strerror(MS_ENOMEM));
     }
     for (int i = 0; i < s->nproc; i++)
         s->procs[i].malloc_api = s->procs[i].free_api = NONE;
@@ -307,8 +305,7 @@ static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
                 "SELECT DISTINCT allocation_id FROM events WHERE kind = " MS_SQL_ACCESS
                 " AND allocation_id IS NOT NULL",
                 -1, &st, NULL) != SQLITE_OK) {
-            snprintf(err, errlen, "inefficient: %s", sqlite3_errmsg(db));
-            return MS_EDB;
+            return ms_errf(err, errlen, MS_EDB, "inefficient: %s", sqlite3_errmsg(db));
         }
         int isnew;
         while (!rc && sqlite3_step(st) == SQLITE_ROW)
@@ -316,8 +313,7 @@ static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
                 rc = MS_ENOMEM;
         sqlite3_finalize(st);
         if (rc) {
-            snprintf(err, errlen, "inefficient: %s", ms_strerror(rc));
-            return rc;
+            return ms_errf(err, errlen, rc, "inefficient: %s", ms_strerror(rc));
         }
     }
     if (ms_store_is_compact(db)) {
@@ -347,8 +343,7 @@ static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
                                         filter);
         sqlite3_free(filter);
         if (prc != SQLITE_OK) {
-            snprintf(err, errlen, "inefficient: %s", sqlite3_errmsg(db));
-            return MS_EDB;
+            return ms_errf(err, errlen, MS_EDB, "inefficient: %s", sqlite3_errmsg(db));
         }
         int r;
         while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW)
@@ -370,8 +365,8 @@ static int scan(sqlite3 *db, struct state *s, char *err, size_t errlen)
         rc = finish_block(s, (int64_t)key, b, end > b->alloc_ns ? end : b->alloc_ns);
     }
     if (rc)
-        snprintf(err, errlen, "inefficient: %s",
-                 rc == MS_EDB ? sqlite3_errmsg(db) : ms_strerror(rc));
+        return ms_errf(err, errlen, rc, "inefficient: %s",
+                       rc == MS_EDB ? sqlite3_errmsg(db) : ms_strerror(rc));
     return rc;
 }
 
@@ -489,13 +484,13 @@ int ms_analyze_inefficient(struct ms_actx *x)
     char *err = x->err;
     size_t errlen = x->errlen;
     if (o->idle_threshold == 0) {
-        snprintf(err, errlen, "inefficient: the idle threshold must be a positive API count");
-        return MS_EINVAL;
+        return ms_errf(err, errlen, MS_EINVAL,
+                       "inefficient: the idle threshold must be a positive API count");
     }
     if (o->lazy_pct < 0 || o->lazy_pct > 100 || o->delayed_pct < 0 || o->delayed_pct > 100 ||
         o->idle_pct < 0 || o->idle_pct > 100) {
-        snprintf(err, errlen, "inefficient: threshold percentages must be in 0..100");
-        return MS_EINVAL;
+        return ms_errf(err, errlen, MS_EINVAL,
+                       "inefficient: threshold percentages must be in 0..100");
     }
     struct state s;
     memset(&s, 0, sizeof s);

@@ -330,8 +330,8 @@ int ms_analyze_oom(struct ms_actx *x)
             "JOIN processes p ON p.id = e.process_id JOIN layers l ON l.id = e.layer "
             "WHERE e.kind = " MS_SQL_OOM " ORDER BY e.id LIMIT 1001",
             -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "oom: cannot read the database: %s", sqlite3_errmsg(db));
-        return MS_EDB;
+        return ms_errf(err, errlen, MS_EDB, "oom: cannot read the database: %s",
+                       sqlite3_errmsg(db));
     }
     struct oom_report *v = NULL;
     size_t n = 0, cap = 0;

@@ -40,8 +40,7 @@ static int run_one(const struct ms_analysis *a, sqlite3 *db, const struct ms_ana
     size_t len = 0;
     FILE *mem = open_memstream(&buf, &len);
     if (!mem) {
-        snprintf(err, errlen, "out of memory");
-        return MS_ENOMEM;
+        return ms_errf(err, errlen, MS_ENOMEM, "out of memory");
     }
     int rc = run_plain(a, db, o, mem, err, errlen);
     if (fclose(mem) != 0 && rc == 0) {
@@ -101,8 +100,7 @@ static int parse_names(const char *names, const struct ms_analysis **list, int *
         size_t len = e ? (size_t)(e - p) : strlen(p);
         char name[64];
         if (len == 0 || len >= sizeof name) {
-            snprintf(err, errlen, "bad analysis list '%s'", names);
-            return MS_EINVAL;
+            return ms_errf(err, errlen, MS_EINVAL, "bad analysis list '%s'", names);
         }
         memcpy(name, p, len);
         name[len] = 0;
@@ -140,8 +138,7 @@ static int parse_names(const char *names, const struct ms_analysis **list, int *
             p++;
     }
     if (n == 0) {
-        snprintf(err, errlen, "no analysis named");
-        return MS_EINVAL;
+        return ms_errf(err, errlen, MS_EINVAL, "no analysis named");
     }
     return n;
 }
@@ -214,8 +211,7 @@ static int run_all(struct dbs *d, const struct ms_analysis **list, int n, int al
             size_t len = 0;
             FILE *mem = open_memstream(&buf, &len);
             if (!mem) {
-                snprintf(err, errlen, "out of memory");
-                return MS_ENOMEM;
+                return ms_errf(err, errlen, MS_ENOMEM, "out of memory");
             }
             rc = (db = db_for(d, list[i], o, &rc, one_err, sizeof one_err))
                      ? run_one(list[i], db, o, mem, one_err, sizeof one_err)

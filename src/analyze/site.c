@@ -286,11 +286,10 @@ int ms_site_rule_add(struct ms_site_rule *r, const char *list, char *err, size_t
         const char *comma = strchr(p, ',');
         size_t l = comma ? (size_t)(comma - p) : strlen(p);
         if (!l || l > 512 || memchr(p, ' ', l) == p || (l == 1 && *p == '*')) {
-            snprintf(err, errlen,
-                     "bad function name '%.*s' in '%s' (a comma list of names; "
-                     "NAME* for every name that starts with NAME)",
-                     (int)(l > 64 ? 64 : l), p, list);
-            return MS_EINVAL;
+            return ms_errf(err, errlen, MS_EINVAL,
+                           "bad function name '%.*s' in '%s' (a comma list of names; "
+                           "NAME* for every name that starts with NAME)",
+                           (int)(l > 64 ? 64 : l), p, list);
         }
         if (r->nskip == r->askip &&
             ms_grow((void **)&r->skip, &r->askip, r->nskip, sizeof *r->skip, 8, 4096) < 0)
@@ -302,8 +301,7 @@ int ms_site_rule_add(struct ms_site_rule *r, const char *list, char *err, size_t
     }
     return 0;
 oom:
-    snprintf(err, errlen, "out of memory");
-    return MS_ENOMEM;
+    return ms_errf(err, errlen, MS_ENOMEM, "out of memory");
 }
 
 void ms_site_rule_release(struct ms_site_rule *r)

@@ -61,16 +61,15 @@ int ms_suppression_match(const char *pattern, const char *name)
 
 static int fail(char *err, size_t errlen, int rc, const char *path, int line, const char *why)
 {
-    snprintf(err, errlen, "%s:%d: %s", path, line, why);
-    return rc;
+    return ms_errf(err, errlen, rc, "%s:%d: %s", path, line, why);
 }
 
 int ms_suppressions_load(struct ms_suppressions *s, const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        snprintf(err, errlen, "cannot read suppressions file '%s': %s", path, strerror(errno));
-        return MS_ENOTFOUND;
+        return ms_errf(err, errlen, MS_ENOTFOUND, "cannot read suppressions file '%s': %s", path,
+                       strerror(errno));
     }
     char line[MAX_LINE + 2];
     int lineno = 0, rc = 0;

@@ -1,7 +1,21 @@
-/* error.c: messages for the project's error codes (see error.h). Called by the CLI only. */
+/* error.c: the project's error reasons (ms_errf) and the messages of its error codes (ms_strerror,
+ * called by the CLI only); see ms_error.h. */
 #include "ms_error.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
+
+int ms_errf(char *err, size_t len, int rc, const char *fmt, ...)
+{
+    if (err && len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, len, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
 
 const char *ms_strerror(int code)
 {

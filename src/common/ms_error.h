@@ -5,6 +5,8 @@
 #ifndef MS_ERROR_H
 #define MS_ERROR_H
 
+#include <stddef.h>
+
 enum {
     MS_OK = 0,
     MS_EBASE = -1000,
@@ -19,6 +21,12 @@ enum {
     MS_ENOTFOUND = -1009, /* a named thing does not exist */
     MS_EREFUSED = -1010,  /* input asks for something we never do (e.g. a pickle that imports) */
 };
+
+/* Writes the reason of a failure, formatted as printf does, into err (len bytes; nothing when
+ * err is NULL or len 0) and returns rc: `return ms_errf(err, errlen, MS_EIO, "cannot read %s",
+ * path);` is the one way a function that takes an error buffer fails. */
+int ms_errf(char *err, size_t len, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Returns a static English message for code (an MS_E* value or a negative errno). */
 const char *ms_strerror(int code);

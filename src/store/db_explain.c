@@ -83,13 +83,12 @@ int ms_db_explain(const char *path, char *err, size_t errlen)
 {
     struct stat st;
     if (stat(path, &st) < 0) {
-        snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
-        return MS_ENOTFOUND;
+        return ms_errf(err, errlen, MS_ENOTFOUND, "cannot open '%s': %s", path, strerror(errno));
     }
     const char *kind = ms_file_kind(path);
     if (strcmp(kind, "an SQLite database") != 0) {
-        snprintf(err, errlen, "'%s' is not a memscope database: it is %s", path, kind);
-        return MS_EFORMAT;
+        return ms_errf(err, errlen, MS_EFORMAT, "'%s' is not a memscope database: it is %s", path,
+                       kind);
     }
     /* The header: page size at 16 (1 means 65536), the page count at 28, valid when the
      * change counter at 24 equals the version-valid-for number at 92. */
@@ -99,11 +98,11 @@ int ms_db_explain(const char *path, char *err, size_t errlen)
     if (fd >= 0)
         close(fd);
     if (n < (ssize_t)sizeof h) {
-        snprintf(err, errlen,
-                 "'%s' is damaged: truncated to %lld bytes, inside its header (a copy or write "
-                 "cut short)",
-                 path, (long long)st.st_size);
-        return MS_EFORMAT;
+        return ms_errf(
+            err, errlen, MS_EFORMAT,
+            "'%s' is damaged: truncated to %lld bytes, inside its header (a copy or write "
+            "cut short)",
+            path, (long long)st.st_size);
     }
     uint32_t page = (uint32_t)h[16] << 8 | h[17];
     if (page == 1)
@@ -111,18 +110,16 @@ int ms_db_explain(const char *path, char *err, size_t errlen)
     uint64_t pages = be32(h + 28), size = (uint64_t)st.st_size;
     int valid = pages && be32(h + 24) == be32(h + 92) && page >= 512 && !(page & (page - 1));
     if (valid && size < pages * page) {
-        snprintf(err, errlen,
-                 "'%s' is damaged: truncated to %llu of its %llu bytes (a copy or write cut "
-                 "short)",
-                 path, (unsigned long long)size, (unsigned long long)(pages * page));
-        return MS_EFORMAT;
+        return ms_errf(err, errlen, MS_EFORMAT,
+                       "'%s' is damaged: truncated to %llu of its %llu bytes (a copy or write cut "
+                       "short)",
+                       path, (unsigned long long)size, (unsigned long long)(pages * page));
     }
     if (page >= 512 && !(page & (page - 1)) && size % page) {
-        snprintf(err, errlen,
-                 "'%s' is damaged: truncated (%llu bytes, not a whole number of its %u-byte "
-                 "pages)",
-                 path, (unsigned long long)size, page);
-        return MS_EFORMAT;
+        return ms_errf(err, errlen, MS_EFORMAT,
+                       "'%s' is damaged: truncated (%llu bytes, not a whole number of its %u-byte "
+                       "pages)",
+                       path, (unsigned long long)size, page);
     }
     /* The size is right: what SQLite finds. */
     sqlite3 *db = NULL;

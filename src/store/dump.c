@@ -34,8 +34,7 @@ static int fill(sqlite3 *db, const char *head, const char *tail, char *err, size
     size_t n = strlen(head) + strlen(ms_dump_select) + strlen(tail) + 3;
     char *sql = malloc(n);
     if (!sql) {
-        snprintf(err, errlen, "memscope_dump: out of memory");
-        return MS_ENOMEM;
+        return ms_errf(err, errlen, MS_ENOMEM, "memscope_dump: out of memory");
     }
     snprintf(sql, n, "%s %s %s", head, ms_dump_select, tail);
     char *msg = NULL;
@@ -75,8 +74,7 @@ int ms_dump_refresh(sqlite3 *db, const char *ids_sql, char *err, size_t errlen)
     size_t n = strlen(ids_sql) + 64;
     char *tail = malloc(n);
     if (!tail) {
-        snprintf(err, errlen, "memscope_dump: out of memory");
-        return MS_ENOMEM;
+        return ms_errf(err, errlen, MS_ENOMEM, "memscope_dump: out of memory");
     }
     snprintf(tail, n, "AND e.id IN (%s) ORDER BY e.id", ids_sql);
     int rc = fill(db, "INSERT OR REPLACE INTO memscope_dump", tail, err, errlen);

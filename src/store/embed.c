@@ -77,13 +77,11 @@ int ms_embed_start(struct ms_embed *e, const char *const *paths, size_t n, const
     size_t wl = strlen(db_path) + 48;
     e->work_dir = malloc(wl);
     if (!e->paths || !e->packed || !e->work_dir) {
-        snprintf(err, errlen, "out of memory");
-        return MS_ENOMEM;
+        return ms_errf(err, errlen, MS_ENOMEM, "out of memory");
     }
     for (size_t i = 0; i < n; i++)
         if (!(e->paths[i] = strdup(paths[i]))) {
-            snprintf(err, errlen, "out of memory");
-            return MS_ENOMEM;
+            return ms_errf(err, errlen, MS_ENOMEM, "out of memory");
         }
     e->n = n;
     /* named by this process (memscope run removes it if the conversion dies: run_convert.c) */
@@ -97,8 +95,7 @@ int ms_embed_start(struct ms_embed *e, const char *const *paths, size_t n, const
     }
     int rc = pthread_create(&e->thread, NULL, pack_all, e);
     if (rc != 0) {
-        snprintf(err, errlen, "cannot start the packing thread: %s", strerror(rc));
-        return -rc;
+        return ms_errf(err, errlen, -rc, "cannot start the packing thread: %s", strerror(rc));
     }
     e->started = 1;
     return 0;
@@ -119,8 +116,7 @@ static int embed_file(sqlite3_stmt *ins, const char *path, const char *name, cha
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int rc = -errno;
-        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-        return rc;
+        return ms_errf(err, errlen, rc, "cannot read %s: %s", path, strerror(errno));
     }
     int rc = 0;
     for (int64_t part = 0; rc == 0; part++) {
@@ -160,14 +156,12 @@ int ms_embed_finish(struct ms_embed *e, sqlite3 *db, char *err, size_t errlen)
 {
     int rc = join(e);
     if (rc < 0) {
-        snprintf(err, errlen, "%s", e->err);
-        return rc;
+        return ms_errf(err, errlen, rc, "%s", e->err);
     }
     sqlite3_stmt *ins = NULL;
     char *buf = malloc(MS_EMBED_PART);
     if (!buf) {
-        snprintf(err, errlen, "out of memory");
-        return MS_ENOMEM;
+        return ms_errf(err, errlen, MS_ENOMEM, "out of memory");
     }
     if (sqlite3_prepare_v2(db, "INSERT INTO trace_files (name, part, data) VALUES (?, ?, ?)", -1,
                            &ins, NULL) != SQLITE_OK) {
@@ -219,8 +213,7 @@ int ms_embed_extract(sqlite3 *db, const char *dir, char *err, size_t errlen)
     if (sqlite3_prepare_v2(db, "SELECT data FROM trace_files WHERE id = ?", -1, &blob, NULL) !=
         SQLITE_OK) {
         sqlite3_finalize(st);
-        snprintf(err, errlen, "trace_files: %s", sqlite3_errmsg(db));
-        return MS_EDB;
+        return ms_errf(err, errlen, MS_EDB, "trace_files: %s", sqlite3_errmsg(db));
     }
     int rc = 0, files = 0, fd = -1, s;
     char cur[NAME_MAX + 1] = "", path[PATH_MAX];

@@ -153,11 +153,10 @@ int ms_store_expand(const char *compact_path, const char *db_path, int dump,
 {
     struct stat st;
     if (lstat(db_path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen,
-                 "%s exists and is not a regular file: a database is written only "
-                 "to a regular file (it is renamed there)",
-                 db_path);
-        return MS_EREFUSED;
+        return ms_errf(err, errlen, MS_EREFUSED,
+                       "%s exists and is not a regular file: a database is written only "
+                       "to a regular file (it is renamed there)",
+                       db_path);
     }
     sqlite3 *db;
     if (sqlite3_open_v2(compact_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
@@ -246,8 +245,7 @@ int ms_store_full_open(struct ms_store_full *f, const char *db_path, char *err, 
         return 0;
     if ((size_t)snprintf(f->dir, sizeof f->dir, "%s/memscope-full-XXXXXX", ms_tmp_dir()) >=
         sizeof f->dir) {
-        snprintf(err, errlen, "TMPDIR is too long");
-        return -ENAMETOOLONG;
+        return ms_errf(err, errlen, -ENAMETOOLONG, "TMPDIR is too long");
     }
     if (!ms_temp_dir_create(f->dir)) {
         int rc = -errno;

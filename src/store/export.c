@@ -236,8 +236,7 @@ int ms_store_check_version(sqlite3 *db, char *err, size_t errlen)
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'format_version'", -1, &st,
                            NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "not a memscope database (%s)", sqlite3_errmsg(db));
-        return MS_EFORMAT;
+        return ms_errf(err, errlen, MS_EFORMAT, "not a memscope database (%s)", sqlite3_errmsg(db));
     }
     int rc = 0;
     if (sqlite3_step(st) != SQLITE_ROW) {

@@ -418,8 +418,7 @@ int ms_stack_text_fill(sqlite3 *db, char *err, size_t errlen)
 {
     struct ms_stack_text t;
     if (ms_stack_text_init(&t, db) < 0) {
-        snprintf(err, errlen, "stacks: %s", sqlite3_errmsg(db));
-        return MS_EDB;
+        return ms_errf(err, errlen, MS_EDB, "stacks: %s", sqlite3_errmsg(db));
     }
     int rc = t.tree ? nodes_load(&t) : 0, open = 0;
     if (rc == 0 &&

@@ -657,8 +657,7 @@ int ms_store_export_torch(const char *db_path, FILE *out, char *err, size_t errl
 {
     struct exp *e = calloc(1, sizeof *e);
     if (!e) {
-        snprintf(err, errlen, "out of memory");
-        return MS_ENOMEM;
+        return ms_errf(err, errlen, MS_ENOMEM, "out of memory");
     }
     e->err = err;
     e->errlen = errlen;

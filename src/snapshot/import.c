@@ -275,14 +275,10 @@ static int collect(struct imp *m, int64_t *t0, int64_t *t1)
     }
     if (npre) {
         /* Put them first: they happened before everything in the trace. */
-        if (m->nev + npre > m->cap) {
-            struct iev *v = realloc(m->ev, (size_t)(m->nev + npre) * sizeof *v);
-            if (!v) {
-                rc = ierr(m, MS_ENOMEM, "out of memory");
-                goto out;
-            }
-            m->ev = v;
-            m->cap = m->nev + npre;
+        if (ms_grow((void **)&m->ev, &m->cap, m->nev + npre - 1, sizeof *m->ev, 4096, MS_GROW_MAX) <
+            0) {
+            rc = ierr(m, MS_ENOMEM, "out of memory");
+            goto out;
         }
         memmove(m->ev + npre, m->ev, (size_t)m->nev * sizeof *m->ev);
         memcpy(m->ev, pre, (size_t)npre * sizeof *pre);
@@ -346,15 +342,10 @@ static int write_strings_frames_stacks(struct imp *m)
             uint32_t fid = ms_snapshot_stack_frame(s, i, k);
             const struct ms_snap_frame *f = &s->frames[fid];
             size_t need = len + f->file.n + f->func.n + 40;
-            if (need > cap) {
-                cap = need * 2;
-                char *t = realloc(text, cap);
-                if (!t) {
-                    free(text);
-                    rc = ierr(m, MS_ENOMEM, "out of memory");
-                    goto out;
-                }
-                text = t;
+            if (ms_grow((void **)&text, &cap, need - 1, 1, 256, MS_GROW_MAX) < 0) {
+                free(text);
+                rc = ierr(m, MS_ENOMEM, "out of memory");
+                goto out;
             }
             len += (size_t)snprintf(text + len, cap - len, "%s%.*s(%lld): %.*s", k ? "\n" : "",
                                     (int)f->file.n, f->file.p, (long long)f->line, (int)f->func.n,

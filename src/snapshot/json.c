@@ -3,6 +3,7 @@
  * max_stack), so memory is linear in the input. */
 #include "json.h"
 
+#include "common/grow.h"
 #include "common/ms_error.h"
 
 #include <errno.h>
@@ -45,19 +46,12 @@ static int jpush(struct jp *j, ms_pv v)
     if (v == MS_PV_ABSENT_VALUE)
         return jfail(j, MS_ENOMEM, "out of memory (arena cap %llu bytes)",
                      (unsigned long long)u->caps.max_memory);
-    if (u->stack_len == u->stack_cap) {
-        if (u->stack_cap >= u->caps.max_stack)
-            return jfail(j, MS_ELIMIT, "too many pending values (cap %llu)",
-                         (unsigned long long)u->caps.max_stack);
-        uint64_t cap = u->stack_cap ? u->stack_cap * 2 : 1024;
-        if (cap > u->caps.max_stack)
-            cap = u->caps.max_stack;
-        ms_pv *s = realloc(u->stack, (size_t)cap * sizeof *s);
-        if (!s)
-            return jfail(j, MS_ENOMEM, "out of memory");
-        u->stack = s;
-        u->stack_cap = cap;
-    }
+    if (u->stack_len >= u->caps.max_stack)
+        return jfail(j, MS_ELIMIT, "too many pending values (cap %llu)",
+                     (unsigned long long)u->caps.max_stack);
+    if (ms_grow((void **)&u->stack, &u->stack_cap, u->stack_len, sizeof *u->stack, 1024,
+                u->caps.max_stack) < 0)
+        return jfail(j, MS_ENOMEM, "out of memory");
     u->stack[u->stack_len++] = v;
     return 0;
 }

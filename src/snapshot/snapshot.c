@@ -5,6 +5,7 @@
  * events costs one lookup per event. */
 #include "snapshot.h"
 
+#include "common/grow.h"
 #include "common/ms_error.h"
 #include "json.h"
 
@@ -200,18 +201,14 @@ static uint32_t intern_frame(struct ms_snapshot *s, ms_pv fd)
         }
     }
     if (!id) {
-        if (s->nframes == s->cap_frames) {
-            if (s->cap_frames >= UINT32_MAX / 2)
+        if (s->nframes == s->cap_frames || s->nframes == s->cap_rank) {
+            if (s->nframes >= UINT32_MAX / 2)
                 return serr(s, MS_ELIMIT, "too many distinct frames"), 0;
-            uint32_t cap = s->cap_frames ? s->cap_frames * 2 : 1024;
-            struct ms_snap_frame *fr = realloc(s->frames, cap * sizeof *fr);
-            if (fr)
-                s->frames = fr;
-            uint8_t *rk = fr ? realloc(s->frame_rank, cap) : NULL;
-            if (!rk)
+            if (ms_grow((void **)&s->frames, &s->cap_frames, s->nframes, sizeof *s->frames, 1024,
+                        UINT32_MAX / 2) < 0 ||
+                ms_grow((void **)&s->frame_rank, &s->cap_rank, s->nframes, 1, 1024,
+                        UINT32_MAX / 2) < 0)
                 return serr(s, MS_ENOMEM, "out of memory"), 0;
-            s->frame_rank = rk;
-            s->cap_frames = cap;
         }
         id = s->nframes++;
         s->frames[id] = f;
@@ -290,13 +287,9 @@ static uint32_t intern_stack(struct ms_snapshot *s, ms_pv fl)
     if (n > UINT32_MAX)
         return serr(s, MS_ELIMIT, "frame list too long"), UINT32_MAX;
     /* The frame ids go to a scratch buffer, for hashing, comparing and the site. */
-    if (n > s->scratch_cap) {
-        uint32_t *sc = realloc(s->scratch, (size_t)n * sizeof *sc);
-        if (!sc)
-            return serr(s, MS_ENOMEM, "out of memory"), UINT32_MAX;
-        s->scratch = sc;
-        s->scratch_cap = (uint32_t)n;
-    }
+    if (ms_grow((void **)&s->scratch, &s->scratch_cap, (size_t)n - 1, sizeof *s->scratch, 64,
+                (size_t)UINT32_MAX + 1) < 0)
+        return serr(s, MS_ENOMEM, "out of memory"), UINT32_MAX;
     uint32_t *ids = s->scratch;
     if (stack_ids(s, fl, ids, n, 1))
         return UINT32_MAX;
@@ -328,14 +321,11 @@ static uint32_t intern_stack(struct ms_snapshot *s, ms_pv fl)
     }
     if (!id) {
         if (s->nstacks == s->cap_stacks) {
-            if (s->cap_stacks >= UINT32_MAX / 4)
+            if (s->nstacks >= UINT32_MAX / 4)
                 return serr(s, MS_ELIMIT, "too many distinct stacks"), UINT32_MAX;
-            uint32_t cap = s->cap_stacks ? s->cap_stacks * 2 : 1024;
-            struct ms_snap_stack *st = realloc(s->stacks, cap * sizeof *st);
-            if (!st)
+            if (ms_grow((void **)&s->stacks, &s->cap_stacks, s->nstacks, sizeof *s->stacks, 1024,
+                        UINT32_MAX / 4) < 0)
                 return serr(s, MS_ENOMEM, "out of memory"), UINT32_MAX;
-            s->stacks = st;
-            s->cap_stacks = cap;
         }
         id = s->nstacks++;
         s->stacks[id].list = fl;
@@ -694,7 +684,7 @@ static int build(struct ms_snapshot *s)
     s->stacks = calloc(1024, sizeof *s->stacks);
     if (!s->frame_map || !s->stack_map || !s->frames || !s->frame_rank || !s->stacks)
         return serr(s, MS_ENOMEM, "out of memory");
-    s->cap_frames = s->cap_stacks = 1024;
+    s->cap_frames = s->cap_rank = s->cap_stacks = 1024;
     s->nframes = 1; /* id 0: none */
     s->nstacks = 1; /* id 0: the empty stack */
     ms_pv root = s->root = s->u.root;

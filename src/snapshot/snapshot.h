@@ -137,11 +137,11 @@ struct ms_snapshot {
     size_t map_len;
     void *frame_map, *stack_map; /* content hash maps */
     uint64_t hash_seed;          /* random per reader: a file cannot aim for hash collisions */
-    uint32_t cap_frames, cap_stacks;
+    size_t cap_frames, cap_rank, cap_stacks;
     uint8_t *frame_rank;  /* per frame: 0 Python file, 1 other known file, 2 none */
     uint32_t plain_frame; /* id of the frame read from a non-dict item, 0 if none yet */
     uint32_t *scratch;    /* frame ids of the stack being interned */
-    uint32_t scratch_cap;
+    size_t scratch_cap;
     char err[320];
 };
 

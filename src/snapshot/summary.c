@@ -6,6 +6,7 @@
 #include "common/term_text.h"
 
 #include "common/u64map.h"
+#include "common/grow.h"
 #include "common/ms_error.h"
 #include "common/utf8.h"
 
@@ -53,6 +54,7 @@ struct devsum {
     uint64_t free_bytes, largest_free;
     struct site *live, *allocs;
     uint32_t nlive, nallocs;
+    size_t cap_live, cap_allocs;
     const uint64_t *segi; /* the device's segments: indexes into s->segs, ascending */
     uint64_t nsegi;
 };
@@ -84,14 +86,13 @@ static int cmp_site(const void *a, const void *b)
 }
 
 /* Aggregates bytes by site frame; per_frame is a scratch array of nframes slots. */
-static int add_site(struct site **v, uint32_t *n, uint32_t *slot_of, uint32_t frame, uint64_t bytes)
+static int add_site(struct site **v, uint32_t *n, size_t *cap, uint32_t *slot_of, uint32_t frame,
+                    uint64_t bytes)
 {
     if (!slot_of[frame]) {
-        struct site *nv = realloc(*v, (*n + 1) * sizeof **v);
-        if (!nv)
+        if (ms_grow((void **)v, cap, *n, sizeof **v, 64, MS_GROW_MAX) < 0)
             return MS_ENOMEM;
-        *v = nv;
-        nv[*n] = (struct site){frame, 0, 0};
+        (*v)[*n] = (struct site){frame, 0, 0};
         slot_of[frame] = ++*n;
     }
     struct site *s = &(*v)[slot_of[frame] - 1];
@@ -132,7 +133,8 @@ static int summarize(const struct ms_snapshot *s, int64_t dev, const uint64_t *s
                 if ((rc = ms_u64map_set64(&live, e->addr, i)))
                     goto out;
                 uint32_t site = e->stack ? s->stacks[e->stack].site : 0;
-                if ((rc = add_site(&d->allocs, &d->nallocs, scratch, site, e->size)))
+                if ((rc =
+                         add_site(&d->allocs, &d->nallocs, &d->cap_allocs, scratch, site, e->size)))
                     goto out;
             } else if (e->action == MS_SA_FREE_COMPLETED) {
                 ms_u64map_del(&live, e->addr, NULL);
@@ -167,7 +169,7 @@ static int summarize(const struct ms_snapshot *s, int64_t dev, const uint64_t *s
             }
             if (b->state == MS_SB_ACTIVE_ALLOCATED) {
                 uint32_t site = b->stack ? s->stacks[b->stack].site : 0;
-                if ((rc = add_site(&d->live, &d->nlive, scratch, site, b->size)))
+                if ((rc = add_site(&d->live, &d->nlive, &d->cap_live, scratch, site, b->size)))
                     goto out;
             }
         }

@@ -5,6 +5,7 @@
  * opcodes (BINGET, ints, short strings). */
 #include "unpickle.h"
 
+#include "common/grow.h"
 #include "common/ms_error.h"
 
 #include <assert.h>
@@ -338,14 +339,11 @@ static int64_t shape_of(struct ms_unpickle *u, const ms_pv *kv, uint64_t pairs)
             goto lookup_only;
         uint32_t cap = u->shape_slots_cap ? u->shape_slots_cap * 2 : 256;
         uint32_t *slots = calloc(cap, sizeof *slots);
-        struct ms_pv_shape **shapes = realloc(u->shapes, (cap / 2) * sizeof *shapes);
-        if (!slots || !shapes) {
+        if (!slots || ms_grow((void **)&u->shapes, &u->shapes_cap, cap / 2 - 1, sizeof *u->shapes,
+                              128, MS_GROW_MAX) < 0) {
             free(slots);
-            if (shapes)
-                u->shapes = shapes;
             return -1;
         }
-        u->shapes = shapes;
         for (uint32_t i = 0; i < u->nshapes; i++) {
             uint32_t j = u->shapes[i]->hash & (cap - 1);
             while (slots[j])
@@ -757,18 +755,11 @@ static inline uint64_t rd_le(const unsigned char *p, unsigned n)
 
 static int push_slow(struct ms_unpickle *u, ms_pv v)
 {
-    if (u->stack_len == u->stack_cap) {
-        if (u->stack_cap >= u->caps.max_stack)
-            return MS_ELIMIT;
-        uint64_t cap = u->stack_cap ? u->stack_cap * 2 : 1024;
-        if (cap > u->caps.max_stack)
-            cap = u->caps.max_stack;
-        ms_pv *s = realloc(u->stack, (size_t)cap * sizeof *s);
-        if (!s)
-            return MS_ENOMEM;
-        u->stack = s;
-        u->stack_cap = cap;
-    }
+    if (u->stack_len >= u->caps.max_stack)
+        return MS_ELIMIT;
+    if (ms_grow((void **)&u->stack, &u->stack_cap, u->stack_len, sizeof *u->stack, 1024,
+                u->caps.max_stack) < 0)
+        return MS_ENOMEM;
     u->stack[u->stack_len++] = v;
     return 0;
 }
@@ -789,17 +780,10 @@ static int memo_put(struct ms_unpickle *u, uint64_t idx, ms_pv v, uint64_t off)
         return fail(u, MS_ELIMIT, off, "memo slot %llu over the cap of %llu",
                     (unsigned long long)idx, (unsigned long long)limit);
     if (idx >= u->memo_cap) {
-        uint64_t cap = u->memo_cap ? u->memo_cap * 2 : 1024;
-        while (cap <= idx)
-            cap *= 2;
-        if (cap > limit)
-            cap = limit;
-        ms_pv *m = realloc(u->memo, (size_t)cap * sizeof *m);
-        if (!m)
+        size_t old = u->memo_cap;
+        if (ms_grow((void **)&u->memo, &u->memo_cap, idx, sizeof *u->memo, 1024, limit) < 0)
             return fail(u, MS_ENOMEM, off, "out of memory growing the memo");
-        memset(m + u->memo_cap, 0, (size_t)(cap - u->memo_cap) * sizeof *m);
-        u->memo = m;
-        u->memo_cap = cap;
+        memset(u->memo + old, 0, (u->memo_cap - old) * sizeof *u->memo);
     }
     if (u->memo[idx])
         return fail(u, MS_EFORMAT, off, "memo slot %llu written twice", (unsigned long long)idx);
@@ -919,14 +903,9 @@ int ms_unpickle_load(struct ms_unpickle *u, const void *data, size_t len)
         case '(': /* MARK */
             if (u->marks_len >= u->caps.max_depth)
                 return fail(u, MS_ELIMIT, OFF, "nesting deeper than %u", u->caps.max_depth);
-            if (u->marks_len == u->marks_cap) {
-                uint32_t cap = u->marks_cap ? u->marks_cap * 2 : 64;
-                uint64_t *m = realloc(u->marks, cap * sizeof *m);
-                if (!m)
-                    return fail(u, MS_ENOMEM, OFF, "out of memory");
-                u->marks = m;
-                u->marks_cap = cap;
-            }
+            if (ms_grow((void **)&u->marks, &u->marks_cap, u->marks_len, sizeof *u->marks, 64,
+                        MS_GROW_MAX) < 0)
+                return fail(u, MS_ENOMEM, OFF, "out of memory");
             u->marks[u->marks_len++] = u->stack_len;
             break;
         case '0': /* POP: a value, or the mark when nothing is above it (as Python does) */

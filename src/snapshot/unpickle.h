@@ -79,13 +79,17 @@ struct ms_unpickle {
 
     /* internals */
     ms_pv *memo;
-    uint64_t memo_len, memo_cap;
+    uint64_t memo_len;
+    size_t memo_cap;
     ms_pv *stack;
-    uint64_t stack_len, stack_cap;
+    uint64_t stack_len;
+    size_t stack_cap;
     uint64_t *marks;
-    uint32_t marks_len, marks_cap;
+    uint32_t marks_len;
+    size_t marks_cap;
     struct ms_pv_shape **shapes; /* dict key shapes (unpickle.c) */
     uint32_t nshapes, shape_slots_cap;
+    size_t shapes_cap;
     uint32_t *shape_slots;
     struct ms_pv_arena_chunk *chunks;
     unsigned char *cur, *end; /* free space in the current chunk */

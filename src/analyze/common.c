@@ -271,30 +271,26 @@ static int grow_ptrs(char ***arr, size_t *n, int64_t id)
         return MS_ELIMIT;
     if ((size_t)id < *n)
         return 0;
-    size_t nn = (size_t)id + 1;
-    char **p = realloc(*arr, nn * sizeof *p);
-    if (!p)
+    size_t old = *n;
+    if (ms_grow((void **)arr, n, (size_t)id, sizeof **arr, 16, (1 << 24) + 1) < 0)
         return MS_ENOMEM;
-    memset(p + *n, 0, (nn - *n) * sizeof *p);
-    *arr = p;
-    *n = nn;
+    memset(*arr + old, 0, (*n - old) * sizeof **arr);
     return 0;
 }
 
 int ms__names_load(sqlite3 *db, struct ms_names *n, char *err, size_t errlen)
 {
     memset(n, 0, sizeof *n);
+    size_t cap = 0;
     sqlite3_stmt *st = NULL;
     int rc = 0;
     if (sqlite3_prepare_v2(db, "SELECT id, pid, exe FROM processes ORDER BY id", -1, &st, NULL) !=
         SQLITE_OK)
         goto db_fail;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        struct ms_name_proc *p = realloc(n->procs, (n->nprocs + 1) * sizeof *p);
-        if (!p)
+        if (ms_grow((void **)&n->procs, &cap, n->nprocs, sizeof *n->procs, 16, MS_GROW_MAX) < 0)
             goto oom;
-        n->procs = p;
-        p += n->nprocs++;
+        struct ms_name_proc *p = &n->procs[n->nprocs++];
         p->id = sqlite3_column_int64(st, 0);
         p->pid = sqlite3_column_int64(st, 1);
         const char *exe = (const char *)sqlite3_column_text(st, 2);
@@ -379,7 +375,7 @@ const char *ms__names_layer(const struct ms_names *n, int64_t id)
 
 const char *ms__names_owner(const struct ms_names *n, int64_t id)
 {
-    if (id > 0 && (size_t)id < n->nowners)
+    if (id > 0 && (size_t)id < n->nowners && n->owners[id])
         return n->term ? ms_term_text(n->owners[id]) : n->owners[id];
     return NULL;
 }

@@ -198,7 +198,7 @@ struct series {
     long long *points;  /* npoints * nowners */
     char (*plabel)[40]; /* per point */
     int64_t *pts;       /* per point: time */
-    size_t npoints, cappoints;
+    size_t npoints, cap_values, cap_labels, cap_times;
     long long total, total_peak;
     int by_steps; /* points are step ends (else evenly spaced times) */
     int64_t peak_id, peak_ts;
@@ -219,24 +219,15 @@ static void series_release(struct series *s)
 
 static int add_point(struct series *s, const char *label, int64_t ts)
 {
-    if (s->npoints == s->cappoints) {
-        size_t ncap = s->cappoints ? s->cappoints * 2 : 16;
-        if (ncap > ((size_t)1 << 24) / (size_t)s->nowners)
-            return MS_ELIMIT;
-        long long *p = realloc(s->points, ncap * (size_t)s->nowners * sizeof *p);
-        if (!p)
-            return MS_ENOMEM;
-        s->points = p;
-        char(*l)[40] = realloc(s->plabel, ncap * sizeof *l);
-        if (!l)
-            return MS_ENOMEM;
-        s->plabel = l;
-        int64_t *t = realloc(s->pts, ncap * sizeof *t);
-        if (!t)
-            return MS_ENOMEM;
-        s->pts = t;
-        s->cappoints = ncap;
-    }
+    size_t max = ((size_t)1 << 24) / (size_t)s->nowners; /* points of nowners values each */
+    if (s->npoints >= max)
+        return MS_ELIMIT;
+    /* The values grow by whole points: nowners at a time. */
+    if (ms_grow((void **)&s->points, &s->cap_values, (s->npoints + 1) * (size_t)s->nowners - 1,
+                sizeof *s->points, 16 * (size_t)s->nowners, (size_t)1 << 24) < 0 ||
+        ms_grow((void **)&s->plabel, &s->cap_labels, s->npoints, sizeof *s->plabel, 16, max) < 0 ||
+        ms_grow((void **)&s->pts, &s->cap_times, s->npoints, sizeof *s->pts, 16, max) < 0)
+        return MS_ENOMEM;
     memcpy(s->points + s->npoints * (size_t)s->nowners, s->live,
            (size_t)s->nowners * sizeof *s->live);
     snprintf(s->plabel[s->npoints], sizeof s->plabel[0], "%s", label);

@@ -27,7 +27,8 @@
 struct pseries {
     int64_t process_id;
     double *step, *live;
-    int n, cap;
+    int n;
+    size_t cap_step, cap_live;
     int first;         /* the fit's first point */
     struct ms_fit fit; /* live bytes per step */
     int reached_at;    /* --limit: the first point at or over it, or -1 */
@@ -73,20 +74,11 @@ static int add_step(struct tctx *T, int64_t proc, double step, double live)
         memset(p, 0, sizeof *p);
         p->process_id = proc;
     }
-    if (p->n == p->cap) {
-        int nc = p->cap ? 2 * p->cap : 64;
-        if (nc > (1 << 26))
-            return MS_ELIMIT;
-        double *a = realloc(p->step, (size_t)nc * sizeof *a);
-        if (!a)
-            return MS_ENOMEM;
-        p->step = a;
-        double *b = realloc(p->live, (size_t)nc * sizeof *b);
-        if (!b)
-            return MS_ENOMEM;
-        p->live = b;
-        p->cap = nc;
-    }
+    if (p->n >= (1 << 26))
+        return MS_ELIMIT;
+    if (ms_grow((void **)&p->step, &p->cap_step, (size_t)p->n, sizeof *p->step, 64, 1 << 26) < 0 ||
+        ms_grow((void **)&p->live, &p->cap_live, (size_t)p->n, sizeof *p->live, 64, 1 << 26) < 0)
+        return MS_ENOMEM;
     p->step[p->n] = step;
     p->live[p->n++] = live;
     return 0;

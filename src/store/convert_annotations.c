@@ -319,26 +319,25 @@ int conv__on_annotation(struct conv *c, struct stream *s)
          * memscope.torch): the name is the op, the rest msMemScope's ACCESS Attr members */
         const char *sep = memchr(r->str1, MS_ACCESS_ATTR_SEP, r->len1);
         size_t nlen = sep ? (size_t)(sep - r->str1) : r->len1;
-        struct sbuf b = {0};
-        int bad = 0;
+        struct ms_buf b = {0};
         if (sep) {
             const char *q = sep + 1, *end = r->str1 + r->len1;
-            bad |= sbuf__add(&b, "{", 1);
+            ms_buf_add(&b, "{", 1);
             int first = 1;
-            while (q < end && !bad) {
+            while (q < end && !b.oom) {
                 const char *semi = memchr(q, ';', (size_t)(end - q)), *stop = semi ? semi : end;
                 const char *eq = memchr(q, '=', (size_t)(stop - q));
                 if (eq && eq > q) {
-                    bad |= sbuf__add(&b, first ? "" : ",", first ? 0 : 1);
-                    bad |= sbuf__json(&b, q, (size_t)(eq - q));
-                    bad |= sbuf__add(&b, ":", 1);
-                    bad |= sbuf__json(&b, eq + 1, (size_t)(stop - eq - 1));
+                    ms_buf_add(&b, first ? "" : ",", first ? 0 : 1);
+                    ms_buf_json(&b, q, (size_t)(eq - q));
+                    ms_buf_add(&b, ":", 1);
+                    ms_buf_json(&b, eq + 1, (size_t)(stop - eq - 1));
                     first = 0;
                 }
                 q = stop + 1;
             }
-            bad |= sbuf__add(&b, "}", 1);
-            if (bad) {
+            ms_buf_add(&b, "}", 1);
+            if (b.oom) {
                 free(b.p);
                 return conv__oom(c, "access attributes");
             }

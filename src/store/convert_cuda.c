@@ -254,10 +254,10 @@ static int cuda_find(struct conv *c, struct proc *p, int k, uint64_t dev, uint64
     return 0;
 }
 
-/* Makes b the next events row's Attr additions; bad: building it failed. */
-static int cuda_attr(struct conv *c, struct sbuf *b, int bad)
+/* Makes b the next events row's Attr additions (a failed append: out of memory). */
+static int cuda_attr(struct conv *c, struct ms_buf *b)
 {
-    if (bad || !b->p)
+    if (b->oom || !b->p)
         return conv__oom(c, "event attributes");
     c->attr = b->p;
     c->attr_len = b->len;
@@ -271,55 +271,54 @@ static int64_t layer_live(const struct proc *p, int layer)
                                                                      : 0;
 }
 
-static int on_cuda_mem(struct conv *c, struct stream *s, struct sbuf *b)
+static int on_cuda_mem(struct conv *c, struct stream *s, struct ms_buf *b)
 {
     struct proc *p = &c->procs[s->proc];
     const struct ms_record *r = &s->r;
     uint64_t op = r->flags, dev = r->pcs[1], aux1 = r->pcs[5], aux2 = r->pcs[6], aux3 = r->pcs[7];
     const char *api = ms_cu_op_name(op) ? ms_cu_op_name(op) : "?"; /* op checked by the reader */
-    int alloc, kind, rc, bad = 0;
+    int alloc, kind, rc;
     cuda_op_class(op, &alloc, &kind);
-    bad |= sbuf__fmt(b, "{\"api\":\"%s\"", api);
+    ms_buf_addf(b, "{\"api\":\"%s\"", api);
     if (alloc) {
         if (kind == MS_CUDA_L_HAL || kind == MS_CUDA_L_POOL || kind == MS_CUDA_L_PHYS)
-            bad |=
-                sbuf__fmt(b, ",\"alloc_type\":\"%s\"", kind == MS_CUDA_L_PHYS ? "create" : "alloc");
+            ms_buf_addf(b, ",\"alloc_type\":\"%s\"", kind == MS_CUDA_L_PHYS ? "create" : "alloc");
         if (op == MS_CU_MEM_ALLOC_MANAGED)
-            bad |= sbuf__fmt(b, ",\"managed\":\"true\"");
+            ms_buf_addf(b, ",\"managed\":\"true\"");
         if (op == MS_CU_MEM_ALLOC_PITCH)
-            bad |= sbuf__fmt(b, ",\"pitch\":\"%llu\"", (unsigned long long)aux1);
+            ms_buf_addf(b, ",\"pitch\":\"%llu\"", (unsigned long long)aux1);
         if (kind == MS_CUDA_L_POOL)
-            bad |= sbuf__fmt(b, ",\"stream\":\"0x%llx\",\"pool\":\"0x%llx\"",
-                             (unsigned long long)aux1, (unsigned long long)aux2);
+            ms_buf_addf(b, ",\"stream\":\"0x%llx\",\"pool\":\"0x%llx\"", (unsigned long long)aux1,
+                        (unsigned long long)aux2);
         if (kind == MS_CUDA_L_POOL && aux3)
-            bad |= sbuf__fmt(b, ",\"pool_reserved\":\"%llu\"", (unsigned long long)aux3);
+            ms_buf_addf(b, ",\"pool_reserved\":\"%llu\"", (unsigned long long)aux3);
         if (op == MS_CU_IPC_OPEN)
-            bad |= sbuf__fmt(b, ",\"ipc\":\"true\"");
+            ms_buf_addf(b, ",\"ipc\":\"true\"");
         if (op == MS_CU_MEM_MAP)
-            bad |= sbuf__fmt(b, ",\"handle\":\"0x%llx\",\"offset\":\"%llu\"",
-                             (unsigned long long)aux1, (unsigned long long)aux2);
+            ms_buf_addf(b, ",\"handle\":\"0x%llx\",\"offset\":\"%llu\"", (unsigned long long)aux1,
+                        (unsigned long long)aux2);
         if (kind < 0)
-            bad |= sbuf__fmt(b, ",\"pinned\":\"true\"");
+            ms_buf_addf(b, ",\"pinned\":\"true\"");
         if (kind == MS_CUDA_L_HAL || kind == MS_CUDA_L_POOL || kind == MS_CUDA_L_PHYS) {
             /* msMemScope's HAL used: the process's device memory on this device with it */
             int64_t used = (int64_t)r->size + layer_live(p, cuda_layer_id(MS_CUDA_L_HAL, dev)) +
                            layer_live(p, cuda_layer_id(MS_CUDA_L_POOL, dev)) +
                            layer_live(p, cuda_layer_id(MS_CUDA_L_PHYS, dev));
-            bad |= sbuf__fmt(b, ",\"used\":\"%lld\"", (long long)used);
+            ms_buf_addf(b, ",\"used\":\"%lld\"", (long long)used);
         }
-        bad |= sbuf__add(b, "}", 1);
-        if ((rc = cuda_attr(c, b, bad)) < 0)
+        ms_buf_add(b, "}", 1);
+        if ((rc = cuda_attr(c, b)) < 0)
             return rc;
         rc = conv__on_alloc(c, s, kind < 0 ? MS_LAYER_PINNED : cuda_layer(c, kind, dev), api);
         c->attr = NULL;
         return rc;
     }
     if (op == MS_CU_MEM_FREE_ASYNC)
-        bad |= sbuf__fmt(b, ",\"stream\":\"0x%llx\"", (unsigned long long)aux1);
+        ms_buf_addf(b, ",\"stream\":\"0x%llx\"", (unsigned long long)aux1);
     if (aux2) /* the driver refused it: recorded, nothing ends */
-        bad |= sbuf__fmt(b, ",\"result\":\"%llu\"", (unsigned long long)aux2);
-    bad |= sbuf__add(b, "}", 1);
-    if ((rc = cuda_attr(c, b, bad)) < 0)
+        ms_buf_addf(b, ",\"result\":\"%llu\"", (unsigned long long)aux2);
+    ms_buf_add(b, "}", 1);
+    if ((rc = cuda_attr(c, b)) < 0)
         return rc;
     int layer = kind < 0 ? MS_LAYER_PINNED : cuda_layer(c, kind, dev);
     uint32_t slot;
@@ -424,8 +423,9 @@ static int oom_rows(struct conv *c, const struct stream *s, uint64_t dev)
             const struct block *b = &c->blocks[v[i].slot];
             char label[MS_TRACE_MAX_LABEL + 32], attr[MS_TRACE_MAX_LABEL + 200];
             layer_label(c, v[i].layer, label, sizeof label);
-            struct sbuf js = {0};
-            int bad = sbuf__json(&js, label, strlen(label));
+            struct ms_buf js = {0};
+            ms_buf_json(&js, label, strlen(label));
+            int bad = js.oom;
             snprintf(attr, sizeof attr,
                      "{\"pool\":%s,\"ptr\":\"0x%016llx\",\"size\":\"%lld\",\"timestamp\":\"%lld\"}",
                      js.p ? js.p : "\"\"", (unsigned long long)b->addr, (long long)b->size,
@@ -450,8 +450,8 @@ int conv__on_cuda(struct conv *c, struct stream *s)
 {
     struct proc *p = &c->procs[s->proc];
     const struct ms_record *r = &s->r;
-    struct sbuf b = {0};
-    int rc, bad = 0;
+    struct ms_buf b = {0};
+    int rc;
     uint32_t stack = 0;
     if (r->stack_id && !ms_u64map_get32(&p->stack_ids, r->stack_id, &stack))
         stack = 0;
@@ -459,11 +459,10 @@ int conv__on_cuda(struct conv *c, struct stream *s)
         rc = on_cuda_mem(c, s, &b);
     } else if (r->fn == MS_EXT_CUDA_USAGE) { /* device process_used device_used device_total */
         const uint64_t *v = r->pcs;
-        bad |=
-            sbuf__fmt(&b,
-                      "{\"process_used\":\"%llu\",\"device_used\":\"%llu\","
-                      "\"device_total\":\"%llu\"}",
-                      (unsigned long long)v[1], (unsigned long long)v[2], (unsigned long long)v[3]);
+        ms_buf_addf(&b,
+                    "{\"process_used\":\"%llu\",\"device_used\":\"%llu\","
+                    "\"device_total\":\"%llu\"}",
+                    (unsigned long long)v[1], (unsigned long long)v[2], (unsigned long long)v[3]);
         /* beside it, for analyze usage's device_unattributed: what the hooked calls explain */
         if (!c->o->sink && v[0] && v[0] <= MS_CUDA_NODEV) {
             if (ms_grow((void **)&c->devusage, &c->adevusage, c->ndevusage, sizeof *c->devusage, 16,
@@ -480,19 +479,19 @@ int conv__on_cuda(struct conv *c, struct stream *s)
                                        layer_live(p, cuda_layer_id(MS_CUDA_L_POOL, v[0])) +
                                        layer_live(p, cuda_layer_id(MS_CUDA_L_PHYS, v[0]))};
         }
-        if ((rc = cuda_attr(c, &b, bad)) == 0)
+        if ((rc = cuda_attr(c, &b)) == 0)
             rc = conv__write_event_full(c, s, MS_KIND_DEVICE_USAGE,
                                         cuda_layer(c, MS_CUDA_L_HAL, v[0]), 0, 0, (int64_t)v[1], 1,
                                         "nvml", 0, 0, NULL, 0, -1);
     } else if (r->fn == MS_EXT_CUDA_OOM) {
         const uint64_t *v = r->pcs;
-        bad |= sbuf__fmt(&b, "{\"func\":\"%s\",\"req_size\":\"%llu\"", ms_cu_op_name(r->flags),
-                         (unsigned long long)r->size);
+        ms_buf_addf(&b, "{\"func\":\"%s\",\"req_size\":\"%llu\"", ms_cu_op_name(r->flags),
+                    (unsigned long long)r->size);
         if (v[5])
-            bad |= sbuf__fmt(&b, ",\"device_free\":\"%llu\",\"device_total\":\"%llu\"",
-                             (unsigned long long)v[4], (unsigned long long)v[5]);
-        bad |= sbuf__add(&b, "}", 1);
-        if ((rc = cuda_attr(c, &b, bad)) == 0)
+            ms_buf_addf(&b, ",\"device_free\":\"%llu\",\"device_total\":\"%llu\"",
+                        (unsigned long long)v[4], (unsigned long long)v[5]);
+        ms_buf_add(&b, "}", 1);
+        if ((rc = cuda_attr(c, &b)) == 0)
             rc = conv__write_event_full(c, s, MS_KIND_OOM, cuda_layer(c, MS_CUDA_L_HAL, v[1]), 0, 0,
                                         (int64_t)r->size, 1, ms_cu_op_name(r->flags), stack, 0,
                                         NULL, 0, -1);
@@ -508,14 +507,14 @@ int conv__on_cuda(struct conv *c, struct stream *s)
             name = c->kernels[k - 1];
         else
             snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)v[2]);
-        bad |= sbuf__fmt(
+        ms_buf_addf(
             &b,
             "{\"streamId\":\"0x%llx\",\"grid\":\"%llux%llux%llu\",\"block\":\"%llux%llux%llu\","
             "\"shmem\":\"%llu\"}",
             (unsigned long long)v[3], (unsigned long long)v[4], (unsigned long long)v[5],
             (unsigned long long)v[6], (unsigned long long)v[7], (unsigned long long)v[8],
             (unsigned long long)v[9], (unsigned long long)v[10]);
-        if ((rc = cuda_attr(c, &b, bad)) == 0)
+        if ((rc = cuda_attr(c, &b)) == 0)
             rc = conv__write_event_full(c, s, MS_KIND_KERNEL_LAUNCH,
                                         cuda_layer(c, MS_CUDA_L_HAL, v[1]), 0, 0, 0, 0,
                                         ms_cu_op_name(r->flags), stack, 0, name, strlen(name), -1);

@@ -15,6 +15,7 @@
 #include "embed.h"
 #include "common/ms_error.h"
 #include "common/files.h"
+#include "common/buf.h"
 #include "common/grow.h"
 #include "common/ns.h"
 #include "trace/reader.h"
@@ -53,12 +54,6 @@
 #define MAX_OPEN_RANGES 4096
 #define REORDER 65536u   /* blocks rows awaiting their turn (a power of two) */
 #define TREND_POINTS 100 /* analyze trend's time samples: TREND_POINTS + 1 */
-
-/* A growable byte buffer (for c_text, JSON and cmdlines); NUL-terminated after each add. */
-struct sbuf {
-    char *p;
-    size_t len, cap;
-};
 
 struct layer_stats {
     int64_t allocs, frees, alloc_bytes, peak_bytes, peak_ns, live_bytes, live_blocks, unmatched;
@@ -385,12 +380,6 @@ struct conv {
 
 /* ---- convert_rows.c: the row code below every part and sink ---------------------------------- */
 
-/* sbuf: append n bytes of s, s, printf output, s as a JSON string literal; 0 or MS_ENOMEM. */
-int sbuf__add(struct sbuf *b, const char *s, size_t n);
-int sbuf__str(struct sbuf *b, const char *s);
-int sbuf__fmt(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int sbuf__json(struct sbuf *b, const char *s, size_t n);
-
 /* Sets err (the first error only) and returns rc. */
 int conv__fail(struct conv *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Binds v to parameter i, or NULL when not present. */
@@ -514,7 +503,7 @@ int conv__symbolize_start(struct conv *c);
 int conv__sym_join(struct conv *c);
 /* The text of a PyTorch allocator stack ("file(line): function" lines, innermost first) into b;
  * empty for other stacks. */
-int conv__py_text(struct conv *c, struct proc *p, const struct stack_def *sd, struct sbuf *b);
+int conv__py_text(struct conv *c, struct proc *p, const struct stack_def *sd, struct ms_buf *b);
 
 /* ---- convert_compact.c: the computed tables (both kinds), the compact database's part -------- */
 

@@ -148,15 +148,14 @@ static int put_meta_int(struct conv *c, sqlite3_stmt *st, const char *key, long 
 
 /* The traced command line as a JSON array: from the options, else from the PROCESS record of
  * the first process whose parent was not traced (the root of the run). */
-static int command_json(struct conv *c, struct sbuf *b)
+static int command_json(struct conv *c, struct ms_buf *b)
 {
-    int rc = sbuf__add(b, "[", 1);
+    ms_buf_byte(b, '[');
     if (c->o->argv) {
-        for (size_t i = 0; c->o->argv[i] && rc == 0; i++) {
+        for (size_t i = 0; c->o->argv[i]; i++) {
             if (i)
-                rc = sbuf__add(b, ",", 1);
-            if (rc == 0)
-                rc = sbuf__json(b, c->o->argv[i], strlen(c->o->argv[i]));
+                ms_buf_byte(b, ',');
+            ms_buf_json(b, c->o->argv[i], strlen(c->o->argv[i]));
         }
     } else {
         const struct proc *root = NULL;
@@ -171,18 +170,18 @@ static int command_json(struct conv *c, struct sbuf *b)
         if (!root && c->procs[0].have_process)
             root = &c->procs[0];
         size_t k = 0, n = root ? root->cmdlen : 0;
-        for (int first = 1; k < n && rc == 0; first = 0) {
+        for (int first = 1; k < n; first = 0) {
             size_t e = k;
             while (e < n && root->cmdline[e])
                 e++;
             if (!first)
-                rc = sbuf__add(b, ",", 1);
-            if (rc == 0)
-                rc = sbuf__json(b, root->cmdline + k, e - k);
+                ms_buf_byte(b, ',');
+            ms_buf_json(b, root->cmdline + k, e - k);
             k = e + 1;
         }
     }
-    return rc ? rc : sbuf__add(b, "]", 1);
+    ms_buf_byte(b, ']');
+    return b->oom ? MS_ENOMEM : 0;
 }
 
 /* Sampling mode: meta sampling_bytes (B; the largest over the processes, which share the
@@ -220,7 +219,7 @@ int conv__write_meta(struct conv *c)
     int rc = conv__prepare(c, &st, "INSERT INTO meta VALUES (?,?)");
     if (rc < 0)
         return rc;
-    struct sbuf cmd = {0};
+    struct ms_buf cmd = {0};
     char cwd[PATH_MAX], host[256], dir[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd))
         cwd[0] = 0;

@@ -1,63 +1,10 @@
-/* convert_rows.c: the row code below the conversion's parts and its sinks: errors, the growable
- * buffer, running statements, opening the database with its schema and prepared inserts, the
+/* convert_rows.c: the row code below the conversion's parts and its sinks: errors, running
+ * statements, opening the database with its schema and prepared inserts, the
  * events rows' batch, and flushing the batches at the end. Called by every convert*.c and
  * sink_*.c; calls none of them but convert_blocks.c's window drain. */
 #include "convert_internal.h"
 
 #include <signal.h>
-
-int sbuf__add(struct sbuf *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p)
-            return MS_ENOMEM;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-    return 0;
-}
-
-int sbuf__str(struct sbuf *b, const char *s)
-{
-    return sbuf__add(b, s, strlen(s));
-}
-
-int sbuf__fmt(struct sbuf *b, const char *fmt, ...)
-{
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return MS_EINVAL;
-    return sbuf__add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
-/* Appends s as a JSON string literal. */
-int sbuf__json(struct sbuf *b, const char *s, size_t n)
-{
-    int rc = sbuf__add(b, "\"", 1);
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
-            char e[2] = {'\\', (char)c};
-            rc = sbuf__add(b, e, 2);
-        } else if (c < 0x20) {
-            rc = sbuf__fmt(b, "\\u%04x", c);
-        } else {
-            rc = sbuf__add(b, (const char *)&s[i], 1);
-        }
-    }
-    return rc ? rc : sbuf__add(b, "\"", 1);
-}
 
 int conv__fail(struct conv *c, int rc, const char *fmt, ...)
 {

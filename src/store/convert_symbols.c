@@ -219,7 +219,7 @@ int conv__symbolize_process(struct conv *c, struct proc *p)
     struct pcinfo *info = NULL;
     int64_t *fids = NULL; /* one stack's frame ids, innermost first */
     size_t ninfo = 0, ainfo = 0, afids = 0;
-    struct sbuf pytext = {0};
+    struct ms_buf pytext = {0};
     ms_u64map_init(&pcs, sizeof(uint32_t), MAX_PCS_PER_PROCESS);
     ms_u64map_init(&nodes, sizeof(uint32_t), MAX_NODES);
     ms_u64map_init(&pyf, sizeof(int64_t), MAX_PCS_PER_PROCESS);
@@ -346,7 +346,7 @@ int conv__sym_join(struct conv *c)
 /* The text of a PyTorch allocator stack (a snapshot's frames, Python and C++) as msMemScope's
  * Call Stack(Python): "file(line): func" per frame, innermost first, lines joined by newlines.
  * Empty for other stacks (their Python part is a path in the stack tree, above). */
-int conv__py_text(struct conv *c, struct proc *p, const struct stack_def *sd, struct sbuf *b)
+int conv__py_text(struct conv *c, struct proc *p, const struct stack_def *sd, struct ms_buf *b)
 {
     b->len = 0;
     if (b->p)
@@ -356,8 +356,9 @@ int conv__py_text(struct conv *c, struct proc *p, const struct stack_def *sd, st
     uint32_t st = sd->trace_id - PTA_STACK_BASE;
     for (uint32_t k = 0, f; (f = ms_snapshot_stack_frame(p->pta, st, k)) != 0; k++) {
         const struct ms_snap_frame *fr = &p->pta->frames[f];
-        if (sbuf__fmt(b, "%s%.*s(%lld): %.*s", k ? "\n" : "", (int)fr->file.n, fr->file.p,
-                      (long long)fr->line, (int)fr->func.n, fr->func.p) < 0)
+        ms_buf_addf(b, "%s%.*s(%lld): %.*s", k ? "\n" : "", (int)fr->file.n, fr->file.p,
+                    (long long)fr->line, (int)fr->func.n, fr->func.p);
+        if (b->oom)
             return conv__oom(c, "Python stack text");
     }
     return 0;

@@ -55,7 +55,7 @@ static int resolving;
 
 static int in_boot_pool(const void *p)
 {
-    return (const char *)p >= boot_pool && (const char *)p < boot_pool + sizeof boot_pool;
+    return (uintptr_t)p - (uintptr_t)boot_pool < sizeof boot_pool; /* one comparison */
 }
 
 static void *boot_alloc(size_t n)
@@ -368,6 +368,26 @@ static inline void fast_alloc(struct tstate *t, struct stream *s, int type, cons
     fast_leave(t);
 }
 
+/* malloc's recording half, out of line so that malloc's own frame stays small (the registers
+ * the recording path needs are saved here, not on every call). fp: malloc's frame; counted:
+ * what sample_alloc_skip() did. */
+static __attribute__((noinline)) void malloc_record(void *p, size_t n, void *fp, int counted)
+{
+    if (!active_or_early(MS_REC_HEAP_ALLOC + MS_FN_MALLOC, p, n, fp))
+        return;
+    struct tstate *t = &agent_tls;
+    if (counted == SAMPLE_COUNTED ? !sample_alloc_slow(t, p, n) : !sample_alloc(p, n))
+        return;
+    if (unlikely(t->quiet))
+        return;
+    struct stream *s = fast_enter(t);
+    if (likely(s != NULL)) {
+        uint32_t sid = agent.depth || agent.py_depth ? stacks_capture(t, s, fp) : 0;
+        fast_alloc(t, s, MS_REC_HEAP_ALLOC + MS_FN_MALLOC, p, n, sid);
+    } else
+        record_alloc(MS_REC_HEAP_ALLOC + MS_FN_MALLOC, p, n, fp, 0);
+}
+
 AGENT_API void *malloc(size_t n)
 {
     if (unlikely(!real.malloc)) {
@@ -376,21 +396,28 @@ AGENT_API void *malloc(size_t n)
         resolve();
     }
     void *p = real.malloc(n);
-    if (likely(p != NULL) && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_MALLOC, p, n, FP_HERE) &&
-        sample_alloc(p, n)) {
-        struct tstate *t = &agent_tls;
-        if (unlikely(t->quiet))
+    if (likely(p != NULL)) {
+        int counted = sample_alloc_skip(n);
+        if (likely(counted == SAMPLE_SKIP))
             return p;
-        struct stream *s = fast_enter(t);
-        if (likely(s != NULL)) {
-            uint32_t sid = agent.depth || agent.py_depth
-                               ? stacks_capture(t, s, __builtin_frame_address(0))
-                               : 0;
-            fast_alloc(t, s, MS_REC_HEAP_ALLOC + MS_FN_MALLOC, p, n, sid);
-        } else
-            REC_ALLOC(MS_FN_MALLOC, p, n);
+        malloc_record(p, n, FP_HERE, counted);
     }
     return p;
+}
+
+/* free's recording half (as malloc_record()); counted: what sample_free_skip() did. */
+static __attribute__((noinline)) void free_record(void *p, int counted)
+{
+    if (!active_or_early(MS_REC_HEAP_FREE, p, 0, NULL))
+        return;
+    if (counted == SAMPLE_COUNTED ? !sample_free_lookup(p) : !sample_free(p))
+        return;
+    struct tstate *t = &agent_tls;
+    struct stream *s = fast_enter(t);
+    if (likely(s != NULL))
+        fast_free(t, s, agent_now(), p);
+    else
+        record_free(MS_REC_HEAP_FREE, p, 0, agent_now());
 }
 
 AGENT_API void free(void *p)
@@ -402,14 +429,9 @@ AGENT_API void free(void *p)
             return; /* cannot happen with glibc; leaking is the safe answer */
         resolve();
     }
-    if (active_or_early(MS_REC_HEAP_FREE, p, 0, NULL) && sample_free(p)) {
-        struct tstate *t = &agent_tls;
-        struct stream *s = fast_enter(t);
-        if (likely(s != NULL))
-            fast_free(t, s, agent_now(), p);
-        else
-            record_free(MS_REC_HEAP_FREE, p, 0, agent_now());
-    }
+    int counted = sample_free_skip(p);
+    if (unlikely(counted != SAMPLE_SKIP))
+        free_record(p, counted); /* the free is recorded before the block can be reused */
     real.free(p);
 }
 

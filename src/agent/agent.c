@@ -388,14 +388,18 @@ static __attribute__((noinline)) void malloc_record(void *p, size_t n, void *fp,
         record_alloc(MS_REC_HEAP_ALLOC + MS_FN_MALLOC, p, n, fp, 0);
 }
 
+/* malloc before the C library's functions are known (cold: out of malloc's frame). */
+static __attribute__((noinline, cold)) void *malloc_first(size_t n)
+{
+    if (resolving)
+        return boot_alloc(n);
+    resolve();
+    return real.malloc(n);
+}
+
 AGENT_API void *malloc(size_t n)
 {
-    if (unlikely(!real.malloc)) {
-        if (resolving)
-            return boot_alloc(n);
-        resolve();
-    }
-    void *p = real.malloc(n);
+    void *p = likely(real.malloc != NULL) ? real.malloc(n) : malloc_first(n);
     if (likely(p != NULL)) {
         int counted = sample_alloc_skip(n);
         if (likely(counted == SAMPLE_SKIP))
@@ -420,15 +424,21 @@ static __attribute__((noinline)) void free_record(void *p, int counted)
         record_free(MS_REC_HEAP_FREE, p, 0, agent_now());
 }
 
+/* free before the C library's functions are known: 1 when they now are (cold). */
+static __attribute__((noinline, cold)) int free_first(void)
+{
+    if (resolving)
+        return 0; /* cannot happen with glibc; leaking is the safe answer */
+    resolve();
+    return 1;
+}
+
 AGENT_API void free(void *p)
 {
     if (unlikely(!p || in_boot_pool(p)))
         return;
-    if (unlikely(!real.free)) {
-        if (resolving)
-            return; /* cannot happen with glibc; leaking is the safe answer */
-        resolve();
-    }
+    if (unlikely(!real.free) && !free_first())
+        return;
     int counted = sample_free_skip(p);
     if (unlikely(counted != SAMPLE_SKIP))
         free_record(p, counted); /* the free is recorded before the block can be reused */

@@ -51,13 +51,15 @@ struct clock_anchor {
 /* Sampling mode (--sampling=BYTES, sample.c): a thread's bytes left until its next sample (a
  * countdown drawn from an exponential distribution of mean agent.sample_bytes), its generator,
  * and the exact counts of the heap allocations and frees it made since it last added them to
- * the trace header's (sample.c: flush), sampled or not. */
+ * the trace header's (sample.c: flush), sampled or not. The three fields malloc updates are
+ * not neighbours, so that the compiler does not pack their updates into vector instructions
+ * (six instructions instead of three). */
 struct sampler {
     int64_t left;     /* bytes until the next sample; <= 0: the next allocation is looked at */
     uint64_t rng;     /* splitmix64 state; 0: not seeded yet (the thread's first allocation) */
     uint64_t allocs;  /* heap allocations (realloc counts as a free and an allocation) */
-    uint64_t bytes;   /* their requested bytes */
     uint64_t frees;   /* heap frees */
+    uint64_t bytes;   /* the allocations' requested bytes */
     uint32_t samples; /* allocations sampled: every 16th flushes the counts */
     uint32_t started; /* sample_thread_start() ran: generator seeded, thread registered */
     uint32_t slot;    /* its index in sample.c's registry + 1; 0: not in it */

@@ -199,4 +199,30 @@ assert_eq "capped run: program output" "sample_skew done" "$(cat "$TMP/cap.out")
 size=$(cat "$TMP"/cap/*.mst | wc -c)
 [ "$size" -le 1048576 ] && pass "trace within its cap ($size bytes)" || fail "trace of $size bytes over 1 MiB"
 assert_match "capped run: said" "size cap" "$(cat "$TMP/cap.err")"
+
+# Bounded for days (docs/production.md): over 10M allocations and frees, about 300,000 of them
+# sampled, the process's resident memory (the agent's included) is the same at the end as after
+# a fifth of the loop, with the trace capped (recording stops at 1 MiB: the exact counts go on)
+# and without a cap (recording all along).
+L=$PROGS/alloc_loop
+n=10000000
+for cap in 1MiB none; do
+    ms long_$cap run --sampling=512 --max-trace-size=$cap --call-stack=c:16 --format=db \
+        -o "$TMP/long_$cap.db" -- "$L" $n 16 0 rss
+    assert_eq "long run ($cap): exit status" 0 "$RC"
+    read -r _ early late < <(sed -n 2p "$TMP/long_$cap.out")
+    if [[ "$early$late" =~ ^[0-9]+$ ]] && [ $((late - early)) -le 256 ]; then
+        pass "long run ($cap): resident memory constant (${early} KiB after a fifth, ${late} KiB at the end)"
+    else
+        fail "long run ($cap): resident memory ${early:-?} KiB after a fifth, ${late:-?} KiB at the end (over 256 KiB more)"
+    fi
+    allocs=$(q "$TMP/long_$cap.db" "SELECT value FROM meta WHERE key = 'heap_allocs_exact'")
+    [[ "$allocs" =~ ^[0-9]+$ ]] && [ "$allocs" -ge $n ] && [ "$allocs" -le $((n + 10)) ] &&
+        pass "long run ($cap): every allocation counted ($allocs: $n and stdio's)" ||
+        fail "long run ($cap): $allocs allocations counted, not $n and stdio's few"
+done
+assert_eq "long run (1MiB): recording stopped at the cap" 27 \
+    "$(q "$TMP/long_1MiB.db" "SELECT stopped_errno FROM processes")"
+assert_eq "long run (none): recording did not stop" 0 \
+    "$(q "$TMP/long_none.db" "SELECT coalesce(stopped_errno, 0) FROM processes")"
 done_testing

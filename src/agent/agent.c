@@ -409,19 +409,20 @@ AGENT_API void *malloc(size_t n)
     return p;
 }
 
-/* free's recording half (as malloc_record()); counted: what sample_free_skip() did. */
+/* free's recording half (as malloc_record()), which then frees p: the free is recorded before
+ * the block can be reused. counted: what sample_free_skip() did. */
 static __attribute__((noinline)) void free_record(void *p, int counted)
 {
-    if (!active_or_early(MS_REC_HEAP_FREE, p, 0, NULL))
-        return;
-    if (counted == SAMPLE_COUNTED ? !sample_free_lookup(p) : !sample_free(p))
-        return;
-    struct tstate *t = &agent_tls;
-    struct stream *s = fast_enter(t);
-    if (likely(s != NULL))
-        fast_free(t, s, agent_now(), p);
-    else
-        record_free(MS_REC_HEAP_FREE, p, 0, agent_now());
+    if (active_or_early(MS_REC_HEAP_FREE, p, 0, NULL) &&
+        (counted == SAMPLE_COUNTED ? sample_free_lookup(p) : sample_free(p))) {
+        struct tstate *t = &agent_tls;
+        struct stream *s = fast_enter(t);
+        if (likely(s != NULL))
+            fast_free(t, s, agent_now(), p);
+        else
+            record_free(MS_REC_HEAP_FREE, p, 0, agent_now());
+    }
+    real.free(p);
 }
 
 /* free before the C library's functions are known: 1 when they now are (cold). */
@@ -441,8 +442,9 @@ AGENT_API void free(void *p)
         return;
     int counted = sample_free_skip(p);
     if (unlikely(counted != SAMPLE_SKIP))
-        free_record(p, counted); /* the free is recorded before the block can be reused */
-    real.free(p);
+        free_record(p, counted); /* (frees p: both calls are jumps, free needs no frame) */
+    else
+        real.free(p);
 }
 
 AGENT_API void *calloc(size_t n, size_t m)

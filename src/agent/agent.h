@@ -351,7 +351,8 @@ void sample_after_fork_child(struct tstate *t); /* the child's counts start at z
  * sampled, if at all, before malloc returned it, so before the program could hand it to the
  * thread that frees it). A counter above 0 sends the free to the set's lookup, which is exact.
  * 16 KiB, like the set's first table small enough to stay in the nearest caches; with L live
- * sampled blocks a free goes to the lookup with probability about L / 16384. */
+ * sampled blocks a free goes to the lookup with probability about L / 16384 (more for blocks
+ * of pages, whose addresses share their low bits: those are mostly sampled anyway). */
 #define SAMPLE_MARKS_LOG2 14
 #define SAMPLE_MARKS (1u << SAMPLE_MARKS_LOG2)
 extern uint8_t sample_marks[SAMPLE_MARKS];
@@ -361,9 +362,11 @@ static inline uint32_t sample_hash(uintptr_t p, uint32_t bits)
     return (uint32_t)(((uint64_t)p >> 4) * 0x9e3779b97f4a7c15ull >> (64 - bits));
 }
 
+/* The counter of p: bits 4 to 17 of its address (heap blocks are 16-byte aligned and spread
+ * over the heap; two instructions, where a multiplicative hash takes five). */
 static inline uint8_t *sample_mark(const void *p)
 {
-    return &sample_marks[sample_hash((uintptr_t)p, SAMPLE_MARKS_LOG2)];
+    return &sample_marks[((uintptr_t)p >> 4) & (SAMPLE_MARKS - 1)];
 }
 
 /* How the inline half of malloc and free (sample_alloc_skip(), sample_free_skip()) left an

@@ -10,7 +10,7 @@
 # plain run's.
 #
 # The bound, 80 instructions for malloc + free together (the interposers, the byte countdown and
-# the free's look at the filter of sampled addresses: 69 with gcc 12 -O2; the tree before the
+# the free's look at the filter of sampled addresses: 65 with gcc 12 -O2; the tree before the
 # filter and the out-of-line recording halves took 112, 27 of them the free's lookup in the set),
 # is an instruction count, not a time: bench/sampling.sh measures the time (bench/RESULTS.md).
 . "$(dirname "$0")/lib.sh"

@@ -55,7 +55,7 @@ static int resolving;
 
 static int in_boot_pool(const void *p)
 {
-    return (const char *)p >= boot_pool && (const char *)p < boot_pool + sizeof boot_pool;
+    return (uintptr_t)p - (uintptr_t)boot_pool < sizeof boot_pool; /* one comparison */
 }
 
 static void *boot_alloc(size_t n)
@@ -368,41 +368,53 @@ static inline void fast_alloc(struct tstate *t, struct stream *s, int type, cons
     fast_leave(t);
 }
 
+/* malloc's recording half, out of line so that malloc's own frame stays small (the registers
+ * the recording path needs are saved here, not on every call). fp: malloc's frame; counted:
+ * what sample_alloc_skip() did. */
+static __attribute__((noinline)) void malloc_record(void *p, size_t n, void *fp, int counted)
+{
+    if (!active_or_early(MS_REC_HEAP_ALLOC + MS_FN_MALLOC, p, n, fp))
+        return;
+    struct tstate *t = &agent_tls;
+    if (counted == SAMPLE_COUNTED ? !sample_alloc_slow(t, p, n) : !sample_alloc(p, n))
+        return;
+    if (unlikely(t->quiet))
+        return;
+    struct stream *s = fast_enter(t);
+    if (likely(s != NULL)) {
+        uint32_t sid = agent.depth || agent.py_depth ? stacks_capture(t, s, fp) : 0;
+        fast_alloc(t, s, MS_REC_HEAP_ALLOC + MS_FN_MALLOC, p, n, sid);
+    } else
+        record_alloc(MS_REC_HEAP_ALLOC + MS_FN_MALLOC, p, n, fp, 0);
+}
+
+/* malloc before the C library's functions are known (cold: out of malloc's frame). */
+static __attribute__((noinline, cold)) void *malloc_first(size_t n)
+{
+    if (resolving)
+        return boot_alloc(n);
+    resolve();
+    return real.malloc(n);
+}
+
 AGENT_API void *malloc(size_t n)
 {
-    if (unlikely(!real.malloc)) {
-        if (resolving)
-            return boot_alloc(n);
-        resolve();
-    }
-    void *p = real.malloc(n);
-    if (likely(p != NULL) && active_or_early(MS_REC_HEAP_ALLOC + MS_FN_MALLOC, p, n, FP_HERE) &&
-        sample_alloc(p, n)) {
-        struct tstate *t = &agent_tls;
-        if (unlikely(t->quiet))
+    void *p = likely(real.malloc != NULL) ? real.malloc(n) : malloc_first(n);
+    if (likely(p != NULL)) {
+        int counted = sample_alloc_skip(n);
+        if (likely(counted == SAMPLE_SKIP))
             return p;
-        struct stream *s = fast_enter(t);
-        if (likely(s != NULL)) {
-            uint32_t sid = agent.depth || agent.py_depth
-                               ? stacks_capture(t, s, __builtin_frame_address(0))
-                               : 0;
-            fast_alloc(t, s, MS_REC_HEAP_ALLOC + MS_FN_MALLOC, p, n, sid);
-        } else
-            REC_ALLOC(MS_FN_MALLOC, p, n);
+        malloc_record(p, n, FP_HERE, counted);
     }
     return p;
 }
 
-AGENT_API void free(void *p)
+/* free's recording half (as malloc_record()), which then frees p: the free is recorded before
+ * the block can be reused. counted: what sample_free_skip() did. */
+static __attribute__((noinline)) void free_record(void *p, int counted)
 {
-    if (unlikely(!p || in_boot_pool(p)))
-        return;
-    if (unlikely(!real.free)) {
-        if (resolving)
-            return; /* cannot happen with glibc; leaking is the safe answer */
-        resolve();
-    }
-    if (active_or_early(MS_REC_HEAP_FREE, p, 0, NULL) && sample_free(p)) {
+    if (active_or_early(MS_REC_HEAP_FREE, p, 0, NULL) &&
+        (counted == SAMPLE_COUNTED ? sample_free_lookup(p) : sample_free(p))) {
         struct tstate *t = &agent_tls;
         struct stream *s = fast_enter(t);
         if (likely(s != NULL))
@@ -411,6 +423,28 @@ AGENT_API void free(void *p)
             record_free(MS_REC_HEAP_FREE, p, 0, agent_now());
     }
     real.free(p);
+}
+
+/* free before the C library's functions are known: 1 when they now are (cold). */
+static __attribute__((noinline, cold)) int free_first(void)
+{
+    if (resolving)
+        return 0; /* cannot happen with glibc; leaking is the safe answer */
+    resolve();
+    return 1;
+}
+
+AGENT_API void free(void *p)
+{
+    if (unlikely(!p || in_boot_pool(p)))
+        return;
+    if (unlikely(!real.free) && !free_first())
+        return;
+    int counted = sample_free_skip(p);
+    if (unlikely(counted != SAMPLE_SKIP))
+        free_record(p, counted); /* (frees p: both calls are jumps, free needs no frame) */
+    else
+        real.free(p);
 }
 
 AGENT_API void *calloc(size_t n, size_t m)

@@ -51,13 +51,15 @@ struct clock_anchor {
 /* Sampling mode (--sampling=BYTES, sample.c): a thread's bytes left until its next sample (a
  * countdown drawn from an exponential distribution of mean agent.sample_bytes), its generator,
  * and the exact counts of the heap allocations and frees it made since it last added them to
- * the trace header's (sample.c: flush), sampled or not. */
+ * the trace header's (sample.c: flush), sampled or not. The three fields malloc updates are
+ * not neighbours, so that the compiler does not pack their updates into vector instructions
+ * (six instructions instead of three). */
 struct sampler {
     int64_t left;     /* bytes until the next sample; <= 0: the next allocation is looked at */
     uint64_t rng;     /* splitmix64 state; 0: not seeded yet (the thread's first allocation) */
     uint64_t allocs;  /* heap allocations (realloc counts as a free and an allocation) */
-    uint64_t bytes;   /* their requested bytes */
     uint64_t frees;   /* heap frees */
+    uint64_t bytes;   /* the allocations' requested bytes */
     uint32_t samples; /* allocations sampled: every 16th flushes the counts */
     uint32_t started; /* sample_thread_start() ran: generator seeded, thread registered */
     uint32_t slot;    /* its index in sample.c's registry + 1; 0: not in it */
@@ -342,8 +344,57 @@ void sample_thread_exit(struct tstate *t);
 void sample_flush_all(void);
 void sample_after_fork_child(struct tstate *t); /* the child's counts start at zero */
 
+/* The filter of sampled addresses that an unsampled free reads instead of the set
+ * (sample.c): SAMPLE_MARKS counters, each the number of live sampled blocks whose address
+ * hashes to it (sample_mark()), changed under the set's lock, sticky at 255. A free whose
+ * counter is 0 was not sampled: one load from a static array, no lock, no retry (the block was
+ * sampled, if at all, before malloc returned it, so before the program could hand it to the
+ * thread that frees it). A counter above 0 sends the free to the set's lookup, which is exact.
+ * 16 KiB, like the set's first table small enough to stay in the nearest caches; with L live
+ * sampled blocks a free goes to the lookup with probability about L / 16384 (more for blocks
+ * of pages, whose addresses share their low bits: those are mostly sampled anyway). */
+#define SAMPLE_MARKS_LOG2 14
+#define SAMPLE_MARKS (1u << SAMPLE_MARKS_LOG2)
+extern uint8_t sample_marks[SAMPLE_MARKS];
+
+static inline uint32_t sample_hash(uintptr_t p, uint32_t bits)
+{
+    return (uint32_t)(((uint64_t)p >> 4) * 0x9e3779b97f4a7c15ull >> (64 - bits));
+}
+
+/* The counter of p: bits 4 to 17 of its address (heap blocks are 16-byte aligned and spread
+ * over the heap; two instructions, where a multiplicative hash takes five). */
+static inline uint8_t *sample_mark(const void *p)
+{
+    return &sample_marks[((uintptr_t)p >> 4) & (SAMPLE_MARKS - 1)];
+}
+
+/* How the inline half of malloc and free (sample_alloc_skip(), sample_free_skip()) left an
+ * event for the recording half: */
+enum {
+    SAMPLE_UNCOUNTED = 0, /* not counted: exact mode, not recording, the agent's own ... */
+    SAMPLE_COUNTED = 1,   /* counted: the countdown ran out, or the free's mark is set */
+    SAMPLE_SKIP = 2,      /* counted, not sampled: nothing more to do */
+};
+
+/* Sampling mode, malloc's inline half: the per-thread byte countdown. Counts an allocation of
+ * n bytes and returns SAMPLE_SKIP when it is not sampled; the unsampled case is a test of the
+ * mode, of the thread's flags, two additions and a subtraction. */
+static inline int sample_alloc_skip(size_t n)
+{
+    if (likely(!agent.sample_bytes) || unlikely(!agent_active()))
+        return SAMPLE_UNCOUNTED;
+    struct tstate *t = &agent_tls;
+    if (unlikely(t->internal | t->quiet))
+        return SAMPLE_UNCOUNTED; /* not the program's: the recording path drops it */
+    t->smp.allocs++;
+    t->smp.bytes += n;
+    t->smp.left -= (int64_t)n;
+    return likely(t->smp.left > 0) ? SAMPLE_SKIP : SAMPLE_COUNTED;
+}
+
 /* Sampling mode: counts an allocation of n bytes at p and returns whether it is to be recorded
- * (always 1 in exact mode). The unsampled case is a few instructions: no stack, no record. */
+ * (always 1 in exact mode). The interposers other than malloc, whose calls are fewer. */
 static inline int sample_alloc(const void *p, size_t n)
 {
     if (likely(!agent.sample_bytes))
@@ -359,23 +410,10 @@ static inline int sample_alloc(const void *p, size_t n)
     return sample_alloc_slow(t, p, n);
 }
 
-static inline uint32_t sample_hash(uintptr_t p, uint32_t bits)
+/* Sampling mode: whether p, whose free is counted, was sampled (is in the set: then it is
+ * taken out, and its free must be recorded), or may have been. */
+static inline int sample_free_lookup(const void *p)
 {
-    return (uint32_t)(((uint64_t)p >> 4) * 0x9e3779b97f4a7c15ull >> (64 - bits));
-}
-
-/* Sampling mode: counts a free of p and returns whether it is to be recorded (p was sampled,
- * or may have been); always 1 in exact mode. */
-static inline int sample_free(const void *p)
-{
-    if (likely(!agent.sample_bytes))
-        return 1;
-    struct tstate *t = &agent_tls;
-    if (unlikely(t->internal))
-        return 1;
-    t->smp.frees++;
-    if (unlikely(!t->smp.started))
-        sample_thread_start(t);
     uint32_t seq = __atomic_load_n(&sample_set.seq, __ATOMIC_ACQUIRE);
     const uint64_t *tab = __atomic_load_n(&sample_set.tab, __ATOMIC_ACQUIRE);
     if (!tab)
@@ -397,6 +435,37 @@ static inline int sample_free(const void *p)
     if (unlikely((seq & 1) || __atomic_load_n(&sample_set.seq, __ATOMIC_RELAXED) != seq))
         return sample_free_slow(p); /* a rebuild moved entries meanwhile: look again */
     return 0;
+}
+
+/* Sampling mode, free's inline half: counts the free of p and returns SAMPLE_SKIP when its
+ * mark says it was not sampled (most frees: no lookup in the set). */
+static inline int sample_free_skip(const void *p)
+{
+    if (likely(!agent.sample_bytes) || unlikely(!agent_active()))
+        return SAMPLE_UNCOUNTED;
+    struct tstate *t = &agent_tls;
+    if (unlikely(t->internal | !t->smp.started))
+        return SAMPLE_UNCOUNTED; /* the agent's own; the thread's first event (sample_free) */
+    t->smp.frees++;
+    return likely(!__atomic_load_n(sample_mark(p), __ATOMIC_RELAXED)) ? SAMPLE_SKIP
+                                                                      : SAMPLE_COUNTED;
+}
+
+/* Sampling mode: counts a free of p and returns whether it is to be recorded (p was sampled,
+ * or may have been); always 1 in exact mode. */
+static inline int sample_free(const void *p)
+{
+    if (likely(!agent.sample_bytes))
+        return 1;
+    struct tstate *t = &agent_tls;
+    if (unlikely(t->internal))
+        return 1;
+    t->smp.frees++;
+    if (unlikely(!t->smp.started))
+        sample_thread_start(t);
+    if (likely(!__atomic_load_n(sample_mark(p), __ATOMIC_RELAXED)))
+        return 0;
+    return sample_free_lookup(p);
 }
 
 /* attach.c: makes every loaded object except the agent, the dynamic loader and the object

@@ -18,7 +18,11 @@
  * Which blocks were sampled: the address set of agent.h (struct sample_set), of bounded size, so
  * that the agent's memory stays constant however long the program runs; it holds at most
  * SAMPLE_SLOTS / 4 live sampled blocks (64 Ki: a heap of 32 GiB of small blocks at 512 KiB),
- * beyond which new samples are dropped and the agent says so once.
+ * beyond which new samples are dropped and the agent says so once. Beside it, a counting filter
+ * of the sampled addresses (sample_marks, agent.h), kept under the same lock, lets a free of an
+ * unsampled block skip the set: the unsampled path of malloc and free is the inline halves
+ * sample_alloc_skip() and sample_free_skip() (bench/RESULTS.md, "Sampling mode": about 20
+ * instructions each, measured with callgrind).
  *
  * The generator is splitmix64, per thread, seeded from the TSC and the thread's address, or
  * from MEMSCOPE_SAMPLING_SEED (tests: the n-th thread to allocate gets seed + n, so a
@@ -29,6 +33,7 @@
 #include <string.h>
 
 struct sample_set sample_set;
+uint8_t sample_marks[SAMPLE_MARKS];
 
 static uint64_t seed_base;      /* MEMSCOPE_SAMPLING_SEED, or 0 */
 static int seed_fixed;          /* it was given */
@@ -203,6 +208,9 @@ static int set_add(uintptr_t p)
         sample_set.used++;
     sample_set.live++;
     __atomic_store_n(&tab[i], (uint64_t)p, __ATOMIC_RELEASE);
+    uint8_t *m = sample_mark((void *)p), c = *m;
+    if (c != 255) /* (255: sticky, its frees always look in the set) */
+        __atomic_store_n(m, (uint8_t)(c + 1), __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -255,6 +263,9 @@ int sample_free_slow(const void *p)
             break;
         if (tab[i] == (uintptr_t)p) {
             sample_set.live--;
+            uint8_t *m = sample_mark(p), c = *m;
+            if (c != 255 && c)
+                __atomic_store_n(m, (uint8_t)(c - 1), __ATOMIC_RELAXED);
             if (tab[(i + 1) & mask] != SAMPLE_EMPTY) {
                 __atomic_store_n(&tab[i], (uint64_t)SAMPLE_TOMB, __ATOMIC_RELEASE);
                 break;

@@ -174,6 +174,20 @@ assert_eq "signal_alloc: every recorded block but the C library's few freed" 1 \
 assert_ge "signal_alloc: exact allocations counted (loop, handler, warm-up)" "$((loops + 201))" \
     "$(q "$TMP/sig.db" "SELECT value FROM meta WHERE key = 'heap_allocs_exact'")"
 
+# Every block sampled (--sampling=1: a block of S bytes is sampled with probability
+# 1 - exp(-S), 1 for these sizes): the run must be the exact run's, every free of 8 threads'
+# 160,000 blocks recorded; the counting filter of sampled addresses that frees read first
+# (agent.h, sample_marks) holds thousands of live addresses at once here, many sharing a counter.
+ms every_x run --call-stack=c:4 --format=db -o "$TMP/ex.db" -- "$PROGS/threads" 8 20000
+ms every_s run --sampling=1 --call-stack=c:4 --format=db -o "$TMP/es.db" -- "$PROGS/threads" 8 20000
+counts="SELECT (SELECT count(*) FROM events WHERE kind = 1 AND layer = 1) || ' ' ||
+  (SELECT count(*) FROM events WHERE kind = 2 AND layer = 1) || ' ' ||
+  (SELECT count(*) FROM blocks WHERE free_ns IS NULL)"
+assert_eq "every block sampled: allocations, frees and blocks live at exit as the exact run's" \
+    "$(q "$TMP/ex.db" "$counts")" "$(q "$TMP/es.db" "$counts")"
+assert_eq "every block sampled: the exact run's counts (8 x 20000 + 9, frees, 5 live)" \
+    "160009 160004 5" "$(q "$TMP/es.db" "$counts")"
+
 # --sampling without a value: 512 KiB.
 ms dflt run --sampling --call-stack=c:0 --format=db -o "$TMP/d.db" -- "$P"
 assert_eq "--sampling: 512 KiB" 524288 "$(q "$TMP/d.db" "SELECT value FROM meta WHERE key = 'sampling_bytes'")"
@@ -185,4 +199,30 @@ assert_eq "capped run: program output" "sample_skew done" "$(cat "$TMP/cap.out")
 size=$(cat "$TMP"/cap/*.mst | wc -c)
 [ "$size" -le 1048576 ] && pass "trace within its cap ($size bytes)" || fail "trace of $size bytes over 1 MiB"
 assert_match "capped run: said" "size cap" "$(cat "$TMP/cap.err")"
+
+# Bounded for days (docs/production.md): over 10M allocations and frees, about 300,000 of them
+# sampled, the process's resident memory (the agent's included) is the same at the end as after
+# a fifth of the loop, with the trace capped (recording stops at 1 MiB: the exact counts go on)
+# and without a cap (recording all along).
+L=$PROGS/alloc_loop
+n=10000000
+for cap in 1MiB none; do
+    ms long_$cap run --sampling=512 --max-trace-size=$cap --call-stack=c:16 --format=db \
+        -o "$TMP/long_$cap.db" -- "$L" $n 16 0 rss
+    assert_eq "long run ($cap): exit status" 0 "$RC"
+    read -r _ early late < <(sed -n 2p "$TMP/long_$cap.out")
+    if [[ "$early$late" =~ ^[0-9]+$ ]] && [ $((late - early)) -le 256 ]; then
+        pass "long run ($cap): resident memory constant (${early} KiB after a fifth, ${late} KiB at the end)"
+    else
+        fail "long run ($cap): resident memory ${early:-?} KiB after a fifth, ${late:-?} KiB at the end (over 256 KiB more)"
+    fi
+    allocs=$(q "$TMP/long_$cap.db" "SELECT value FROM meta WHERE key = 'heap_allocs_exact'")
+    [[ "$allocs" =~ ^[0-9]+$ ]] && [ "$allocs" -ge $n ] && [ "$allocs" -le $((n + 10)) ] &&
+        pass "long run ($cap): every allocation counted ($allocs: $n and stdio's)" ||
+        fail "long run ($cap): $allocs allocations counted, not $n and stdio's few"
+done
+assert_eq "long run (1MiB): recording stopped at the cap" 27 \
+    "$(q "$TMP/long_1MiB.db" "SELECT stopped_errno FROM processes")"
+assert_eq "long run (none): recording did not stop" 0 \
+    "$(q "$TMP/long_none.db" "SELECT coalesce(stopped_errno, 0) FROM processes")"
 done_testing

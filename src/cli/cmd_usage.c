@@ -47,7 +47,7 @@ struct target {
     int ended, unread;
     char command[256];
     struct ms_usage_cgroup cg;
-    uint64_t next_smaps_ns; /* ms_usage_read_paced */
+    struct ms_usage_proc rd; /* its /proc files, kept open, and the PSS/USS pace */
     uint64_t samples;
     int have_smaps;
     struct figures cur, peak;
@@ -98,11 +98,14 @@ static void max_into(uint64_t *peak, uint64_t v)
         *peak = v;
 }
 
-/* One sample of t; a process gone is said once and kept with what it had. */
-static void sample(struct target *t)
+/* One sample of t; a process gone is said once and kept with what it had. share: the processes
+ * sampled, whose PSS/USS reads share one budget (MS_USAGE_PACE). */
+static void sample(struct target *t, unsigned share)
 {
     struct ms_usage_sample s;
-    int rc = ms_usage_read_paced(t->pid, &t->cg, &t->next_smaps_ns, &s);
+    int rc = ms_usage_proc_read(&t->rd, share, &s);
+    if (rc == 0)
+        ms_usage_read_cgroup(&t->cg, t->rd.keep, &s);
     if (rc < 0) {
         t->ended = 1;
         if (rc == -ESRCH)
@@ -426,6 +429,7 @@ int cmd_usage(int argc, char **argv)
             cli_error("usage: cannot read process %d: %s", (int)t[i].pid, strerror(-rc));
         } else {
             read_command(t[i].pid, t[i].command, sizeof t[i].command);
+            ms_usage_proc_init(&t[i].rd, t[i].pid, readable < MS_USAGE_KEEP_MAX);
             readable++;
             continue;
         }
@@ -472,7 +476,7 @@ int cmd_usage(int argc, char **argv)
         size_t alive = 0;
         for (size_t i = 0; i < n; i++)
             if (!t[i].unread && !t[i].ended) {
-                sample(&t[i]);
+                sample(&t[i], (unsigned)readable);
                 alive += !t[i].ended;
             }
         if (nvml_ok)
@@ -492,6 +496,11 @@ int cmd_usage(int argc, char **argv)
         }
     }
     double elapsed = now_s() - start;
+    for (size_t i = 0; i < n; i++)
+        if (!t[i].unread) {
+            ms_usage_proc_release(&t[i].rd);
+            ms_usage_cgroup_release(&t[i].cg);
+        }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
 

@@ -17,9 +17,9 @@
  * /proc files stay open: struct ms_usage_proc, which also keeps a pid reused by another process
  * after a traced one's end from being read as it), one read of the cgroup's files for all the
  * processes in it, and at their pace (MS_USAGE_PACE) PSS/USS reads and a forked process's walk
- * (about 8 ms of CPU per GiB mapped). bench/RESULTS.md has what it costs. NEEDSWORK: a process
- * past the first MS_USAGE_KEEP_MAX live ones has its files opened at each read, and could be another
- * process reusing its pid. */
+ * (about 8 ms of CPU per GiB mapped). bench/RESULTS.md has what it costs. NEEDSWORK: a
+ * process past the first MS_USAGE_KEEP_MAX live ones has its files opened at each read, and
+ * could be another process reusing its pid. */
 #include "usage_sampler.h"
 
 #include "common/files.h"
@@ -48,8 +48,7 @@
 struct usage_proc {
     pid_t pid;
     int done;
-    struct ms_usage_proc
-        rd; /* its /proc files, kept open (MS_USAGE_KEEP_MAX), and the PSS/USS pace */
+    struct ms_usage_proc rd; /* its /proc files, kept open, and the PSS/USS pace */
     struct ms_usage_cgroup cg;
     /* Copy-on-write (usage_pages.h): whether its latest image (the trace <pid>.<n>.mst of the
      * highest n whose header was read: hdr_n) began as a fork; the next walk's time; the walk
@@ -227,8 +226,8 @@ static void pages_flush(struct usage_sampler *u, struct usage_proc *p)
 
 /* Walks forked process p's pagemap when its pace allows (after a walk that cost C of this
  * thread's CPU, not again before MS_USAGE_PACE * C * the number of forked processes being
- * walked: all walks together take at most 1/MS_USAGE_PACE of a core, however many workers), into s's
- * private_anon. A walk with more private pages than any before it becomes the pending one,
+ * walked: all walks together take at most 1/MS_USAGE_PACE of a core, however many workers),
+ * into s's private_anon. A walk with more private pages than any before it becomes the pending one,
  * written at once when it has 1/64 more than the last written (so that a growing worker's file
  * holds few walks), else when the process ends or the sampler stops: the file's last walk of a
  * process is always its largest. */

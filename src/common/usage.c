@@ -3,8 +3,8 @@
  *
  * Called by the sampler of `memscope run` (src/cli/usage_sampler.c) about ten times a second
  * per traced process, by `memscope usage --pid`, and by the conversion (the reader, once). A
- * sample reads status (a pread of a descriptor kept open, struct ms_usage_proc: about 25 us of
- * CPU with cold caches, against 40 us for an open, two reads and a close), the cgroup's two
+ * sample reads status (a pread of a descriptor kept open, struct ms_usage_proc: about 20 us of
+ * CPU with cold caches, against 26 us for an open, two reads and a close), the cgroup's two
  * files, and at a pace smaps_rollup, which makes the kernel walk the process's page tables
  * (1-3 ms per 256 MiB resident in small pages): the sampler's main cost (MS_USAGE_PACE). */
 #include "usage.h"

@@ -80,9 +80,9 @@ void ms_usage_cgroup_release(struct ms_usage_cgroup *cg);
 
 /* Reads process pid's figures now into *s (ts_ns from CLOCK_MONOTONIC taken before reading).
  * cg: the process's cgroup files (ms_usage_cgroup_find), or NULL to skip the cgroup. smaps: 0
- * skips smaps_rollup (PSS, USS), whose cost grows with the process's resident memory. Returns 0; -ESRCH when the process is gone or a zombie (no memory
- * left to read); another negative errno when /proc/PID/status cannot be read (-EACCES: another
- * user's process). smaps_rollup unreadable (an older kernel, permissions) only leaves
+ * skips smaps_rollup (PSS, USS), whose cost grows with the process's resident memory. Returns
+ * 0; -ESRCH when the process is gone or a zombie (no memory left to read); another negative
+ * errno when /proc/PID/status cannot be read (-EACCES: another user's process). smaps_rollup unreadable (an older kernel, permissions) only leaves
  * MS_USAGE_F_SMAPS clear. Allocates nothing; opens each file for the moment of its read. */
 int ms_usage_read(pid_t pid, const struct ms_usage_cgroup *cg, int smaps,
                   struct ms_usage_sample *s);
@@ -95,9 +95,9 @@ int ms_usage_read(pid_t pid, const struct ms_usage_cgroup *cg, int smaps,
  * is not before MS_USAGE_PACE x C x the number of processes sharing the budget. A process alone
  * has its PSS and USS read at every 0.1 s sample while a read costs under 125 us (tens of MiB
  * resident), every 0.8 s when it costs 1 ms (100-200 MiB), every 8 s at 10 ms (1-2 GiB). Both
- * kinds together (0.25%) and the reads of every tick
- * (status, the cgroup, the trace directory: about 0.1% of a core for a few processes at 0.1 s)
- * keep the sampler under the issue's 0.5% of a core (bench/RESULTS.md). */
+ * kinds together (0.25%) and the reads of every tick (status, the cgroup, the trace directory:
+ * about 0.1% of a core for a few processes at 0.1 s) keep the sampler under the issue's 0.5% of
+ * a core (bench/RESULTS.md). */
 #define MS_USAGE_PACE 800
 
 /* ms_usage_read with PSS and USS at the pace (MS_USAGE_PACE, one process alone in the budget):
@@ -119,8 +119,8 @@ int ms_usage_read_shared(pid_t pid, const struct ms_usage_cgroup *cg, uint64_t *
  * (-ESRCH), never as it. smaps_rollup is bound to the address space, so it is opened again
  * after an exec. The cgroup is read apart (ms_usage_read_cgroup): processes share one.
  * keep 0: each file is opened and closed at each read, as ms_usage_read does (a caller keeps
- * the files of at most MS_USAGE_KEEP_MAX processes open, and opens the others' at each read). The caller's struct; ms_usage_proc_release
- * closes its descriptors (two at most). */
+ * the files of at most MS_USAGE_KEEP_MAX processes open, and opens the others' at each read).
+ * The caller's struct; ms_usage_proc_release closes its descriptors (two at most). */
 #define MS_USAGE_KEEP_MAX 64 /* processes a sampler keeps open at once: 128 descriptors */
 struct ms_usage_proc {
     pid_t pid;

@@ -12,8 +12,9 @@
 #   off   memscope run --usage-interval=0 ...   (no sampling)
 #   on    memscope run ...                      (the default: every 0.1 s)
 # Prints the medians of wall time, their ratio, and the sampler's own CPU time (memscope's
-# debug line "usage sampler: N samples in M ticks, X ms of CPU; W pagemap walks (Y ms of CPU)")
-# as a share of a core.
+# debug line "usage sampler: N samples in M ticks, X ms of CPU; W pagemap walks (Y ms of CPU),
+# K written; P PSS/USS reads (Z ms of CPU); L directory listings", the thread's own
+# CLOCK_THREAD_CPUTIME_ID, which the machine's load changes little) as a share of a core.
 set -euo pipefail
 BENCH=usage.sh
 . "$(dirname "$0")/lib.sh"
@@ -40,8 +41,11 @@ for r in $(seq "$rounds"); do
     bench_timed on "$MEMSCOPE" run --log-level=debug --format=trace --no-pack -o on -- \
         "${prog[@]}"
     t=$(tail -1 on.times)
-    sed -n 's/.*usage sampler: \([0-9]*\) samples in \([0-9]*\) ticks, \([0-9.]*\) ms of CPU; \([0-9]*\) pagemap walks (\([0-9.]*\) ms.*/\1 \2 \3 \4 \5/p' \
-        on.log | awk -v t="$t" '{printf "%s %s %s %.4f %s %s\n", $1, $2, $3, $3 / 1000 / t * 100, $4, $5}' >>sampler.txt
+    line=$(grep 'usage sampler:' on.log)
+    # PSS/USS reads: "- -" from a memscope that does not say them
+    smaps=$(echo "$line" | sed -n 's/.* \([0-9]*\) PSS\/USS reads (\([0-9.]*\) ms.*/\1 \2/p')
+    echo "$line" | sed -n 's/.*usage sampler: \([0-9]*\) samples in \([0-9]*\) ticks, \([0-9.]*\) ms of CPU; \([0-9]*\) pagemap walks (\([0-9.]*\) ms.*/\1 \2 \3 \4 \5/p' |
+        awk -v t="$t" -v sm="${smaps:-- -}" '{printf "%s %s %s %.4f %s %s %s\n", $1, $2, $3, $3 / 1000 / t * 100, $4, $5, sm}' >>sampler.txt
     rm -rf on
 done
 med() { sort -n "$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
@@ -57,5 +61,6 @@ echo "| --usage-interval=0 (off) | $off | 1.000 |"
 echo "| default (0.1 s) | $on | $(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.3f", a / b}') |"
 echo
 echo "sampler (median of the rounds): $cpu ms of CPU, $pct% of one core over the run;"
-echo "per round (samples, ticks, CPU ms (walks included), % of a core, pagemap walks, their CPU ms):"
+echo "per round (samples, ticks, CPU ms (walks included), % of a core, pagemap walks, their CPU ms,"
+echo "PSS/USS reads, their CPU ms):"
 sed 's/^/    /' sampler.txt

@@ -4,16 +4,18 @@
  *
  * The series is `analyze trend`'s (ms_analyze_live_series: the conversion's precomputed
  * samples, or a replay with --layer), so the picture and the trend report agree. The step ends
- * come from the steps table. The picture is drawn once through a pen (plot_raster.h): the SVG
- * pen here writes one standalone SVG document, the raster pen paints a PNG image at twice the
- * size (plot_raster.c), to stdout or -o FILE. Workload: one series of MS_TREND_POINTS + 1 samples and
+ * come from the steps table. The picture is drawn once through a pen (plot_pen.h) inside the
+ * axes of plot_axes.h: the SVG pen (plot_svg.c) writes one standalone SVG document, the raster
+ * pen paints a PNG image at twice the size (plot_raster.c), to stdout or -o FILE. Workload: one series of MS_TREND_POINTS + 1 samples and
  * at most MAX_MARKS step lines, whatever the run's size. */
 #include "cli.h"
 
 #include "analyze/analyze.h"
 #include "common/files.h"
 #include "common/ms_error.h"
+#include "plot_axes.h"
 #include "plot_raster.h"
+#include "plot_svg.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -39,50 +41,6 @@ static const char plot_usage[] =
     "  --png               a PNG image to standard output (SVG by default)\n"
     "  --layer=NAME        only this layer (heap, mmap, cuda:0, pool:NAME, ...)\n"
     "  --title=TEXT        the image's title (default: the database's file name)\n";
-
-/* Writes s with the five XML special characters escaped. */
-static void xml_text(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&apos;", f); break;
-        default:
-            if ((unsigned char)*s >= 0x20 || *s == '\t')
-                fputc(*s, f); /* control characters have no place in XML 1.0 */
-        }
-    }
-}
-
-/* The y axis's top: the smallest 1, 2, 4, 5 or 8 times a power of ten (below 1024) times a
- * power of 1024 at or above v, so that its quarters read well in B, KiB, MiB or GiB. */
-static double nice_max(double v)
-{
-    static const double mant[] = {1, 2, 4, 5, 8, 10, 20, 40, 50, 80, 100, 200, 400, 500, 800};
-    if (v <= 0)
-        return 1024;
-    for (double unit = 1; unit < 1e19; unit *= 1024)
-        for (size_t k = 0; k < sizeof mant / sizeof mant[0]; k++)
-            if (mant[k] * unit >= v)
-                return mant[k] * unit;
-    return v;
-}
-
-/* The unit of the time axis for a span of span_s seconds: its name and its size in seconds, so
- * that the ticks differ in their first digits. */
-static void time_unit(double span_s, const char **name, double *size)
-{
-    if (span_s >= 10) {
-        *name = "s", *size = 1;
-    } else if (span_s >= 0.01) {
-        *name = "ms", *size = 1e-3;
-    } else {
-        *name = "us", *size = 1e-6;
-    }
-}
 
 struct mark {
     int64_t step, ns;
@@ -125,92 +83,8 @@ static struct mark *step_marks(sqlite3 *db, size_t *n, size_t *total)
     return all;
 }
 
-/* ---- the SVG pen ----------------------------------------------------------------------- */
-
-static void svg_colour(FILE *f, const char *attr, uint32_t rgb)
-{
-    fprintf(f, " %s=\"#%06x\"", attr, (unsigned)rgb & 0xffffffu);
-}
-
-static void svg_group(void *ctx, const char *attrs)
-{
-    FILE *f = ctx;
-    if (attrs)
-        fprintf(f, "<g %s>\n", attrs);
-    else
-        fputs("</g>\n", f);
-}
-
-static void svg_line(void *ctx, double x0, double y0, double x1, double y1, uint32_t rgb,
-                     double width, int dash_on, int dash_off, const char *cls)
-{
-    FILE *f = ctx;
-    fputs("<line", f);
-    if (cls)
-        fprintf(f, " class=\"%s\"", cls);
-    fprintf(f, " x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"", x0, y0, x1, y1);
-    svg_colour(f, "stroke", rgb);
-    if (width != 1)
-        fprintf(f, " stroke-width=\"%g\"", width);
-    if (dash_on)
-        fprintf(f, " stroke-dasharray=\"%d,%d\"", dash_on, dash_off);
-    fputs("/>\n", f);
-}
-
-static void svg_points(FILE *f, const double *xy, int n)
-{
-    for (int i = 0; i < n; i++)
-        fprintf(f, "%s%.1f,%.1f", i ? " " : "", xy[2 * i], xy[2 * i + 1]);
-}
-
-static void svg_polyline(void *ctx, const double *xy, int n, uint32_t rgb, double width,
-                         const char *cls)
-{
-    FILE *f = ctx;
-    fputs("<polyline", f);
-    if (cls)
-        fprintf(f, " class=\"%s\"", cls);
-    fputs(" fill=\"none\"", f);
-    svg_colour(f, "stroke", rgb);
-    fprintf(f, " stroke-width=\"%g\" points=\"", width);
-    svg_points(f, xy, n);
-    fputs("\"/>\n", f);
-}
-
-static void svg_area(void *ctx, const double *xy, int n, double base, uint32_t rgb)
-{
-    FILE *f = ctx;
-    if (n < 1)
-        return;
-    fputs("<polygon stroke=\"none\"", f);
-    svg_colour(f, "fill", rgb);
-    fprintf(f, " points=\"%.1f,%.1f ", xy[0], base);
-    svg_points(f, xy, n);
-    fprintf(f, " %.1f,%.1f\"/>\n", xy[2 * (n - 1)], base);
-}
-
-static void svg_text(void *ctx, double x, double y, const char *s, uint32_t rgb, int size, int bold,
-                     int anchor)
-{
-    FILE *f = ctx;
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\"", x, y);
-    svg_colour(f, "fill", rgb);
-    if (size != 11)
-        fprintf(f, " font-size=\"%d\"", size);
-    if (bold)
-        fputs(" font-weight=\"bold\"", f);
-    if (anchor != PLOT_LEFT)
-        fprintf(f, " text-anchor=\"%s\"", anchor == PLOT_MIDDLE ? "middle" : "end");
-    fputc('>', f);
-    xml_text(f, s);
-    fputs("</text>\n", f);
-}
-
 /* ---- the picture ----------------------------------------------------------------------- */
 
-#define AXIS 0x888888u
-#define GRID 0xeeeeeeu
-#define LABEL 0x444444u
 #define STEP 0x999999u
 #define STEP_LABEL 0x777777u
 #define AREA 0xcfe3f7u
@@ -225,42 +99,14 @@ static void draw_plot(const struct plot_pen *p, const struct ms_live_series *s,
 {
     const double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
     const double span = s->t1 > s->t0 ? (double)(s->t1 - s->t0) : 1;
-    const double ymax = nice_max((double)s->max_live);
+    const double ymax = plot_nice_max((double)s->max_live);
     const double off0 = (double)(s->t0 - s->start_ns) / 1e9; /* seconds from the start to t0 */
     char buf[160];
     p->text(p->ctx, LEFT, 20, title, 0x000000u, 13, 1, PLOT_LEFT);
 
     /* axes and ticks: 4 divisions on y (bytes), 5 on x (seconds from the run's start) */
-    p->group(p->ctx, "class=\"axes\"");
-    p->line(p->ctx, LEFT, TOP, LEFT, H - BOTTOM, AXIS, 1, 0, 0, NULL);
-    p->line(p->ctx, LEFT, H - BOTTOM, W - RIGHT, H - BOTTOM, AXIS, 1, 0, 0, NULL);
-    p->group(p->ctx, NULL);
-    /* the y labels in the unit of the top (1 KiB = 1024 B) */
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    int u = 0;
-    double usz = 1;
-    while (u < 6 && ymax >= usz * 1024)
-        usz *= 1024, u++;
-    p->group(p->ctx, "class=\"yticks\"");
-    for (int k = 0; k <= 4; k++) {
-        double y = TOP + ph - ph * k / 4;
-        snprintf(buf, sizeof buf, "%g %s", ymax * k / 4 / usz, units[u]);
-        if (k)
-            p->line(p->ctx, LEFT + 1, y, W - RIGHT, y, GRID, 1, 0, 0, NULL);
-        p->text(p->ctx, LEFT - 6, y + 4, buf, LABEL, 11, 0, PLOT_RIGHT);
-    }
-    p->group(p->ctx, NULL);
-    const char *unit;
-    double usize;
-    time_unit(span / 1e9, &unit, &usize);
-    p->group(p->ctx, "class=\"xticks\"");
-    for (int k = 0; k <= 5; k++) {
-        snprintf(buf, sizeof buf, "%.1f", (off0 + span / 1e9 * k / 5) / usize);
-        p->text(p->ctx, LEFT + pw * k / 5, H - BOTTOM + 16, buf, LABEL, 11, 0, PLOT_MIDDLE);
-    }
-    snprintf(buf, sizeof buf, "time since the run started (%s)", unit);
-    p->text(p->ctx, LEFT + pw / 2, H - 8, buf, LABEL, 11, 0, PLOT_MIDDLE);
-    p->group(p->ctx, NULL);
+    const struct plot_frame fr = {LEFT, TOP, pw, ph};
+    plot_axes_draw(p, &fr, ymax, off0, span / 1e9, "time since the run started");
 
     /* the series: an area under a polyline */
     for (int k = 0; k <= MS_TREND_POINTS; k++) {
@@ -269,7 +115,7 @@ static void draw_plot(const struct plot_pen *p, const struct ms_live_series *s,
     }
     p->group(p->ctx, "class=\"series\"");
     p->area(p->ctx, xy, MS_TREND_POINTS + 1, H - BOTTOM, AREA);
-    p->polyline(p->ctx, xy, MS_TREND_POINTS + 1, LIVE, 1.5, "live");
+    p->polyline(p->ctx, xy, MS_TREND_POINTS + 1, LIVE, 1.5, 0, 0, "live");
     p->group(p->ctx, NULL);
 
     /* the step ends, over the series */
@@ -321,18 +167,10 @@ static int write_plot(FILE *f, int png, const struct ms_live_series *s, const st
         rc = plot_raster_write_png(&r, f);
         plot_raster_release(&r);
     } else {
-        fprintf(f,
-                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-                "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"11\">\n",
-                W, H, W, H);
-        fputs("<title>", f);
-        xml_text(f, title);
-        fputs("</title>\n", f);
-        fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", W, H);
-        struct plot_pen p = {f, svg_group, svg_line, svg_polyline, svg_area, svg_text};
+        plot_svg_begin(f, W, H, title);
+        struct plot_pen p = plot_svg_pen(f);
         draw_plot(&p, s, marks, nmarks, total_marks, title, xy);
-        fputs("</svg>\n", f);
+        plot_svg_end(f);
     }
     free(xy);
     return rc;

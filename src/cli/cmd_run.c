@@ -534,10 +534,12 @@ static int run_main(int argc, char **argv)
     usage_sampler_stop(&sampler);
     cli_log(0,
             "usage sampler: %llu samples in %llu ticks, %.1f ms of CPU; %llu pagemap walks "
-            "(%.1f ms of CPU), %llu written",
+            "(%.1f ms of CPU), %llu written; %llu PSS/USS reads (%.1f ms of CPU); %llu "
+            "directory listings",
             (unsigned long long)sampler.samples, (unsigned long long)sampler.ticks,
             sampler.cpu_ns / 1e6, (unsigned long long)sampler.walks, sampler.walk_cpu_ns / 1e6,
-            (unsigned long long)sampler.walks_written);
+            (unsigned long long)sampler.walks_written, (unsigned long long)sampler.smaps_reads,
+            sampler.smaps_cpu_ns / 1e6, (unsigned long long)sampler.listings);
     if (signo)
         run_say_killed(signo, core);
     sigaction(SIGINT, &old_int, NULL);

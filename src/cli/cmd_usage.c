@@ -1,9 +1,10 @@
 /* cmd_usage.c: `memscope usage --pid PID [PID...] [--devices N...] [--interval S]
- * [--duration S] [-o FILE]`: samples processes memscope did not start, without tracing them
- * (common/usage.c reads their /proc files from this process), and with --devices the CUDA
- * devices through NVML (usage_nvml.c), until Ctrl-C, --duration or the end of every process,
- * and writes a JSON report of each one's samples, last and peak figures, the devices' part in
- * Tiny-Torch's shape (docs/usage.md). Workload: a few processes, ten samples a second. */
+ * [--duration S] [-o FILE] [--plot FILE.svg]`: samples processes memscope did not start,
+ * without tracing them (common/usage.c reads their /proc files from this process), and with
+ * --devices the CUDA devices through NVML (usage_nvml.c), until Ctrl-C, --duration or the end
+ * of every process, and writes a JSON report of each one's samples, last and peak figures, the
+ * devices' part in Tiny-Torch's shape (docs/usage.md); with --plot, the picture of the samples
+ * over time (usage_plot.c). Workload: a few processes, ten samples a second. */
 #include "cli.h"
 
 #include "analyze/analyze.h"
@@ -11,6 +12,7 @@
 #include "common/ms_error.h"
 #include "common/usage.h"
 #include "usage_nvml.h"
+#include "usage_plot.h"
 #include "usage_sampler.h"
 
 #include <errno.h>
@@ -26,7 +28,8 @@
 
 static const char usage_text[] =
     "usage: memscope usage --pid PID [PID...] [--devices N...] [--interval S] [--duration S]\n"
-    "                      [-o report.json]\n"
+    "                      [-o report.json] [--plot usage.svg]\n"
+    "       memscope usage --pid PID --into TRACE_DIR [--interval S]\n"
     "Samples the memory of running processes from /proc (RSS anonymous, file and shared, PSS,\n"
     "USS, stack, swap), without tracing them, until Ctrl-C, --duration or their end.\n"
     "  --pid PID...       the processes (several: --pid 1 2, --pid 1,2 or --pid 1 --pid 2)\n"
@@ -34,6 +37,8 @@ static const char usage_text[] =
     "  --interval S       seconds between samples (default 0.1; 0.001 to 3600)\n"
     "  --duration S       stop after S seconds (default: at Ctrl-C or when all have ended)\n"
     "  -o FILE            the JSON report (default: stdout); docs/usage.md has its keys\n"
+    "  --plot FILE.svg    also a picture of RSS, PSS and USS (and each device's memory used)\n"
+    "                     over time, as an SVG image\n"
     "  --into DIR         instead of a report, the samples of `memscope run` into DIR (a trace\n"
     "                     directory) until the process (one --pid) and its traced children end\n"
     "                     or SIGTERM: the Python package's in-process mode runs it\n";
@@ -47,10 +52,11 @@ struct target {
     int ended, unread;
     char command[256];
     struct ms_usage_cgroup cg;
-    uint64_t next_smaps_ns; /* ms_usage_read_paced */
+    struct ms_usage_proc rd; /* its /proc files, kept open, and the PSS/USS pace */
     uint64_t samples;
     int have_smaps;
     struct figures cur, peak;
+    struct usage_plot_series *plot; /* --plot: its RSS, PSS and USS series, else NULL */
 };
 
 /* A device sampled through NVML: its last figures, its utilization (used / total, percent)
@@ -62,6 +68,7 @@ struct device {
     uint64_t samples, peak_used;
     double util_sum, util_max;
     uint64_t share[MAX_PIDS], peak_share[MAX_PIDS];
+    struct usage_plot_series *plot; /* --plot: its memory used, else NULL */
 };
 
 static volatile sig_atomic_t stop_sig;
@@ -98,11 +105,15 @@ static void max_into(uint64_t *peak, uint64_t v)
         *peak = v;
 }
 
-/* One sample of t; a process gone is said once and kept with what it had. */
-static void sample(struct target *t)
+/* One sample of t, at; a process gone is said once and kept with what it had. share: the
+ * processes sampled, whose PSS/USS reads share one budget (MS_USAGE_PACE). at: seconds since the
+ * sampling began, for the picture. */
+static void sample(struct target *t, unsigned share, double at)
 {
     struct ms_usage_sample s;
-    int rc = ms_usage_read_paced(t->pid, &t->cg, &t->next_smaps_ns, &s);
+    int rc = ms_usage_proc_read(&t->rd, share, &s);
+    if (rc == 0)
+        ms_usage_read_cgroup(&t->cg, t->rd.keep, &s);
     if (rc < 0) {
         t->ended = 1;
         if (rc == -ESRCH)
@@ -136,11 +147,18 @@ static void sample(struct target *t)
     max_into(&t->peak.swap, f.swap);
     max_into(&t->peak.threads, f.threads);
     t->samples++;
+    if (t->plot) { /* PSS and USS from their first reading on */
+        usage_plot_add(&t->plot[0], at, f.rss);
+        if (t->have_smaps) {
+            usage_plot_add(&t->plot[1], at, f.pss);
+            usage_plot_add(&t->plot[2], at, f.uss);
+        }
+    }
 }
 
 /* One sample of every readable device. */
 static void sample_devices(struct usage_nvml *nv, struct device *dv, size_t nd,
-                           const struct target *t, size_t n)
+                           const struct target *t, size_t n, double at)
 {
     pid_t pids[MAX_PIDS];
     for (size_t i = 0; i < n; i++)
@@ -159,6 +177,8 @@ static void sample_devices(struct usage_nvml *nv, struct device *dv, size_t nd,
         if (u > v->util_max)
             v->util_max = u;
         max_into(&v->peak_used, v->cur.used);
+        if (v->plot)
+            usage_plot_add(v->plot, at, v->cur.used);
         for (size_t i = 0; i < n; i++)
             max_into(&v->peak_share[i], v->share[i]);
         v->samples++;
@@ -272,6 +292,80 @@ static void report(FILE *out, const struct target *t, size_t n, double start_uni
     ms_json_finish(&j);
 }
 
+/* Writes the report to out_path (NULL or "-": stdout) through a new file renamed over it.
+ * Returns 0, or a negative code after saying why. */
+static int write_report(const char *out_path, const struct target *t, size_t n, double start_unix,
+                        double interval, double elapsed, const struct device *dv, size_t nd,
+                        const char *no_devices)
+{
+    FILE *f = stdout;
+    struct ms_output mo = {.fd = -1};
+    if (out_path && strcmp(out_path, "-") != 0) {
+        int orc = ms_output_open(&mo, out_path);
+        f = orc == 0 ? fdopen(mo.fd, "w") : NULL;
+        if (!f) {
+            orc = orc < 0 ? orc : -errno;
+            cli_error("usage: cannot create %s: %s", out_path, ms_strerror(orc));
+            ms_output_abort(&mo);
+            return orc;
+        }
+    }
+    report(f, t, n, start_unix, interval, elapsed, dv, nd, no_devices);
+    int rc = 0;
+    if (f != stdout) {
+        if (fclose(f) != 0)
+            rc = -errno;
+        mo.fd = -1;
+        if (rc < 0)
+            ms_output_abort(&mo);
+        else
+            rc = ms_output_commit(&mo);
+    } else if (fflush(stdout) != 0) {
+        rc = -errno;
+    }
+    if (rc < 0)
+        cli_error("usage: cannot write the report: %s", ms_strerror(rc));
+    return rc;
+}
+
+/* Writes the picture of the series into the file mo (made by ms_output_open) and commits it as
+ * path. Returns 0, or a negative code after saying why (the file is then removed). */
+static int write_plot(struct ms_output *mo, const char *path, const struct target *t, size_t n,
+                      const struct usage_plot_series *series, size_t ns, double elapsed)
+{
+    char title[400];
+    size_t sampled = 0, first = 0;
+    for (size_t i = n; i-- > 0;)
+        if (!t[i].unread)
+            sampled++, first = i;
+    if (sampled == 1)
+        snprintf(title, sizeof title, "memory over time: pid %d (%.80s)", (int)t[first].pid,
+                 t[first].command);
+    else
+        snprintf(title, sizeof title, "memory over time: %zu processes", sampled);
+    FILE *f = fdopen(mo->fd, "w");
+    if (!f) {
+        int e = -errno;
+        ms_output_abort(mo);
+        cli_error("usage: cannot write %s: %s", path, ms_strerror(e));
+        return e;
+    }
+    errno = 0;
+    int rc = usage_plot_write(f, series, ns, elapsed, title) < 0 ? -(errno ? errno : EIO) : 0;
+    if (fclose(f) != 0 && rc == 0)
+        rc = -errno;
+    mo->fd = -1; /* fclose closed it */
+    if (rc == 0)
+        rc = ms_output_commit(mo);
+    else
+        ms_output_abort(mo);
+    if (rc < 0)
+        cli_error("usage: cannot write %s: %s", path, ms_strerror(rc));
+    else
+        cli_log(1, "usage: wrote %s", path);
+    return rc;
+}
+
 static int parse_seconds(const char *opt, const char *s, double lo, double *out)
 {
     char *end;
@@ -355,7 +449,7 @@ int cmd_usage(int argc, char **argv)
     int want_devices = 0;
     const char *into = NULL;
     double interval = 0.1, duration = 0;
-    const char *out_path = NULL;
+    const char *out_path = NULL, *plot_path = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -395,14 +489,21 @@ int cmd_usage(int argc, char **argv)
             if (i + 1 >= argc)
                 return usage_error("usage: %s needs a file name", a);
             out_path = argv[++i];
+        } else if (!strcmp(a, "--plot") || !strncmp(a, "--plot=", 7)) {
+            plot_path = a[6] == '=' ? a + 7 : i + 1 < argc ? argv[++i] : NULL;
+            const char *dot = plot_path ? strrchr(plot_path, '.') : NULL;
+            if (!dot || strcmp(dot, ".svg") != 0 || dot == plot_path || dot[-1] == '/')
+                return usage_error("usage: --plot: name the picture FILE.svg, not '%s'",
+                                   plot_path ? plot_path : "");
         } else {
             return usage_error("usage: unexpected argument '%s'", a);
         }
     }
     if (!n)
         return usage_error("usage: no process given (--pid PID)");
-    if (into && (n != 1 || want_devices || out_path || duration > 0))
-        return usage_error("usage: --into takes one --pid and no --devices, -o or --duration");
+    if (into && (n != 1 || want_devices || out_path || plot_path || duration > 0))
+        return usage_error(
+            "usage: --into takes one --pid and no --devices, -o, --plot or --duration");
     if (into)
         return sample_into(t[0].pid, into, interval);
 
@@ -426,6 +527,7 @@ int cmd_usage(int argc, char **argv)
             cli_error("usage: cannot read process %d: %s", (int)t[i].pid, strerror(-rc));
         } else {
             read_command(t[i].pid, t[i].command, sizeof t[i].command);
+            ms_usage_proc_init(&t[i].rd, t[i].pid, readable < MS_USAGE_KEEP_MAX);
             readable++;
             continue;
         }
@@ -461,6 +563,35 @@ int cmd_usage(int argc, char **argv)
         }
     }
 
+    /* --plot: its file is made now (a name that cannot be written is said before any sampling)
+     * and its series are kept while sampling */
+    struct ms_output plot_out = {.fd = -1};
+    struct usage_plot_series *series = NULL;
+    if (plot_path) {
+        int orc = ms_output_open(&plot_out, plot_path);
+        series = orc == 0 ? calloc(3 * n + nd + 1, sizeof *series) : NULL;
+        if (!series) {
+            cli_error("usage: cannot create %s: %s", plot_path,
+                      ms_strerror(orc < 0 ? orc : MS_ENOMEM));
+            ms_output_abort(&plot_out);
+            return 1;
+        }
+        for (size_t i = 0, k = 0; i < n; i++) {
+            if (t[i].unread)
+                continue;
+            t[i].plot = &series[3 * i];
+            for (int j = 0; j < 3; j++)
+                usage_plot_series_init(&t[i].plot[j], (enum usage_plot_kind)j, (unsigned)t[i].pid,
+                                       (unsigned)k);
+            k++;
+        }
+        for (size_t d = 0; d < nd && nvml_ok; d++) {
+            dv[d].plot = &series[3 * n + d];
+            usage_plot_series_init(dv[d].plot, USAGE_PLOT_DEVICE, dv[d].index,
+                                   (unsigned)(readable + d));
+        }
+    }
+
     struct sigaction sa = {.sa_handler = on_stop}, old_int, old_term;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
@@ -470,13 +601,14 @@ int cmd_usage(int argc, char **argv)
     double start = now_s(), next = start;
     for (int first = 1;; first = 0) {
         size_t alive = 0;
+        double at = now_s() - start;
         for (size_t i = 0; i < n; i++)
             if (!t[i].unread && !t[i].ended) {
-                sample(&t[i]);
+                sample(&t[i], (unsigned)readable, at);
                 alive += !t[i].ended;
             }
         if (nvml_ok)
-            sample_devices(&nv, dv, nd, t, n);
+            sample_devices(&nv, dv, nd, t, n, at);
         if (first)
             cli_log(1, "usage: sampling %zu process%s every %g s (Ctrl-C ends)", readable,
                     readable == 1 ? "" : "es", interval);
@@ -492,37 +624,25 @@ int cmd_usage(int argc, char **argv)
         }
     }
     double elapsed = now_s() - start;
+    for (size_t i = 0; i < n; i++)
+        if (!t[i].unread) {
+            ms_usage_proc_release(&t[i].rd);
+            ms_usage_cgroup_release(&t[i].cg);
+        }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
 
-    FILE *f = stdout;
-    struct ms_output mo = {.fd = -1};
-    if (out_path && strcmp(out_path, "-") != 0) {
-        int orc = ms_output_open(&mo, out_path);
-        f = orc == 0 ? fdopen(mo.fd, "w") : NULL;
-        if (!f) {
-            cli_error("usage: cannot create %s: %s", out_path, ms_strerror(orc < 0 ? orc : -errno));
-            ms_output_abort(&mo);
-            return 1;
-        }
-    }
-    report(f, t, n, start_unix, interval, elapsed, dv, nd, nvml_ok ? NULL : no_devices);
-    int rc = 0;
-    if (f != stdout) {
-        if (fclose(f) != 0)
-            rc = -errno;
-        mo.fd = -1;
-        if (rc < 0)
-            ms_output_abort(&mo);
-        else
-            rc = ms_output_commit(&mo);
-    } else if (fflush(stdout) != 0) {
-        rc = -errno;
-    }
-    if (rc < 0) {
-        cli_error("usage: cannot write the report: %s", strerror(-rc));
+    int rc = write_report(out_path, t, n, start_unix, interval, elapsed, dv, nd,
+                          nvml_ok ? NULL : no_devices);
+    if (plot_path && rc == 0)
+        rc = write_plot(&plot_out, plot_path, t, n, series, 3 * n + nd, elapsed);
+    else if (plot_path)
+        ms_output_abort(&plot_out);
+    for (size_t i = 0; series && i < 3 * n + nd; i++)
+        usage_plot_series_release(&series[i]);
+    free(series);
+    if (rc < 0)
         return 1;
-    }
     if (stop_sig)
         cli_log(1, "usage: stopped by %s; the report has what was sampled", strsignal(stop_sig));
     int missing_device = 0;

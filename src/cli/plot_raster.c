@@ -165,11 +165,13 @@ static void r_line(void *ctx, double x0, double y0, double x1, double y1, uint32
     }
 }
 
-static void r_polyline(void *ctx, const double *xy, int n, uint32_t rgb, double width,
-                       const char *cls)
+/* Its segments as lines (a dash pattern starts again at each point). */
+static void r_polyline(void *ctx, const double *xy, int n, uint32_t rgb, double width, int dash_on,
+                       int dash_off, const char *cls)
 {
     for (int i = 1; i < n; i++)
-        r_line(ctx, xy[2 * i - 2], xy[2 * i - 1], xy[2 * i], xy[2 * i + 1], rgb, width, 0, 0, cls);
+        r_line(ctx, xy[2 * i - 2], xy[2 * i - 1], xy[2 * i], xy[2 * i + 1], rgb, width, dash_on,
+               dash_off, cls);
 }
 
 /* Each pixel column between the first and the last point: from the polyline's y there

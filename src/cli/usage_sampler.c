@@ -12,10 +12,14 @@
  * walk with the most private pages is appended to usage-<root>.msp (pages_flush), for the
  * conversion to map onto the parent's blocks (copy-on-write, docs/usage.md).
  *
- * Workload: a few processes, ten ticks a second; each tick costs a readdir and two or three
- * small /proc reads per process, a forked one's walk about 8 ms of CPU per GiB mapped. NEEDSWORK: a pid reused by an unrelated process within one
- * interval of a traced one's end would be sampled as that one; /proc/PID/stat's start time
- * would tell them apart. */
+ * Workload: a few processes, ten ticks a second; each tick costs an fstat of the directory (a
+ * listing only when it may have changed: dir_changed), a pread of each process's status (its
+ * /proc files stay open: struct ms_usage_proc, which also keeps a pid reused by another process
+ * after a traced one's end from being read as it), one read of the cgroup's files for all the
+ * processes in it, and at their pace (MS_USAGE_PACE) PSS/USS reads and a forked process's walk
+ * (about 8 ms of CPU per GiB mapped). bench/RESULTS.md has what it costs. NEEDSWORK: a
+ * process past the first MS_USAGE_KEEP_MAX live ones has its files opened at each read, and
+ * could be another process reusing its pid. */
 #include "usage_sampler.h"
 
 #include "common/files.h"
@@ -30,17 +34,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAX_PROCS 4096 /* processes sampled in one run; later ones are not */
+/* The trace directory is listed again while its last change is more recent than this before
+ * the last listing: a file made later in the same tick of the file system's clock would not
+ * change its time. Far above any file system's timestamp granularity. */
+#define RESCAN_NS 1000000000ull
 
 struct usage_proc {
     pid_t pid;
     int done;
+    struct ms_usage_proc rd; /* its /proc files, kept open, and the PSS/USS pace */
     struct ms_usage_cgroup cg;
-    uint64_t next_smaps_ns; /* PSS and USS are read again from this time on */
     /* Copy-on-write (usage_pages.h): whether its latest image (the trace <pid>.<n>.mst of the
      * highest n whose header was read: hdr_n) began as a fork; the next walk's time; the walk
      * of the most private pages not yet written (pend) and the bytes of the last one written. */
@@ -71,7 +80,20 @@ static void add_pid(struct usage_sampler *u, pid_t pid)
     memset(p, 0, sizeof *p);
     p->pid = pid;
     p->hdr_n = -1;
+    ms_usage_proc_init(&p->rd, pid, u->kept < MS_USAGE_KEEP_MAX);
+    u->kept += p->rd.keep;
     ms_usage_cgroup_find(pid, &p->cg);
+}
+
+/* Closes p's /proc files once it is done with (ended, or not readable). */
+static void proc_done(struct usage_sampler *u, struct usage_proc *p)
+{
+    p->done = 1;
+    u->smaps_reads += p->rd.smaps_reads;
+    u->smaps_cpu_ns += p->rd.smaps_cpu_ns;
+    u->kept -= p->rd.keep;
+    ms_usage_proc_release(&p->rd);
+    ms_usage_cgroup_release(&p->cg);
 }
 
 static struct usage_proc *find_proc(struct usage_sampler *u, pid_t pid)
@@ -97,33 +119,60 @@ static void note_image(struct usage_sampler *u, struct usage_proc *p, long n, co
     struct ms_trace_file_header h;
     ssize_t r = pread(fd, &h, sizeof h, 0);
     close(fd);
-    if (r != (ssize_t)sizeof h || memcmp(h.magic, MS_TRACE_MAGIC, 8) != 0)
+    if (r != (ssize_t)sizeof h || memcmp(h.magic, MS_TRACE_MAGIC, 8) != 0) {
+        u->rescan = 1; /* read again at the next listing, which must come */
         return;
+    }
     p->hdr_n = n;
     p->forked = (h.flags & MS_TRACE_F_FORKED) != 0;
 }
 
-/* The pids of the traces in the directory: "<pid>.<n>.mst". */
+/* Whether the trace directory may have changed since it was last listed: its time changed, or
+ * changed less than RESCAN_NS before that listing, or the listing left something to read again
+ * (a trace header not complete yet, a process not added for want of memory). One fstat when
+ * nothing changed: a listing costs tens of microseconds of CPU, ten times a second. */
+static int dir_changed(struct usage_sampler *u)
+{
+    struct stat st;
+    if (u->rescan || fstat(dirfd(u->dirp), &st) < 0)
+        return 1;
+    uint64_t m = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+    return m != u->dir_mtime_ns || u->listed_real_ns < m + RESCAN_NS;
+}
+
+/* The pids of the traces in the directory: "<pid>.<n>.mst", when it may have changed. */
 static void scan_dir(struct usage_sampler *u)
 {
-    DIR *d = opendir(u->dir);
-    if (!d)
+    if (!u->dirp && !(u->dirp = opendir(u->dir)))
         return;
+    if (!dir_changed(u))
+        return;
+    struct stat st;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    u->rescan = fstat(dirfd(u->dirp), &st) < 0;
+    u->dir_mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+    u->listed_real_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+    u->listings++;
+    rewinddir(u->dirp);
     struct dirent *e;
-    while ((e = readdir(d))) {
+    while ((e = readdir(u->dirp))) {
         char *end;
         unsigned long pid = strtoul(e->d_name, &end, 10);
         size_t len = strlen(e->d_name);
         if (end != e->d_name && *end == '.' && len > 4 && !strcmp(e->d_name + len - 4, ".mst") &&
             pid > 0 && pid < (1ul << 22)) {
+            size_t before = u->nprocs;
             add_pid(u, (pid_t)pid);
+            struct usage_proc *p = find_proc(u, (pid_t)pid);
+            if (!p && u->nprocs == before && before < MAX_PROCS)
+                u->rescan = 1; /* not added for want of memory: at a later tick */
             char *end2;
             long n = strtol(end + 1, &end2, 10);
             if (end2 != end + 1 && *end2 == '.' && n >= 0)
-                note_image(u, find_proc(u, (pid_t)pid), n, e->d_name);
+                note_image(u, p, n, e->d_name);
         }
     }
-    closedir(d);
 }
 
 /* Appends n bytes to the usage file. A failed write, or one that would pass the file size
@@ -177,8 +226,8 @@ static void pages_flush(struct usage_sampler *u, struct usage_proc *p)
 
 /* Walks forked process p's pagemap when its pace allows (after a walk that cost C of this
  * thread's CPU, not again before MS_USAGE_PACE * C * the number of forked processes being
- * walked: all walks together take at most 0.25% of a core, however many workers), into s's
- * private_anon. A walk with more private pages than any before it becomes the pending one,
+ * walked: all walks together take at most 1/MS_USAGE_PACE of a core, however many workers),
+ * into s's private_anon. A walk with more private pages than any before it becomes the pending one,
  * written at once when it has 1/64 more than the last written (so that a growing worker's file
  * holds few walks), else when the process ends or the sampler stops: the file's last walk of a
  * process is always its largest. */
@@ -220,23 +269,33 @@ static void tick(struct usage_sampler *u)
     scan_dir(u);
     unsigned char buf[64 * MS_USAGE_RECORD];
     size_t nb = 0;
-    unsigned alive = 0; /* PSS and USS: one budget for all (ms_usage_read_shared) */
+    unsigned alive = 0; /* PSS and USS: one budget for all (ms_usage_proc_read's share) */
     for (size_t i = 0; i < u->nprocs; i++)
         alive += !u->procs[i].done;
+    /* the cgroup of the last process read: the next ones in it (usually all) take its figures */
+    const struct ms_usage_cgroup *cg_last = NULL;
+    struct ms_usage_sample cg_s = {0};
     for (size_t i = 0; i < u->nprocs; i++) {
         struct usage_proc *p = &u->procs[i];
         if (p->done)
             continue;
         struct ms_usage_sample s;
-        int rc = ms_usage_read_shared(p->pid, &p->cg, &p->next_smaps_ns, alive, &s);
+        int rc = ms_usage_proc_read(&p->rd, alive, &s);
+        if (rc == 0 && cg_last && !strcmp(cg_last->current, p->cg.current)) {
+            s.cg_current = cg_s.cg_current;
+            s.cg_max = cg_s.cg_max;
+            s.flags |= cg_s.flags & (MS_USAGE_F_CGROUP | MS_USAGE_F_CG_MAX);
+        } else if (rc == 0) {
+            ms_usage_read_cgroup(&p->cg, p->rd.keep, &s);
+            cg_last = &p->cg;
+            cg_s = s;
+        }
         if (rc == 0)
             walk(u, p, &s);
-        if (rc == -ESRCH) {
-            p->done = 1;
+        if (rc < 0) /* -ESRCH: ended; else another user's process: nothing to read, ever */
+            proc_done(u, p);
+        if (rc == -ESRCH)
             s.flags = MS_USAGE_F_EXIT; /* figures zero: it holds nothing any more */
-        } else if (rc < 0) {
-            p->done = 1; /* another user's process: nothing to read, now or later */
-        }
         if (p->done) {
             pages_flush(u, p); /* its largest walk */
             ms_pages_walk_release(&p->cur);
@@ -340,10 +399,16 @@ void usage_sampler_stop(struct usage_sampler *u)
     pthread_join(u->thread, NULL);
     tick(u); /* the exit records of the processes that ended since the last tick */
     for (size_t i = 0; i < u->nprocs; i++) {
-        pages_flush(u, &u->procs[i]); /* the largest walk of each process still running */
-        ms_pages_walk_release(&u->procs[i].cur);
-        ms_pages_walk_release(&u->procs[i].pend);
+        struct usage_proc *p = &u->procs[i];
+        pages_flush(u, p); /* the largest walk of each process still running */
+        ms_pages_walk_release(&p->cur);
+        ms_pages_walk_release(&p->pend);
+        if (!p->done)
+            proc_done(u, p);
     }
+    if (u->dirp)
+        closedir(u->dirp);
+    u->dirp = NULL;
     pthread_cond_destroy(&u->cv);
     pthread_mutex_destroy(&u->mu);
     close(u->fd);

@@ -6,6 +6,7 @@
 #ifndef MS_USAGE_SAMPLER_H
 #define MS_USAGE_SAMPLER_H
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -20,12 +21,18 @@ struct usage_sampler {
     int fd;                    /* the usage file */
     uint64_t size, size_limit; /* its bytes; RLIMIT_FSIZE (never passed: no SIGXFSZ) */
     char dir[4096];            /* the trace directory: its <pid>.<n>.mst names the traced pids */
+    DIR *dirp;                 /* it, open; listed again only when it may have changed */
+    uint64_t dir_mtime_ns;     /* its time at the last listing */
+    uint64_t listed_real_ns;   /* when that listing began (CLOCK_REALTIME) */
+    int rescan;                /* the last listing left something to read again */
     pid_t root;                /* the program memscope started */
     uint64_t interval_ns;
     struct usage_proc *procs;
     size_t nprocs, cap;
-    /* what it did, for the log and bench/RESULTS.md */
-    uint64_t samples, ticks, cpu_ns;
+    unsigned kept; /* processes whose /proc files are kept open now */
+    /* what it did, for the log and bench/RESULTS.md: samples, ticks, the thread's CPU; the
+     * directory's listings; the paced PSS/USS reads and their CPU */
+    uint64_t samples, ticks, cpu_ns, listings, smaps_reads, smaps_cpu_ns;
     int write_failed; /* a write failed or would pass the limit: no more are made */
     /* copy-on-write: the pages file usage-<root>.msp (created at its first walk, -1 before),
      * its bytes, whether it ended; the pagemap walks made and written, their CPU */

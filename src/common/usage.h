@@ -64,37 +64,82 @@ struct ms_usage_sample {
 
 /* Where a process's cgroup memory figures are: cgroup v2's memory.current and memory.max, else
  * cgroup v1's memory.usage_in_bytes and memory.limit_in_bytes (a v1 limit of 2^62 or more is no
- * limit). Paths are "" when there is no readable memory controller. */
+ * limit). Paths are "" when there is no readable memory controller. A sampler that reads them
+ * ten times a second keeps them open (ms_usage_read_cgroup's keep): current_fd, max_fd. */
 struct ms_usage_cgroup {
     char current[512], max[512];
+    int current_fd, max_fd; /* -1: not open */
 };
 
-/* Fills *cg for pid from /proc/PID/cgroup. Returns 0, or a negative errno (-ENOENT: no readable
- * memory controller; cg's paths are "" then). */
+/* Fills *cg for pid from /proc/PID/cgroup (its descriptors -1: this is its init). Returns 0, or
+ * a negative errno (-ENOENT: no readable memory controller; cg's paths are "" then). */
 int ms_usage_cgroup_find(pid_t pid, struct ms_usage_cgroup *cg);
+/* Closes the files ms_usage_read_cgroup kept open; cg must have been through
+ * ms_usage_cgroup_find. */
+void ms_usage_cgroup_release(struct ms_usage_cgroup *cg);
 
 /* Reads process pid's figures now into *s (ts_ns from CLOCK_MONOTONIC taken before reading).
  * cg: the process's cgroup files (ms_usage_cgroup_find), or NULL to skip the cgroup. smaps: 0
- * skips smaps_rollup (PSS, USS), whose cost grows with the process's resident memory. Returns 0; -ESRCH when the process is gone or a zombie (no memory
- * left to read); another negative errno when /proc/PID/status cannot be read (-EACCES: another
- * user's process). smaps_rollup unreadable (an older kernel, permissions) only leaves
- * MS_USAGE_F_SMAPS clear. Allocates nothing; uses two descriptors for the moment of the read. */
+ * skips smaps_rollup (PSS, USS), whose cost grows with the process's resident memory. Returns
+ * 0; -ESRCH when the process is gone or a zombie (no memory left to read); another negative
+ * errno when /proc/PID/status cannot be read (-EACCES: another user's process). smaps_rollup unreadable (an older kernel, permissions) only leaves
+ * MS_USAGE_F_SMAPS clear. Allocates nothing; opens each file for the moment of its read. */
 int ms_usage_read(pid_t pid, const struct ms_usage_cgroup *cg, int smaps,
                   struct ms_usage_sample *s);
 
-/* ms_usage_read at a pace: smaps_rollup makes the kernel walk the process's page tables (about
- * 1 ms of CPU per 200 MiB resident), so PSS and USS are read at most as often as keeps that
- * under 0.25% of a core per process: after a read that cost C of this thread's CPU, not again
- * before 400 C (every sample at 0.1 s up to about 50 MiB resident, every other one at 200 MiB,
- * every 40 s at 20 GiB). *next_smaps_ns (CLOCK_MONOTONIC, 0 at first) is the caller's, one per
- * process. Returns what ms_usage_read returns. */
-#define MS_USAGE_PACE 400 /* the spacing of paced reads: 400 times their CPU cost (0.25%) */
+/* The pace of the reads whose cost grows with the process: smaps_rollup makes the kernel walk
+ * the process's page tables (about 1 ms of CPU per 100-200 MiB resident in small pages), and
+ * the sampler's pagemap walks (usage_pages.h) read 8 bytes per page mapped. Each kind is read at
+ * most as often as keeps it under 1/MS_USAGE_PACE of a core (0.125%) for all the processes
+ * sampled together: after a read that cost C of the reading thread's CPU, that process's next
+ * is not before MS_USAGE_PACE x C x the number of processes sharing the budget. A process alone
+ * has its PSS and USS read at every 0.1 s sample while a read costs under 125 us (tens of MiB
+ * resident), every 0.8 s when it costs 1 ms (100-200 MiB), every 8 s at 10 ms (1-2 GiB). Both
+ * kinds together (0.25%) and the reads of every tick (status, the cgroup, the trace directory:
+ * about 0.1% of a core for a few processes at 0.1 s) keep the sampler under the issue's 0.5% of
+ * a core (bench/RESULTS.md). */
+#define MS_USAGE_PACE 800
+
+/* ms_usage_read with PSS and USS at the pace (MS_USAGE_PACE, one process alone in the budget):
+ * read when CLOCK_MONOTONIC has passed *next_smaps_ns (the caller's, one per process, 0 at
+ * first), which is then moved on. Returns what ms_usage_read returns. */
 int ms_usage_read_paced(pid_t pid, const struct ms_usage_cgroup *cg, uint64_t *next_smaps_ns,
                         struct ms_usage_sample *s);
 /* The same with one budget shared by share processes (the sampler's live ones): the spacing is
- * share times longer, so that all of them together stay under 0.25% of a core. */
+ * share times longer, so that all of them together stay under 1/MS_USAGE_PACE of a core. */
 int ms_usage_read_shared(pid_t pid, const struct ms_usage_cgroup *cg, uint64_t *next_smaps_ns,
                          unsigned share, struct ms_usage_sample *s);
+
+/* A process sampled again and again (by the sampler of `memscope run` and by `memscope usage`,
+ * ten times a second): its /proc files stay open between samples, so that a sample is one
+ * pread of status (and of smaps_rollup when the pace allows) instead of an open, two reads and
+ * a close of each; the open's walk through /proc is most of what a read costs when its caches
+ * are cold, as they are a tenth of a second later. The descriptors are bound to the process
+ * they were opened on: once it has ended, another process given its pid reads as ended
+ * (-ESRCH), never as it. smaps_rollup is bound to the address space, so it is opened again
+ * after an exec. The cgroup is read apart (ms_usage_read_cgroup): processes share one.
+ * keep 0: each file is opened and closed at each read, as ms_usage_read does (a caller keeps
+ * the files of at most MS_USAGE_KEEP_MAX processes open, and opens the others' at each read).
+ * The caller's struct; ms_usage_proc_release closes its descriptors (two at most). */
+#define MS_USAGE_KEEP_MAX 64 /* processes a sampler keeps open at once: 128 descriptors */
+struct ms_usage_proc {
+    pid_t pid;
+    int keep;
+    int status_fd, smaps_fd; /* -1: not open */
+    uint64_t next_smaps_ns;  /* PSS and USS are read again from this time on (the pace) */
+    uint64_t smaps_reads, smaps_cpu_ns; /* the paced reads made and their CPU, for the log */
+};
+void ms_usage_proc_init(struct ms_usage_proc *p, pid_t pid, int keep);
+void ms_usage_proc_release(struct ms_usage_proc *p);
+
+/* Reads p's status, and its smaps_rollup at the pace (share: as ms_usage_read_shared), into *s.
+ * The cgroup's fields are left 0 (ms_usage_read_cgroup). Returns what ms_usage_read returns. */
+int ms_usage_proc_read(struct ms_usage_proc *p, unsigned share, struct ms_usage_sample *s);
+
+/* Adds the figures of cgroup cg (ms_usage_cgroup_find) to *s: cg_current and cg_max, and the
+ * flags MS_USAGE_F_CGROUP and MS_USAGE_F_CG_MAX where read. Nothing when cg has no files. keep:
+ * its files stay open for the next read (ms_usage_cgroup_release closes them). */
+void ms_usage_read_cgroup(struct ms_usage_cgroup *cg, int keep, struct ms_usage_sample *s);
 
 /* Whether a file name is a usage file's: "usage-" ... ".msu". */
 int ms_usage_is_file(const char *name);

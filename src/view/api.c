@@ -610,59 +610,6 @@ static int summary(struct ms_view *v, struct req *r, struct ms_json *j)
     return 0;
 }
 
-static int64_t usage_value(const struct ms_vusage_point *p, int k)
-{
-    return k == 0 ? p->rss : k == 1 ? p->pss : p->uss;
-}
-
-/* The usage monitor's series of each process over the buckets of series(): in each, the
- * largest value read in it, else the last one read before it (the value holds until the next:
- * PSS and USS are read at a pace, docs/usage.md), null before the first. */
-static void usage_series(const struct ms_view_model *m, int64_t a, int64_t b, int64_t step,
-                         size_t nb, struct ms_json *j)
-{
-    ms_json_begin_array(j, "usage");
-    for (size_t i = 0; i < m->nusage; i++) {
-        const struct ms_vusage *u = &m->usage[i];
-        ms_json_begin_object(j, NULL);
-        ms_json_int(j, "process_id", u->process_id);
-        ms_json_int(j, "pid", u->pid);
-        static const char *const keys[3] = {"rss", "pss", "uss"};
-        for (int k = 0; k < 3; k++) {
-            ms_json_begin_array(j, keys[k]);
-            size_t lo = 0, hi = u->n; /* the first sample at or after a */
-            while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (u->p[mid].ts < a)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            size_t at = lo;
-            int64_t t = a, last = -1; /* the last value read before the bucket */
-            for (size_t q = at; q-- > 0 && last < 0;)
-                last = usage_value(&u->p[q], k);
-            for (size_t q = 0; q < nb; q++, t += step) {
-                int64_t end = t + step < b ? t + step : b, best = -1;
-                for (; at < u->n && u->p[at].ts < end; at++) {
-                    int64_t v = usage_value(&u->p[at], k);
-                    best = v > best ? v : best;
-                    last = v >= 0 ? v : last;
-                }
-                if (best < 0)
-                    best = last; /* no reading in the bucket: the value holds */
-                if (best < 0)
-                    ms_json_null(j, NULL);
-                else
-                    ms_json_int(j, NULL, best);
-            }
-            ms_json_end_array(j);
-        }
-        ms_json_end_object(j);
-    }
-    ms_json_end_array(j);
-}
-
 static int series(struct ms_view *v, struct req *r, struct ms_json *j)
 {
     const struct ms_view_model *m = &v->m;
@@ -710,7 +657,7 @@ static int series(struct ms_view *v, struct req *r, struct ms_json *j)
         ms_json_end_object(j);
     }
     ms_json_end_array(j);
-    usage_series(m, a, b, step, nb, j);
+    ms__vapi_usage_series(m, a, b, step, nb, j);
     ms_json_end_object(j);
     free(mn);
     return 0;

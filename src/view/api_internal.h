@@ -1,7 +1,7 @@
 /* api_internal.h: what the viewer's query files share (api.c: loading, stacks, parameters,
  * summary, series, owners, analyses and the routing; api_tables.c: blocks, events, ranges;
  * api_flame.c: the flame graphs of allocation stacks and of the Python call trace;
- * api_pool.c: a pool's allocator state). */
+ * api_pool.c: a pool's allocator state; api_usage.c: the usage monitor's series). */
 #ifndef MS_VIEW_API_INTERNAL_H
 #define MS_VIEW_API_INTERNAL_H
 
@@ -57,5 +57,10 @@ int ms__vapi_ranges(struct ms_view *v, struct req *r, struct ms_json *j);
 int ms__vapi_flame(struct ms_view *v, struct req *r, struct ms_json *j);
 int ms__vapi_pytrace(struct ms_view *v, struct req *r, struct ms_json *j);
 int ms__vapi_segments(struct ms_view *v, struct req *r, struct ms_json *j);
+/* /api/series' part from the usage monitor (api_usage.c): the arrays "usage" (each process's
+ * RSS, PSS, USS) and "devices" (each CUDA device's memory used) over the nb buckets of [a, b),
+ * step ns each. */
+void ms__vapi_usage_series(const struct ms_view_model *m, int64_t a, int64_t b, int64_t step,
+                           size_t nb, struct ms_json *j);
 
 #endif

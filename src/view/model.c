@@ -505,51 +505,6 @@ static size_t events_hint(sqlite3 *db)
     return n;
 }
 
-/* The usage monitor's samples (none in a database without them). 0 or a negative code. */
-static int read_usage(struct ms_view_model *m)
-{
-    if (!ms__has_column(m->db, "usage_samples", "rss_anon"))
-        return 0;
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(m->db,
-                           "SELECT u.process_id, p.pid, u.ts_ns, "
-                           "u.rss_anon + u.rss_file + u.rss_shmem, u.pss, u.uss "
-                           "FROM usage_samples u JOIN processes p ON p.id = u.process_id "
-                           "WHERE u.rss_anon IS NOT NULL ORDER BY u.process_id, u.ts_ns",
-                           -1, &st, NULL) != SQLITE_OK)
-        return MS_EDB;
-    size_t cap = 0;
-    int rc = 0, step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t proc = sqlite3_column_int64(st, 0);
-        if (!m->nusage || m->usage[m->nusage - 1].process_id != proc) {
-            if (m->nusage == MS_VIEW_MAX_USAGE)
-                break;
-            if (ms_grow((void **)&m->usage, &cap, m->nusage, sizeof *m->usage, 4,
-                        MS_VIEW_MAX_USAGE) < 0) {
-                rc = MS_ENOMEM;
-                break;
-            }
-            m->usage[m->nusage++] =
-                (struct ms_vusage){.process_id = proc, .pid = sqlite3_column_int64(st, 1)};
-        }
-        struct ms_vusage *u = &m->usage[m->nusage - 1];
-        if (ms_grow((void **)&u->p, &u->cap, u->n, sizeof *u->p, 64, MS_GROW_MAX) < 0) {
-            rc = MS_ENOMEM;
-            break;
-        }
-        struct ms_vusage_point *q = &u->p[u->n++];
-        q->ts = sqlite3_column_int64(st, 2);
-        q->rss = sqlite3_column_int64(st, 3);
-        q->pss = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 4);
-        q->uss = sqlite3_column_type(st, 5) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 5);
-    }
-    if (rc == 0 && step != SQLITE_DONE && step != SQLITE_ROW)
-        rc = MS_EDB;
-    sqlite3_finalize(st);
-    return rc;
-}
-
 int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
@@ -588,7 +543,7 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
     }
     if ((rc = read_pools(m)) < 0)
         goto fail;
-    if ((rc = read_usage(m)) < 0) {
+    if ((rc = ms__vmodel_read_usage(m)) < 0) {
         snprintf(err, errlen, "usage samples: %s", ms_strerror(rc));
         goto fail;
     }
@@ -646,9 +601,7 @@ void ms_view_model_release(struct ms_view_model *m)
     free(m->steps);
     free(m->marks);
     free(m->ranges);
-    for (size_t i = 0; i < m->nusage; i++)
-        free(m->usage[i].p);
-    free(m->usage);
+    ms__vmodel_usage_release(m);
     ms_u64map_release(&m->access);
     sqlite3_close(m->db);
     memset(m, 0, sizeof *m);

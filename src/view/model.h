@@ -92,6 +92,19 @@ struct ms_vusage {
 };
 #define MS_VIEW_MAX_USAGE 16 /* processes whose usage is drawn: the first ones */
 
+/* What NVML said a CUDA device had in use (usage_devices' device_used, docs/usage.md: read at
+ * each traced process's steps and exit), in time order: one series per device, whichever
+ * process asked. */
+struct ms_vdevice_point {
+    int64_t ts, used;
+};
+struct ms_vdevice {
+    int64_t device; /* the CUDA ordinal */
+    struct ms_vdevice_point *p;
+    size_t n, cap;
+};
+#define MS_VIEW_MAX_DEVICES 16 /* devices whose memory used is drawn: the lowest ordinals */
+
 struct ms_view_model {
     sqlite3 *db; /* read only; frames and stacks are looked up here on demand */
     struct ms_vblock *blocks;
@@ -117,11 +130,19 @@ struct ms_view_model {
     uint64_t ranges_dropped; /* past MS_VIEW_MAX_RANGES */
     struct ms_vusage *usage; /* by process, in processes.id order */
     size_t nusage;
+    struct ms_vdevice *devices; /* by ordinal */
+    size_t ndevices;
     int64_t t0, t1;     /* first and last event */
     int64_t total_peak; /* peak of the sum of all non-reserve tracks, and when */
     int64_t total_peak_ns;
     uint64_t events;
 };
+
+/* The usage monitor's part of the model (model_usage.c), for model.c: the usage samples and the
+ * devices' memory used read into m (none from a database without them); 0 or a negative code.
+ * The release frees them. */
+int ms__vmodel_read_usage(struct ms_view_model *m);
+void ms__vmodel_usage_release(struct ms_view_model *m);
 
 /* Loads the model of the database at path (opened read only). 0, or a negative code with a
  * one-line reason in err. The caller releases with ms_view_model_release(). */

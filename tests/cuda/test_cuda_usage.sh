@@ -56,13 +56,29 @@ sleep 30 &
 SP=$!
 MS_TEST_NVML_DEVICES=$((1000 * MIB)):$((4096 * MIB)),0:$((4096 * MIB)) MS_TEST_NVML_PID=$SP \
     LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" usage --pid $SP --devices 0 1 --duration 0.3 \
-    -o "$TMP/dev.json" 2>"$TMP/dev.err"
+    -o "$TMP/dev.json" --plot "$TMP/dev.svg" 2>"$TMP/dev.err"
 assert_eq "usage --devices: status" 0 "$?"
 assert_eq "usage --devices: device 0's current usage and statistics" \
     "$((1000 * MIB)) $((3096 * MIB)) $((4096 * MIB)) 24.4140625 24.4140625 24.4140625 True" \
     "$(J "$TMP/dev.json" "v=d['devices']['0']; c=v['current_usage']; s=v['statistics']; print(c['allocated'], c['free'], c['total'], c['utilization_percent'], s['avg_utilization'], s['max_utilization'], s['samples_count'] >= 2)")"
 assert_eq "usage --devices: the process's share of device 0, none of device 1" "$((1000 * MIB)) 0 2" \
     "$(J "$TMP/dev.json" "print(d['devices']['0']['processes']['$SP']['current_bytes'], d['devices']['1']['processes']['$SP']['peak_bytes'], d['summary']['devices'])")"
+# --plot: each device's memory used is a series beside the process's RSS, PSS and USS, its
+# extent and samples the report's (1000 MiB on device 0, nothing on device 1)
+assert_eq "usage --devices --plot: the series, the devices' extents and samples" \
+    "pid $SP RSS|pid $SP PSS|pid $SP USS|device 0 used|device 1 used $((1000 * MIB)) 0 True" \
+    "$(python3 - "$TMP/dev.svg" "$TMP/dev.json" <<'EOF'
+import json, sys
+import xml.etree.ElementTree as ET
+NS = "{http://www.w3.org/2000/svg}"
+g = [e for e in ET.parse(sys.argv[1]).getroot().iter(NS + "g") if e.get("class") == "series"]
+d = json.load(open(sys.argv[2]))["devices"]
+dev = [e for e in g if e.get("data-kind") == "device_used"]
+print("|".join(e.get("data-name") for e in g), dev[0].get("data-max-bytes"),
+      dev[1].get("data-max-bytes"),
+      all(int(e.get("data-samples")) == d[e.get("data-id")]["statistics"]["samples_count"] for e in dev))
+EOF
+)"
 MS_TEST_NVML_DEVICES=1:2 LD_LIBRARY_PATH="$CUDA_DRIVER_DIR" "$MEMSCOPE" usage --pid $SP \
     --devices 0 5 --duration 0.1 -o "$TMP/dev5.json" 2>"$TMP/dev5.err"
 assert_eq "usage --devices 5 of 1: status 1, said, device 0 still reported" "1 1 ['0']" \

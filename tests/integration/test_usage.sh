@@ -128,4 +128,21 @@ assert_match "usage file with a wrong magic: said" "usage-[0-9]+\.msu: malformed
 assert_eq "ulimit -f 4 (KiB): memscope run's exit status (the program's)" 0 "$?"
 assert_eq "ulimit -f 4: the usage file stops at the limit, whole records" "True" \
     "$(python3 -c "import os, glob; n = os.path.getsize(glob.glob('$TMP/lim/usage-*.msu')[0]); print(n <= 4096 and (n - 16) % 96 == 0)")"
+
+# The trace directory is listed again only when it may have changed (usage_sampler.c,
+# dir_changed; one fstat a tick otherwise), and the processes' /proc files stay open between
+# samples. A shell that starts its second child 2.5 s after the first: both are sampled (the
+# second's trace changes the directory), and the ticks of the quiet seconds list nothing.
+ms idle run --log-level=debug --usage-interval=0.02 -o "$TMP/idle.db" -- sh -c 'sleep 2.5; sleep 1.5; true'
+assert_eq "idle: exit status" 0 "$RC"
+line=$(grep "usage sampler:" "$TMP/idle.err")
+ticks=$(echo "$line" | sed -n 's/.* samples in \([0-9]*\) ticks.*/\1/p')
+listings=$(echo "$line" | sed -n 's/.* \([0-9]*\) directory listings.*/\1/p')
+assert_eq "idle: the directory listed at some ticks, not at all ($line)" "True" \
+    "$(python3 -c "print(2 <= int('0$listings') < int('0$ticks'))")"
+assert_eq "idle: every traced process sampled, the later child too" \
+    "$(q "$TMP/idle.db" "SELECT count(DISTINCT pid) FROM processes")" \
+    "$(q "$TMP/idle.db" "SELECT count(DISTINCT p.pid) FROM usage_samples u JOIN processes p ON p.id = u.process_id")"
+assert_ge "idle: three processes or more (the shell and its sleeps)" 3 \
+    "$(q "$TMP/idle.db" "SELECT count(DISTINCT pid) FROM processes")"
 done_testing

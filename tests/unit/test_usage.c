@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -173,6 +174,120 @@ static void test_proc(void)
         CHECK((s.flags & MS_USAGE_F_SMAPS) && next > 0);
 }
 
+/* Waits (up to 20 s) until process pid's executable's name ends with suffix. */
+static int wait_exe(pid_t pid, const char *suffix)
+{
+    char path[64], exe[4096];
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    for (int i = 0; i < 2000; i++) {
+        ssize_t n = readlink(path, exe, sizeof exe - 1);
+        if (n > 0) {
+            exe[n] = '\0';
+            size_t k = strlen(suffix);
+            if ((size_t)n >= k && !strcmp(exe + n - k, suffix))
+                return 1;
+        }
+        usleep(10000);
+    }
+    return 0;
+}
+
+/* The kept reader (struct ms_usage_proc): the figures ms_usage_read gives, through descriptors
+ * that stay open from one read to the next; smaps_rollup opened again after an exec (the
+ * address space it was opened on is gone); a process that ended reads as ended through them;
+ * the pace; a cgroup's files kept open the same way. */
+static void test_proc_kept(void)
+{
+    const uint64_t mib8 = 8u << 20;
+    int smaps = access("/proc/self/smaps_rollup", R_OK) == 0;
+    int go[2];
+    CHECK_EQ(pipe(go), 0);
+    pid_t c = fork();
+    CHECK(c >= 0);
+    if (c == 0) { /* 8 MiB written, then blocked until told to exec sleep */
+        close(go[1]);
+        char *m = malloc(mib8), b;
+        if (!m)
+            _exit(1);
+        memset(m, 1, mib8);
+        __asm__ volatile("" : : "r"(m) : "memory"); /* the stores are kept */
+        if (read(go[0], &b, 1) != 1)
+            _exit(1);
+        execl("/bin/sleep", "sleep", "30", (char *)NULL);
+        _exit(2);
+    }
+    close(go[0]);
+    struct ms_usage_proc p;
+    ms_usage_proc_init(&p, c, 1);
+    struct ms_usage_sample s, r;
+    for (int i = 0; i < 2000; i++) { /* until its 8 MiB are written */
+        CHECK_EQ(ms_usage_proc_read(&p, 1, &s), 0);
+        if (s.rss_anon >= mib8)
+            break;
+        p.next_smaps_ns = 0;
+        usleep(10000);
+    }
+    CHECK(s.rss_anon >= mib8);
+    p.next_smaps_ns = 0;
+    uint64_t reads = p.smaps_reads, cpu = p.smaps_cpu_ns;
+    CHECK_EQ(ms_usage_proc_read(&p, 1, &s), 0);
+    int fd = p.status_fd;
+    CHECK(fd >= 0);
+    CHECK_EQ(ms_usage_read(c, NULL, 1, &r), 0); /* opened for the read: the same figures */
+    CHECK_EQ(s.rss_anon, r.rss_anon);
+    CHECK_EQ(s.rss_file, r.rss_file);
+    CHECK_EQ(s.stack, r.stack);
+    CHECK_EQ(s.threads, r.threads);
+    CHECK_EQ(s.flags, r.flags);
+    if (smaps) {
+        CHECK(p.smaps_fd >= 0 && p.smaps_reads == reads + 1 && p.smaps_cpu_ns > 0);
+        CHECK_EQ(s.pss, r.pss);
+        CHECK_EQ(s.uss, r.uss);
+        CHECK(s.uss >= mib8);
+        /* the pace: the next read MS_USAGE_PACE times this one's CPU later */
+        CHECK_EQ(p.next_smaps_ns, s.ts_ns + MS_USAGE_PACE * (p.smaps_cpu_ns - cpu));
+    }
+    CHECK_EQ(ms_usage_proc_read(&p, 1, &s), 0);
+    CHECK_EQ(p.status_fd, fd); /* the same descriptor */
+    /* an exec: a new address space, a smaller one */
+    CHECK_EQ(write(go[1], "x", 1), 1);
+    CHECK(wait_exe(c, "/sleep"));
+    p.next_smaps_ns = 0;
+    CHECK_EQ(ms_usage_proc_read(&p, 1, &s), 0);
+    CHECK(s.rss_anon < mib8);
+    if (smaps)
+        CHECK((s.flags & MS_USAGE_F_SMAPS) && s.uss > 0 && s.uss < mib8);
+    CHECK_EQ(p.status_fd, fd);
+    /* ended and reaped: its descriptors say so */
+    kill(c, SIGKILL);
+    CHECK_EQ(waitpid(c, NULL, 0), c);
+    CHECK_EQ(ms_usage_proc_read(&p, 1, &s), -ESRCH);
+    ms_usage_proc_release(&p);
+    CHECK(p.status_fd == -1 && p.smaps_fd == -1);
+    close(go[1]);
+    /* keep 0: nothing stays open */
+    ms_usage_proc_init(&p, getpid(), 0);
+    CHECK_EQ(ms_usage_proc_read(&p, 1, &s), 0);
+    CHECK(p.status_fd == -1 && p.smaps_fd == -1);
+    /* the cgroup's files kept open: the same figures as read by path */
+    struct ms_usage_cgroup cg;
+    if (ms_usage_cgroup_find(getpid(), &cg) == 0) {
+        struct ms_usage_sample a = {0}, b = {0}, k = {0};
+        ms_usage_read_cgroup(&cg, 1, &a);
+        CHECK((a.flags & MS_USAGE_F_CGROUP) && cg.current_fd >= 0 && cg.max_fd >= 0);
+        fd = cg.current_fd;
+        ms_usage_read_cgroup(&cg, 1, &b);
+        CHECK_EQ(cg.current_fd, fd);
+        ms_usage_read_cgroup(&cg, 0, &k);
+        CHECK_EQ(a.flags, b.flags);
+        CHECK_EQ(a.flags, k.flags);
+        CHECK_EQ(a.cg_max, k.cg_max);
+        CHECK(a.cg_current > 0 && k.cg_current > 0);
+        ms_usage_cgroup_release(&cg);
+        CHECK(cg.current_fd == -1 && cg.max_fd == -1);
+    }
+}
+
 int main(void)
 {
     CHECK(mkdtemp(dir));
@@ -181,6 +296,7 @@ int main(void)
     test_random();
     test_names();
     test_proc();
+    test_proc_kept();
     unlink(path);
     rmdir(dir);
     printf("test_usage ok\n");

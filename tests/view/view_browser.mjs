@@ -11,7 +11,11 @@
 // and listed once the thresholds are set to 100 ms; with "stacked", mmap_anon.c's run: its heap
 // and mmap layers split, then stacked (the usage monitor's RSS, PSS and USS beside them, never
 // stacked); with "usage", usage_kinds.c's shm run: its RSS, PSS and USS drawn beside its live
-// bytes, PSS and USS at least the 32 MiB shared memory object no allocation shows.
+// bytes, PSS and USS at least the 32 MiB shared memory object no allocation shows; with
+// "device", cuda_oom.c's run against the test driver and the test NVML (40 MiB of context): each
+// device's memory used that NVML reported drawn beside them, device 0's at its 60 MiB; with
+// "svg" (process.argv[5]: how many series), a picture of `memscope usage --plot` opened from
+// disk: an SVG document whose series are all drawn inside the frame.
 import { createRequire } from "node:module";
 const require = createRequire(process.env.WEB + "/package.json");
 const { chromium } = require("playwright-core");
@@ -52,6 +56,31 @@ try {
   page.on("dialog", (d) => { errors.push(`a dialog opened: ${d.message()}`); d.dismiss(); });
   page.on("pageerror", (e) => errors.push(String(e)));
   page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+  if (kind === "svg") {
+    await page.goto(url);
+    const got = await page.evaluate(() => {
+      const svg = document.documentElement, ax = svg.querySelectorAll("g.axes line");
+      const frame = { left: +ax[0].getAttribute("x1"), top: +ax[0].getAttribute("y1"),
+        bottom: +ax[0].getAttribute("y2"), right: +ax[1].getAttribute("x2") };
+      const series = [...svg.querySelectorAll("g.series")].map((g) => {
+        const b = g.querySelector("polyline").getBBox();
+        return { name: g.dataset.name, inside: b.x >= frame.left - 0.5 && b.x + b.width <= frame.right + 0.5 &&
+          b.y >= frame.top - 0.5 && b.y + b.height <= frame.bottom + 0.5, length: g.querySelector("polyline").getTotalLength() };
+      });
+      return { root: svg.tagName, series, legend: svg.querySelectorAll("g.legend text").length,
+        errors: document.getElementsByTagName("parsererror").length };
+    });
+    check("the picture is an SVG document chromium parses", got.root === "svg" && got.errors === 0, `${got.root} ${got.errors}`);
+    check(`${process.argv[5]} series, each with its legend line`, got.series.length === +process.argv[5] && got.legend === got.series.length,
+      `${got.series.length} ${got.legend}`);
+    check("every series drawn inside the frame, with a length", got.series.every((x) => x.inside && x.length > 0),
+      JSON.stringify(got.series));
+    await page.screenshot({ path: `${outDir}/usage-plot.png` });
+    check("no error in the page", errors.length === 0, errors.join(" | "));
+    await browser.close();
+    console.log(`${checks - fails}/${checks} checks passed`);
+    process.exit(fails ? 1 : 0);
+  }
   await page.goto(url);
   await page.waitForSelector("body[data-ready='1']", { timeout: 30000 });
   await shot(page, `${outDir}/${kind}-first.png`);
@@ -65,6 +94,20 @@ try {
     check("usage_kinds shm: RSS, PSS and USS drawn at 32 MiB or more (the shared memory object)",
       peaks.length === 4 && peaks.slice(1).every((v) => v >= 32 * MIB && v <= 40 * MIB), peaks.join(":"));
     await page.screenshot({ path: `${outDir}/usage.png` });
+    check("no error in the page", errors.length === 0, errors.join(" | "));
+    await browser.close();
+    console.log(`${checks - fails}/${checks} checks passed`);
+    process.exit(fails ? 1 : 0);
+  }
+  if (kind === "device") {
+    const labels = await page.getAttribute("body", "data-series-labels");
+    check("cuda_oom: live bytes, its RSS, PSS, USS, then the memory used of devices 0 and 1",
+      /\|pid \d+ RSS\|pid \d+ PSS\|pid \d+ USS\|device 0 used\|device 1 used$/.test(labels), labels);
+    const MIB = 1048576;
+    const peaks = await page.getAttribute("body", "data-device-peaks");
+    check("device 0 drawn at NVML's 60 MiB (20 MiB allocated and 40 MiB of context), device 1 at 0",
+      peaks === `0:${60 * MIB}|1:0`, peaks);
+    await page.screenshot({ path: `${outDir}/device.png` });
     check("no error in the page", errors.length === 0, errors.join(" | "));
     await browser.close();
     console.log(`${checks - fails}/${checks} checks passed`);

@@ -92,6 +92,17 @@ export async function loadSeries() {
     peaks.push(peak.join(":"));
   });
   document.body.dataset.usagePeaks = peaks.join("|");
+  // what NVML said each CUDA device had in use (docs/usage.md: read at the traced processes'
+  // steps and exits), one series per device, solid and thick
+  const deviceColour = ["#117a65", "#6c3483", "#1a5276", "#7e5109"];
+  const devicePeaks = [];
+  (r.devices || []).forEach((d, i) => {
+    data.push(d.used);
+    series.push({ label: `device ${d.device} used`, stroke: deviceColour[i % deviceColour.length], width: 2,
+      value: (pl, v) => (v == null ? "" : bytes(v)) });
+    devicePeaks.push(`${d.device}:${Math.max(0, ...d.used.filter((v) => v != null))}`);
+  });
+  document.body.dataset.devicePeaks = devicePeaks.join("|");
   document.body.dataset.seriesLabels = series.slice(1).map((x) => x.label).join("|");
   const opts = {
     width: chartWidth(), height: 280,

@@ -12,6 +12,7 @@
  * in memory (about 30 bytes per frame of a distinct location), then compressed by zlib. */
 #include "export.h"
 
+#include "common/buf.h"
 #include "common/grow.h"
 #include "common/ms_error.h"
 #include "store/strtab.h"
@@ -23,33 +24,14 @@
 #include <unistd.h>
 #include <zlib.h>
 
-/* An encoder's buffer: appends never fail, they set oom and the writer checks it once. */
-struct pb {
-    unsigned char *p;
-    size_t n, a;
-    int oom;
-};
-
-static void pb_put(struct pb *b, const void *data, size_t len)
+/* An encoder's buffer (src/common/buf.h): appends never fail, they set oom and the writer checks
+ * it once. */
+static void pb_put(struct ms_buf *b, const void *data, size_t len)
 {
-    if (b->oom)
-        return;
-    if (b->n + len > b->a) {
-        size_t a = b->a ? b->a : 256;
-        while (a < b->n + len)
-            a *= 2;
-        unsigned char *q = a > ((size_t)1 << 31) ? NULL : realloc(b->p, a);
-        if (!q) {
-            b->oom = 1;
-            return;
-        }
-        b->p = q, b->a = a;
-    }
-    memcpy(b->p + b->n, data, len);
-    b->n += len;
+    ms_buf_add(b, data, len);
 }
 
-static void pb_varint(struct pb *b, uint64_t v)
+static void pb_varint(struct ms_buf *b, uint64_t v)
 {
     unsigned char t[10];
     size_t n = 0;
@@ -64,7 +46,7 @@ static void pb_varint(struct pb *b, uint64_t v)
 }
 
 /* field = value (wire type 0); zero is protobuf 3's default and left out */
-static void pb_int(struct pb *b, unsigned field, uint64_t v)
+static void pb_int(struct ms_buf *b, unsigned field, uint64_t v)
 {
     if (!v)
         return;
@@ -73,7 +55,7 @@ static void pb_int(struct pb *b, unsigned field, uint64_t v)
 }
 
 /* field = len bytes (wire type 2: strings, packed numbers, messages) */
-static void pb_bytes(struct pb *b, unsigned field, const void *data, size_t len)
+static void pb_bytes(struct ms_buf *b, unsigned field, const void *data, size_t len)
 {
     pb_varint(b, (uint64_t)field << 3 | 2);
     pb_varint(b, len);
@@ -81,12 +63,12 @@ static void pb_bytes(struct pb *b, unsigned field, const void *data, size_t len)
 }
 
 /* field = the message in sub, which is emptied for the next one */
-static void pb_msg(struct pb *b, unsigned field, struct pb *sub)
+static void pb_msg(struct ms_buf *b, unsigned field, struct ms_buf *sub)
 {
     if (sub->oom)
         b->oom = 1;
-    pb_bytes(b, field, sub->p, sub->n);
-    sub->n = 0;
+    pb_bytes(b, field, sub->p, sub->len);
+    sub->len = 0;
 }
 
 /* The module's GNU build id (NT_GNU_BUILD_ID in a PT_NOTE segment) as hex into out (""
@@ -138,7 +120,7 @@ struct pprof {
     struct ms_strtab maps;    /* module path: mapping id = id */
     struct ms_u64map locs;    /* frame key -> location id (uint32) */
     uint32_t nlocs;
-    struct pb samples, locations, functions, mappings, tmp, tmp2, ids;
+    struct ms_buf samples, locations, functions, mappings, tmp, tmp2, ids;
     sqlite3_stmt *module;
     int oom;
 };
@@ -252,10 +234,10 @@ static uint64_t location_id(struct pprof *x, const struct ms_export_frame *v, si
     return id;
 }
 
-static void label(struct pprof *x, struct pb *s, const char *key, const char *sv, int64_t num,
+static void label(struct pprof *x, struct ms_buf *s, const char *key, const char *sv, int64_t num,
                   const char *unit)
 {
-    struct pb l = {0};
+    struct ms_buf l = {0};
     pb_int(&l, 1, (uint64_t)str(x, key));
     if (sv)
         pb_int(&l, 2, (uint64_t)str(x, sv));
@@ -267,10 +249,10 @@ static void label(struct pprof *x, struct pb *s, const char *key, const char *sv
     free(l.p);
 }
 
-static void value_type(struct pprof *x, struct pb *b, unsigned field, const char *type,
+static void value_type(struct pprof *x, struct ms_buf *b, unsigned field, const char *type,
                        const char *unit)
 {
-    struct pb v = {0};
+    struct ms_buf v = {0};
     pb_int(&v, 1, (uint64_t)str(x, type));
     pb_int(&v, 2, (uint64_t)str(x, unit));
     pb_msg(b, field, &v);
@@ -278,7 +260,7 @@ static void value_type(struct pprof *x, struct pb *b, unsigned field, const char
 }
 
 /* Writes the bytes gzip'd to out. */
-static int gzip_write(const struct pb *b, FILE *out)
+static int gzip_write(const struct ms_buf *b, FILE *out)
 {
     z_stream z;
     memset(&z, 0, sizeof z);
@@ -286,8 +268,8 @@ static int gzip_write(const struct pb *b, FILE *out)
         return MS_ENOMEM;
     unsigned char buf[65536];
     int rc = 0, zr;
-    z.next_in = b->p;
-    z.avail_in = (uInt)b->n; /* pb_put keeps a message under 2 GiB */
+    z.next_in = (Bytef *)b->p;
+    z.avail_in = (uInt)b->len; /* a buffer holds at most 1 GiB (MS_BUF_MAX) */
     do {
         z.next_out = buf;
         z.avail_out = sizeof buf;
@@ -325,7 +307,7 @@ int ms_export_pprof(const struct ms_profile *p, FILE *out, char *err, size_t err
         rc = MS_EDB;
         goto out_names;
     }
-    struct pb head = {0};
+    struct ms_buf head = {0};
     value_type(&x, &head, 1, "alloc_objects", "count");
     value_type(&x, &head, 1, "alloc_space", "bytes");
     value_type(&x, &head, 1, "inuse_objects", "count");
@@ -350,11 +332,11 @@ int ms_export_pprof(const struct ms_profile *p, FILE *out, char *err, size_t err
             pb_varint(&x.ids, location_id(&x, s.v, lo, hi));
             hi = lo;
         }
-        struct pb smp = {0}, *sm = &smp;
-        if (x.ids.n)
-            pb_bytes(sm, 1, x.ids.p, x.ids.n);
-        x.ids.n = 0;
-        struct pb vals = {0};
+        struct ms_buf smp = {0}, *sm = &smp;
+        if (x.ids.len)
+            pb_bytes(sm, 1, x.ids.p, x.ids.len);
+        x.ids.len = 0;
+        struct ms_buf vals = {0};
         pb_varint(&vals, (uint64_t)e->allocs);
         pb_varint(&vals, (uint64_t)e->alloc_bytes);
         pb_varint(&vals, (uint64_t)e->inuse);
@@ -371,19 +353,19 @@ int ms_export_pprof(const struct ms_profile *p, FILE *out, char *err, size_t err
     }
     free(ix);
     if (rc == 0) {
-        struct pb all = {0};
-        pb_put(&all, head.p, head.n);
-        pb_put(&all, x.samples.p, x.samples.n);
-        pb_put(&all, x.mappings.p, x.mappings.n);
-        pb_put(&all, x.locations.p, x.locations.n);
-        pb_put(&all, x.functions.p, x.functions.n);
+        struct ms_buf all = {0};
+        pb_put(&all, head.p, head.len);
+        pb_put(&all, x.samples.p, x.samples.len);
+        pb_put(&all, x.mappings.p, x.mappings.len);
+        pb_put(&all, x.locations.p, x.locations.len);
+        pb_put(&all, x.functions.p, x.functions.len);
         value_type(&x, &x.tmp2, 11, "space", "bytes"); /* period_type: before the strings */
         pb_bytes(&all, 6, "", 0);                      /* string 0 is "" */
         for (size_t i = 0; i < x.strings.count; i++)
             pb_bytes(&all, 6, x.strings.texts[i], strlen(x.strings.texts[i]));
         pb_int(&all, 9, (uint64_t)p->from_ns);
         pb_int(&all, 10, (uint64_t)(p->to_ns - p->from_ns));
-        pb_put(&all, x.tmp2.p, x.tmp2.n);
+        pb_put(&all, x.tmp2.p, x.tmp2.len);
         pb_int(&all, 12, 1);
         if (all.oom || x.oom || head.oom || x.samples.oom || x.locations.oom || x.functions.oom ||
             x.mappings.oom)

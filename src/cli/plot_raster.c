@@ -11,6 +11,8 @@
  * 30 KB) with no library to link. */
 #include "plot_raster.h"
 
+#include "common/buf.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,25 +249,14 @@ struct plot_pen plot_raster_pen(struct plot_raster *r)
 
 /* The deflate stream is built in memory: bits are appended least significant first. */
 struct bits {
-    uint8_t *buf;
-    size_t len, cap;
+    struct ms_buf out; /* the whole bytes so far (src/common/buf.h) */
     uint32_t acc;
     int n;
-    int oom;
 };
 
 static void put_byte(struct bits *b, uint8_t v)
 {
-    if (b->len == b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 1 << 16;
-        uint8_t *p = realloc(b->buf, nc);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->buf = p, b->cap = nc;
-    }
-    b->buf[b->len++] = v;
+    ms_buf_byte(&b->out, v);
 }
 
 static void put_bits(struct bits *b, uint32_t v, int n)
@@ -420,10 +411,10 @@ int plot_raster_write_png(const struct plot_raster *r, FILE *f)
     be32(ihdr, (uint32_t)r->w);
     be32(ihdr + 4, (uint32_t)r->h);
     ihdr[8] = 8, ihdr[9] = 2, ihdr[10] = ihdr[11] = ihdr[12] = 0; /* 8-bit RGB, no interlace */
-    int rc = b.oom ? -1 : 0;
+    int rc = b.out.oom ? -1 : 0;
     if (!rc && (fwrite(sig, 1, 8, f) != 8 || chunk(f, "IHDR", ihdr, 13) ||
-                chunk(f, "IDAT", b.buf, b.len) || chunk(f, "IEND", NULL, 0)))
+                chunk(f, "IDAT", (const uint8_t *)b.out.p, b.out.len) || chunk(f, "IEND", NULL, 0)))
         rc = -1;
-    free(b.buf);
+    ms_buf_release(&b.out);
     return rc;
 }

@@ -17,6 +17,7 @@ import os
 import sys
 
 from . import _native
+from . import _env
 
 # memscope's own modules are not the program's memory: under `memscope run` the heap
 # allocations of this import are not recorded (memscope__quiet; -1 at the end of this file).
@@ -63,7 +64,7 @@ __all__ = ["config", "start", "stop", "step", "tracer", "describe", "RecordFunct
 # Python stacks follow each line (exact lines; PyEval_SetTrace) unless MEMSCOPE_PY_LINES=0,
 # which reports only calls and calls into C (PyEval_SetProfile; cheaper, the line of an
 # allocation made by bytecode rather than a C function call is then the last call's line).
-_LINES = os.environ.get("MEMSCOPE_PY_LINES", "1") != "0"
+_LINES = _env.get(_env.PY_LINES, "1") != "0"
 
 _state = {
     "started": False,     # start() was called and stop() not yet
@@ -108,14 +109,14 @@ def config(**kwargs):
                           "%s rules; ignored" % (key, opt), RuntimeWarning, stacklevel=2)
             break
     if cfg["watch"] and cfg["watch"] != before["watch"]:
-        cli = os.environ.get("MEMSCOPE_WATCH") if run else None
+        cli = _env.get(_env.WATCH) if run else None
         if cli:   # the command line wins (docs/python.md)
             warnings.warn("memscope.config(watch=%r): `memscope run --watch=%s` rules; ignored"
                           % (cfg["watch"], cli), RuntimeWarning, stacklevel=2)
             return cfg
         try:  # the torch layer's watcher runs the CLI-style watch
             from . import watcher
-            out = (os.environ.get("MEMSCOPE_OUTPUT_DIR") if run else None) or cfg["output_path"]
+            out = (_env.get(_env.OUTPUT_DIR) if run else None) or cfg["output_path"]
             if out.endswith((".db", ".csv")):
                 out = os.path.dirname(out) or "."
             watcher.set_output_dir(out)
@@ -129,7 +130,7 @@ def config(**kwargs):
 def _agent_path():
     here = os.path.dirname(os.path.abspath(_native.__file__))
     p = os.path.normpath(os.path.join(here, "..", "..", "libmemscope.so"))
-    return os.environ.get("MEMSCOPE_AGENT") or p
+    return _env.get(_env.AGENT) or p
 
 
 def _out_path(cfg):
@@ -153,7 +154,7 @@ def _out_path(cfg):
 def _memscope_bin():
     """The memscope command beside the agent (the build tree, an install's prefix), else on
     PATH; MEMSCOPE_BIN overrides. None when there is none."""
-    b = os.environ.get("MEMSCOPE_BIN")
+    b = _env.get(_env.BIN)
     if b:
         return b if os.access(b, os.X_OK) else None
     agent = os.path.dirname(_agent_path())

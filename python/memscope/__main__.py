@@ -22,6 +22,7 @@ import sys
 import time
 
 from . import monitor as _m
+from . import _env
 
 
 def _positive(text):
@@ -111,7 +112,7 @@ def _parser():
 
 
 def _memscope_binary():
-    env = os.environ.get("MEMSCOPE")
+    env = _env.get(_env.CLI)
     if env:
         return env
     here = os.path.dirname(os.path.abspath(__file__))

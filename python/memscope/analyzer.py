@@ -18,6 +18,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+from . import _env
 
 MAX_INPUT = 8 << 30
 MAX_PATH = 4096
@@ -161,7 +162,7 @@ def check_leaks(input_path, mstx_info, start_index=0):
 def _memscope_bin():
     """The memscope command beside this package (build tree or install tree), else on PATH."""
     here = os.path.dirname(os.path.abspath(__file__))
-    for cand in (os.environ.get("MEMSCOPE"), os.path.join(here, "..", "..", "memscope"),
+    for cand in (_env.get(_env.CLI), os.path.join(here, "..", "..", "memscope"),
                  os.path.join(here, "..", "..", "..", "..", "bin", "memscope"),
                  shutil.which("memscope")):
         if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):

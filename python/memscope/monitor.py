@@ -26,6 +26,7 @@ import threading
 import time
 
 from . import _native
+from . import _env
 
 __all__ = ["RiskLevel", "OOMPrediction", "MemoryProfiler", "OOMDetector",
            "FragmentationAnalyzer", "MemoryLeakDetector", "MemoryUsageMonitor", "MemoryDebugger",
@@ -85,7 +86,7 @@ def trace_file(pid=None):
     except (ImportError, AttributeError):
         pass
     if d is None and _native.preloaded() and _native.available():
-        d = os.environ.get("MEMSCOPE_TRACE_DIR")
+        d = _env.get(_env.TRACE_DIR)
     if not d:
         return None
     best, best_n = None, -1

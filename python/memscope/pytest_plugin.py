@@ -24,6 +24,7 @@ import tempfile
 import pytest
 
 from . import testmem
+from . import _env
 
 
 
@@ -185,7 +186,7 @@ class _Session:
         self.recording = False
         _native.stop()
         if memscope.mode() == "run":
-            trace_dir = os.environ["MEMSCOPE_TRACE_DIR"]  # the CLI converts it again at its end
+            trace_dir = os.environ[_env.TRACE_DIR]  # the CLI converts it again at its end
         else:
             trace_dir = memscope._state["trace_dir"]  # removed at exit (memscope._at_exit)
             memscope._state["started"] = False

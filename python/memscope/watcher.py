@@ -35,6 +35,7 @@ import sys
 import threading
 import time
 import weakref
+from . import _env
 
 NAME_MAX = 64
 
@@ -247,7 +248,7 @@ def set_cli_watch(spec):
 
 def from_env():
     """Read MEMSCOPE_WATCH; returns True when a spec was applied."""
-    spec = os.environ.get("MEMSCOPE_WATCH")
+    spec = _env.get(_env.WATCH)
     if spec:
         set_cli_watch(spec)
         return True
@@ -279,9 +280,9 @@ def _active():
 def _dir():
     d = _out_dir
     if d is None:
-        d = os.environ.get("MEMSCOPE_OUTPUT_DIR")
+        d = _env.get(_env.OUTPUT_DIR)
     if d is None:
-        o = os.environ.get("MEMSCOPE_OUTPUT")
+        o = _env.get(_env.OUTPUT)
         if o:
             d = os.path.dirname(o) or "." if o.endswith((".db", ".csv")) else o
     if d is None:

@@ -16,6 +16,7 @@ torch, if the package's __init__ (or `python3 -m memscope.torch script.py`) call
 """
 import os
 import sys
+from .. import _env
 
 __all__ = ["trace_ops", "install_hooks", "MemTracer", "tag", "enable_ops", "disable_ops", "WEIGHT",
            "GRADIENT", "OPTIMIZER_STATE", "ACTIVATION"]
@@ -99,9 +100,9 @@ def _features_for(events, level):
 
 
 def _wanted():
-    feats = _features_for(os.environ.get("MEMSCOPE_EVENTS", ""),
-                          os.environ.get("MEMSCOPE_LEVEL", "op"))
-    return feats, bool(os.environ.get("MEMSCOPE_WATCH"))
+    feats = _features_for(_env.get(_env.EVENTS, ""),
+                          _env.get(_env.LEVEL, "op"))
+    return feats, bool(_env.get(_env.WATCH))
 
 
 _applied = []   # the features apply_config() switched on
@@ -194,7 +195,7 @@ def _arm_activations():
     """Under `memscope run --analysis=decompose` (MEMSCOPE_ANALYSIS): every module's forward
     labels its allocations as an activation owner (memscope.torch.activations), from when the
     program imports torch."""
-    items = [a.strip().split(":")[0] for a in os.environ.get("MEMSCOPE_ANALYSIS", "").split(",")]
+    items = [a.strip().split(":")[0] for a in _env.get(_env.ANALYSIS, "").split(",")]
     if "decompose" not in items and "all" not in items:
         return False
 

@@ -21,6 +21,7 @@ atexit handlers run saves none. PyTorch 1.13 has no event history: nothing is re
 import atexit
 import os
 import sys
+from .. import _env
 
 _armed = False
 _started = False
@@ -48,7 +49,7 @@ def _start():
     if _started:
         return
     mem = torch.cuda.memory
-    n = int(os.environ.get("MEMSCOPE_PTA_MAX_ENTRIES") or 1000000)
+    n = int(_env.get(_env.PTA_MAX_ENTRIES) or 1000000)
     try:  # PyTorch 2.1 and later
         mem._record_memory_history(enabled="all", context="alloc", stacks="python", max_entries=n)
     except TypeError:
@@ -65,7 +66,7 @@ def save(path=None):
     """Write PyTorch's allocator history where the conversion reads it. Returns the path, or
     None when there is nothing to write (not under memscope run, history not started)."""
     import pickle
-    d = os.environ.get("MEMSCOPE_TRACE_DIR")
+    d = _env.get(_env.TRACE_DIR)
     if not _started or (path is None and not d):
         return None
     import torch

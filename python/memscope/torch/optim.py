@@ -28,6 +28,7 @@ import weakref
 import torch
 
 from . import _backend, decompose
+from .. import _env
 
 _lock = threading.Lock()
 _installed = False
@@ -48,7 +49,7 @@ def install(auto=False):
     with _lock:
         if auto:
             _state["auto"] = True
-            _state["step_on"] = os.environ.get("MEMSCOPE_STEP_ON", "auto").strip() or "auto"
+            _state["step_on"] = _env.get(_env.STEP_ON, "auto").strip() or "auto"
         if _installed:
             return
         _installed = True

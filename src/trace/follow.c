@@ -380,8 +380,16 @@ static int scan_chunks(struct ms_follow *f, struct ms_follow_file *ff, uint64_t 
 
 static int push_event(struct ms_follow_proc *p, const struct ms_follow_event *e)
 {
-    if (ms_grow((void **)&p->ev, &p->aev, p->nev, sizeof *p->ev, 1024, MS_GROW_MAX) < 0)
+    if (p->nev == p->aev && p->ev0) { /* the applied head's room first */
+        memmove(p->ev, p->ev + p->ev0, (p->nev - p->ev0) * sizeof *p->ev);
+        p->nev -= p->ev0;
+        p->ev0 = 0;
+    }
+    if (p->nev == p->aev &&
+        ms_grow((void **)&p->ev, &p->aev, p->nev, sizeof *p->ev, 1024, MS_GROW_MAX) < 0)
         return MS_ENOMEM;
+    if (p->nev > p->ev0 && e->ns < p->ev[p->nev - 1].ns)
+        p->unsorted = 1; /* threads' events interleave: drain sorts */
     p->ev[p->nev] = *e;
     p->ev[p->nev].order = p->order++;
     p->nev++;
@@ -877,29 +885,31 @@ static int cmp_event(const void *a, const void *b)
 /* Applies p's queued events up to horizon, in time order. */
 static long drain(struct ms_follow_proc *p, uint64_t horizon)
 {
-    if (!p->nev)
+    if (p->nev == p->ev0)
         return 0;
-    size_t k = 1; /* one thread's events arrive in order: no sort then */
-    while (k < p->nev && cmp_event(&p->ev[k - 1], &p->ev[k]) <= 0)
-        k++;
-    if (k < p->nev)
-        qsort(p->ev, p->nev, sizeof *p->ev, cmp_event);
-    if (p->nev > MS_FOLLOW_MAX_PENDING)
+    if (p->unsorted) /* one thread's events arrive in order: no sort then */
+        qsort(p->ev + p->ev0, p->nev - p->ev0, sizeof *p->ev, cmp_event);
+    p->unsorted = 0;
+    if (p->nev - p->ev0 > MS_FOLLOW_MAX_PENDING)
         horizon = UINT64_MAX; /* too far behind to wait: applied as they are */
-    size_t i = 0;
+    size_t i = p->ev0;
     for (; i < p->nev && p->ev[i].ns <= horizon; i++) {
         if (!p->first_ns)
             p->first_ns = p->ev[i].ns;
         if (p->ev[i].ns > p->last_ns)
             p->last_ns = p->ev[i].ns;
         int rc = apply(p, &p->ev[i]);
-        if (rc < 0)
+        if (rc < 0) {
+            p->pending = p->nev - (p->ev0 = i);
             return rc;
+        }
     }
-    memmove(p->ev, p->ev + i, (p->nev - i) * sizeof *p->ev);
-    p->nev -= i;
-    p->pending = p->nev;
-    return (long)i;
+    long applied = (long)(i - p->ev0);
+    p->ev0 = i;
+    if (p->ev0 == p->nev)
+        p->ev0 = p->nev = 0;
+    p->pending = p->nev - p->ev0;
+    return applied;
 }
 
 long ms_follow_poll(struct ms_follow *f, uint64_t horizon_ns)

@@ -144,8 +144,9 @@ struct ms_follow_proc {
     struct ms_u64map tmap; /* (image << 32 | thread serial) -> index in threads */
     struct ms_follow_thread *threads;
     size_t nthreads, athreads;
-    struct ms_follow_event *ev;
-    size_t nev, aev;
+    struct ms_follow_event *ev; /* the queue: ev[ev0 .. nev) */
+    size_t ev0, nev, aev;
+    int unsorted; /* an event was queued before one of a later time */
     uint64_t order;
 };
 

@@ -191,16 +191,20 @@ static int step_forecast(const struct ms_follow_proc *p, int dev, double limit, 
         return 0;
     double x[MS_FOLLOW_STEP_RING], y[MS_FOLLOW_STEP_RING], t[MS_FOLLOW_STEP_RING];
     uint64_t from = p->step > MS_FOLLOW_STEP_RING ? p->step - MS_FOLLOW_STEP_RING + 1 : 1;
-    const struct ms_follow_step_peak *first = ms_follow_step_peak(p, from);
+    const struct ms_follow_step_peak *first = NULL;
     int n = 0;
-    for (uint64_t k = from; first && k <= p->step; k++) {
+    for (uint64_t k = from; k <= p->step; k++) {
         const struct ms_follow_step_peak *sp = ms_follow_step_peak(p, k);
+        if (!sp)
+            continue; /* not kept (out of memory then) */
+        if (!first)
+            first = sp;
         x[n] = (double)k;
         y[n] = (double)(dev < 0 ? sp->host : sp->dev[dev]);
         t[n] = (double)(int64_t)(sp->ns - first->ns) / 1e9;
         n++;
     }
-    if (n < MONITOR_MIN_STEPS)
+    if (n < MONITOR_MIN_STEPS || !first)
         return 0;
     struct ms_step_forecast f;
     double now_s = (double)(int64_t)(now_ns - first->ns) / 1e9;

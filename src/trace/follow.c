@@ -769,9 +769,9 @@ static int apply_pool(struct ms_follow_proc *p, const struct ms_follow_event *e)
 /* The end of a step: its peaks kept, the next step's started at the live bytes now. */
 static int end_step(struct ms_follow_proc *p, uint64_t ns)
 {
-    p->step++;
     if (!p->steps && !(p->steps = calloc(MS_FOLLOW_STEP_RING, sizeof *p->steps)))
-        return MS_ENOMEM;
+        return MS_ENOMEM; /* not counted: the event is applied again by the next poll */
+    p->step++;
     struct ms_follow_step_peak *s = &p->steps[(p->step - 1) % MS_FOLLOW_STEP_RING];
     s->step = p->step;
     s->ns = ns;
@@ -997,7 +997,8 @@ const struct ms_follow_step_peak *ms_follow_step_peak(const struct ms_follow_pro
 {
     if (!p->steps || k == 0 || k > p->step || p->step - k >= MS_FOLLOW_STEP_RING)
         return NULL;
-    return &p->steps[(k - 1) % MS_FOLLOW_STEP_RING];
+    const struct ms_follow_step_peak *s = &p->steps[(k - 1) % MS_FOLLOW_STEP_RING];
+    return s->step == k ? s : NULL; /* not kept: the ring was allocated after it */
 }
 
 void ms_follow_retire(struct ms_follow *f, uint64_t pid)

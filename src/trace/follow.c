@@ -378,7 +378,9 @@ static int scan_chunks(struct ms_follow *f, struct ms_follow_file *ff, uint64_t 
     return 0;
 }
 
-static int push_event(struct ms_follow_proc *p, const struct ms_follow_event *e)
+/* The queue's next slot (room made: the applied head's first, else grown), or NULL when out of
+ * memory. The caller fills it, then calls queued(). */
+static struct ms_follow_event *queue_slot(struct ms_follow_proc *p)
 {
     if (p->nev == p->aev && p->ev0) { /* the applied head's room first */
         memmove(p->ev, p->ev + p->ev0, (p->nev - p->ev0) * sizeof *p->ev);
@@ -387,12 +389,26 @@ static int push_event(struct ms_follow_proc *p, const struct ms_follow_event *e)
     }
     if (p->nev == p->aev &&
         ms_grow((void **)&p->ev, &p->aev, p->nev, sizeof *p->ev, 1024, MS_GROW_MAX) < 0)
-        return MS_ENOMEM;
-    if (p->nev > p->ev0 && e->ns < p->ev[p->nev - 1].ns)
+        return NULL;
+    return &p->ev[p->nev];
+}
+
+/* Adds the filled slot e (queue_slot's) to the queue. */
+static void queued(struct ms_follow_proc *p, struct ms_follow_event *e)
+{
+    if (p->nev > p->ev0 && e->ns < e[-1].ns)
         p->unsorted = 1; /* threads' events interleave: drain sorts */
-    p->ev[p->nev] = *e;
-    p->ev[p->nev].order = p->order++;
+    e->order = p->order++;
     p->nev++;
+}
+
+static int push_event(struct ms_follow_proc *p, const struct ms_follow_event *e)
+{
+    struct ms_follow_event *slot = queue_slot(p);
+    if (!slot)
+        return MS_ENOMEM;
+    *slot = *e;
+    queued(p, slot);
     return 0;
 }
 
@@ -593,15 +609,20 @@ static long read_chunk(struct ms_follow *f, struct ms_follow_file *ff, struct fc
     int rc;
     for (;;) {
         int e;
-        if (ms_trace_cursor_next_heap(cur, &h)) { /* most records: no general decode */
-            struct ms_follow_event ev = {.ns = h.ns,
-                                         .addr = h.addr,
-                                         .size = h.size,
-                                         .stack = h.stack_id,
-                                         .thread = c->thread,
-                                         .kind = h.type == MS_REC_HEAP_FREE ? EV_FREE : EV_ALLOC,
-                                         .layer = MS_FOLLOW_HEAP};
-            e = push_event(p, &ev);
+        if (ms_trace_cursor_next_heap(cur, &h)) {       /* most records: no general decode */
+            struct ms_follow_event *ev = queue_slot(p); /* filled in place */
+            if (!ev)
+                return MS_ENOMEM;
+            ev->ns = h.ns;
+            ev->addr = h.addr;
+            ev->size = h.size;
+            ev->stack = h.stack_id;
+            ev->thread = c->thread;
+            ev->kind = h.type == MS_REC_HEAP_FREE ? EV_FREE : EV_ALLOC;
+            ev->layer = MS_FOLLOW_HEAP;
+            ev->cat = 0;
+            queued(p, ev);
+            e = 0;
         } else if ((rc = ms_trace_cursor_next(cur, &r)) == 1)
             e = take_record(p, c->thread, &r);
         else

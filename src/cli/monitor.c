@@ -247,6 +247,26 @@ static void report_pools(FILE *fp, const struct ms_follow_proc *p)
     }
 }
 
+/* The report's call sites growing fastest over the growth window (ms_follow_mark_sites). */
+static void report_growing(struct monitor *m, size_t i, FILE *fp)
+{
+    struct ms_follow_proc *p = &m->f.procs[i];
+    const struct monitor_proc *q = &m->mp[i];
+    struct ms_follow_stack_live top[WARN_SITES];
+    size_t n = ms_follow_top_growing(p, top, WARN_SITES);
+    double span = m->now_ns > q->mark_ns[0] ? (double)(m->now_ns - q->mark_ns[0]) / 1e9 : 0;
+    fprintf(fp, "\ncall sites growing fastest (over the last %.0f s):\n", span);
+    for (size_t k = 0; k < n; k++) {
+        char site[512], grow[32], held[32];
+        monitor_site_text(m, i, top[k].stack_id, site, sizeof site);
+        monitor_bytes(span > 0 ? (double)top[k].growth / span : 0, grow, sizeof grow);
+        monitor_bytes((double)top[k].live, held, sizeof held);
+        fprintf(fp, "  %zu. +%s/s by %s (%s live there)\n", k + 1, grow, site, held);
+    }
+    if (!n)
+        fprintf(fp, "  (none)\n");
+}
+
 /* The warning: one line on stderr, and the report of what holds the memory. */
 static void warn(struct monitor *m, size_t i)
 {
@@ -310,6 +330,7 @@ static void warn(struct monitor *m, size_t i)
             }
             if (!nt)
                 fprintf(fp, "  (none)\n");
+            report_growing(m, i, fp);
             report_pools(fp, p);
             int bad = ferror(fp);
             fp = (fclose(fp), NULL);

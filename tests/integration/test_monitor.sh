@@ -94,6 +94,7 @@ REPORT=$(sed -n 's/.*report: //p' <<<"$W")
 assert_file "grow: report" "$REPORT"
 assert_match "grow: report's first site" '1\. [0-9.]+ MiB by grow_here' "$(cat "$REPORT")"
 assert_match "grow: report's limit" 'limit: 200.0 MiB \(--limit\)' "$(cat "$REPORT")"
+assert_match "grow: the report's fastest-growing site" '1\. \+[0-9.]+ MiB/s by grow_here' "$(sed -n '/growing fastest/,$p' "$REPORT")"
 # the program marks steps (10 a second): the fit is of each step's peak, not of seconds
 assert_match "grow: the fit is of the steps' peaks" 'growth: 1\.0 MiB per step \(the peak of each of the last [0-9]+ steps' "$(cat "$REPORT")"
 

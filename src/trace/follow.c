@@ -382,7 +382,9 @@ static int scan_chunks(struct ms_follow *f, struct ms_follow_file *ff, uint64_t 
  * memory. The caller fills it, then calls queued(). */
 static struct ms_follow_event *queue_slot(struct ms_follow_proc *p)
 {
-    if (p->nev == p->aev && p->ev0) { /* the applied head's room first */
+    /* the applied head's room first when it is at least half the array (each event is then
+     * moved at most once on average), else the array grows */
+    if (p->nev == p->aev && p->ev0 && p->ev0 >= p->nev / 2) {
         memmove(p->ev, p->ev + p->ev0, (p->nev - p->ev0) * sizeof *p->ev);
         p->nev -= p->ev0;
         p->ev0 = 0;

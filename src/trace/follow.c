@@ -929,8 +929,11 @@ static long drain(struct ms_follow_proc *p, uint64_t horizon)
     }
     long applied = (long)(i - p->ev0);
     p->ev0 = i;
-    if (p->ev0 == p->nev)
-        p->ev0 = p->nev = 0;
+    if (p->ev0 >= p->nev - p->ev0) { /* the waiting ones to the front: no more than applied */
+        memmove(p->ev, p->ev + p->ev0, (p->nev - p->ev0) * sizeof *p->ev);
+        p->nev -= p->ev0;
+        p->ev0 = 0;
+    }
     p->pending = p->nev - p->ev0;
     return applied;
 }

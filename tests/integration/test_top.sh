@@ -89,6 +89,9 @@ assert_eq "top --pid of an untraced process: status" 1 "$RC"
 assert_match "top --pid of an untraced process: message" "is not traced by memscope" "$(cat "$TMP/nopid.err")"
 ms twosrc top "$TMP" --targets "$ADDR"
 assert_eq "top with two sources: usage error" 2 "$RC"
+ms badwin top "$TMP" --window 0
+assert_eq "top --window 0: usage error" 2 "$RC"
+assert_match "top --window 0: message" "expected 0\.1 to 3600 seconds, not '0'" "$(cat "$TMP/badwin.err")"
 
 touch "$TMP/go"
 wait "$RUN"

@@ -382,8 +382,8 @@ static void forecast_devices(struct monitor *m, size_t i, uint64_t now_ns)
         v->why = ms_forecast_eta(&v->fc, v->limit, now_ns, &v->eta_s, &v->fit);
         v->growth_s = v->fit.slope;
         double at_step, pace;
-        v->by_step =
-            step_forecast(p, d, v->limit, now_ns, &v->why, &v->eta_s, &v->fit, &at_step, &pace);
+        v->by_step = step_forecast(p, d, v->limit, q->gone && p->last_ns ? p->last_ns : now_ns,
+                                   &v->why, &v->eta_s, &v->fit, &at_step, &pace);
         if (v->by_step)
             v->growth_s = pace > 0 ? v->fit.slope / pace : 0;
         if (m->o.warn_before > 0 && !v->warned &&
@@ -497,7 +497,9 @@ int monitor_tick(struct monitor *m, uint64_t now_ns)
             q->limit = (double)p->host_live + (double)avail;
             q->limit_from = 2;
         }
-        q->by_step = step_forecast(p, -1, q->limit, now_ns, &q->why, &q->eta_s, &q->fit,
+        /* a process found ended: the forecast as of its last event */
+        uint64_t at_ns = q->gone && p->last_ns ? p->last_ns : now_ns;
+        q->by_step = step_forecast(p, -1, q->limit, at_ns, &q->why, &q->eta_s, &q->fit,
                                    &q->eta_step, &q->sec_per_step);
         if (q->by_step) {
             q->growth_s = q->sec_per_step > 0 ? q->fit.slope / q->sec_per_step : 0;

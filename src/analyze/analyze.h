@@ -382,6 +382,14 @@ int ms_analyze_decompose(struct ms_actx *x);
 int ms_analyze_temporary(struct ms_actx *x);
 int ms_analyze_trend(struct ms_actx *x);
 int ms_analyze_fragmentation(struct ms_actx *x);
+
+/* A pool's free space (fragmentation.c's rule, shared with the live monitor's warning report):
+ * used and regions map a block's or region's address to its int64_t size; *free gets the bytes
+ * inside the regions that no block covers, *largest the largest such extent inside one region
+ * (the largest block the pool could hand out without reserving more). The fragmentation is
+ * (free - largest) / free. Returns 0 or MS_ENOMEM. */
+int ms_pool_free_extents(const struct ms_u64map *used, const struct ms_u64map *regions,
+                         long long *free_bytes, long long *largest);
 int ms_analyze_oom(struct ms_actx *x);
 int ms_analyze_usage(struct ms_actx *x);
 

@@ -66,18 +66,16 @@ static int collect(const struct ms_u64map *m, struct extent **out, size_t *n)
     return 0;
 }
 
-/* Fills the free bytes and the largest free extent inside the live regions. */
-static int take(struct pool_state *ps, struct snap *sn)
+int ms_pool_free_extents(const struct ms_u64map *used, const struct ms_u64map *regions,
+                         long long *free_bytes, long long *largest)
 {
     struct extent *blk = NULL, *reg = NULL;
     size_t nb, nr;
-    if (collect(&ps->used, &blk, &nb) < 0 || collect(&ps->regions, &reg, &nr) < 0) {
+    if (collect(used, &blk, &nb) < 0 || collect(regions, &reg, &nr) < 0) {
         free(blk);
         return MS_ENOMEM;
     }
-    sn->reserved = ps->reserved_bytes;
-    sn->used = ps->used_bytes;
-    sn->free = sn->largest = 0;
+    struct snap s = {0}, *sn = &s;
     size_t b = 0;
     for (size_t r = 0; r < nr; r++) {
         int64_t lo = reg[r].addr, hi = reg[r].addr + reg[r].size, cur = lo;
@@ -102,7 +100,17 @@ static int take(struct pool_state *ps, struct snap *sn)
     }
     free(blk);
     free(reg);
+    *free_bytes = sn->free;
+    *largest = sn->largest;
     return 0;
+}
+
+/* Fills the free bytes and the largest free extent inside the live regions. */
+static int take(struct pool_state *ps, struct snap *sn)
+{
+    sn->reserved = ps->reserved_bytes;
+    sn->used = ps->used_bytes;
+    return ms_pool_free_extents(&ps->used, &ps->regions, &sn->free, &sn->largest);
 }
 
 /* Replays the pool's points in event order; takes the snapshots (sorted by eid) on the way. */

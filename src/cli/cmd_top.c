@@ -30,7 +30,7 @@
 
 static const char usage_text[] =
     "usage: memscope top [TRACE_DIR | --pid PID | --targets HOST:PORT,...] [--interval S]\n"
-    "                    [--iterations N] [--limit BYTES]\n"
+    "                    [--iterations N] [--limit BYTES] [--window S]\n"
     "A terminal view of live memory, refreshed every second (q quits).\n"
     "  TRACE_DIR           follow the traces a running program writes there\n"
     "  --pid PID           follow the traces of traced process PID (its MEMSCOPE_TRACE_DIR)\n"
@@ -38,7 +38,9 @@ static const char usage_text[] =
     "                      rank and the job's totals\n"
     "  --interval S        seconds between refreshes (default 1)\n"
     "  --iterations N      stop after N refreshes (default: at q or Ctrl-C)\n"
-    "  --limit BYTES       the memory the forecast counts to (TRACE_DIR, --pid)\n";
+    "  --limit BYTES       the memory the forecast counts to (TRACE_DIR, --pid)\n"
+    "  --window S          the call sites' growth is over the last S to 2S seconds\n"
+    "                      (default 5; TRACE_DIR, --pid)\n";
 
 static volatile sig_atomic_t stop_sig;
 
@@ -130,13 +132,20 @@ static void draw_dir(FILE *o, struct monitor *m, const char *what)
                 fprintf(o, "%s %s  ", ms_follow_owner_name(c), b);
             }
         fputc('\n', o);
+        /* the call sites growing fastest over the window (ms_follow_mark_sites); when none
+         * grows, those holding the most */
         struct ms_follow_stack_live top[TOP_SITES];
-        size_t nt = ms_follow_top_stacks(p, top, TOP_SITES);
+        size_t nt = ms_follow_top_growing(p, top, TOP_SITES);
+        if (!nt)
+            nt = ms_follow_top_stacks(p, top, TOP_SITES);
+        double span = m->now_ns > q->mark_ns[0] ? (double)(m->now_ns - q->mark_ns[0]) / 1e9 : 0;
         for (size_t k = 0; k < nt; k++) {
-            char site[512], held[32];
+            char site[512], held[32], grow[32];
             monitor_site_text(m, i, top[k].stack_id, site, sizeof site);
             monitor_bytes((double)top[k].live, held, sizeof held);
-            fprintf(o, "         %-12s %s\n", held, ms_term_text(site));
+            monitor_bytes(span > 0 && top[k].growth > 0 ? (double)top[k].growth / span : 0, grow,
+                          sizeof grow);
+            fprintf(o, "         +%-10s %-12s %s\n", strcat(grow, "/s"), held, ms_term_text(site));
         }
     }
 }
@@ -291,14 +300,15 @@ int cmd_top(int argc, char **argv)
 {
     const char *targets = NULL;
     long pid = 0, iterations = 0;
-    double interval = 1;
+    double interval = 1, window = 5;
     uint64_t limit = 0;
-    enum { OPT_PID = 256, OPT_TARGETS, OPT_INTERVAL, OPT_ITER, OPT_LIMIT };
+    enum { OPT_PID = 256, OPT_TARGETS, OPT_INTERVAL, OPT_ITER, OPT_LIMIT, OPT_WINDOW };
     static const struct option longopts[] = {{"pid", required_argument, NULL, OPT_PID},
                                              {"targets", required_argument, NULL, OPT_TARGETS},
                                              {"interval", required_argument, NULL, OPT_INTERVAL},
                                              {"iterations", required_argument, NULL, OPT_ITER},
                                              {"limit", required_argument, NULL, OPT_LIMIT},
+                                             {"window", required_argument, NULL, OPT_WINDOW},
                                              {"help", no_argument, NULL, 'h'},
                                              {0, 0, 0, 0}};
     int c;
@@ -327,6 +337,11 @@ int cmd_top(int argc, char **argv)
             if (ms_size_parse(optarg, &limit) < 0 || !limit)
                 return usage_error("top: --limit: expected a size such as 200MiB, not '%s'",
                                    optarg);
+            break;
+        case OPT_WINDOW:
+            window = strtod(optarg, &end);
+            if (*end || !(window >= 0.1 && window <= 3600))
+                return usage_error("top: --window: expected 0.1 to 3600 seconds, not '%s'", optarg);
             break;
         case 'h': fputs(usage_text, stdout); return 0;
         default: fputs(usage_text, stderr); return 2;
@@ -385,7 +400,8 @@ int cmd_top(int argc, char **argv)
             snprintf(dir, sizeof dir, "%s", argv[optind]);
         struct monitor m;
         char err[512];
-        struct monitor_opts mo = {.trace_dir = dir, .limit = limit};
+        struct monitor_opts mo = {
+            .trace_dir = dir, .limit = limit, .growth_window_ns = (uint64_t)(window * 2e9)};
         if (!rc && monitor_open(&m, &mo, err, sizeof err) < 0) {
             cli_error("top: %s", err);
             rc = 1;

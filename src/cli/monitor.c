@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "common/files.h"
 #include "common/ms_error.h"
+#include "common/term_text.h"
 #include "metrics_http.h"
 #include "store/symbolize.h"
 
@@ -178,6 +179,94 @@ void monitor_site_text(struct monitor *m, size_t i, uint32_t stack_id, char *out
     site_text(p, q->sym ? q->sym : &none, stack_id, out, len);
 }
 
+/* The forecast by step of process p's host live bytes (dev < 0) or device dev's against limit,
+ * when the program marked at least MONITOR_MIN_STEPS steps: the peak of each kept step
+ * (ms_follow_step_peak) fitted by ms_forecast_steps. Returns 1 and fills the results, or 0 (no
+ * steps: the caller's time forecast stands). */
+static int step_forecast(const struct ms_follow_proc *p, int dev, double limit, uint64_t now_ns,
+                         int *why, double *eta_s, struct ms_fit *fit, double *eta_step,
+                         double *sec_per_step)
+{
+    if (p->step < MONITOR_MIN_STEPS)
+        return 0;
+    double x[MS_FOLLOW_STEP_RING], y[MS_FOLLOW_STEP_RING], t[MS_FOLLOW_STEP_RING];
+    uint64_t from = p->step > MS_FOLLOW_STEP_RING ? p->step - MS_FOLLOW_STEP_RING + 1 : 1;
+    const struct ms_follow_step_peak *first = NULL;
+    int n = 0;
+    for (uint64_t k = from; k <= p->step; k++) {
+        const struct ms_follow_step_peak *sp = ms_follow_step_peak(p, k);
+        if (!sp)
+            continue; /* not kept (out of memory then) */
+        if (!first)
+            first = sp;
+        x[n] = (double)k;
+        y[n] = (double)(dev < 0 ? sp->host : sp->dev[dev]);
+        t[n] = (double)(int64_t)(sp->ns - first->ns) / 1e9;
+        n++;
+    }
+    if (n < MONITOR_MIN_STEPS || !first)
+        return 0;
+    struct ms_step_forecast f;
+    double now_s = (double)(int64_t)(now_ns - first->ns) / 1e9;
+    ms_forecast_steps(x, y, t, n, limit, now_s, &f);
+    int64_t cur = dev < 0 ? p->step_host_hw : p->step_dev_hw[dev]; /* the step under way */
+    *why = (double)cur >= limit ? MS_LIMIT_REACHED : f.s.status;
+    *eta_s = *why == MS_LIMIT_REACHED ? 0 : f.eta_s;
+    *fit = f.s.fit;
+    *eta_step = f.s.status == MS_LIMIT_PREDICTED ? f.s.at : -1;
+    *sec_per_step = f.sec_per_step;
+    return 1;
+}
+
+/* The pools' lines of the report: reserved against allocated, the free bytes, the largest free
+ * block and the fragmentation (fragmentation.c's rule: ms_pool_free_extents). */
+static void report_pools(FILE *fp, const struct ms_follow_proc *p)
+{
+    if (!p->npools)
+        return;
+    fprintf(fp, "\npools (reserved, allocated, free, largest free block, fragmentation):\n");
+    for (size_t k = 0; k < p->npools; k++) {
+        const struct ms_follow_pool *pl = &p->pools[k];
+        long long fr = 0, big = 0;
+        char r[32], u[32], f[32], b[32];
+        monitor_bytes((double)pl->reserved_bytes, r, sizeof r);
+        monitor_bytes((double)pl->used_bytes, u, sizeof u);
+        if (ms_pool_free_extents(&pl->used, &pl->regions, &fr, &big) < 0) {
+            fprintf(fp, "  %-16s reserved %s, allocated %s (free extents: out of memory)\n",
+                    ms_term_text(pl->name), r, u);
+            continue;
+        }
+        monitor_bytes((double)fr, f, sizeof f);
+        monitor_bytes((double)big, b, sizeof b);
+        fprintf(fp,
+                "  %-16s reserved %s (%lld B), allocated %s (%lld B), free %s (%lld B), largest "
+                "free block %s (%lld B), fragmentation %.1f%%\n",
+                ms_term_text(pl->name), r, (long long)pl->reserved_bytes, u,
+                (long long)pl->used_bytes, f, fr, b, big,
+                fr ? 100.0 * (double)(fr - big) / (double)fr : 0.0);
+    }
+}
+
+/* The report's call sites growing fastest over the growth window (ms_follow_mark_sites). */
+static void report_growing(struct monitor *m, size_t i, FILE *fp)
+{
+    struct ms_follow_proc *p = &m->f.procs[i];
+    const struct monitor_proc *q = &m->mp[i];
+    struct ms_follow_stack_live top[WARN_SITES];
+    size_t n = ms_follow_top_growing(p, top, WARN_SITES);
+    double span = m->now_ns > q->mark_ns[0] ? (double)(m->now_ns - q->mark_ns[0]) / 1e9 : 0;
+    fprintf(fp, "\ncall sites growing fastest (over the last %.0f s):\n", span);
+    for (size_t k = 0; k < n; k++) {
+        char site[512], grow[32], held[32];
+        monitor_site_text(m, i, top[k].stack_id, site, sizeof site);
+        monitor_bytes(span > 0 ? (double)top[k].growth / span : 0, grow, sizeof grow);
+        monitor_bytes((double)top[k].live, held, sizeof held);
+        fprintf(fp, "  %zu. +%s/s by %s (%s live there)\n", k + 1, grow, site, held);
+    }
+    if (!n)
+        fprintf(fp, "  (none)\n");
+}
+
 /* The warning: one line on stderr, and the report of what holds the memory. */
 static void warn(struct monitor *m, size_t i)
 {
@@ -191,7 +280,7 @@ static void warn(struct monitor *m, size_t i)
     char lim[32], live[32], rate[32], held[32];
     monitor_bytes(q->limit, lim, sizeof lim);
     monitor_bytes((double)p->host_live, live, sizeof live);
-    monitor_bytes(q->fit.slope, rate, sizeof rate);
+    monitor_bytes(q->growth_s, rate, sizeof rate);
     static const char *const from[] = {"--limit", "the cgroup's memory.max", "MemAvailable"};
     char rank[48] = "";
     if (q->rank[0])
@@ -211,8 +300,15 @@ static void warn(struct monitor *m, size_t i)
             char peak[32];
             monitor_bytes((double)p->host_peak, peak, sizeof peak);
             fprintf(fp, "live now: %s (heap and mmap); peak %s\n", live, peak);
+            char per[32];
+            monitor_bytes(q->fit.slope, per, sizeof per);
             if (q->why == MS_LIMIT_REACHED)
                 fprintf(fp, "the limit is reached\n");
+            else if (q->by_step)
+                fprintf(fp,
+                        "growth: %s per step (the peak of each of the last %d steps, R^2 %.3f; "
+                        "%.3f s a step: %s/s); the limit in about %.0f s\n",
+                        per, q->fit.n, q->fit.r2, q->sec_per_step, rate, q->eta_s);
             else
                 fprintf(fp,
                         "growth: %s/s over the last %d s (R^2 %.3f); the limit in about %.0f s\n",
@@ -234,6 +330,8 @@ static void warn(struct monitor *m, size_t i)
             }
             if (!nt)
                 fprintf(fp, "  (none)\n");
+            report_growing(m, i, fp);
+            report_pools(fp, p);
             int bad = ferror(fp);
             fp = (fclose(fp), NULL);
             out.fd = -1;
@@ -282,6 +380,12 @@ static void forecast_devices(struct monitor *m, size_t i, uint64_t now_ns)
         if (!v->limit)
             continue;
         v->why = ms_forecast_eta(&v->fc, v->limit, now_ns, &v->eta_s, &v->fit);
+        v->growth_s = v->fit.slope;
+        double at_step, pace;
+        v->by_step = step_forecast(p, d, v->limit, q->gone && p->last_ns ? p->last_ns : now_ns,
+                                   &v->why, &v->eta_s, &v->fit, &at_step, &pace);
+        if (v->by_step)
+            v->growth_s = pace > 0 ? v->fit.slope / pace : 0;
         if (m->o.warn_before > 0 && !v->warned &&
             (v->why == MS_LIMIT_REACHED ||
              (v->why == MS_LIMIT_PREDICTED && v->eta_s < m->o.warn_before))) {
@@ -292,7 +396,7 @@ static void forecast_devices(struct monitor *m, size_t i, uint64_t now_ns)
                 monitor_site_text(m, i, top.stack_id, site, sizeof site);
             monitor_bytes(v->limit, lim, sizeof lim);
             monitor_bytes((double)p->layer[MS_FOLLOW_DEVICE0 + d].live, live, sizeof live);
-            monitor_bytes(v->fit.slope, rate, sizeof rate);
+            monitor_bytes(v->growth_s, rate, sizeof rate);
             cli_error("warning: process %" PRIu64 "%s%s reaches the %s of cuda:%d in about %.0f s "
                       "(live %s there, growing %s/s); most held by %.300s",
                       p->pid, q->rank[0] ? " rank " : "", q->rank, lim, d, v->eta_s, live, rate,
@@ -355,6 +459,16 @@ int monitor_tick(struct monitor *m, uint64_t now_ns)
             }
         }
         gone += q->gone != 0;
+        /* the call sites' growth window: their live bytes marked every half window */
+        uint64_t half =
+            (m->o.growth_window_ns ? m->o.growth_window_ns : MONITOR_GROWTH_WINDOW_NS) / 2;
+        if (p->first_ns && !q->mark_ns[1])
+            q->mark_ns[0] = q->mark_ns[1] = p->first_ns; /* nothing was live before */
+        if (p->first_ns && !q->gone && now_ns >= q->mark_ns[1] + half) {
+            ms_follow_mark_sites(p);
+            q->mark_ns[0] = q->mark_ns[1];
+            q->mark_ns[1] = now_ns;
+        }
         if (!p->first_ns || (q->gone && q->fc.started))
             continue; /* nothing yet, or over: the last forecast stays (one is made for a process
                          found ended at once: memscope monitor --once) */
@@ -383,12 +497,21 @@ int monitor_tick(struct monitor *m, uint64_t now_ns)
             q->limit = (double)p->host_live + (double)avail;
             q->limit_from = 2;
         }
-        q->why = ms_forecast_eta(&q->fc, q->limit, now_ns, &q->eta_s, &q->fit);
-        /* the step then, at the rate the steps went since the first sample */
-        q->eta_step = -1;
-        if (q->why == MS_LIMIT_PREDICTED && p->step > q->step0 && now_ns > q->step0_ns)
-            q->eta_step = (double)p->step + q->eta_s * (double)(p->step - q->step0) * 1e9 /
-                                                (double)(now_ns - q->step0_ns);
+        /* a process found ended: the forecast as of its last event */
+        uint64_t at_ns = q->gone && p->last_ns ? p->last_ns : now_ns;
+        q->by_step = step_forecast(p, -1, q->limit, at_ns, &q->why, &q->eta_s, &q->fit,
+                                   &q->eta_step, &q->sec_per_step);
+        if (q->by_step) {
+            q->growth_s = q->sec_per_step > 0 ? q->fit.slope / q->sec_per_step : 0;
+        } else {
+            q->why = ms_forecast_eta(&q->fc, q->limit, now_ns, &q->eta_s, &q->fit);
+            q->growth_s = q->fit.slope;
+            /* the step then, at the rate the steps went since the first sample */
+            q->eta_step = -1;
+            if (q->why == MS_LIMIT_PREDICTED && p->step > q->step0 && now_ns > q->step0_ns)
+                q->eta_step = (double)p->step + q->eta_s * (double)(p->step - q->step0) * 1e9 /
+                                                    (double)(now_ns - q->step0_ns);
+        }
         forecast_devices(m, i, now_ns);
         if (m->o.warn_before > 0 && !q->warned &&
             (q->why == MS_LIMIT_REACHED ||

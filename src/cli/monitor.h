@@ -22,16 +22,22 @@
 /* An ended process's series are served this long after its end, then dropped (a program that
  * starts thousands of short processes must not grow /metrics without bound). */
 #define MONITOR_KEEP_ENDED_NS (300ull * 1000000000u)
+/* The forecast is by step once this many steps were marked (docs/monitor.md, "The forecast"). */
+#define MONITOR_MIN_STEPS 4
+/* The call sites' growth is measured over the last one to two of these windows (their live bytes
+ * marked at each one's end: ms_follow_mark_sites); `top --window` sets its own. */
+#define MONITOR_GROWTH_WINDOW_NS (10ull * 1000000000u)
 
 struct monitor_opts {
     const char *trace_dir;
-    const char *listen;     /* HOST:PORT to serve /metrics on, or NULL */
-    const char *rank;       /* --rank; NULL: each process's RANK (its environment), if any */
-    uint64_t limit;         /* --limit in bytes; 0: the cgroup's limit, else MemAvailable */
-    double warn_before;     /* --warn-before seconds (0: no warning) */
-    const char *report_dir; /* where the warning's report is written; NULL: not written */
-    int quiet;              /* no "serving metrics on" line */
-    int own_processes;      /* the traced processes are memscope run's (this pid namespace) */
+    const char *listen;        /* HOST:PORT to serve /metrics on, or NULL */
+    const char *rank;          /* --rank; NULL: each process's RANK (its environment), if any */
+    uint64_t limit;            /* --limit in bytes; 0: the cgroup's limit, else MemAvailable */
+    double warn_before;        /* --warn-before seconds (0: no warning) */
+    const char *report_dir;    /* where the warning's report is written; NULL: not written */
+    int quiet;                 /* no "serving metrics on" line */
+    int own_processes;         /* the traced processes are memscope run's (this pid namespace) */
+    uint64_t growth_window_ns; /* 0: MONITOR_GROWTH_WINDOW_NS */
 };
 
 /* The forecast of one CUDA device's live bytes against its total (NVML's, from the trace). */
@@ -40,6 +46,8 @@ struct monitor_dev {
     struct ms_fit fit;
     double eta_s, limit; /* limit 0: the total is not known (no NVML report yet) */
     int why, warned;
+    int by_step;     /* fit is of the steps' peaks (bytes per step), else of seconds */
+    double growth_s; /* the fitted growth in bytes per second */
 };
 
 /* What the monitor keeps per followed process beside the follower's figures. */
@@ -58,6 +66,10 @@ struct monitor_proc {
     int warned;
     uint64_t step0, step0_ns; /* the step and time of the first forecast sample */
     double eta_step;          /* the step at which the limit is reached, -1 when unknown */
+    int by_step;              /* fit is of the steps' peaks (bytes per step), else of seconds */
+    double growth_s;          /* the fitted growth in bytes per second */
+    double sec_per_step;      /* by_step: the steps' fitted pace */
+    uint64_t mark_ns[2];      /* when the sites' live bytes were marked (ms_follow_mark_sites) */
     struct monitor_dev *dev[MS_FOLLOW_MAX_DEVICES]; /* devices the process allocated on */
     char rank[32];                                  /* "" when unknown */
     int rank_read;

@@ -134,3 +134,20 @@ void ms_forecast_series(const double *x, const double *y, int n, double limit,
     out->status =
         ms_forecast_limit(&out->fit, reached, limit, end - (n ? x[first] : 0), end, &out->at);
 }
+
+void ms_forecast_steps(const double *step, const double *peak, const double *t, int n, double limit,
+                       double now_s, struct ms_step_forecast *out)
+{
+    ms_forecast_series(step, peak, n, limit, &out->s);
+    int first = n > 0 ? (n - 1) / 2 : 0;
+    struct ms_fit pace = ms_fit_line(step + first, t + first, n - first);
+    out->sec_per_step = pace.slope > 0 ? pace.slope : 0;
+    out->eta_s = -1;
+    if (out->s.status == MS_LIMIT_REACHED)
+        out->eta_s = 0;
+    else if (out->s.status == MS_LIMIT_PREDICTED && out->sec_per_step > 0) {
+        double at = pace.intercept + pace.slope * out->s.at;
+        out->eta_s = at > now_s ? at - now_s : 0;
+    } else if (out->s.status == MS_LIMIT_PREDICTED)
+        out->s.status = MS_LIMIT_TOO_SHORT; /* a step number, but no time to it */
+}

@@ -1,8 +1,8 @@
 /* forecast.h: the one forecaster of memscope (docs/monitor.md, "The forecast"): a least-squares
  * line through recent growth of live bytes and when it reaches a limit. Used by `analyze trend`
  * (over a finished run's series) and by the live monitor (`memscope run --metrics`, `monitor`,
- * `top`: over the high-water of each second so far, ms_forecast below), so that both say the same
- * of the same series. */
+ * `top`: over the peak of each step when the program marks steps, ms_forecast_steps, else over the
+ * high-water of each second so far, ms_forecast), so that both say the same of the same series. */
 #ifndef MS_FORECAST_H
 #define MS_FORECAST_H
 
@@ -78,5 +78,17 @@ struct ms_series_forecast {
 };
 void ms_forecast_series(const double *x, const double *y, int n, double limit,
                         struct ms_series_forecast *out);
+
+/* The forecast by steps, used instead of the time's when the program marks steps (memscope_step,
+ * memscope.torch): the peak of each step (peak[i]) against its number (step[i], increasing),
+ * fitted and judged as ms_forecast_series does, and when the step of the limit comes at the pace
+ * of the same recent steps (t[i]: step i's end, seconds on the clock of now_s). Pure. */
+struct ms_step_forecast {
+    struct ms_series_forecast s; /* x: steps; s.at: the step at which the limit is reached */
+    double sec_per_step;         /* the fitted pace, 0 when the steps' times do not advance */
+    double eta_s; /* seconds from now_s to then: 0 when reached, -1 when not predicted */
+};
+void ms_forecast_steps(const double *step, const double *peak, const double *t, int n, double limit,
+                       double now_s, struct ms_step_forecast *out);
 
 #endif

@@ -51,7 +51,20 @@ struct ms_follow_thread {
     uint8_t cat[OWNER_DEPTH];
 };
 
-enum { EV_ALLOC, EV_FREE, EV_MUNMAP, EV_STEP, EV_PUSH, EV_POP, EV_TAG, EV_LOST };
+enum {
+    EV_ALLOC,
+    EV_FREE,
+    EV_MUNMAP,
+    EV_STEP,
+    EV_PUSH,
+    EV_POP,
+    EV_TAG,
+    EV_LOST,
+    EV_POOL_ALLOC, /* layer: the pool's index */
+    EV_POOL_FREE,
+    EV_POOL_RESERVE,
+    EV_POOL_RELEASE
+};
 
 struct ms_follow_event {
     uint64_t ns, addr, size, order;
@@ -61,18 +74,15 @@ struct ms_follow_event {
 
 struct block {
     uint64_t size;
-    uint32_t stack;
+    uint32_t site; /* index in the process's sites: a free needs no lookup of its stack */
     uint8_t layer, cat;
-};
-
-struct site {
-    int64_t live;
-    uint64_t allocs;
 };
 
 struct stack {
     uint32_t off, depth;
 };
+
+static int pool_of(struct ms_follow_proc *p, const char *s, size_t n);
 
 static const char *const owner_names[MS_OWNER_COUNT] = {"weight", "gradient", "optimizer_state",
                                                         "activation", "other"};
@@ -115,10 +125,24 @@ int ms_follow_init(struct ms_follow *f, const char *dir)
     return 0;
 }
 
+static void pools_release(struct ms_follow_proc *p)
+{
+    for (size_t i = 0; i < p->npools; i++) {
+        ms_u64map_release(&p->pools[i].used);
+        ms_u64map_release(&p->pools[i].regions);
+    }
+    free(p->pools);
+    p->pools = NULL;
+    p->npools = 0;
+}
+
 static void proc_release(struct ms_follow_proc *p)
 {
     for (int i = 0; i < 3; i++)
         ms_u64map_release(&p->blocks[i]);
+    pools_release(p);
+    free(p->site);
+    free(p->steps);
     ms_u64map_release(&p->sites);
     ms_u64map_release(&p->stacks);
     ms_u64map_release(&p->tmap);
@@ -157,7 +181,7 @@ static void proc_init(struct ms_follow_proc *p, uint64_t pid)
     p->pid = pid;
     for (int i = 0; i < 3; i++)
         ms_u64map_init(&p->blocks[i], sizeof(struct block), MS_FOLLOW_MAX_BLOCKS);
-    ms_u64map_init(&p->sites, sizeof(struct site), MS_FOLLOW_MAX_STACKS);
+    ms_u64map_init(&p->sites, sizeof(uint32_t), MS_FOLLOW_MAX_STACKS);
     ms_u64map_init(&p->stacks, sizeof(struct stack), MS_FOLLOW_MAX_STACKS);
     ms_u64map_init(&p->tmap, sizeof(uint32_t), MS_FOLLOW_MAX_STACKS);
 }
@@ -168,10 +192,15 @@ static void proc_new_image(struct ms_follow_proc *p)
     for (int i = 0; i < 3; i++)
         ms_u64map_clear(&p->blocks[i]);
     ms_u64map_clear(&p->sites);
+    p->nsite = 0;
+    memset(p->scache, 0, sizeof p->scache);
+    pools_release(p);
     for (int l = 0; l < MS_FOLLOW_LAYERS; l++)
         p->layer[l].live = 0;
     memset(p->owner_live, 0, sizeof p->owner_live);
     p->host_live = 0;
+    p->step_host_hw = 0;
+    memset(p->step_dev_hw, 0, sizeof p->step_dev_hw);
 }
 
 /* Parses "<pid>.<n>.mst"; 0 when name is one. */
@@ -349,13 +378,39 @@ static int scan_chunks(struct ms_follow *f, struct ms_follow_file *ff, uint64_t 
     return 0;
 }
 
+/* The queue's next slot (room made: the applied head's first, else grown), or NULL when out of
+ * memory. The caller fills it, then calls queued(). */
+static struct ms_follow_event *queue_slot(struct ms_follow_proc *p)
+{
+    /* the applied head's room first when it is at least half the array (each event is then
+     * moved at most once on average), else the array grows */
+    if (p->nev == p->aev && p->ev0 && p->ev0 >= p->nev / 2) {
+        memmove(p->ev, p->ev + p->ev0, (p->nev - p->ev0) * sizeof *p->ev);
+        p->nev -= p->ev0;
+        p->ev0 = 0;
+    }
+    if (p->nev == p->aev &&
+        ms_grow((void **)&p->ev, &p->aev, p->nev, sizeof *p->ev, 1024, MS_GROW_MAX) < 0)
+        return NULL;
+    return &p->ev[p->nev];
+}
+
+/* Adds the filled slot e (queue_slot's) to the queue. */
+static void queued(struct ms_follow_proc *p, struct ms_follow_event *e)
+{
+    if (p->nev > p->ev0 && e->ns < e[-1].ns)
+        p->unsorted = 1; /* threads' events interleave: drain sorts */
+    e->order = p->order++;
+    p->nev++;
+}
+
 static int push_event(struct ms_follow_proc *p, const struct ms_follow_event *e)
 {
-    if (ms_grow((void **)&p->ev, &p->aev, p->nev, sizeof *p->ev, 1024, MS_GROW_MAX) < 0)
+    struct ms_follow_event *slot = queue_slot(p);
+    if (!slot)
         return MS_ENOMEM;
-    p->ev[p->nev] = *e;
-    p->ev[p->nev].order = p->order++;
-    p->nev++;
+    *slot = *e;
+    queued(p, slot);
     return 0;
 }
 
@@ -484,6 +539,20 @@ static int take_record(struct ms_follow_proc *p, uint32_t thread, const struct m
                 return 0;
             break;
         }
+        case MS_EXT_POOL_ALLOC:
+        case MS_EXT_POOL_FREE:
+        case MS_EXT_POOL_RESERVE:
+        case MS_EXT_POOL_RELEASE: {
+            int k = pool_of(p, r->str1, r->len1);
+            if (k < 0)
+                return 0;
+            e.layer = (uint8_t)k;
+            e.kind = r->fn == MS_EXT_POOL_ALLOC     ? EV_POOL_ALLOC
+                     : r->fn == MS_EXT_POOL_FREE    ? EV_POOL_FREE
+                     : r->fn == MS_EXT_POOL_RESERVE ? EV_POOL_RESERVE
+                                                    : EV_POOL_RELEASE;
+            break;
+        }
         case MS_EXT_CUDA_USAGE: {
             uint64_t dev = r->pcs[0] ? r->pcs[0] - 1 : 0;
             if (dev < MS_FOLLOW_MAX_DEVICES) {
@@ -542,15 +611,20 @@ static long read_chunk(struct ms_follow *f, struct ms_follow_file *ff, struct fc
     int rc;
     for (;;) {
         int e;
-        if (ms_trace_cursor_next_heap(cur, &h)) { /* most records: no general decode */
-            struct ms_follow_event ev = {.ns = h.ns,
-                                         .addr = h.addr,
-                                         .size = h.size,
-                                         .stack = h.stack_id,
-                                         .thread = c->thread,
-                                         .kind = h.type == MS_REC_HEAP_FREE ? EV_FREE : EV_ALLOC,
-                                         .layer = MS_FOLLOW_HEAP};
-            e = push_event(p, &ev);
+        if (ms_trace_cursor_next_heap(cur, &h)) {       /* most records: no general decode */
+            struct ms_follow_event *ev = queue_slot(p); /* filled in place */
+            if (!ev)
+                return MS_ENOMEM;
+            ev->ns = h.ns;
+            ev->addr = h.addr;
+            ev->size = h.size;
+            ev->stack = h.stack_id;
+            ev->thread = c->thread;
+            ev->kind = h.type == MS_REC_HEAP_FREE ? EV_FREE : EV_ALLOC;
+            ev->layer = MS_FOLLOW_HEAP;
+            ev->cat = 0;
+            queued(p, ev);
+            e = 0;
         } else if ((rc = ms_trace_cursor_next(cur, &r)) == 1)
             e = take_record(p, c->thread, &r);
         else
@@ -639,16 +713,98 @@ static void account(struct ms_follow_proc *p, const struct block *b, int sign)
     p->owner_live[b->cat] += d;
     if (b->layer >= MS_FOLLOW_DEVICE0 && l->live > p->dev_hw[b->layer - MS_FOLLOW_DEVICE0])
         p->dev_hw[b->layer - MS_FOLLOW_DEVICE0] = l->live;
+    if (b->layer >= MS_FOLLOW_DEVICE0 && l->live > p->step_dev_hw[b->layer - MS_FOLLOW_DEVICE0])
+        p->step_dev_hw[b->layer - MS_FOLLOW_DEVICE0] = l->live;
     if (b->layer < MS_FOLLOW_DEVICE0) {
         p->host_live += d;
         if (p->host_live > p->host_peak)
             p->host_peak = p->host_live;
         if (p->host_live > p->host_hw)
             p->host_hw = p->host_live;
+        if (p->host_live > p->step_host_hw)
+            p->step_host_hw = p->host_live;
     }
-    struct site *s = ms_u64map_get(&p->sites, b->stack);
-    if (s)
-        s->live += d;
+    p->site[b->site].live += d;
+}
+
+/* The index of stack's site, made when new: a direct-mapped cache in front of the map (a
+ * program allocates from a few hot stacks). MS_ENOMEM at the cap or out of memory. */
+static long site_of(struct ms_follow_proc *p, uint32_t stack)
+{
+    uint64_t *slot = &p->scache[(stack ^ stack >> 8) % MS_FOLLOW_SITE_CACHE];
+    if (*slot && (uint32_t)(*slot >> 32) == stack)
+        return (long)(uint32_t)(*slot - 1);
+    uint32_t i;
+    if (!ms_u64map_get32(&p->sites, stack, &i)) {
+        if (ms_grow((void **)&p->site, &p->asite, p->nsite, sizeof *p->site, 64,
+                    MS_FOLLOW_MAX_STACKS) < 0 ||
+            ms_u64map_set32(&p->sites, stack, (uint32_t)p->nsite) < 0)
+            return MS_ENOMEM;
+        i = (uint32_t)p->nsite++;
+        p->site[i] = (struct ms_follow_site){.stack_id = stack};
+    }
+    *slot = (uint64_t)stack << 32 | ((uint64_t)i + 1);
+    return (long)i;
+}
+
+/* The pool named s (n bytes), made when new; -1 beyond MS_FOLLOW_MAX_POOLS (its records are
+ * then ignored) or out of memory. */
+static int pool_of(struct ms_follow_proc *p, const char *s, size_t n)
+{
+    if (n >= sizeof p->pools[0].name)
+        n = sizeof p->pools[0].name - 1;
+    for (size_t i = 0; i < p->npools; i++)
+        if (strncmp(p->pools[i].name, s, n) == 0 && p->pools[i].name[n] == 0)
+            return (int)i;
+    if (p->npools >= MS_FOLLOW_MAX_POOLS)
+        return -1;
+    if (!p->pools && !(p->pools = calloc(MS_FOLLOW_MAX_POOLS, sizeof *p->pools)))
+        return -1;
+    struct ms_follow_pool *q = &p->pools[p->npools];
+    memset(q, 0, sizeof *q);
+    memcpy(q->name, s, n);
+    ms_u64map_init(&q->used, sizeof(int64_t), MS_FOLLOW_MAX_BLOCKS);
+    ms_u64map_init(&q->regions, sizeof(int64_t), MS_FOLLOW_MAX_BLOCKS);
+    return (int)p->npools++;
+}
+
+/* A pool's block or region, placed or removed (a placement over a live one replaces it). */
+static int apply_pool(struct ms_follow_proc *p, const struct ms_follow_event *e)
+{
+    if (e->layer >= p->npools)
+        return 0; /* queued before an exec dropped the old image's pools */
+    struct ms_follow_pool *q = &p->pools[e->layer];
+    int region = e->kind == EV_POOL_RESERVE || e->kind == EV_POOL_RELEASE;
+    struct ms_u64map *m = region ? &q->regions : &q->used;
+    int64_t *total = region ? &q->reserved_bytes : &q->used_bytes, old;
+    if (ms_u64map_del(m, e->addr, &old))
+        *total -= old;
+    if (e->kind == EV_POOL_FREE || e->kind == EV_POOL_RELEASE)
+        return 0;
+    int64_t *v = ms_u64map_put(m, e->addr, NULL);
+    if (!v)
+        return MS_ENOMEM;
+    *v = (int64_t)e->size;
+    *total += *v;
+    return 0;
+}
+
+/* The end of a step: its peaks kept, the next step's started at the live bytes now. */
+static int end_step(struct ms_follow_proc *p, uint64_t ns)
+{
+    if (!p->steps && !(p->steps = calloc(MS_FOLLOW_STEP_RING, sizeof *p->steps)))
+        return MS_ENOMEM; /* not counted: the event is applied again by the next poll */
+    p->step++;
+    struct ms_follow_step_peak *s = &p->steps[(p->step - 1) % MS_FOLLOW_STEP_RING];
+    s->step = p->step;
+    s->ns = ns;
+    s->host = p->step_host_hw;
+    p->step_host_hw = p->host_live;
+    for (int d = 0; d < MS_FOLLOW_MAX_DEVICES; d++) {
+        s->dev[d] = p->step_dev_hw[d];
+        p->step_dev_hw[d] = p->layer[MS_FOLLOW_DEVICE0 + d].live;
+    }
+    return 0;
 }
 
 static int apply_free(struct ms_follow_proc *p, int layer, uint64_t addr)
@@ -667,22 +823,21 @@ static int apply(struct ms_follow_proc *p, const struct ms_follow_event *e)
     switch (e->kind) {
     case EV_ALLOC: {
         struct ms_u64map *m = &p->blocks[e->layer >= MS_FOLLOW_DEVICE0 ? 2 : e->layer];
-        struct block old;
-        if (ms_u64map_del(m, e->addr, &old)) /* its free was lost: gone now */
-            account(p, &old, -1);
+        long si = site_of(p, e->stack);
+        if (si < 0)
+            return (int)si;
         int isnew;
-        struct site *s = ms_u64map_put(&p->sites, e->stack, &isnew);
-        if (s)
-            s->allocs++;
-        struct block b = {.size = e->size,
-                          .stack = e->stack,
-                          .layer = e->layer,
-                          .cat = t->depth ? t->cat[t->depth - 1] : MS_OWNER_OTHER};
-        struct block *slot = ms_u64map_put(m, e->addr, NULL);
+        struct block *slot = ms_u64map_put(m, e->addr, &isnew);
         if (!slot)
             return MS_ENOMEM;
-        *slot = b;
-        account(p, &b, 1);
+        if (!isnew) /* its free was lost: gone now */
+            account(p, slot, -1);
+        *slot = (struct block){.size = e->size,
+                               .site = (uint32_t)si,
+                               .layer = e->layer,
+                               .cat = t->depth ? t->cat[t->depth - 1] : MS_OWNER_OTHER};
+        p->site[si].allocs++;
+        account(p, slot, 1);
         p->layer[e->layer].allocs++;
         return 0;
     }
@@ -704,7 +859,11 @@ static int apply(struct ms_follow_proc *p, const struct ms_follow_event *e)
         account(p, &b, 1);
         return 0;
     }
-    case EV_STEP: p->step++; return 0;
+    case EV_STEP: return end_step(p, e->ns);
+    case EV_POOL_ALLOC:
+    case EV_POOL_FREE:
+    case EV_POOL_RESERVE:
+    case EV_POOL_RELEASE: return apply_pool(p, e);
     case EV_PUSH:
         if (t->depth >= OWNER_DEPTH) {
             t->overflow++;
@@ -749,29 +908,34 @@ static int cmp_event(const void *a, const void *b)
 /* Applies p's queued events up to horizon, in time order. */
 static long drain(struct ms_follow_proc *p, uint64_t horizon)
 {
-    if (!p->nev)
+    if (p->nev == p->ev0)
         return 0;
-    size_t k = 1; /* one thread's events arrive in order: no sort then */
-    while (k < p->nev && cmp_event(&p->ev[k - 1], &p->ev[k]) <= 0)
-        k++;
-    if (k < p->nev)
-        qsort(p->ev, p->nev, sizeof *p->ev, cmp_event);
-    if (p->nev > MS_FOLLOW_MAX_PENDING)
+    if (p->unsorted) /* one thread's events arrive in order: no sort then */
+        qsort(p->ev + p->ev0, p->nev - p->ev0, sizeof *p->ev, cmp_event);
+    p->unsorted = 0;
+    if (p->nev - p->ev0 > MS_FOLLOW_MAX_PENDING)
         horizon = UINT64_MAX; /* too far behind to wait: applied as they are */
-    size_t i = 0;
+    size_t i = p->ev0;
     for (; i < p->nev && p->ev[i].ns <= horizon; i++) {
         if (!p->first_ns)
             p->first_ns = p->ev[i].ns;
         if (p->ev[i].ns > p->last_ns)
             p->last_ns = p->ev[i].ns;
         int rc = apply(p, &p->ev[i]);
-        if (rc < 0)
+        if (rc < 0) {
+            p->pending = p->nev - (p->ev0 = i);
             return rc;
+        }
     }
-    memmove(p->ev, p->ev + i, (p->nev - i) * sizeof *p->ev);
-    p->nev -= i;
-    p->pending = p->nev;
-    return (long)i;
+    long applied = (long)(i - p->ev0);
+    p->ev0 = i;
+    if (p->ev0 >= p->nev - p->ev0) { /* the waiting ones to the front: no more than applied */
+        memmove(p->ev, p->ev + p->ev0, (p->nev - p->ev0) * sizeof *p->ev);
+        p->nev -= p->ev0;
+        p->ev0 = 0;
+    }
+    p->pending = p->nev - p->ev0;
+    return applied;
 }
 
 long ms_follow_poll(struct ms_follow *f, uint64_t horizon_ns)
@@ -815,24 +979,52 @@ size_t ms_follow_stack(const struct ms_follow_proc *p, uint32_t stack_id, const 
     return s->depth;
 }
 
-size_t ms_follow_top_stacks(const struct ms_follow_proc *p, struct ms_follow_stack_live *out,
-                            size_t k)
+/* The k sites of p with the highest positive key (live, or growth), most first. */
+static size_t top_sites(const struct ms_follow_proc *p, struct ms_follow_stack_live *out, size_t k,
+                        int growth)
 {
-    size_t n = 0, pos = 0;
-    uint64_t key;
-    void *v;
-    while (k && ms_u64map_next(&p->sites, &pos, &key, &v)) {
-        const struct site *s = v;
-        if (s->live <= 0 || (n == k && s->live <= out[n - 1].live))
+    size_t n = 0;
+    for (size_t j = 0; k && j < p->nsite; j++) {
+        const struct ms_follow_site *s = &p->site[j];
+        int64_t g = s->live - s->mark[0], v = growth ? g : s->live;
+        if (v <= 0 || (n == k && v <= (growth ? out[n - 1].growth : out[n - 1].live)))
             continue;
         size_t i = n < k ? n++ : n - 1;
-        while (i > 0 && out[i - 1].live < s->live) {
+        while (i > 0 && (growth ? out[i - 1].growth : out[i - 1].live) < v) {
             out[i] = out[i - 1];
             i--;
         }
-        out[i] = (struct ms_follow_stack_live){(uint32_t)key, s->live, s->allocs};
+        out[i] = (struct ms_follow_stack_live){s->stack_id, s->live, s->allocs, g};
     }
     return n;
+}
+
+size_t ms_follow_top_stacks(const struct ms_follow_proc *p, struct ms_follow_stack_live *out,
+                            size_t k)
+{
+    return top_sites(p, out, k, 0);
+}
+
+size_t ms_follow_top_growing(const struct ms_follow_proc *p, struct ms_follow_stack_live *out,
+                             size_t k)
+{
+    return top_sites(p, out, k, 1);
+}
+
+void ms_follow_mark_sites(struct ms_follow_proc *p)
+{
+    for (size_t j = 0; j < p->nsite; j++) {
+        p->site[j].mark[0] = p->site[j].mark[1];
+        p->site[j].mark[1] = p->site[j].live;
+    }
+}
+
+const struct ms_follow_step_peak *ms_follow_step_peak(const struct ms_follow_proc *p, uint64_t k)
+{
+    if (!p->steps || k == 0 || k > p->step || p->step - k >= MS_FOLLOW_STEP_RING)
+        return NULL;
+    const struct ms_follow_step_peak *s = &p->steps[(k - 1) % MS_FOLLOW_STEP_RING];
+    return s->step == k ? s : NULL; /* not kept: the ring was allocated after it */
 }
 
 void ms_follow_retire(struct ms_follow *f, uint64_t pid)

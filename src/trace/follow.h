@@ -36,6 +36,9 @@
 #define MS_FOLLOW_STACK_FRAMES 16 /* frames kept per stack, innermost first */
 #define MS_FOLLOW_POLL_BYTES (64u << 20)
 #define MS_FOLLOW_MAX_PENDING ((size_t)1 << 24) /* events held back; beyond, applied at once */
+#define MS_FOLLOW_STEP_RING 240  /* the last steps whose peaks are kept (the forecaster's window) */
+#define MS_FOLLOW_MAX_POOLS 16   /* pools (memscope_pool_*) followed per process; others ignored */
+#define MS_FOLLOW_SITE_CACHE 256 /* direct-mapped stack id -> site cache per process */
 
 /* Layers: the heap (malloc & co.), anonymous mmap, then one per CUDA device. */
 enum {
@@ -66,6 +69,32 @@ struct ms_follow_layer {
     uint64_t allocs, frees;
 };
 
+/* One call stack's figures (the sites of a process, in the order first allocated from). */
+struct ms_follow_site {
+    uint32_t stack_id;
+    int64_t live;
+    uint64_t allocs;
+    int64_t mark[2]; /* live at the last two ms_follow_mark_sites (0 before: none was live) */
+};
+
+/* The peak of one step (from the end of the step before to its STEP record): host (heap + mmap)
+ * live bytes and each device's. */
+struct ms_follow_step_peak {
+    uint64_t step; /* its number: 1 for the first STEP record */
+    uint64_t ns;   /* the STEP record's time */
+    int64_t host;
+    int64_t dev[MS_FOLLOW_MAX_DEVICES];
+};
+
+/* A pool of a custom allocator (memscope_pool_reserve/alloc, NVTX memory heaps): its regions
+ * and the blocks handed out inside them (address -> int64_t size each, the form
+ * ms_pool_free_extents of src/analyze reads). */
+struct ms_follow_pool {
+    char name[64];
+    struct ms_u64map used, regions;
+    int64_t used_bytes, reserved_bytes;
+};
+
 struct ms_follow_file; /* one trace file (follow.c) */
 struct ms_follow_thread;
 struct ms_follow_event;
@@ -91,14 +120,23 @@ struct ms_follow_proc {
     uint64_t damaged;                      /* chunks whose records stopped at damage */
     int64_t host_hw;                       /* the highest host_live since the caller reset it */
     int64_t dev_hw[MS_FOLLOW_MAX_DEVICES]; /* the same for each device's live bytes */
+    /* the peaks of the last MS_FOLLOW_STEP_RING steps: step k's at steps[(k - 1) % RING]
+     * (allocated at the first STEP record; NULL in a program that marks none) */
+    struct ms_follow_step_peak *steps;
+    int64_t step_host_hw, step_dev_hw[MS_FOLLOW_MAX_DEVICES]; /* the current step's so far */
+    struct ms_follow_site *site;                              /* nsite sites */
+    size_t nsite, asite;
+    struct ms_follow_pool *pools; /* npools pools */
+    size_t npools;
     /* what NVML reported at the last CUDA_USAGE record of each device (agent: steps, exit) */
     uint32_t dev_seen; /* bit d: device d reported */
     uint64_t dev_used[MS_FOLLOW_MAX_DEVICES], dev_total[MS_FOLLOW_MAX_DEVICES],
         dev_proc_used[MS_FOLLOW_MAX_DEVICES];
     /* internal */
-    struct ms_u64map blocks[3]; /* heap, mmap, CUDA: addr -> struct block (follow.c) */
-    struct ms_u64map sites;     /* stack id -> struct site */
-    struct ms_u64map stacks;    /* stack id -> struct stack */
+    struct ms_u64map blocks[3];            /* heap, mmap, CUDA: addr -> struct block (follow.c) */
+    struct ms_u64map sites;                /* stack id -> index in site */
+    uint64_t scache[MS_FOLLOW_SITE_CACHE]; /* stack id << 32 | site index, 0: empty */
+    struct ms_u64map stacks;               /* stack id -> struct stack */
     uint64_t *pcs;
     size_t npcs, apcs;
     struct ms_follow_module *mods;
@@ -106,16 +144,18 @@ struct ms_follow_proc {
     struct ms_u64map tmap; /* (image << 32 | thread serial) -> index in threads */
     struct ms_follow_thread *threads;
     size_t nthreads, athreads;
-    struct ms_follow_event *ev;
-    size_t nev, aev;
+    struct ms_follow_event *ev; /* the queue: ev[ev0 .. nev) */
+    size_t ev0, nev, aev;
+    int unsorted; /* an event was queued before one of a later time */
     uint64_t order;
 };
 
-/* One call stack's live bytes (ms_follow_top_stacks). */
+/* One call stack's live bytes (ms_follow_top_stacks, ms_follow_top_growing). */
 struct ms_follow_stack_live {
     uint32_t stack_id;
     int64_t live;
     uint64_t allocs;
+    int64_t growth; /* live - mark[0]: what it gained since the older mark */
 };
 
 struct ms_follow {
@@ -153,6 +193,20 @@ size_t ms_follow_stack(const struct ms_follow_proc *p, uint32_t stack_id, const 
  * many were written. */
 size_t ms_follow_top_stacks(const struct ms_follow_proc *p, struct ms_follow_stack_live *out,
                             size_t k);
+
+/* The k stacks of process p that gained the most live bytes since the older of the last two
+ * ms_follow_mark_sites (growth > 0 only), most first, into out[0..k). Returns how many. */
+size_t ms_follow_top_growing(const struct ms_follow_proc *p, struct ms_follow_stack_live *out,
+                             size_t k);
+
+/* Marks each site's live bytes now: mark[0] takes mark[1]'s, mark[1] the live bytes. The
+ * caller (the monitor, every few seconds) keeps the marks' times; growth over the window is
+ * then live - mark[0] over now minus the older mark's time. */
+void ms_follow_mark_sites(struct ms_follow_proc *p);
+
+/* The peak of step k of p when it is still kept (one of the last MS_FOLLOW_STEP_RING), else
+ * NULL. */
+const struct ms_follow_step_peak *ms_follow_step_peak(const struct ms_follow_proc *p, uint64_t k);
 
 /* Says process pid has ended: its files are read once more by the next poll, then closed (a
  * program that starts thousands of processes must not hold a descriptor for each). */

@@ -94,6 +94,22 @@ REPORT=$(sed -n 's/.*report: //p' <<<"$W")
 assert_file "grow: report" "$REPORT"
 assert_match "grow: report's first site" '1\. [0-9.]+ MiB by grow_here' "$(cat "$REPORT")"
 assert_match "grow: report's limit" 'limit: 200.0 MiB \(--limit\)' "$(cat "$REPORT")"
+assert_match "grow: the report's fastest-growing site" '1\. \+[0-9.]+ MiB/s by grow_here' "$(sed -n '/growing fastest/,$p' "$REPORT")"
+# the program marks steps (10 a second): the fit is of each step's peak, not of seconds
+assert_match "grow: the fit is of the steps' peaks" 'growth: 1\.0 MiB per step \(the peak of each of the last [0-9]+ steps' "$(cat "$REPORT")"
+
+# 3b. a custom allocator's pool (memscope_pool_*): the report's reserved, allocated, free bytes,
+# largest free block and fragmentation, by the fragmentation analysis's rule
+ms poolkeep run --keep-trace --no-pack -o "$TMP/pool.db" -- "$PROGS/monitor_grow" pool
+PD=$(grep -o 'traces kept in [^ ;]*' "$TMP/poolkeep.err" | sed 's/traces kept in //')
+mkdir -p "$TMP/poolrep"
+ms poolonce monitor "$PD" --once --limit=1KiB --report-dir "$TMP/poolrep"
+assert_eq "pool: status" 0 "$RC"
+assert_match "pool: the warning" 'has reached its limit of 1\.0 KiB' "$(cat "$TMP/poolonce.err")"
+PREP=$(ls "$TMP"/poolrep/memscope-oom-warning-*.txt | head -1)
+assert_match "pool: the report's pool line" \
+    '^  P +reserved 4\.0 KiB \(4096 B\), allocated 1\.5 KiB \(1536 B\), free 2\.5 KiB \(2560 B\), largest free block 1\.5 KiB \(1536 B\), fragmentation 40\.0%$' \
+    "$(cat "$PREP")"
 
 # 4. a run started elsewhere (the torchrun recipe of docs/monitor.md): the agent in the
 # environment of two workers with RANK=0 and 1, one memscope monitor following their directory

@@ -11,6 +11,13 @@
  *       1 free), ends 3 steps, then waits until GO_FILE exists and exits without freeing.
  *   monitor_grow holdn N GO_FILE
  *       allocates N blocks of 1 MiB, then waits until GO_FILE exists and exits without freeing.
+ *   monitor_grow pool
+ *       allocates a region of 4096 bytes (pool_here) and makes it pool "P"'s (memscope_pool_
+ *       reserve), hands out blocks of 1024 bytes at +0 and 512 bytes at +2048 (memscope_pool_
+ *       alloc: 1536 allocated, 2560 free, the largest free block 1536 bytes) and exits.
+ *   monitor_grow shift GO1 GO2
+ *       allocates 8 blocks of 1 MiB from hold_here, waits until GO1 exists, then allocates
+ *       64 KiB from grow_here every 50 ms (at most 2000 times) until GO2 exists.
  *
  * No stdio: nothing allocates but what is listed. */
 #include "memscope.h"
@@ -36,6 +43,11 @@ __attribute__((noinline)) static void *grow_here(size_t n)
 }
 
 __attribute__((noinline)) static void *hold_here(size_t n)
+{
+    return malloc(n);
+}
+
+__attribute__((noinline)) static char *pool_here(size_t n)
 {
     return malloc(n);
 }
@@ -81,6 +93,24 @@ int main(int argc, char **argv)
             hold_here(1048576);
         while (access(argv[3], F_OK) != 0)
             nap_ms(20);
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "pool") == 0) {
+        char *r = pool_here(4096);
+        memscope_pool_reserve("P", r, 4096);
+        memscope_pool_alloc("P", r, 1024);
+        memscope_pool_alloc("P", r + 2048, 512);
+        return 0;
+    }
+    if (argc == 4 && strcmp(argv[1], "shift") == 0) {
+        for (int i = 0; i < 8; i++)
+            hold_here(1048576);
+        while (access(argv[2], F_OK) != 0)
+            nap_ms(20);
+        for (int i = 0; i < 2000 && access(argv[3], F_OK) != 0; i++) {
+            grow_here(65536);
+            nap_ms(50);
+        }
         return 0;
     }
     return 2;

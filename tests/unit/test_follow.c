@@ -5,12 +5,14 @@
 #include "test.h"
 #include "tracegen.h"
 
+#include "analyze/analyze.h"
 #include "common/forecast.h"
 #include "common/ms_error.h"
 #include "trace/follow.h"
 
 #include <errno.h>
 #include <math.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -233,6 +235,121 @@ static void test_forecast(void)
     CHECK_EQ(at, 100);
 }
 
+/* A follower of one file of pid 300 in a directory of its own. */
+static const struct ms_follow_proc *steps_proc(const struct ms_follow *f)
+{
+    CHECK_EQ(f->nprocs, 1);
+    CHECK_EQ(f->procs[0].pid, 300);
+    return &f->procs[0];
+}
+
+/* Per-step peaks and the forecast by step, a pool's free extents, the call sites' growth. */
+static void test_steps(void)
+{
+    char sub[160], fp[200];
+    snprintf(sub, sizeof sub, "%s/steps", dir);
+    CHECK(mkdir(sub, 0700) == 0);
+    snprintf(fp, sizeof fp, "%s/300.0.mst", sub);
+    struct tg g;
+    tg_init(&g, 300, 1, 0, 0);
+    tg_reserve(&g, 1 << 20);
+    struct tg_chunk a;
+    tg_chunk_begin(&g, &a, 11, 1, 0, 0, 65536);
+    const uint64_t t0 = 1000000000000ull, half_s = 500000000ull;
+    /* stack 3 holds 20000 B from the start and never grows */
+    a.p = ms_enc_alloc(a.p, &a.st, MS_REC_HEAP_ALLOC + MS_FN_MALLOC, t0, 0x800000, 20000, 3);
+    /* a pool: a region of 4096 B, blocks at +0 (1024 B) and +2048 (512 B) */
+    uint64_t v[3] = {0x100000, 4096, 0};
+    a.p = ms_enc_ext(a.p, &a.st, MS_EXT_POOL_RESERVE, t0, v, 3, "P", 1);
+    v[1] = 1024;
+    a.p = ms_enc_ext(a.p, &a.st, MS_EXT_POOL_ALLOC, t0, v, 3, "P", 1);
+    v[0] = 0x100800, v[1] = 512;
+    a.p = ms_enc_ext(a.p, &a.st, MS_EXT_POOL_ALLOC, t0, v, 3, "P", 1);
+    /* 8 steps of 0.5 s: step k keeps 1000 B (stack 1) and uses a temporary of 5000 B (stack 2):
+     * its peak is 20000 + 1000 k + 5000 */
+    for (uint64_t k = 1; k <= 8; k++) {
+        uint64_t ns = t0 + (k - 1) * half_s;
+        a.p = ms_enc_alloc(a.p, &a.st, MS_REC_HEAP_ALLOC + MS_FN_MALLOC, ns + 1,
+                           0x10000 + k * 0x1000, 1000, 1);
+        a.p = ms_enc_alloc(a.p, &a.st, MS_REC_HEAP_ALLOC + MS_FN_MALLOC, ns + 2, 0x90000, 5000, 2);
+        a.p = ms_enc_free(a.p, &a.st, ns + 3, 0x90000);
+        a.p = ms_enc_ext(a.p, &a.st, MS_EXT_STEP, t0 + k * half_s, NULL, 0, NULL, 0);
+    }
+    tg_chunk_end(&g, &a);
+    CHECK(tg_write(&g, fp) == 0);
+    struct ms_follow f;
+    CHECK(ms_follow_init(&f, sub) == 0);
+    /* up to the end of step 4; the sites marked twice there (the window starts at step 4) */
+    CHECK(ms_follow_poll(&f, t0 + 4 * half_s) > 0);
+    const struct ms_follow_proc *p = steps_proc(&f);
+    CHECK_EQ(p->step, 4);
+    ms_follow_mark_sites(&f.procs[0]);
+    ms_follow_mark_sites(&f.procs[0]);
+    CHECK(ms_follow_poll(&f, UINT64_MAX) > 0);
+    CHECK_EQ(p->step, 8);
+    CHECK(ms_follow_step_peak(p, 0) == NULL);
+    CHECK(ms_follow_step_peak(p, 9) == NULL);
+    double x[8], y[8], t[8];
+    for (uint64_t k = 1; k <= 8; k++) {
+        const struct ms_follow_step_peak *sp = ms_follow_step_peak(p, k);
+        CHECK(sp != NULL);
+        CHECK_EQ(sp->step, k);
+        CHECK_EQ(sp->ns, t0 + k * half_s);
+        CHECK_EQ(sp->host, (int64_t)(25000 + 1000 * k));
+        x[k - 1] = (double)k;
+        y[k - 1] = (double)sp->host;
+        t[k - 1] = (double)(k * half_s) / 1e9;
+    }
+    CHECK_EQ(p->host_live, 28000);
+    /* the forecast by step: 1000 B a step from 25000 B, a limit of 65000 B at step 40, 16 s
+     * after step 8 at 0.5 s a step */
+    struct ms_step_forecast sf;
+    ms_forecast_steps(x, y, t, 8, 65000, 4.0, &sf);
+    CHECK_EQ(sf.s.status, MS_LIMIT_PREDICTED);
+    CHECK(fabs(sf.s.fit.slope - 1000) < 1e-9);
+    CHECK(fabs(sf.s.at - 40) < 1e-9);
+    CHECK(fabs(sf.sec_per_step - 0.5) < 1e-9);
+    CHECK(fabs(sf.eta_s - 16) < 1e-9);
+    ms_forecast_steps(x, y, t, 8, 30000, 4.0, &sf); /* step 5's peak was 30000 */
+    CHECK_EQ(sf.s.status, MS_LIMIT_REACHED);
+    CHECK_EQ(sf.eta_s, 0);
+
+    /* growth since the mark: stack 1 gained 4000 B; stack 3 holds the most but did not grow */
+    struct ms_follow_stack_live top[3];
+    CHECK_EQ(ms_follow_top_stacks(p, top, 3), 2);
+    CHECK_EQ(top[0].stack_id, 3);
+    CHECK_EQ(top[1].stack_id, 1);
+    CHECK_EQ(ms_follow_top_growing(p, top, 3), 1);
+    CHECK_EQ(top[0].stack_id, 1);
+    CHECK_EQ(top[0].growth, 4000);
+    CHECK_EQ(top[0].live, 8000);
+    CHECK_EQ(top[0].allocs, 8);
+
+    /* the pool: 4096 reserved, 1536 used; free 1024 + 1536, the largest 1536 */
+    CHECK_EQ(p->npools, 1);
+    CHECK_STREQ(p->pools[0].name, "P");
+    CHECK_EQ(p->pools[0].reserved_bytes, 4096);
+    CHECK_EQ(p->pools[0].used_bytes, 1536);
+    long long fr = 0, big = 0;
+    CHECK_EQ(ms_pool_free_extents(&p->pools[0].used, &p->pools[0].regions, &fr, &big), 0);
+    CHECK_EQ(fr, 2560);
+    CHECK_EQ(big, 1536);
+    /* the block at +0 freed: [0, 2048) is one free extent */
+    v[0] = 0x100000;
+    a.p = ms_enc_ext(a.p, &a.st, MS_EXT_POOL_FREE, t0 + 9 * half_s, v, 1, "P", 1);
+    tg_chunk_end(&g, &a);
+    CHECK(tg_write(&g, fp) == 0);
+    CHECK_EQ(ms_follow_poll(&f, UINT64_MAX), 1);
+    CHECK_EQ(p->pools[0].used_bytes, 512);
+    CHECK_EQ(ms_pool_free_extents(&p->pools[0].used, &p->pools[0].regions, &fr, &big), 0);
+    CHECK_EQ(fr, 3584);
+    CHECK_EQ(big, 2048);
+    ms_follow_release(&f);
+    tg_release(&g);
+    unlink(fp);
+    rmdir(sub);
+}
+
 int main(void)
 {
     CHECK(mkdtemp(dir) != NULL);
@@ -240,6 +357,7 @@ int main(void)
     test_grow();
     test_inputs();
     test_forecast();
+    test_steps();
     unlink(path);
     rmdir(dir);
     puts("test_follow ok");

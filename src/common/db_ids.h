@@ -69,10 +69,13 @@ enum {
 #define MS_SQL_OOM "9"
 #define MS_SQL_OOM_RECENT "11"
 #define MS_SQL_OOM_TOP "12"
+#define MS_SQL_KERNEL_LAUNCH "10"
+#define MS_SQL_DEVICE_USAGE "13"
 _Static_assert(MS_KIND_MALLOC == 1 && MS_KIND_FREE == 2 && MS_KIND_FREE_REQUESTED == 3 &&
                    MS_KIND_STEP == 4 && MS_KIND_RANGE_START == 6 && MS_KIND_RANGE_END == 7 &&
                    MS_KIND_ACCESS == 8 && MS_KIND_OOM == 9 && MS_KIND_OOM_RECENT == 11 &&
-                   MS_KIND_OOM_TOP == 12,
+                   MS_KIND_OOM_TOP == 12 && MS_KIND_KERNEL_LAUNCH == 10 &&
+                   MS_KIND_DEVICE_USAGE == 13,
                "MS_SQL_* name the MS_KIND_* ids");
 
 /* MARK messages that are memscope's own bookkeeping, not the user's marks: owner tags (the

@@ -173,54 +173,81 @@ const char ms_dump_ddl[] =
  * export), then events.attr's members (json_patch). Written out by concatenation: json_object()
  * and json_patch() for every row cost 5 s per 4M rows, this 1 s. Numbers need no escaping; text
  * goes through json_quote(). */
-#define MS_SQL_DUMP_ATTR_OWN                                                                   \
-    "('{' || substr(CASE WHEN e.allocation_id IS NULL THEN '' ELSE ',\"allocation_id\":\"' ||" \
-    " e.allocation_id || '\"' END || ',\"addr\":\"' || printf('0x%016x', e.addr) || '\"' ||"   \
-    " CASE WHEN e.size IS NULL THEN '' ELSE ',\"size\":\"' || e.size || '\"' END ||"           \
-    " CASE WHEN e.kind = 8 THEN ',\"type\":' || json_quote(l.event_type) ELSE '' END ||"       \
-    " CASE WHEN e.kind = 8 OR e.func IS NULL THEN '' ELSE ',\"func\":' || json_quote(e.func)"  \
-    " END || CASE WHEN e.kind = 1 AND o.label IS NOT NULL THEN ',\"owner\":' ||"               \
-    " json_quote(o.label) ELSE '' END || CASE WHEN e.kind != 1 THEN '' ELSE COALESCE((SELECT"  \
-    " ',\"inefficient_type\":' || json_quote(group_concat(i.type, ',')) FROM inefficient i"    \
+/* clang-format off: the SQL reads best as written, one clause a line. */
+#define MS_SQL_DUMP_ATTR_OWN                                                                     \
+    "('{' || substr(CASE WHEN e.allocation_id IS NULL THEN '' ELSE ',\"allocation_id\":\"' ||"   \
+    " e.allocation_id || '\"' END || ',\"addr\":\"' || printf('0x%016x', e.addr) || '\"' ||"     \
+    " CASE WHEN e.size IS NULL THEN '' ELSE ',\"size\":\"' || e.size || '\"' END ||"             \
+    " CASE WHEN e.kind = " MS_SQL_ACCESS                                                         \
+    " THEN ',\"type\":' || json_quote(l.event_type) ELSE '' END ||"                              \
+    " CASE WHEN e.kind = " MS_SQL_ACCESS                                                         \
+    " OR e.func IS NULL THEN '' ELSE ',\"func\":' || json_quote(e.func)"                         \
+    " END || CASE WHEN e.kind = " MS_SQL_MALLOC " AND o.label IS NOT NULL THEN ',\"owner\":' ||" \
+    " json_quote(o.label) ELSE '' END || CASE WHEN e.kind != " MS_SQL_MALLOC                     \
+    " THEN '' ELSE COALESCE((SELECT"                                                             \
+    " ',\"inefficient_type\":' || json_quote(group_concat(i.type, ',')) FROM inefficient i"      \
     " WHERE i.allocation_id = e.allocation_id HAVING count(*)), '') END, 2) || '}')"
 #define MS_SQL_DUMP_ATTR                                                                           \
     "CASE WHEN e.attr IS NULL THEN " MS_SQL_DUMP_ATTR_OWN " ELSE json_patch(" MS_SQL_DUMP_ATTR_OWN \
     ", e.attr) END"
+#define MS_SQL_DUMP_RANGE "e.kind IN (" MS_SQL_RANGE_START ", " MS_SQL_RANGE_END ")"
 
 /* Its rows, from events (docs/database.md "memscope_dump"); callers add "AND ..." and order. */
 const char ms_dump_select[] =
     "SELECT\n"
     "  e.id AS \"ID\",\n"
-    "  CASE WHEN e.kind IN (6, 7) AND " MS_SQL_ATEN_RANGE(
+    "  CASE WHEN " MS_SQL_DUMP_RANGE " AND " MS_SQL_ATEN_RANGE(
         e.name) " THEN 'OP_LAUNCH'\n"
-                "    ELSE CASE e.kind WHEN 4 THEN 'SYSTEM' WHEN 5 THEN 'MSTX' WHEN 6 THEN 'MSTX'\n"
-                "    WHEN 7 THEN 'MSTX'\n"
-                "    WHEN 9 THEN 'OOM_DETAIL' WHEN 11 THEN 'OOM_DETAIL'\n"
-                "    WHEN 12 THEN 'OOM_DETAIL' WHEN 13 THEN 'SYSTEM' ELSE k.name END END AS \"Event\",\n"
-                "  CASE e.kind WHEN 4 THEN 'STEP' WHEN 5 THEN 'Mark'\n"
-                "    WHEN 6 THEN CASE WHEN " MS_SQL_ATEN_RANGE(
+                "    ELSE CASE e.kind WHEN " MS_SQL_STEP " THEN 'SYSTEM' WHEN " MS_SQL_MARK
+                " THEN 'MSTX' WHEN " MS_SQL_RANGE_START " THEN 'MSTX'\n"
+                "    WHEN " MS_SQL_RANGE_END " THEN 'MSTX'\n"
+                "    WHEN " MS_SQL_OOM " THEN 'OOM_DETAIL' WHEN " MS_SQL_OOM_RECENT
+                " THEN 'OOM_DETAIL'\n"
+                "    WHEN " MS_SQL_OOM_TOP " THEN 'OOM_DETAIL' WHEN " MS_SQL_DEVICE_USAGE
+                " THEN 'SYSTEM' ELSE k.name END END AS \"Event\",\n"
+                "  CASE e.kind WHEN " MS_SQL_STEP " THEN 'STEP' WHEN " MS_SQL_MARK " THEN 'Mark'\n"
+                "    WHEN " MS_SQL_RANGE_START " THEN CASE WHEN " MS_SQL_ATEN_RANGE(
                     e.name) " THEN 'ATEN_START'\n"
                             "      ELSE 'Range_start' END\n"
-                            "    WHEN 7 THEN CASE WHEN " MS_SQL_ATEN_RANGE(
+                            "    WHEN " MS_SQL_RANGE_END " THEN CASE WHEN " MS_SQL_ATEN_RANGE(
                                 e.name) " THEN 'ATEN_END'\n"
                                         "      ELSE 'Range_end' END\n"
-                                        "    WHEN 9 THEN 'OOM_TRIGGER' WHEN 10 THEN 'KERNEL_LAUNCH'\n"
-                                        "    WHEN 11 THEN 'OOM_RECENT_ALLOC' WHEN 12 THEN 'OOM_TOP_ALLOC'\n"
-                                        "    WHEN 13 THEN 'DEVICE_USAGE'\n"
-                                        "    WHEN 8 THEN CASE WHEN e.flags & 2 THEN 'WRITE' WHEN e.flags & 1 THEN 'READ'\n"
+                                        "    WHEN " MS_SQL_OOM
+                                        " THEN 'OOM_TRIGGER' WHEN " MS_SQL_KERNEL_LAUNCH
+                                        " THEN 'KERNEL_LAUNCH'\n"
+                                        "    WHEN " MS_SQL_OOM_RECENT
+                                        " THEN 'OOM_RECENT_ALLOC' WHEN " MS_SQL_OOM_TOP
+                                        " THEN 'OOM_TOP_ALLOC'\n"
+                                        "    WHEN " MS_SQL_DEVICE_USAGE " THEN 'DEVICE_USAGE'\n"
+                                        "    WHEN " MS_SQL_ACCESS
+                                        " THEN CASE WHEN e.flags & 2 THEN 'WRITE' WHEN e.flags & 1 THEN 'READ'\n"
                                         "      ELSE 'UNKNOWN' END\n"
                                         "    ELSE l.event_type END AS \"Event Type\",\n"
-                                        "  CASE WHEN e.kind IN (6, 7) AND " MS_SQL_ATEN_RANGE(
+                                        "  CASE WHEN " MS_SQL_DUMP_RANGE " AND " MS_SQL_ATEN_RANGE(
                                             e.name) "\n"
                                                     "    THEN " MS_SQL_ATEN_NAME(
                                                         e.name) "\n"
                                                                 "    ELSE COALESCE(e.name, 'N/A') END AS \"Name\",\n"
                                                                 "  e.ts_ns AS \"Timestamp(ns)\", p.pid AS \"Process Id\", t.tid AS \"Thread Id\",\n"
                                                                 "  COALESCE(l.device, 'N/A') AS \"Device Id\",\n"
-                                                                "  CASE WHEN e.kind IN (4, 5, 6, 7, 9, 10, 11, 12, 13) THEN 'N/A'\n"
+                                                                "  CASE WHEN e.kind IN (" MS_SQL_STEP
+                                                                ", " MS_SQL_MARK
+                                                                ", " MS_SQL_RANGE_START
+                                                                ", " MS_SQL_RANGE_END
+                                                                ", " MS_SQL_OOM
+                                                                ", " MS_SQL_KERNEL_LAUNCH
+                                                                ", " MS_SQL_OOM_RECENT
+                                                                ", " MS_SQL_OOM_TOP
+                                                                ", " MS_SQL_DEVICE_USAGE
+                                                                ") THEN 'N/A'\n"
                                                                 "    ELSE printf('0x%016x', e.addr) END AS \"Ptr\",\n"
-                                                                "  CASE WHEN e.kind IN (4, 5, 6, 7) THEN '{}'\n"
-                                                                "    WHEN e.kind >= 9 THEN COALESCE(e.attr, '{}') ELSE\n"
+                                                                "  CASE WHEN e.kind IN (" MS_SQL_STEP
+                                                                ", " MS_SQL_MARK
+                                                                ", " MS_SQL_RANGE_START
+                                                                ", " MS_SQL_RANGE_END
+                                                                ") THEN '{}'\n"
+                                                                "    WHEN e.kind >= " MS_SQL_OOM
+                                                                " THEN COALESCE(e.attr, '{}') ELSE\n"
                                                                 "  " MS_SQL_DUMP_ATTR "\n"
                                                                 "  END AS \"Attr\",\n"
                                                                 "  COALESCE(s.py_text, '') AS \"Call Stack(Python)\",\n"
@@ -228,14 +255,17 @@ const char ms_dump_select[] =
                                                                 "FROM events e JOIN event_kinds k ON k.id = e.kind JOIN layers l ON l.id = e.layer\n"
                                                                 "  JOIN processes p ON p.id = e.process_id JOIN threads t ON t.id = e.thread_id\n"
                                                                 "  LEFT JOIN stacks s ON s.id = e.stack_id\n"
-                                                                "  LEFT JOIN blocks b ON e.kind = 1 AND b.allocation_id = e.allocation_id\n"
+                                                                "  LEFT JOIN blocks b ON e.kind = " MS_SQL_MALLOC
+                                                                " AND b.allocation_id = e.allocation_id\n"
                                                                 "  LEFT JOIN owners o ON o.id = b.owner_id\n"
                                                                 /* A device's address reservations and mappings, and PyTorch's segments (the driver layer
      * has them as HAL rows already), and the host's reserved address space (MMAP_RESERVE, no
-     * memory), stay in memscope's own tables: Insight's breakdown refuses
-     * MALLOC rows of event types outside its vocabulary (docs/cuda.md). */
+     * memory), stay in memscope's own tables: Insight's breakdown refuses MALLOC rows of event
+     * types outside its vocabulary (docs/cuda.md). */
                                                                 "WHERE NOT (l.device IS NOT NULL\n"
                                                                 "    AND l.event_type IN ('VMM_RESERVE', 'VMM_MAP', 'PTA_SEGMENT', 'MMAP_RESERVE'))\n"
                                                                 /* memscope's own marks (owner tags, the module log) are not the user's MSTX rows */
-                                                                "  AND NOT (e.kind = 5 AND " MS_SQL_OWN_MARK(
+                                                                "  AND NOT (e.kind = " MS_SQL_MARK
+                                                                " AND " MS_SQL_OWN_MARK(
                                                                     e.name) ")\n";
+/* clang-format on */

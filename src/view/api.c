@@ -353,7 +353,7 @@ static void track_json(struct ms_json *j, const struct ms_vtrack *tr, size_t id,
     ms_json_bool(j, "reserve", tr->reserve);
     ms_json_int(j, "peak_bytes", tr->peak);
     ms_json_int(j, "peak_ns", tr->peak_ns - origin);
-    ms_json_int(j, "final_bytes", tr->n ? tr->live[tr->n - 1] : 0);
+    ms_json_int(j, "final_bytes", tr->line->last_live);
     ms_json_int(j, "allocs", tr->allocs);
     ms_json_int(j, "alloc_bytes", tr->alloc_bytes);
 }
@@ -689,15 +689,21 @@ static int series(struct ms_view *v, struct req *r, struct ms_json *j)
     int64_t *mn = malloc(nb * 2 * sizeof *mn), *mx = mn ? mn + nb : NULL;
     if (!mn)
         return MS_ENOMEM;
-    const int64_t *done = NULL; /* the ts array mn and mx were computed for */
+    const struct ms_vline *done = NULL;        /* the changes mn and mx were computed for */
+    struct ms_vcur *cur = malloc(sizeof *cur); /* 4 KiB: off the server thread's stack */
+    if (!cur) {
+        free(mn);
+        return MS_ENOMEM;
+    }
     ms_json_begin_array(j, "tracks");
     for (size_t i = 0; i < m->ntracks; i++) {
         const struct ms_vtrack *tr = &m->tracks[i];
-        if (!done || tr->ts != done || !tr->ts) {
+        if (tr->line != done) {
+            ms_vcur_init(cur, tr->line);
             size_t q = 0;
             for (int64_t t = a; t < b && q < nb; t += step, q++)
-                ms_view_minmax(tr, t, t + step < b ? t + step : b, &mn[q], &mx[q]);
-            done = tr->ts;
+                ms_vline_minmax(cur, t, t + step < b ? t + step : b, &mn[q], &mx[q]);
+            done = tr->line;
         }
         ms_json_begin_object(j, NULL);
         ms_json_int(j, "id", (long long)i);
@@ -712,6 +718,7 @@ static int series(struct ms_view *v, struct req *r, struct ms_json *j)
     ms_json_end_array(j);
     usage_series(m, a, b, step, nb, j);
     ms_json_end_object(j);
+    free(cur);
     free(mn);
     return 0;
 }

@@ -28,17 +28,22 @@ static int seg_by_addr(const void *a, const void *b)
  * none. */
 static int64_t track_neighbour(const struct ms_vtrack *tr, int64_t t, int dir, int64_t def)
 {
-    size_t lo = 0, hi = tr->n; /* first index with ts > t (dir > 0) or >= t (dir < 0) */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (dir > 0 ? tr->ts[mid] <= t : tr->ts[mid] < t)
-            lo = mid + 1;
-        else
-            hi = mid;
+    struct ms_vcur *c = malloc(sizeof *c); /* 4 KiB: off the server thread's stack */
+    if (!c)
+        return def; /* no neighbour to step to: the page's buttons stay off */
+    ms_vcur_init(c, tr->line);
+    int64_t r = def;
+    if (dir > 0) { /* the first change after t */
+        size_t i = (size_t)(ms_vline_last_at(c, t) + 1);
+        if (i < tr->line->n)
+            r = ms_vline_ts(c, i);
+    } else if (t > INT64_MIN) { /* the last change before t */
+        long i = ms_vline_last_at(c, t - 1);
+        if (i >= 0)
+            r = ms_vline_ts(c, (size_t)i);
     }
-    if (dir > 0)
-        return lo < tr->n ? tr->ts[lo] : def;
-    return lo > 0 ? tr->ts[lo - 1] : def;
+    free(c);
+    return r;
 }
 
 /* A pool's state at t (memory_viz's allocator state): the regions it had reserved (its

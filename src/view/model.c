@@ -63,19 +63,10 @@ static void reserve(void **a, size_t *cap, size_t n, size_t elem)
 
 static int track_push(struct ms_vtrack *tr, int64_t ts, int64_t delta)
 {
-    int64_t live = (tr->n ? tr->live[tr->n - 1] : 0) + delta;
-    if (tr->n && tr->ts[tr->n - 1] == ts) { /* same ns: the later value stands */
-        tr->live[tr->n - 1] = live;
-    } else {
-        size_t cap = tr->cap;
-        if (ms_grow((void **)&tr->ts, &cap, tr->n, sizeof *tr->ts, 1024, MS_GROW_MAX) < 0 ||
-            ms_grow((void **)&tr->live, &tr->cap, tr->n, sizeof *tr->live, 1024, MS_GROW_MAX) < 0)
-            return MS_ENOMEM;
-        tr->ts[tr->n] = ts;
-        tr->live[tr->n++] = live;
-    }
-    if (live > tr->peak) {
-        tr->peak = live;
+    if (ms_vline_push(&tr->own, ts, delta) < 0)
+        return MS_ENOMEM;
+    if (tr->own.last_live > tr->peak) {
+        tr->peak = tr->own.last_live;
         tr->peak_ns = ts;
     }
     return 0;
@@ -95,15 +86,7 @@ static long track_of(struct loader *L, int64_t process_id, int64_t layer)
         return -1;
     struct ms_vtrack *tr = &m->tracks[m->ntracks];
     memset(tr, 0, sizeof *tr);
-    if (m->ntracks == 1) { /* the first: most runs have one track, which takes every change */
-        size_t cap = 0;
-        reserve((void **)&tr->ts, &cap, L->events_hint, sizeof *tr->ts);
-        reserve((void **)&tr->live, &tr->cap, cap ? L->events_hint : 0, sizeof *tr->live);
-        if (tr->ts && !tr->live) {
-            free(tr->ts);
-            tr->ts = NULL;
-        }
-    }
+    tr->line = &tr->own;
     tr->process_id = process_id;
     tr->layer = layer;
     tr->reserve = !ms__layer_selected(&L->layers, layer);
@@ -352,8 +335,9 @@ static int read_pools(struct ms_view_model *m)
     return 0;
 }
 
-/* Track 0, the total of the memory tracks: the one memory track's own arrays when there is one
- * (most runs: no copy), else their changes merged in time order. */
+/* Track 0, the total of the memory tracks: the one memory track's own changes when there is
+ * one (most runs: no copy), else their changes merged in time order (on equal times, the
+ * track created first). The memory tracks are finished (encoded) by then. */
 static int build_total(struct ms_view_model *m)
 {
     struct ms_vtrack *tot = &m->tracks[0];
@@ -361,35 +345,39 @@ static int build_total(struct ms_view_model *m)
     for (size_t i = 1; i < m->ntracks; i++)
         if (!m->tracks[i].reserve) {
             mem[k++] = i;
-            n += m->tracks[i].n;
+            n += m->tracks[i].own.n;
         }
     if (k == 1) {
         const struct ms_vtrack *one = &m->tracks[mem[0]];
-        tot->ts = one->ts;
-        tot->live = one->live;
-        tot->n = one->n;
+        tot->line = &one->own;
         tot->peak = one->peak;
         tot->peak_ns = one->peak_ns;
-        tot->alias = 1;
         return 0;
     }
+    struct ms_vcur *cur = malloc((k ? k : 1) * sizeof *cur);
+    if (!cur)
+        return MS_ENOMEM;
     size_t pos[MAX_TRACKS] = {0};
-    int64_t prev[MAX_TRACKS] = {0};
-    for (size_t done = 0; done < n; done++) {
-        size_t best = k;
-        for (size_t j = 0; j < k; j++) {
-            const struct ms_vtrack *tr = &m->tracks[mem[j]];
-            if (pos[j] < tr->n &&
-                (best == k || tr->ts[pos[j]] < m->tracks[mem[best]].ts[pos[best]]))
-                best = j;
-        }
-        const struct ms_vtrack *tr = &m->tracks[mem[best]];
-        int64_t delta = tr->live[pos[best]] - prev[best];
-        prev[best] = tr->live[pos[best]];
-        if (track_push(tot, tr->ts[pos[best]++], delta) < 0)
-            return MS_ENOMEM;
+    int64_t prev[MAX_TRACKS] = {0}, next[MAX_TRACKS];
+    for (size_t j = 0; j < k; j++) {
+        ms_vcur_init(&cur[j], &m->tracks[mem[j]].own);
+        next[j] = cur[j].line->n ? ms_vline_ts(&cur[j], 0) : 0;
     }
-    return 0;
+    int rc = 0;
+    for (size_t done = 0; rc == 0 && done < n; done++) {
+        size_t best = k;
+        for (size_t j = 0; j < k; j++)
+            if (pos[j] < cur[j].line->n && (best == k || next[j] < next[best]))
+                best = j;
+        int64_t live = ms_vline_live(&cur[best], pos[best]);
+        int64_t delta = live - prev[best];
+        prev[best] = live;
+        rc = track_push(tot, next[best], delta);
+        if (++pos[best] < cur[best].line->n)
+            next[best] = ms_vline_ts(&cur[best], pos[best]);
+    }
+    free(cur);
+    return rc;
 }
 
 /* The lifetime index (model.h: sorted, max_free). */
@@ -438,26 +426,6 @@ int ms_view_alive(const struct ms_view_model *m, int64_t a, int64_t b,
                     return rc;
             }
         }
-    }
-    return 0;
-}
-
-static int build_chunks(struct ms_vtrack *tr)
-{
-    size_t nc = (tr->n + MS_VIEW_CHUNK - 1) / MS_VIEW_CHUNK;
-    tr->cmin = malloc((nc ? nc : 1) * sizeof *tr->cmin);
-    tr->cmax = malloc((nc ? nc : 1) * sizeof *tr->cmax);
-    if (!tr->cmin || !tr->cmax)
-        return MS_ENOMEM;
-    for (size_t c = 0; c < nc; c++) {
-        size_t a = c * MS_VIEW_CHUNK, b = a + MS_VIEW_CHUNK < tr->n ? a + MS_VIEW_CHUNK : tr->n;
-        int64_t mn = tr->live[a], mx = tr->live[a];
-        for (size_t i = a + 1; i < b; i++) {
-            mn = tr->live[i] < mn ? tr->live[i] : mn;
-            mx = tr->live[i] > mx ? tr->live[i] : mx;
-        }
-        tr->cmin[c] = mn;
-        tr->cmax[c] = mx;
     }
     return 0;
 }
@@ -569,6 +537,7 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
     }
     m->ntracks = 1; /* track 0: the total of every memory layer */
     m->tracks[0].process_id = -1;
+    m->tracks[0].line = &m->tracks[0].own;
     if ((rc = ms__layer_set_load(m->db, &o, &L.layers)) < 0) {
         snprintf(err, errlen, "pools: %s", sqlite3_errmsg(m->db));
         goto fail;
@@ -601,12 +570,14 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
     free(L.open_ranges);
     L.open_ranges = NULL;
     ms__layer_set_release(&L.layers);
+    for (size_t i = 1; rc == 0 && i < m->ntracks; i++)
+        rc = ms_vline_finish(&m->tracks[i].own);
     if (rc == 0)
         rc = build_total(m);
     if (rc == 0)
+        rc = ms_vline_finish(&m->tracks[0].own);
+    if (rc == 0)
         rc = build_lifetime_index(m);
-    for (size_t i = 0; rc == 0 && i < m->ntracks; i++)
-        rc = build_chunks(&m->tracks[i]);
     if (rc == 0)
         rc = describe_tracks(m, err, errlen);
     if (rc < 0)
@@ -630,14 +601,8 @@ void ms_view_model_release(struct ms_view_model *m)
 {
     if (!m)
         return;
-    for (size_t i = 0; m->tracks && i < m->ntracks; i++) {
-        if (!m->tracks[i].alias) {
-            free(m->tracks[i].ts);
-            free(m->tracks[i].live);
-        }
-        free(m->tracks[i].cmin);
-        free(m->tracks[i].cmax);
-    }
+    for (size_t i = 0; m->tracks && i < m->ntracks; i++)
+        ms_vline_release(&m->tracks[i].own);
     free(m->tracks);
     free(m->blocks);
     free(m->addr);
@@ -652,43 +617,4 @@ void ms_view_model_release(struct ms_view_model *m)
     ms_u64map_release(&m->access);
     sqlite3_close(m->db);
     memset(m, 0, sizeof *m);
-}
-
-/* Index of the last change at or before t; -1 when none. */
-static long last_at(const struct ms_vtrack *tr, int64_t t)
-{
-    size_t lo = 0, hi = tr->n; /* first index with ts > t */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (tr->ts[mid] <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (long)lo - 1;
-}
-
-int64_t ms_view_live_at(const struct ms_vtrack *tr, int64_t t)
-{
-    long i = last_at(tr, t);
-    return i < 0 ? 0 : tr->live[i];
-}
-
-void ms_view_minmax(const struct ms_vtrack *tr, int64_t a, int64_t b, int64_t *mn, int64_t *mx)
-{
-    int64_t v = ms_view_live_at(tr, a);
-    *mn = *mx = v;
-    size_t i = (size_t)(last_at(tr, a) + 1), end = (size_t)(last_at(tr, b - 1) + 1);
-    while (i < end) {
-        if (i % MS_VIEW_CHUNK == 0 && i + MS_VIEW_CHUNK <= end) {
-            size_t c = i / MS_VIEW_CHUNK;
-            *mn = tr->cmin[c] < *mn ? tr->cmin[c] : *mn;
-            *mx = tr->cmax[c] > *mx ? tr->cmax[c] : *mx;
-            i += MS_VIEW_CHUNK;
-        } else {
-            *mn = tr->live[i] < *mn ? tr->live[i] : *mn;
-            *mx = tr->live[i] > *mx ? tr->live[i] : *mx;
-            i++;
-        }
-    }
 }

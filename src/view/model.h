@@ -3,13 +3,14 @@
  * Built once from a database (compact: its traces replayed; full: its events table), then only
  * read, by any number of server threads at once. Workload: up to tens of millions of events.
  * A MALLOC/FREE pair costs one block (32 bytes and its 8-byte address) and two changes of
- * live bytes (16 bytes each): about 36 bytes per event (the total of several memory tracks adds
- * 16 per event), 360 MB for 10M events. Every query costs at most one pass over the
+ * live bytes (about 4 bytes each, encoded: timeline.h): about 24 bytes per event (the total of
+ * several memory tracks adds 4 per event), 240 MB for 10M events. Every query costs at most one pass over the
  * blocks, or a binary search plus a bounded scan of one track's changes per pixel. */
 #ifndef MS_VIEW_MODEL_H
 #define MS_VIEW_MODEL_H
 
 #include "common/u64map.h"
+#include "timeline.h"
 
 #include <sqlite3.h>
 #include <stdint.h>
@@ -36,17 +37,15 @@ static inline uint32_t ms_vblock_track(const struct ms_vblock *b)
 }
 
 /* A track: one (process, layer), with its live bytes after each of its MALLOC/FREE events
- * (ts ascending) and a min/max of every CHUNK changes, so that a window's extremes cost a
- * bounded scan. */
-#define MS_VIEW_CHUNK 256
+ * (ts ascending), encoded in chunks with the min/max of each (timeline.h), so that a window's
+ * extremes cost a bounded scan. */
 struct ms_vtrack {
     int64_t process_id, pid, layer;
     char layer_name[32];
     int reserve; /* a region pools carve blocks from: not added to the total */
-    int alias;   /* ts and live are another track's (the total of a single memory track) */
-    int64_t *ts, *live;
-    size_t n, cap;
-    int64_t *cmin, *cmax; /* per chunk of MS_VIEW_CHUNK changes */
+    struct ms_vline own;
+    const struct ms_vline *line; /* own, or another track's (the total of a single memory
+                                    track) */
     int64_t peak, peak_ns, allocs, alloc_bytes;
 };
 
@@ -127,12 +126,6 @@ struct ms_view_model {
  * one-line reason in err. The caller releases with ms_view_model_release(). */
 int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, size_t errlen);
 void ms_view_model_release(struct ms_view_model *m);
-
-/* The track's live bytes at time t (after every event at or before t). */
-int64_t ms_view_live_at(const struct ms_vtrack *tr, int64_t t);
-
-/* Min and max live bytes of the track over [a, b) (the value entering the window counts). */
-void ms_view_minmax(const struct ms_vtrack *tr, int64_t a, int64_t b, int64_t *mn, int64_t *mx);
 
 /* Calls fn(ctx, i) for each block i alive at some time in [a, b) (allocated before b, freed
  * after a), in index order; stops at fn's first nonzero return, which it returns. */

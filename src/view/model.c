@@ -22,9 +22,14 @@
 #define MAX_TRACKS MS_VIEW_MAX_TRACKS
 #define MAX_OWNER ((1u << 24) - 1)
 
+struct open_block {
+    uint32_t idx, track;
+    int64_t size;
+};
+
 struct loader {
     struct ms_view_model *m;
-    struct ms_u64map open;   /* allocation_id -> block index (uint32) of blocks not yet freed */
+    struct ms_u64map open;   /* allocation_id -> struct open_block, of blocks not yet freed */
     struct ms_u64map owners; /* allocation_id -> owner id (uint32): the blocks table's, the
                                 last a tag gave (a MALLOC row has the owner at that time) */
     struct ms_layer_set layers;
@@ -100,26 +105,26 @@ static int on_malloc(struct loader *L, int64_t ts, int64_t proc, int64_t layer, 
     long t = track_of(L, proc, layer);
     if (t < 0)
         return 0; /* past MAX_TRACKS: not drawn (docs/viewer.md) */
-    size_t cap = m->capblocks;
-    if (m->nblocks >= UINT32_MAX ||
-        ms_grow((void **)&m->addr, &cap, m->nblocks, sizeof *m->addr, 4096, MS_GROW_MAX) < 0 ||
-        ms_grow((void **)&m->blocks, &m->capblocks, m->nblocks, sizeof *m->blocks, 4096,
-                MS_GROW_MAX) < 0)
-        return MS_ENOMEM;
-    m->addr[m->nblocks] = (uint64_t)addr;
     uint32_t tagged;
     if (alloc_id && ms_u64map_get32(&L->owners, (uint64_t)alloc_id, &tagged))
         owner_id = tagged;
-    struct ms_vblock *b = &m->blocks[m->nblocks];
-    *b = (struct ms_vblock){
+    struct ms_vblock b = {
         .alloc_ns = ts,
         .free_ns = INT64_MAX,
         .size = size,
         .stack_id = stack_id > 0 && stack_id <= UINT32_MAX ? (uint32_t)stack_id : 0,
         .owner_track =
-            (owner_id > 0 && owner_id <= MAX_OWNER ? (uint32_t)owner_id : 0) << 8 | (uint32_t)t};
-    if (alloc_id && ms_u64map_set32(&L->open, (uint64_t)alloc_id, (uint32_t)m->nblocks) < 0)
+            (owner_id > 0 && owner_id <= MAX_OWNER ? (uint32_t)owner_id : 0) << 8 | (uint32_t)t,
+        .addr = (uint64_t)addr};
+    if (ms_vblocks_push(&m->blocks, &b) < 0)
         return MS_ENOMEM;
+    if (alloc_id) {
+        int isnew;
+        struct open_block *o = ms_u64map_put(&L->open, (uint64_t)alloc_id, &isnew);
+        if (!o)
+            return MS_ENOMEM;
+        *o = (struct open_block){(uint32_t)m->nblocks, (uint32_t)t, size};
+    }
     m->nblocks++;
     struct ms_vtrack *tr = &m->tracks[t];
     tr->allocs++;
@@ -129,23 +134,21 @@ static int on_malloc(struct loader *L, int64_t ts, int64_t proc, int64_t layer, 
 
 static int on_free(struct loader *L, int64_t ts, int64_t alloc_id)
 {
-    uint32_t i;
-    if (!alloc_id || !ms_u64map_get32(&L->open, (uint64_t)alloc_id, &i))
+    struct open_block o;
+    if (!alloc_id || ms_u64map_del(&L->open, (uint64_t)alloc_id, &o) != 1)
         return 0; /* a free of nothing recorded */
-    ms_u64map_del(&L->open, (uint64_t)alloc_id, NULL);
-    struct ms_vblock *b = &L->m->blocks[i];
-    b->free_ns = ts;
-    return track_push(&L->m->tracks[ms_vblock_track(b)], ts, -b->size);
+    ms_vblocks_set_free(&L->m->blocks, o.idx, ts);
+    return track_push(&L->m->tracks[o.track], ts, -o.size);
 }
 
 /* An ACCESS of a live block: its first, last and longest gap. */
 static int on_access(struct loader *L, int64_t ts, int64_t alloc_id)
 {
-    uint32_t i;
-    if (!alloc_id || !ms_u64map_get32(&L->open, (uint64_t)alloc_id, &i))
+    const struct open_block *o = alloc_id ? ms_u64map_get(&L->open, (uint64_t)alloc_id) : NULL;
+    if (!o)
         return 0; /* a block not recorded, or freed */
     int isnew;
-    struct ms_vaccess *a = ms_u64map_put(&L->m->access, i, &isnew);
+    struct ms_vaccess *a = ms_u64map_put(&L->m->access, o->idx, &isnew);
     if (!a)
         return MS_ENOMEM;
     if (isnew) {
@@ -384,8 +387,12 @@ static int build_total(struct ms_view_model *m)
 static int build_lifetime_index(struct ms_view_model *m)
 {
     m->sorted = 1;
-    for (size_t i = 1; i < m->nblocks && m->sorted; i++)
-        m->sorted = m->blocks[i].alloc_ns >= m->blocks[i - 1].alloc_ns;
+    int64_t prev = INT64_MIN;
+    for (size_t i = 0; i < m->nblocks && m->sorted; i++) {
+        int64_t t = ms_view_block(m, i).alloc_ns;
+        m->sorted = t >= prev;
+        prev = t;
+    }
     size_t nc = (m->nblocks + MS_VIEW_CHUNK - 1) / MS_VIEW_CHUNK;
     m->max_free = malloc((nc ? nc : 1) * sizeof *m->max_free);
     if (!m->max_free)
@@ -393,7 +400,7 @@ static int build_lifetime_index(struct ms_view_model *m)
     for (size_t c = 0; c < nc; c++) {
         int64_t mx = INT64_MIN;
         for (size_t i = c * MS_VIEW_CHUNK; i < (c + 1) * MS_VIEW_CHUNK && i < m->nblocks; i++)
-            mx = m->blocks[i].free_ns > mx ? m->blocks[i].free_ns : mx;
+            mx = ms_vblocks_free_ns(&m->blocks, i) > mx ? ms_vblocks_free_ns(&m->blocks, i) : mx;
         m->max_free[c] = mx;
     }
     return 0;
@@ -407,7 +414,7 @@ int ms_view_alive(const struct ms_view_model *m, int64_t a, int64_t b,
         size_t lo = 0, hi = m->nblocks;
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
-            if (m->blocks[mid].alloc_ns < b)
+            if (ms_view_block(m, mid).alloc_ns < b)
                 lo = mid + 1;
             else
                 hi = mid;
@@ -419,8 +426,7 @@ int ms_view_alive(const struct ms_view_model *m, int64_t a, int64_t b,
             continue; /* every block of the chunk freed by a */
         size_t hi = (c + 1) * MS_VIEW_CHUNK < end ? (c + 1) * MS_VIEW_CHUNK : end;
         for (size_t i = c * MS_VIEW_CHUNK; i < hi; i++) {
-            const struct ms_vblock *k = &m->blocks[i];
-            if (k->alloc_ns < b && k->free_ns > a) {
+            if (ms_vblocks_free_ns(&m->blocks, i) > a && ms_view_block(m, i).alloc_ns < b) {
                 int rc = fn(ctx, i);
                 if (rc)
                     return rc;
@@ -528,7 +534,7 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
     ms_u64map_init(&m->access, sizeof(struct ms_vaccess), MS_U64MAP_MAX);
     struct ms_analyze_opts o;
     ms_analyze_opts_init(&o);
-    ms_u64map_init(&L.open, sizeof(uint32_t), MS_U64MAP_MAX);
+    ms_u64map_init(&L.open, sizeof(struct open_block), MS_U64MAP_MAX);
     ms_u64map_init(&L.owners, sizeof(uint32_t), MS_U64MAP_MAX);
     m->tracks = calloc(MAX_TRACKS, sizeof *m->tracks);
     if (!m->tracks) {
@@ -545,16 +551,9 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
     if ((rc = read_owners(&L, err, errlen)) < 0)
         goto fail;
     L.events_hint = events_hint(m->db);
-    if (L.events_hint) {
-        size_t cap = 0;
-        /* a block per MALLOC: half the events when all are freed, all when none is */
-        reserve((void **)&m->addr, &cap, L.events_hint, sizeof *m->addr);
-        reserve((void **)&m->blocks, &m->capblocks, cap, sizeof *m->blocks);
-        if (m->addr && !m->blocks) {
-            free(m->addr);
-            m->addr = NULL;
-        }
-    }
+    /* a block per MALLOC: half the events when all are freed, all when none is */
+    reserve((void **)&m->blocks.free_ns, &m->blocks.capfree, L.events_hint,
+            sizeof *m->blocks.free_ns);
     if ((rc = read_pools(m)) < 0)
         goto fail;
     if ((rc = read_usage(m)) < 0) {
@@ -570,6 +569,8 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
     free(L.open_ranges);
     L.open_ranges = NULL;
     ms__layer_set_release(&L.layers);
+    if (rc == 0)
+        rc = ms_vblocks_finish(&m->blocks);
     for (size_t i = 1; rc == 0 && i < m->ntracks; i++)
         rc = ms_vline_finish(&m->tracks[i].own);
     if (rc == 0)
@@ -604,8 +605,7 @@ void ms_view_model_release(struct ms_view_model *m)
     for (size_t i = 0; m->tracks && i < m->ntracks; i++)
         ms_vline_release(&m->tracks[i].own);
     free(m->tracks);
-    free(m->blocks);
-    free(m->addr);
+    ms_vblocks_release(&m->blocks);
     free(m->max_free);
     free(m->pools);
     free(m->steps);

@@ -2,29 +2,22 @@
  *
  * Built once from a database (compact: its traces replayed; full: its events table), then only
  * read, by any number of server threads at once. Workload: up to tens of millions of events.
- * A MALLOC/FREE pair costs one block (32 bytes and its 8-byte address) and two changes of
- * live bytes (about 4 bytes each, encoded: timeline.h): about 24 bytes per event (the total of
- * several memory tracks adds 4 per event), 240 MB for 10M events. Every query costs at most one pass over the
+ * A MALLOC/FREE pair costs one block (about 18 bytes, encoded: blockstore.h) and two changes
+ * of live bytes (about 4 bytes each, encoded: timeline.h): about 13 bytes per event (the total
+ * of several memory tracks adds 4 per event), 130 MB for 10M events. Every query costs at most one pass over the
  * blocks, or a binary search plus a bounded scan of one track's changes per pixel. */
 #ifndef MS_VIEW_MODEL_H
 #define MS_VIEW_MODEL_H
 
 #include "common/u64map.h"
+#include "blockstore.h"
 #include "timeline.h"
 
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
 
-/* One allocation: alloc_ns..free_ns (INT64_MAX: never freed), in one track. 32 bytes: the owner
- * id (below 2^24) and the track (below MS_VIEW_MAX_TRACKS) share a word. */
 #define MS_VIEW_MAX_TRACKS 256
-struct ms_vblock {
-    int64_t alloc_ns, free_ns;
-    int64_t size;
-    uint32_t stack_id;
-    uint32_t owner_track; /* owner id << 8 | track */
-};
 
 static inline uint32_t ms_vblock_owner(const struct ms_vblock *b)
 {
@@ -92,10 +85,9 @@ struct ms_vusage {
 #define MS_VIEW_MAX_USAGE 16 /* processes whose usage is drawn: the first ones */
 
 struct ms_view_model {
-    sqlite3 *db; /* read only; frames and stacks are looked up here on demand */
-    struct ms_vblock *blocks;
-    size_t nblocks, capblocks;
-    uint64_t *addr; /* each block's address (for the allocator state of pools), capblocks */
+    sqlite3 *db;              /* read only; frames and stacks are looked up here on demand */
+    struct ms_vblocks blocks; /* read with ms_view_block() */
+    size_t nblocks;
     /* The index of lifetimes: blocks are in allocation order (sorted set when alloc_ns never
      * decreases), and max_free[c] is the latest free_ns among blocks [c * MS_VIEW_CHUNK,
      * (c + 1) * MS_VIEW_CHUNK): the blocks alive in a window are found without visiting the
@@ -121,6 +113,12 @@ struct ms_view_model {
     int64_t total_peak_ns;
     uint64_t events;
 };
+
+/* Block i (< nblocks), decoded. */
+static inline struct ms_vblock ms_view_block(const struct ms_view_model *m, size_t i)
+{
+    return ms_vblocks_get(&m->blocks, i);
+}
 
 /* Loads the model of the database at path (opened read only). 0, or a negative code with a
  * one-line reason in err. The caller releases with ms_view_model_release(). */

@@ -314,9 +314,11 @@ static int in_track(const struct ms_view *v, const struct ms_vblock *b, int64_t 
 static int alive_add(void *ctx, size_t i)
 {
     struct ms_view *v = ctx;
-    struct ms_vblock k = ms_view_block(&v->m, i);
-    if (!in_track(v, &k, v->live_track))
-        return 0;
+    if (v->live_track || v->m.any_reserve) { /* else every block counts: none decoded */
+        struct ms_vblock k = ms_view_block(&v->m, i);
+        if (!in_track(v, &k, v->live_track))
+            return 0;
+    }
     if (ms_grow((void **)&v->live_idx, &v->live_cap, v->live_n, sizeof *v->live_idx, 1024,
                 UINT32_MAX) < 0)
         return MS_ENOMEM;

@@ -176,9 +176,8 @@ static void filter_release(struct filter *f)
 
 /* 1 when block i passes the filters other than the track (the alive set applies it). */
 static int filter_pass(const struct ms_view *v, const struct req *r, const struct filter *f,
-                       size_t i)
+                       size_t i, const struct ms_vblock *k)
 {
-    const struct ms_vblock k_ = ms_view_block(&v->m, i), *k = &k_;
     uint32_t o = ms_vblock_owner(k);
     return k->size >= f->min_size && k->size <= f->max_size &&
            (!f->has_addr || k->addr == f->addr) &&
@@ -231,7 +230,7 @@ int ms__vapi_blocks(struct ms_view *v, struct req *r, struct ms_json *j)
     for (size_t q = 0; q < v->live_n; q++) {
         size_t i = v->live_idx[q];
         const struct ms_vblock k_ = ms_view_block(m, i), *k = &k_;
-        if (!filter_pass(v, r, &f, i))
+        if (!filter_pass(v, r, &f, i, k))
             continue;
         count++;
         bytes += k->size;
@@ -311,7 +310,7 @@ int ms__vapi_events(struct ms_view *v, struct req *r, struct ms_json *j)
     for (size_t q = 0; q < v->live_n; q++) {
         size_t i = v->live_idx[q];
         const struct ms_vblock k_ = ms_view_block(m, i), *k = &k_;
-        if (!filter_pass(v, r, &f, i))
+        if (!filter_pass(v, r, &f, i, k))
             continue;
         for (uint32_t e = 0; e < 2; e++) {
             int64_t ts = e ? k->free_ns : k->alloc_ns;

@@ -43,9 +43,13 @@ static size_t put(uint8_t *p, uint64_t v)
     return k;
 }
 
-static uint64_t get(const uint8_t **pp)
+static inline uint64_t get(const uint8_t **pp)
 {
     const uint8_t *p = *pp;
+    if (*p < 0x80) { /* most fields: one byte */
+        *pp = p + 1;
+        return *p;
+    }
     uint64_t v = 0;
     unsigned s = 0;
     uint8_t b;
@@ -113,6 +117,12 @@ int ms_vblocks_push(struct ms_vblocks *s, const struct ms_vblock *b)
 int ms_vblocks_finish(struct ms_vblocks *s)
 {
     int rc = flush(s);
+    if (rc == 0 && s->noff && !s->dec) {
+        s->dec = calloc(s->noff, sizeof *s->dec);
+        if (!s->dec)
+            rc = MS_ENOMEM;
+        s->dec_budget = MS_VBLOCK_CACHE;
+    }
     free(s->pend);
     s->pend = NULL;
     if (rc == 0 && s->len && s->len < s->capdata) { /* give back the doubling's slack */
@@ -131,6 +141,9 @@ void ms_vblocks_release(struct ms_vblocks *s)
         return;
     if (memo.id == s->id)
         memo.id = 0;
+    for (size_t c = 0; s->dec && c < s->noff; c++)
+        free(atomic_load(&s->dec[c]));
+    free((void *)s->dec);
     free(s->free_ns);
     free(s->off);
     free(s->data);
@@ -140,14 +153,40 @@ void ms_vblocks_release(struct ms_vblocks *s)
 
 size_t ms_vblocks_bytes(const struct ms_vblocks *s)
 {
-    return s->capfree * sizeof *s->free_ns + s->capoff * sizeof *s->off + s->capdata;
+    return s->capfree * sizeof *s->free_ns + s->capoff * sizeof *s->off + s->capdata +
+           (s->dec ? s->noff * sizeof *s->dec + atomic_load(&s->dec_bytes) : 0);
+}
+
+/* Keeps the thread's decoded chunk c (n blocks) for every thread, while the budget lasts. The
+ * store's cache is its only part written after finish: hence the cast in the caller. */
+static void keep(struct ms_vblocks *s, size_t c, size_t n)
+{
+    size_t bytes = n * sizeof *memo.b;
+    if (!s->dec ||
+        atomic_load_explicit(&s->dec_bytes, memory_order_relaxed) + bytes > s->dec_budget)
+        return;
+    if (atomic_fetch_add(&s->dec_bytes, bytes) + bytes > s->dec_budget) {
+        atomic_fetch_sub(&s->dec_bytes, bytes);
+        return;
+    }
+    struct ms_vblock *d = malloc(bytes);
+    struct ms_vblock *none = NULL;
+    if (d)
+        memcpy(d, memo.b, bytes);
+    if (!d || !atomic_compare_exchange_strong(&s->dec[c], &none, d)) {
+        free(d); /* out of memory, or another thread kept it first */
+        atomic_fetch_sub(&s->dec_bytes, bytes);
+    }
 }
 
 struct ms_vblock ms_vblocks_get(const struct ms_vblocks *s, size_t i)
 {
     size_t c = i / MS_VBLOCK_CHUNK;
     struct ms_vblock b;
-    if (c >= s->noff) { /* still being written */
+    struct ms_vblock *kept = s->dec ? atomic_load_explicit(&s->dec[c], memory_order_acquire) : NULL;
+    if (kept) {
+        b = kept[i % MS_VBLOCK_CHUNK];
+    } else if (c >= s->noff) { /* still being written */
         b = s->pend[i % MS_VBLOCK_CHUNK];
     } else {
         if (memo.id != s->id || memo.chunk != c) {
@@ -167,6 +206,7 @@ struct ms_vblock ms_vblocks_get(const struct ms_vblocks *s, size_t i)
             }
             memo.id = s->id;
             memo.chunk = c;
+            keep((struct ms_vblocks *)s, c, n);
         }
         b = memo.b[i % MS_VBLOCK_CHUNK];
     }

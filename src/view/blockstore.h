@@ -7,7 +7,11 @@
  * from the block before (a chunk's first block from zero), so that a chunk decodes alone.
  * ms_vblocks_get() decodes a block's chunk into a decoded chunk kept per thread, so a pass in
  * index order decodes each chunk once and a random access costs one chunk's decoding (about a
- * microsecond). Written once (push, set_free, finish), then read by any number of threads. */
+ * microsecond); and, after the store is finished, keeps each chunk it decodes, decoded, while
+ * a budget of bytes lasts (MS_VBLOCK_CACHE): a run whose decoded blocks fit in it is read as
+ * fast as an array once each chunk has been read, a larger one keeps the chunks read first
+ * and decodes the others each time. Written once (push, set_free, finish), then read by any
+ * number of threads. */
 #ifndef MS_VIEW_BLOCKSTORE_H
 #define MS_VIEW_BLOCKSTORE_H
 
@@ -25,6 +29,7 @@ struct ms_vblock {
 };
 
 #define MS_VBLOCK_CHUNK 64
+#define MS_VBLOCK_CACHE ((size_t)256 << 20) /* bytes of decoded chunks kept, at most */
 
 struct ms_vblocks {
     int64_t *free_ns; /* per block */
@@ -33,7 +38,12 @@ struct ms_vblocks {
     size_t noff, capoff;
     uint8_t *data;
     size_t len, capdata;
-    size_t n;               /* blocks */
+    size_t n; /* blocks */
+    /* after finish: each chunk decoded once and kept, while the budget lasts (NULL: not
+     * kept); set once with a compare-and-swap, freed by release */
+    struct ms_vblock *_Atomic *dec;
+    _Atomic size_t dec_bytes;
+    size_t dec_budget;
     struct ms_vblock *pend; /* while written: the last chunk's blocks, not yet encoded */
     size_t npend;
     uint64_t id; /* this store's, for the threads' decoded chunks */

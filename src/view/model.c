@@ -95,6 +95,7 @@ static long track_of(struct loader *L, int64_t process_id, int64_t layer)
     tr->process_id = process_id;
     tr->layer = layer;
     tr->reserve = !ms__layer_selected(&L->layers, layer);
+    m->any_reserve |= tr->reserve;
     return (long)(L->last_track = m->ntracks++);
 }
 
@@ -426,7 +427,9 @@ int ms_view_alive(const struct ms_view_model *m, int64_t a, int64_t b,
             continue; /* every block of the chunk freed by a */
         size_t hi = (c + 1) * MS_VIEW_CHUNK < end ? (c + 1) * MS_VIEW_CHUNK : end;
         for (size_t i = c * MS_VIEW_CHUNK; i < hi; i++) {
-            if (ms_vblocks_free_ns(&m->blocks, i) > a && ms_view_block(m, i).alloc_ns < b) {
+            /* sorted: every block before end was allocated before b, none decoded */
+            if (ms_vblocks_free_ns(&m->blocks, i) > a &&
+                (m->sorted || ms_view_block(m, i).alloc_ns < b)) {
                 int rc = fn(ctx, i);
                 if (rc)
                     return rc;

@@ -94,6 +94,7 @@ struct ms_view_model {
      * chunks whose blocks were all freed before it nor those allocated after it. */
     int sorted;
     int64_t *max_free;
+    int any_reserve; /* a track is a pool's reserve layer (its blocks are not in the total) */
     struct ms_u64map access; /* block index -> struct ms_vaccess, for accessed blocks only */
     struct ms_vpool *pools;
     size_t npools;

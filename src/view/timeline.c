@@ -121,22 +121,27 @@ size_t ms_vline_bytes(const struct ms_vline *l)
 void ms_vcur_init(struct ms_vcur *c, const struct ms_vline *l)
 {
     c->line = l;
-    c->chunk = SIZE_MAX;
-    c->n = 0;
+    c->slot[0].chunk = c->slot[1].chunk = SIZE_MAX;
+    c->slot[0].n = c->slot[1].n = 0;
+    c->last = 0;
 }
 
-/* Decodes chunk k into the cursor (nothing when it holds it already). */
-static void load(struct ms_vcur *c, size_t k)
+/* Chunk k decoded: a slot of the cursor that holds it, else the slot not read last, decoded. */
+static const struct ms_vslot *load(struct ms_vcur *c, size_t k)
 {
-    if (c->chunk == k)
-        return;
+    if (c->slot[c->last].chunk == k)
+        return &c->slot[c->last];
+    c->last ^= 1;
+    struct ms_vslot *d = &c->slot[c->last];
+    if (d->chunk == k)
+        return d;
     const struct ms_vline *l = c->line;
     const struct ms_vchunk *h = &l->heads[k];
     size_t n = k + 1 < l->nheads ? MS_VIEW_CHUNK : l->n - k * MS_VIEW_CHUNK;
     const uint8_t *p = l->data + h->off;
     int64_t ts = h->ts0, live = h->live0;
-    c->ts[0] = ts;
-    c->live[0] = live;
+    d->ts[0] = ts;
+    d->live[0] = live;
     for (size_t i = 1; i < n; i++) {
         for (int f = 0; f < 2; f++) {
             uint64_t v = 0;
@@ -152,11 +157,12 @@ static void load(struct ms_vcur *c, size_t k)
             else
                 ts += unzig(v);
         }
-        c->ts[i] = ts;
-        c->live[i] = live;
+        d->ts[i] = ts;
+        d->live[i] = live;
     }
-    c->chunk = k;
-    c->n = n;
+    d->chunk = k;
+    d->n = n;
+    return d;
 }
 
 long ms_vline_last_at(struct ms_vcur *c, int64_t t)
@@ -173,11 +179,11 @@ long ms_vline_last_at(struct ms_vcur *c, int64_t t)
     if (lo == 0)
         return -1;
     size_t k = lo - 1;
-    load(c, k);
-    size_t a = 0, b = c->n; /* the first change of the chunk after t */
+    const struct ms_vslot *d = load(c, k);
+    size_t a = 0, b = d->n; /* the first change of the chunk after t */
     while (a < b) {
         size_t mid = a + (b - a) / 2;
-        if (c->ts[mid] <= t)
+        if (d->ts[mid] <= t)
             a = mid + 1;
         else
             b = mid;
@@ -187,14 +193,12 @@ long ms_vline_last_at(struct ms_vcur *c, int64_t t)
 
 int64_t ms_vline_ts(struct ms_vcur *c, size_t i)
 {
-    load(c, i / MS_VIEW_CHUNK);
-    return c->ts[i % MS_VIEW_CHUNK];
+    return load(c, i / MS_VIEW_CHUNK)->ts[i % MS_VIEW_CHUNK];
 }
 
 int64_t ms_vline_live(struct ms_vcur *c, size_t i)
 {
-    load(c, i / MS_VIEW_CHUNK);
-    return c->live[i % MS_VIEW_CHUNK];
+    return load(c, i / MS_VIEW_CHUNK)->live[i % MS_VIEW_CHUNK];
 }
 
 int64_t ms_vline_live_at(struct ms_vcur *c, int64_t t)

@@ -38,13 +38,18 @@ struct ms_vline {
     size_t npend;
 };
 
-/* A reader's decoded chunk: pass one, zeroed by ms_vcur_init, to the reading calls; it keeps
- * the last chunk decoded, so consecutive queries near each other decode it once. */
-struct ms_vcur {
-    const struct ms_vline *line;
-    size_t chunk; /* decoded chunk, SIZE_MAX: none */
+/* A reader's decoded chunks: pass one, set by ms_vcur_init, to the reading calls; it keeps
+ * the last two chunks decoded (a window's two ends), so consecutive queries near each other
+ * decode each once. */
+struct ms_vslot {
+    size_t chunk; /* SIZE_MAX: none */
     size_t n;
     int64_t ts[MS_VIEW_CHUNK], live[MS_VIEW_CHUNK];
+};
+struct ms_vcur {
+    const struct ms_vline *line;
+    struct ms_vslot slot[2];
+    int last; /* the slot decoded or read last */
 };
 
 /* Appends a change of delta bytes at ts (ts not before the last change's). 0 or MS_ENOMEM. */

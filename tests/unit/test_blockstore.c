@@ -1,7 +1,7 @@
 /* test_blockstore.c: the viewer's encoded blocks (src/view/blockstore.c) against a plain array:
  * random blocks (times that go back, sizes up to 2^62, addresses anywhere, the widest stack,
  * owner and track words), read while written, then in order, at random and after their frees,
- * each field as pushed. */
+ * each field as pushed, from chunks kept decoded and from chunks past the cache's budget. */
 #include "test.h"
 
 #include "view/blockstore.h"
@@ -49,6 +49,8 @@ static void run(size_t n)
     }
     CHECK_EQ(ms_vblocks_finish(&s), 0);
     CHECK_EQ(s.n, n);
+    if (n > 1000) /* a budget for 3 decoded chunks: the others decoded at each read */
+        s.dec_budget = 3 * MS_VBLOCK_CHUNK * sizeof(struct ms_vblock);
     for (size_t i = 0; i < n; i++)
         if (next() % 2) {
             ref[i].free_ns = ref[i].alloc_ns + (int64_t)(next() % 100000);
@@ -62,6 +64,8 @@ static void run(size_t n)
     }
     if (n >= 5000) /* encoded: half the 32 bytes a decoded block takes besides its free time */
         CHECK(s.len < 16 * n);
+    if (n > 1000)
+        CHECK_EQ(s.dec_bytes, 3 * MS_VBLOCK_CHUNK * sizeof(struct ms_vblock));
     ms_vblocks_release(&s);
     ms_vblocks_release(&s);
     free(ref);

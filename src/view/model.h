@@ -4,8 +4,11 @@
  * read, by any number of server threads at once. Workload: up to tens of millions of events.
  * A MALLOC/FREE pair costs one block (about 18 bytes, encoded: blockstore.h) and two changes
  * of live bytes (about 4 bytes each, encoded: timeline.h): about 13 bytes per event (the total
- * of several memory tracks adds 4 per event), 130 MB for 10M events. Every query costs at most one pass over the
- * blocks, or a binary search plus a bounded scan of one track's changes per pixel. */
+ * of several memory tracks adds 4 per event), 130 MB for 10M events, plus at most 256 MiB of
+ * blocks kept decoded (blockstore.h). Every query costs at most one pass over the blocks, or a
+ * binary search plus a bounded scan of one track's changes per pixel.
+ * NEEDSWORK: the model still grows with the run and is built by replaying the traces at every
+ * start (issue 45: tables written by the conversion, read through indexes, instead). */
 #ifndef MS_VIEW_MODEL_H
 #define MS_VIEW_MODEL_H
 
@@ -18,6 +21,7 @@
 #include <stdio.h>
 
 #define MS_VIEW_MAX_TRACKS 256
+#define MS_VIEW_CHUNK 256 /* blocks per entry of the lifetime index (max_free) */
 
 static inline uint32_t ms_vblock_owner(const struct ms_vblock *b)
 {

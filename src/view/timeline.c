@@ -76,9 +76,9 @@ int ms_vline_push(struct ms_vline *l, int64_t ts, int64_t delta)
         l->last_live = live;
         return 0;
     }
-    if (!l->pend && !(l->pend = malloc(MS_VIEW_CHUNK * sizeof *l->pend)))
+    if (!l->pend && !(l->pend = malloc(MS_VLINE_CHUNK * sizeof *l->pend)))
         return MS_ENOMEM;
-    if (l->npend == MS_VIEW_CHUNK && flush(l) < 0)
+    if (l->npend == MS_VLINE_CHUNK && flush(l) < 0)
         return MS_ENOMEM;
     l->pend[l->npend][0] = ts;
     l->pend[l->npend++][1] = live;
@@ -137,7 +137,7 @@ static const struct ms_vslot *load(struct ms_vcur *c, size_t k)
         return d;
     const struct ms_vline *l = c->line;
     const struct ms_vchunk *h = &l->heads[k];
-    size_t n = k + 1 < l->nheads ? MS_VIEW_CHUNK : l->n - k * MS_VIEW_CHUNK;
+    size_t n = k + 1 < l->nheads ? MS_VLINE_CHUNK : l->n - k * MS_VLINE_CHUNK;
     const uint8_t *p = l->data + h->off;
     int64_t ts = h->ts0, live = h->live0;
     d->ts[0] = ts;
@@ -188,17 +188,17 @@ long ms_vline_last_at(struct ms_vcur *c, int64_t t)
         else
             b = mid;
     }
-    return (long)(k * MS_VIEW_CHUNK + a) - 1;
+    return (long)(k * MS_VLINE_CHUNK + a) - 1;
 }
 
 int64_t ms_vline_ts(struct ms_vcur *c, size_t i)
 {
-    return load(c, i / MS_VIEW_CHUNK)->ts[i % MS_VIEW_CHUNK];
+    return load(c, i / MS_VLINE_CHUNK)->ts[i % MS_VLINE_CHUNK];
 }
 
 int64_t ms_vline_live(struct ms_vcur *c, size_t i)
 {
-    return load(c, i / MS_VIEW_CHUNK)->live[i % MS_VIEW_CHUNK];
+    return load(c, i / MS_VLINE_CHUNK)->live[i % MS_VLINE_CHUNK];
 }
 
 int64_t ms_vline_live_at(struct ms_vcur *c, int64_t t)
@@ -215,11 +215,11 @@ void ms_vline_minmax(struct ms_vcur *c, int64_t a, int64_t b, int64_t *mn, int64
     *mn = *mx = v;
     size_t i = (size_t)(first + 1), end = (size_t)(ms_vline_last_at(c, b - 1) + 1);
     while (i < end) {
-        if (i % MS_VIEW_CHUNK == 0 && i + MS_VIEW_CHUNK <= end) {
-            const struct ms_vchunk *h = &l->heads[i / MS_VIEW_CHUNK];
+        if (i % MS_VLINE_CHUNK == 0 && i + MS_VLINE_CHUNK <= end) {
+            const struct ms_vchunk *h = &l->heads[i / MS_VLINE_CHUNK];
             *mn = h->min < *mn ? h->min : *mn;
             *mx = h->max > *mx ? h->max : *mx;
-            i += MS_VIEW_CHUNK;
+            i += MS_VLINE_CHUNK;
         } else {
             int64_t x = ms_vline_live(c, i);
             *mn = x < *mn ? x : *mn;

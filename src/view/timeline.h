@@ -3,10 +3,10 @@
  *
  * A track is the list of (ts, live) after each of its MALLOC/FREE events, ts never decreasing
  * (a second change at the same ns replaces the first's value). It is cut into chunks of
- * MS_VIEW_CHUNK changes; each chunk keeps, in a head, its first change, its min and max live
+ * MS_VLINE_CHUNK changes; each chunk keeps, in a head, its first change, its min and max live
  * bytes and where its other changes start in one byte array, where each is two zigzag varints:
  * the ts and the live bytes minus the previous change's. Reading a chunk decodes at most
- * MS_VIEW_CHUNK changes into the caller's cursor (struct ms_vcur, on the caller's stack), so
+ * MS_VLINE_CHUNK changes into the caller's cursor (struct ms_vcur, on the caller's stack), so
  * any number of threads read a finished track at once, and a query over a window costs a
  * binary search over the heads plus at most two decoded chunks at its ends (whole chunks
  * inside it are answered by their heads).
@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MS_VIEW_CHUNK 256
+#define MS_VLINE_CHUNK 64
 
 struct ms_vchunk {
     int64_t ts0, live0; /* the chunk's first change */
@@ -44,7 +44,7 @@ struct ms_vline {
 struct ms_vslot {
     size_t chunk; /* SIZE_MAX: none */
     size_t n;
-    int64_t ts[MS_VIEW_CHUNK], live[MS_VIEW_CHUNK];
+    int64_t ts[MS_VLINE_CHUNK], live[MS_VLINE_CHUNK];
 };
 struct ms_vcur {
     const struct ms_vline *line;

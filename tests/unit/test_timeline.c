@@ -113,7 +113,7 @@ static void run(size_t changes)
 
 int main(void)
 {
-    size_t sizes[] = {0, 1, 2, 255, 256, 257, 511, 512, 513, 5000, 20000};
+    size_t sizes[] = {0, 1, 2, 63, 64, 65, 255, 256, 257, 511, 512, 513, 5000, 20000};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
         run(sizes[i]);
     return 0;

@@ -118,9 +118,7 @@ int ms_vblocks_finish(struct ms_vblocks *s)
 {
     int rc = flush(s);
     if (rc == 0 && s->noff && !s->dec) {
-        s->dec = calloc(s->noff, sizeof *s->dec);
-        if (!s->dec)
-            rc = MS_ENOMEM;
+        s->dec = calloc(s->noff, sizeof *s->dec); /* NULL: no chunk kept, each read decodes */
         s->dec_budget = MS_VBLOCK_CACHE;
     }
     free(s->pend);

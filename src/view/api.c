@@ -291,7 +291,7 @@ unsigned ms__vineff_flags(const struct ms_view *v, const struct req *r, size_t i
     const struct ms_vaccess *ac = v->m.access.count ? ms_u64map_get(&v->m.access, i) : NULL;
     if (!ac)
         return 0;
-    const struct ms_vblock *k = &v->m.blocks[i];
+    const struct ms_vblock k_ = ms_view_block(&v->m, i), *k = &k_;
     int64_t end = k->free_ns == INT64_MAX ? v->m.t1 : k->free_ns;
     return ms_analyze_insight_flags(&r->th, k->alloc_ns, end, ac->first_ns, ac->last_ns,
                                     ac->max_gap);
@@ -314,8 +314,11 @@ static int in_track(const struct ms_view *v, const struct ms_vblock *b, int64_t 
 static int alive_add(void *ctx, size_t i)
 {
     struct ms_view *v = ctx;
-    if (!in_track(v, &v->m.blocks[i], v->live_track))
-        return 0;
+    if (v->live_track || v->m.any_reserve) { /* else every block counts: none decoded */
+        struct ms_vblock k = ms_view_block(&v->m, i);
+        if (!in_track(v, &k, v->live_track))
+            return 0;
+    }
     if (ms_grow((void **)&v->live_idx, &v->live_cap, v->live_n, sizeof *v->live_idx, 1024,
                 UINT32_MAX) < 0)
         return MS_ENOMEM;
@@ -353,7 +356,7 @@ static void track_json(struct ms_json *j, const struct ms_vtrack *tr, size_t id,
     ms_json_bool(j, "reserve", tr->reserve);
     ms_json_int(j, "peak_bytes", tr->peak);
     ms_json_int(j, "peak_ns", tr->peak_ns - origin);
-    ms_json_int(j, "final_bytes", tr->n ? tr->live[tr->n - 1] : 0);
+    ms_json_int(j, "final_bytes", tr->line->last_live);
     ms_json_int(j, "allocs", tr->allocs);
     ms_json_int(j, "alloc_bytes", tr->alloc_bytes);
 }
@@ -379,7 +382,7 @@ struct site_sum *ms__vsum_by_stack(struct ms_view *v, int mode, int64_t a, int64
         return NULL;
     size_t count = mode == 0 ? v->live_n : v->m.nblocks;
     for (size_t q = 0; q < count; q++) {
-        const struct ms_vblock *k = &v->m.blocks[mode == 0 ? v->live_idx[q] : q];
+        const struct ms_vblock k_ = ms_view_block(&v->m, mode == 0 ? v->live_idx[q] : q), *k = &k_;
         int take = mode == 0 ||
                    (mode == 1 ? k->alloc_ns >= a && k->alloc_ns < b : k->free_ns == INT64_MAX);
         if (!take || (mode != 0 && !in_track(v, k, track)))
@@ -482,12 +485,15 @@ static int summary(struct ms_view *v, struct req *r, struct ms_json *j)
     ms_json_int(j, "peak_bytes", m->total_peak);
     ms_json_int(j, "peak_ns", m->total_peak_ns - m->t0);
     int64_t leaked = 0, nleaked = 0;
-    for (size_t i = 0; i < m->nblocks; i++)
-        if (m->blocks[i].free_ns == INT64_MAX &&
-            !m->tracks[ms_vblock_track(&m->blocks[i])].reserve) {
-            leaked += m->blocks[i].size;
+    for (size_t i = 0; i < m->nblocks; i++) {
+        if (ms_vblocks_free_ns(&m->blocks, i) != INT64_MAX)
+            continue; /* freed: not decoded */
+        struct ms_vblock k = ms_view_block(m, i);
+        if (!m->tracks[ms_vblock_track(&k)].reserve) {
+            leaked += k.size;
             nleaked++;
         }
+    }
     ms_json_int(j, "leaked_bytes", leaked);
     ms_json_int(j, "python_calls", v->python_calls);
     /* the threads of the Python call trace, most calls first (the page draws one or all) */
@@ -636,15 +642,21 @@ static int series(struct ms_view *v, struct req *r, struct ms_json *j)
     int64_t *mn = malloc(nb * 2 * sizeof *mn), *mx = mn ? mn + nb : NULL;
     if (!mn)
         return MS_ENOMEM;
-    const int64_t *done = NULL; /* the ts array mn and mx were computed for */
+    const struct ms_vline *done = NULL;        /* the changes mn and mx were computed for */
+    struct ms_vcur *cur = malloc(sizeof *cur); /* 4 KiB: off the server thread's stack */
+    if (!cur) {
+        free(mn);
+        return MS_ENOMEM;
+    }
     ms_json_begin_array(j, "tracks");
     for (size_t i = 0; i < m->ntracks; i++) {
         const struct ms_vtrack *tr = &m->tracks[i];
-        if (!done || tr->ts != done || !tr->ts) {
+        if (tr->line != done) {
+            ms_vcur_init(cur, tr->line);
             size_t q = 0;
             for (int64_t t = a; t < b && q < nb; t += step, q++)
-                ms_view_minmax(tr, t, t + step < b ? t + step : b, &mn[q], &mx[q]);
-            done = tr->ts;
+                ms_vline_minmax(cur, t, t + step < b ? t + step : b, &mn[q], &mx[q]);
+            done = tr->line;
         }
         ms_json_begin_object(j, NULL);
         ms_json_int(j, "id", (long long)i);
@@ -659,6 +671,7 @@ static int series(struct ms_view *v, struct req *r, struct ms_json *j)
     ms_json_end_array(j);
     ms__vapi_usage_series(m, a, b, step, nb, j);
     ms_json_end_object(j);
+    free(cur);
     free(mn);
     return 0;
 }
@@ -689,7 +702,7 @@ static int owners(struct ms_view *v, struct req *r, struct ms_json *j)
         return MS_ENOMEM;
     }
     for (size_t q = 0; q < v->live_n; q++) {
-        const struct ms_vblock *k = &m->blocks[v->live_idx[q]];
+        const struct ms_vblock k_ = ms_view_block(m, v->live_idx[q]), *k = &k_;
         size_t o = ms_vblock_owner(k) < no ? ms_vblock_owner(k) : 0;
         sum[o][0] = (int64_t)o;
         sum[o][1] += k->size;

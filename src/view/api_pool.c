@@ -28,17 +28,22 @@ static int seg_by_addr(const void *a, const void *b)
  * none. */
 static int64_t track_neighbour(const struct ms_vtrack *tr, int64_t t, int dir, int64_t def)
 {
-    size_t lo = 0, hi = tr->n; /* first index with ts > t (dir > 0) or >= t (dir < 0) */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (dir > 0 ? tr->ts[mid] <= t : tr->ts[mid] < t)
-            lo = mid + 1;
-        else
-            hi = mid;
+    struct ms_vcur *c = malloc(sizeof *c); /* 4 KiB: off the server thread's stack */
+    if (!c)
+        return def; /* no neighbour to step to: the page's buttons stay off */
+    ms_vcur_init(c, tr->line);
+    int64_t r = def;
+    if (dir > 0) { /* the first change after t */
+        size_t i = (size_t)(ms_vline_last_at(c, t) + 1);
+        if (i < tr->line->n)
+            r = ms_vline_ts(c, i);
+    } else if (t > INT64_MIN) { /* the last change before t */
+        long i = ms_vline_last_at(c, t - 1);
+        if (i >= 0)
+            r = ms_vline_ts(c, (size_t)i);
     }
-    if (dir > 0)
-        return lo < tr->n ? tr->ts[lo] : def;
-    return lo > 0 ? tr->ts[lo - 1] : def;
+    free(c);
+    return r;
 }
 
 /* A pool's state at t (memory_viz's allocator state): the regions it had reserved (its
@@ -70,7 +75,9 @@ int ms__vapi_segments(struct ms_view *v, struct req *r, struct ms_json *j)
         next = b < next ? b : next;
     }
     for (size_t i = 0; rc == 0 && i < m->nblocks; i++) {
-        const struct ms_vblock *k = &m->blocks[i];
+        if (ms_vblocks_free_ns(&m->blocks, i) <= at)
+            continue; /* freed by then: not decoded */
+        const struct ms_vblock k_ = ms_view_block(m, i), *k = &k_;
         if (!ms_vblock_live_at(k, at))
             continue;
         int64_t layer = m->tracks[ms_vblock_track(k)].layer;
@@ -78,12 +85,12 @@ int ms__vapi_segments(struct ms_view *v, struct req *r, struct ms_json *j)
             if (ms_grow((void **)&segs, &capseg, nseg, sizeof *segs, 64, 1u << 24) < 0)
                 rc = MS_ENOMEM;
             else
-                segs[nseg++] = (struct seg_ent){m->addr[i], (uint32_t)i};
+                segs[nseg++] = (struct seg_ent){k->addr, (uint32_t)i};
         } else if (layer == p->layer) {
             if (ms_grow((void **)&blks, &capblk, nblk, sizeof *blks, 256, 1u << 26) < 0)
                 rc = MS_ENOMEM;
             else
-                blks[nblk++] = (struct seg_ent){m->addr[i], (uint32_t)i};
+                blks[nblk++] = (struct seg_ent){k->addr, (uint32_t)i};
         }
     }
     if (rc < 0) {
@@ -110,15 +117,15 @@ int ms__vapi_segments(struct ms_view *v, struct req *r, struct ms_json *j)
     ms_json_int(j, "block_count", (long long)nblk);
     int64_t reserved = 0, used = 0;
     for (size_t s = 0; s < nseg; s++)
-        reserved += m->blocks[segs[s].idx].size;
+        reserved += ms_view_block(m, segs[s].idx).size;
     for (size_t b = 0; b < nblk; b++)
-        used += m->blocks[blks[b].idx].size;
+        used += ms_view_block(m, blks[b].idx).size;
     ms_json_int(j, "reserved_bytes", reserved);
     ms_json_int(j, "used_bytes", used);
     ms_json_begin_array(j, "segments");
     size_t b = 0, shown = 0;
     for (size_t s = 0; s < nseg && s < MAX_SEGMENTS; s++) {
-        uint64_t lo = segs[s].addr, hi = lo + (uint64_t)m->blocks[segs[s].idx].size;
+        uint64_t lo = segs[s].addr, hi = lo + (uint64_t)ms_view_block(m, segs[s].idx).size;
         while (b < nblk && blks[b].addr < lo) /* blocks outside every region: not drawn */
             b++;
         ms_json_begin_object(j, NULL);
@@ -126,12 +133,12 @@ int ms__vapi_segments(struct ms_view *v, struct req *r, struct ms_json *j)
         snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)lo);
         ms_json_str(j, "addr", hex);
         ms_json_int(j, "size", (long long)(hi - lo));
-        ms_json_int(j, "alloc_ns", m->blocks[segs[s].idx].alloc_ns - r->origin);
+        ms_json_int(j, "alloc_ns", ms_view_block(m, segs[s].idx).alloc_ns - r->origin);
         int64_t seg_used = 0, largest_free = 0;
         uint64_t end = lo; /* the end of the last block, for the free extents */
         ms_json_begin_array(j, "blocks");
         for (; b < nblk && blks[b].addr < hi; b++) {
-            const struct ms_vblock *k = &m->blocks[blks[b].idx];
+            const struct ms_vblock k_ = ms_view_block(m, blks[b].idx), *k = &k_;
             if (blks[b].addr > end && (int64_t)(blks[b].addr - end) > largest_free)
                 largest_free = (int64_t)(blks[b].addr - end);
             uint64_t bend = blks[b].addr + (uint64_t)k->size;

@@ -13,7 +13,7 @@ static void block_json(struct ms_view *v, struct ms_json *j, size_t i, const str
                        int brief)
 {
     int64_t origin = r->origin;
-    const struct ms_vblock *k = &v->m.blocks[i];
+    const struct ms_vblock k_ = ms_view_block(&v->m, i), *k = &k_;
     char site[512];
     if (!brief)
         ms__vstack_site(v, k->stack_id, site, sizeof site);
@@ -30,7 +30,7 @@ static void block_json(struct ms_view *v, struct ms_json *j, size_t i, const str
     if (!brief) {
         ms_json_str(j, "site", site);
         char addr[24];
-        snprintf(addr, sizeof addr, "0x%llx", (unsigned long long)v->m.addr[i]);
+        snprintf(addr, sizeof addr, "0x%llx", (unsigned long long)k->addr);
         ms_json_str(j, "addr", addr);
     }
     uint32_t owner = ms_vblock_owner(k);
@@ -176,12 +176,11 @@ static void filter_release(struct filter *f)
 
 /* 1 when block i passes the filters other than the track (the alive set applies it). */
 static int filter_pass(const struct ms_view *v, const struct req *r, const struct filter *f,
-                       size_t i)
+                       size_t i, const struct ms_vblock *k)
 {
-    const struct ms_vblock *k = &v->m.blocks[i];
     uint32_t o = ms_vblock_owner(k);
     return k->size >= f->min_size && k->size <= f->max_size &&
-           (!f->has_addr || v->m.addr[i] == f->addr) &&
+           (!f->has_addr || k->addr == f->addr) &&
            (!f->owner_ok || f->owner_ok[o < v->nowners ? o : 0]) &&
            (!f->site || ms_u64map_get(&f->sites, k->stack_id)) &&
            (!f->only_ineff || ms__vineff_flags(v, r, i));
@@ -230,8 +229,8 @@ int ms__vapi_blocks(struct ms_view *v, struct req *r, struct ms_json *j)
     int64_t count = 0, bytes = 0;
     for (size_t q = 0; q < v->live_n; q++) {
         size_t i = v->live_idx[q];
-        const struct ms_vblock *k = &m->blocks[i];
-        if (!filter_pass(v, r, &f, i))
+        const struct ms_vblock k_ = ms_view_block(m, i), *k = &k_;
+        if (!filter_pass(v, r, &f, i, k))
             continue;
         count++;
         bytes += k->size;
@@ -256,7 +255,7 @@ int ms__vapi_blocks(struct ms_view *v, struct req *r, struct ms_json *j)
         ms_u64map_init(&written, 1, MS_U64MAP_MAX);
         ms_json_begin_object(j, "sites");
         for (size_t i = (size_t)offset; i < n; i++) {
-            uint32_t sid = m->blocks[h[i].idx].stack_id;
+            uint32_t sid = ms_view_block(m, h[i].idx).stack_id;
             int isnew = 1; /* out of memory: a site written twice is still right */
             if (ms_u64map_put(&written, sid, &isnew) && !isnew)
                 continue;
@@ -310,8 +309,8 @@ int ms__vapi_events(struct ms_view *v, struct req *r, struct ms_json *j)
     int64_t count = 0;
     for (size_t q = 0; q < v->live_n; q++) {
         size_t i = v->live_idx[q];
-        const struct ms_vblock *k = &m->blocks[i];
-        if (!filter_pass(v, r, &f, i))
+        const struct ms_vblock k_ = ms_view_block(m, i), *k = &k_;
+        if (!filter_pass(v, r, &f, i, k))
             continue;
         for (uint32_t e = 0; e < 2; e++) {
             int64_t ts = e ? k->free_ns : k->alloc_ns;
@@ -329,11 +328,11 @@ int ms__vapi_events(struct ms_view *v, struct req *r, struct ms_json *j)
     char site[512], addr[24];
     for (size_t q = (size_t)offset; q < n; q++) {
         size_t i = h[q].idx;
-        const struct ms_vblock *k = &m->blocks[i];
+        const struct ms_vblock k_ = ms_view_block(m, i), *k = &k_;
         const struct ms_vtrack *tr = &m->tracks[ms_vblock_track(k)];
         uint32_t owner = ms_vblock_owner(k);
         ms__vstack_site(v, k->stack_id, site, sizeof site);
-        snprintf(addr, sizeof addr, "0x%llx", (unsigned long long)m->addr[i]);
+        snprintf(addr, sizeof addr, "0x%llx", (unsigned long long)k->addr);
         ms_json_begin_object(j, NULL);
         ms_json_str(j, "kind", h[q].aux ? "free" : "alloc");
         ms_json_int(j, "ns", (h[q].aux ? k->free_ns : k->alloc_ns) - r->origin);

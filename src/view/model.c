@@ -22,9 +22,14 @@
 #define MAX_TRACKS MS_VIEW_MAX_TRACKS
 #define MAX_OWNER ((1u << 24) - 1)
 
+struct open_block {
+    uint32_t idx, track;
+    int64_t size;
+};
+
 struct loader {
     struct ms_view_model *m;
-    struct ms_u64map open;   /* allocation_id -> block index (uint32) of blocks not yet freed */
+    struct ms_u64map open;   /* allocation_id -> struct open_block, of blocks not yet freed */
     struct ms_u64map owners; /* allocation_id -> owner id (uint32): the blocks table's, the
                                 last a tag gave (a MALLOC row has the owner at that time) */
     struct ms_layer_set layers;
@@ -63,19 +68,10 @@ static void reserve(void **a, size_t *cap, size_t n, size_t elem)
 
 static int track_push(struct ms_vtrack *tr, int64_t ts, int64_t delta)
 {
-    int64_t live = (tr->n ? tr->live[tr->n - 1] : 0) + delta;
-    if (tr->n && tr->ts[tr->n - 1] == ts) { /* same ns: the later value stands */
-        tr->live[tr->n - 1] = live;
-    } else {
-        size_t cap = tr->cap;
-        if (ms_grow((void **)&tr->ts, &cap, tr->n, sizeof *tr->ts, 1024, MS_GROW_MAX) < 0 ||
-            ms_grow((void **)&tr->live, &tr->cap, tr->n, sizeof *tr->live, 1024, MS_GROW_MAX) < 0)
-            return MS_ENOMEM;
-        tr->ts[tr->n] = ts;
-        tr->live[tr->n++] = live;
-    }
-    if (live > tr->peak) {
-        tr->peak = live;
+    if (ms_vline_push(&tr->own, ts, delta) < 0)
+        return MS_ENOMEM;
+    if (tr->own.last_live > tr->peak) {
+        tr->peak = tr->own.last_live;
         tr->peak_ns = ts;
     }
     return 0;
@@ -95,18 +91,11 @@ static long track_of(struct loader *L, int64_t process_id, int64_t layer)
         return -1;
     struct ms_vtrack *tr = &m->tracks[m->ntracks];
     memset(tr, 0, sizeof *tr);
-    if (m->ntracks == 1) { /* the first: most runs have one track, which takes every change */
-        size_t cap = 0;
-        reserve((void **)&tr->ts, &cap, L->events_hint, sizeof *tr->ts);
-        reserve((void **)&tr->live, &tr->cap, cap ? L->events_hint : 0, sizeof *tr->live);
-        if (tr->ts && !tr->live) {
-            free(tr->ts);
-            tr->ts = NULL;
-        }
-    }
+    tr->line = &tr->own;
     tr->process_id = process_id;
     tr->layer = layer;
     tr->reserve = !ms__layer_selected(&L->layers, layer);
+    m->any_reserve |= tr->reserve;
     return (long)(L->last_track = m->ntracks++);
 }
 
@@ -117,26 +106,26 @@ static int on_malloc(struct loader *L, int64_t ts, int64_t proc, int64_t layer, 
     long t = track_of(L, proc, layer);
     if (t < 0)
         return 0; /* past MAX_TRACKS: not drawn (docs/viewer.md) */
-    size_t cap = m->capblocks;
-    if (m->nblocks >= UINT32_MAX ||
-        ms_grow((void **)&m->addr, &cap, m->nblocks, sizeof *m->addr, 4096, MS_GROW_MAX) < 0 ||
-        ms_grow((void **)&m->blocks, &m->capblocks, m->nblocks, sizeof *m->blocks, 4096,
-                MS_GROW_MAX) < 0)
-        return MS_ENOMEM;
-    m->addr[m->nblocks] = (uint64_t)addr;
     uint32_t tagged;
     if (alloc_id && ms_u64map_get32(&L->owners, (uint64_t)alloc_id, &tagged))
         owner_id = tagged;
-    struct ms_vblock *b = &m->blocks[m->nblocks];
-    *b = (struct ms_vblock){
+    struct ms_vblock b = {
         .alloc_ns = ts,
         .free_ns = INT64_MAX,
         .size = size,
         .stack_id = stack_id > 0 && stack_id <= UINT32_MAX ? (uint32_t)stack_id : 0,
         .owner_track =
-            (owner_id > 0 && owner_id <= MAX_OWNER ? (uint32_t)owner_id : 0) << 8 | (uint32_t)t};
-    if (alloc_id && ms_u64map_set32(&L->open, (uint64_t)alloc_id, (uint32_t)m->nblocks) < 0)
+            (owner_id > 0 && owner_id <= MAX_OWNER ? (uint32_t)owner_id : 0) << 8 | (uint32_t)t,
+        .addr = (uint64_t)addr};
+    if (ms_vblocks_push(&m->blocks, &b) < 0)
         return MS_ENOMEM;
+    if (alloc_id) {
+        int isnew;
+        struct open_block *o = ms_u64map_put(&L->open, (uint64_t)alloc_id, &isnew);
+        if (!o)
+            return MS_ENOMEM;
+        *o = (struct open_block){(uint32_t)m->nblocks, (uint32_t)t, size};
+    }
     m->nblocks++;
     struct ms_vtrack *tr = &m->tracks[t];
     tr->allocs++;
@@ -146,23 +135,21 @@ static int on_malloc(struct loader *L, int64_t ts, int64_t proc, int64_t layer, 
 
 static int on_free(struct loader *L, int64_t ts, int64_t alloc_id)
 {
-    uint32_t i;
-    if (!alloc_id || !ms_u64map_get32(&L->open, (uint64_t)alloc_id, &i))
+    struct open_block o;
+    if (!alloc_id || ms_u64map_del(&L->open, (uint64_t)alloc_id, &o) != 1)
         return 0; /* a free of nothing recorded */
-    ms_u64map_del(&L->open, (uint64_t)alloc_id, NULL);
-    struct ms_vblock *b = &L->m->blocks[i];
-    b->free_ns = ts;
-    return track_push(&L->m->tracks[ms_vblock_track(b)], ts, -b->size);
+    ms_vblocks_set_free(&L->m->blocks, o.idx, ts);
+    return track_push(&L->m->tracks[o.track], ts, -o.size);
 }
 
 /* An ACCESS of a live block: its first, last and longest gap. */
 static int on_access(struct loader *L, int64_t ts, int64_t alloc_id)
 {
-    uint32_t i;
-    if (!alloc_id || !ms_u64map_get32(&L->open, (uint64_t)alloc_id, &i))
+    const struct open_block *o = alloc_id ? ms_u64map_get(&L->open, (uint64_t)alloc_id) : NULL;
+    if (!o)
         return 0; /* a block not recorded, or freed */
     int isnew;
-    struct ms_vaccess *a = ms_u64map_put(&L->m->access, i, &isnew);
+    struct ms_vaccess *a = ms_u64map_put(&L->m->access, o->idx, &isnew);
     if (!a)
         return MS_ENOMEM;
     if (isnew) {
@@ -352,8 +339,9 @@ static int read_pools(struct ms_view_model *m)
     return 0;
 }
 
-/* Track 0, the total of the memory tracks: the one memory track's own arrays when there is one
- * (most runs: no copy), else their changes merged in time order. */
+/* Track 0, the total of the memory tracks: the one memory track's own changes when there is
+ * one (most runs: no copy), else their changes merged in time order (on equal times, the
+ * track created first). The memory tracks are finished (encoded) by then. */
 static int build_total(struct ms_view_model *m)
 {
     struct ms_vtrack *tot = &m->tracks[0];
@@ -361,43 +349,51 @@ static int build_total(struct ms_view_model *m)
     for (size_t i = 1; i < m->ntracks; i++)
         if (!m->tracks[i].reserve) {
             mem[k++] = i;
-            n += m->tracks[i].n;
+            n += m->tracks[i].own.n;
         }
     if (k == 1) {
         const struct ms_vtrack *one = &m->tracks[mem[0]];
-        tot->ts = one->ts;
-        tot->live = one->live;
-        tot->n = one->n;
+        tot->line = &one->own;
         tot->peak = one->peak;
         tot->peak_ns = one->peak_ns;
-        tot->alias = 1;
         return 0;
     }
+    struct ms_vcur *cur = malloc((k ? k : 1) * sizeof *cur);
+    if (!cur)
+        return MS_ENOMEM;
     size_t pos[MAX_TRACKS] = {0};
-    int64_t prev[MAX_TRACKS] = {0};
-    for (size_t done = 0; done < n; done++) {
-        size_t best = k;
-        for (size_t j = 0; j < k; j++) {
-            const struct ms_vtrack *tr = &m->tracks[mem[j]];
-            if (pos[j] < tr->n &&
-                (best == k || tr->ts[pos[j]] < m->tracks[mem[best]].ts[pos[best]]))
-                best = j;
-        }
-        const struct ms_vtrack *tr = &m->tracks[mem[best]];
-        int64_t delta = tr->live[pos[best]] - prev[best];
-        prev[best] = tr->live[pos[best]];
-        if (track_push(tot, tr->ts[pos[best]++], delta) < 0)
-            return MS_ENOMEM;
+    int64_t prev[MAX_TRACKS] = {0}, next[MAX_TRACKS];
+    for (size_t j = 0; j < k; j++) {
+        ms_vcur_init(&cur[j], &m->tracks[mem[j]].own);
+        next[j] = cur[j].line->n ? ms_vline_ts(&cur[j], 0) : 0;
     }
-    return 0;
+    int rc = 0;
+    for (size_t done = 0; rc == 0 && done < n; done++) {
+        size_t best = k;
+        for (size_t j = 0; j < k; j++)
+            if (pos[j] < cur[j].line->n && (best == k || next[j] < next[best]))
+                best = j;
+        int64_t live = ms_vline_live(&cur[best], pos[best]);
+        int64_t delta = live - prev[best];
+        prev[best] = live;
+        rc = track_push(tot, next[best], delta);
+        if (++pos[best] < cur[best].line->n)
+            next[best] = ms_vline_ts(&cur[best], pos[best]);
+    }
+    free(cur);
+    return rc;
 }
 
 /* The lifetime index (model.h: sorted, max_free). */
 static int build_lifetime_index(struct ms_view_model *m)
 {
     m->sorted = 1;
-    for (size_t i = 1; i < m->nblocks && m->sorted; i++)
-        m->sorted = m->blocks[i].alloc_ns >= m->blocks[i - 1].alloc_ns;
+    int64_t prev = INT64_MIN;
+    for (size_t i = 0; i < m->nblocks && m->sorted; i++) {
+        int64_t t = ms_view_block(m, i).alloc_ns;
+        m->sorted = t >= prev;
+        prev = t;
+    }
     size_t nc = (m->nblocks + MS_VIEW_CHUNK - 1) / MS_VIEW_CHUNK;
     m->max_free = malloc((nc ? nc : 1) * sizeof *m->max_free);
     if (!m->max_free)
@@ -405,7 +401,7 @@ static int build_lifetime_index(struct ms_view_model *m)
     for (size_t c = 0; c < nc; c++) {
         int64_t mx = INT64_MIN;
         for (size_t i = c * MS_VIEW_CHUNK; i < (c + 1) * MS_VIEW_CHUNK && i < m->nblocks; i++)
-            mx = m->blocks[i].free_ns > mx ? m->blocks[i].free_ns : mx;
+            mx = ms_vblocks_free_ns(&m->blocks, i) > mx ? ms_vblocks_free_ns(&m->blocks, i) : mx;
         m->max_free[c] = mx;
     }
     return 0;
@@ -419,7 +415,7 @@ int ms_view_alive(const struct ms_view_model *m, int64_t a, int64_t b,
         size_t lo = 0, hi = m->nblocks;
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
-            if (m->blocks[mid].alloc_ns < b)
+            if (ms_view_block(m, mid).alloc_ns < b)
                 lo = mid + 1;
             else
                 hi = mid;
@@ -431,33 +427,14 @@ int ms_view_alive(const struct ms_view_model *m, int64_t a, int64_t b,
             continue; /* every block of the chunk freed by a */
         size_t hi = (c + 1) * MS_VIEW_CHUNK < end ? (c + 1) * MS_VIEW_CHUNK : end;
         for (size_t i = c * MS_VIEW_CHUNK; i < hi; i++) {
-            const struct ms_vblock *k = &m->blocks[i];
-            if (k->alloc_ns < b && k->free_ns > a) {
+            /* sorted: every block before end was allocated before b, none decoded */
+            if (ms_vblocks_free_ns(&m->blocks, i) > a &&
+                (m->sorted || ms_view_block(m, i).alloc_ns < b)) {
                 int rc = fn(ctx, i);
                 if (rc)
                     return rc;
             }
         }
-    }
-    return 0;
-}
-
-static int build_chunks(struct ms_vtrack *tr)
-{
-    size_t nc = (tr->n + MS_VIEW_CHUNK - 1) / MS_VIEW_CHUNK;
-    tr->cmin = malloc((nc ? nc : 1) * sizeof *tr->cmin);
-    tr->cmax = malloc((nc ? nc : 1) * sizeof *tr->cmax);
-    if (!tr->cmin || !tr->cmax)
-        return MS_ENOMEM;
-    for (size_t c = 0; c < nc; c++) {
-        size_t a = c * MS_VIEW_CHUNK, b = a + MS_VIEW_CHUNK < tr->n ? a + MS_VIEW_CHUNK : tr->n;
-        int64_t mn = tr->live[a], mx = tr->live[a];
-        for (size_t i = a + 1; i < b; i++) {
-            mn = tr->live[i] < mn ? tr->live[i] : mn;
-            mx = tr->live[i] > mx ? tr->live[i] : mx;
-        }
-        tr->cmin[c] = mn;
-        tr->cmax[c] = mx;
     }
     return 0;
 }
@@ -515,7 +492,7 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
     ms_u64map_init(&m->access, sizeof(struct ms_vaccess), MS_U64MAP_MAX);
     struct ms_analyze_opts o;
     ms_analyze_opts_init(&o);
-    ms_u64map_init(&L.open, sizeof(uint32_t), MS_U64MAP_MAX);
+    ms_u64map_init(&L.open, sizeof(struct open_block), MS_U64MAP_MAX);
     ms_u64map_init(&L.owners, sizeof(uint32_t), MS_U64MAP_MAX);
     m->tracks = calloc(MAX_TRACKS, sizeof *m->tracks);
     if (!m->tracks) {
@@ -524,6 +501,7 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
     }
     m->ntracks = 1; /* track 0: the total of every memory layer */
     m->tracks[0].process_id = -1;
+    m->tracks[0].line = &m->tracks[0].own;
     if ((rc = ms__layer_set_load(m->db, &o, &L.layers)) < 0) {
         snprintf(err, errlen, "pools: %s", sqlite3_errmsg(m->db));
         goto fail;
@@ -531,16 +509,9 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
     if ((rc = read_owners(&L, err, errlen)) < 0)
         goto fail;
     L.events_hint = events_hint(m->db);
-    if (L.events_hint) {
-        size_t cap = 0;
-        /* a block per MALLOC: half the events when all are freed, all when none is */
-        reserve((void **)&m->addr, &cap, L.events_hint, sizeof *m->addr);
-        reserve((void **)&m->blocks, &m->capblocks, cap, sizeof *m->blocks);
-        if (m->addr && !m->blocks) {
-            free(m->addr);
-            m->addr = NULL;
-        }
-    }
+    /* a block per MALLOC: half the events when all are freed, all when none is */
+    reserve((void **)&m->blocks.free_ns, &m->blocks.capfree, L.events_hint,
+            sizeof *m->blocks.free_ns);
     if ((rc = read_pools(m)) < 0)
         goto fail;
     if ((rc = ms__vmodel_read_usage(m)) < 0) {
@@ -557,11 +528,15 @@ int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, siz
     L.open_ranges = NULL;
     ms__layer_set_release(&L.layers);
     if (rc == 0)
+        rc = ms_vblocks_finish(&m->blocks);
+    for (size_t i = 1; rc == 0 && i < m->ntracks; i++)
+        rc = ms_vline_finish(&m->tracks[i].own);
+    if (rc == 0)
         rc = build_total(m);
     if (rc == 0)
+        rc = ms_vline_finish(&m->tracks[0].own);
+    if (rc == 0)
         rc = build_lifetime_index(m);
-    for (size_t i = 0; rc == 0 && i < m->ntracks; i++)
-        rc = build_chunks(&m->tracks[i]);
     if (rc == 0)
         rc = describe_tracks(m, err, errlen);
     if (rc < 0)
@@ -585,17 +560,10 @@ void ms_view_model_release(struct ms_view_model *m)
 {
     if (!m)
         return;
-    for (size_t i = 0; m->tracks && i < m->ntracks; i++) {
-        if (!m->tracks[i].alias) {
-            free(m->tracks[i].ts);
-            free(m->tracks[i].live);
-        }
-        free(m->tracks[i].cmin);
-        free(m->tracks[i].cmax);
-    }
+    for (size_t i = 0; m->tracks && i < m->ntracks; i++)
+        ms_vline_release(&m->tracks[i].own);
     free(m->tracks);
-    free(m->blocks);
-    free(m->addr);
+    ms_vblocks_release(&m->blocks);
     free(m->max_free);
     free(m->pools);
     free(m->steps);
@@ -605,43 +573,4 @@ void ms_view_model_release(struct ms_view_model *m)
     ms_u64map_release(&m->access);
     sqlite3_close(m->db);
     memset(m, 0, sizeof *m);
-}
-
-/* Index of the last change at or before t; -1 when none. */
-static long last_at(const struct ms_vtrack *tr, int64_t t)
-{
-    size_t lo = 0, hi = tr->n; /* first index with ts > t */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (tr->ts[mid] <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (long)lo - 1;
-}
-
-int64_t ms_view_live_at(const struct ms_vtrack *tr, int64_t t)
-{
-    long i = last_at(tr, t);
-    return i < 0 ? 0 : tr->live[i];
-}
-
-void ms_view_minmax(const struct ms_vtrack *tr, int64_t a, int64_t b, int64_t *mn, int64_t *mx)
-{
-    int64_t v = ms_view_live_at(tr, a);
-    *mn = *mx = v;
-    size_t i = (size_t)(last_at(tr, a) + 1), end = (size_t)(last_at(tr, b - 1) + 1);
-    while (i < end) {
-        if (i % MS_VIEW_CHUNK == 0 && i + MS_VIEW_CHUNK <= end) {
-            size_t c = i / MS_VIEW_CHUNK;
-            *mn = tr->cmin[c] < *mn ? tr->cmin[c] : *mn;
-            *mx = tr->cmax[c] > *mx ? tr->cmax[c] : *mx;
-            i += MS_VIEW_CHUNK;
-        } else {
-            *mn = tr->live[i] < *mn ? tr->live[i] : *mn;
-            *mx = tr->live[i] > *mx ? tr->live[i] : *mx;
-            i++;
-        }
-    }
 }

@@ -2,28 +2,26 @@
  *
  * Built once from a database (compact: its traces replayed; full: its events table), then only
  * read, by any number of server threads at once. Workload: up to tens of millions of events.
- * A MALLOC/FREE pair costs one block (32 bytes and its 8-byte address) and two changes of
- * live bytes (16 bytes each): about 36 bytes per event (the total of several memory tracks adds
- * 16 per event), 360 MB for 10M events. Every query costs at most one pass over the
- * blocks, or a binary search plus a bounded scan of one track's changes per pixel. */
+ * A MALLOC/FREE pair costs one block (about 18 bytes, encoded: blockstore.h) and two changes
+ * of live bytes (about 4 bytes each, encoded: timeline.h): about 13 bytes per event (the total
+ * of several memory tracks adds 4 per event), 130 MB for 10M events, plus at most 256 MiB of
+ * blocks kept decoded (blockstore.h). Every query costs at most one pass over the blocks, or a
+ * binary search plus a bounded scan of one track's changes per pixel.
+ * NEEDSWORK: the model still grows with the run and is built by replaying the traces at every
+ * start (issue 45: tables written by the conversion, read through indexes, instead). */
 #ifndef MS_VIEW_MODEL_H
 #define MS_VIEW_MODEL_H
 
 #include "common/u64map.h"
+#include "blockstore.h"
+#include "timeline.h"
 
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
 
-/* One allocation: alloc_ns..free_ns (INT64_MAX: never freed), in one track. 32 bytes: the owner
- * id (below 2^24) and the track (below MS_VIEW_MAX_TRACKS) share a word. */
 #define MS_VIEW_MAX_TRACKS 256
-struct ms_vblock {
-    int64_t alloc_ns, free_ns;
-    int64_t size;
-    uint32_t stack_id;
-    uint32_t owner_track; /* owner id << 8 | track */
-};
+#define MS_VIEW_CHUNK 256 /* blocks per entry of the lifetime index (max_free) */
 
 static inline uint32_t ms_vblock_owner(const struct ms_vblock *b)
 {
@@ -36,17 +34,15 @@ static inline uint32_t ms_vblock_track(const struct ms_vblock *b)
 }
 
 /* A track: one (process, layer), with its live bytes after each of its MALLOC/FREE events
- * (ts ascending) and a min/max of every CHUNK changes, so that a window's extremes cost a
- * bounded scan. */
-#define MS_VIEW_CHUNK 256
+ * (ts ascending), encoded in chunks with the min/max of each (timeline.h), so that a window's
+ * extremes cost a bounded scan. */
 struct ms_vtrack {
     int64_t process_id, pid, layer;
     char layer_name[32];
     int reserve; /* a region pools carve blocks from: not added to the total */
-    int alias;   /* ts and live are another track's (the total of a single memory track) */
-    int64_t *ts, *live;
-    size_t n, cap;
-    int64_t *cmin, *cmax; /* per chunk of MS_VIEW_CHUNK changes */
+    struct ms_vline own;
+    const struct ms_vline *line; /* own, or another track's (the total of a single memory
+                                    track) */
     int64_t peak, peak_ns, allocs, alloc_bytes;
 };
 
@@ -106,16 +102,16 @@ struct ms_vdevice {
 #define MS_VIEW_MAX_DEVICES 16 /* devices whose memory used is drawn: the lowest ordinals */
 
 struct ms_view_model {
-    sqlite3 *db; /* read only; frames and stacks are looked up here on demand */
-    struct ms_vblock *blocks;
-    size_t nblocks, capblocks;
-    uint64_t *addr; /* each block's address (for the allocator state of pools), capblocks */
+    sqlite3 *db;              /* read only; frames and stacks are looked up here on demand */
+    struct ms_vblocks blocks; /* read with ms_view_block() */
+    size_t nblocks;
     /* The index of lifetimes: blocks are in allocation order (sorted set when alloc_ns never
      * decreases), and max_free[c] is the latest free_ns among blocks [c * MS_VIEW_CHUNK,
      * (c + 1) * MS_VIEW_CHUNK): the blocks alive in a window are found without visiting the
      * chunks whose blocks were all freed before it nor those allocated after it. */
     int sorted;
     int64_t *max_free;
+    int any_reserve; /* a track is a pool's reserve layer (its blocks are not in the total) */
     struct ms_u64map access; /* block index -> struct ms_vaccess, for accessed blocks only */
     struct ms_vpool *pools;
     size_t npools;
@@ -144,16 +140,16 @@ struct ms_view_model {
 int ms__vmodel_read_usage(struct ms_view_model *m);
 void ms__vmodel_usage_release(struct ms_view_model *m);
 
+/* Block i (< nblocks), decoded. */
+static inline struct ms_vblock ms_view_block(const struct ms_view_model *m, size_t i)
+{
+    return ms_vblocks_get(&m->blocks, i);
+}
+
 /* Loads the model of the database at path (opened read only). 0, or a negative code with a
  * one-line reason in err. The caller releases with ms_view_model_release(). */
 int ms_view_model_load(struct ms_view_model *m, const char *path, char *err, size_t errlen);
 void ms_view_model_release(struct ms_view_model *m);
-
-/* The track's live bytes at time t (after every event at or before t). */
-int64_t ms_view_live_at(const struct ms_vtrack *tr, int64_t t);
-
-/* Min and max live bytes of the track over [a, b) (the value entering the window counts). */
-void ms_view_minmax(const struct ms_vtrack *tr, int64_t a, int64_t b, int64_t *mn, int64_t *mx);
 
 /* Calls fn(ctx, i) for each block i alive at some time in [a, b) (allocated before b, freed
  * after a), in index order; stops at fn's first nonzero return, which it returns. */

@@ -160,13 +160,21 @@ static int pool_times(const struct ms_view_model *m, int64_t *out)
         const struct ms_vtrack *tr = &m->tracks[t];
         if (tr->layer != p->layer && tr->layer != p->reserve_layer)
             continue;
-        for (size_t i = 0; i < tr->n; i++) {
+        struct ms_vcur *c = malloc(sizeof *c);
+        if (!c) {
+            free(all);
+            return 0; /* no step points: the report steps through its other times */
+        }
+        ms_vcur_init(c, tr->line);
+        for (size_t i = 0; i < tr->line->n; i++) {
             if (ms_grow((void **)&all, &cap, n, sizeof *all, 256, 1u << 26) < 0) {
                 free(all);
+                free(c);
                 return 0; /* no step points: the report steps through its other times */
             }
-            all[n++] = tr->ts[i];
+            all[n++] = ms_vline_ts(c, i);
         }
+        free(c);
     }
     if (n > 1) /* qsort takes no NULL array, even empty: none was made then */
         qsort(all, n, sizeof *all, times_cmp);

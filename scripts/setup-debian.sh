@@ -42,3 +42,14 @@ if [ ! -d "$web/node_modules/playwright-core" ] || [ ! -d "$web/node_modules/upl
     (cd "$web" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
 fi
 echo "setup: the viewer's npm packages are installed"
+# DuckDB's C library and header for the Parquet tables of a job (docs/columnar.md): npm
+# packages pinned in third_party/duckdb/package-lock.json (libduckdb.so from the Node bindings'
+# platform package, duckdb.h from the duckdb package's sources, same version); --ignore-scripts:
+# nothing is built or downloaded beyond the tarballs. memscope builds without them.
+duck=$(cd "$(dirname "$0")/../third_party/duckdb" && pwd)
+if [ ! -f "$duck/node_modules/@duckdb/node-bindings-linux-x64/libduckdb.so" ] ||
+    [ ! -f "$duck/node_modules/duckdb/src/duckdb/src/include/duckdb.h" ]; then
+    echo "setup: installing DuckDB's C library (third_party/duckdb)"
+    (cd "$duck" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+fi
+echo "setup: DuckDB's C library is installed"

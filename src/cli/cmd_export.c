@@ -3,7 +3,8 @@
  * `memscope export run.db --format=db [-o full.db]`: the full database (one row per event,
  * memscope_dump) of a compact one (ms_store_expand); `--format=pprof|collapsed|speedscope|
  * perfetto` with the analyses' selectors: what other tools read (src/analyze/export.h,
- * docs/exports.md). */
+ * docs/exports.md); `--format=parquet -o JOB`: the run as one rank of a job's Parquet tables
+ * (src/columnar, docs/columnar.md). */
 #include "cli.h"
 #include "store/db_explain.h"
 
@@ -12,8 +13,11 @@
 #include "common/ms_error.h"
 #include "common/files.h"
 #include "store/store.h"
+#include "columnar/columnar.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -23,12 +27,18 @@ static const char export_usage[] =
     "usage: memscope export run.db --format=csv [-o out.csv]\n"
     "       memscope export run.db --format=db [-o full.db]\n"
     "       memscope export run.db --format=torch-snapshot -o run.pickle\n"
+    "       memscope export run.db --format=parquet -o JOB [--rank=N] [--host=H] [--job=ID]\n"
+    "                      [--replace]\n"
     "       memscope export run.db --format=pprof|collapsed|speedscope|perfetto [-o FILE]\n"
     "                      [--what=allocated|live-at-exit|peak|leaked] [selectors]\n"
     "\n"
     "csv: writes every event of run.db in msMemScope's CSV form (stdout by default).\n"
     "db:  writes the full database of a compact one (memscope run's default output): one row\n"
     "     per event and msMemScope's memscope_dump, as `memscope run --format=db` writes it.\n"
+    "parquet: the run as rank N (default 0) of host H (default: the run's) in the job\n"
+    "     directory JOB: JOB/TABLE/host=H/rank=N/*.parquet for its tables (blocks, sites,\n"
+    "     events, processes, steps, usage, rank_summary: docs/columnar.md), through DuckDB's\n"
+    "     C library; a host and rank already in JOB is refused unless --replace.\n"
     "torch-snapshot: the run's pools (PyTorch's allocator, memscope.h or NVTX pools) as a\n"
     "     PyTorch memory snapshot (segments at the end, every pool event of the run), the\n"
     "     pickle PyTorch's memory_viz and torch.cuda._memory_viz read.\n"
@@ -103,6 +113,34 @@ static int export_db(const char *db, const char *out)
     return 0;
 }
 
+/* --format=parquet: the run's rank as partitions of the job directory out (docs/columnar.md). */
+static int export_parquet(const char *db, const char *out, const char *host, const char *rank_s,
+                          const char *job, int replace)
+{
+    if (!out || !strcmp(out, "-"))
+        return usage_error("export: --format=parquet needs -o JOB (a directory)");
+    long long rank = 0;
+    if (rank_s) {
+        char *end;
+        errno = 0;
+        rank = strtoll(rank_s, &end, 10);
+        if (errno || *end || end == rank_s || rank < 0 || rank > INT32_MAX)
+            return usage_error("export: --rank needs a number from 0 to %d, not '%s'", INT32_MAX,
+                               rank_s);
+    }
+    struct ms_parquet_opts po = {
+        .db_path = db, .job_dir = out, .host = host, .rank = rank, .job = job, .replace = replace};
+    char err[1024] = "";
+    int rc = ms_parquet_export(&po, err, sizeof err);
+    if (rc == MS_EFORMAT && strstr(err, "not a memscope database"))
+        ms_db_explain(db, err, sizeof err);
+    if (rc < 0) {
+        cli_error("export: %s", err[0] ? err : ms_strerror(rc));
+        return 1;
+    }
+    return 0;
+}
+
 /* The formats made from a profile (src/analyze/export.h). */
 static const char *const profile_formats[] = {"pprof", "collapsed", "speedscope", "perfetto", NULL};
 
@@ -158,6 +196,9 @@ static int export_profile(const char *db_path, int kind, enum ms_export_what wha
 int cmd_export(int argc, char **argv)
 {
     const char *db = NULL, *out = NULL, *format = NULL, *layer = NULL, *what_s = NULL;
+    const char *host = NULL, *job = NULL, *rank_s = NULL;
+    const char *v;
+    int replace = 0, missing = 0;
     struct ms_analyze_opts o;
     ms_analyze_opts_init(&o);
     int selectors = 0;
@@ -187,6 +228,14 @@ int cmd_export(int argc, char **argv)
             what_s = argv[i];
         } else if (!strncmp(a, "--what=", 7)) {
             what_s = a + 7;
+        } else if ((v = cli_opt_value(argc, argv, &i, "--host", &missing)) ||
+                   (v = cli_opt_value(argc, argv, &i, "--job", &missing)) ||
+                   (v = cli_opt_value(argc, argv, &i, "--rank", &missing))) {
+            if (missing || !*v)
+                return usage_error("export: %s needs a value", a);
+            *(a[2] == 'h' ? &host : a[2] == 'j' ? &job : &rank_s) = v;
+        } else if (!strcmp(a, "--replace")) {
+            replace = 1;
         } else if ((sel = cli_select_option("export", argc, argv, &i, &o, &layer)) >= 0) {
             if (sel)
                 return sel;
@@ -203,12 +252,21 @@ int cmd_export(int argc, char **argv)
         return usage_error("export: no database given");
     int torch = format && !strcmp(format, "torch-snapshot");
     int kind = profile_format(format);
-    if (format && strcmp(format, "csv") != 0 && strcmp(format, "db") != 0 && !torch && !kind)
-        return usage_error("export: unknown format '%s' (supported: csv, db, torch-snapshot, "
-                           "pprof, collapsed, speedscope, perfetto)",
+    int parquet = format && !strcmp(format, "parquet");
+    if (format && strcmp(format, "csv") != 0 && strcmp(format, "db") != 0 && !torch && !kind &&
+        !parquet)
+        return usage_error("export: unknown format '%s' (supported: csv, db, parquet, "
+                           "torch-snapshot, pprof, collapsed, speedscope, perfetto)",
                            format);
     if (out && !out[0])
         return usage_error("export: empty output file name");
+    if ((host || job || rank_s || replace) && !parquet)
+        return usage_error("export: --host, --rank, --job and --replace apply to "
+                           "--format=parquet");
+    if (parquet)
+        return (selectors || what_s) ? usage_error("export: --format=parquet writes every row: "
+                                                   "no selector or --what")
+                                     : export_parquet(db, out, host, rank_s, job, replace);
     if ((selectors || what_s) && !kind)
         return usage_error("export: --what and the selectors (--process, --layer, --device, "
                            "--step, --at, --from, --to) apply to --format=pprof, collapsed, "

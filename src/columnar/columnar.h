@@ -38,4 +38,42 @@ enum ms_sql_format { MS_SQL_TABLE, MS_SQL_CSV, MS_SQL_JSON };
 int ms_job_sql(const char *job_dir, const char *sql, enum ms_sql_format fmt, FILE *out, char *err,
                size_t errlen);
 
+/* `memscope ranks` (ranks.c): each rank's peak of one layer ("host": the heap and the mmap
+ * layer together), the job's figures, and the outliers by a robust rule: a rank is an outlier
+ * when its peak differs from the median peak by more than max(3.5 x 1.4826 x MAD, 10% of the
+ * median) (MAD: the median absolute deviation; 1.4826 x MAD estimates the standard deviation,
+ * 3.5 is Iglewicz and Hoaglin's cut for the modified z-score; the 10% floor keeps ranks that
+ * are all nearly equal from being outliers for a few bytes). For each outlier, the call sites
+ * (their first frame) whose bytes live at its peak differ most from those of the median rank
+ * (a rank whose peak is the median) at its own peak. */
+struct ms_rank_site {
+    char *site;      /* "function (file:line)", malloc'd */
+    long long bytes; /* the outlier's bytes minus the median rank's */
+};
+
+struct ms_rank {
+    char *host;
+    long long rank, peak_bytes, peak_ns, peak_step, leaked_bytes; /* peak_step -1: none */
+    int outlier;
+    struct ms_rank_site *differs; /* outliers: up to 5, largest difference first */
+    size_t ndiffers;
+};
+
+struct ms_ranks {
+    char layer[64];
+    long long median_peak, mad, threshold, total_peak, max_peak;
+    double imbalance; /* max peak / median peak (0 when the median is 0) */
+    char *median_host;
+    long long median_rank;
+    struct ms_rank *ranks; /* by host, then rank */
+    size_t nranks;
+};
+
+/* Computes r (the caller's struct, released with ms_ranks_release) from JOB's rank_summary and
+ * the outliers' blocks; layer NULL: "host". 0 or a negative code with the reason in err
+ * (MS_ENOTFOUND: no rank has that layer, or ms_job_sql's). */
+int ms_ranks_compute(const char *job_dir, const char *layer, struct ms_ranks *r, char *err,
+                     size_t errlen);
+void ms_ranks_release(struct ms_ranks *r);
+
 #endif

@@ -5,6 +5,7 @@
  * it reads only the columns and row groups a query needs. */
 #include "columnar.h"
 #include "duckdb_dl.h"
+#include "job.h"
 
 #include "common/ms_error.h"
 
@@ -256,35 +257,58 @@ static int make_views(struct ms_duckdb *d, duckdb_connection con, const char *jo
     return rc;
 }
 
+int ms__job_open(struct ms_job *j, const char *job_dir, char *err, size_t errlen)
+{
+    memset(j, 0, sizeof *j);
+    int rc = ms_duckdb_load(&j->d, err, errlen);
+    if (rc < 0)
+        return rc;
+    if (j->d.open(NULL, &j->db) != DuckDBSuccess) {
+        ms_duckdb_release(&j->d);
+        return fail(err, errlen, MS_EDB, "DuckDB: cannot open a database in memory");
+    }
+    if (j->d.connect(j->db, &j->con) != DuckDBSuccess) {
+        j->d.close(&j->db);
+        ms_duckdb_release(&j->d);
+        return fail(err, errlen, MS_EDB, "DuckDB: cannot connect");
+    }
+    j->open = 1;
+    rc = query(&j->d, j->con, "SET threads = 2", NULL, MS_EDB, "DuckDB: ", err, errlen);
+    if (rc == 0)
+        rc = make_views(&j->d, j->con, job_dir, err, errlen);
+    if (rc < 0)
+        ms__job_close(j);
+    return rc;
+}
+
+void ms__job_close(struct ms_job *j)
+{
+    if (!j->open)
+        return;
+    j->d.disconnect(&j->con);
+    j->d.close(&j->db);
+    ms_duckdb_release(&j->d);
+    j->open = 0;
+}
+
+int ms__job_query(struct ms_job *j, const char *sql, duckdb_result *r, char *err, size_t errlen)
+{
+    return query(&j->d, j->con, sql, r, MS_EINVAL, "", err, errlen);
+}
+
 int ms_job_sql(const char *job_dir, const char *sql, enum ms_sql_format fmt, FILE *out, char *err,
                size_t errlen)
 {
-    struct ms_duckdb d;
-    int rc = ms_duckdb_load(&d, err, errlen);
+    struct ms_job j;
+    int rc = ms__job_open(&j, job_dir, err, errlen);
     if (rc < 0)
         return rc;
-    duckdb_database db;
-    duckdb_connection con;
-    if (d.open(NULL, &db) != DuckDBSuccess) {
-        ms_duckdb_release(&d);
-        return fail(err, errlen, MS_EDB, "DuckDB: cannot open a database in memory");
-    }
-    if (d.connect(db, &con) != DuckDBSuccess) {
-        d.close(&db);
-        ms_duckdb_release(&d);
-        return fail(err, errlen, MS_EDB, "DuckDB: cannot connect");
-    }
-    rc = query(&d, con, "SET threads = 2", NULL, MS_EDB, "DuckDB: ", err, errlen);
-    if (rc == 0)
-        rc = make_views(&d, con, job_dir, err, errlen);
     duckdb_result r;
-    if (rc == 0 && (rc = query(&d, con, sql, &r, MS_EINVAL, "", err, errlen)) == 0) {
-        rc = print_result(&d, &r, fmt, out, err, errlen);
-        d.destroy_result(&r);
+    if ((rc = ms__job_query(&j, sql, &r, err, errlen)) == 0) {
+        rc = print_result(&j.d, &r, fmt, out, err, errlen);
+        j.d.destroy_result(&r);
     }
-    d.disconnect(&con);
-    d.close(&db);
-    ms_duckdb_release(&d);
+    ms__job_close(&j);
     return rc;
 }
 #endif

@@ -225,11 +225,11 @@ static const char derive_sql[] =
     "IS NOT NULL), r AS (SELECT layer, ev, ts, step, sum(delta) OVER (PARTITION BY layer ORDER "
     "BY ev ROWS UNBOUNDED PRECEDING) AS live FROM d), p AS (SELECT layer, max(live) AS "
     "peak_bytes, first(ts ORDER BY live DESC, ev) AS peak_ns, first(step ORDER BY live DESC, "
-    "ev) AS peak_step FROM r GROUP BY layer), t AS (SELECT layer, count(*) AS allocs, "
+    "ev) AS peak_step, first(ev ORDER BY live DESC, ev) AS peak_event FROM r GROUP BY layer), t AS (SELECT layer, count(*) AS allocs, "
     "sum(size)::BIGINT AS alloc_bytes, coalesce(sum(size) FILTER (WHERE free_event IS NULL), "
     "0)::BIGINT AS live_bytes, count(*) FILTER (WHERE free_event IS NULL) AS live_blocks FROM b "
     "GROUP BY layer) SELECT t.layer, p.peak_bytes::BIGINT AS peak_bytes, p.peak_ns, "
-    "p.peak_step, t.live_bytes, t.live_blocks, t.alloc_bytes, t.allocs FROM t JOIN p USING "
+    "p.peak_step, p.peak_event, t.live_bytes, t.live_blocks, t.alloc_bytes, t.allocs FROM t JOIN p USING "
     "(layer) ORDER BY t.layer;";
 
 /* The run's host name (meta hostname) into buf; "" when it has none. */

@@ -98,6 +98,33 @@ assert_eq "... rank 1 is now annotate's run, once" "5696" \
     "$(sql "SELECT sum(size) FROM blocks WHERE rank = 1 AND layer = 'heap'")"
 assert_eq "... no private directory left in JOB" "" "$(cd "$J" && ls -A | grep '^\.')"
 
+# memscope ranks: three runs of peaks and one of annotate; annotate's rank is the outlier (its
+# host peak, 5,096 bytes, against the median 4,497,304: MAD 0, so the threshold is 10% of the
+# median), and at its peak it lacks peaks' mapping (4 MiB) and round 10's 300 x 1010 bytes
+J3=$TMP/job3
+for r in 0 1 2; do
+    ms "r$r" export "$TMP/peaks.db" --format=parquet -o "$J3" --host=n1 --rank=$r
+done
+ms r3 export "$TMP/annot.db" --format=parquet -o "$J3" --host=n2 --rank=3
+ms ranks ranks "$J3" --json
+assert_eq "ranks --json: exit status" 0 "$RC"
+assert_eq "ranks: the job's figures" \
+    '{"layer": "host", "ranks_count": 4, "total_peak_bytes": 13497008, "median_peak_bytes": 4497304, "mad_bytes": 0, "threshold_bytes": 449730, "imbalance": 1.000,' \
+    "$(head -1 "$TMP/ranks.out")"
+assert_eq "ranks: rank, host, peak, step, leaked, outlier per rank" \
+    "$(printf '0 n1 4497304 1 4096 false\n1 n1 4497304 1 4096 false\n2 n1 4497304 1 4096 false\n3 n2 5096 3 5096 true')" \
+    "$(sed -n 's/.*"rank": \([0-9]*\), "host": "\([^"]*\)", "peak_bytes": \([0-9]*\), "peak_ns": [0-9]*, "peak_step": \([0-9]*\), "leaked_bytes": \([0-9]*\), "outlier": \([a-z]*\).*/\1 \2 \3 \4 \5 \6/p' "$TMP/ranks.out")"
+assert_eq "ranks: the outlier's sites against the median rank, largest first" \
+    "$(printf 'ms_progs_peaks_map -4194304\nms_progs_peaks_alloc -303000\n_IO_file_doallocate 4096\nms_progs_annot_alloc 1000')" \
+    "$(grep -o '"site": "[^ ]*[^}]*}' "$TMP/ranks.out" | sed 's/"site": "\([^ ]*\) .*"bytes": \(-*[0-9]*\)}/\1 \2/')"
+ms ranks_heap ranks "$J3" --layer=heap
+assert_match "ranks --layer=heap: the heap's median and the outlier" \
+    "layer heap: sum of peaks 941096 bytes, median peak 312000.*3 +n2 +5096 .*OUTLIER" \
+    "$(tr '\n' ' ' <"$TMP/ranks_heap.out")"
+ms ranks_nolayer ranks "$J3" --layer=nosuch
+assert_match "ranks: a layer no rank has: exit 1, said" "1 .*no rank has layer 'nosuch'" \
+    "$RC $(cat "$TMP/ranks_nolayer.err")"
+
 # bad input
 ms nojob sql "$TMP/nosuch" "SELECT 1"
 assert_eq "sql: a job that does not exist: exit 1" 1 "$RC"

@@ -29,6 +29,7 @@ static const char export_usage[] =
     "       memscope export run.db --format=torch-snapshot -o run.pickle\n"
     "       memscope export run.db --format=parquet -o JOB [--rank=N] [--host=H] [--job=ID]\n"
     "                      [--replace]\n"
+    "       memscope export run.db --format=jsonl --table=NAME -o FILE [--rank=N] [--host=H]\n"
     "       memscope export run.db --format=pprof|collapsed|speedscope|perfetto [-o FILE]\n"
     "                      [--what=allocated|live-at-exit|peak|leaked] [selectors]\n"
     "\n"
@@ -39,6 +40,8 @@ static const char export_usage[] =
     "     directory JOB: JOB/TABLE/host=H/rank=N/*.parquet for its tables (blocks, sites,\n"
     "     events, processes, steps, usage, rank_summary: docs/columnar.md), through DuckDB's\n"
     "     C library; a host and rank already in JOB is refused unless --replace.\n"
+    "jsonl: one of those tables as JSON lines (its Parquet column names, host and rank\n"
+    "     added), for engines that ingest rows (ClickHouse's JSONEachRow, BigQuery).\n"
     "torch-snapshot: the run's pools (PyTorch's allocator, memscope.h or NVTX pools) as a\n"
     "     PyTorch memory snapshot (segments at the end, every pool event of the run), the\n"
     "     pickle PyTorch's memory_viz and torch.cuda._memory_viz read.\n"
@@ -115,10 +118,15 @@ static int export_db(const char *db, const char *out)
 
 /* --format=parquet: the run's rank as partitions of the job directory out (docs/columnar.md). */
 static int export_parquet(const char *db, const char *out, const char *host, const char *rank_s,
-                          const char *job, int replace)
+                          const char *job, int replace, const char *table)
 {
     if (!out || !strcmp(out, "-"))
-        return usage_error("export: --format=parquet needs -o JOB (a directory)");
+        return usage_error(table ? "export: --format=jsonl needs -o FILE"
+                                 : "export: --format=parquet needs -o JOB (a directory)");
+    if (table && !ms_columnar_table(table))
+        return usage_error("export: no table '%s' (blocks, sites, events, processes, steps, "
+                           "usage, rank_summary)",
+                           table);
     long long rank = 0;
     if (rank_s) {
         char *end;
@@ -128,8 +136,14 @@ static int export_parquet(const char *db, const char *out, const char *host, con
             return usage_error("export: --rank needs a number from 0 to %d, not '%s'", INT32_MAX,
                                rank_s);
     }
-    struct ms_parquet_opts po = {
-        .db_path = db, .job_dir = out, .host = host, .rank = rank, .job = job, .replace = replace};
+    struct ms_parquet_opts po = {.db_path = db,
+                                 .job_dir = table ? NULL : out,
+                                 .host = host,
+                                 .rank = rank,
+                                 .job = job,
+                                 .replace = replace,
+                                 .jsonl_table = table,
+                                 .jsonl_out = table ? out : NULL};
     char err[1024] = "";
     int rc = ms_parquet_export(&po, err, sizeof err);
     if (rc == MS_EFORMAT && strstr(err, "not a memscope database"))
@@ -196,7 +210,7 @@ static int export_profile(const char *db_path, int kind, enum ms_export_what wha
 int cmd_export(int argc, char **argv)
 {
     const char *db = NULL, *out = NULL, *format = NULL, *layer = NULL, *what_s = NULL;
-    const char *host = NULL, *job = NULL, *rank_s = NULL;
+    const char *host = NULL, *job = NULL, *rank_s = NULL, *table = NULL;
     const char *v;
     int replace = 0, missing = 0;
     struct ms_analyze_opts o;
@@ -230,10 +244,11 @@ int cmd_export(int argc, char **argv)
             what_s = a + 7;
         } else if ((v = cli_opt_value(argc, argv, &i, "--host", &missing)) ||
                    (v = cli_opt_value(argc, argv, &i, "--job", &missing)) ||
-                   (v = cli_opt_value(argc, argv, &i, "--rank", &missing))) {
+                   (v = cli_opt_value(argc, argv, &i, "--rank", &missing)) ||
+                   (v = cli_opt_value(argc, argv, &i, "--table", &missing))) {
             if (missing || !*v)
                 return usage_error("export: %s needs a value", a);
-            *(a[2] == 'h' ? &host : a[2] == 'j' ? &job : &rank_s) = v;
+            *(a[2] == 'h' ? &host : a[2] == 'j' ? &job : a[2] == 'r' ? &rank_s : &table) = v;
         } else if (!strcmp(a, "--replace")) {
             replace = 1;
         } else if ((sel = cli_select_option("export", argc, argv, &i, &o, &layer)) >= 0) {
@@ -253,20 +268,26 @@ int cmd_export(int argc, char **argv)
     int torch = format && !strcmp(format, "torch-snapshot");
     int kind = profile_format(format);
     int parquet = format && !strcmp(format, "parquet");
+    int jsonl = format && !strcmp(format, "jsonl");
     if (format && strcmp(format, "csv") != 0 && strcmp(format, "db") != 0 && !torch && !kind &&
-        !parquet)
-        return usage_error("export: unknown format '%s' (supported: csv, db, parquet, "
+        !parquet && !jsonl)
+        return usage_error("export: unknown format '%s' (supported: csv, db, parquet, jsonl, "
                            "torch-snapshot, pprof, collapsed, speedscope, perfetto)",
                            format);
     if (out && !out[0])
         return usage_error("export: empty output file name");
-    if ((host || job || rank_s || replace) && !parquet)
+    if ((host || job || rank_s || replace) && !parquet && !jsonl)
         return usage_error("export: --host, --rank, --job and --replace apply to "
-                           "--format=parquet");
-    if (parquet)
-        return (selectors || what_s) ? usage_error("export: --format=parquet writes every row: "
-                                                   "no selector or --what")
-                                     : export_parquet(db, out, host, rank_s, job, replace);
+                           "--format=parquet and jsonl");
+    if (!!table != jsonl)
+        return usage_error("export: --format=jsonl takes one table: --table=NAME (blocks, "
+                           "sites, events, processes, steps, usage, rank_summary), and only it");
+    if (parquet || jsonl)
+        return (selectors || what_s || (jsonl && replace))
+                   ? usage_error("export: --format=%s writes every row: no selector, --what or "
+                                 "--replace",
+                                 format)
+                   : export_parquet(db, out, host, rank_s, job, replace, table);
     if ((selectors || what_s) && !kind)
         return usage_error("export: --what and the selectors (--process, --layer, --device, "
                            "--step, --at, --from, --to) apply to --format=pprof, collapsed, "

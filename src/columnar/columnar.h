@@ -18,6 +18,10 @@ struct ms_parquet_opts {
     long long rank;      /* the partition's rank, >= 0 */
     const char *job;     /* the job id in the metadata; NULL: none ("") */
     int replace;         /* 1: replace a partition of the same host and rank */
+    /* Instead of the Parquet partitions: one table's rows as JSON lines (the Parquet column
+     * names, host and rank added), to the file jsonl_out (replaced when complete); job_dir
+     * and replace are not used then. */
+    const char *jsonl_table, *jsonl_out;
 };
 
 /* Adds the run's rows to JOB as the partitions host=HOST/rank=RANK of each table
@@ -27,6 +31,8 @@ struct ms_parquet_opts {
  * DuckDB library: err says how to get it), MS_EINVAL (a host that cannot be a directory name;
  * host and rank already in JOB and replace 0), MS_EFORMAT / MS_EDB (the database), MS_EIO. */
 int ms_parquet_export(const struct ms_parquet_opts *o, char *err, size_t errlen);
+/* 1 when name is one of the tables (docs/columnar.md). */
+int ms_columnar_table(const char *name);
 
 enum ms_sql_format { MS_SQL_TABLE, MS_SQL_CSV, MS_SQL_JSON };
 

@@ -30,6 +30,14 @@ static const char *const tables[] = {"processes", "sites", "steps",       "block
                                      "events",    "usage", "rank_summary"};
 #define NTABLES (sizeof tables / sizeof tables[0])
 
+int ms_columnar_table(const char *name)
+{
+    for (size_t i = 0; i < NTABLES; i++)
+        if (!strcmp(name, tables[i]))
+            return 1;
+    return 0;
+}
+
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -279,6 +287,12 @@ static int write_tables(struct exp *x, const struct ms_parquet_opts *o, const ch
     if (rc == 0 && (sql_quote(qtmp, sizeof qtmp, tmp) < 0 ||
                     sql_quote(qjob, sizeof qjob, o->job ? o->job : "") < 0))
         rc = fail(x->err, x->errlen, MS_EINVAL, "the job directory or the job id is too long");
+    if (rc == 0 && o->jsonl_table) { /* one table as JSON lines, host and rank as columns */
+        snprintf(sql, sizeof sql,
+                 "COPY (SELECT *, '%s' AS host, %lld AS rank FROM %s) TO '%s' (FORMAT json)", host,
+                 o->rank, o->jsonl_table, qtmp);
+        return duck(x, sql, "DuckDB: writing JSON lines");
+    }
     for (size_t i = 0; i < NTABLES && rc == 0; i++) {
         /* host and rank are partition keys: in the directory names, not in the files */
         snprintf(
@@ -324,8 +338,13 @@ static int move_into_place(const struct ms_parquet_opts *o, const char *host, co
 int ms_parquet_export(const struct ms_parquet_opts *o, char *err, size_t errlen)
 {
     struct exp x = {.err = err, .errlen = errlen};
-    if (!o || !o->db_path || !o->job_dir || o->rank < 0)
+    if (!o || !o->db_path || !(o->job_dir || o->jsonl_out) || o->rank < 0)
         return fail(err, errlen, MS_EINVAL, "ms_parquet_export: a database, JOB and a rank >= 0");
+    if (o->jsonl_table && (!o->jsonl_out || !ms_columnar_table(o->jsonl_table)))
+        return fail(err, errlen, MS_EINVAL,
+                    "no table '%s' (blocks, sites, events, processes, steps, usage, "
+                    "rank_summary)",
+                    o->jsonl_table);
     int rc = ms_duckdb_load(&x.d, err, errlen);
     if (rc < 0)
         return rc;
@@ -351,7 +370,16 @@ int ms_parquet_export(const struct ms_parquet_opts *o, char *err, size_t errlen)
                       "'-', '_'): give --host",
                       host);
     }
-    if (rc == 0) {
+    if (rc == 0 && o->jsonl_table) {
+        int fd = ms_temp_create(tmp, sizeof tmp, o->jsonl_out, ".tmp.");
+        if (fd < 0) {
+            rc = fail(err, errlen, fd, "cannot create a file beside %s: %s", o->jsonl_out,
+                      strerror(-fd));
+            tmp[0] = 0;
+        } else
+            close(fd);
+    }
+    if (rc == 0 && !o->jsonl_table) {
         snprintf(mark, sizeof mark, "%s/rank_summary/host=%s/rank=%lld", o->job_dir, host, o->rank);
         struct stat st;
         if (!o->replace && stat(mark, &st) == 0)
@@ -359,9 +387,9 @@ int ms_parquet_export(const struct ms_parquet_opts *o, char *err, size_t errlen)
                       "%s already holds host %s rank %lld (%s): give --replace to replace it",
                       o->job_dir, host, o->rank, mark);
     }
-    if (rc == 0 && (rc = make_dirs(o->job_dir)) < 0)
+    if (rc == 0 && !o->jsonl_table && (rc = make_dirs(o->job_dir)) < 0)
         rc = fail(err, errlen, rc, "cannot create %s: %s", o->job_dir, strerror(-rc));
-    if (rc == 0) {
+    if (rc == 0 && !o->jsonl_table) {
         snprintf(tmp, sizeof tmp, "%s/.memscope-export-XXXXXX", o->job_dir);
         if (!ms_temp_dir_create(tmp)) {
             rc = fail(err, errlen, -errno, "cannot create a directory in %s: %s", o->job_dir,
@@ -385,8 +413,15 @@ int ms_parquet_export(const struct ms_parquet_opts *o, char *err, size_t errlen)
         rc = duck(&x, "SET threads = 2", "DuckDB: setup");
     if (rc == 0)
         rc = write_tables(&x, o, host, tmp);
-    if (rc == 0)
+    if (rc == 0 && !o->jsonl_table)
         rc = move_into_place(o, host, tmp, err, errlen);
+    if (rc == 0 && o->jsonl_table && rename(tmp, o->jsonl_out) < 0)
+        rc = fail(err, errlen, -errno, "cannot rename %s to %s: %s", tmp, o->jsonl_out,
+                  strerror(errno));
+    else if (rc == 0 && o->jsonl_table) {
+        ms_cleanup_forget(tmp);
+        tmp[0] = 0;
+    }
     if (x.have_con)
         x.d.disconnect(&x.con);
     if (x.have_ddb)

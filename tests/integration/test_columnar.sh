@@ -125,6 +125,15 @@ ms ranks_nolayer ranks "$J3" --layer=nosuch
 assert_match "ranks: a layer no rank has: exit 1, said" "1 .*no rank has layer 'nosuch'" \
     "$RC $(cat "$TMP/ranks_nolayer.err")"
 
+# one table as JSON lines (for engines that ingest rows: tests/integration/test_clickhouse.sh)
+ms jsonl export "$TMP/annot.db" --format=jsonl --table=rank_summary -o "$TMP/rs.jsonl" --host=n2 --rank=3
+assert_eq "jsonl: rank_summary's rows with the Parquet names, host and rank" \
+    '{"layer":"heap","peak_bytes":5096,"live_bytes":5096,"host":"n2","rank":3}' \
+    "$(grep '"layer":"heap"' "$TMP/rs.jsonl" | sed 's/"peak_ns":[0-9]*,"peak_step":[0-9]*,"peak_event":[0-9]*,//; s/"live_blocks":[0-9]*,"alloc_bytes":[0-9]*,"allocs":[0-9]*,//')"
+ms jsonl_bad export "$TMP/annot.db" --format=jsonl --table=nosuch -o "$TMP/x.jsonl"
+assert_eq "jsonl: an unknown table: usage error, nothing written" "2 no" \
+    "$RC $([ -e "$TMP/x.jsonl" ] && echo yes || echo no)"
+
 # bad input
 ms nojob sql "$TMP/nosuch" "SELECT 1"
 assert_eq "sql: a job that does not exist: exit 1" 1 "$RC"

@@ -7,7 +7,7 @@ pkgs="build-essential cmake pkg-config libsqlite3-dev sqlite3 libdw-dev clang cl
       libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libmicrohttpd-dev chromium curl
       python3-pil pngcheck redis-server
       zlib1g-dev golang-go protobuf-compiler
-      prometheus tmux"
+      prometheus tmux clickhouse-server"
 # Node.js for the viewer's browser tests (playwright-core from npm drives Debian's chromium) and
 # for rebuilding its front end; a machine that has node already (another distribution's) keeps it.
 command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs npm"
@@ -18,7 +18,7 @@ done
 if [ -n "$missing" ]; then
     echo "setup: installing$missing"
     export DEBIAN_FRONTEND=noninteractive
-    # Servers the tests start themselves (redis-server, prometheus) must not be started as
+    # Servers the tests start themselves (redis-server, prometheus, clickhouse-server) must not be started as
     # services by their packages: a policy that denies every start, for this install only,
     # where the machine has none of its own (containers usually have one).
     policy=""

@@ -36,7 +36,8 @@ static const char export_usage[] =
     "csv: writes every event of run.db in msMemScope's CSV form (stdout by default).\n"
     "db:  writes the full database of a compact one (memscope run's default output): one row\n"
     "     per event and msMemScope's memscope_dump, as `memscope run --format=db` writes it.\n"
-    "parquet: the run as rank N (default 0) of host H (default: the run's) in the job\n"
+    "parquet: the run as rank N (default: the rank the run recorded, else 0) of host H\n"
+    "     (default: the run's) in the job\n"
     "     directory JOB: JOB/TABLE/host=H/rank=N/*.parquet for its tables (blocks, sites,\n"
     "     events, processes, steps, usage, rank_summary: docs/columnar.md), through DuckDB's\n"
     "     C library; a host and rank already in JOB is refused unless --replace.\n"
@@ -127,7 +128,7 @@ static int export_parquet(const char *db, const char *out, const char *host, con
         return usage_error("export: no table '%s' (blocks, sites, events, processes, steps, "
                            "usage, rank_summary)",
                            table);
-    long long rank = 0;
+    long long rank = -1; /* the run's */
     if (rank_s) {
         char *end;
         errno = 0;

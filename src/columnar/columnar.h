@@ -15,8 +15,8 @@ struct ms_parquet_opts {
     const char *db_path; /* the run's database, compact or full */
     const char *job_dir; /* JOB: created when missing */
     const char *host;    /* the partition's host; NULL: the run's (meta hostname) */
-    long long rank;      /* the partition's rank, >= 0 */
-    const char *job;     /* the job id in the metadata; NULL: none ("") */
+    long long rank;      /* the partition's rank, >= 0; -1: the run's (meta rank), else 0 */
+    const char *job;     /* the job id in the metadata; NULL: the run's (meta job), else "" */
     int replace;         /* 1: replace a partition of the same host and rank */
     /* Instead of the Parquet partitions: one table's rows as JSON lines (the Parquet column
      * names, host and rank added), to the file jsonl_out (replaced when complete); job_dir

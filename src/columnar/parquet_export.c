@@ -253,6 +253,19 @@ static void run_host(sqlite3 *db, char *buf, size_t n)
     sqlite3_finalize(st);
 }
 
+/* meta value key of the run as text into buf ("" when none). */
+static void run_meta(sqlite3 *db, const char *key, char *buf, size_t n)
+{
+    sqlite3_stmt *st;
+    buf[0] = 0;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?", -1, &st, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(buf, n, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+}
+
 /* A string as an SQL literal's inside (quotes doubled) into buf; 0, or -1 when too long. */
 static int sql_quote(char *buf, size_t n, const char *s)
 {
@@ -335,10 +348,13 @@ static int move_into_place(const struct ms_parquet_opts *o, const char *host, co
     return 0;
 }
 
-int ms_parquet_export(const struct ms_parquet_opts *o, char *err, size_t errlen)
+int ms_parquet_export(const struct ms_parquet_opts *given, char *err, size_t errlen)
 {
     struct exp x = {.err = err, .errlen = errlen};
-    if (!o || !o->db_path || !(o->job_dir || o->jsonl_out) || o->rank < 0)
+    struct ms_parquet_opts opts = given ? *given : (struct ms_parquet_opts){0};
+    const struct ms_parquet_opts *o = &opts;
+    char meta_rank[32], meta_job[128];
+    if (!given || !o->db_path || !(o->job_dir || o->jsonl_out) || o->rank < -1)
         return fail(err, errlen, MS_EINVAL, "ms_parquet_export: a database, JOB and a rank >= 0");
     if (o->jsonl_table && (!o->jsonl_out || !ms_columnar_table(o->jsonl_table)))
         return fail(err, errlen, MS_EINVAL,
@@ -359,6 +375,16 @@ int ms_parquet_export(const struct ms_parquet_opts *o, char *err, size_t errlen)
         rc = fail(err, errlen, MS_EDB, "cannot open %s: %s", o->db_path, sqlite3_errmsg(x.db));
     if (rc == 0)
         rc = ms_store_check_version(x.db, err, errlen);
+    if (rc == 0 && o->rank < 0) { /* the rank the run recorded (common/job_env.h), else 0 */
+        run_meta(x.db, "rank", meta_rank, sizeof meta_rank);
+        opts.rank = meta_rank[0] ? strtoll(meta_rank, NULL, 10) : 0;
+        if (opts.rank < 0)
+            opts.rank = 0;
+    }
+    if (rc == 0 && !o->job) {
+        run_meta(x.db, "job", meta_job, sizeof meta_job);
+        opts.job = meta_job;
+    }
     if (rc == 0) {
         if (o->host)
             snprintf(host, sizeof host, "%s", o->host);

@@ -125,6 +125,22 @@ ms ranks_nolayer ranks "$J3" --layer=nosuch
 assert_match "ranks: a layer no rank has: exit 1, said" "1 .*no rank has layer 'nosuch'" \
     "$RC $(cat "$TMP/ranks_nolayer.err")"
 
+# the rank a launcher gave (torchrun's RANK, WORLD_SIZE, TORCHELASTIC_RUN_ID) is recorded in the
+# run's meta, and is the export's rank and job when no --rank or --job is given
+RANK=5 LOCAL_RANK=1 WORLD_SIZE=8 TORCHELASTIC_RUN_ID=job-abc ms ranked run -q -o "$TMP/ranked.db" -- "$PROGS/annotate"
+assert_eq "the run's meta: rank, local_rank, world_size, job" "5|1|8|job-abc" \
+    "$(q "$TMP/ranked.db" "SELECT group_concat(value, '|') FROM (SELECT value FROM meta WHERE key IN
+       ('rank', 'local_rank', 'world_size', 'job') ORDER BY CASE key WHEN 'rank' THEN 1
+       WHEN 'local_rank' THEN 2 WHEN 'world_size' THEN 3 ELSE 4 END)")"
+ms ranked_exp export "$TMP/ranked.db" --format=parquet -o "$TMP/job5" --host=h
+assert_eq "... exported as rank 5 without --rank" "h/rank=5" \
+    "$(cd "$TMP/job5/rank_summary" && echo host=*/rank=* | sed 's/host=//')"
+assert_eq "... its files say job job-abc" "job-abc" \
+    "$("$MEMSCOPE" sql "$TMP/job5" "SELECT DISTINCT decode(value) FROM parquet_kv_metadata('$TMP/job5/*/*/*/*.parquet') WHERE decode(key) = 'job'" --format=csv | tail -n +2)"
+ms unranked run -q -o "$TMP/unranked.db" -- "$PROGS/annotate"
+assert_eq "a run without a launcher's rank: no rank in its meta" "0" \
+    "$(q "$TMP/unranked.db" "SELECT count(*) FROM meta WHERE key IN ('rank', 'local_rank', 'world_size', 'job')")"
+
 # one table as JSON lines (for engines that ingest rows: tests/integration/test_clickhouse.sh)
 ms jsonl export "$TMP/annot.db" --format=jsonl --table=rank_summary -o "$TMP/rs.jsonl" --host=n2 --rank=3
 assert_eq "jsonl: rank_summary's rows with the Parquet names, host and rank" \

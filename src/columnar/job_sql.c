@@ -33,7 +33,7 @@ static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 int ms_job_sql(const char *job_dir, const char *sql, enum ms_sql_format fmt, FILE *out, char *err,
                size_t errlen)
 {
-    (void)job_dir, (void)sql, (void)fmt, (void)out;
+    (void)job_dir, (void)sql, (void)fmt, (void)out, (void)fail;
     struct ms_duckdb d;
     int rc = ms_duckdb_load(&d, err, errlen);
     ms_duckdb_release(&d);

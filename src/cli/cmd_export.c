@@ -37,10 +37,10 @@ static const char export_usage[] =
     "db:  writes the full database of a compact one (memscope run's default output): one row\n"
     "     per event and msMemScope's memscope_dump, as `memscope run --format=db` writes it.\n"
     "parquet: the run as rank N (default: the rank the run recorded, else 0) of host H\n"
-    "     (default: the run's) in the job\n"
-    "     directory JOB: JOB/TABLE/host=H/rank=N/*.parquet for its tables (blocks, sites,\n"
-    "     events, processes, steps, usage, rank_summary: docs/columnar.md), through DuckDB's\n"
-    "     C library; a host and rank already in JOB is refused unless --replace.\n"
+    "     (default: the run's) in the job directory JOB: JOB/TABLE/host=H/rank=N/*.parquet\n"
+    "     for its tables (blocks, sites, events, processes, steps, usage, timeline,\n"
+    "     rank_summary: docs/columnar.md), through DuckDB's C library; a host and rank\n"
+    "     already in JOB is refused unless --replace.\n"
     "jsonl: one of those tables as JSON lines (its Parquet column names, host and rank\n"
     "     added), for engines that ingest rows (ClickHouse's JSONEachRow, BigQuery).\n"
     "torch-snapshot: the run's pools (PyTorch's allocator, memscope.h or NVTX pools) as a\n"
@@ -126,7 +126,7 @@ static int export_parquet(const char *db, const char *out, const char *host, con
                                  : "export: --format=parquet needs -o JOB (a directory)");
     if (table && !ms_columnar_table(table))
         return usage_error("export: no table '%s' (blocks, sites, events, processes, steps, "
-                           "usage, rank_summary)",
+                           "usage, timeline, rank_summary)",
                            table);
     long long rank = -1; /* the run's */
     if (rank_s) {
@@ -282,7 +282,8 @@ int cmd_export(int argc, char **argv)
                            "--format=parquet and jsonl");
     if (!!table != jsonl)
         return usage_error("export: --format=jsonl takes one table: --table=NAME (blocks, "
-                           "sites, events, processes, steps, usage, rank_summary), and only it");
+                           "sites, events, processes, steps, usage, timeline, rank_summary), "
+                           "and only it");
     if (parquet || jsonl)
         return (selectors || what_s || (jsonl && replace))
                    ? usage_error("export: --format=%s writes every row: no selector, --what or "

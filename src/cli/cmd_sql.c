@@ -13,7 +13,7 @@ static const char sql_usage[] =
     "\n"
     "Runs one query (DuckDB's SQL) over the job directory JOB that `memscope export\n"
     "--format=parquet -o JOB` fills: each table (blocks, sites, events, processes, steps,\n"
-    "usage, rank_summary) is a view of all its ranks' files, with host and rank as columns.\n"
+    "usage, timeline, rank_summary) is a view of all its ranks' files, with host and rank as columns.\n"
     "  --format=FORMAT     table (default), csv (a header line, then the rows), json (an\n"
     "                      array of objects)\n";
 

@@ -26,8 +26,8 @@
 #include <unistd.h>
 
 /* The tables in the order they are moved into place: rank_summary last. */
-static const char *const tables[] = {"processes", "sites", "steps",       "blocks",
-                                     "events",    "usage", "rank_summary"};
+static const char *const tables[] = {"processes", "sites", "steps",    "blocks",
+                                     "events",    "usage", "timeline", "rank_summary"};
 #define NTABLES (sizeof tables / sizeof tables[0])
 
 int ms_columnar_table(const char *name)
@@ -238,7 +238,19 @@ static const char derive_sql[] =
     "0)::BIGINT AS live_bytes, count(*) FILTER (WHERE free_event IS NULL) AS live_blocks FROM b "
     "GROUP BY layer) SELECT t.layer, p.peak_bytes::BIGINT AS peak_bytes, p.peak_ns, "
     "p.peak_step, p.peak_event, t.live_bytes, t.live_blocks, t.alloc_bytes, t.allocs FROM t JOIN p USING "
-    "(layer) ORDER BY t.layer;";
+    "(layer) ORDER BY t.layer;"
+    /* timeline: per process and layer, at most 1000 intervals of the rank's span (those with an
+     * event), each with its highest live bytes and those at its end */
+    "CREATE TABLE timeline AS WITH d AS (SELECT pid, layer, device, alloc_event AS ev, alloc_ns "
+    "AS ts, size AS delta FROM blocks UNION ALL SELECT pid, layer, device, free_event, free_ns, "
+    "-size FROM blocks WHERE free_event IS NOT NULL), s AS (SELECT min(ts) AS t0, "
+    "greatest(max(ts) - min(ts), 1) AS span FROM d), r AS (SELECT pid, layer, device, ev, "
+    "least(floor((ts - s.t0) * 1000.0 / s.span), 999)::BIGINT AS k, s.t0, s.span, sum(delta) "
+    "OVER (PARTITION BY pid, layer ORDER BY ev ROWS UNBOUNDED PRECEDING) AS live FROM d, s) "
+    "SELECT pid, layer, any_value(device) AS device, k AS point, (any_value(t0) + k * "
+    "any_value(span) // 1000)::BIGINT AS ts_ns, max(live)::BIGINT AS max_live_bytes, "
+    "arg_max(live, ev)::BIGINT AS live_bytes FROM r GROUP BY pid, layer, k ORDER BY pid, "
+    "layer, k;";
 
 /* The run's host name (meta hostname) into buf; "" when it has none. */
 static void run_host(sqlite3 *db, char *buf, size_t n)
@@ -359,7 +371,7 @@ int ms_parquet_export(const struct ms_parquet_opts *given, char *err, size_t err
     if (o->jsonl_table && (!o->jsonl_out || !ms_columnar_table(o->jsonl_table)))
         return fail(err, errlen, MS_EINVAL,
                     "no table '%s' (blocks, sites, events, processes, steps, usage, "
-                    "rank_summary)",
+                    "timeline, rank_summary)",
                     o->jsonl_table);
     int rc = ms_duckdb_load(&x.d, err, errlen);
     if (rc < 0)

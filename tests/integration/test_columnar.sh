@@ -31,13 +31,16 @@ sql() { "$MEMSCOPE" sql "$J" "$1" --format=csv 2>&1 | tail -n +2; }
 
 # a table with no rows in a run (peaks: no step, no event but its blocks') has no file there
 assert_eq "the layout: TABLE/host=HOST/rank=RANK/data_0.parquet (usage: when sampled)" \
-    "$(for t in blocks events processes rank_summary sites steps; do
+    "$(for t in blocks events processes rank_summary sites steps timeline; do
         case $t in events | steps) ;; *)
             printf '%s/host=nodeA/rank=0/data_0.parquet\n%s/host=nodeA/rank=1/data_0.parquet\n' "$t" "$t" ;;
         esac
         printf '%s/host=nodeB/rank=2/data_0.parquet\n' "$t"
     done)" \
     "$(cd "$J" && find . -name '*.parquet' | sed 's|^\./||' | grep -v '^usage/' | sort)"
+assert_eq "timeline: peaks' heap, at most 1000 points, its highest and its end" "1000 312000 4096" \
+    "$(sql "SELECT max(point) + 1, max(max_live_bytes), arg_max(live_bytes, point) FROM timeline
+            WHERE rank = 0 AND layer = 'heap'" | tr , ' ')"
 assert_eq "usage: the peaks runs' samples (one at exit at least)" "$(printf '0\n1')" \
     "$(sql "SELECT DISTINCT rank FROM usage WHERE rank < 2 AND exited = 1 ORDER BY rank")"
 # peaks: 40 rounds of 300 blocks of 1000 + r bytes (r = 1..40): 12,000 blocks, 12,246,000 bytes

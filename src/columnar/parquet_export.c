@@ -186,6 +186,16 @@ static const struct {
      "py_text VARCHAR)",
      "SELECT s.id, p.pid, s.depth, s.c_text, s.py_text FROM stacks s JOIN processes p ON "
      "p.id = s.process_id ORDER BY s.id"},
+    {"frames_raw",
+     "CREATE TABLE frames_raw (site BIGINT, pos BIGINT, function VARCHAR, file VARCHAR, line "
+     "BIGINT, module VARCHAR)",
+     /* each stack's native frames, innermost first: its path in the tree of frames */
+     "WITH RECURSIVE w(site, pos, node) AS (SELECT id, 0, node_id FROM stacks WHERE node_id IS "
+     "NOT NULL UNION ALL SELECT w.site, w.pos + 1, n.parent FROM w JOIN stack_nodes n ON n.id = "
+     "w.node WHERE n.parent IS NOT NULL) SELECT w.site, w.pos, fs.text, fl.text, f.line, m.path "
+     "FROM w JOIN stack_nodes n ON n.id = w.node JOIN frames f ON f.id = n.frame_id LEFT JOIN "
+     "strings fs ON fs.id = f.function_id LEFT JOIN strings fl ON fl.id = f.file_id LEFT JOIN "
+     "modules m ON m.id = f.module_id ORDER BY w.site, w.pos"},
     {"steps", "CREATE TABLE steps (pid BIGINT, step BIGINT, start_ns BIGINT, end_ns BIGINT)",
      "SELECT p.pid, s.step, s.start_ns, s.end_ns FROM steps s JOIN processes p ON p.id = "
      "s.process_id ORDER BY s.process_id, s.step"},
@@ -224,8 +234,11 @@ static const struct {
 static const char derive_sql[] =
     "CREATE TABLE blocks AS SELECT b.*, s.step AS free_step FROM blocks_raw b ASOF LEFT JOIN "
     "steps s ON b.pid = s.pid AND b.free_ns <= s.end_ns ORDER BY b.alloc_event;"
-    "CREATE TABLE sites AS SELECT site, pid, depth, string_split(c_text, chr(10)) AS frames, "
-    "string_split(c_text, chr(10))[1] AS first_frame, py_text FROM sites_raw ORDER BY site;"
+    "CREATE TABLE sites AS SELECT s.site, s.pid, s.depth, f.frames, string_split(s.c_text, "
+    "chr(10)) AS frame_text, string_split(s.c_text, chr(10))[1] AS first_frame, s.py_text FROM "
+    "sites_raw s LEFT JOIN (SELECT site, list({'function': function, 'file': file, 'line': "
+    "line, 'module': module} ORDER BY pos) AS frames FROM frames_raw GROUP BY site) f USING "
+    "(site) ORDER BY s.site;"
     "CREATE TABLE rank_summary AS WITH b AS (SELECT layer, * EXCLUDE (layer) FROM blocks "
     "UNION ALL SELECT 'host' AS layer, * EXCLUDE (layer) FROM blocks WHERE layer_id IN (1, 2)), "
     "d AS (SELECT layer, alloc_event AS ev, alloc_ns AS ts, size AS delta, alloc_step AS step "

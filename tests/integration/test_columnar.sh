@@ -74,6 +74,12 @@ assert_eq "annotate's blocks: layer, size, alloc step, free step" \
 assert_eq "a site's first frame" "ms_progs_annot_alloc" \
     "$(sql "SELECT DISTINCT split_part(s.first_frame, ' ', 1) FROM blocks b JOIN sites s
             ON s.site = b.site AND s.rank = b.rank WHERE b.rank = 2 AND b.size = 100")"
+assert_eq "a site's frames: function, file, line, module of the innermost two" \
+    "ms_progs_annot_alloc annotate.c 22 annotate|main annotate.c 32 annotate" \
+    "$(sql "SELECT string_agg(concat_ws(' ', f.function, parse_filename(f.file), f.line,
+                                       parse_filename(f.module)), '|')
+            FROM (SELECT unnest(s.frames[1:2]) AS f FROM blocks b JOIN sites s
+                  ON s.site = b.site AND s.rank = b.rank WHERE b.rank = 2 AND b.size = 100)")"
 assert_eq "the job's heap peaks per rank (one query over all ranks)" \
     "$(printf '0,312000\n1,312000\n2,5096')" \
     "$(sql "SELECT rank, peak_bytes FROM rank_summary WHERE layer = 'heap' ORDER BY rank")"

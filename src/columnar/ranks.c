@@ -101,15 +101,24 @@ static void layer_cond(char *buf, size_t n, const char *layer)
 static int differs(struct ms_job *j, struct ms_ranks *r, struct ms_rank *rk, char *err,
                    size_t errlen)
 {
-    char cond[128], sql[4096];
+    char cond[128], sql[4096], site[256];
     layer_cond(cond, sizeof cond, r->layer);
+    duckdb_result v; /* a job without sites (none exported yet): the site ids */
+    int have_sites = 0;
+    if (ms__job_query(j, "SELECT 1 FROM duckdb_views() WHERE view_name = 'sites'", &v, err,
+                      errlen) == 0) {
+        have_sites = j->d.row_count(&v) > 0;
+        j->d.destroy_result(&v);
+    }
+    snprintf(site, sizeof site, "%s",
+             have_sites ? "coalesce(s.first_frame, '(no stack)')"
+                        : "coalesce('site ' || b.site, '(no stack)')");
     snprintf(sql, sizeof sql,
              "WITH pk AS (SELECT host, rank, peak_event FROM rank_summary WHERE layer = '%s' AND "
              "((host = '%s' AND rank = %lld) OR (host = '%s' AND rank = %lld))), "
-             "live AS (SELECT b.host, b.rank, coalesce(s.first_frame, '(no stack)') AS site, "
+             "live AS (SELECT b.host, b.rank, %s AS site, "
              "sum(b.size)::BIGINT AS bytes FROM blocks b JOIN pk ON pk.host = b.host AND pk.rank = "
-             "b.rank LEFT JOIN sites s ON s.host = b.host AND s.rank = b.rank AND s.site = "
-             "b.site WHERE %s AND ((b.host = '%s' AND b.rank = %lld) OR (b.host = '%s' AND "
+             "b.rank %s WHERE %s AND ((b.host = '%s' AND b.rank = %lld) OR (b.host = '%s' AND "
              "b.rank = %lld)) AND b.alloc_event <= pk.peak_event AND (b.free_event IS NULL OR "
              "b.free_event > pk.peak_event) GROUP BY ALL), "
              "o AS (SELECT site, bytes FROM live WHERE host = '%s' AND rank = %lld), "
@@ -117,9 +126,12 @@ static int differs(struct ms_job *j, struct ms_ranks *r, struct ms_rank *rk, cha
              "SELECT coalesce(o.site, m.site) AS site, coalesce(o.bytes, 0) - coalesce(m.bytes, "
              "0) AS diff FROM o FULL JOIN m ON o.site = m.site WHERE diff <> 0 ORDER BY "
              "abs(diff) DESC, site LIMIT %d",
-             r->layer, rk->host, rk->rank, r->median_host, r->median_rank, cond, rk->host, rk->rank,
-             r->median_host, r->median_rank, rk->host, rk->rank, r->median_host, r->median_rank,
-             MAX_DIFFERS);
+             r->layer, rk->host, rk->rank, r->median_host, r->median_rank, site,
+             have_sites ? "LEFT JOIN sites s ON s.host = b.host AND s.rank = b.rank AND s.site = "
+                          "b.site"
+                        : "",
+             cond, rk->host, rk->rank, r->median_host, r->median_rank, rk->host, rk->rank,
+             r->median_host, r->median_rank, MAX_DIFFERS);
     duckdb_result res;
     int rc = ms__job_query(j, sql, &res, err, errlen);
     if (rc < 0)

@@ -11,6 +11,7 @@ struct ms_job {
     duckdb_database db;
     duckdb_connection con;
     int open;
+    char tmp[4096]; /* DuckDB's temp_directory: a private one in TMPDIR, removed by close */
 };
 
 /* Loads DuckDB, opens a database in memory with JOB's tables as views (their files' schema
@@ -21,6 +22,8 @@ void ms__job_close(struct ms_job *j);
 /* Runs sql into *r (the caller destroys it with j->d.destroy_result on success); 0 or
  * MS_EINVAL with DuckDB's message in err. */
 int ms__job_query(struct ms_job *j, const char *sql, duckdb_result *r, char *err, size_t errlen);
+/* Removes dir and what is in it (no link is followed). */
+void ms__remove_tree(const char *dir);
 #endif
 
 #endif

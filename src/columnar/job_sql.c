@@ -7,10 +7,12 @@
 #include "duckdb_dl.h"
 #include "job.h"
 
+#include "common/files.h"
 #include "common/ms_error.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,6 +42,18 @@ int ms_job_sql(const char *job_dir, const char *sql, enum ms_sql_format fmt, FIL
     return rc;
 }
 #else
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+void ms__remove_tree(const char *dir)
+{
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 /* A JOB's table names are memscope's own: letters and '_' only. */
 static int table_name(const char *s)
@@ -279,6 +293,17 @@ int ms__job_open(struct ms_job *j, const char *job_dir, char *err, size_t errlen
     }
     j->open = 1;
     rc = query(&j->d, j->con, "SET threads = 2", NULL, MS_EDB, "DuckDB: ", err, errlen);
+    /* what a big query spills goes to a private directory in TMPDIR, not DuckDB's default
+     * .tmp in the current directory */
+    const char *t = getenv("TMPDIR");
+    snprintf(j->tmp, sizeof j->tmp, "%s/memscope-duckdb-XXXXXX", t && *t ? t : "/tmp");
+    if (rc == 0 && !ms_temp_dir_create(j->tmp))
+        j->tmp[0] = 0; /* DuckDB's default then */
+    if (rc == 0 && j->tmp[0] && !strchr(j->tmp, '\'')) {
+        char set[sizeof j->tmp + 64];
+        snprintf(set, sizeof set, "SET temp_directory = '%s'", j->tmp);
+        rc = query(&j->d, j->con, set, NULL, MS_EDB, "DuckDB: ", err, errlen);
+    }
     if (rc == 0)
         rc = make_views(&j->d, j->con, job_dir, err, errlen);
     if (rc < 0)
@@ -294,6 +319,11 @@ void ms__job_close(struct ms_job *j)
     j->d.close(&j->db);
     ms_duckdb_release(&j->d);
     j->open = 0;
+    if (j->tmp[0]) {
+        ms__remove_tree(j->tmp);
+        ms_cleanup_forget(j->tmp);
+        j->tmp[0] = 0;
+    }
 }
 
 int ms__job_query(struct ms_job *j, const char *sql, duckdb_result *r, char *err, size_t errlen)

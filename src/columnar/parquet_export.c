@@ -8,14 +8,13 @@
  * is DuckDB's for the run's blocks (about 100 bytes a block) plus SQLite's cursor. */
 #include "columnar.h"
 #include "duckdb_dl.h"
+#include "job.h"
 
 #include "common/files.h"
 #include "common/ms_error.h"
 #include "store/store.h"
 
-#define _XOPEN_SOURCE_EXTENDED 1
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -59,19 +58,6 @@ int ms_parquet_export(const struct ms_parquet_opts *o, char *err, size_t errlen)
     return rc < 0 ? rc : fail(err, errlen, MS_ENOTFOUND, "built without DuckDB");
 }
 #else
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    remove(path);
-    return 0;
-}
-
-/* Removes dir and what is in it (no link is followed). */
-static void remove_tree(const char *dir)
-{
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 /* mkdir -p of path (0755). 0 or -errno. */
 static int make_dirs(const char *path)
 {
@@ -366,7 +352,7 @@ static int move_into_place(const struct ms_parquet_opts *o, const char *host, co
         if (rc < 0)
             return fail(err, errlen, rc, "cannot create %s: %s", dir, strerror(-rc));
         if (o->replace)
-            remove_tree(to);
+            ms__remove_tree(to);
         if (rename(from, to) < 0)
             return fail(err, errlen, -errno, "cannot move %s to %s: %s", from, to, strerror(errno));
     }
@@ -462,6 +448,13 @@ int ms_parquet_export(const struct ms_parquet_opts *given, char *err, size_t err
     }
     if (rc == 0)
         rc = duck(&x, "SET threads = 2", "DuckDB: setup");
+    if (rc == 0 && !o->jsonl_table) { /* what DuckDB spills goes into the private directory */
+        char set[PATH_MAX * 2 + 64], qt[PATH_MAX * 2];
+        if (sql_quote(qt, sizeof qt, tmp) == 0) {
+            snprintf(set, sizeof set, "SET temp_directory = '%s/.spill'", qt);
+            rc = duck(&x, set, "DuckDB: setup");
+        }
+    }
     if (rc == 0)
         rc = write_tables(&x, o, host, tmp);
     if (rc == 0 && !o->jsonl_table)
@@ -478,7 +471,7 @@ int ms_parquet_export(const struct ms_parquet_opts *given, char *err, size_t err
     if (x.have_ddb)
         x.d.close(&x.ddb);
     if (tmp[0]) {
-        remove_tree(tmp);
+        ms__remove_tree(tmp);
         ms_cleanup_forget(tmp);
     }
     sqlite3_close(x.db);

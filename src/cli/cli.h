@@ -17,6 +17,8 @@ int cmd_attach(int argc, char **argv);  /* cmd_attach.c */
 int cmd_usage(int argc, char **argv);   /* cmd_usage.c */
 int cmd_monitor(int argc, char **argv); /* cmd_monitor.c */
 int cmd_top(int argc, char **argv);     /* cmd_top.c */
+int cmd_sql(int argc, char **argv);     /* cmd_sql.c */
+int cmd_ranks(int argc, char **argv);   /* cmd_ranks.c */
 /* msMemScope's `--compare --input-path=A,B` (cmd_compare.c): argv[0] is memscope's. */
 int cmd_compare_ms(int argc, char **argv);
 #ifdef MEMSCOPE_HAVE_SNAPSHOT

@@ -3,7 +3,8 @@
  * `memscope export run.db --format=db [-o full.db]`: the full database (one row per event,
  * memscope_dump) of a compact one (ms_store_expand); `--format=pprof|collapsed|speedscope|
  * perfetto` with the analyses' selectors: what other tools read (src/analyze/export.h,
- * docs/exports.md). */
+ * docs/exports.md); `--format=parquet -o JOB`: the run as one rank of a job's Parquet tables
+ * (src/columnar, docs/columnar.md). */
 #include "cli.h"
 #include "store/db_explain.h"
 
@@ -12,8 +13,11 @@
 #include "common/ms_error.h"
 #include "common/files.h"
 #include "store/store.h"
+#include "columnar/columnar.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -23,12 +27,22 @@ static const char export_usage[] =
     "usage: memscope export run.db --format=csv [-o out.csv]\n"
     "       memscope export run.db --format=db [-o full.db]\n"
     "       memscope export run.db --format=torch-snapshot -o run.pickle\n"
+    "       memscope export run.db --format=parquet -o JOB [--rank=N] [--host=H] [--job=ID]\n"
+    "                      [--replace]\n"
+    "       memscope export run.db --format=jsonl --table=NAME -o FILE [--rank=N] [--host=H]\n"
     "       memscope export run.db --format=pprof|collapsed|speedscope|perfetto [-o FILE]\n"
     "                      [--what=allocated|live-at-exit|peak|leaked] [selectors]\n"
     "\n"
     "csv: writes every event of run.db in msMemScope's CSV form (stdout by default).\n"
     "db:  writes the full database of a compact one (memscope run's default output): one row\n"
     "     per event and msMemScope's memscope_dump, as `memscope run --format=db` writes it.\n"
+    "parquet: the run as rank N (default: the rank the run recorded, else 0) of host H\n"
+    "     (default: the run's) in the job directory JOB: JOB/TABLE/host=H/rank=N/*.parquet\n"
+    "     for its tables (blocks, sites, events, processes, steps, usage, timeline,\n"
+    "     rank_summary: docs/columnar.md), through DuckDB's C library; a host and rank\n"
+    "     already in JOB is refused unless --replace.\n"
+    "jsonl: one of those tables as JSON lines (its Parquet column names, host and rank\n"
+    "     added), for engines that ingest rows (ClickHouse's JSONEachRow, BigQuery).\n"
     "torch-snapshot: the run's pools (PyTorch's allocator, memscope.h or NVTX pools) as a\n"
     "     PyTorch memory snapshot (segments at the end, every pool event of the run), the\n"
     "     pickle PyTorch's memory_viz and torch.cuda._memory_viz read.\n"
@@ -103,6 +117,45 @@ static int export_db(const char *db, const char *out)
     return 0;
 }
 
+/* --format=parquet: the run's rank as partitions of the job directory out (docs/columnar.md). */
+static int export_parquet(const char *db, const char *out, const char *host, const char *rank_s,
+                          const char *job, int replace, const char *table)
+{
+    if (!out || !strcmp(out, "-"))
+        return usage_error(table ? "export: --format=jsonl needs -o FILE"
+                                 : "export: --format=parquet needs -o JOB (a directory)");
+    if (table && !ms_columnar_table(table))
+        return usage_error("export: no table '%s' (blocks, sites, events, processes, steps, "
+                           "usage, timeline, rank_summary)",
+                           table);
+    long long rank = -1; /* the run's */
+    if (rank_s) {
+        char *end;
+        errno = 0;
+        rank = strtoll(rank_s, &end, 10);
+        if (errno || *end || end == rank_s || rank < 0 || rank > INT32_MAX)
+            return usage_error("export: --rank needs a number from 0 to %d, not '%s'", INT32_MAX,
+                               rank_s);
+    }
+    struct ms_parquet_opts po = {.db_path = db,
+                                 .job_dir = table ? NULL : out,
+                                 .host = host,
+                                 .rank = rank,
+                                 .job = job,
+                                 .replace = replace,
+                                 .jsonl_table = table,
+                                 .jsonl_out = table ? out : NULL};
+    char err[1024] = "";
+    int rc = ms_parquet_export(&po, err, sizeof err);
+    if (rc == MS_EFORMAT && strstr(err, "not a memscope database"))
+        ms_db_explain(db, err, sizeof err);
+    if (rc < 0) {
+        cli_error("export: %s", err[0] ? err : ms_strerror(rc));
+        return 1;
+    }
+    return 0;
+}
+
 /* The formats made from a profile (src/analyze/export.h). */
 static const char *const profile_formats[] = {"pprof", "collapsed", "speedscope", "perfetto", NULL};
 
@@ -158,6 +211,9 @@ static int export_profile(const char *db_path, int kind, enum ms_export_what wha
 int cmd_export(int argc, char **argv)
 {
     const char *db = NULL, *out = NULL, *format = NULL, *layer = NULL, *what_s = NULL;
+    const char *host = NULL, *job = NULL, *rank_s = NULL, *table = NULL;
+    const char *v;
+    int replace = 0, missing = 0;
     struct ms_analyze_opts o;
     ms_analyze_opts_init(&o);
     int selectors = 0;
@@ -187,6 +243,15 @@ int cmd_export(int argc, char **argv)
             what_s = argv[i];
         } else if (!strncmp(a, "--what=", 7)) {
             what_s = a + 7;
+        } else if ((v = cli_opt_value(argc, argv, &i, "--host", &missing)) ||
+                   (v = cli_opt_value(argc, argv, &i, "--job", &missing)) ||
+                   (v = cli_opt_value(argc, argv, &i, "--rank", &missing)) ||
+                   (v = cli_opt_value(argc, argv, &i, "--table", &missing))) {
+            if (missing || !*v)
+                return usage_error("export: %s needs a value", a);
+            *(a[2] == 'h' ? &host : a[2] == 'j' ? &job : a[2] == 'r' ? &rank_s : &table) = v;
+        } else if (!strcmp(a, "--replace")) {
+            replace = 1;
         } else if ((sel = cli_select_option("export", argc, argv, &i, &o, &layer)) >= 0) {
             if (sel)
                 return sel;
@@ -203,12 +268,28 @@ int cmd_export(int argc, char **argv)
         return usage_error("export: no database given");
     int torch = format && !strcmp(format, "torch-snapshot");
     int kind = profile_format(format);
-    if (format && strcmp(format, "csv") != 0 && strcmp(format, "db") != 0 && !torch && !kind)
-        return usage_error("export: unknown format '%s' (supported: csv, db, torch-snapshot, "
-                           "pprof, collapsed, speedscope, perfetto)",
+    int parquet = format && !strcmp(format, "parquet");
+    int jsonl = format && !strcmp(format, "jsonl");
+    if (format && strcmp(format, "csv") != 0 && strcmp(format, "db") != 0 && !torch && !kind &&
+        !parquet && !jsonl)
+        return usage_error("export: unknown format '%s' (supported: csv, db, parquet, jsonl, "
+                           "torch-snapshot, pprof, collapsed, speedscope, perfetto)",
                            format);
     if (out && !out[0])
         return usage_error("export: empty output file name");
+    if ((host || job || rank_s || replace) && !parquet && !jsonl)
+        return usage_error("export: --host, --rank, --job and --replace apply to "
+                           "--format=parquet and jsonl");
+    if (!!table != jsonl)
+        return usage_error("export: --format=jsonl takes one table: --table=NAME (blocks, "
+                           "sites, events, processes, steps, usage, timeline, rank_summary), "
+                           "and only it");
+    if (parquet || jsonl)
+        return (selectors || what_s || (jsonl && replace))
+                   ? usage_error("export: --format=%s writes every row: no selector, --what or "
+                                 "--replace",
+                                 format)
+                   : export_parquet(db, out, host, rank_s, job, replace, table);
     if ((selectors || what_s) && !kind)
         return usage_error("export: --what and the selectors (--process, --layer, --device, "
                            "--step, --at, --from, --to) apply to --format=pprof, collapsed, "

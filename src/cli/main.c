@@ -71,8 +71,10 @@ static const char usage[] =
     "       memscope [options] program [args...]        (msMemScope form; same as run)\n"
     "       memscope import TRACE_DIR -o run.db         (raw traces -> database)\n"
     "       memscope pack TRACE_DIR|FILE.mst...         (raw traces -> packed traces)\n"
-    "       memscope export run.db --format=csv|db|torch-snapshot|pprof|collapsed|speedscope|\n"
-    "                      perfetto [-o FILE]             (memscope export --help)\n"
+    "       memscope export run.db --format=csv|db|parquet|torch-snapshot|pprof|collapsed|\n"
+    "                      speedscope|perfetto [-o FILE]  (memscope export --help)\n"
+    "       memscope sql JOB \"SQL\" [--format=table|csv|json]  (a job's Parquet tables)\n"
+    "       memscope ranks JOB [--layer=NAME] [--json]   (the rank that differs, and why)\n"
     "       memscope analyze KIND|all|list run.db [options]   (memscope analyze --help)\n"
     "       memscope plot run.db [-o mem.svg] [--layer=NAME]   (live bytes over time)\n"
     "       memscope view run.db [--port N]               (the viewer, in a browser)\n"
@@ -102,6 +104,7 @@ static const struct command {
     {"analyze", cmd_analyze, 0},   {"pack", cmd_pack, 0},       {"plot", cmd_plot, 0},
     {"view", cmd_view, 1},         {"report", cmd_report, 0},   {"usage", cmd_usage, 1},
     {"attach", cmd_attach, 1},     {"monitor", cmd_monitor, 1}, {"top", cmd_top, 1},
+    {"sql", cmd_sql, 0},           {"ranks", cmd_ranks, 0},
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
     {"snapshot", cmd_snapshot, 0},
 #endif

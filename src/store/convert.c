@@ -558,8 +558,9 @@ static void conv_release(struct conv *c)
     conv__sym_join(c);
     conv__kept_join(c, 1);
     ms_embed_release(&c->embed);
-    sqlite3_stmt *sts[] = {c->ins_string, c->ins_frame, c->ins_stack, c->ins_stack_node,
-                           c->ins_owner,  c->ins_step,  c->ins_range, c->ins_pytrace};
+    sqlite3_stmt *sts[] = {c->ins_string,     c->ins_frame,   c->ins_stack,
+                           c->ins_stack_node, c->ins_owner,   c->ins_step,
+                           c->ins_range,      c->ins_pytrace, c->ins_usage};
     for (size_t i = 0; i < sizeof sts / sizeof sts[0]; i++)
         sqlite3_finalize(sts[i]);
     ms_batch_release(&c->events_ins);

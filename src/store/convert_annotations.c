@@ -83,18 +83,17 @@ static int owner_pop(struct conv *c, struct thread *t)
 static int range_write(struct conv *c, struct thread *t, int i, int64_t end_ns, int64_t end_event)
 {
     struct open_range *o = &t->ranges[i];
-    sqlite3_stmt *st = c->ins_range;
-    sqlite3_bind_int64(st, 1, o->id);
-    sqlite3_bind_int64(st, 2, c->procs[t->proc].id);
-    sqlite3_bind_int64(st, 3, (int64_t)(t - c->threads) + 1);
-    sqlite3_bind_text(st, 4, o->name, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 5, i);
-    conv__bind_opt(st, 6, i ? t->ranges[i - 1].id : 0, i > 0);
-    sqlite3_bind_int64(st, 7, o->start_ns);
-    conv__bind_opt(st, 8, end_ns, end_event != 0);
-    sqlite3_bind_int64(st, 9, o->start_event);
-    conv__bind_opt(st, 10, end_event, end_event != 0);
-    int rc = conv__step_reset(c, st, "insert range");
+    struct conv_range r = {.id = o->id,
+                           .process_id = c->procs[t->proc].id,
+                           .thread_id = (int64_t)(t - c->threads) + 1,
+                           .depth = i,
+                           .parent = i ? t->ranges[i - 1].id : 0,
+                           .start_ns = o->start_ns,
+                           .end_ns = end_ns,
+                           .start_event = o->start_event,
+                           .end_event = end_event,
+                           .name = o->name};
+    int rc = c->sink->range(c, &r);
     free(o->name);
     o->name = NULL;
     return rc;
@@ -259,15 +258,15 @@ int conv__on_annotation(struct conv *c, struct stream *s)
                                     num, strlen(num), -1);
         if (rc < 0)
             return rc;
-        sqlite3_bind_int64(c->ins_step, 1, p->id);
-        sqlite3_bind_int64(c->ins_step, 2, p->steps);
-        sqlite3_bind_int64(c->ins_step, 3, p->steps == 1 ? p->first_ns : p->step_start_ns);
-        sqlite3_bind_int64(c->ins_step, 4, s->ts);
-        sqlite3_bind_int64(c->ins_step, 5, c->next_event);
+        struct conv_step st = {.process_id = p->id,
+                               .step = p->steps,
+                               .start_ns = p->steps == 1 ? p->first_ns : p->step_start_ns,
+                               .end_ns = s->ts,
+                               .end_event = c->next_event};
         p->step_start_ns = s->ts;
         if (c->trend_ok && (rc = conv__compact_step(c, p, s->ts)) < 0)
             return rc;
-        return conv__step_reset(c, c->ins_step, "insert step");
+        return c->sink->step(c, &st);
     }
     case MS_EXT_OWNER_PUSH: return owner_push(c, t, r->str1, r->len1);
     case MS_EXT_OWNER_POP: return owner_pop(c, t);
@@ -416,12 +415,11 @@ int conv__write_annotations(struct conv *c)
         struct proc *p = &c->procs[i];
         if (!p->steps)
             continue;
-        sqlite3_bind_int64(c->ins_step, 1, p->id);
-        sqlite3_bind_int64(c->ins_step, 2, p->steps + 1);
-        sqlite3_bind_int64(c->ins_step, 3, p->step_start_ns);
-        sqlite3_bind_int64(c->ins_step, 4, p->last_ns);
-        sqlite3_bind_null(c->ins_step, 5);
-        rc = conv__step_reset(c, c->ins_step, "insert step");
+        struct conv_step st = {.process_id = p->id,
+                               .step = p->steps + 1,
+                               .start_ns = p->step_start_ns,
+                               .end_ns = p->last_ns}; /* end_event 0: open at the end */
+        rc = c->sink->step(c, &st);
     }
     sqlite3_stmt *pl = NULL, *ly = NULL;
     if (rc == 0 && c->npools) {

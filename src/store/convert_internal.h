@@ -375,7 +375,7 @@ struct conv {
 
     struct ms_batch events_ins, blocks_ins; /* multi-row INSERTs of the per-event rows */
     sqlite3_stmt *ins_string, *ins_frame, *ins_stack, *ins_stack_node;
-    sqlite3_stmt *ins_owner, *ins_step, *ins_range, *ins_pytrace;
+    sqlite3_stmt *ins_owner, *ins_step, *ins_range, *ins_pytrace, *ins_usage;
 };
 
 /* ---- convert_rows.c: the row code below every part and sink ---------------------------------- */
@@ -410,6 +410,12 @@ int conv__event_row(struct conv *c, const struct stream *s, const struct conv_ev
 int conv__flush_rows(struct conv *c);
 /* Failure injection (tests): MEMSCOPE_FAULT_CONVERT crashes a conversion to a file here. */
 void conv__fault_point(void);
+/* The rows of the small tables in c->db, each through its prepared insert: what every sink's
+ * step, range, stack and usage members do today (convert_sink.h). 0 or an error (set). */
+int conv__step_row(struct conv *c, const struct conv_step *st);
+int conv__range_row(struct conv *c, const struct conv_range *r);
+int conv__stack_row(struct conv *c, const struct conv_stack *st);
+int conv__usage_row(struct conv *c, const struct conv_usage *u);
 /* The python_trace_<pid> view (the compact and the replay sink's). */
 char *conv__python_trace_view_sql(unsigned long long pid, const char *cols);
 

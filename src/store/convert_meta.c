@@ -2,6 +2,8 @@
  * (with each layer's statistics) and meta (the run: command, times, host, sampling). */
 #include "convert_internal.h"
 
+#include "common/job_env.h"
+
 int conv__write_threads(struct conv *c)
 {
     sqlite3_stmt *st;
@@ -276,6 +278,17 @@ int conv__write_meta(struct conv *c)
         rc = put_meta_int(c, st, "last_event_ns", c->last_event_ns);
     if (rc == 0)
         rc = write_sampling_meta(c, st);
+    /* a rank of a distributed job (common/job_env.h): what the Parquet export partitions by */
+    struct ms_job_env je;
+    ms_job_env_read(&je);
+    if (rc == 0 && je.rank >= 0)
+        rc = put_meta_int(c, st, "rank", je.rank);
+    if (rc == 0 && je.local_rank >= 0)
+        rc = put_meta_int(c, st, "local_rank", je.local_rank);
+    if (rc == 0 && je.world_size >= 0)
+        rc = put_meta_int(c, st, "world_size", je.world_size);
+    if (rc == 0 && je.job[0])
+        rc = put_meta(c, st, "job", je.job);
     free(cmd.p);
     sqlite3_finalize(st);
     return rc;

@@ -187,6 +187,72 @@ int conv__event_row(struct conv *c, const struct stream *s, const struct conv_ev
     return 0;
 }
 
+int conv__step_row(struct conv *c, const struct conv_step *st)
+{
+    sqlite3_bind_int64(c->ins_step, 1, st->process_id);
+    sqlite3_bind_int64(c->ins_step, 2, st->step);
+    sqlite3_bind_int64(c->ins_step, 3, st->start_ns);
+    sqlite3_bind_int64(c->ins_step, 4, st->end_ns);
+    conv__bind_opt(c->ins_step, 5, st->end_event, st->end_event != 0);
+    return conv__step_reset(c, c->ins_step, "insert step");
+}
+
+int conv__range_row(struct conv *c, const struct conv_range *r)
+{
+    sqlite3_stmt *st = c->ins_range;
+    sqlite3_bind_int64(st, 1, r->id);
+    sqlite3_bind_int64(st, 2, r->process_id);
+    sqlite3_bind_int64(st, 3, r->thread_id);
+    sqlite3_bind_text(st, 4, r->name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, r->depth);
+    conv__bind_opt(st, 6, r->parent, r->parent != 0);
+    sqlite3_bind_int64(st, 7, r->start_ns);
+    conv__bind_opt(st, 8, r->end_ns, r->end_event != 0);
+    sqlite3_bind_int64(st, 9, r->start_event);
+    conv__bind_opt(st, 10, r->end_event, r->end_event != 0);
+    return conv__step_reset(c, st, "insert range");
+}
+
+int conv__stack_row(struct conv *c, const struct conv_stack *st)
+{
+    sqlite3_bind_int64(c->ins_stack, 1, st->id);
+    sqlite3_bind_int64(c->ins_stack, 2, st->process_id);
+    sqlite3_bind_int64(c->ins_stack, 3, st->depth);
+    if (st->py_text)
+        sqlite3_bind_text(c->ins_stack, 4, st->py_text, (int)st->py_text_len, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(c->ins_stack, 4);
+    conv__bind_opt(c->ins_stack, 5, st->node, st->node != 0);
+    conv__bind_opt(c->ins_stack, 6, st->py_node, st->py_node != 0);
+    return conv__step_reset(c, c->ins_stack, "insert stack");
+}
+
+static void bind_u64(sqlite3_stmt *st, int col, uint64_t v, int present)
+{
+    conv__bind_opt(st, col, v > INT64_MAX ? INT64_MAX : (int64_t)v, present);
+}
+
+int conv__usage_row(struct conv *c, const struct conv_usage *u)
+{
+    int rc;
+    if (!c->ins_usage &&
+        (rc = conv__prepare(c, &c->ins_usage,
+                            "INSERT INTO usage_samples (process_id, ts_ns, rss_anon, rss_file, "
+                            "rss_shmem, stack, swap, pss, uss, threads, cgroup_current, "
+                            "cgroup_max, live_bytes, exited, private_anon) VALUES "
+                            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) < 0)
+        return rc;
+    sqlite3_stmt *st = c->ins_usage;
+    sqlite3_bind_int64(st, 1, u->process_id);
+    bind_u64(st, 2, u->ts_ns, 1);
+    for (int i = CONV_USAGE_RSS_ANON; i <= CONV_USAGE_CGROUP_MAX; i++)
+        bind_u64(st, 3 + i, u->v[i], u->have[i]);
+    sqlite3_bind_int64(st, 13, u->live_bytes);
+    sqlite3_bind_int(st, 14, u->exited);
+    bind_u64(st, 15, u->v[CONV_USAGE_PRIVATE_ANON], u->have[CONV_USAGE_PRIVATE_ANON]);
+    return conv__step_reset(c, st, "usage_samples");
+}
+
 void conv__fault_point(void)
 {
     if (getenv("MEMSCOPE_FAULT_CONVERT"))

@@ -277,16 +277,14 @@ int conv__symbolize_process(struct conv *c, struct proc *p)
             rc = tree_path(c, &nodes, fids, nf, &py_node);
         if (rc < 0)
             break;
-        sqlite3_bind_int64(c->ins_stack, 1, (int64_t)s + 1);
-        sqlite3_bind_int64(c->ins_stack, 2, p->id);
-        sqlite3_bind_int64(c->ins_stack, 3, sd->depth);
-        if (pytext.len)
-            sqlite3_bind_text(c->ins_stack, 4, pytext.p, (int)pytext.len, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(c->ins_stack, 4);
-        conv__bind_opt(c->ins_stack, 5, node, node != 0);
-        conv__bind_opt(c->ins_stack, 6, py_node, py_node != 0);
-        rc = conv__step_reset(c, c->ins_stack, "insert stack");
+        struct conv_stack row = {.id = (int64_t)s + 1,
+                                 .process_id = p->id,
+                                 .depth = sd->depth,
+                                 .node = node,
+                                 .py_node = py_node,
+                                 .py_text = pytext.len ? pytext.p : NULL,
+                                 .py_text_len = pytext.len};
+        rc = c->sink->stack(c, &row);
         free(sd->pcs); /* no longer needed: events refer to the stack by id */
         sd->pcs = NULL;
     }

@@ -149,46 +149,43 @@ void conv__usage_until(struct conv *c, int64_t ts)
     }
 }
 
-static void bind_u64(sqlite3_stmt *st, int col, uint64_t v, int present)
-{
-    conv__bind_opt(st, col, v > INT64_MAX ? INT64_MAX : (int64_t)v, present);
-}
-
 int conv__usage_write(struct conv *c)
 {
     if (!c->nusage || !c->sink->file)
         return 0;
     conv__usage_until(c, INT64_MAX);
-    sqlite3_stmt *st;
-    int rc = conv__prepare(c, &st,
-                           "INSERT INTO usage_samples (process_id, ts_ns, rss_anon, rss_file, "
-                           "rss_shmem, stack, swap, pss, uss, threads, cgroup_current, "
-                           "cgroup_max, live_bytes, exited, private_anon) VALUES "
-                           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    if (rc < 0)
-        return rc;
+    int rc = 0;
     for (size_t i = 0; i < c->nusage && rc == 0; i++) {
         const struct ms_usage_sample *s = &c->usage[i];
         int exited = (s->flags & MS_USAGE_F_EXIT) != 0;
         int status = exited || (s->flags & MS_USAGE_F_STATUS);
         int smaps = exited || (s->flags & MS_USAGE_F_SMAPS);
-        sqlite3_bind_int64(st, 1, c->procs[s->pid].id);
-        bind_u64(st, 2, s->ts_ns, 1);
-        bind_u64(st, 3, s->rss_anon, status);
-        bind_u64(st, 4, s->rss_file, status);
-        bind_u64(st, 5, s->rss_shmem, status);
-        bind_u64(st, 6, s->stack, status);
-        bind_u64(st, 7, s->swap, status);
-        bind_u64(st, 8, s->pss, smaps);
-        bind_u64(st, 9, s->uss, smaps);
-        bind_u64(st, 10, s->threads, status);
-        bind_u64(st, 11, s->cg_current, !exited && (s->flags & MS_USAGE_F_CGROUP));
-        bind_u64(st, 12, s->cg_max, !exited && (s->flags & MS_USAGE_F_CG_MAX));
-        sqlite3_bind_int64(st, 13, exited ? 0 : c->usage_live[i]);
-        sqlite3_bind_int(st, 14, exited);
-        bind_u64(st, 15, s->private_anon, !exited && (s->flags & MS_USAGE_F_PAGES));
-        rc = conv__step_reset(c, st, "usage_samples");
+        struct conv_usage u = {.process_id = c->procs[s->pid].id,
+                               .ts_ns = s->ts_ns,
+                               .live_bytes = exited ? 0 : c->usage_live[i],
+                               .exited = exited};
+        const struct {
+            uint64_t v;
+            int have;
+        } cols[CONV_USAGE_NCOLS] = {
+            [CONV_USAGE_RSS_ANON] = {s->rss_anon, status},
+            [CONV_USAGE_RSS_FILE] = {s->rss_file, status},
+            [CONV_USAGE_RSS_SHMEM] = {s->rss_shmem, status},
+            [CONV_USAGE_STACK] = {s->stack, status},
+            [CONV_USAGE_SWAP] = {s->swap, status},
+            [CONV_USAGE_PSS] = {s->pss, smaps},
+            [CONV_USAGE_USS] = {s->uss, smaps},
+            [CONV_USAGE_THREADS] = {s->threads, status},
+            [CONV_USAGE_CGROUP_CURRENT] = {s->cg_current,
+                                           !exited && (s->flags & MS_USAGE_F_CGROUP)},
+            [CONV_USAGE_CGROUP_MAX] = {s->cg_max, !exited && (s->flags & MS_USAGE_F_CG_MAX)},
+            [CONV_USAGE_PRIVATE_ANON] = {s->private_anon, !exited && (s->flags & MS_USAGE_F_PAGES)},
+        };
+        for (int k = 0; k < CONV_USAGE_NCOLS; k++) {
+            u.v[k] = cols[k].v;
+            u.have[k] = cols[k].have != 0;
+        }
+        rc = c->sink->usage(c, &u);
     }
-    sqlite3_finalize(st);
     return rc;
 }

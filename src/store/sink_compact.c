@@ -73,6 +73,10 @@ const struct conv_sink conv__sink_compact = {
     .pass2_begin = compact_pass2_begin,
     .event = compact_event,
     .block = compact_block,
+    .step = conv__step_row,
+    .range = conv__range_row,
+    .stack = conv__stack_row,
+    .usage = conv__usage_row,
     .python_trace_sql = conv__python_trace_view_sql,
     .finish = compact_finish,
 };

@@ -64,6 +64,10 @@ const struct conv_sink conv__sink_full = {
     .pass2_begin = full_pass2_begin,
     .event = full_event,
     .block = full_block,
+    .step = conv__step_row,
+    .range = conv__range_row,
+    .stack = conv__stack_row,
+    .usage = conv__usage_row,
     .python_trace_sql = full_python_trace_sql,
     .finish = full_finish,
 };

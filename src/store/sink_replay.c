@@ -57,6 +57,10 @@ const struct conv_sink conv__sink_replay = {
     .pass2_begin = replay_pass2_begin,
     .event = replay_event,
     .block = replay_block,
+    .step = conv__step_row,
+    .range = conv__range_row,
+    .stack = conv__stack_row,
+    .usage = conv__usage_row,
     .python_trace_sql = conv__python_trace_view_sql,
     .finish = replay_finish,
 };

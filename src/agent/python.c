@@ -124,9 +124,10 @@ AGENT_API void memscope__py_line(int line)
         py->frames[py->depth - 1][1] = (uint32_t)line;
 }
 
-/* The function that reads a frame's current line (the extension's; NULL: none). It runs inside
- * the allocation's interposer: it must neither allocate nor take a lock. */
-AGENT_API void memscope__py_line_source(int (*line_of)(void *frame))
+/* The function that reads a frame's current line (the extension's; NULL: none), or answers -1
+ * when the frame is not running (stacks.c, py_snapshot). It runs inside the allocation's
+ * interposer: it must neither allocate nor take a lock. */
+AGENT_API void memscope__py_line_source(int (*line_of)(void *frame, uint32_t *callee))
 {
     /* A thread's frames are read only when written since this call: the hook was off in
      * between on every thread (the extension removes it before it calls this again), so a

@@ -6,16 +6,18 @@
  *    the agent libmemscope.so, found with dlsym: RTLD_DEFAULT when `memscope run` preloaded it,
  *    or the handle of our own dlopen in the in-process (attach) mode. Without the agent every
  *    call is a no-op that returns False;
- *  - keeps the agent's per-thread shadow of the Python stack up to date with a C trace hook
- *    (python.c in the agent holds the shadow; this file only reports calls, returns and lines),
- *    so an allocation never needs the GIL to know its Python stack;
+ *  - keeps the agent's per-thread shadow of the Python stack up to date with a C trace or
+ *    profile hook, or (CPython 3.11, lines mode 3: the pytest plugin's) PEP 523's frame
+ *    evaluation hook (python.c in the agent holds the shadow; this file only reports calls,
+ *    returns and lines), so an allocation never needs the GIL to know its Python stack;
  *  - small helpers for the torch layer (msMemScope's CRC-64, byte copies) and the in-process
  *    mode (dlopen + attach; the trace -> database conversion is memscope._store, a separate
  *    extension: it links SQLite and libdw, which cost a program under `memscope run` 2 MB of
  *    RSS for nothing, so this one, imported at every traced Python start, stays small).
  *
- * Workload: the trace hook runs on every Python call, return and line of every traced thread,
- * so it is a few loads and stores plus one hash lookup per call. Everything else is rare.
+ * Workload: the hook runs on every Python call and return (and line, for the trace hook) of
+ * every traced thread, so it is a few loads and stores plus one co_extra lookup per call; the
+ * frame evaluation hook's line source runs in each allocation. Everything else is rare.
  * Errors: Python exceptions (this is the extension; nothing here prints or exits). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -284,19 +284,24 @@ static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
  * replaces it, and the stacks then stop at the frames running then (NEEDSWORK: a debugger's or
  * torch.compile's hook and this one cannot both see every frame). */
 #ifdef MS_EVAL_HOOK
-#define SYNC_MAX 64 /* frames walked from a caller to find the shadow in its chain */
+#define SYNC_MAX 64    /* frames walked from a caller to find the shadow in its chain */
+#define MIRROR_MAX 128 /* innermost entries mirrored (a ring): a sync looks among them */
 
 static _PyFrameEvalFunction prev_eval; /* the hook installed before ours; NULL: the default */
 static int eval_on;                    /* eval_hook is installed */
 
-/* A thread's mirror of its shadow, entries outermost first. */
+/* A thread's mirror of its shadow's innermost entries: entry i (0: the outermost) in slot
+ * i % MIRROR_MAX while depth - i <= MIRROR_MAX. Small (2 KiB): the C library allocates each
+ * thread's copy of this module's thread-local data from the heap, which the program's figures
+ * count. */
 struct eval_tls {
-    unsigned gen;    /* hook_gen the shadow was built under */
-    unsigned depth;  /* entries on the agent's shadow (beyond SEED_MAX: counted only) */
-    unsigned hooked; /* depth of the innermost entry eval_hook pushed and will pop; 0: none */
-    unsigned epoch;  /* counts rebuilds: a frame pushed before one pops nothing */
-    _PyInterpreterFrame *frame[SEED_MAX];
-    PyCodeObject *code[SEED_MAX]; /* compared only, never dereferenced */
+    unsigned gen;             /* hook_gen the shadow was built under */
+    unsigned depth;           /* entries on the agent's shadow */
+    unsigned hooked;          /* depth of the innermost entry eval_hook pushed; 0: none */
+    unsigned epoch;           /* counts rebuilds: a frame pushed before one pops nothing */
+    _PyInterpreterFrame *top; /* the innermost entry's frame, at any depth */
+    _PyInterpreterFrame *frame[MIRROR_MAX];
+    PyCodeObject *code[MIRROR_MAX]; /* compared only, never dereferenced */
 };
 static _Thread_local struct eval_tls et;
 
@@ -383,11 +388,10 @@ static void eval_push(_PyInterpreterFrame *f, int caller_line)
     if (__builtin_expect(co->_co_linearray == NULL, 0))
         code_line_table(co);
     ag.py_call_frame(code_id(co), caller_line, frame_line_now(f), f);
-    if (et.depth < SEED_MAX) {
-        et.frame[et.depth] = f;
-        et.code[et.depth] = co;
-    }
+    et.frame[et.depth % MIRROR_MAX] = f;
+    et.code[et.depth % MIRROR_MAX] = co;
     et.depth++;
+    et.top = f;
 }
 
 static void eval_pop(void)
@@ -408,6 +412,7 @@ static void eval_reseed(_PyInterpreterFrame *f)
     et.depth = 0;
     et.hooked = 0;
     et.epoch++;
+    et.top = NULL;
     int caller_line = 0;
     for (int i = n - 1; i >= 0; i--) {
         eval_push(chain[i], caller_line);
@@ -415,31 +420,24 @@ static void eval_reseed(_PyInterpreterFrame *f)
     }
 }
 
-/* The shadow's innermost frame, or NULL. */
-static inline _PyInterpreterFrame *eval_top(void)
-{
-    if (et.depth == 0 || et.depth > SEED_MAX)
-        return NULL;
-    return et.frame[et.depth - 1];
-}
-
 /* Brings the shadow in line with the chain ending at caller, whose innermost frame differs. */
 static void eval_sync(_PyInterpreterFrame *caller)
 {
     _PyInterpreterFrame *unseen[SYNC_MAX];
     int k = 0;
-    unsigned top = et.depth < SEED_MAX ? et.depth : SEED_MAX;
+    unsigned lo = et.depth > MIRROR_MAX ? et.depth - MIRROR_MAX : 0;
     for (_PyInterpreterFrame *f = caller; f && k < SYNC_MAX; f = f->previous) {
         if (_PyFrame_IsIncomplete(f))
             continue;
-        for (unsigned j = top; j-- > 0;) {
-            if (et.frame[j] != f || et.code[j] != f->f_code)
+        for (unsigned j = et.depth; j-- > lo;) {
+            if (et.frame[j % MIRROR_MAX] != f || et.code[j % MIRROR_MAX] != f->f_code)
                 continue;
             /* entries above j returned unseen; those of frames eval_hook will pop must not */
-            if (et.depth > SEED_MAX || et.hooked > j + 1)
+            if (et.hooked > j + 1)
                 goto rebuild;
             while (et.depth > j + 1)
                 eval_pop();
+            et.top = f;
             int caller_line = frame_line_now(f);
             while (k-- > 0) {
                 eval_push(unseen[k], caller_line);
@@ -466,7 +464,7 @@ static PyObject *eval_hook(PyThreadState *ts, _PyInterpreterFrame *frame, int th
     if (__builtin_expect(et.gen != hook_gen, 0)) {
         et.gen = hook_gen;
         eval_reseed(caller);
-    } else if (__builtin_expect(caller != eval_top(), 0)) {
+    } else if (__builtin_expect(caller != et.top, 0)) {
         eval_sync(caller);
     }
     eval_push(frame, caller ? frame_line_now(caller) : 0);
@@ -480,6 +478,7 @@ static PyObject *eval_hook(PyThreadState *ts, _PyInterpreterFrame *frame, int th
         while (et.depth >= mine) /* what was pushed above it, unseen frames that returned */
             eval_pop();
         et.hooked = hooked;
+        et.top = caller; /* the entry below it: the shadow ended with caller when it came */
     }
     return r;
 }

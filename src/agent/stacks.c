@@ -438,9 +438,6 @@ static void check_modules(struct tstate *t, struct stream *s, const uint64_t *pc
     spin_unlock(&mod_lock);
 }
 
-/* Entries of a thread's shadow looked at, from the innermost, for the one that is running. */
-#define PY_STALE_MAX 4
-
 /* The innermost agent.py_depth entries of the thread's Python stack, innermost first, as
  * (frame id, line) pairs in out; returns how many entries. */
 static unsigned py_snapshot(const struct tstate *t, uint32_t *out)
@@ -458,14 +455,15 @@ static unsigned py_snapshot(const struct tstate *t, uint32_t *out)
     unsigned d = py->depth < PY_MAX_DEPTH ? py->depth : PY_MAX_DEPTH;
     /* The innermost frame's line now, read from it (memscope__py_line_source). A line source
      * answers -1 for a frame that is not running (the frame evaluation hook's shadow ends with
-     * a frame that returned unseen until the next call): the stack then starts at the first
-     * entry below it that is, among the innermost few; when none is, at the innermost, with the
-     * lines of the last calls. NEEDSWORK: a frame switched away without a return event
+     * frames that returned unseen until the next call: one more each time a frame it did not
+     * push returns, so all are looked at, one pointer compare each): the stack then starts at
+     * the first entry below it that is; when none is, at the innermost, with the lines of the
+     * last calls. NEEDSWORK: a frame switched away without a return event
      * (greenlet) stays the innermost under the profile hook, which sees no switch. */
     int line = 0;
     uint32_t callee[2] = {0, 0}; /* a running callee the shadow lacks (memscope__py_line_source) */
     if (line_of && py->depth <= PY_MAX_DEPTH) {
-        for (unsigned i = d; i-- > 0 && d - i <= PY_STALE_MAX && py->frame[i];) {
+        for (unsigned i = d; i-- > 0 && py->frame[i];) {
             int l = line_of(py->frame[i], callee);
             if (l >= 0) {
                 d = i + 1;

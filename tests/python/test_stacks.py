@@ -187,7 +187,7 @@ def _stacks_by_mode(tmp_path, mode):
     words = r.stdout.split()
     assert words[0] == "alive", r.stdout
     rows = query(db, "SELECT b.size, s.py_text FROM blocks b JOIN stacks s ON s.id = b.stack_id "
-                     "WHERE b.size BETWEEN 1000001 AND 1700001")
+                     "WHERE b.size BETWEEN 1000001 AND 1900151")
     stacks = {}
     for size, text in rows:
         assert size not in stacks, "two blocks of %d bytes" % size
@@ -219,7 +219,18 @@ def test_frame_evaluation_hook_gives_exact_stacks(tmp_path):
         st = stacks[size]
         assert st[:2] == ["%s(78): late" % f, "%s(74): waiter" % f], st
         assert st[2].endswith("): Thread.run") and "threading.py" in st[2], st
-    assert len(stacks) == 46  # the sizes above, no other
+    # 150 frames deep (the stacks' innermost 32 frames): frames returning one after another
+    # without a call between, those the hook pushed and those it never saw (installed at the
+    # bottom of deep_install())
+    assert stacks[1_800_001][:3] == ["%s(61): Box2.__getitem__" % f,
+                                     "%s(118): deep" % f, "%s(119): deep" % f]
+    for n in range(1, 151):
+        for size, fn, line, rec in ((1_810_000 + n, "deep", 120, 119),
+                                    (1_900_000 + n, "deep_install", 129, 128)):
+            want = ["%s(%d): %s" % (f, line, fn)] + ["%s(%d): %s" % (f, rec, fn)] * (150 - n)
+            want = (want + ["%s(%d): <module>" % (f, 133 if fn == "deep" else 134)])[:32]
+            assert stacks[size + 1] == want, (size, stacks[size + 1])
+    assert len(stacks) == 46 + 1 + 300  # the sizes above, no other
     profile, alive = _stacks_by_mode(tmp_path, 2)
     assert alive == 0
     assert profile == stacks

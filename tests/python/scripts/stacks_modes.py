@@ -11,7 +11,7 @@ the frame evaluation hook), installed by install() while frames run (test_stacks
   bytearray(1_600_000) in late() line 78 < waiter() line 74 on a thread started before the hook,
   bytearray(1_700_000) the same on a thread started after it.
 Then prints how many of 50 code objects compiled and run under the hook, then dropped, are
-alive."""
+alive (and runs deep() and deep_install(), below)."""
 import gc
 import sys
 import threading
@@ -107,4 +107,29 @@ for i in range(50):
     refs.append(weakref.ref(fn.__code__))
     del fn, ns
 gc.collect()
+
+
+# 150 frames deep: bytearray(1_800_000) in Box2.__getitem__ at the bottom of deep() and
+# bytearray(1_810_000 + n) in deep(n) as they return; the hook installed again at the bottom
+# of deep_install() and bytearray(1_900_000 + n) in deep_install(n) as they return (no call in
+# between: frames the hook never saw return one after another).
+def deep(n):
+    if n == 0:
+        return [Box2()[1_800_000]]
+    r = deep(n - 1)
+    r.append(bytearray(1_810_000 + n))
+    return r
+
+
+def deep_install(n):
+    if n == 0:
+        install()
+        return []
+    r = deep_install(n - 1)
+    r.append(bytearray(1_900_000 + n))
+    return r
+
+
+g = deep(150)
+h = deep_install(150)
 print("alive", sum(r() is not None for r in refs))

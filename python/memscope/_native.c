@@ -314,7 +314,7 @@ static int frame_line_now(_PyInterpreterFrame *f)
     int line;
     if (i < 0) /* not started */
         line = co->co_firstlineno;
-    else if (co->_co_linearray) /* code_line_table */
+    else if (__atomic_load_n(&co->_co_linearray, __ATOMIC_ACQUIRE)) /* code_line_table */
         line = _PyCode_LineNumberFromArray(co, i);
     else
         line = PyCode_Addr2Line(co, i * (int)sizeof(_Py_CODEUNIT));
@@ -378,7 +378,8 @@ static void code_line_table(PyCodeObject *co)
     for (Py_ssize_t i = 0; i < n; i++)
         t[i] = _PyCode_CheckLineNumber((int)(i * (Py_ssize_t)sizeof(_Py_CODEUNIT)), &b);
     co->_co_linearray_entry_size = sizeof *t;
-    co->_co_linearray = (char *)t;
+    /* last, whole: a thread that released the GIL may read it (frame_line_now) */
+    __atomic_store_n(&co->_co_linearray, (char *)t, __ATOMIC_RELEASE);
 }
 
 /* Pushes f, called from the shadow's innermost frame at caller_line, onto both shadows. */

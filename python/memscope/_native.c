@@ -6,20 +6,32 @@
  *    the agent libmemscope.so, found with dlsym: RTLD_DEFAULT when `memscope run` preloaded it,
  *    or the handle of our own dlopen in the in-process (attach) mode. Without the agent every
  *    call is a no-op that returns False;
- *  - keeps the agent's per-thread shadow of the Python stack up to date with a C trace hook
- *    (python.c in the agent holds the shadow; this file only reports calls, returns and lines),
- *    so an allocation never needs the GIL to know its Python stack;
+ *  - keeps the agent's per-thread shadow of the Python stack up to date with a C trace or
+ *    profile hook, or (CPython 3.11, lines mode 3: the pytest plugin's) PEP 523's frame
+ *    evaluation hook (python.c in the agent holds the shadow; this file only reports calls,
+ *    returns and lines), so an allocation never needs the GIL to know its Python stack;
  *  - small helpers for the torch layer (msMemScope's CRC-64, byte copies) and the in-process
  *    mode (dlopen + attach; the trace -> database conversion is memscope._store, a separate
  *    extension: it links SQLite and libdw, which cost a program under `memscope run` 2 MB of
  *    RSS for nothing, so this one, imported at every traced Python start, stays small).
  *
- * Workload: the trace hook runs on every Python call, return and line of every traced thread,
- * so it is a few loads and stores plus one hash lookup per call. Everything else is rare.
+ * Workload: the hook runs on every Python call and return (and line, for the trace hook) of
+ * every traced thread, so it is a few loads and stores plus one co_extra lookup per call; the
+ * frame evaluation hook's line source runs in each allocation. Everything else is rare.
  * Errors: Python exceptions (this is the extension; nothing here prints or exits). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+/* The frame evaluation hook (lines mode 3) reads the interpreter's own frames
+ * (_PyInterpreterFrame: code, caller, last instruction), whose layout is internal to each
+ * minor version: 3.11 only, as Cython and greenlet include it. */
+#define MS_EVAL_HOOK 1
+#define Py_BUILD_CORE 1
+#include <internal/pycore_code.h>
+#include <internal/pycore_frame.h>
+#undef Py_BUILD_CORE
+#endif
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -161,13 +173,16 @@ static int hook_lines; /* 1: PyEval_SetTrace (line events, exact lines); 0: PyEv
  * at each allocation (frame_line): exact lines without line events, whose tracing of every
  * line and instruction is most of the hook's cost (set_python_stacks(on, 2)). */
 static int hook_frames;
+static int hook_eval; /* 1: the frame evaluation hook (mode 3) instead of either */
 
 /* The current line of a frame the hook handed to the agent (memscope__py_line_source). Called
  * inside the allocation's interposer, on the frame's own thread while it runs: CPython computes
  * it from the frame's last instruction and the code's line table, allocating nothing. */
-static int frame_line(void *frame)
+static int frame_line(void *frame, uint32_t *callee)
 {
-    return PyFrame_GetLineNumber((PyFrameObject *)frame);
+    (void)callee; /* the profile hook sees every call */
+    int line = PyFrame_GetLineNumber((PyFrameObject *)frame);
+    return line > 0 ? line : 0; /* never -1: the frame is running */
 }
 
 /* One call onto the agent's shadow stack, with its frame when the agent reads lines from it. */
@@ -239,6 +254,254 @@ static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     }
     return 0;
 }
+
+/* ---- the frame evaluation hook (3.11; lines mode 3) ----
+ *
+ * Under a profile or trace function, CPython 3.11 runs every instruction of every frame through
+ * its tracing path, unspecialized: most of the profile hook's cost is there, not in the hook.
+ * PEP 523's frame evaluation hook (_PyInterpreterState_SetEvalFrameFunc) is called instead each
+ * time a Python frame starts or resumes, on every thread of the interpreter, and the frame then
+ * runs specialized as without memscope (calls between Python functions, which the interpreter
+ * otherwise runs in the same C loop, go through C). eval_hook pushes the frame onto the agent's
+ * shadow before it runs and pops it after; the caller's line is exact (its last instruction is
+ * the call), and the agent reads the innermost frame's line at each allocation (iframe_line). As
+ * with the profile hook, allocations of threads that released the GIL get their stack, and the
+ * allocation path touches no interpreter state but the thread's current frame.
+ *
+ * Not every frame passes through the hook: those running when it was installed (they return
+ * without it), and those CPython 3.11.2 starts without it (BINARY_SUBSCR_GETITEM: a class's
+ * __getitem__). So each thread mirrors its shadow's frames (struct eval_tls) and, when a frame
+ * starts whose caller is not the shadow's innermost frame, brings the shadow in line with the
+ * real chain first (eval_sync): it drops the entries of frames that have returned and pushes the
+ * frames between (the caller's chain is walked until a frame of the shadow; frame and code must
+ * both match, as a frame's memory is reused). A frame that eval_hook pushed pops, when it returns,
+ * whatever was pushed above it too. Between a frame's unseen return and the next call the shadow
+ * still ends with it; the agent then finds the running frame below it (iframe_line answers only
+ * for the thread's current frame), and an unseen frame that makes no call is missing from the
+ * stack (its caller shows at the line of its last call).
+ *
+ * A PEP 523 hook installed before memscope's is chained (prev_eval); one installed after it
+ * replaces it, and the stacks then stop at the frames running then (NEEDSWORK: a debugger's or
+ * torch.compile's hook and this one cannot both see every frame). */
+#ifdef MS_EVAL_HOOK
+#define SYNC_MAX 64    /* frames walked from a caller to find the shadow in its chain */
+#define MIRROR_MAX 128 /* innermost entries mirrored (a ring): a sync looks among them */
+
+static _PyFrameEvalFunction prev_eval; /* the hook installed before ours; NULL: the default */
+static int eval_on;                    /* eval_hook is installed */
+
+/* A thread's mirror of its shadow's innermost entries: entry i (0: the outermost) in slot
+ * i % MIRROR_MAX while depth - i <= MIRROR_MAX. Small (2 KiB): the C library allocates each
+ * thread's copy of this module's thread-local data from the heap, which the program's figures
+ * count. */
+struct eval_tls {
+    unsigned gen;             /* hook_gen the shadow was built under */
+    unsigned depth;           /* entries on the agent's shadow */
+    unsigned hooked;          /* depth of the innermost entry eval_hook pushed; 0: none */
+    unsigned epoch;           /* counts rebuilds: a frame pushed before one pops nothing */
+    _PyInterpreterFrame *top; /* the innermost entry's frame, at any depth */
+    _PyInterpreterFrame *frame[MIRROR_MAX];
+    PyCodeObject *code[MIRROR_MAX]; /* compared only, never dereferenced */
+};
+static _Thread_local struct eval_tls et;
+
+/* The current line of f, a running frame of the calling thread: the line table read at its
+ * last instruction, allocating nothing. */
+static int frame_line_now(_PyInterpreterFrame *f)
+{
+    PyCodeObject *co = f->f_code;
+    int i = _PyInterpreterFrame_LASTI(f);
+    int line;
+    if (i < 0) /* not started */
+        line = co->co_firstlineno;
+    else if (__atomic_load_n(&co->_co_linearray, __ATOMIC_ACQUIRE)) /* code_line_table */
+        line = _PyCode_LineNumberFromArray(co, i);
+    else
+        line = PyCode_Addr2Line(co, i * (int)sizeof(_Py_CODEUNIT));
+    return line > 0 ? line : 0;
+}
+
+/* The agent's line source in mode 3, called in the allocation's interposer with a frame of the
+ * thread's shadow: its line when it is the thread's current frame, else -1 (not running: the
+ * agent looks below it). The check makes the read safe whatever the shadow holds (a frame that
+ * returned unseen, its memory reused): the current frame of the calling thread is alive, GIL
+ * or not, as only this thread changes its frames. */
+static int iframe_line(void *p, uint32_t *callee)
+{
+    PyThreadState *ts = PyGILState_GetThisThreadState(); /* no lock, no allocation */
+    if (!ts || !ts->cframe)
+        return -1;
+    _PyInterpreterFrame *cur = ts->cframe->current_frame;
+    if (cur == p)
+        return frame_line_now(p);
+    if (!cur || cur->previous != p || _PyFrame_IsIncomplete(cur))
+        return -1;
+    /* cur, called from p, started without the hook (a class's __getitem__, specialized after
+     * its first runs went through the hook: its code has its id). With the GIL only: then no
+     * other thread changes the code's co_extra. */
+    void *v = NULL;
+    if (_PyThreadState_UncheckedGet() == ts && extra_index >= 0 &&
+        _PyCode_GetExtra((PyObject *)cur->f_code, extra_index, &v) == 0) {
+        uintptr_t x = (uintptr_t)v;
+        if ((uint32_t)x != 0 && (uint32_t)(x >> 32) == describe_gen) {
+            callee[0] = (uint32_t)x;
+            callee[1] = (uint32_t)frame_line_now(cur);
+        }
+    }
+    return frame_line_now(p);
+}
+
+/* Gives co CPython's own table of its lines by instruction (_co_linearray, which 3.11 builds
+ * for line tracing and frees with the code object), so that a line costs one read instead of a
+ * decoding of the code's location table from its start, at each call and allocation. The
+ * entries are what PyCode_Addr2Line returns without the table: both come from
+ * _PyCode_CheckLineNumber over the same table, walked here once from the first instruction
+ * (4-byte entries: every line fits). The table is memscope's, allocated under quiet (with
+ * PYTHONMALLOC=malloc its free is an unmatched free, as for the co_extra slot). */
+static void code_line_table(PyCodeObject *co)
+{
+    Py_ssize_t n = Py_SIZE(co);
+    if (ag.quiet)
+        ag.quiet(1);
+    int32_t *t = PyMem_Malloc((size_t)n * sizeof *t);
+    if (ag.quiet)
+        ag.quiet(-1);
+    if (!t)
+        return;           /* lines are then read from the location table */
+    PyCodeAddressRange b; /* as _PyCode_InitAddressRange sets it */
+    b.opaque.lo_next = (const uint8_t *)PyBytes_AS_STRING(co->co_linetable);
+    b.opaque.limit = b.opaque.lo_next + PyBytes_GET_SIZE(co->co_linetable);
+    b.ar_start = -1;
+    b.ar_end = 0;
+    b.opaque.computed_line = co->co_firstlineno;
+    b.ar_line = -1;
+    for (Py_ssize_t i = 0; i < n; i++)
+        t[i] = _PyCode_CheckLineNumber((int)(i * (Py_ssize_t)sizeof(_Py_CODEUNIT)), &b);
+    co->_co_linearray_entry_size = sizeof *t;
+    /* last, whole: a thread that released the GIL may read it (frame_line_now) */
+    __atomic_store_n(&co->_co_linearray, (char *)t, __ATOMIC_RELEASE);
+}
+
+/* Pushes f, called from the shadow's innermost frame at caller_line, onto both shadows. */
+static void eval_push(_PyInterpreterFrame *f, int caller_line)
+{
+    PyCodeObject *co = f->f_code;
+    if (__builtin_expect(co->_co_linearray == NULL, 0))
+        code_line_table(co);
+    ag.py_call_frame(code_id(co), caller_line, frame_line_now(f), f);
+    et.frame[et.depth % MIRROR_MAX] = f;
+    et.code[et.depth % MIRROR_MAX] = co;
+    et.depth++;
+    et.top = f;
+}
+
+static void eval_pop(void)
+{
+    ag.py_return();
+    et.depth--;
+}
+
+/* Rebuilds this thread's shadow from the chain ending at f (its current frame, or NULL). */
+static void eval_reseed(_PyInterpreterFrame *f)
+{
+    _PyInterpreterFrame *chain[SEED_MAX];
+    int n = 0;
+    for (; f && n < SEED_MAX; f = f->previous)
+        if (!_PyFrame_IsIncomplete(f)) /* not started yet: PyFrame_GetBack skips them too */
+            chain[n++] = f;
+    ag.py_reset();
+    et.depth = 0;
+    et.hooked = 0;
+    et.epoch++;
+    et.top = NULL;
+    int caller_line = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        eval_push(chain[i], caller_line);
+        caller_line = frame_line_now(chain[i]);
+    }
+}
+
+/* Brings the shadow in line with the chain ending at caller, whose innermost frame differs. */
+static void eval_sync(_PyInterpreterFrame *caller)
+{
+    _PyInterpreterFrame *unseen[SYNC_MAX];
+    int k = 0;
+    unsigned lo = et.depth > MIRROR_MAX ? et.depth - MIRROR_MAX : 0;
+    for (_PyInterpreterFrame *f = caller; f && k < SYNC_MAX; f = f->previous) {
+        if (_PyFrame_IsIncomplete(f))
+            continue;
+        for (unsigned j = et.depth; j-- > lo;) {
+            if (et.frame[j % MIRROR_MAX] != f || et.code[j % MIRROR_MAX] != f->f_code)
+                continue;
+            /* entries above j returned unseen; those of frames eval_hook will pop must not */
+            if (et.hooked > j + 1)
+                goto rebuild;
+            while (et.depth > j + 1)
+                eval_pop();
+            et.top = f;
+            int caller_line = frame_line_now(f);
+            while (k-- > 0) {
+                eval_push(unseen[k], caller_line);
+                caller_line = frame_line_now(unseen[k]);
+            }
+            return;
+        }
+        unseen[k++] = f;
+    }
+rebuild:
+    eval_reseed(caller);
+}
+
+static PyObject *eval_hook(PyThreadState *ts, _PyInterpreterFrame *frame, int throwflag)
+{
+    if (__builtin_expect(!eval_on, 0))
+        return prev_eval ? prev_eval(ts, frame, throwflag)
+                         : _PyEval_EvalFrameDefault(ts, frame, throwflag);
+    PyObject *et_ = NULL, *ev = NULL, *tb = NULL;
+    int err = PyErr_Occurred() != NULL; /* throwflag: the exception to throw in */
+    if (__builtin_expect(err, 0))
+        PyErr_Fetch(&et_, &ev, &tb);
+    _PyInterpreterFrame *caller = ts->cframe->current_frame;
+    if (__builtin_expect(et.gen != hook_gen, 0)) {
+        et.gen = hook_gen;
+        eval_reseed(caller);
+    } else if (__builtin_expect(caller != et.top, 0)) {
+        eval_sync(caller);
+    }
+    eval_push(frame, caller ? frame_line_now(caller) : 0);
+    if (__builtin_expect(err, 0))
+        PyErr_Restore(et_, ev, tb);
+    unsigned gen = hook_gen, epoch = et.epoch, mine = et.depth, hooked = et.hooked;
+    et.hooked = mine;
+    PyObject *r = prev_eval ? prev_eval(ts, frame, throwflag)
+                            : _PyEval_EvalFrameDefault(ts, frame, throwflag);
+    if (__builtin_expect(eval_on && hook_gen == gen && et.gen == gen && et.epoch == epoch, 1)) {
+        while (et.depth >= mine) /* what was pushed above it, unseen frames that returned */
+            eval_pop();
+        et.hooked = hooked;
+        et.top = caller; /* the entry below it: the shadow ended with caller when it came */
+    }
+    return r;
+}
+
+/* Installs or removes eval_hook in the current interpreter. */
+static void eval_install(int on)
+{
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    _PyFrameEvalFunction cur = _PyInterpreterState_GetEvalFrameFunc(interp);
+    if (on) {
+        if (cur != eval_hook)
+            prev_eval = cur == _PyEval_EvalFrameDefault ? NULL : cur;
+        _PyInterpreterState_SetEvalFrameFunc(interp, eval_hook);
+        eval_on = 1;
+    } else {
+        eval_on = 0;
+        if (cur == eval_hook)
+            _PyInterpreterState_SetEvalFrameFunc(interp,
+                                                 prev_eval ? prev_eval : _PyEval_EvalFrameDefault);
+    }
+}
+#endif
 
 static void set_hook_this_thread(int on)
 {
@@ -315,12 +578,30 @@ static int threading_hook(PyObject *fn)
 
 static int hook_install(int on, int lines)
 {
+    int eval = 0;
+#ifdef MS_EVAL_HOOK
+    eval = lines == 3 && ag.py_call_frame && ag.py_line_source;
+#endif
+    if (lines == 3 && !eval)
+        lines = 2; /* another Python, or an older agent: the profile hook */
     int frames = lines == 2 && ag.py_call_frame && ag.py_line_source;
     if (lines == 2)
         lines = !frames; /* an agent without them: line events */
-    if (on == hook_on && (!on || (lines == hook_lines && frames == hook_frames)))
+    if (eval)
+        lines = 0;
+    if (on == hook_on &&
+        (!on || (lines == hook_lines && frames == hook_frames && eval == hook_eval)))
         return 0;
-    if (hook_on) { /* remove the old one (of the old kind) first */
+    if (hook_on && hook_eval) {
+#ifdef MS_EVAL_HOOK
+        eval_install(0);
+#endif
+        ag.py_line_source(NULL);
+        hook_eval = 0;
+        hook_on = 0;
+        hook_gen++; /* the frames running now pop nothing when they return */
+        ag.py_reset();
+    } else if (hook_on) { /* remove the old one (of the old kind) first */
         if (hook_frames)
             ag.py_line_source(NULL);
         hook_frames = 0;
@@ -340,6 +621,18 @@ static int hook_install(int on, int lines)
     }
     hook_lines = lines;
     hook_frames = frames;
+#ifdef MS_EVAL_HOOK
+    if (eval) {
+        hook_eval = 1;
+        ag.py_line_source(iframe_line);
+        hook_gen++;
+        hook_on = 1;
+        eval_install(1);
+        et.gen = hook_gen; /* this thread's shadow: every frame on its stack now */
+        eval_reseed(PyThreadState_Get()->cframe->current_frame);
+        return 0;
+    }
+#endif
     if (frames)
         ag.py_line_source(frame_line);
     if (!bootstrap_fn && !(bootstrap_fn = PyCFunction_New(&bootstrap_def, NULL)))
@@ -369,7 +662,7 @@ static PyObject *n_threading_loaded(PyObject *self, PyObject *noargs)
 {
     (void)self;
     (void)noargs;
-    if (hook_on && bootstrap_fn && threading_hook(bootstrap_fn) < 0)
+    if (hook_on && !hook_eval && bootstrap_fn && threading_hook(bootstrap_fn) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -550,15 +843,16 @@ static PyObject *n_read_bytes(PyObject *self, PyObject *args)
 
 /* set_python_stacks(on, lines=1): installs or removes the hook (see hook_install); lines 1:
  * line events, 0: calls only (a frame's line is that of its last call), 2: calls only, each
- * allocation's line read from its frame (hook_frames; 1 with an agent that cannot). */
+ * allocation's line read from its frame (hook_frames; 1 with an agent that cannot), 3: the
+ * frame evaluation hook, lines as in 2 (hook_eval; 2 on a Python other than 3.11). */
 static PyObject *n_set_python_stacks(PyObject *self, PyObject *args)
 {
     (void)self;
     int on, lines = 1;
     if (!PyArg_ParseTuple(args, "p|i:set_python_stacks", &on, &lines))
         return NULL;
-    if (lines < 0 || lines > 2) {
-        PyErr_SetString(PyExc_ValueError, "set_python_stacks: lines must be 0, 1 or 2");
+    if (lines < 0 || lines > 3) {
+        PyErr_SetString(PyExc_ValueError, "set_python_stacks: lines must be 0, 1, 2 or 3");
         return NULL;
     }
     if (on && !agent_present())

@@ -167,13 +167,15 @@ class _Session:
                         call_stack="python:32")
         memscope.start()
         # Python stacks only while a test's call runs (the figures count only the blocks
-        # allocated then): the hook that follows each call and line costs the rest of the
-        # session (pytest's own code between the tests) nothing
-        # (exact lines without the hook's line events: each allocation's line read from its
-        # frame, lines mode 2; with MEMSCOPE_PY_LINES=0, the line of the frame's last call)
+        # allocated then): the hook that follows each call costs the rest of the session
+        # (pytest's own code between the tests) nothing. Lines mode 3: the frame evaluation
+        # hook, under which the test's code runs specialized as without memscope (a profile
+        # hook makes CPython 3.11 run every instruction through its tracing path), each
+        # allocation's line read from its frame (exact); mode 2 (the profile hook, same lines)
+        # on other Pythons. With MEMSCOPE_PY_LINES=0, the line of the frame's last call.
         from . import _native
         if _native.python_stacks():
-            self.stacks_per_test = 2 if memscope._LINES else 0
+            self.stacks_per_test = 3 if memscope._LINES else 0
             _native.set_python_stacks(False)
         self.recording = True
 

@@ -147,12 +147,12 @@ struct agent_global {
     unsigned depth;                   /* native stack depth, 0 = no stacks */
     unsigned py_depth;                /* Python stack depth (--call-stack=python:N), 0 = none */
     volatile int py_trace;            /* the Python tracer is on: calls and returns are recorded */
-    int (*volatile py_line_of)(void *frame); /* a frame's current line (_native), or NULL */
-    volatile uint32_t py_line_gen;           /* bumped by each memscope__py_line_source */
-    int unwind_dwarf;     /* 1: unwind with .eh_frame (unwind.c), 0: frame pointers */
-    unsigned flags;       /* MS_TRACE_F_* */
-    uint32_t next_serial; /* atomic */
-    int file_lock;        /* spinlock for extending the file without fallocate (rare) */
+    int (*volatile py_line_of)(void *frame, uint32_t *callee); /* a frame's line (_native) */
+    volatile uint32_t py_line_gen; /* bumped by each memscope__py_line_source */
+    int unwind_dwarf;              /* 1: unwind with .eh_frame (unwind.c), 0: frame pointers */
+    unsigned flags;                /* MS_TRACE_F_* */
+    uint32_t next_serial;          /* atomic */
+    int file_lock;                 /* spinlock for extending the file without fallocate (rare) */
     /* --steps (MEMSCOPE_STEPS): the step numbers whose events are recorded, and the process's
      * current step (from 1: the events before the first memscope_step() are step 1). Every
      * STEP record is written, so that the database numbers the steps as without the filter. */

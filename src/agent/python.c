@@ -1,10 +1,11 @@
 /* python.c: the agent's side of Python call stacks.
  *
- * The memscope Python extension (python/) installs a profile hook that reports every Python
- * call and return of every thread here; the agent keeps a per-thread shadow stack of frame ids
- * and current lines, and stacks_capture() copies its innermost entries into each allocation's
- * stack. So the allocation path never takes the GIL, never touches a Python object and works
- * the same when an allocation comes from a C extension that released the GIL.
+ * The memscope Python extension (python/) installs a hook (trace, profile or frame evaluation)
+ * that reports every Python call and return of every thread here; the agent keeps a per-thread
+ * shadow stack of frame ids and current lines, and stacks_capture() copies its innermost
+ * entries into each allocation's stack. So the allocation path never takes the GIL, never
+ * touches a Python object (but the running frame, through the extension's line source) and
+ * works the same when an allocation comes from a C extension that released the GIL.
  *
  * Frame ids are the extension's: it describes each one once with memscope__py_frame() (file,
  * function, first line), which becomes a PYFRAME record. Workload: one call per Python call and
@@ -124,9 +125,10 @@ AGENT_API void memscope__py_line(int line)
         py->frames[py->depth - 1][1] = (uint32_t)line;
 }
 
-/* The function that reads a frame's current line (the extension's; NULL: none). It runs inside
- * the allocation's interposer: it must neither allocate nor take a lock. */
-AGENT_API void memscope__py_line_source(int (*line_of)(void *frame))
+/* The function that reads a frame's current line (the extension's; NULL: none), or answers -1
+ * when the frame is not running (stacks.c, py_snapshot). It runs inside the allocation's
+ * interposer: it must neither allocate nor take a lock. */
+AGENT_API void memscope__py_line_source(int (*line_of)(void *frame, uint32_t *callee))
 {
     /* A thread's frames are read only when written since this call: the hook was off in
      * between on every thread (the extension removes it before it calls this again), so a

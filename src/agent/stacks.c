@@ -445,21 +445,46 @@ static unsigned py_snapshot(const struct tstate *t, uint32_t *out)
     const struct pyshadow *py = t->py;
     if (!py || !agent.py_depth || !py->depth)
         return 0;
+    int (*line_of)(void *, uint32_t *) = agent.py_line_of;
+    /* Under a hook that hands frames (line_of set), a shadow this thread has not written since
+     * the hook was installed holds frames of an earlier hook, which may have returned since: no
+     * Python stack rather than a wrong one, until the thread's next call (a thread that was
+     * blocked in C code when the hook came). */
+    if (line_of && py->frames_gen != agent.py_line_gen)
+        return 0;
     unsigned d = py->depth < PY_MAX_DEPTH ? py->depth : PY_MAX_DEPTH;
+    /* The innermost frame's line now, read from it (memscope__py_line_source). A line source
+     * answers -1 for a frame that is not running (the frame evaluation hook's shadow ends with
+     * frames that returned unseen until the next call: one more each time a frame it did not
+     * push returns, so all are looked at, one pointer compare each): the stack then starts at
+     * the first entry below it that is; when none is, at the innermost, with the lines of the
+     * last calls. NEEDSWORK: a frame switched away without a return event
+     * (greenlet) stays the innermost under the profile hook, which sees no switch. */
+    int line = 0;
+    uint32_t callee[2] = {0, 0}; /* a running callee the shadow lacks (memscope__py_line_source) */
+    if (line_of && py->depth <= PY_MAX_DEPTH) {
+        for (unsigned i = d; i-- > 0 && py->frame[i];) {
+            int l = line_of(py->frame[i], callee);
+            if (l >= 0) {
+                d = i + 1;
+                line = l;
+                break;
+            }
+        }
+    }
     unsigned n = 0;
+    if (callee[0]) {
+        out[0] = callee[0];
+        out[1] = callee[1];
+        n = 1;
+    }
+    unsigned top = n;
     for (unsigned i = d; i-- > 0 && n < agent.py_depth; n++) {
         out[2 * n] = py->frames[i][0];
         out[2 * n + 1] = py->frames[i][1];
     }
-    int (*line_of)(void *) = agent.py_line_of;
-    /* NEEDSWORK: a frame switched away without a return event (greenlet) stays the innermost
-     * here; the profile hook sees no switch. */
-    if (line_of && py->depth <= PY_MAX_DEPTH && py->frames_gen == agent.py_line_gen &&
-        py->frame[d - 1]) {
-        int line = line_of(py->frame[d - 1]); /* the innermost frame's line now */
-        if (line > 0)
-            out[1] = (uint32_t)line;
-    }
+    if (line > 0 && top < n)
+        out[2 * top + 1] = (uint32_t)line;
     return n;
 }
 

@@ -78,11 +78,16 @@ int memscope__py_frame(uint32_t id, const char *file, const char *func, int firs
 void memscope__py_call(uint32_t id, int caller_line, int line);
 void memscope__py_return(void);
 void memscope__py_line(int line);
-/* A call as memscope__py_call, with the callee's frame (a PyFrameObject*, valid until its
- * return), and the function that reads a frame's current line: set (NULL: none), the agent asks
- * it for the innermost frame's line at each allocation instead of relying on line events. */
+/* A call as memscope__py_call, with the callee's frame (the extension's: a PyFrameObject* under
+ * the profile hook, valid until its return; an interpreter frame under the frame evaluation
+ * hook), and the function that reads a frame's current line: set (NULL: none), the agent asks
+ * it for the innermost frame's line at each allocation instead of relying on line events. It
+ * answers -1 for a frame that is not running (the entry's frame returned unseen): the agent then
+ * asks for the entries below it; and when the running frame is a callee of frame that the
+ * shadow lacks, it answers frame's line and sets callee[0] and callee[1] to the callee's frame
+ * id and line (callee[0] stays 0 otherwise). */
 void memscope__py_call_frame(uint32_t id, int caller_line, int line, void *frame);
-void memscope__py_line_source(int (*line_of)(void *frame));
+void memscope__py_line_source(int (*line_of)(void *frame, uint32_t *callee));
 void memscope__py_reset(void);
 unsigned memscope__py_depth(void);
 void memscope__py_trace(int on);

@@ -174,3 +174,63 @@ def test_forked_child_describes_its_frames_again(tmp_path):
         (3_000_001, ["%s(18): outer.<locals>.inner" % f, "%s(22): outer" % f,
                      "%s(29): <module>" % f]),
     ]
+
+
+def _stacks_by_mode(tmp_path, mode):
+    """scripts/stacks_modes.py under `memscope run` with the hook of lines mode `mode`: its
+    stacks by block size (its sizes only) and how many of its dropped code objects are alive."""
+    db = str(tmp_path / ("mode%d.db" % mode))
+    cmd = [memscope_bin(), "run", "-q", "--format=db", "--call-stack=c:8,python:32", "-o", db,
+           "--", PYTHON, script("stacks_modes.py"), str(mode)]
+    r = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, "%s failed:\n%s\n%s" % (cmd, r.stdout, r.stderr)
+    words = r.stdout.split()
+    assert words[0] == "alive", r.stdout
+    rows = query(db, "SELECT b.size, s.py_text FROM blocks b JOIN stacks s ON s.id = b.stack_id "
+                     "WHERE b.size BETWEEN 1000001 AND 1900151")
+    stacks = {}
+    for size, text in rows:
+        assert size not in stacks, "two blocks of %d bytes" % size
+        stacks[size] = (text or "").split("\n")
+    return stacks, int(words[1])
+
+
+def test_frame_evaluation_hook_gives_exact_stacks(tmp_path):
+    """Lines mode 3 (the frame evaluation hook, the pytest plugin's): installed while frames run,
+    it gives the stacks the profile hook (mode 2) gives, exact: after frames that returned
+    unseen (install(), which installed it) or by an exception, in a generator, in a class's
+    __getitem__ that CPython 3.11 starts without the hook, on threads started before and after
+    it; and the code objects it met die as without it (issue 47)."""
+    f = script("stacks_modes.py")
+    stacks, alive = _stacks_by_mode(tmp_path, 3)
+    assert alive == 0, "%d of 50 code objects kept alive" % alive
+    assert stacks[1_000_001] == ["%s(24): inner" % f, "%s(28): outer" % f, "%s(90): <module>" % f]
+    assert stacks[1_100_001] == ["%s(41): catcher" % f, "%s(91): <module>" % f]
+    assert stacks[1_200_001] == ["%s(46): gen" % f, "%s(50): drain" % f, "%s(92): <module>" % f]
+    for i in range(20):
+        assert stacks[1_300_001 + i] == ["%s(55): Box.__getitem__" % f,
+                                         "%s(69): use.<locals>.<listcomp>" % f,
+                                         "%s(69): use" % f, "%s(93): <module>" % f], i
+        assert stacks[1_400_001 + i] == ["%s(61): Box2.__getitem__" % f,
+                                         "%s(69): use.<locals>.<listcomp>" % f,
+                                         "%s(69): use" % f, "%s(94): <module>" % f], i
+    assert stacks[1_500_001] == ["%s(95): <module>" % f]
+    for size in (1_600_001, 1_700_001):
+        st = stacks[size]
+        assert st[:2] == ["%s(78): late" % f, "%s(74): waiter" % f], st
+        assert st[2].endswith("): Thread.run") and "threading.py" in st[2], st
+    # 150 frames deep (the stacks' innermost 32 frames): frames returning one after another
+    # without a call between, those the hook pushed and those it never saw (installed at the
+    # bottom of deep_install())
+    assert stacks[1_800_001][:3] == ["%s(61): Box2.__getitem__" % f,
+                                     "%s(118): deep" % f, "%s(119): deep" % f]
+    for n in range(1, 151):
+        for size, fn, line, rec in ((1_810_000 + n, "deep", 120, 119),
+                                    (1_900_000 + n, "deep_install", 129, 128)):
+            want = ["%s(%d): %s" % (f, line, fn)] + ["%s(%d): %s" % (f, rec, fn)] * (150 - n)
+            want = (want + ["%s(%d): <module>" % (f, 133 if fn == "deep" else 134)])[:32]
+            assert stacks[size + 1] == want, (size, stacks[size + 1])
+    assert len(stacks) == 46 + 1 + 300  # the sizes above, no other
+    profile, alive = _stacks_by_mode(tmp_path, 2)
+    assert alive == 0
+    assert profile == stacks

@@ -20,17 +20,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
 #ifndef MEMSCOPE_HAVE_DUCKDB_H
 int ms_job_sql(const char *job_dir, const char *sql, enum ms_sql_format fmt, FILE *out, char *err,
                size_t errlen)
@@ -120,10 +109,10 @@ static int print_result(struct ms_duckdb *d, duckdb_result *r, enum ms_sql_forma
 {
     idx_t ncol = d->column_count(r), nrow = d->row_count(r);
     if (ncol > 4096)
-        return fail(err, errlen, MS_ELIMIT, "more than 4096 columns");
+        return ms_errf(err, errlen, MS_ELIMIT, "more than 4096 columns");
     size_t *width = calloc(ncol + 1, sizeof *width);
     if (!width)
-        return fail(err, errlen, MS_ENOMEM, "out of memory");
+        return ms_errf(err, errlen, MS_ENOMEM, "out of memory");
     if (fmt == MS_SQL_TABLE) { /* the widths of the columns first */
         for (idx_t c = 0; c < ncol; c++)
             width[c] = strlen(d->column_name(r, c));
@@ -204,7 +193,7 @@ static int query(struct ms_duckdb *d, duckdb_connection con, const char *sql, du
         return 0;
     }
     const char *m = d->result_error(&r);
-    fail(err, errlen, rc, "%s%s", what, m ? m : "DuckDB failed");
+    ms_errf(err, errlen, rc, "%s%s", what, m ? m : "DuckDB failed");
     d->destroy_result(&r);
     return rc;
 }
@@ -215,8 +204,8 @@ static int make_views(struct ms_duckdb *d, duckdb_connection con, const char *jo
 {
     DIR *dir = opendir(job);
     if (!dir)
-        return fail(err, errlen, MS_ENOTFOUND, "cannot open job directory %s: %s", job,
-                    strerror(errno));
+        return ms_errf(err, errlen, MS_ENOTFOUND, "cannot open job directory %s: %s", job,
+                       strerror(errno));
     struct dirent *e;
     int rc = 0, n = 0;
     char sql[3 * PATH_MAX], q[2 * PATH_MAX];
@@ -245,9 +234,9 @@ static int make_views(struct ms_duckdb *d, duckdb_connection con, const char *jo
     }
     closedir(dir);
     if (rc == 0 && !n)
-        return fail(err, errlen, MS_ENOTFOUND,
-                    "%s holds no table (memscope export RUN --format=parquet -o %s adds a rank)",
-                    job, job);
+        return ms_errf(err, errlen, MS_ENOTFOUND,
+                       "%s holds no table (memscope export RUN --format=parquet -o %s adds a rank)",
+                       job, job);
     /* every file says its schema version (KV metadata memscope_schema): those of rank_summary
      * are read (one per rank, written last by each export: 256 ranks' in 0.7 s), or every
      * file when a job has no rank_summary */
@@ -264,10 +253,10 @@ static int make_views(struct ms_duckdb *d, duckdb_connection con, const char *jo
     if (rc == 0 && (rc = query(d, con, sql, &r, MS_EFORMAT, "", err, errlen)) == 0) {
         if (d->row_count(&r)) {
             char *f = d->value_varchar(&r, 0, 0), *v = d->value_varchar(&r, 1, 0);
-            rc = fail(err, errlen, MS_EVERSION,
-                      "%s: written with memscope's columnar schema %s; this memscope reads "
-                      "version %d or older",
-                      f ? f : "?", v ? v : "?", MS_COLUMNAR_SCHEMA);
+            rc = ms_errf(err, errlen, MS_EVERSION,
+                         "%s: written with memscope's columnar schema %s; this memscope reads "
+                         "version %d or older",
+                         f ? f : "?", v ? v : "?", MS_COLUMNAR_SCHEMA);
             d->free(f);
             d->free(v);
         }
@@ -284,12 +273,12 @@ int ms__job_open(struct ms_job *j, const char *job_dir, char *err, size_t errlen
         return rc;
     if (j->d.open(NULL, &j->db) != DuckDBSuccess) {
         ms_duckdb_release(&j->d);
-        return fail(err, errlen, MS_EDB, "DuckDB: cannot open a database in memory");
+        return ms_errf(err, errlen, MS_EDB, "DuckDB: cannot open a database in memory");
     }
     if (j->d.connect(j->db, &j->con) != DuckDBSuccess) {
         j->d.close(&j->db);
         ms_duckdb_release(&j->d);
-        return fail(err, errlen, MS_EDB, "DuckDB: cannot connect");
+        return ms_errf(err, errlen, MS_EDB, "DuckDB: cannot connect");
     }
     j->open = 1;
     rc = query(&j->d, j->con, "SET threads = 2", NULL, MS_EDB, "DuckDB: ", err, errlen);

@@ -37,17 +37,6 @@ int ms_columnar_table(const char *name)
     return 0;
 }
 
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
 #ifndef MEMSCOPE_HAVE_DUCKDB_H
 int ms_parquet_export(const struct ms_parquet_opts *o, char *err, size_t errlen)
 {
@@ -55,7 +44,7 @@ int ms_parquet_export(const struct ms_parquet_opts *o, char *err, size_t errlen)
     struct ms_duckdb d;
     int rc = ms_duckdb_load(&d, err, errlen); /* says how to get it */
     ms_duckdb_release(&d);
-    return rc < 0 ? rc : fail(err, errlen, MS_ENOTFOUND, "built without DuckDB");
+    return rc < 0 ? rc : ms_errf(err, errlen, MS_ENOTFOUND, "built without DuckDB");
 }
 #else
 /* mkdir -p of path (0755). 0 or -errno. */
@@ -110,7 +99,7 @@ static int duck(struct exp *x, const char *sql, const char *what)
         return 0;
     }
     const char *m = x->d.result_error(&r);
-    int rc = fail(x->err, x->errlen, MS_EDB, "%s: %s", what, m ? m : "DuckDB failed");
+    int rc = ms_errf(x->err, x->errlen, MS_EDB, "%s: %s", what, m ? m : "DuckDB failed");
     x->d.destroy_result(&r);
     return rc;
 }
@@ -121,12 +110,12 @@ static int copy_rows(struct exp *x, const char *name, const char *sel)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(x->db, sel, -1, &st, NULL) != SQLITE_OK)
-        return fail(x->err, x->errlen, MS_EDB, "reading the run's %s: %s", name,
-                    sqlite3_errmsg(x->db));
+        return ms_errf(x->err, x->errlen, MS_EDB, "reading the run's %s: %s", name,
+                       sqlite3_errmsg(x->db));
     duckdb_appender app;
     if (x->d.appender_create(x->con, NULL, name, &app) != DuckDBSuccess) {
         sqlite3_finalize(st);
-        return fail(x->err, x->errlen, MS_EDB, "DuckDB: cannot append to %s", name);
+        return ms_errf(x->err, x->errlen, MS_EDB, "DuckDB: cannot append to %s", name);
     }
     int ncol = sqlite3_column_count(st), rc = 0, s;
     while (rc == 0 && (s = sqlite3_step(st)) == SQLITE_ROW) {
@@ -147,15 +136,15 @@ static int copy_rows(struct exp *x, const char *name, const char *sel)
             rc = MS_EDB;
     }
     if (rc == 0 && s != SQLITE_DONE)
-        rc = fail(x->err, x->errlen, MS_EDB, "reading the run's %s: %s", name,
-                  sqlite3_errmsg(x->db));
+        rc = ms_errf(x->err, x->errlen, MS_EDB, "reading the run's %s: %s", name,
+                     sqlite3_errmsg(x->db));
     else if (rc < 0) {
         const char *m = x->d.appender_error(app);
-        fail(x->err, x->errlen, rc, "DuckDB: appending to %s: %s", name, m ? m : "failed");
+        ms_errf(x->err, x->errlen, rc, "DuckDB: appending to %s: %s", name, m ? m : "failed");
     }
     sqlite3_finalize(st);
     if (x->d.appender_destroy(&app) != DuckDBSuccess && rc == 0)
-        rc = fail(x->err, x->errlen, MS_EDB, "DuckDB: appending to %s failed", name);
+        rc = ms_errf(x->err, x->errlen, MS_EDB, "DuckDB: appending to %s failed", name);
     return rc;
 }
 
@@ -310,7 +299,7 @@ static int write_tables(struct exp *x, const struct ms_parquet_opts *o, const ch
     char qtmp[PATH_MAX * 2], qjob[512], sql[PATH_MAX * 2 + 1024];
     if (rc == 0 && (sql_quote(qtmp, sizeof qtmp, tmp) < 0 ||
                     sql_quote(qjob, sizeof qjob, o->job ? o->job : "") < 0))
-        rc = fail(x->err, x->errlen, MS_EINVAL, "the job directory or the job id is too long");
+        rc = ms_errf(x->err, x->errlen, MS_EINVAL, "the job directory or the job id is too long");
     if (rc == 0 && o->jsonl_table) { /* one table as JSON lines, host and rank as columns */
         snprintf(sql, sizeof sql,
                  "COPY (SELECT *, '%s' AS host, %lld AS rank FROM %s) TO '%s' (FORMAT json)", host,
@@ -345,16 +334,17 @@ static int move_into_place(const struct ms_parquet_opts *o, const char *host, co
                 sizeof dir ||
             (size_t)snprintf(to, sizeof to, "%.*s/rank=%lld", PATH_MAX - 32, dir, o->rank) >=
                 sizeof to)
-            return fail(err, errlen, MS_EINVAL, "the job directory's path is too long");
+            return ms_errf(err, errlen, MS_EINVAL, "the job directory's path is too long");
         if (stat(from, &st) < 0)
             continue;
         int rc = make_dirs(dir);
         if (rc < 0)
-            return fail(err, errlen, rc, "cannot create %s: %s", dir, strerror(-rc));
+            return ms_errf(err, errlen, rc, "cannot create %s: %s", dir, strerror(-rc));
         if (o->replace)
             ms__remove_tree(to);
         if (rename(from, to) < 0)
-            return fail(err, errlen, -errno, "cannot move %s to %s: %s", from, to, strerror(errno));
+            return ms_errf(err, errlen, -errno, "cannot move %s to %s: %s", from, to,
+                           strerror(errno));
     }
     return 0;
 }
@@ -366,12 +356,13 @@ int ms_parquet_export(const struct ms_parquet_opts *given, char *err, size_t err
     const struct ms_parquet_opts *o = &opts;
     char meta_rank[32], meta_job[128];
     if (!given || !o->db_path || !(o->job_dir || o->jsonl_out) || o->rank < -1)
-        return fail(err, errlen, MS_EINVAL, "ms_parquet_export: a database, JOB and a rank >= 0");
+        return ms_errf(err, errlen, MS_EINVAL,
+                       "ms_parquet_export: a database, JOB and a rank >= 0");
     if (o->jsonl_table && (!o->jsonl_out || !ms_columnar_table(o->jsonl_table)))
-        return fail(err, errlen, MS_EINVAL,
-                    "no table '%s' (blocks, sites, events, processes, steps, usage, "
-                    "timeline, rank_summary)",
-                    o->jsonl_table);
+        return ms_errf(err, errlen, MS_EINVAL,
+                       "no table '%s' (blocks, sites, events, processes, steps, usage, "
+                       "timeline, rank_summary)",
+                       o->jsonl_table);
     int rc = ms_duckdb_load(&x.d, err, errlen);
     if (rc < 0)
         return rc;
@@ -383,7 +374,7 @@ int ms_parquet_export(const struct ms_parquet_opts *given, char *err, size_t err
     }
     char host[256], tmp[PATH_MAX] = "", mark[PATH_MAX];
     if (sqlite3_open_v2(full.path, &x.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-        rc = fail(err, errlen, MS_EDB, "cannot open %s: %s", o->db_path, sqlite3_errmsg(x.db));
+        rc = ms_errf(err, errlen, MS_EDB, "cannot open %s: %s", o->db_path, sqlite3_errmsg(x.db));
     if (rc == 0)
         rc = ms_store_check_version(x.db, err, errlen);
     if (rc == 0 && o->rank < 0) { /* the rank the run recorded (common/job_env.h), else 0 */
@@ -402,16 +393,16 @@ int ms_parquet_export(const struct ms_parquet_opts *given, char *err, size_t err
         else
             run_host(x.db, host, sizeof host);
         if (!host_ok(host))
-            rc = fail(err, errlen, MS_EINVAL,
-                      "host '%s' cannot be a partition's directory name (letters, digits, '.', "
-                      "'-', '_'): give --host",
-                      host);
+            rc = ms_errf(err, errlen, MS_EINVAL,
+                         "host '%s' cannot be a partition's directory name (letters, digits, '.', "
+                         "'-', '_'): give --host",
+                         host);
     }
     if (rc == 0 && o->jsonl_table) {
         int fd = ms_temp_create(tmp, sizeof tmp, o->jsonl_out, ".tmp.");
         if (fd < 0) {
-            rc = fail(err, errlen, fd, "cannot create a file beside %s: %s", o->jsonl_out,
-                      strerror(-fd));
+            rc = ms_errf(err, errlen, fd, "cannot create a file beside %s: %s", o->jsonl_out,
+                         strerror(-fd));
             tmp[0] = 0;
         } else
             close(fd);
@@ -420,29 +411,29 @@ int ms_parquet_export(const struct ms_parquet_opts *given, char *err, size_t err
         snprintf(mark, sizeof mark, "%s/rank_summary/host=%s/rank=%lld", o->job_dir, host, o->rank);
         struct stat st;
         if (!o->replace && stat(mark, &st) == 0)
-            rc = fail(err, errlen, MS_EINVAL,
-                      "%s already holds host %s rank %lld (%s): give --replace to replace it",
-                      o->job_dir, host, o->rank, mark);
+            rc = ms_errf(err, errlen, MS_EINVAL,
+                         "%s already holds host %s rank %lld (%s): give --replace to replace it",
+                         o->job_dir, host, o->rank, mark);
     }
     if (rc == 0 && !o->jsonl_table && (rc = make_dirs(o->job_dir)) < 0)
-        rc = fail(err, errlen, rc, "cannot create %s: %s", o->job_dir, strerror(-rc));
+        rc = ms_errf(err, errlen, rc, "cannot create %s: %s", o->job_dir, strerror(-rc));
     if (rc == 0 && !o->jsonl_table) {
         snprintf(tmp, sizeof tmp, "%s/.memscope-export-XXXXXX", o->job_dir);
         if (!ms_temp_dir_create(tmp)) {
-            rc = fail(err, errlen, -errno, "cannot create a directory in %s: %s", o->job_dir,
-                      strerror(errno));
+            rc = ms_errf(err, errlen, -errno, "cannot create a directory in %s: %s", o->job_dir,
+                         strerror(errno));
             tmp[0] = 0;
         }
     }
     if (rc == 0) {
         if (x.d.open(NULL, &x.ddb) != DuckDBSuccess)
-            rc = fail(err, errlen, MS_EDB, "DuckDB: cannot open a database in memory");
+            rc = ms_errf(err, errlen, MS_EDB, "DuckDB: cannot open a database in memory");
         else
             x.have_ddb = 1;
     }
     if (rc == 0) {
         if (x.d.connect(x.ddb, &x.con) != DuckDBSuccess)
-            rc = fail(err, errlen, MS_EDB, "DuckDB: cannot connect");
+            rc = ms_errf(err, errlen, MS_EDB, "DuckDB: cannot connect");
         else
             x.have_con = 1;
     }
@@ -460,8 +451,8 @@ int ms_parquet_export(const struct ms_parquet_opts *given, char *err, size_t err
     if (rc == 0 && !o->jsonl_table)
         rc = move_into_place(o, host, tmp, err, errlen);
     if (rc == 0 && o->jsonl_table && rename(tmp, o->jsonl_out) < 0)
-        rc = fail(err, errlen, -errno, "cannot rename %s to %s: %s", tmp, o->jsonl_out,
-                  strerror(errno));
+        rc = ms_errf(err, errlen, -errno, "cannot rename %s to %s: %s", tmp, o->jsonl_out,
+                     strerror(errno));
     else if (rc == 0 && o->jsonl_table) {
         ms_cleanup_forget(tmp);
         tmp[0] = 0;

@@ -16,17 +16,6 @@
 
 #define MAX_DIFFERS 5
 
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
 void ms_ranks_release(struct ms_ranks *r)
 {
     if (!r)
@@ -139,13 +128,13 @@ static int differs(struct ms_job *j, struct ms_ranks *r, struct ms_rank *rk, cha
     idx_t n = j->d.row_count(&res);
     rk->differs = calloc(n + 1, sizeof *rk->differs);
     if (!rk->differs)
-        rc = fail(err, errlen, MS_ENOMEM, "out of memory");
+        rc = ms_errf(err, errlen, MS_ENOMEM, "out of memory");
     for (idx_t i = 0; i < n && rc == 0; i++) {
         rk->differs[i].site = get_str(j, &res, 0, i);
         rk->differs[i].bytes = get_i64(j, &res, 1, i, 0);
         rk->ndiffers++;
         if (!rk->differs[i].site)
-            rc = fail(err, errlen, MS_ENOMEM, "out of memory");
+            rc = ms_errf(err, errlen, MS_ENOMEM, "out of memory");
     }
     j->d.destroy_result(&res);
     return rc;
@@ -158,7 +147,7 @@ int ms_ranks_compute(const char *job_dir, const char *layer, struct ms_ranks *r,
     if (!layer)
         layer = "host";
     if (!layer_ok(layer))
-        return fail(err, errlen, MS_EINVAL, "'%s' is not a layer name", layer);
+        return ms_errf(err, errlen, MS_EINVAL, "'%s' is not a layer name", layer);
     snprintf(r->layer, sizeof r->layer, "%s", layer);
     struct ms_job j;
     int rc = ms__job_open(&j, job_dir, err, errlen);
@@ -179,10 +168,10 @@ int ms_ranks_compute(const char *job_dir, const char *layer, struct ms_ranks *r,
     }
     idx_t n = j.d.row_count(&res);
     if (n == 0)
-        rc = fail(err, errlen, MS_ENOTFOUND, "%s: no rank has layer '%s' in rank_summary", job_dir,
-                  layer);
+        rc = ms_errf(err, errlen, MS_ENOTFOUND, "%s: no rank has layer '%s' in rank_summary",
+                     job_dir, layer);
     else if (!(r->ranks = calloc(n, sizeof *r->ranks)))
-        rc = fail(err, errlen, MS_ENOMEM, "out of memory");
+        rc = ms_errf(err, errlen, MS_ENOMEM, "out of memory");
     for (idx_t i = 0; i < n && rc == 0; i++) {
         struct ms_rank *rk = &r->ranks[r->nranks++];
         rk->host = get_str(&j, &res, 0, i);
@@ -194,9 +183,10 @@ int ms_ranks_compute(const char *job_dir, const char *layer, struct ms_ranks *r,
         r->median_peak = get_i64(&j, &res, 6, i, 0);
         r->mad = get_i64(&j, &res, 7, i, 0);
         if (!rk->host)
-            rc = fail(err, errlen, MS_ENOMEM, "out of memory");
+            rc = ms_errf(err, errlen, MS_ENOMEM, "out of memory");
         else if (strchr(rk->host, '\''))
-            rc = fail(err, errlen, MS_EFORMAT, "%s: a host directory named with a quote", job_dir);
+            rc = ms_errf(err, errlen, MS_EFORMAT, "%s: a host directory named with a quote",
+                         job_dir);
     }
     j.d.destroy_result(&res);
     if (rc == 0) {
@@ -214,7 +204,7 @@ int ms_ranks_compute(const char *job_dir, const char *layer, struct ms_ranks *r,
                 r->median_host = strdup(rk->host);
                 r->median_rank = rk->rank;
                 if (!r->median_host)
-                    rc = fail(err, errlen, MS_ENOMEM, "out of memory");
+                    rc = ms_errf(err, errlen, MS_ENOMEM, "out of memory");
             }
         }
         r->imbalance = r->median_peak ? (double)r->max_peak / (double)r->median_peak : 0;

@@ -3,6 +3,8 @@
  * (api*.c, report.c) through ms_vblocks_get(). */
 #include "blockstore.h"
 
+#include "vcode.h"
+
 #include "common/grow.h"
 #include "common/ms_error.h"
 
@@ -22,75 +24,25 @@ static _Thread_local struct {
     struct ms_vblock b[MS_VBLOCK_CHUNK];
 } memo;
 
-static uint64_t zig(int64_t v)
-{
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static int64_t unzig(uint64_t u)
-{
-    return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
-}
-
-static size_t put(uint8_t *p, uint64_t v)
-{
-    size_t k = 0;
-    while (v >= 0x80) {
-        p[k++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    p[k++] = (uint8_t)v;
-    return k;
-}
-
-static inline uint64_t get(const uint8_t **pp)
-{
-    const uint8_t *p = *pp;
-    if (*p < 0x80) { /* most fields: one byte */
-        *pp = p + 1;
-        return *p;
-    }
-    uint64_t v = 0;
-    unsigned s = 0;
-    uint8_t b;
-    do {
-        b = *p++;
-        v |= (uint64_t)(b & 0x7f) << s;
-        s += 7;
-    } while (b & 0x80);
-    *pp = p;
-    return v;
-}
-
 static int flush(struct ms_vblocks *s)
 {
     if (!s->npend)
         return 0;
     if (ms_grow((void **)&s->off, &s->capoff, s->noff, sizeof *s->off, 256, MS_GROW_MAX) < 0)
         return MS_ENOMEM;
-    size_t need = s->len + s->npend * PER_BLOCK_MAX;
-    if (need > s->capdata) {
-        size_t cap = s->capdata ? s->capdata : 4096;
-        while (cap < need)
-            cap *= 2;
-        if (cap > DATA_MAX)
-            return MS_ENOMEM;
-        uint8_t *p = realloc(s->data, cap);
-        if (!p)
-            return MS_ENOMEM;
-        s->data = p;
-        s->capdata = cap;
-    }
+    if (ms_grow((void **)&s->data, &s->capdata, s->len + s->npend * PER_BLOCK_MAX - 1, 1, 4096,
+                DATA_MAX) < 0)
+        return MS_ENOMEM;
     s->off[s->noff++] = s->len;
     struct ms_vblock prev = {0};
     for (size_t i = 0; i < s->npend; i++) {
         const struct ms_vblock *b = &s->pend[i];
         uint8_t *p = s->data + s->len;
-        size_t k = put(p, zig(b->alloc_ns - prev.alloc_ns));
-        k += put(p + k, zig(b->size));
-        k += put(p + k, b->stack_id);
-        k += put(p + k, b->owner_track);
-        k += put(p + k, zig((int64_t)(b->addr - prev.addr)));
+        size_t k = ms_vput(p, ms_zigzag(b->alloc_ns - prev.alloc_ns));
+        k += ms_vput(p + k, ms_zigzag(b->size));
+        k += ms_vput(p + k, b->stack_id);
+        k += ms_vput(p + k, b->owner_track);
+        k += ms_vput(p + k, ms_zigzag((int64_t)(b->addr - prev.addr)));
         s->len += k;
         prev = *b;
     }
@@ -195,11 +147,11 @@ struct ms_vblock ms_vblocks_get(const struct ms_vblocks *s, size_t i)
             struct ms_vblock prev = {0};
             for (size_t k = 0; k < n; k++) {
                 struct ms_vblock *d = &memo.b[k];
-                d->alloc_ns = prev.alloc_ns + unzig(get(&p));
-                d->size = unzig(get(&p));
-                d->stack_id = (uint32_t)get(&p);
-                d->owner_track = (uint32_t)get(&p);
-                d->addr = prev.addr + (uint64_t)unzig(get(&p));
+                d->alloc_ns = prev.alloc_ns + ms_unzigzag(ms_vget(&p));
+                d->size = ms_unzigzag(ms_vget(&p));
+                d->stack_id = (uint32_t)ms_vget(&p);
+                d->owner_track = (uint32_t)ms_vget(&p);
+                d->addr = prev.addr + (uint64_t)ms_unzigzag(ms_vget(&p));
                 prev = *d;
             }
             memo.id = s->id;

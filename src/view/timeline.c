@@ -3,6 +3,8 @@
  * queries (api.c, api_pool.c, report.c) under any number of threads. */
 #include "timeline.h"
 
+#include "vcode.h"
+
 #include "common/grow.h"
 #include "common/ms_error.h"
 
@@ -10,27 +12,6 @@
 #include <string.h>
 
 #define DATA_MAX ((size_t)1 << 38) /* bytes: far above any run's (about 5 a change) */
-
-static uint64_t zig(int64_t v)
-{
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static int64_t unzig(uint64_t u)
-{
-    return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
-}
-
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-    size_t k = 0;
-    while (v >= 0x80) {
-        p[k++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    p[k++] = (uint8_t)v;
-    return k;
-}
 
 /* Encodes the pending changes as one chunk. */
 static int flush(struct ms_vline *l)
@@ -40,19 +21,8 @@ static int flush(struct ms_vline *l)
     if (ms_grow((void **)&l->heads, &l->capheads, l->nheads, sizeof *l->heads, 64, MS_GROW_MAX) < 0)
         return MS_ENOMEM;
     /* at most 20 bytes a change: grow once for the whole chunk */
-    size_t need = l->len + l->npend * 20;
-    if (need > l->capdata) {
-        size_t cap = l->capdata ? l->capdata : 4096;
-        while (cap < need)
-            cap *= 2;
-        if (cap > DATA_MAX)
-            return MS_ENOMEM;
-        uint8_t *p = realloc(l->data, cap);
-        if (!p)
-            return MS_ENOMEM;
-        l->data = p;
-        l->capdata = cap;
-    }
+    if (ms_grow((void **)&l->data, &l->capdata, l->len + l->npend * 20 - 1, 1, 4096, DATA_MAX) < 0)
+        return MS_ENOMEM;
     struct ms_vchunk *h = &l->heads[l->nheads++];
     h->ts0 = l->pend[0][0];
     h->live0 = h->min = h->max = l->pend[0][1];
@@ -61,8 +31,8 @@ static int flush(struct ms_vline *l)
         int64_t v = l->pend[i][1];
         h->min = v < h->min ? v : h->min;
         h->max = v > h->max ? v : h->max;
-        l->len += put_varint(l->data + l->len, zig(l->pend[i][0] - l->pend[i - 1][0]));
-        l->len += put_varint(l->data + l->len, zig(v - l->pend[i - 1][1]));
+        l->len += ms_vput(l->data + l->len, ms_zigzag(l->pend[i][0] - l->pend[i - 1][0]));
+        l->len += ms_vput(l->data + l->len, ms_zigzag(v - l->pend[i - 1][1]));
     }
     l->npend = 0;
     return 0;
@@ -144,18 +114,11 @@ static const struct ms_vslot *load(struct ms_vcur *c, size_t k)
     d->live[0] = live;
     for (size_t i = 1; i < n; i++) {
         for (int f = 0; f < 2; f++) {
-            uint64_t v = 0;
-            unsigned s = 0;
-            uint8_t b;
-            do {
-                b = *p++;
-                v |= (uint64_t)(b & 0x7f) << s;
-                s += 7;
-            } while (b & 0x80);
+            uint64_t v = ms_vget(&p);
             if (f)
-                live += unzig(v);
+                live += ms_unzigzag(v);
             else
-                ts += unzig(v);
+                ts += ms_unzigzag(v);
         }
         d->ts[i] = ts;
         d->live[i] = live;

@@ -351,8 +351,7 @@ int ms_live_read(const char *path, size_t max_sites, struct ms_live_report *out,
     memset(&L, 0, sizeof L);
     int rc = ms_trace_open(&t, path);
     if (rc < 0) {
-        snprintf(err, errlen, "%s: %s", path, ms_strerror(rc));
-        return rc;
+        return ms_errf(err, errlen, rc, "%s: %s", path, ms_strerror(rc));
     }
     ms_u64map_init(&L.blocks, sizeof(struct block), MS_U64MAP_MAX);
     ms_u64map_init(&L.pystacks, sizeof(uint32_t), MS_U64MAP_MAX);

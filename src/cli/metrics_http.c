@@ -6,6 +6,8 @@
  * hostile client costs at most MHTTP_DEADLINE_MS of the monitor's time and never blocks it. */
 #include "metrics_http.h"
 
+#include "common/ms_error.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -67,10 +69,10 @@ int mhttp_listen(const char *addr, char *bound, size_t blen, char *err, size_t e
 {
     char host[256], port[8];
     if (mhttp_split(addr, host, sizeof host, port, sizeof port) < 0) {
-        snprintf(err, errlen,
-                 "malformed address '%s' (expected HOST:PORT, [IPV6]:PORT or :PORT, port 0-65535)",
-                 addr);
-        return -1;
+        return ms_errf(
+            err, errlen, -1,
+            "malformed address '%s' (expected HOST:PORT, [IPV6]:PORT or :PORT, port 0-65535)",
+            addr);
     }
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
@@ -78,9 +80,8 @@ int mhttp_listen(const char *addr, char *bound, size_t blen, char *err, size_t e
                     *res = NULL;
     int g = getaddrinfo(host, port, &hints, &res);
     if (g != 0) {
-        snprintf(err, errlen, "cannot resolve '%s' of address '%s': %s", host, addr,
-                 gai_strerror(g));
-        return -1;
+        return ms_errf(err, errlen, -1, "cannot resolve '%s' of address '%s': %s", host, addr,
+                       gai_strerror(g));
     }
     int fd = -1, e = 0;
     for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
@@ -220,8 +221,7 @@ int mhttp_get(const char *addr, size_t cap, int timeout_ms, char **body, char *e
     char host[256], port[8];
     *body = NULL;
     if (mhttp_split(addr, host, sizeof host, port, sizeof port) < 0) {
-        snprintf(err, errlen, "malformed address '%s'", addr);
-        return -1;
+        return ms_errf(err, errlen, -1, "malformed address '%s'", addr);
     }
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
@@ -229,8 +229,7 @@ int mhttp_get(const char *addr, size_t cap, int timeout_ms, char **body, char *e
                     *res = NULL;
     int g = getaddrinfo(host, port, &hints, &res);
     if (g != 0) {
-        snprintf(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(g));
-        return -1;
+        return ms_errf(err, errlen, -1, "cannot resolve '%s': %s", host, gai_strerror(g));
     }
     long long deadline = now_ms() + timeout_ms;
     int fd = -1, e = ECONNREFUSED;
@@ -260,8 +259,7 @@ int mhttp_get(const char *addr, size_t cap, int timeout_ms, char **body, char *e
     }
     freeaddrinfo(res);
     if (fd < 0) {
-        snprintf(err, errlen, "%s", strerror(e));
-        return -1;
+        return ms_errf(err, errlen, -1, "%s", strerror(e));
     }
     char req[400];
     int rn = snprintf(req, sizeof req,

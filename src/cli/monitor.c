@@ -59,9 +59,8 @@ int monitor_open(struct monitor *m, const struct monitor_opts *o, char *err, siz
     m->o = *o;
     int rc = ms_follow_init(&m->f, o->trace_dir);
     if (rc < 0) {
-        snprintf(err, errlen, "cannot follow '%s': %s", o->trace_dir,
-                 rc == -ENOTDIR ? "not a directory" : ms_strerror(rc));
-        return -1;
+        return ms_errf(err, errlen, -1, "cannot follow '%s': %s", o->trace_dir,
+                       rc == -ENOTDIR ? "not a directory" : ms_strerror(rc));
     }
     if (o->listen) {
         m->lfd = mhttp_listen(o->listen, m->bound, sizeof m->bound, err, errlen);

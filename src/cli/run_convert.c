@@ -130,8 +130,7 @@ int run_convert(const struct ms_store_options *o, volatile int *stop, struct ms_
     ms_cleanup_forget_child(pid);
     if (got == sizeof r) {
         *res = r.res;
-        snprintf(err, errlen, "%s", r.err);
-        return r.rc;
+        return ms_errf(err, errlen, r.rc, "%s", r.err);
     }
     memset(res, 0, sizeof *res);
     remove_leftovers(o->db_path, pid);

@@ -67,8 +67,8 @@ int ms_view_listen(struct ms_view_listen *l, int port, char *err, size_t errlen)
     for (int tries = 0; tries < PICK_TRIES; tries++) {
         int fd4 = listen_on(AF_INET, (uint16_t)port);
         if (fd4 < 0) {
-            snprintf(err, errlen, "cannot listen on 127.0.0.1:%d: %s", port, strerror(-fd4));
-            return fd4;
+            return ms_errf(err, errlen, fd4, "cannot listen on 127.0.0.1:%d: %s", port,
+                           strerror(-fd4));
         }
         unsigned got = bound_port(fd4);
         int fd6 = listen_on(AF_INET6, (uint16_t)got);
@@ -83,17 +83,16 @@ int ms_view_listen(struct ms_view_listen *l, int port, char *err, size_t errlen)
         if (fd6 == -EADDRINUSE && port == 0)
             continue; /* the kernel's pick: another port */
         if (fd6 == -EADDRINUSE) {
-            snprintf(err, errlen,
-                     "[::1]:%u is taken by another program: a browser given localhost:%u could "
-                     "reach it instead of memscope (pick another --port, or free it)",
-                     got, got);
-            return MS_EIO;
+            return ms_errf(
+                err, errlen, MS_EIO,
+                "[::1]:%u is taken by another program: a browser given localhost:%u could "
+                "reach it instead of memscope (pick another --port, or free it)",
+                got, got);
         }
-        snprintf(err, errlen, "cannot listen on [::1]:%u: %s", got, strerror(-fd6));
-        return fd6;
+        return ms_errf(err, errlen, fd6, "cannot listen on [::1]:%u: %s", got, strerror(-fd6));
     }
-    snprintf(err, errlen, "no port free on both 127.0.0.1 and ::1 after %d tries", PICK_TRIES);
-    return MS_EIO;
+    return ms_errf(err, errlen, MS_EIO, "no port free on both 127.0.0.1 and ::1 after %d tries",
+                   PICK_TRIES);
 }
 
 void ms_view_listen_release(struct ms_view_listen *l)

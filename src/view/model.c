@@ -268,8 +268,7 @@ static int read_events(struct loader *L, char *err, size_t errlen)
                     ", " MS_SQL_STEP ", " MS_SQL_MARK ", " MS_SQL_ACCESS ", " MS_SQL_RANGE_START
                     ", " MS_SQL_RANGE_END ") ORDER BY id",
                     has_name ? "name" : "NULL") != SQLITE_OK) {
-        snprintf(err, errlen, "events: %s", sqlite3_errmsg(db));
-        return MS_EDB;
+        return ms_errf(err, errlen, MS_EDB, "events: %s", sqlite3_errmsg(db));
     }
     int rc = 0, s;
     while (rc == 0 && (s = sqlite3_step(st)) == SQLITE_ROW) {
@@ -299,8 +298,7 @@ static int read_owners(struct loader *L, char *err, size_t errlen)
                            "SELECT allocation_id, owner_id FROM blocks WHERE owner_id IS NOT "
                            "NULL",
                            -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "blocks: %s", sqlite3_errmsg(db));
-        return MS_EDB;
+        return ms_errf(err, errlen, MS_EDB, "blocks: %s", sqlite3_errmsg(db));
     }
     while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
         int64_t owner = sqlite3_column_int64(st, 1);
@@ -310,7 +308,7 @@ static int read_owners(struct loader *L, char *err, size_t errlen)
     }
     sqlite3_finalize(st);
     if (rc)
-        snprintf(err, errlen, "blocks: %s", ms_strerror(rc));
+        return ms_errf(err, errlen, rc, "blocks: %s", ms_strerror(rc));
     return rc;
 }
 
@@ -446,8 +444,7 @@ static int describe_tracks(struct ms_view_model *m, char *err, size_t errlen)
                            "SELECT (SELECT name FROM layers WHERE id = ?1), (SELECT pid FROM "
                            "processes WHERE id = ?2)",
                            -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "layers: %s", sqlite3_errmsg(m->db));
-        return MS_EDB;
+        return ms_errf(err, errlen, MS_EDB, "layers: %s", sqlite3_errmsg(m->db));
     }
     snprintf(m->tracks[0].layer_name, sizeof m->tracks[0].layer_name, "all");
     for (size_t i = 1; i < m->ntracks; i++) {

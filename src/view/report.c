@@ -372,15 +372,14 @@ budget:
     const char *script = strstr(html, "<script src=\"app.js\"></script>");
     if (holds(js->data, js->len, "<!--") || holds(js->data, js->len, "<script")) {
         free(t.p);
-        snprintf(err, errlen,
-                 "report: the embedded script holds <!-- or <script, which would "
-                 "change how the page's HTML reads it");
-        return MS_EFORMAT;
+        return ms_errf(err, errlen, MS_EFORMAT,
+                       "report: the embedded script holds <!-- or <script, which would "
+                       "change how the page's HTML reads it");
     }
     if (!link || !script || script < link) {
         free(t.p);
-        snprintf(err, errlen, "report: the embedded page has no stylesheet or script tag");
-        return MS_EFORMAT;
+        return ms_errf(err, errlen, MS_EFORMAT,
+                       "report: the embedded page has no stylesheet or script tag");
     }
     fwrite(html, 1, (size_t)(link - html), out);
     fputs("<style>", out);

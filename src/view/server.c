@@ -361,17 +361,14 @@ int ms_view_serve(struct ms_view *v, const struct ms_view_server_opts *o, char *
     struct srv s = {.v = v};
     int rc = make_token(s.token);
     if (rc < 0) {
-        snprintf(err, errlen, "no random token: %s", ms_strerror(rc));
-        return rc;
+        return ms_errf(err, errlen, rc, "no random token: %s", ms_strerror(rc));
     }
     if (o->port < 0 || o->port > 65535) {
-        snprintf(err, errlen, "port %d: expected 0 to 65535", o->port);
-        return MS_EINVAL;
+        return ms_errf(err, errlen, MS_EINVAL, "port %d: expected 0 to 65535", o->port);
     }
     if ((rc = make_index(&s)) < 0) {
         free(s.index);
-        snprintf(err, errlen, "the embedded page: %s", ms_strerror(rc));
-        return rc;
+        return ms_errf(err, errlen, rc, "the embedded page: %s", ms_strerror(rc));
     }
     struct ms_view_listen l;
     if ((rc = ms_view_listen(&l, o->port, err, errlen)) < 0) {
@@ -392,8 +389,7 @@ int ms_view_serve(struct ms_view *v, const struct ms_view_server_opts *o, char *
             MHD_stop_daemon(d[i]);
         ms_view_listen_release(&l);
         free(s.index);
-        snprintf(err, errlen, "cannot start the HTTP server on port %u", s.port);
-        return MS_EIO;
+        return ms_errf(err, errlen, MS_EIO, "cannot start the HTTP server on port %u", s.port);
     }
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%u/?token=%s", s.port, s.token);

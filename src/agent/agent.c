@@ -425,21 +425,24 @@ static __attribute__((noinline)) void free_record(void *p, int counted)
     real.free(p);
 }
 
-/* free before the C library's functions are known: 1 when they now are (cold). */
-static __attribute__((noinline, cold)) int free_first(void)
+/* free before the C library's functions are known (cold; a jump from free, which then needs no
+ * frame of its own): resolves them, and frees p. */
+static __attribute__((noinline, cold)) void free_first(void *p)
 {
     if (resolving)
-        return 0; /* cannot happen with glibc; leaking is the safe answer */
+        return; /* cannot happen with glibc; leaking is the safe answer */
     resolve();
-    return 1;
+    free(p);
 }
 
 AGENT_API void free(void *p)
 {
     if (unlikely(!p || in_boot_pool(p)))
         return;
-    if (unlikely(!real.free) && !free_first())
+    if (unlikely(!real.free)) {
+        free_first(p);
         return;
+    }
     int counted = sample_free_skip(p);
     if (unlikely(counted != SAMPLE_SKIP))
         free_record(p, counted); /* (frees p: both calls are jumps, free needs no frame) */
@@ -1009,7 +1012,7 @@ int agent_start(void)
     if (!agent.injected)
         cuda_init(); /* memscope attach records the heap only: nothing of CUDA is hooked */
     if (!deferred && !agent.broken)
-        __atomic_store_n(&agent.recording, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&agent.recording, agent_recording_on(), __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -1040,7 +1043,7 @@ int agent_restart(void)
     }
     writer_process_record();
     modules_scan(t, &t->s[0]);
-    __atomic_store_n(&agent.recording, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&agent.recording, agent_recording_on(), __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -1191,7 +1194,7 @@ AGENT_API int memscope__start(void)
 {
     if (!agent.initialized || agent.broken)
         return -1;
-    __atomic_store_n(&agent.recording, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&agent.recording, agent_recording_on(), __ATOMIC_RELEASE);
     return 0;
 }
 

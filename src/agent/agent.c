@@ -388,25 +388,51 @@ static __attribute__((noinline)) void malloc_record(void *p, size_t n, void *fp,
         record_alloc(MS_REC_HEAP_ALLOC + MS_FN_MALLOC, p, n, fp, 0);
 }
 
-/* malloc before the C library's functions are known (cold: out of malloc's frame). */
+/* malloc before the C library's functions are known (cold; a jump from malloc, so that its frame
+ * is where malloc's would be, as malloc_slow()'s). */
 static __attribute__((noinline, cold)) void *malloc_first(size_t n)
 {
-    if (resolving)
-        return boot_alloc(n);
-    resolve();
-    return real.malloc(n);
+    void *p;
+    if (resolving) {
+        p = boot_alloc(n);
+    } else {
+        resolve();
+        p = real.malloc(n);
+    }
+    int counted;
+    if (likely(p != NULL) && (counted = sample_alloc_skip(n)) != SAMPLE_SKIP)
+        malloc_record(p, n, FP_HERE, counted);
+    return p;
 }
 
+/* malloc's second half, when its inline half did not skip the allocation (exact mode, the
+ * countdown ran out, ...): calls the C library's malloc and records. A jump from malloc (at -O2,
+ * which src/agent/CMakeLists.txt sets), so that malloc needs no frame, and this function's frame
+ * is where malloc's would be: FP_HERE here starts the stack at malloc's caller. counted: what
+ * sample_alloc_skip() did, before the call. */
+static __attribute__((noinline)) void *malloc_slow(size_t n, int counted)
+{
+    void *p = real.malloc(n);
+    if (unlikely(p == NULL)) {
+        if (counted == SAMPLE_COUNTED)
+            sample_alloc_uncount(n); /* no allocation */
+        return NULL;
+    }
+    malloc_record(p, n, FP_HERE, counted);
+    return p;
+}
+
+/* The unsampled path counts the allocation before the C library's malloc runs and jumps to it:
+ * one that fails (returns NULL) is then counted too, when it asks for fewer bytes than the
+ * countdown has left (an out-of-memory small malloc; docs/production.md). */
 AGENT_API void *malloc(size_t n)
 {
-    void *p = likely(real.malloc != NULL) ? real.malloc(n) : malloc_first(n);
-    if (likely(p != NULL)) {
-        int counted = sample_alloc_skip(n);
-        if (likely(counted == SAMPLE_SKIP))
-            return p;
-        malloc_record(p, n, FP_HERE, counted);
-    }
-    return p;
+    if (unlikely(real.malloc == NULL))
+        return malloc_first(n);
+    int counted = sample_alloc_skip(n);
+    if (likely(counted == SAMPLE_SKIP))
+        return real.malloc(n);
+    return malloc_slow(n, counted);
 }
 
 /* free's recording half (as malloc_record()), which then frees p: the free is recorded before

@@ -432,6 +432,15 @@ static inline int sample_alloc_skip(size_t n)
     return likely(t->smp.left > 0) ? SAMPLE_SKIP : SAMPLE_COUNTED;
 }
 
+/* Takes back what sample_alloc_skip() counted for an allocation of n bytes that failed. */
+static inline void sample_alloc_uncount(size_t n)
+{
+    struct tstate *t = &agent_tls;
+    t->smp.allocs--;
+    t->smp.bytes -= n;
+    t->smp.left += (int64_t)n;
+}
+
 /* Sampling mode: counts an allocation of n bytes at p and returns whether it is to be recorded
  * (always 1 in exact mode). The interposers other than malloc, whose calls are fewer. */
 static inline int sample_alloc(const void *p, size_t n)

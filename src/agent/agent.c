@@ -405,20 +405,28 @@ static __attribute__((noinline, cold)) void *malloc_first(size_t n)
     return p;
 }
 
-/* malloc's second half, when its inline half did not skip the allocation (exact mode, the
- * countdown ran out, ...): calls the C library's malloc and records. A jump from malloc (at -O2,
- * which src/agent/CMakeLists.txt sets), so that malloc needs no frame, and this function's frame
- * is where malloc's would be: FP_HERE here starts the stack at malloc's caller. counted: what
- * sample_alloc_skip() did, before the call. */
-static __attribute__((noinline)) void *malloc_slow(size_t n, int counted)
+/* malloc's second half, when its inline half did not skip the allocation: calls the C library's
+ * malloc and records. A jump from malloc (at -O2, which src/agent/CMakeLists.txt sets), so that
+ * malloc needs no frame, and this function's frame is where malloc's would be: FP_HERE here
+ * starts the stack at malloc's caller. malloc_uncounted(): sample_alloc_skip() counted nothing
+ * (exact mode, not recording, the agent's own); malloc_counted(): it counted the allocation and
+ * its countdown ran out (two functions, so that neither keeps more than n and p across its
+ * calls). */
+static __attribute__((noinline)) void *malloc_uncounted(size_t n)
 {
     void *p = real.malloc(n);
-    if (unlikely(p == NULL)) {
-        if (counted == SAMPLE_COUNTED)
-            sample_alloc_uncount(n); /* no allocation */
-        return NULL;
-    }
-    malloc_record(p, n, FP_HERE, counted);
+    if (likely(p != NULL))
+        malloc_record(p, n, FP_HERE, SAMPLE_UNCOUNTED);
+    return p;
+}
+
+static __attribute__((noinline)) void *malloc_counted(size_t n)
+{
+    void *p = real.malloc(n);
+    if (likely(p != NULL))
+        malloc_record(p, n, FP_HERE, SAMPLE_COUNTED);
+    else
+        sample_alloc_uncount(n); /* no allocation */
     return p;
 }
 
@@ -432,7 +440,7 @@ AGENT_API void *malloc(size_t n)
     int counted = sample_alloc_skip(n);
     if (likely(counted == SAMPLE_SKIP))
         return real.malloc(n);
-    return malloc_slow(n, counted);
+    return counted == SAMPLE_UNCOUNTED ? malloc_uncounted(n) : malloc_counted(n);
 }
 
 /* free's recording half (as malloc_record()), which then frees p: the free is recorded before

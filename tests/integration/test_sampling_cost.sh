@@ -10,7 +10,7 @@
 # plain run's.
 #
 # The bound, 45 instructions for malloc + free together (the interposers, the byte countdown and
-# the free's look at the filter of sampled addresses: 40 with gcc 12 -O2, malloc 16 and free 24,
+# the free's look at the filter of sampled addresses: 39 with gcc 12 -O2, malloc 16 and free 24,
 # both without a frame, ending in a jump to the C library's; the tree before took 65, with
 # frames and three loads to test the mode; the tree before the filter and the out-of-line
 # recording halves took 112, 27 of them the free's lookup in the set), is an instruction count,

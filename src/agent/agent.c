@@ -30,6 +30,11 @@ __thread struct tstate agent_tls __attribute__((tls_model("initial-exec")));
 static struct agent_live live_static = {1, 0};
 struct agent_global agent = {.fd = -1, .generation = 1, .live = &live_static};
 
+/* What real.malloc and real.free point to until the C library's functions are known (the
+ * first call resolves them): malloc and free jump through the pointers without testing them. */
+static void *malloc_unresolved(size_t n);
+static void free_unresolved(void *p);
+
 static struct {
     void *(*malloc)(size_t);
     void (*free)(void *);
@@ -46,7 +51,8 @@ static struct {
     int (*mprotect)(void *, size_t, int);
     void *(*mremap)(void *, size_t, size_t, int, ...);
     int (*dlclose)(void *);
-} real;
+} real = {.malloc = malloc_unresolved, .free = free_unresolved};
+static int resolved; /* resolve() ran: every pointer of real is the C library's (or NULL) */
 
 /* Bootstrap pool for allocations made while dlsym runs. */
 static char boot_pool[64 << 10] __attribute__((aligned(64)));
@@ -68,7 +74,7 @@ static void *boot_alloc(size_t n)
 
 static void resolve(void)
 {
-    if (real.free)
+    if (resolved)
         return;
     resolving = 1;
     /* first: the agent's dlsym (cuda.c) forwards to it, and R() below goes through it */
@@ -94,6 +100,7 @@ static void resolve(void)
     R(free);
 #undef R
     resolving = 0;
+    resolved = 1;
 }
 
 static __attribute__((noinline)) void record_alloc(int type, const void *p, size_t n, void *fp,
@@ -388,21 +395,14 @@ static __attribute__((noinline)) void malloc_record(void *p, size_t n, void *fp,
         record_alloc(MS_REC_HEAP_ALLOC + MS_FN_MALLOC, p, n, fp, 0);
 }
 
-/* malloc before the C library's functions are known (cold; a jump from malloc, so that its frame
- * is where malloc's would be, as malloc_slow()'s). */
-static __attribute__((noinline, cold)) void *malloc_first(size_t n)
+/* real.malloc before the C library's functions are known: dlsym's own allocations while they
+ * are looked up come from the static pool. */
+static __attribute__((noinline, cold)) void *malloc_unresolved(size_t n)
 {
-    void *p;
-    if (resolving) {
-        p = boot_alloc(n);
-    } else {
-        resolve();
-        p = real.malloc(n);
-    }
-    int counted;
-    if (likely(p != NULL) && (counted = sample_alloc_skip(n)) != SAMPLE_SKIP)
-        malloc_record(p, n, FP_HERE, counted);
-    return p;
+    if (resolving)
+        return boot_alloc(n);
+    resolve();
+    return real.malloc(n);
 }
 
 /* malloc's second half, when its inline half did not skip the allocation: calls the C library's
@@ -435,8 +435,6 @@ static __attribute__((noinline)) void *malloc_counted(size_t n)
  * countdown has left (an out-of-memory small malloc; docs/production.md). */
 AGENT_API void *malloc(size_t n)
 {
-    if (unlikely(real.malloc == NULL))
-        return malloc_first(n);
     int counted = sample_alloc_skip(n);
     if (likely(counted == SAMPLE_SKIP))
         return real.malloc(n);
@@ -459,24 +457,19 @@ static __attribute__((noinline)) void free_record(void *p, int counted)
     real.free(p);
 }
 
-/* free before the C library's functions are known (cold; a jump from free, which then needs no
- * frame of its own): resolves them, and frees p. */
-static __attribute__((noinline, cold)) void free_first(void *p)
+/* real.free before the C library's functions are known. */
+static __attribute__((noinline, cold)) void free_unresolved(void *p)
 {
     if (resolving)
         return; /* cannot happen with glibc; leaking is the safe answer */
     resolve();
-    free(p);
+    real.free(p);
 }
 
 AGENT_API void free(void *p)
 {
     if (unlikely(!p || in_boot_pool(p)))
         return;
-    if (unlikely(!real.free)) {
-        free_first(p);
-        return;
-    }
     int counted = sample_free_skip(p);
     if (unlikely(counted != SAMPLE_SKIP))
         free_record(p, counted); /* (frees p: both calls are jumps, free needs no frame) */
@@ -652,7 +645,7 @@ static int find_allocator(struct dl_phdr_info *info, size_t size, void *arg)
 
 static void allocator_init(void)
 {
-    if (real.malloc)
+    if (resolved)
         dl_iterate_phdr(find_allocator, (void *)(uintptr_t)&getpid);
 }
 

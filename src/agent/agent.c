@@ -30,6 +30,11 @@ __thread struct tstate agent_tls __attribute__((tls_model("initial-exec")));
 static struct agent_live live_static = {1, 0};
 struct agent_global agent = {.fd = -1, .generation = 1, .live = &live_static};
 
+/* What real.malloc and real.free point to until the C library's functions are known (the
+ * first call resolves them): malloc and free jump through the pointers without testing them. */
+static void *malloc_unresolved(size_t n);
+static void free_unresolved(void *p);
+
 static struct {
     void *(*malloc)(size_t);
     void (*free)(void *);
@@ -46,7 +51,8 @@ static struct {
     int (*mprotect)(void *, size_t, int);
     void *(*mremap)(void *, size_t, size_t, int, ...);
     int (*dlclose)(void *);
-} real;
+} real = {.malloc = malloc_unresolved, .free = free_unresolved};
+static int resolved; /* resolve() ran: every pointer of real is the C library's (or NULL) */
 
 /* Bootstrap pool for allocations made while dlsym runs. */
 static char boot_pool[64 << 10] __attribute__((aligned(64)));
@@ -68,7 +74,7 @@ static void *boot_alloc(size_t n)
 
 static void resolve(void)
 {
-    if (real.free)
+    if (resolved)
         return;
     resolving = 1;
     /* first: the agent's dlsym (cuda.c) forwards to it, and R() below goes through it */
@@ -94,6 +100,7 @@ static void resolve(void)
     R(free);
 #undef R
     resolving = 0;
+    resolved = 1;
 }
 
 static __attribute__((noinline)) void record_alloc(int type, const void *p, size_t n, void *fp,
@@ -388,8 +395,9 @@ static __attribute__((noinline)) void malloc_record(void *p, size_t n, void *fp,
         record_alloc(MS_REC_HEAP_ALLOC + MS_FN_MALLOC, p, n, fp, 0);
 }
 
-/* malloc before the C library's functions are known (cold: out of malloc's frame). */
-static __attribute__((noinline, cold)) void *malloc_first(size_t n)
+/* real.malloc before the C library's functions are known: dlsym's own allocations while they
+ * are looked up come from the static pool. */
+static __attribute__((noinline, cold)) void *malloc_unresolved(size_t n)
 {
     if (resolving)
         return boot_alloc(n);
@@ -397,16 +405,40 @@ static __attribute__((noinline, cold)) void *malloc_first(size_t n)
     return real.malloc(n);
 }
 
+/* malloc's second half, when its inline half did not skip the allocation: calls the C library's
+ * malloc and records. A jump from malloc (at -O2, which src/agent/CMakeLists.txt sets), so that
+ * malloc needs no frame, and this function's frame is where malloc's would be: FP_HERE here
+ * starts the stack at malloc's caller. malloc_uncounted(): sample_alloc_skip() counted nothing
+ * (exact mode, not recording, the agent's own); malloc_counted(): it counted the allocation and
+ * its countdown ran out (two functions, so that neither keeps more than n and p across its
+ * calls). */
+static __attribute__((noinline)) void *malloc_uncounted(size_t n)
+{
+    void *p = real.malloc(n);
+    if (likely(p != NULL))
+        malloc_record(p, n, FP_HERE, SAMPLE_UNCOUNTED);
+    return p;
+}
+
+static __attribute__((noinline)) void *malloc_counted(size_t n)
+{
+    void *p = real.malloc(n);
+    if (likely(p != NULL))
+        malloc_record(p, n, FP_HERE, SAMPLE_COUNTED);
+    else
+        sample_alloc_uncount(n); /* no allocation */
+    return p;
+}
+
+/* The unsampled path counts the allocation before the C library's malloc runs and jumps to it:
+ * one that fails (returns NULL) is then counted too, when it asks for fewer bytes than the
+ * countdown has left (an out-of-memory small malloc; docs/production.md). */
 AGENT_API void *malloc(size_t n)
 {
-    void *p = likely(real.malloc != NULL) ? real.malloc(n) : malloc_first(n);
-    if (likely(p != NULL)) {
-        int counted = sample_alloc_skip(n);
-        if (likely(counted == SAMPLE_SKIP))
-            return p;
-        malloc_record(p, n, FP_HERE, counted);
-    }
-    return p;
+    int counted = sample_alloc_skip(n);
+    if (likely(counted == SAMPLE_SKIP))
+        return real.malloc(n);
+    return counted == SAMPLE_UNCOUNTED ? malloc_uncounted(n) : malloc_counted(n);
 }
 
 /* free's recording half (as malloc_record()), which then frees p: the free is recorded before
@@ -425,20 +457,18 @@ static __attribute__((noinline)) void free_record(void *p, int counted)
     real.free(p);
 }
 
-/* free before the C library's functions are known: 1 when they now are (cold). */
-static __attribute__((noinline, cold)) int free_first(void)
+/* real.free before the C library's functions are known. */
+static __attribute__((noinline, cold)) void free_unresolved(void *p)
 {
     if (resolving)
-        return 0; /* cannot happen with glibc; leaking is the safe answer */
+        return; /* cannot happen with glibc; leaking is the safe answer */
     resolve();
-    return 1;
+    real.free(p);
 }
 
 AGENT_API void free(void *p)
 {
     if (unlikely(!p || in_boot_pool(p)))
-        return;
-    if (unlikely(!real.free) && !free_first())
         return;
     int counted = sample_free_skip(p);
     if (unlikely(counted != SAMPLE_SKIP))
@@ -615,7 +645,7 @@ static int find_allocator(struct dl_phdr_info *info, size_t size, void *arg)
 
 static void allocator_init(void)
 {
-    if (real.malloc)
+    if (resolved)
         dl_iterate_phdr(find_allocator, (void *)(uintptr_t)&getpid);
 }
 
@@ -1009,7 +1039,7 @@ int agent_start(void)
     if (!agent.injected)
         cuda_init(); /* memscope attach records the heap only: nothing of CUDA is hooked */
     if (!deferred && !agent.broken)
-        __atomic_store_n(&agent.recording, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&agent.recording, agent_recording_on(), __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -1040,7 +1070,7 @@ int agent_restart(void)
     }
     writer_process_record();
     modules_scan(t, &t->s[0]);
-    __atomic_store_n(&agent.recording, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&agent.recording, agent_recording_on(), __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -1191,7 +1221,7 @@ AGENT_API int memscope__start(void)
 {
     if (!agent.initialized || agent.broken)
         return -1;
-    __atomic_store_n(&agent.recording, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&agent.recording, agent_recording_on(), __ATOMIC_RELEASE);
     return 0;
 }
 

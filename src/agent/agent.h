@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "common/agent_api.h"
@@ -61,23 +62,26 @@ struct sampler {
     uint64_t frees;   /* heap frees */
     uint64_t bytes;   /* the allocations' requested bytes */
     uint32_t samples; /* allocations sampled: every 16th flushes the counts */
-    uint32_t started; /* sample_thread_start() ran: generator seeded, thread registered */
     uint32_t slot;    /* its index in sample.c's registry + 1; 0: not in it */
 };
 
 /* Per-thread state. Lives in static TLS (initial-exec), so reading it never allocates. */
 struct tstate {
-    int guard;           /* depth of agent code running on this thread: 0 none, 1 the
+    int guard;       /* depth of agent code running on this thread: 0 none, 1 the
                                thread's own, 2 a signal handler that interrupted it */
-    int internal;        /* nonzero while the agent calls libc code that may allocate for
+    int step_record; /* memscope__step() is writing its STEP record (recorded even in a
+                            step --steps leaves out) */
+    /* The next three are neighbours, in this order, from an 8-byte boundary: the inline halves
+     * of malloc and free test two of them with one comparison (tstate_word()). */
+    uint32_t smp_started; /* sampling mode: sample_thread_start() ran (1): generator seeded,
+                             thread registered (sample.c) */
+    int internal;         /* nonzero while the agent calls libc code that may allocate for
                                itself (pthread_getattr_np, backtrace ...): not recorded */
-    int quiet;           /* nonzero while memscope's own Python code runs on this thread
+    int quiet;            /* nonzero while memscope's own Python code runs on this thread
                                (memscope__quiet): its allocations are not the program's and
                                are not recorded; frees still are (a program's block may die
                                there) */
-    int step_record;     /* memscope__step() is writing its STEP record (recorded even in a
-                            step --steps leaves out) */
-    uint32_t generation; /* agent generation (bumped in a forked child) this state is for */
+    uint32_t generation;  /* agent generation (bumped in a forked child) this state is for */
     uint32_t tid;
     struct stream s[2];  /* s[guard - 1] is the stream of the current agent call */
     struct pyshadow *py; /* this thread's Python shadow stack (python.c), NULL until used */
@@ -125,7 +129,7 @@ struct agent_live {
 
 /* Global configuration and state, set up by agent_init(). */
 struct agent_global {
-    volatile int recording; /* events are recorded (atomic reads) */
+    volatile int recording; /* events are recorded (atomic reads): 0 or agent_recording_on() */
     volatile int paused;    /* --steps: the process's current step is not one to record */
     int clock_tsc;          /* agent_now() reads the TSC (set by clock_init, then constant) */
     int initialized;
@@ -263,6 +267,16 @@ static inline void agent_leave(struct tstate *t)
     t->guard--;
 }
 
+/* agent.recording's value when on: AGENT_RECORDING_SAMPLED in sampling mode, so that the
+ * inline halves of malloc and free test the mode and the state with one comparison. Every
+ * reader of agent.recording takes it as a truth value. */
+#define AGENT_RECORDING_ON 1
+#define AGENT_RECORDING_SAMPLED 3
+static inline int agent_recording_on(void)
+{
+    return agent.sample_bytes ? AGENT_RECORDING_SAMPLED : AGENT_RECORDING_ON;
+}
+
 /* Whether an interposer should go on to record: recording, or stopped after an error (then
  * agent_enter() counts the event as lost). */
 static inline int agent_active(void)
@@ -369,6 +383,31 @@ static inline uint8_t *sample_mark(const void *p)
     return &sample_marks[((uintptr_t)p >> 4) & (SAMPLE_MARKS - 1)];
 }
 
+/* Two neighbouring 4-byte fields of struct tstate read as one 8-byte word (one load, one
+ * comparison): &t->internal gives internal and quiet (0: the program's allocation),
+ * &t->smp_started gives smp_started and internal (tstate_started_word(): a started thread,
+ * not in the agent). */
+static inline uint64_t tstate_word(const void *first)
+{
+    uint64_t w;
+    memcpy(&w, first, sizeof w);
+    return w;
+}
+
+static inline uint64_t tstate_started_word(void)
+{
+    const struct {
+        uint32_t started;
+        int internal;
+    } k = {1, 0};
+    return tstate_word(&k);
+}
+
+_Static_assert(offsetof(struct tstate, smp_started) % 8 == 0 &&
+                   offsetof(struct tstate, internal) == offsetof(struct tstate, smp_started) + 4 &&
+                   offsetof(struct tstate, quiet) == offsetof(struct tstate, internal) + 4,
+               "tstate_word(): smp_started, internal and quiet are neighbours");
+
 /* How the inline half of malloc and free (sample_alloc_skip(), sample_free_skip()) left an
  * event for the recording half: */
 enum {
@@ -382,15 +421,24 @@ enum {
  * mode, of the thread's flags, two additions and a subtraction. */
 static inline int sample_alloc_skip(size_t n)
 {
-    if (likely(!agent.sample_bytes) || unlikely(!agent_active()))
-        return SAMPLE_UNCOUNTED;
+    if (__atomic_load_n(&agent.recording, __ATOMIC_RELAXED) != AGENT_RECORDING_SAMPLED)
+        return SAMPLE_UNCOUNTED; /* exact mode, not recording, or stopped by an error */
     struct tstate *t = &agent_tls;
-    if (unlikely(t->internal | t->quiet))
-        return SAMPLE_UNCOUNTED; /* not the program's: the recording path drops it */
+    if (unlikely(tstate_word(&t->internal) != 0))
+        return SAMPLE_UNCOUNTED; /* internal or quiet: not the program's (the recording path) */
     t->smp.allocs++;
     t->smp.bytes += n;
     t->smp.left -= (int64_t)n;
     return likely(t->smp.left > 0) ? SAMPLE_SKIP : SAMPLE_COUNTED;
+}
+
+/* Takes back what sample_alloc_skip() counted for an allocation of n bytes that failed. */
+static inline void sample_alloc_uncount(size_t n)
+{
+    struct tstate *t = &agent_tls;
+    t->smp.allocs--;
+    t->smp.bytes -= n;
+    t->smp.left += (int64_t)n;
 }
 
 /* Sampling mode: counts an allocation of n bytes at p and returns whether it is to be recorded
@@ -441,10 +489,10 @@ static inline int sample_free_lookup(const void *p)
  * mark says it was not sampled (most frees: no lookup in the set). */
 static inline int sample_free_skip(const void *p)
 {
-    if (likely(!agent.sample_bytes) || unlikely(!agent_active()))
+    if (__atomic_load_n(&agent.recording, __ATOMIC_RELAXED) != AGENT_RECORDING_SAMPLED)
         return SAMPLE_UNCOUNTED;
     struct tstate *t = &agent_tls;
-    if (unlikely(t->internal | !t->smp.started))
+    if (unlikely(tstate_word(&t->smp_started) != tstate_started_word()))
         return SAMPLE_UNCOUNTED; /* the agent's own; the thread's first event (sample_free) */
     t->smp.frees++;
     return likely(!__atomic_load_n(sample_mark(p), __ATOMIC_RELAXED)) ? SAMPLE_SKIP
@@ -461,7 +509,7 @@ static inline int sample_free(const void *p)
     if (unlikely(t->internal))
         return 1;
     t->smp.frees++;
-    if (unlikely(!t->smp.started))
+    if (unlikely(!t->smp_started))
         sample_thread_start(t);
     if (likely(!__atomic_load_n(sample_mark(p), __ATOMIC_RELAXED)))
         return 0;

@@ -217,7 +217,7 @@ static int set_add(uintptr_t p)
 int sample_alloc_slow(struct tstate *t, const void *p, size_t n)
 {
     struct sampler *m = &t->smp;
-    if (!m->started) { /* the thread's first allocation: its first countdown */
+    if (!t->smp_started) { /* the thread's first allocation: its first countdown */
         sample_thread_start(t);
         m->left -= (int64_t)n;
         if (m->left > 0)
@@ -288,7 +288,7 @@ int sample_free_slow(const void *p)
 void sample_thread_start(struct tstate *t)
 {
     struct sampler *m = &t->smp;
-    m->started = 1;
+    t->smp_started = 1;
     uint32_t k = __atomic_fetch_add(&threads_seeded, 1, __ATOMIC_RELAXED);
     m->rng = seed_fixed ? seed_base + k + 1
                         : (__builtin_ia32_rdtsc() ^ (uintptr_t)t) * 0x9e3779b97f4a7c15ull;
@@ -331,6 +331,7 @@ void sample_after_fork_child(struct tstate *t)
     if (sample_set.seq & 1) /* ... in a rebuild, which had not published its table yet */
         sample_set.seq++;
     memset(&t->smp, 0, sizeof t->smp);
+    t->smp_started = 0;
     memset(registry, 0, sizeof registry); /* the parent's threads: not in the child */
     __atomic_store_n(&threads_seeded, 0, __ATOMIC_RELAXED);
 }

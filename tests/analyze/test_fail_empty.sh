@@ -1,0 +1,35 @@
+#!/bin/bash
+# test_fail_empty.sh: a failing analysis writes nothing (analyze.h's contract: a result computed
+# first, rendered after). Each analysis gets a database damaged where it reads, and must exit 1
+# with its reason on stderr and nothing on stdout, in text and in JSON; before each analysis
+# computed its result first, these damages gave a wrong report with exit status 0 (a query's
+# error taken for its last row) or a report cut short.
+. "$(dirname "$0")/an_lib.sh"
+
+ms run_steps run -q -o "$TMP/steps.db" -- "$PROGS/b_steps"
+require_db "b_steps" "$TMP/steps.db"
+ms full export --format=db "$TMP/steps.db" -o "$TMP/full.db"
+assert_eq "the full database: exit status" 0 "$RC"
+
+# fails NAME DB REASON ARGS...: `memscope analyze ARGS DB` in text and JSON: exit status 1,
+# nothing on stdout, REASON (a regular expression) on stderr.
+fails() {
+    local name=$1 db=$2 reason=$3 form
+    shift 3
+    for form in --text --json; do
+        "$MEMSCOPE" analyze "$@" "$db" ${form/--text/} >"$TMP/f.out" 2>"$TMP/f.err"
+        assert_eq "$name $form: exit status" 1 "$?"
+        assert_eq "$name $form: nothing written" 0 "$(wc -c <"$TMP/f.out")"
+        assert_match "$name $form: the reason" "$reason" "$(head -1 "$TMP/f.err")"
+    done
+}
+
+# oom: an OOM_TRIGGER row whose attributes are not JSON (json_extract fails on the row): the
+# report said "no OOM recorded".
+cp "$TMP/full.db" "$TMP/oom.db"
+q "$TMP/oom.db" "INSERT INTO events (id, ts_ns, kind, layer, process_id, thread_id, size, func,
+  attr) SELECT MAX(id) + 1, MAX(ts_ns), 9, 1, 1, 1, 4096, 'cuMemAlloc', '{bad' FROM events"
+fails "oom on an unreadable OOM row" "$TMP/oom.db" "oom: malformed JSON" oom
+
+
+done_testing

@@ -31,5 +31,13 @@ q "$TMP/oom.db" "INSERT INTO events (id, ts_ns, kind, layer, process_id, thread_
   attr) SELECT MAX(id) + 1, MAX(ts_ns), 9, 1, 1, 1, 4096, 'cuMemAlloc', '{bad' FROM events"
 fails "oom on an unreadable OOM row" "$TMP/oom.db" "oom: malformed JSON" oom
 
+# inefficient: the stacks of the flagged blocks unreadable (table stacks gone): the report named
+# every flagged block's site "(no stack)".
+ms run_ineff run -q -o "$TMP/ineff.db" -- "$PROGS/b_ineff"
+require_db "b_ineff" "$TMP/ineff.db"
+q "$TMP/ineff.db" "ALTER TABLE stacks RENAME TO stacks_gone"
+fails "inefficient without stacks" "$TMP/ineff.db" \
+    "inefficient: cannot describe a flagged block: no such table: stacks" inefficient \
+    --idle-threshold 5 --lazy-used 100000000 --delayed-free 100000000 --long-idle 100000000
 
 done_testing

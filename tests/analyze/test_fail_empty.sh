@@ -40,4 +40,12 @@ fails "inefficient without stacks" "$TMP/ineff.db" \
     "inefficient: cannot describe a flagged block: no such table: stacks" inefficient \
     --idle-threshold 5 --lazy-used 100000000 --delayed-free 100000000 --long-idle 100000000
 
+# compare: the call sites unreadable (table stacks gone): every row's site said "(no stack)".
+cp "$TMP/steps.db" "$TMP/nostacks.db"
+q "$TMP/nostacks.db" "ALTER TABLE stacks RENAME TO stacks_gone"
+fails "compare --steps without stacks" "$TMP/nostacks.db" "compare: no such table: stacks" \
+    compare --steps 2,3
+fails "compare --with without stacks" "$TMP/steps.db" "compare: no such table: stacks" \
+    compare --with "$TMP/nostacks.db"
+
 done_testing

@@ -48,4 +48,12 @@ fails "compare --steps without stacks" "$TMP/nostacks.db" "compare: no such tabl
 fails "compare --with without stacks" "$TMP/steps.db" "compare: no such table: stacks" \
     compare --with "$TMP/nostacks.db"
 
+# decompose: the owners' peaks computed by the conversion unreadable (a row that fails: table
+# owner_peaks replaced by a view whose value overflows): the report said "(no memory)".
+cp "$TMP/steps.db" "$TMP/peaks.db"
+q "$TMP/peaks.db" "ALTER TABLE owner_peaks RENAME TO owner_peaks_gone;
+  CREATE VIEW owner_peaks AS SELECT owner_id, abs(-9223372036854775807 - 1) AS peak_bytes
+  FROM owner_peaks_gone"
+fails "decompose on unreadable owner peaks" "$TMP/peaks.db" "decompose: integer overflow" decompose
+
 done_testing

@@ -538,7 +538,7 @@ int ms_analyze_compare(struct ms_actx *x)
 {
     struct cresult r;
     memset(&r, 0, sizeof r);
-    int rc = compute(x, &r);
+    int rc = ms__actx_computed(x, compute(x, &r));
     if (rc == 0)
         (x->o->json ? render_json : render_text)(x, &r);
     cresult_release(&r);

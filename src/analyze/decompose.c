@@ -853,7 +853,7 @@ int ms_analyze_decompose(struct ms_actx *x)
 {
     struct dresult r;
     memset(&r, 0, sizeof r);
-    int rc = compute(x, &r);
+    int rc = ms__actx_computed(x, compute(x, &r));
     if (rc == 0)
         (x->o->json ? render_json : render_text)(x, &r);
     dresult_release(&r);

@@ -648,7 +648,7 @@ int ms_analyze_inefficient(struct ms_actx *x)
     r.s.o = x->o;
     ms_u64map_init(&r.s.blocks, sizeof(struct blk), MS_U64MAP_MAX);
     ms_u64map_init(&r.s.accessed, 1, MS_U64MAP_MAX);
-    int rc = compute(x, &r);
+    int rc = ms__actx_computed(x, compute(x, &r));
     if (rc == 0)
         (x->o->json ? render_json : render_text)(x, &r);
     iresult_release(&r);

@@ -417,7 +417,7 @@ static void render_json(struct ms_actx *x, const struct oresult *r)
 int ms_analyze_oom(struct ms_actx *x)
 {
     struct oresult r = {0};
-    int rc = compute_all(x, &r);
+    int rc = ms__actx_computed(x, compute_all(x, &r));
     if (rc == 0)
         (x->o->json ? render_json : render_text)(x, &r);
     oresult_free(&r);

@@ -56,4 +56,37 @@ q "$TMP/peaks.db" "ALTER TABLE owner_peaks RENAME TO owner_peaks_gone;
   FROM owner_peaks_gone"
 fails "decompose on unreadable owner peaks" "$TMP/peaks.db" "decompose: integer overflow" decompose
 
+# Allocation failures (only in the failure-injection build, make check-asan): for about 40
+# values of N, failing the Nth allocation of each analysis either changes nothing (exit 0, the
+# same report) or fails it with nothing written. A failure inside SQLite, which a query can
+# take for its last row, counts too: decompose printed its tree and then failed.
+if MEMSCOPE_FAIL_ALLOC=count "$MEMSCOPE" --version 2>&1 | grep -q "failalloc"; then
+    sweep() { # name args...: the analysis on steps.db
+        local name=$1 total n bad=0 failed=0 tried=0
+        shift
+        "$MEMSCOPE" analyze "$@" >"$TMP/ref.out" 2>/dev/null
+        total=$(MEMSCOPE_FAIL_ALLOC=count "$MEMSCOPE" analyze "$@" 2>&1 >/dev/null |
+            sed -n 's/^memscope: failalloc: \([0-9]*\) allocations$/\1/p')
+        for ((n = 1; n <= total; n += total / 40 + 1)); do
+            MEMSCOPE_FAIL_ALLOC=$n "$MEMSCOPE" analyze "$@" >"$TMP/s.out" 2>"$TMP/s.err"
+            local rc=$?
+            tried=$((tried + 1))
+            if [ "$rc" -eq 0 ]; then
+                cmp -s "$TMP/s.out" "$TMP/ref.out" || { bad=$((bad + 1)); echo "  N=$n: exit 0, another report" >&2; }
+            else
+                failed=$((failed + 1))
+                [ -s "$TMP/s.out" ] && { bad=$((bad + 1)); echo "  N=$n: exit $rc after writing" >&2; }
+            fi
+        done
+        assert_eq "$name: $tried values of N of $total allocations ($failed failed): each the same report or nothing" 0 "$bad"
+    }
+    cp "$TMP/steps.db" "$TMP/s.db"
+    sweep "decompose" decompose "$TMP/s.db"
+    sweep "compare --steps" compare "$TMP/s.db" --steps 2,3
+    sweep "inefficient" inefficient "$TMP/s.db" --idle-threshold 1
+    sweep "oom" oom "$TMP/full.db"
+else
+    echo "SKIP (not the failure-injection build): the allocation failure sweep"
+fi
+
 done_testing

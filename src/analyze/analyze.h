@@ -334,6 +334,10 @@ void ms__actx_release(struct ms_actx *x);
 int ms__actx_db_fail(struct ms_actx *x, const char *what);
 /* Sets x->err to "<name>: out of memory" and returns MS_ENOMEM. */
 int ms__actx_oom(struct ms_actx *x);
+/* Between an analysis's computation (which returned rc) and its rendering: rc, or MS_ENOMEM
+ * with x->err set when an allocation failed inside SQLite meanwhile (ms_oom_seen: a query may
+ * have looked shorter than it is), so that such a result is never written. */
+int ms__actx_computed(struct ms_actx *x, int rc);
 
 /* peak.c: the first moment of maximum live bytes of every (process, layer) of the selected
  * layers, as `analyze peak` finds it (process_stats, checked against the blocks, else a replay

@@ -526,3 +526,8 @@ int ms__actx_oom(struct ms_actx *x)
 {
     return ms_errf(x->err, x->errlen, MS_ENOMEM, "%s: out of memory", x->name);
 }
+
+int ms__actx_computed(struct ms_actx *x, int rc)
+{
+    return rc == 0 && ms_oom_seen() ? ms__actx_oom(x) : rc;
+}

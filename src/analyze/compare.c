@@ -130,8 +130,9 @@ struct result {
     struct cset site, owner, live_site, live_owner;
 };
 
-static int load_side(const struct side *sd, const struct ms_analyze_opts *o, int idx,
-                     struct result *res, char *err, size_t errlen)
+/* One side's rows into res through the call sites' reader sr. */
+static int load_rows(const struct side *sd, const struct ms_analyze_opts *o, int idx,
+                     struct result *res, struct ms_site_reader *sr, char *err, size_t errlen)
 {
     char *filter = ms__layer_filter(sd->db, o, "b.layer");
     if (!filter) {
@@ -173,8 +174,10 @@ static int load_side(const struct side *sd, const struct ms_analyze_opts *o, int
     while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
         const char *layer = (const char *)sqlite3_column_text(st, 0);
         int64_t stack = sqlite3_column_int64(st, 1);
-        if (stack != last_stack) /* rows of one stack are adjacent: one lookup each */
-            ms_stack_site(sd->db, stack, site, sizeof site);
+        /* rows of one stack are adjacent: one lookup each; a stack that cannot be read
+         * fails the comparison (never a row that says "(no stack)" for it) */
+        if (stack != last_stack && (rc = ms_site_reader_site(sr, stack, site, sizeof site)) < 0)
+            break;
         last_stack = stack;
         const char *w = (const char *)sqlite3_column_text(st, 2);
         if (!w)
@@ -192,12 +195,21 @@ static int load_side(const struct side *sd, const struct ms_analyze_opts *o, int
     }
     if (!rc && s != SQLITE_DONE)
         rc = MS_EDB;
+    if (rc) /* before the finalize, which clears the connection's message */
+        rc = ms_errf(err, errlen, rc, "compare: %s",
+                     rc == MS_EDB ? sqlite3_errmsg(sd->db) : ms_strerror(rc));
     sqlite3_finalize(st);
-    if (rc) {
-        return ms_errf(err, errlen, rc, "compare: %s",
-                       rc == MS_EDB ? sqlite3_errmsg(sd->db) : ms_strerror(rc));
-    }
-    return 0;
+    return rc;
+}
+
+static int load_side(const struct side *sd, const struct ms_analyze_opts *o, int idx,
+                     struct result *res, char *err, size_t errlen)
+{
+    struct ms_site_reader sr;
+    ms_site_reader_init(&sr, sd->db);
+    int rc = load_rows(sd, o, idx, res, &sr, err, errlen);
+    ms_site_reader_release(&sr);
+    return rc;
 }
 
 /* ---- reports ---- */
@@ -298,38 +310,58 @@ static void fmt_opt(char *buf, size_t len, const struct opseq *s, long i)
         snprintf(buf, len, "%lld", s->v[i].bytes);
 }
 
-int ms_analyze_compare(struct ms_actx *x)
+/* The comparison: both sides' rankings, and the op sequences with their diff. */
+struct cresult {
+    int steps; /* two steps of one run (else two runs) */
+    char label_a[300], label_b[300];
+    struct result res;
+    int ops; /* either side has ops */
+    struct opseq A, B;
+    struct edit *ed;
+    size_t ne;
+    struct ops_summary sm;
+};
+
+static void cresult_release(struct cresult *r)
+{
+    free(r->sm.differ);
+    free(r->ed);
+    opseq_release(&r->A);
+    opseq_release(&r->B);
+    cset_release(&r->res.site);
+    cset_release(&r->res.owner);
+    cset_release(&r->res.live_site);
+    cset_release(&r->res.live_owner);
+}
+
+/* Fills r (and writes o->csv_path); writes nothing on x->out. 0, or a negative code with
+ * x->err set. */
+static int compute(struct ms_actx *x, struct cresult *r)
 {
     sqlite3 *db = x->db;
     const struct ms_analyze_opts *o = x->o;
-    FILE *out = x->out;
     char *err = x->err;
     size_t errlen = x->errlen;
-    int steps = o->step_a > 0 || o->step_b > 0;
-    if (steps && o->other_db) {
+    int steps = r->steps = o->step_a > 0 || o->step_b > 0;
+    if (steps && o->other_db)
         return ms_errf(err, errlen, MS_EINVAL,
                        "compare: give either --steps A,B or --with OTHER.db, not both");
-    }
-    if (!steps && !o->other_db) {
+    if (!steps && !o->other_db)
         return ms_errf(err, errlen, MS_EINVAL,
                        "compare: give --steps A,B (two steps of this run) or --with "
                        "OTHER.db (another run)");
-    }
     sqlite3 *db2 = NULL;
     struct ms_store_full other = {.dir = ""};
     struct side sa = {db, 0, 0, ms__has_column(db, "blocks", "owner_id")};
     struct side sb = sa;
-    char label_a[300], label_b[300];
     int rc;
     if (steps) {
-        if (o->step_a <= 0 || o->step_b <= 0) {
+        if (o->step_a <= 0 || o->step_b <= 0)
             return ms_errf(err, errlen, MS_EINVAL,
                            "compare: --steps needs two step numbers >= 1, as A,B");
-        }
-        if (!ms__has_column(db, "blocks", "step")) {
+        if (!ms__has_column(db, "blocks", "step"))
             return ms_errf(err, errlen, MS_EFORMAT,
                            "compare: this database has no step information");
-        }
         sqlite3_stmt *st;
         int maxstep = 0;
         if (sqlite3_prepare_v2(db, "SELECT COALESCE(MAX(step), 0) FROM steps", -1, &st, NULL) ==
@@ -337,21 +369,19 @@ int ms_analyze_compare(struct ms_actx *x)
             sqlite3_step(st) == SQLITE_ROW)
             maxstep = sqlite3_column_int(st, 0);
         sqlite3_finalize(st);
-        if (maxstep == 0) {
+        if (maxstep == 0)
             return ms_errf(err, errlen, MS_EINVAL,
                            "compare: the program never called memscope_step(): this run "
                            "has no steps to compare");
-        }
         int bad = o->step_a > maxstep ? o->step_a : o->step_b > maxstep ? o->step_b : 0;
-        if (bad) {
+        if (bad)
             return ms_errf(err, errlen, MS_EINVAL,
                            "compare: step %d does not exist: the run has steps 1 to %d", bad,
                            maxstep);
-        }
         sa.step = o->step_a;
         sb.step = o->step_b;
-        snprintf(label_a, sizeof label_a, "step %d", o->step_a);
-        snprintf(label_b, sizeof label_b, "step %d", o->step_b);
+        snprintf(r->label_a, sizeof r->label_a, "step %d", o->step_a);
+        snprintf(r->label_b, sizeof r->label_b, "step %d", o->step_b);
     } else {
         /* a compact database whose owners a tag changed: its full database */
         if ((rc = ms_analyze_open(o->other_db, 0, &db2, err, errlen)) < 0)
@@ -369,142 +399,148 @@ int ms_analyze_compare(struct ms_actx *x)
         sb.has_owner = ms__has_column(db2, "blocks", "owner_id");
         sa.live = sb.live = 1;
         const char *base = strrchr(o->other_db, '/');
-        snprintf(label_a, sizeof label_a, "this run");
-        snprintf(label_b, sizeof label_b, "%s", base ? base + 1 : o->other_db);
+        snprintf(r->label_a, sizeof r->label_a, "this run");
+        snprintf(r->label_b, sizeof r->label_b, "%s", base ? base + 1 : o->other_db);
     }
 
-    struct result res;
-    memset(&res, 0, sizeof res);
-    struct opseq A = {0}, B = {0};
-    struct edit *ed = NULL;
-    size_t ne = 0;
-    struct ops_summary sm = {0};
-    int ops = 0;
-    if ((rc = load_side(&sa, o, 0, &res, err, errlen)) < 0 ||
-        (rc = load_side(&sb, o, 1, &res, err, errlen)) < 0)
+    if ((rc = load_side(&sa, o, 0, &r->res, err, errlen)) < 0 ||
+        (rc = load_side(&sb, o, 1, &r->res, err, errlen)) < 0)
         goto done;
-    cset_finish(&res.site);
-    cset_finish(&res.owner);
-    cset_finish(&res.live_site);
-    cset_finish(&res.live_owner);
+    cset_finish(&r->res.site);
+    cset_finish(&r->res.owner);
+    cset_finish(&r->res.live_site);
+    cset_finish(&r->res.live_owner);
 
-    ops = has_ranges(sa.db) || has_ranges(sb.db);
-    if (ops) {
-        if ((rc = load_ops(sa.db, o, sa.step, &A, err, errlen)) < 0 ||
-            (rc = load_ops(sb.db, o, sb.step, &B, err, errlen)) < 0)
+    r->ops = has_ranges(sa.db) || has_ranges(sb.db);
+    if (r->ops) {
+        if ((rc = load_ops(sa.db, o, sa.step, &r->A, err, errlen)) < 0 ||
+            (rc = load_ops(sb.db, o, sb.step, &r->B, err, errlen)) < 0)
             goto done;
-        if ((rc = op_diff(&A, &B, &ed, &ne)) < 0 || (rc = summarize_ops(&A, &B, ed, ne, &sm)) < 0) {
-            snprintf(err, errlen, "compare: %s", ms_strerror(rc));
+        if ((rc = op_diff(&r->A, &r->B, &r->ed, &r->ne)) < 0 ||
+            (rc = summarize_ops(&r->A, &r->B, r->ed, r->ne, &r->sm)) < 0) {
+            rc = ms_errf(err, errlen, rc, "compare: %s", ms_strerror(rc));
             goto done;
         }
     }
     if (o->csv_path) {
-        if (!ops && !o->csv_no_ops_ok) {
-            snprintf(err, errlen,
-                     "compare: --csv needs ops (memscope_range_push/pop), and "
-                     "neither side has any");
-            rc = MS_EINVAL;
+        if (!r->ops && !o->csv_no_ops_ok) {
+            rc = ms_errf(err, errlen, MS_EINVAL,
+                         "compare: --csv needs ops (memscope_range_push/pop), and "
+                         "neither side has any");
             goto done;
         }
-        if ((rc = write_csv(o->csv_path, &A, &B, ed, ne, err, errlen)) < 0)
+        if ((rc = write_csv(o->csv_path, &r->A, &r->B, r->ed, r->ne, err, errlen)) < 0)
             goto done;
-    }
-
-    if (o->json) {
-        struct ms_json j;
-        ms_json_init(&j, out);
-        ms_json_begin_object(&j, NULL);
-        ms_json_str(&j, "analysis", "compare");
-        ms_json_str(&j, "mode", steps ? "steps" : "runs");
-        ms_json_str(&j, "a", label_a);
-        ms_json_str(&j, "b", label_b);
-        if (steps) {
-            ms_json_int(&j, "step_a", o->step_a);
-            ms_json_int(&j, "step_b", o->step_b);
-        }
-        json_section(&j, "allocated", &res.site, &res.owner, o);
-        if (!steps)
-            json_section(&j, "live_at_end", &res.live_site, &res.live_owner, o);
-        if (ops) {
-            ms_json_begin_object(&j, "ops");
-            ms_json_int(&j, "a_count", (long long)A.n);
-            ms_json_int(&j, "b_count", (long long)B.n);
-            ms_json_int(&j, "matched", (long long)sm.matched);
-            ms_json_int(&j, "only_a", (long long)sm.only_a);
-            ms_json_int(&j, "only_b", (long long)sm.only_b);
-            ms_json_begin_array(&j, "differ");
-            for (size_t i = 0, n = shown(o, sm.ndiffer); i < n; i++) {
-                const struct edit *e = &ed[sm.differ[i]];
-                ms_json_begin_object(&j, NULL);
-                ms_json_str(&j, "name", e->a >= 0 ? A.v[e->a].name : B.v[e->b].name);
-                if (e->a >= 0)
-                    ms_json_int(&j, "a_bytes", A.v[e->a].bytes);
-                else
-                    ms_json_null(&j, "a_bytes");
-                if (e->b >= 0)
-                    ms_json_int(&j, "b_bytes", B.v[e->b].bytes);
-                else
-                    ms_json_null(&j, "b_bytes");
-                ms_json_int(&j, "diff_bytes", edit_diff(e));
-                ms_json_end_object(&j);
-            }
-            ms_json_end_array(&j);
-            ms_json_end_object(&j);
-        } else {
-            ms_json_null(&j, "ops");
-        }
-        ms_json_end_object(&j);
-        ms_json_finish(&j);
-    } else {
-        fprintf(out, "Compare A (%s) with B (%s).\n", label_a, ms_term_text(label_b));
-        if (steps)
-            fprintf(out,
-                    "A side: blocks allocated in step %d; B side: blocks allocated in "
-                    "step %d.\n",
-                    o->step_a, o->step_b);
-        text_section(out, steps ? "Allocated in the step" : "Allocated over the run", &res.site,
-                     &res.owner, o);
-        if (!steps)
-            text_section(out, "Live at end", &res.live_site, &res.live_owner, o);
-        if (ops) {
-            fprintf(out,
-                    "\n== Ops (memory allocated inside each op, Myers diff of op names) "
-                    "==\n%zu ops in A, %zu in B: %zu matched, %zu only in A, %zu only in "
-                    "B.\n",
-                    A.n, B.n, sm.matched, sm.only_a, sm.only_b);
-            size_t n = shown(o, sm.ndiffer);
-            if (!sm.ndiffer)
-                fprintf(out, "Every matched op allocated the same bytes in A and B.\n");
-            else
-                fprintf(out, "  %14s  %14s  %14s  %s\n", "diff bytes", "A bytes", "B bytes", "op");
-            for (size_t i = 0; i < n; i++) {
-                const struct edit *e = &ed[sm.differ[i]];
-                char ab[32], bb[32];
-                fmt_opt(ab, sizeof ab, &A, e->a);
-                fmt_opt(bb, sizeof bb, &B, e->b);
-                fprintf(out, "  %+14lld  %14s  %14s  %s\n", edit_diff(e), ab, bb,
-                        ms_term_text(e->a >= 0 ? A.v[e->a].name : B.v[e->b].name));
-            }
-            if (n < sm.ndiffer)
-                fprintf(out, "  ... %zu more\n", sm.ndiffer - n);
-        } else if (o->csv_path) {
-            fprintf(out, "\n== Ops ==\nNeither run has ops (memscope_range_push/pop; PyTorch ops "
-                         "with --events=access or launch): the op compare CSV holds its header "
-                         "lines only.\n");
-        }
     }
     rc = 0;
 done:
-    free(sm.differ);
-    free(ed);
-    opseq_release(&A);
-    opseq_release(&B);
-    cset_release(&res.site);
-    cset_release(&res.owner);
-    cset_release(&res.live_site);
-    cset_release(&res.live_owner);
     if (db2)
         sqlite3_close(db2);
     ms_store_full_close(&other);
+    return rc;
+}
+
+static void render_json(struct ms_actx *x, const struct cresult *r)
+{
+    const struct ms_analyze_opts *o = x->o;
+    const struct opseq *A = &r->A, *B = &r->B;
+    struct ms_json j;
+    ms_json_init(&j, x->out);
+    ms_json_begin_object(&j, NULL);
+    ms_json_str(&j, "analysis", "compare");
+    ms_json_str(&j, "mode", r->steps ? "steps" : "runs");
+    ms_json_str(&j, "a", r->label_a);
+    ms_json_str(&j, "b", r->label_b);
+    if (r->steps) {
+        ms_json_int(&j, "step_a", o->step_a);
+        ms_json_int(&j, "step_b", o->step_b);
+    }
+    json_section(&j, "allocated", &r->res.site, &r->res.owner, o);
+    if (!r->steps)
+        json_section(&j, "live_at_end", &r->res.live_site, &r->res.live_owner, o);
+    if (r->ops) {
+        ms_json_begin_object(&j, "ops");
+        ms_json_int(&j, "a_count", (long long)A->n);
+        ms_json_int(&j, "b_count", (long long)B->n);
+        ms_json_int(&j, "matched", (long long)r->sm.matched);
+        ms_json_int(&j, "only_a", (long long)r->sm.only_a);
+        ms_json_int(&j, "only_b", (long long)r->sm.only_b);
+        ms_json_begin_array(&j, "differ");
+        for (size_t i = 0, n = shown(o, r->sm.ndiffer); i < n; i++) {
+            const struct edit *e = &r->ed[r->sm.differ[i]];
+            ms_json_begin_object(&j, NULL);
+            ms_json_str(&j, "name", e->a >= 0 ? A->v[e->a].name : B->v[e->b].name);
+            if (e->a >= 0)
+                ms_json_int(&j, "a_bytes", A->v[e->a].bytes);
+            else
+                ms_json_null(&j, "a_bytes");
+            if (e->b >= 0)
+                ms_json_int(&j, "b_bytes", B->v[e->b].bytes);
+            else
+                ms_json_null(&j, "b_bytes");
+            ms_json_int(&j, "diff_bytes", edit_diff(e));
+            ms_json_end_object(&j);
+        }
+        ms_json_end_array(&j);
+        ms_json_end_object(&j);
+    } else {
+        ms_json_null(&j, "ops");
+    }
+    ms_json_end_object(&j);
+    ms_json_finish(&j);
+}
+
+static void render_text(struct ms_actx *x, const struct cresult *r)
+{
+    const struct ms_analyze_opts *o = x->o;
+    const struct opseq *A = &r->A, *B = &r->B;
+    FILE *out = x->out;
+    fprintf(out, "Compare A (%s) with B (%s).\n", r->label_a, ms_term_text(r->label_b));
+    if (r->steps)
+        fprintf(out,
+                "A side: blocks allocated in step %d; B side: blocks allocated in "
+                "step %d.\n",
+                o->step_a, o->step_b);
+    text_section(out, r->steps ? "Allocated in the step" : "Allocated over the run", &r->res.site,
+                 &r->res.owner, o);
+    if (!r->steps)
+        text_section(out, "Live at end", &r->res.live_site, &r->res.live_owner, o);
+    if (r->ops) {
+        fprintf(out,
+                "\n== Ops (memory allocated inside each op, Myers diff of op names) "
+                "==\n%zu ops in A, %zu in B: %zu matched, %zu only in A, %zu only in "
+                "B.\n",
+                A->n, B->n, r->sm.matched, r->sm.only_a, r->sm.only_b);
+        size_t n = shown(o, r->sm.ndiffer);
+        if (!r->sm.ndiffer)
+            fprintf(out, "Every matched op allocated the same bytes in A and B.\n");
+        else
+            fprintf(out, "  %14s  %14s  %14s  %s\n", "diff bytes", "A bytes", "B bytes", "op");
+        for (size_t i = 0; i < n; i++) {
+            const struct edit *e = &r->ed[r->sm.differ[i]];
+            char ab[32], bb[32];
+            fmt_opt(ab, sizeof ab, A, e->a);
+            fmt_opt(bb, sizeof bb, B, e->b);
+            fprintf(out, "  %+14lld  %14s  %14s  %s\n", edit_diff(e), ab, bb,
+                    ms_term_text(e->a >= 0 ? A->v[e->a].name : B->v[e->b].name));
+        }
+        if (n < r->sm.ndiffer)
+            fprintf(out, "  ... %zu more\n", r->sm.ndiffer - n);
+    } else if (o->csv_path) {
+        fprintf(out, "\n== Ops ==\nNeither run has ops (memscope_range_push/pop; PyTorch ops "
+                     "with --events=access or launch): the op compare CSV holds its header "
+                     "lines only.\n");
+    }
+}
+
+/* Computed whole first, then written: a failure writes nothing (analyze.h's contract). */
+int ms_analyze_compare(struct ms_actx *x)
+{
+    struct cresult r;
+    memset(&r, 0, sizeof r);
+    int rc = ms__actx_computed(x, compute(x, &r));
+    if (rc == 0)
+        (x->o->json ? render_json : render_text)(x, &r);
+    cresult_release(&r);
     return rc;
 }

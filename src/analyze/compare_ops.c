@@ -380,10 +380,10 @@ int write_csv(const char *path, const struct opseq *A, const struct opseq *B, co
     int orc = ms_output_open(&mo, path); /* renamed over path when complete (files.h) */
     FILE *f = orc == 0 ? fdopen(mo.fd, "w") : NULL;
     if (!f) {
-        snprintf(err, errlen, "compare: cannot write '%s': %s", path,
-                 strerror(orc < 0 ? -orc : errno));
+        int rc = ms_errf(err, errlen, MS_EIO, "compare: cannot write '%s': %s", path,
+                         strerror(orc < 0 ? -orc : errno));
         ms_output_abort(&mo);
-        return MS_EIO;
+        return rc;
     }
     fputs(",,,Base,Compare\nEvent,Name,Device Id,Allocated Memory(byte),"
           "Allocated Memory(byte),Diff Memory(byte)\n",

@@ -349,11 +349,14 @@ static int precomputed(sqlite3 *db, struct series *s, long long nstepproc)
     if (sqlite3_prepare_v2(db, "SELECT owner_id, peak_bytes FROM owner_peaks", -1, &st, NULL) !=
         SQLITE_OK)
         return MS_EDB;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
         long long w = sqlite3_column_int64(st, 0);
         s->peak[w >= 0 && w < s->nowners ? w : 0] = sqlite3_column_int64(st, 1);
     }
-    sqlite3_finalize(st);
+    sqlite3_finalize(st); /* keeps a failed step's message for the caller */
+    if (r != SQLITE_DONE)
+        return MS_EDB;
     sqlite3_stmt *lv;
     if (sqlite3_prepare_v2(db,
                            "SELECT p.point, p.kind, p.step, p.ts_ns, (SELECT pid FROM "
@@ -367,12 +370,17 @@ static int precomputed(sqlite3 *db, struct series *s, long long nstepproc)
         return MS_EDB;
     }
     int rc = 0, sample = 0;
-    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+    while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
         memset(s->live, 0, (size_t)s->nowners * sizeof *s->live);
         sqlite3_bind_int64(lv, 1, sqlite3_column_int64(st, 0));
-        while (sqlite3_step(lv) == SQLITE_ROW) {
+        int rl;
+        while ((rl = sqlite3_step(lv)) == SQLITE_ROW) {
             long long w = sqlite3_column_int64(lv, 0);
             s->live[w >= 0 && w < s->nowners ? w : 0] += sqlite3_column_int64(lv, 1);
+        }
+        if (rl != SQLITE_DONE) {
+            rc = MS_EDB;
+            break;
         }
         sqlite3_reset(lv);
         char label[40];
@@ -388,9 +396,31 @@ static int precomputed(sqlite3 *db, struct series *s, long long nstepproc)
             snprintf(label, sizeof label, "end");
         rc = add_point(s, label, sqlite3_column_int64(st, 3));
     }
-    sqlite3_finalize(st);
+    if (!rc && r != SQLITE_DONE)
+        rc = MS_EDB;
+    sqlite3_finalize(st); /* each keeps a failed step's message for the caller */
     sqlite3_finalize(lv);
     return rc < 0 ? rc : 1;
+}
+
+/* The (key, value) rows of query q into m. 0, MS_EDB or MS_ENOMEM. */
+static int load_map(sqlite3 *db, const char *q, struct ms_u64map *m)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+        return MS_EDB;
+    int rc = 0, r, isnew;
+    while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t *v = ms_u64map_put(m, sqlite3_column_int64(st, 0), &isnew);
+        if (!v)
+            rc = MS_ENOMEM;
+        else
+            *v = sqlite3_column_int64(st, 1);
+    }
+    if (!rc && r != SQLITE_DONE)
+        rc = MS_EDB;
+    sqlite3_finalize(st);
+    return rc;
 }
 
 /* One scan of the memory and STEP events: live bytes per owner, the peak, the sample points. */
@@ -417,7 +447,8 @@ static int scan(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, str
     if (has_owner) {
         if (sqlite3_prepare_v2(db, "SELECT id, label FROM owners", -1, &st, NULL) != SQLITE_OK)
             return MS_EDB;
-        while (sqlite3_step(st) == SQLITE_ROW) {
+        int r;
+        while ((r = sqlite3_step(st)) == SQLITE_ROW) {
             long long id = sqlite3_column_int64(st, 0);
             if (id > 0 && id < s->nowners &&
                 !(s->labels[id] = strdup((const char *)sqlite3_column_text(st, 1)))) {
@@ -426,6 +457,8 @@ static int scan(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, str
             }
         }
         sqlite3_finalize(st);
+        if (r != SQLITE_DONE)
+            return MS_EDB;
     }
     struct scan_ctx x = {.s = s, .nstepproc = nstepproc, .t0 = t0, .t1 = t1};
     int rc = 0;
@@ -438,31 +471,11 @@ static int scan(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, str
         rc = ms__layer_set_load(db, o, &x.layers);
         ms_u64map_init(&x.owner_of, sizeof(int64_t), MS_U64MAP_MAX);
         ms_u64map_init(&x.pid_of, sizeof(int64_t), MS_U64MAP_MAX);
-        if (rc == 0 && has_owner &&
-            sqlite3_prepare_v2(db, "SELECT allocation_id, COALESCE(owner_id, 0) FROM blocks", -1,
-                               &st, NULL) == SQLITE_OK) {
-            int isnew;
-            while (!rc && sqlite3_step(st) == SQLITE_ROW) {
-                int64_t *v = ms_u64map_put(&x.owner_of, sqlite3_column_int64(st, 0), &isnew);
-                if (!v)
-                    rc = MS_ENOMEM;
-                else
-                    *v = sqlite3_column_int64(st, 1);
-            }
-            sqlite3_finalize(st);
-        }
-        if (rc == 0 &&
-            sqlite3_prepare_v2(db, "SELECT id, pid FROM processes", -1, &st, NULL) == SQLITE_OK) {
-            int isnew;
-            while (!rc && sqlite3_step(st) == SQLITE_ROW) {
-                int64_t *v = ms_u64map_put(&x.pid_of, sqlite3_column_int64(st, 0), &isnew);
-                if (!v)
-                    rc = MS_ENOMEM;
-                else
-                    *v = sqlite3_column_int64(st, 1);
-            }
-            sqlite3_finalize(st);
-        }
+        if (rc == 0 && has_owner)
+            rc = load_map(db, "SELECT allocation_id, COALESCE(owner_id, 0) FROM blocks",
+                          &x.owner_of);
+        if (rc == 0)
+            rc = load_map(db, "SELECT id, pid FROM processes", &x.pid_of);
         x.has_owner = has_owner;
         if (rc == 0)
             rc = ms_store_replay(sqlite3_db_filename(db, "main"), on_replayed, &x, s->err,
@@ -620,20 +633,35 @@ static int tree_at(sqlite3 *db, const struct ms_analyze_opts *o, int has_owner, 
     return rc;
 }
 
-int ms_analyze_decompose(struct ms_actx *x)
+/* The result: the tree at the moment, the owners' series and their ranking by own peak. */
+struct dresult {
+    struct node root;
+    struct series s;
+    int *rank; /* owner ids with a peak, largest first */
+    int nrank, shown;
+    char moment[160], when[40];
+    int64_t ts; /* the moment's time (JSON, without --step) */
+};
+
+static void dresult_release(struct dresult *r)
+{
+    free(r->rank);
+    node_release(&r->root);
+    series_release(&r->s);
+}
+
+/* Fills r; writes nothing. 0, or a negative code with x->err set. */
+static int compute(struct ms_actx *x, struct dresult *r)
 {
     sqlite3 *db = x->db;
     const struct ms_analyze_opts *o = x->o;
-    FILE *out = x->out;
     char *err = x->err;
     size_t errlen = x->errlen;
-    if (o->at_ns && o->at_step) {
+    if (o->at_ns && o->at_step)
         return ms_errf(err, errlen, MS_EINVAL,
                        "decompose: give either --at NS or --step N, not both");
-    }
-    if (o->at_ns < 0 || o->at_step < 0) {
+    if (o->at_ns < 0 || o->at_step < 0)
         return ms_errf(err, errlen, MS_EINVAL, "decompose: --at and --step must be positive");
-    }
     int has_owner = ms__has_column(db, "blocks", "owner_id");
     int64_t t0 = ms__run_start_ns(db);
     long long t1 = 0;
@@ -644,42 +672,31 @@ int ms_analyze_decompose(struct ms_actx *x)
            &t1);
     if (t1 < t0)
         t1 = t0;
-    struct series s;
-    memset(&s, 0, sizeof s);
-    struct node root = {0};
+    struct series *s = &r->s;
+    struct node *root = &r->root;
     int rc = 0;
-    char moment[160], when[40];
     if (o->at_step) {
         long long maxstep = 0;
         if (!ms__has_column(db, "steps", "step") ||
-            scalar(db, "SELECT COALESCE(MAX(step), 0) FROM steps", &maxstep) < 0 || maxstep == 0) {
+            scalar(db, "SELECT COALESCE(MAX(step), 0) FROM steps", &maxstep) < 0 || maxstep == 0)
             return ms_errf(err, errlen, MS_EINVAL,
                            "decompose: the program never called memscope_step(): this "
                            "run has no steps");
-        }
-        if (o->at_step > maxstep) {
+        if (o->at_step > maxstep)
             return ms_errf(err, errlen, MS_EINVAL,
                            "decompose: step %d does not exist: the run has steps 1 to "
                            "%lld",
                            o->at_step, maxstep);
-        }
     }
-    if (o->at_ns && (o->at_ns < t0 || o->at_ns > t1)) {
+    if (o->at_ns && (o->at_ns < t0 || o->at_ns > t1))
         return ms_errf(err, errlen, MS_EINVAL,
                        "decompose: time %lld is outside the run (%lld to %lld ns)",
                        (long long)o->at_ns, (long long)t0, (long long)t1);
-    }
-    if (!(root.name = strdup("total"))) {
-        rc = MS_ENOMEM;
-        goto fail;
-    }
-    if ((rc = scan(db, o, has_owner, &s, t0, t1)) < 0) {
-        if (s.err[0]) { /* the replay's reason */
-            snprintf(err, errlen, "decompose: %s", s.err);
-            node_release(&root);
-            series_release(&s);
-            return rc;
-        }
+    if (!(root->name = strdup("total")))
+        return ms__actx_oom(x);
+    if ((rc = scan(db, o, has_owner, s, t0, t1)) < 0) {
+        if (s->err[0]) /* the replay's reason */
+            return ms_errf(err, errlen, rc, "decompose: %s", s->err);
         goto fail;
     }
     if (o->at_step) {
@@ -694,137 +711,151 @@ int ms_analyze_decompose(struct ms_actx *x)
         }
         sqlite3_bind_int(st, 1, o->at_step);
         int64_t last = t0;
-        while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+        int sr = SQLITE_DONE;
+        while (!rc && (sr = sqlite3_step(st)) == SQLITE_ROW) {
             last = sqlite3_column_int64(st, 2);
-            rc = build_tree(db, o, has_owner, &root, sqlite3_column_int(st, 0),
+            rc = build_tree(db, o, has_owner, root, sqlite3_column_int(st, 0),
                             sqlite3_column_int64(st, 1), last);
         }
+        if (!rc && sr != SQLITE_DONE)
+            rc = MS_EDB;
         sqlite3_finalize(st);
-        rel_ms(when, sizeof when, last, t0);
-        snprintf(moment, sizeof moment, "at the end of step %d", o->at_step);
+        rel_ms(r->when, sizeof r->when, last, t0);
+        snprintf(r->moment, sizeof r->moment, "at the end of step %d", o->at_step);
     } else {
         /* A run with no memory has no peak: report the empty tree at its start. */
-        int64_t ts = o->at_ns ? o->at_ns : s.peak_id ? s.peak_ts : t0, eid = s.peak_id;
+        int64_t ts = o->at_ns ? o->at_ns : s->peak_id ? s->peak_ts : t0, eid = s->peak_id;
         if (o->at_ns && ms_store_is_compact(db)) {
-            if ((rc = tree_at(db, o, has_owner, &root, ts, s.err, sizeof s.err)) < 0) {
-                if (s.err[0]) {
-                    snprintf(err, errlen, "decompose: %s", s.err);
-                    node_release(&root);
-                    series_release(&s);
-                    return rc;
-                }
+            if ((rc = tree_at(db, o, has_owner, root, ts, s->err, sizeof s->err)) < 0) {
+                if (s->err[0])
+                    return ms_errf(err, errlen, rc, "decompose: %s", s->err);
                 goto fail;
             }
         } else {
             if (o->at_ns && (rc = event_at(db, ts, &eid)) < 0)
                 goto fail;
-            if (!rc && (o->at_ns || s.peak_id))
-                rc = build_tree(db, o, has_owner, &root, 0, eid, ts);
+            if (!rc && (o->at_ns || s->peak_id))
+                rc = build_tree(db, o, has_owner, root, 0, eid, ts);
         }
-        rel_ms(when, sizeof when, ts, t0);
-        snprintf(moment, sizeof moment,
+        rel_ms(r->when, sizeof r->when, ts, t0);
+        snprintf(r->moment, sizeof r->moment,
                  o->at_ns ? "at the given time"
                           : "at the peak of live "
                             "bytes");
     }
     if (rc)
         goto fail;
-    tree_sort(&root);
+    tree_sort(root);
+    r->ts = o->at_ns ? o->at_ns : s->peak_id ? s->peak_ts : t0;
 
     /* Owners ranked by their own peak. */
-    int *rank = malloc((size_t)s.nowners * sizeof *rank);
-    int nrank = 0;
-    if (!rank) {
-        rc = MS_ENOMEM;
-        goto fail;
-    }
-    for (int i = 0; i < s.nowners; i++)
-        if (s.peak[i] > 0)
+    if (!(r->rank = malloc((size_t)s->nowners * sizeof *r->rank)))
+        return ms__actx_oom(x);
+    int *rank = r->rank, nrank = 0;
+    for (int i = 0; i < s->nowners; i++)
+        if (s->peak[i] > 0)
             rank[nrank++] = i;
     for (int i = 1; i < nrank; i++) { /* few owners: insertion sort, by peak then label */
         int v = rank[i], k = i;
         while (k > 0) {
             int u = rank[k - 1];
-            const char *lu = u ? s.labels[u] : "(no owner)", *lv = v ? s.labels[v] : "(no owner)";
-            if (s.peak[u] > s.peak[v] ||
-                (s.peak[u] == s.peak[v] && strcmp(lu ? lu : "", lv ? lv : "") <= 0))
+            const char *lu = u ? s->labels[u] : "(no owner)", *lv = v ? s->labels[v] : "(no owner)";
+            if (s->peak[u] > s->peak[v] ||
+                (s->peak[u] == s->peak[v] && strcmp(lu ? lu : "", lv ? lv : "") <= 0))
                 break;
             rank[k] = u;
             k--;
         }
         rank[k] = v;
     }
-    int shown = o->top > 0 && o->top < nrank ? o->top : nrank;
-    if (o->json) {
-        struct ms_json j;
-        ms_json_init(&j, out);
-        ms_json_begin_object(&j, NULL);
-        ms_json_str(&j, "analysis", "decompose");
-        ms_json_str(&j, "moment", o->at_step ? "step" : o->at_ns ? "time" : "peak");
-        if (o->at_step)
-            ms_json_int(&j, "step", o->at_step);
-        else
-            ms_json_int(&j, "ts_ns", o->at_ns ? o->at_ns : s.peak_id ? s.peak_ts : t0);
-        ms_json_begin_array(&j, "tree");
-        tree_json(&j, &root);
-        ms_json_end_array(&j);
-        ms_json_begin_array(&j, "owners");
-        for (int i = 0; i < shown; i++) {
-            int w = rank[i];
-            ms_json_begin_object(&j, NULL);
-            ms_json_str(&j, "owner", w ? s.labels[w] : NULL);
-            ms_json_int(&j, "peak_bytes", s.peak[w]);
-            ms_json_begin_array(&j, "live");
-            for (size_t p = 0; p < s.npoints; p++)
-                ms_json_int(&j, NULL, s.points[p * (size_t)s.nowners + (size_t)w]);
-            ms_json_end_array(&j);
-            ms_json_end_object(&j);
-        }
-        ms_json_end_array(&j);
-        ms_json_begin_array(&j, "points");
-        for (size_t p = 0; p < s.npoints; p++) {
-            ms_json_begin_object(&j, NULL);
-            ms_json_str(&j, "label", s.plabel[p]);
-            ms_json_int(&j, "ts_ns", s.pts[p]);
-            ms_json_end_object(&j);
-        }
-        ms_json_end_array(&j);
-        ms_json_end_object(&j);
-        ms_json_finish(&j);
-    } else {
-        fprintf(out, "Owner tree %s (%s): %lld B in %lld blocks.\n", moment, when, root.bytes,
-                root.count);
-        fprintf(out, "  %-44s %14s %8s\n", "layer / owner level", "bytes", "blocks");
-        for (size_t i = 0; i < root.nkids; i++)
-            tree_text(out, &root.kids[i], 0);
-        fprintf(out, "\nLive bytes per owner (%s):\n",
-                s.by_steps ? "at each step end and at the end" : "at ten evenly spaced times");
-        if (!nrank) {
-            fprintf(out, "  (no memory)\n");
-        } else {
-            fprintf(out, "  %-28s %12s", "owner", "peak");
-            for (size_t p = 0; p < s.npoints && p < 12; p++)
-                fprintf(out, " %12s", s.plabel[p]);
-            fprintf(out, "%s\n", s.npoints > 12 ? " ..." : "");
-            for (int i = 0; i < shown; i++) {
-                int w = rank[i];
-                fprintf(out, "  %-28s %12lld", w ? ms_term_text(s.labels[w]) : "(no owner)",
-                        s.peak[w]);
-                for (size_t p = 0; p < s.npoints && p < 12; p++)
-                    fprintf(out, " %12lld", s.points[p * (size_t)s.nowners + (size_t)w]);
-                fprintf(out, "\n");
-            }
-            if (shown < nrank)
-                fprintf(out, "  ... %d more\n", nrank - shown);
-        }
-    }
-    free(rank);
-    node_release(&root);
-    series_release(&s);
+    r->nrank = nrank;
+    r->shown = o->top > 0 && o->top < nrank ? o->top : nrank;
     return 0;
 fail:
-    snprintf(err, errlen, "decompose: %s", rc == MS_EDB ? sqlite3_errmsg(db) : ms_strerror(rc));
-    node_release(&root);
-    series_release(&s);
+    return ms_errf(err, errlen, rc, "decompose: %s",
+                   rc == MS_EDB ? sqlite3_errmsg(db) : ms_strerror(rc));
+}
+
+static void render_json(struct ms_actx *x, const struct dresult *r)
+{
+    const struct ms_analyze_opts *o = x->o;
+    const struct series *s = &r->s;
+    struct ms_json j;
+    ms_json_init(&j, x->out);
+    ms_json_begin_object(&j, NULL);
+    ms_json_str(&j, "analysis", "decompose");
+    ms_json_str(&j, "moment", o->at_step ? "step" : o->at_ns ? "time" : "peak");
+    if (o->at_step)
+        ms_json_int(&j, "step", o->at_step);
+    else
+        ms_json_int(&j, "ts_ns", r->ts);
+    ms_json_begin_array(&j, "tree");
+    tree_json(&j, &r->root);
+    ms_json_end_array(&j);
+    ms_json_begin_array(&j, "owners");
+    for (int i = 0; i < r->shown; i++) {
+        int w = r->rank[i];
+        ms_json_begin_object(&j, NULL);
+        ms_json_str(&j, "owner", w ? s->labels[w] : NULL);
+        ms_json_int(&j, "peak_bytes", s->peak[w]);
+        ms_json_begin_array(&j, "live");
+        for (size_t p = 0; p < s->npoints; p++)
+            ms_json_int(&j, NULL, s->points[p * (size_t)s->nowners + (size_t)w]);
+        ms_json_end_array(&j);
+        ms_json_end_object(&j);
+    }
+    ms_json_end_array(&j);
+    ms_json_begin_array(&j, "points");
+    for (size_t p = 0; p < s->npoints; p++) {
+        ms_json_begin_object(&j, NULL);
+        ms_json_str(&j, "label", s->plabel[p]);
+        ms_json_int(&j, "ts_ns", s->pts[p]);
+        ms_json_end_object(&j);
+    }
+    ms_json_end_array(&j);
+    ms_json_end_object(&j);
+    ms_json_finish(&j);
+}
+
+static void render_text(struct ms_actx *x, const struct dresult *r)
+{
+    const struct series *s = &r->s;
+    const struct node *root = &r->root;
+    FILE *out = x->out;
+    fprintf(out, "Owner tree %s (%s): %lld B in %lld blocks.\n", r->moment, r->when, root->bytes,
+            root->count);
+    fprintf(out, "  %-44s %14s %8s\n", "layer / owner level", "bytes", "blocks");
+    for (size_t i = 0; i < root->nkids; i++)
+        tree_text(out, &root->kids[i], 0);
+    fprintf(out, "\nLive bytes per owner (%s):\n",
+            s->by_steps ? "at each step end and at the end" : "at ten evenly spaced times");
+    if (!r->nrank) {
+        fprintf(out, "  (no memory)\n");
+        return;
+    }
+    fprintf(out, "  %-28s %12s", "owner", "peak");
+    for (size_t p = 0; p < s->npoints && p < 12; p++)
+        fprintf(out, " %12s", s->plabel[p]);
+    fprintf(out, "%s\n", s->npoints > 12 ? " ..." : "");
+    for (int i = 0; i < r->shown; i++) {
+        int w = r->rank[i];
+        fprintf(out, "  %-28s %12lld", w ? ms_term_text(s->labels[w]) : "(no owner)", s->peak[w]);
+        for (size_t p = 0; p < s->npoints && p < 12; p++)
+            fprintf(out, " %12lld", s->points[p * (size_t)s->nowners + (size_t)w]);
+        fprintf(out, "\n");
+    }
+    if (r->shown < r->nrank)
+        fprintf(out, "  ... %d more\n", r->nrank - r->shown);
+}
+
+/* Computed whole first, then written: a failure writes nothing (analyze.h's contract). */
+int ms_analyze_decompose(struct ms_actx *x)
+{
+    struct dresult r;
+    memset(&r, 0, sizeof r);
+    int rc = ms__actx_computed(x, compute(x, &r));
+    if (rc == 0)
+        (x->o->json ? render_json : render_text)(x, &r);
+    dresult_release(&r);
     return rc;
 }

@@ -413,28 +413,38 @@ static int write_back(sqlite3 *db, const struct state *s, char *err, size_t errl
                         "allocation_id FROM temp.ineff_before UNION SELECT allocation_id "
                         "FROM inefficient)",
                         derr, sizeof derr) < 0) {
-        snprintf(err, errlen, "inefficient: cannot record the findings in the database: %s", derr);
+        int rc = ms_errf(err, errlen, MS_EDB,
+                         "inefficient: cannot record the findings in the database: %s", derr);
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-        return MS_EDB;
+        return rc;
     }
     if (sqlite3_exec(db, "DROP TABLE temp.ineff_before; COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         goto fail;
     return 0;
-fail:
-    snprintf(err, errlen, "inefficient: cannot record the findings in the database: %s",
-             sqlite3_errmsg(db));
+fail:;
+    int rc =
+        ms_errf(err, errlen, MS_EDB, "inefficient: cannot record the findings in the database: %s",
+                sqlite3_errmsg(db));
     sqlite3_finalize(st);
     sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-    return MS_EDB;
+    return rc;
 }
 
-/* Site, owner and layer of a flagged block (one lookup per block shown). */
-static void describe(sqlite3 *db, int has_owner, int64_t id, char *site, size_t slen, char *owner,
-                     size_t olen, char *layer, size_t llen)
+/* Site, owner and layer of a flagged block, as the reports show it. */
+struct shown {
+    char site[512], owner[512], layer[64];
+};
+
+/* Reads the site, owner and layer of block id into *w through the call sites' reader sr. 0, or
+ * MS_EDB / MS_ENOMEM with x->err set (a block that cannot be described fails the analysis: never
+ * a report with "(no stack)" for a stack that could not be read). */
+static int describe(struct ms_actx *x, struct ms_site_reader *sr, int has_owner, int64_t id,
+                    struct shown *w)
 {
-    snprintf(site, slen, "(no stack)");
-    snprintf(owner, olen, "(no owner)");
-    snprintf(layer, llen, "?");
+    sqlite3 *db = x->db;
+    snprintf(w->site, sizeof w->site, "(no stack)");
+    snprintf(w->owner, sizeof w->owner, "(no owner)");
+    snprintf(w->layer, sizeof w->layer, "?");
     sqlite3_stmt *st;
     const char *q = has_owner ? "SELECT b.stack_id, w.label, l.name FROM blocks b "
                                 "LEFT JOIN owners w ON w.id = b.owner_id "
@@ -442,16 +452,24 @@ static void describe(sqlite3 *db, int has_owner, int64_t id, char *site, size_t 
                               : "SELECT b.stack_id, NULL, l.name FROM blocks b "
                                 "LEFT JOIN layers l ON l.id = b.layer WHERE b.allocation_id = ?";
     if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
-        return;
+        return ms__actx_db_fail(x, "cannot describe a flagged block");
     sqlite3_bind_int64(st, 1, id);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        ms_stack_site(db, sqlite3_column_int64(st, 0), site, slen);
+    int rc = 0, r = sqlite3_step(st);
+    if (r == SQLITE_ROW) {
+        rc = ms_site_reader_site(sr, sqlite3_column_int64(st, 0), w->site, sizeof w->site);
         if (sqlite3_column_type(st, 1) != SQLITE_NULL)
-            snprintf(owner, olen, "%s", sqlite3_column_text(st, 1));
+            snprintf(w->owner, sizeof w->owner, "%s", sqlite3_column_text(st, 1));
         if (sqlite3_column_type(st, 2) != SQLITE_NULL)
-            snprintf(layer, llen, "%s", sqlite3_column_text(st, 2));
+            snprintf(w->layer, sizeof w->layer, "%s", sqlite3_column_text(st, 2));
+    } else if (r != SQLITE_DONE) {
+        rc = MS_EDB;
     }
+    if (rc == MS_ENOMEM)
+        rc = ms__actx_oom(x);
+    else if (rc) /* before the finalize, which clears the connection's message */
+        rc = ms__actx_db_fail(x, "cannot describe a flagged block");
     sqlite3_finalize(st);
+    return rc;
 }
 
 static void kinds_text(unsigned flags, char *buf, size_t len)
@@ -476,127 +494,163 @@ static void threshold_text(char *buf, size_t len, uint64_t ns, double pct)
         snprintf(buf, len, "off");
 }
 
-int ms_analyze_inefficient(struct ms_actx *x)
+/* The result: the scan's findings (largest first), the counts per kind and the blocks shown. */
+struct iresult {
+    struct state s;
+    long long cnt[NKINDS], bytes[NKINDS];
+    struct shown *rows; /* the first n findings, described */
+    size_t n;
+    int has_owner;
+};
+
+static void iresult_release(struct iresult *r)
+{
+    ms_u64map_release(&r->s.blocks);
+    ms_u64map_release(&r->s.accessed);
+    free(r->s.procs);
+    free(r->s.depth);
+    free(r->s.found);
+    free(r->rows);
+}
+
+/* Fills r (and, with o->write_back, the database's table); writes nothing on x->out. 0, or a
+ * negative code with x->err set. */
+static int compute(struct ms_actx *x, struct iresult *r)
 {
     sqlite3 *db = x->db;
     const struct ms_analyze_opts *o = x->o;
-    FILE *out = x->out;
-    char *err = x->err;
-    size_t errlen = x->errlen;
-    if (o->idle_threshold == 0) {
-        return ms_errf(err, errlen, MS_EINVAL,
+    if (o->idle_threshold == 0)
+        return ms_errf(x->err, x->errlen, MS_EINVAL,
                        "inefficient: the idle threshold must be a positive API count");
-    }
     if (o->lazy_pct < 0 || o->lazy_pct > 100 || o->delayed_pct < 0 || o->delayed_pct > 100 ||
-        o->idle_pct < 0 || o->idle_pct > 100) {
-        return ms_errf(err, errlen, MS_EINVAL,
+        o->idle_pct < 0 || o->idle_pct > 100)
+        return ms_errf(x->err, x->errlen, MS_EINVAL,
                        "inefficient: threshold percentages must be in 0..100");
-    }
-    struct state s;
-    memset(&s, 0, sizeof s);
-    s.o = o;
-    ms_u64map_init(&s.blocks, sizeof(struct blk), MS_U64MAP_MAX);
-    ms_u64map_init(&s.accessed, 1, MS_U64MAP_MAX);
-    int rc = scan(db, &s, err, errlen);
-    if (!rc && o->write_back)
-        rc = write_back(db, &s, err, errlen);
+    struct state *s = &r->s;
+    int rc = scan(db, s, x->err, x->errlen);
     if (rc)
-        goto done;
-    if (s.nfound > 1)
-        qsort(s.found, s.nfound, sizeof *s.found, by_size);
-    long long cnt[NKINDS] = {0}, bytes[NKINDS] = {0};
-    for (size_t i = 0; i < s.nfound; i++)
+        return rc;
+    if (s->nfound > 1)
+        qsort(s->found, s->nfound, sizeof *s->found, by_size);
+    for (size_t i = 0; i < s->nfound; i++)
         for (int k = 0; k < NKINDS; k++)
-            if (s.found[i].flags & (1u << k)) {
-                cnt[k]++;
-                bytes[k] += s.found[i].size;
+            if (s->found[i].flags & (1u << k)) {
+                r->cnt[k]++;
+                r->bytes[k] += s->found[i].size;
             }
-    size_t n = o->top > 0 && (size_t)o->top < s.nfound ? (size_t)o->top : s.nfound;
-    int has_owner = ms__has_column(db, "blocks", "owner_id");
+    r->n = o->top > 0 && (size_t)o->top < s->nfound ? (size_t)o->top : s->nfound;
+    r->has_owner = ms__has_column(db, "blocks", "owner_id");
+    if (r->n && !(r->rows = calloc(r->n, sizeof *r->rows)))
+        return ms__actx_oom(x);
+    struct ms_site_reader sr;
+    ms_site_reader_init(&sr, db);
+    for (size_t i = 0; !rc && i < r->n; i++)
+        rc = describe(x, &sr, r->has_owner, s->found[i].id, &r->rows[i]);
+    ms_site_reader_release(&sr);
+    if (!rc && o->write_back)
+        rc = write_back(db, s, x->err, x->errlen);
+    return rc;
+}
+
+static void render_json(struct ms_actx *x, const struct iresult *r)
+{
+    const struct ms_analyze_opts *o = x->o;
+    const struct state *s = &r->s;
     uint64_t tns[3] = {o->lazy_ns, o->delayed_ns, o->idle_ns};
     double tpct[3] = {o->lazy_pct, o->delayed_pct, o->idle_pct};
-    char site[512], owner[512], layer[64], kinds[160], th[3][80];
+    struct ms_json j;
+    ms_json_init(&j, x->out);
+    ms_json_begin_object(&j, NULL);
+    ms_json_str(&j, "analysis", "inefficient");
+    ms_json_int(&j, "idle_threshold", (long long)o->idle_threshold);
+    ms_json_begin_object(&j, "thresholds");
+    for (int k = 0; k < 3; k++) {
+        ms_json_begin_object(&j, kind_names[3 + k]);
+        ms_json_int(&j, "ns", (long long)tns[k]);
+        ms_json_double(&j, "percent", tpct[k]);
+        ms_json_end_object(&j);
+    }
+    ms_json_end_object(&j);
+    ms_json_begin_object(&j, "counts");
+    for (int k = 0; k < NKINDS; k++) {
+        ms_json_begin_object(&j, kind_names[k]);
+        ms_json_int(&j, "blocks", r->cnt[k]);
+        ms_json_int(&j, "bytes", r->bytes[k]);
+        ms_json_end_object(&j);
+    }
+    ms_json_end_object(&j);
+    ms_json_int(&j, "flagged", (long long)s->nfound);
+    ms_json_begin_array(&j, "blocks");
+    for (size_t i = 0; i < r->n; i++) {
+        const struct finding *f = &s->found[i];
+        const struct shown *w = &r->rows[i];
+        ms_json_begin_object(&j, NULL);
+        ms_json_int(&j, "allocation_id", f->id);
+        ms_json_int(&j, "size", f->size);
+        ms_json_str(&j, "layer", w->layer);
+        ms_json_begin_array(&j, "types");
+        for (int k = 0; k < NKINDS; k++)
+            if (f->flags & (1u << k))
+                ms_json_str(&j, NULL, kind_names[k]);
+        ms_json_end_array(&j);
+        ms_json_str(&j, "site", w->site);
+        ms_json_str(&j, "owner", r->has_owner && strcmp(w->owner, "(no owner)") ? w->owner : NULL);
+        ms_json_end_object(&j);
+    }
+    ms_json_end_array(&j);
+    ms_json_bool(&j, "written", o->write_back);
+    ms_json_end_object(&j);
+    ms_json_finish(&j);
+}
+
+static void render_text(struct ms_actx *x, const struct iresult *r)
+{
+    const struct ms_analyze_opts *o = x->o;
+    const struct state *s = &r->s;
+    FILE *out = x->out;
+    uint64_t tns[3] = {o->lazy_ns, o->delayed_ns, o->idle_ns};
+    double tpct[3] = {o->lazy_pct, o->delayed_pct, o->idle_pct};
+    char kinds[160], th[3][80];
     for (int k = 0; k < 3; k++)
         threshold_text(th[k], sizeof th[k], tns[k], tpct[k]);
-    if (o->json) {
-        struct ms_json j;
-        ms_json_init(&j, out);
-        ms_json_begin_object(&j, NULL);
-        ms_json_str(&j, "analysis", "inefficient");
-        ms_json_int(&j, "idle_threshold", (long long)o->idle_threshold);
-        ms_json_begin_object(&j, "thresholds");
-        for (int k = 0; k < 3; k++) {
-            ms_json_begin_object(&j, kind_names[3 + k]);
-            ms_json_int(&j, "ns", (long long)tns[k]);
-            ms_json_double(&j, "percent", tpct[k]);
-            ms_json_end_object(&j);
+    fprintf(out, "Inefficient memory: %zu blocks flagged.\n", s->nfound);
+    fprintf(out,
+            "msMemScope rules count APIs (an op, or one event outside ops); temporary "
+            "idleness threshold %llu APIs.\n",
+            (unsigned long long)o->idle_threshold);
+    fprintf(out, "Insight thresholds: lazy_used %s, delayed_free %s, long_idle %s.\n\n", th[0],
+            th[1], th[2]);
+    fprintf(out, "  %-20s %8s %14s\n", "kind", "blocks", "bytes");
+    for (int k = 0; k < NKINDS; k++)
+        fprintf(out, "  %-20s %8lld %14lld\n", kind_names[k], r->cnt[k], r->bytes[k]);
+    if (s->nfound) {
+        fprintf(out, "\nFlagged blocks (largest first%s):\n", r->n < s->nfound ? ", top rows" : "");
+        fprintf(out, "  %12s %-12s %-40s %-24s %s\n", "size", "layer", "kinds", "owner", "site");
+        for (size_t i = 0; i < r->n; i++) {
+            const struct finding *f = &s->found[i];
+            const struct shown *w = &r->rows[i];
+            kinds_text(f->flags, kinds, sizeof kinds);
+            fprintf(out, "  %12lld %-12s %-40s %-24s %s\n", (long long)f->size,
+                    ms_term_text(w->layer), kinds, ms_term_text(w->owner), ms_term_text(w->site));
         }
-        ms_json_end_object(&j);
-        ms_json_begin_object(&j, "counts");
-        for (int k = 0; k < NKINDS; k++) {
-            ms_json_begin_object(&j, kind_names[k]);
-            ms_json_int(&j, "blocks", cnt[k]);
-            ms_json_int(&j, "bytes", bytes[k]);
-            ms_json_end_object(&j);
-        }
-        ms_json_end_object(&j);
-        ms_json_int(&j, "flagged", (long long)s.nfound);
-        ms_json_begin_array(&j, "blocks");
-        for (size_t i = 0; i < n; i++) {
-            const struct finding *f = &s.found[i];
-            describe(db, has_owner, f->id, site, sizeof site, owner, sizeof owner, layer,
-                     sizeof layer);
-            ms_json_begin_object(&j, NULL);
-            ms_json_int(&j, "allocation_id", f->id);
-            ms_json_int(&j, "size", f->size);
-            ms_json_str(&j, "layer", layer);
-            ms_json_begin_array(&j, "types");
-            for (int k = 0; k < NKINDS; k++)
-                if (f->flags & (1u << k))
-                    ms_json_str(&j, NULL, kind_names[k]);
-            ms_json_end_array(&j);
-            ms_json_str(&j, "site", site);
-            ms_json_str(&j, "owner", has_owner && strcmp(owner, "(no owner)") ? owner : NULL);
-            ms_json_end_object(&j);
-        }
-        ms_json_end_array(&j);
-        ms_json_bool(&j, "written", o->write_back);
-        ms_json_end_object(&j);
-        ms_json_finish(&j);
-    } else {
-        fprintf(out, "Inefficient memory: %zu blocks flagged.\n", s.nfound);
-        fprintf(out,
-                "msMemScope rules count APIs (an op, or one event outside ops); temporary "
-                "idleness threshold %llu APIs.\n",
-                (unsigned long long)o->idle_threshold);
-        fprintf(out, "Insight thresholds: lazy_used %s, delayed_free %s, long_idle %s.\n\n", th[0],
-                th[1], th[2]);
-        fprintf(out, "  %-20s %8s %14s\n", "kind", "blocks", "bytes");
-        for (int k = 0; k < NKINDS; k++)
-            fprintf(out, "  %-20s %8lld %14lld\n", kind_names[k], cnt[k], bytes[k]);
-        if (s.nfound) {
-            fprintf(out, "\nFlagged blocks (largest first%s):\n", n < s.nfound ? ", top rows" : "");
-            fprintf(out, "  %12s %-12s %-40s %-24s %s\n", "size", "layer", "kinds", "owner",
-                    "site");
-            for (size_t i = 0; i < n; i++) {
-                const struct finding *f = &s.found[i];
-                describe(db, has_owner, f->id, site, sizeof site, owner, sizeof owner, layer,
-                         sizeof layer);
-                kinds_text(f->flags, kinds, sizeof kinds);
-                fprintf(out, "  %12lld %-12s %-40s %-24s %s\n", (long long)f->size,
-                        ms_term_text(layer), kinds, ms_term_text(owner), ms_term_text(site));
-            }
-            if (n < s.nfound)
-                fprintf(out, "  ... %zu more\n", s.nfound - n);
-        }
-        if (o->write_back)
-            fprintf(out, "\nFindings recorded in table 'inefficient' (%zu blocks).\n", s.nfound);
+        if (r->n < s->nfound)
+            fprintf(out, "  ... %zu more\n", s->nfound - r->n);
     }
-done:
-    ms_u64map_release(&s.blocks);
-    ms_u64map_release(&s.accessed);
-    free(s.procs);
-    free(s.depth);
-    free(s.found);
+    if (o->write_back)
+        fprintf(out, "\nFindings recorded in table 'inefficient' (%zu blocks).\n", s->nfound);
+}
+
+/* Computed whole first, then written: a failure writes nothing (analyze.h's contract). */
+int ms_analyze_inefficient(struct ms_actx *x)
+{
+    struct iresult r;
+    memset(&r, 0, sizeof r);
+    r.s.o = x->o;
+    ms_u64map_init(&r.s.blocks, sizeof(struct blk), MS_U64MAP_MAX);
+    ms_u64map_init(&r.s.accessed, 1, MS_U64MAP_MAX);
+    int rc = ms__actx_computed(x, compute(x, &r));
+    if (rc == 0)
+        (x->o->json ? render_json : render_text)(x, &r);
+    iresult_release(&r);
     return rc;
 }

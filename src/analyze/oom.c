@@ -66,9 +66,9 @@ static int groups(sqlite3 *db, const char *sql, const struct oom_report *r, int 
     sqlite3_bind_int64(st, 2, r->ts_ns);
     sqlite3_bind_int64(st, 3, r->process_id);
     sqlite3_bind_text(st, 4, r->device, -1, SQLITE_STATIC);
-    int rc = 0;
+    int rc = 0, s = SQLITE_DONE;
     size_t cap = *n;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         if (ms_grow((void **)out, &cap, *n, sizeof **out, 16, MS_GROW_MAX) < 0) {
             rc = MS_ENOMEM;
             break;
@@ -89,6 +89,8 @@ static int groups(sqlite3 *db, const char *sql, const struct oom_report *r, int 
         }
         (*n)++;
     }
+    if (rc == 0 && s != SQLITE_DONE)
+        rc = MS_EDB; /* the caller reads the reason before the finalize below clears it */
     sqlite3_finalize(st);
     return rc;
 }
@@ -109,9 +111,9 @@ static int detail_rows(sqlite3 *db, const struct oom_report *r, int kind, struct
         return MS_EDB;
     sqlite3_bind_int64(st, 1, r->event_id);
     sqlite3_bind_int(st, 2, kind);
-    int rc = 0;
+    int rc = 0, s = SQLITE_DONE;
     size_t cap = *n;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         if (ms_grow((void **)out, &cap, *n, sizeof **out, 16, MS_GROW_MAX) < 0) {
             rc = MS_ENOMEM;
             break;
@@ -127,6 +129,8 @@ static int detail_rows(sqlite3 *db, const struct oom_report *r, int kind, struct
             break;
         }
     }
+    if (rc == 0 && s != SQLITE_DONE)
+        rc = MS_EDB;
     sqlite3_finalize(st);
     return rc;
 }
@@ -216,8 +220,7 @@ static void text_blocks(FILE *out, const char *title, const struct oom_block *b,
     }
 }
 
-static void render_text(FILE *out, const struct oom_report *r, size_t i, size_t n, int64_t t0,
-                        int top)
+static void oom_text(FILE *out, const struct oom_report *r, size_t i, size_t n, int64_t t0, int top)
 {
     char req[32], used[32], total[32], live[32];
     ms_human_bytes(req, sizeof req, r->req_size);
@@ -283,7 +286,7 @@ static void json_blocks(struct ms_json *j, const char *key, const struct oom_blo
     ms_json_end_array(j);
 }
 
-static void render_json(struct ms_json *j, const struct oom_report *r, int top)
+static void oom_json(struct ms_json *j, const struct oom_report *r, int top)
 {
     ms_json_begin_object(j, NULL);
     ms_json_int(j, "event_id", r->event_id);
@@ -307,18 +310,27 @@ static void render_json(struct ms_json *j, const struct oom_report *r, int top)
     ms_json_end_object(j);
 }
 
-int ms_analyze_oom(struct ms_actx *x)
+/* The result: the OOMs in event order (the first MAX_OOMS), or none with old set for a database
+ * from before device memory. */
+struct oresult {
+    struct oom_report *v;
+    size_t n, cap;
+    int old;
+};
+
+static void oresult_free(struct oresult *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        release(&r->v[i]);
+    free(r->v);
+}
+
+/* Every OOM's report, into r; writes nothing. 0, or a negative code with x->err set. */
+static int compute_all(struct ms_actx *x, struct oresult *r)
 {
     sqlite3 *db = x->db;
-    const struct ms_analyze_opts *o = x->o;
-    FILE *out = x->out;
-    char *err = x->err;
-    size_t errlen = x->errlen;
     if (!ms__has_column(db, "events", "attr") || !ms__has_column(db, "layers", "device")) {
-        if (o->json)
-            fprintf(out, "{\"ooms\": []}\n");
-        else
-            fprintf(out, "no OOM recorded (this database predates device memory)\n");
+        r->old = 1;
         return 0;
     }
     sqlite3_stmt *st;
@@ -329,63 +341,85 @@ int ms_analyze_oom(struct ms_actx *x)
             "CAST(json_extract(e.attr, '$.device_total') AS INTEGER) FROM events e "
             "JOIN processes p ON p.id = e.process_id JOIN layers l ON l.id = e.layer "
             "WHERE e.kind = " MS_SQL_OOM " ORDER BY e.id LIMIT 1001",
-            -1, &st, NULL) != SQLITE_OK) {
-        return ms_errf(err, errlen, MS_EDB, "oom: cannot read the database: %s",
+            -1, &st, NULL) != SQLITE_OK)
+        return ms_errf(x->err, x->errlen, MS_EDB, "oom: cannot read the database: %s",
                        sqlite3_errmsg(db));
-    }
-    struct oom_report *v = NULL;
-    size_t n = 0, cap = 0;
-    int rc = 0;
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        if (n == MAX_OOMS)
+    int rc = 0, s = SQLITE_DONE;
+    while (rc == 0 && (s = sqlite3_step(st)) == SQLITE_ROW) {
+        if (r->n == MAX_OOMS)
             break; /* the first thousand: later ones repeat the story */
-        if (ms_grow((void **)&v, &cap, n, sizeof *v, 16, MAX_OOMS) < 0) {
+        if (ms_grow((void **)&r->v, &r->cap, r->n, sizeof *r->v, 16, MAX_OOMS) < 0) {
             rc = MS_ENOMEM;
             break;
         }
-        struct oom_report *r = &v[n++];
-        memset(r, 0, sizeof *r);
-        r->event_id = sqlite3_column_int64(st, 0);
-        r->ts_ns = sqlite3_column_int64(st, 1);
-        r->process_id = sqlite3_column_int64(st, 2);
-        r->pid = sqlite3_column_int64(st, 3);
+        struct oom_report *o = &r->v[r->n++];
+        memset(o, 0, sizeof *o);
+        o->event_id = sqlite3_column_int64(st, 0);
+        o->ts_ns = sqlite3_column_int64(st, 1);
+        o->process_id = sqlite3_column_int64(st, 2);
+        o->pid = sqlite3_column_int64(st, 3);
         const char *exe = (const char *)sqlite3_column_text(st, 4);
         const char *slash = exe ? strrchr(exe, '/') : NULL;
-        r->exe = strdup(slash ? slash + 1 : exe ? exe : "?");
-        r->device = sqlite3_column_type(st, 5) == SQLITE_NULL ? NULL : dup_text(st, 5);
-        r->func = dup_text(st, 6);
-        r->req_size = sqlite3_column_int64(st, 7);
-        r->dev_free = sqlite3_column_int64(st, 8);
-        r->dev_total = sqlite3_column_int64(st, 9);
-        if (!r->exe || !r->func || (sqlite3_column_type(st, 5) != SQLITE_NULL && !r->device))
+        o->exe = strdup(slash ? slash + 1 : exe ? exe : "?");
+        o->device = sqlite3_column_type(st, 5) == SQLITE_NULL ? NULL : dup_text(st, 5);
+        o->func = dup_text(st, 6);
+        o->req_size = sqlite3_column_int64(st, 7);
+        o->dev_free = sqlite3_column_int64(st, 8);
+        o->dev_total = sqlite3_column_int64(st, 9);
+        if (!o->exe || !o->func || (sqlite3_column_type(st, 5) != SQLITE_NULL && !o->device))
             rc = MS_ENOMEM;
         if (rc == 0)
-            rc = compute(db, r);
+            rc = compute(db, o);
     }
+    if (rc == 0 && s != SQLITE_ROW && s != SQLITE_DONE)
+        rc = MS_EDB; /* a row that could not be read: never "no OOM recorded" */
+    /* before the finalize, which clears the connection's message */
+    if (rc)
+        rc = ms_errf(x->err, x->errlen, rc, "oom: %s",
+                     rc == MS_ENOMEM ? "out of memory" : sqlite3_errmsg(db));
     sqlite3_finalize(st);
-    if (rc == 0) {
-        int64_t t0 = ms__run_start_ns(db);
-        if (o->json) {
-            struct ms_json j;
-            ms_json_init(&j, out);
-            ms_json_begin_object(&j, NULL);
-            ms_json_begin_array(&j, "ooms");
-            for (size_t i = 0; i < n; i++)
-                render_json(&j, &v[i], o->top);
-            ms_json_end_array(&j);
-            ms_json_end_object(&j);
-            ms_json_finish(&j);
-        } else if (n == 0) {
-            fprintf(out, "no OOM recorded\n");
-        } else {
-            for (size_t i = 0; i < n; i++)
-                render_text(out, &v[i], i, n, t0, o->top);
-        }
-    } else {
-        snprintf(err, errlen, "oom: %s", rc == MS_ENOMEM ? "out of memory" : sqlite3_errmsg(db));
+    return rc;
+}
+
+static void render_text(struct ms_actx *x, const struct oresult *r)
+{
+    if (r->old) {
+        fprintf(x->out, "no OOM recorded (this database predates device memory)\n");
+        return;
     }
-    for (size_t i = 0; i < n; i++)
-        release(&v[i]);
-    free(v);
+    if (r->n == 0) {
+        fprintf(x->out, "no OOM recorded\n");
+        return;
+    }
+    int64_t t0 = ms__run_start_ns(x->db);
+    for (size_t i = 0; i < r->n; i++)
+        oom_text(x->out, &r->v[i], i, r->n, t0, x->o->top);
+}
+
+static void render_json(struct ms_actx *x, const struct oresult *r)
+{
+    if (r->old) {
+        fprintf(x->out, "{\"ooms\": []}\n");
+        return;
+    }
+    struct ms_json j;
+    ms_json_init(&j, x->out);
+    ms_json_begin_object(&j, NULL);
+    ms_json_begin_array(&j, "ooms");
+    for (size_t i = 0; i < r->n; i++)
+        oom_json(&j, &r->v[i], x->o->top);
+    ms_json_end_array(&j);
+    ms_json_end_object(&j);
+    ms_json_finish(&j);
+}
+
+/* Computed whole first, then written: a failure writes nothing (analyze.h's contract). */
+int ms_analyze_oom(struct ms_actx *x)
+{
+    struct oresult r = {0};
+    int rc = ms__actx_computed(x, compute_all(x, &r));
+    if (rc == 0)
+        (x->o->json ? render_json : render_text)(x, &r);
+    oresult_free(&r);
     return rc;
 }

@@ -6,10 +6,11 @@
  * address (CFA) is (rsp or rbp plus an offset), where the caller's rbp was saved, and that the
  * return address is at CFA-8. The rule comes from the module's .eh_frame: its .eh_frame_hdr
  * binary-search table finds the FDE, whose call-frame program (after its CIE's) is run up to the
- * address (cfi.c reads them; this file keeps the modules, the caches and the walk). That costs a few hundred ns; rules are therefore kept in a direct-mapped cache of
- * 2^16 one-word entries keyed by address (512 KiB, mapped once, mostly in the CPU's L2), so
- * that a walk costs one cache probe and one or two stack reads per frame. An entry (tag and
- * rule) is one atomic word: threads and signal handlers never see half of one.
+ * address (cfi.c reads them; this file keeps the modules, the caches and the walk). That
+ * costs a few hundred ns; rules are therefore kept in a direct-mapped cache of 2^16 one-word
+ * entries keyed by address (512 KiB, mapped once, mostly in the CPU's L2), so that a walk costs
+ * one cache probe and one or two stack reads per frame. An entry (tag and rule) is one atomic
+ * word: threads and signal handlers never see half of one.
  *
  * A walk stops, never inventing a frame, at an address outside every module it knows, at a
  * frame whose rule it does not handle (CFA expressions: PLT stubs and signal trampolines; the

@@ -1,11 +1,11 @@
 /* demangle_v0.c: Rust's v0 mangling made readable for demangle.c (RFC 2603,
  * https://doc.rust-lang.org/rustc/symbol-mangling/v0.html): "_R" + a path grammar with
  * back-references to earlier positions, generic arguments, types and constants, printed as
- * rustc-demangle's alternate form ("{:#}") prints it. The parser mirrors rustc-demangle's (v0.rs): recursive descent that
- * prints as it parses, skipping what it does not print. Input is hostile: every read is bounded
- * by the name's length, recursion by MAX_DEPTH, the work by MAX_STEPS parse steps
- * (back-references can make a short name print exponentially much); back-references must point
- * strictly backwards and are not followed while skipping. */
+ * rustc-demangle's alternate form ("{:#}") prints it. The parser mirrors rustc-demangle's
+ * (v0.rs): recursive descent that prints as it parses, skipping what it does not print. Input
+ * is hostile: every read is bounded by the name's length, recursion by MAX_DEPTH, the work by
+ * MAX_STEPS parse steps (back-references can make a short name print exponentially much);
+ * back-references must point strictly backwards and are not followed while skipping. */
 #include "demangle_internal.h"
 
 #define MAX_DEPTH 500

@@ -50,23 +50,41 @@ const char *cli_opt_value(int argc, char **argv, int *i, const char *name, int *
  * Returns -1 when it is none of them, 0 when parsed, or 2 (a usage error, printed). */
 int cli_select_option(const char *cmd, int argc, char **argv, int *i, struct ms_analyze_opts *o,
                       const char **layer);
-/* Prints "memscope: <fmt>\n" to stderr. Returns -1 so callers can `return cli_error(...)`. */
+/* messages.c: prints "memscope: <fmt>\n" to stderr. Returns -1 so callers can
+ * `return cli_error(...)`. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints a usage error ("memscope: <fmt>\n" plus a hint) and returns 2. */
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Adds the comma list of --site-skip (or MEMSCOPE_SITE_SKIP, what = that name) to the call-site
- * rule of the analyses and the viewer (ms_site_rule). 0, or a usage error's exit status 2 with
- * the message printed. */
+/* select.c: adds the comma list of --site-skip (or MEMSCOPE_SITE_SKIP, what = that name) to
+ * the call-site rule of the analyses and the viewer (ms_site_rule). 0, or a usage error's exit
+ * status 2 with the message printed. */
 int cli_site_skip(const char *cmd, const char *what, const char *list);
 
 /* Logging: 0 debug, 1 info, 2 warning, 3 error. Set by --log-level, -q, -v. */
 extern int cli_log_level;
 void cli_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Whether process pid holds the file path (an absolute, resolved path) open: a traced process
- * still writing its trace (its agent keeps the descriptor). */
+/* run_files.c: whether process pid holds the file path (an absolute, resolved path) open: a
+ * traced process still writing its trace (its agent keeps the descriptor). */
 int cli_holds_file(long pid, const char *path);
+
+/* typo.c: the name of names[0..n) that word, a mistyped command, means ("anaylze" ->
+ * "analyze"), or NULL: one edit away for names of up to 4 letters, two for longer ones. A word
+ * that names a program (a path, or a program on PATH) is never taken for a typo: msMemScope's
+ * form runs it. */
+const char *cli_mistyped(const char *word, const char *const *names, size_t n);
+
+/* startup.c: memscope's heap in huge pages: starts memscope again (execv) with
+ * glibc.malloc.hugetlb=1 in GLIBC_TUNABLES, and in that second start puts the user's
+ * environment back; nothing when the user set hugetlb, the kernel gives no huge pages or
+ * memscope cannot be started again. */
+void cli_huge_page_heap(char **argv);
+/* startup.c: SQLite's log calls ms_oom_note() for each allocation that failed inside it. */
+void cli_sqlite_oom_log(void);
+/* startup.c: SIGINT, SIGTERM and SIGHUP (unless ignored) remove this process's temporary files
+ * (files.h's cleanup list), then end memscope as the signal would have. */
+void cli_cleanup_on_signals(void);
 
 /* view_input.c: whether the file at path, which the snapshot reader refused with err, is no
  * snapshot at all (not a damaged one): its first byte already failed, or it is empty, an SQLite

@@ -71,7 +71,7 @@ char *__wrap_strndup(const char *s, size_t n)
 #define HDR 16
 
 /* A failure here is noted as SQLite's own allocator notes it (sqlite3_log SQLITE_NOMEM, which
- * main.c's log callback turns into ms_oom_note): not for memscope's own allocations above,
+ * startup.c's log callback turns into ms_oom_note): not for memscope's own allocations above,
  * whose failures the test must see handled by the code itself. */
 static void *sq_malloc(int n)
 {

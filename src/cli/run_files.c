@@ -389,3 +389,27 @@ int run_remove_tree(const char *dir)
     closedir(d);
     return rmdir(dir) < 0 ? -errno : 0;
 }
+
+/* Whether process pid holds the file path (its agent's trace descriptor) open. */
+int cli_holds_file(long pid, const char *path)
+{
+    char fds[64], link[PATH_MAX + 32], target[PATH_MAX];
+    snprintf(fds, sizeof fds, "/proc/%ld/fd", pid);
+    DIR *d = opendir(fds);
+    if (!d)
+        return 0;
+    struct dirent *e;
+    int held = 0;
+    while (!held && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(link, sizeof link, "%s/%s", fds, e->d_name);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n > 0) {
+            target[n] = 0;
+            held = !strcmp(target, path);
+        }
+    }
+    closedir(d);
+    return held;
+}

@@ -1,7 +1,8 @@
 /* select.c: the options that select what an analysis or an export reads (docs/cli.md,
  * "Selectors"): --layer, --step, --at, --process, --device, --from, --to. One parser, called
  * by `memscope analyze` and `memscope export` for each argument, so that both spell and check
- * them alike; and the one reader of an option's value (cli_opt_value). */
+ * them alike; the one reader of an option's value (cli_opt_value); and --site-skip's addition to
+ * the call-site rule (cli_site_skip), for every command that names call sites. */
 #include "cli.h"
 
 #include "analyze/analyze.h"
@@ -82,4 +83,12 @@ int cli_select_option(const char *cmd, int argc, char **argv, int *i, struct ms_
         return -1;
     }
     return 0;
+}
+
+int cli_site_skip(const char *cmd, const char *what, const char *list)
+{
+    char err[256];
+    if (ms_site_rule_add(&ms_site_rule, list, err, sizeof err) == 0)
+        return 0;
+    return usage_error("%s%s%s: %s", cmd ? cmd : "", cmd ? ": " : "", what, err);
 }

@@ -1,5 +1,6 @@
-/* api_internal.h: what the viewer's query files share (api.c: loading, stacks, parameters,
- * summary, series, owners, analyses and the routing; api_tables.c: blocks, events, ranges;
+/* api_internal.h: what the viewer's query files share (api.c: loading, stacks, summary,
+ * series, owners, analyses and the routing; api_request.c: a request's parameters and time
+ * window; api_tables.c: blocks, events, ranges;
  * api_flame.c: the flame graphs of allocation stacks and of the Python call trace;
  * api_pool.c: a pool's allocator state; api_usage.c: the usage monitor's series). */
 #ifndef MS_VIEW_API_INTERNAL_H
@@ -24,6 +25,9 @@ struct req {
     struct ms_insight_thresholds th; /* inefficient blocks (lazy, delayed, idle parameters) */
 };
 
+/* A request read through param(ctx, name), times from origin, the inefficiency thresholds
+ * its lazy, delayed and idle parameters say (each 50% of a block's lifetime when absent). */
+void ms__vreq_init(struct req *r, ms_view_param_fn param, void *ctx, int64_t origin);
 /* Parameter name as an integer in [lo, hi]; def when absent; sets r->bad when malformed. */
 int64_t ms__vnum(struct req *r, const char *name, int64_t def, int64_t lo, int64_t hi);
 /* Time parameter name (ns from r->origin) as an absolute time; def (absolute) when absent. */
@@ -33,6 +37,8 @@ int64_t ms__vtnum(struct req *r, const char *name, int64_t def);
 void ms__vstack_site(struct ms_view *v, uint32_t id, char *out, size_t len);
 /* Insight's inefficiency flags of block i under r's thresholds (0: not accessed, efficient). */
 unsigned ms__vineff_flags(const struct ms_view *v, const struct req *r, size_t i);
+/* 1 when block b counts for track t (0: every memory layer; else that track only). */
+int ms__vin_track(const struct ms_view *v, const struct ms_vblock *b, int64_t t);
 /* The blocks of track (0: every memory layer) alive in [a, b) into v->live_idx, cached (see
  * struct ms_view): 0 or MS_ENOMEM. */
 int ms__valive_set(struct ms_view *v, int64_t a, int64_t b, int64_t track);

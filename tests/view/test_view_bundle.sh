@@ -2,7 +2,9 @@
 # test_view_bundle.sh: the committed front end (web/dist, which the build embeds) is what
 # web/src builds to: esbuild (web/node_modules, the lockfile's version) bundles web/src/main.js
 # again and the result must equal web/dist/app.js byte for byte; the page and the style too.
-# A change to web/src without `npm run build` in web/ fails here.
+# A change to web/src without `npm run build` in web/ fails here. And web/src's modules import
+# each other without a cycle (view_imports.mjs: each view imports only what lies below it,
+# and asks what lies above through events.js).
 . "$(dirname "$0")/view_lib.sh"
 ESBUILD=$WEB/node_modules/.bin/esbuild
 if [ ! -x "$ESBUILD" ]; then
@@ -18,4 +20,6 @@ assert_eq "web/dist/uplot.css is uPlot's" "" \
     "$(cmp "$WEB/node_modules/uplot/dist/uPlot.min.css" "$WEB/dist/uplot.css" 2>&1)"
 assert_match "the build script says the same" "--legal-comments=none --outfile=dist/app.js" \
     "$(grep '"build"' "$WEB/package.json")"
+imports=$(node "$(dirname "$0")/view_imports.mjs" "$WEB/src" 2>&1)
+assert_match "web/src's imports: no cycle" "no cycle: " "$imports"
 done_testing

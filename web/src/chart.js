@@ -2,10 +2,11 @@
 // on it, zoom and pan.
 
 import uPlot from "uplot";
-import { $, REPORT, answerKey, answers, api, bytes, keepAnswer, painted, seconds, showError, state, timed } from "./common.js";
+import { $, LIFE_BLOCKS, REPORT, answerKey, answers, api, bytes, keepAnswer, painted, seconds, showError, state, timed, trackLabel } from "./common.js";
 import { setCursor } from "./cursor.js";
+import { provide } from "./events.js";
 import { loadFlame } from "./flame.js";
-import { LIFE_BLOCKS, loadLifetimes } from "./lifetimes.js";
+import { loadLifetimes } from "./lifetimes.js";
 import { firstPage, tableWhenSeen } from "./table.js";
 
 // ---- Memory over time ------------------------------------------------------------------------
@@ -32,10 +33,6 @@ export async function prefetchWindow(t0, t1) {
   keepAnswer("series", { t0, t1, n }, series);
   keepAnswer("blocks", life, blocks);
   if (ranges) keepAnswer("ranges", { t0, t1, n }, ranges);
-}
-
-export function trackLabel(t) {
-  return t.id === 0 ? "all memory" : `pid ${t.pid} ${t.layer_name}`;
 }
 
 export const palette = ["#1d2330", "#3d6fd8", "#e07b39", "#2e9e6b", "#c0392b", "#8e44ad", "#16a085", "#7f8c8d"];
@@ -217,3 +214,8 @@ export function pan(share) {
   if (na === a) return Promise.resolve(); // at the run's edge already
   return zoomTo(na, na + w, "pan");
 }
+
+provide("zoomTo", zoomTo);
+provide("redrawChart", () => {
+  if (plot) plot.redraw(false);
+});

@@ -18,6 +18,14 @@ export const state = {
 export const INEFF = ["lazy used", "delayed free", "long idle"]; // the bits of a block's "ineff"
 export const ineffNames = (f) => INEFF.filter((_, i) => f & (1 << i)).join(", ");
 
+// The largest blocks of a window the lifetime chart shows (and a report keeps).
+export const LIFE_BLOCKS = 2000;
+
+// A track's name: "all memory" or a process's layer.
+export function trackLabel(t) {
+  return t.id === 0 ? "all memory" : `pid ${t.pid} ${t.layer_name}`;
+}
+
 // A report file (memscope report) carries its answers: no server to ask.
 export const REPORT = window.MEMSCOPE_REPORT || null;
 

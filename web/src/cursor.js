@@ -1,10 +1,11 @@
 // cursor.js: the time cursor and the views that follow it: the largest blocks, a block's
 // stack, the owner tree.
 
-import { plot } from "./chart.js";
 import { $, REPORT, answerKey, answers, api, bytes, el, keepAnswer, nearestTime, painted, rel, state, timed } from "./common.js";
+import { ask, provide } from "./events.js";
 import { drawOwners, loadFlame } from "./flame.js";
 import { loadSegments } from "./segments.js";
+import { showStack } from "./stack.js";
 import { firstPage, tableWhenSeen } from "./table.js";
 
 // ---- Cursor-driven views ----------------------------------------------------------------------
@@ -13,7 +14,7 @@ export async function setCursor(t, name = "cursor") {
   if (REPORT) t = nearestTime(t); // a report has its answers at a set of times
   state.cursor = t;
   $("cursor").textContent = `cursor at ${rel(t)}${REPORT ? " (the report's nearest time)" : ""}`;
-  if (plot) plot.redraw(false);
+  ask("redrawChart");
   performance.mark("cursor-start");
   const byCursor = new FormData($("tform")).get("scope") === "cursor";
   if (byCursor) firstPage();
@@ -26,6 +27,7 @@ export async function setCursor(t, name = "cursor") {
   performance.measure(name, "cursor-start", "cursor-end");
   document.body.dataset.cursor = String(t);
 }
+provide("setCursor", setCursor);
 
 // One request for what the views below ask at time t (/api/at: the blocks, owners, live flame
 // graph and allocator state there), kept as the answers to their own queries: a browser's round
@@ -59,14 +61,6 @@ export async function loadBlocks() {
     };
     tb.append(tr);
   }
-}
-
-export async function showStack(id, title) {
-  const r = await api("stack", { id });
-  const lines = [title, ""];
-  if (r.py.length) lines.push("Python (innermost first):", ...r.py.map((l) => "  " + l), "");
-  lines.push("native (innermost first):", ...(r.c.length ? r.c.map((l) => "  " + l) : ["  (no stack)"]));
-  $("stack").textContent = lines.join("\n");
 }
 
 export async function loadOwners() {

@@ -1,14 +1,13 @@
 // lifetimes.js: the block lifetime chart: the largest blocks of the window placed at the
 // lowest free offset, coloured by site or owner, inefficient ones outlined.
 
-import { $, REPORT, bytes, ineffNames, rel, showError, state, timedSync } from "./common.js";
-import { showStack } from "./cursor.js";
+import { $, LIFE_BLOCKS, REPORT, bytes, ineffNames, rel, showError, state, timedSync } from "./common.js";
 import { duration } from "./flame.js";
+import { showStack } from "./stack.js";
 import { largestAlive, tableWhenSeen } from "./table.js";
 
 // ---- Block lifetimes ---------------------------------------------------------------------------
 
-export const LIFE_BLOCKS = 2000;
 export let lifeRects = []; // [x, y, w, h, block]
 
 export function siteColour(site) {

@@ -2,8 +2,9 @@
 // stepping through the pool's events.
 
 import { $, api, bytes, el, rel, showError, state } from "./common.js";
-import { setCursor, showStack } from "./cursor.js";
+import { ask } from "./events.js";
 import { siteColour } from "./lifetimes.js";
+import { showStack } from "./stack.js";
 
 // ---- Allocator state: a pool's regions and its blocks in them ---------------------------------
 
@@ -69,7 +70,7 @@ export function setupSegments() {
     const r = state.segments;
     if (!r) return;
     const t = dir < 0 ? r.prev_t : r.next_t;
-    if (t !== null) setCursor(t).catch(showError);
+    if (t !== null) ask("setCursor", t).catch(showError);
   };
   $("sprev").onclick = () => step(-1);
   $("snext").onclick = () => step(1);

@@ -2,7 +2,7 @@
 // never freed, steps, pools and the warnings of the recording.
 
 import { $, bytes, el, rel, state } from "./common.js";
-import { showStack } from "./cursor.js";
+import { showStack } from "./stack.js";
 
 // ---- Summary ---------------------------------------------------------------------------------
 

@@ -1,9 +1,8 @@
 // table.js: the Blocks and Events tables: filters, sort and paging over every block.
 
-import { trackLabel, zoomTo } from "./chart.js";
-import { $, REPORT, api, bytes, el, ineffNames, rel, showError, state } from "./common.js";
-import { showStack } from "./cursor.js";
-import { LIFE_BLOCKS } from "./lifetimes.js";
+import { $, LIFE_BLOCKS, REPORT, api, bytes, el, ineffNames, rel, showError, state, trackLabel } from "./common.js";
+import { ask } from "./events.js";
+import { showStack } from "./stack.js";
 
 // ---- Blocks and events: filters, sort and paging over every block -----------------------------
 
@@ -188,6 +187,6 @@ export function tableFor(filters) {
   else form.scope.value = "window";
   form.onchange();
   const go = filters.step === undefined && (state.win[0] !== state.sum.t0 || state.win[1] !== state.sum.t1 + 1)
-    ? zoomTo(state.sum.t0, state.sum.t1 + 1, "zoom-reset") : Promise.resolve();
+    ? ask("zoomTo", state.sum.t0, state.sum.t1 + 1, "zoom-reset") : Promise.resolve();
   return go.then(() => { tableOffset = 0; return loadTable(); }).then(() => form.scrollIntoView({ block: "start" }));
 }

@@ -1,7 +1,7 @@
 /* db_ids.h: the vocabulary of the memscope database (docs/database.md): its format version and
  * the ids of its layers and event kinds (tables layers and event_kinds), in C and as SQL text.
  *
- * One place for the store (the DDL in src/store/schema.c, the conversion), the snapshot import,
+ * One place for the store (the DDL in db_schema.c, the conversion), the snapshot import,
  * the analyses and the CLI: a query writes "kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ")", not
  * "kind IN (1, 2)". Header only. */
 #ifndef MS_DB_IDS_H

@@ -81,10 +81,11 @@ _Static_assert(MS_KIND_MALLOC == 1 && MS_KIND_FREE == 2 && MS_KIND_FREE_REQUESTE
 /* MARK messages that are memscope's own bookkeeping, not the user's marks: owner tags (the
  * store applies them, docs/database.md) and the PyTorch module log (docs/torch.md). They stay
  * in table events; memscope_dump and the CSV, whose MSTX rows are the user's marks in
- * msMemScope's files, leave them out. As SQL (a condition on the column col) and in C. */
+ * msMemScope's files, leave them out. As SQL (a condition on the column col) and in C, both
+ * case-sensitive (GLOB, not LIKE, which ignores ASCII case): tests/unit/test_db_schema.c. */
 #define MS_SQL_OWN_MARK(col)                                                        \
-    "(" #col " LIKE 'memscope-tag:%' OR " #col " LIKE 'memscope-module:%' OR " #col \
-    " LIKE 'describe addr=%')"
+    "(" #col " GLOB 'memscope-tag:*' OR " #col " GLOB 'memscope-module:*' OR " #col \
+    " GLOB 'describe addr=*')"
 static inline int ms_own_mark(const char *s)
 {
     static const char *const prefixes[] = {"memscope-tag:", "memscope-module:", "describe addr="};

@@ -37,8 +37,11 @@ enum {
 };
 #define MS_CUDA_NODEV 64
 
+#define MS_SQL_LAYER_PTA "3"
+#define MS_SQL_LAYER_PTA_SEGMENT "4"
 #define MS_SQL_LAYER_MMAP_RESERVE "6"
-_Static_assert(MS_LAYER_MMAP_RESERVE == 6, "MS_SQL_LAYER_MMAP_RESERVE names it");
+_Static_assert(MS_LAYER_PTA == 3 && MS_LAYER_PTA_SEGMENT == 4 && MS_LAYER_MMAP_RESERVE == 6,
+               "MS_SQL_LAYER_* name the MS_LAYER_* ids");
 
 /* Event kinds. */
 enum {

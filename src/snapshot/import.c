@@ -639,12 +639,15 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path, c
     }
     if ((rc = exec(&m, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN")) ||
         (rc = exec(&m, ms_schema_sql)) ||
-        (rc = exec(&m, "INSERT OR IGNORE INTO layers VALUES (3, 'PTA', 'PTA', NULL), "
-                       "(4, 'PTA_SEGMENT', 'PTA_SEGMENT', NULL);"
-                       "INSERT OR IGNORE INTO event_kinds VALUES (3, 'FREE_REQUESTED');"
+        (rc = exec(&m, "INSERT OR IGNORE INTO layers VALUES (" MS_SQL_LAYER_PTA
+                       ", 'PTA', 'PTA', NULL), (" MS_SQL_LAYER_PTA_SEGMENT
+                       ", 'PTA_SEGMENT', 'PTA_SEGMENT', NULL);"
+                       "INSERT OR IGNORE INTO event_kinds VALUES (" MS_SQL_FREE_REQUESTED
+                       ", 'FREE_REQUESTED');"
                        /* The caching allocator is a pool carving blocks from segments, so
                         * `memscope analyze fragmentation` applies (docs/database.md). */
-                       "INSERT INTO pools VALUES (1, 'PTA', 3, 4);")))
+                       "INSERT INTO pools VALUES (1, 'PTA', " MS_SQL_LAYER_PTA
+                       ", " MS_SQL_LAYER_PTA_SEGMENT ");")))
         goto out;
     /* meta, process, threads (one per device) */
     int64_t dmin = 0, dmax = 0;

@@ -4,9 +4,7 @@
 #include "cli.h"
 
 #include "common/ms_error.h"
-#include "store/schema.h" /* the store's DDL: a snapshot database has the schema of a run's */
 #include "snapshot/snapshot.h"
-#include "store/store.h" /* memscope_dump */
 
 #include <errno.h>
 #include <stdio.h>
@@ -132,18 +130,7 @@ int cmd_snapshot(int argc, char **argv)
         }
     } else if (db) {
         char err[512] = "";
-        /* the indexes, then memscope_dump from the rows written */
-        char *dump = ms_dump_create_sql();
-        size_t n = dump ? strlen(ms_schema_index_sql) + strlen(dump) + 1 : 0;
-        char *final_sql = dump ? malloc(n) : NULL;
-        if (final_sql) {
-            snprintf(final_sql, n, "%s%s", ms_schema_index_sql, dump);
-            rc = ms_snapshot_write_db(&s, file, db, ms_schema_sql, final_sql, err, sizeof err);
-        } else {
-            rc = MS_ENOMEM;
-        }
-        free(final_sql);
-        free(dump);
+        rc = ms_snapshot_write_db(&s, file, db, MS_SNAP_DB_DUMP, err, sizeof err);
         if (rc) {
             cli_error("snapshot: %s: %s", db, err[0] ? err : ms_strerror(rc));
             status = 1;

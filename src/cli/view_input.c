@@ -6,7 +6,6 @@
 #include "common/files.h"
 #include "common/ms_error.h"
 #include "store/db_explain.h"
-#include "store/schema.h"
 #include "store/store.h"
 #ifdef MEMSCOPE_HAVE_SNAPSHOT
 #include "snapshot/snapshot.h"
@@ -93,8 +92,7 @@ int cli_view_input(const char *what, const char *path, struct cli_view_input *in
                      "'%s' is %s, but not a PyTorch memory snapshot memscope reads: %s", path, kind,
                      s.err);
         else
-            rc = ms_snapshot_write_db(&s, path, in->db, ms_schema_sql, ms_schema_index_sql, err,
-                                      sizeof err);
+            rc = ms_snapshot_write_db(&s, path, in->db, 0, err, sizeof err);
         ms_snapshot_release(&s);
 #else
         rc = MS_EINVAL;

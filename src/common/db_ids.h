@@ -1,7 +1,7 @@
 /* db_ids.h: the vocabulary of the memscope database (docs/database.md): its format version and
  * the ids of its layers and event kinds (tables layers and event_kinds), in C and as SQL text.
  *
- * One place for the store (the DDL in src/store/schema.c, the conversion), the snapshot import,
+ * One place for the store (the DDL in db_schema.c, the conversion), the snapshot import,
  * the analyses and the CLI: a query writes "kind IN (" MS_SQL_MALLOC ", " MS_SQL_FREE ")", not
  * "kind IN (1, 2)". Header only. */
 #ifndef MS_DB_IDS_H
@@ -37,8 +37,11 @@ enum {
 };
 #define MS_CUDA_NODEV 64
 
+#define MS_SQL_LAYER_PTA "3"
+#define MS_SQL_LAYER_PTA_SEGMENT "4"
 #define MS_SQL_LAYER_MMAP_RESERVE "6"
-_Static_assert(MS_LAYER_MMAP_RESERVE == 6, "MS_SQL_LAYER_MMAP_RESERVE names it");
+_Static_assert(MS_LAYER_PTA == 3 && MS_LAYER_PTA_SEGMENT == 4 && MS_LAYER_MMAP_RESERVE == 6,
+               "MS_SQL_LAYER_* name the MS_LAYER_* ids");
 
 /* Event kinds. */
 enum {
@@ -81,10 +84,11 @@ _Static_assert(MS_KIND_MALLOC == 1 && MS_KIND_FREE == 2 && MS_KIND_FREE_REQUESTE
 /* MARK messages that are memscope's own bookkeeping, not the user's marks: owner tags (the
  * store applies them, docs/database.md) and the PyTorch module log (docs/torch.md). They stay
  * in table events; memscope_dump and the CSV, whose MSTX rows are the user's marks in
- * msMemScope's files, leave them out. As SQL (a condition on the column col) and in C. */
+ * msMemScope's files, leave them out. As SQL (a condition on the column col) and in C, both
+ * case-sensitive (GLOB, not LIKE, which ignores ASCII case): tests/unit/test_db_schema.c. */
 #define MS_SQL_OWN_MARK(col)                                                        \
-    "(" #col " LIKE 'memscope-tag:%' OR " #col " LIKE 'memscope-module:%' OR " #col \
-    " LIKE 'describe addr=%')"
+    "(" #col " GLOB 'memscope-tag:*' OR " #col " GLOB 'memscope-module:*' OR " #col \
+    " GLOB 'describe addr=*')"
 static inline int ms_own_mark(const char *s)
 {
     static const char *const prefixes[] = {"memscope-tag:", "memscope-module:", "describe addr="};

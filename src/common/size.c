@@ -30,7 +30,7 @@ int ms_size_parse(const char *s, uint64_t *out)
     uint64_t whole = 0;
     int digits = 0;
     for (; *s >= '0' && *s <= '9'; s++, digits++) {
-        if (whole > (UINT64_C(1) << 62) / 10)
+        if (whole > (UINT64_MAX - 9) / 10) /* the 2^63 check below refuses the rest */
             return MS_EINVAL;
         whole = whole * 10 + (uint64_t)(*s - '0');
     }

@@ -1,4 +1,5 @@
-/* u64map.h: the one hash map of memscope, from 64-bit keys to fixed-size values.
+/* u64map.h: the general hash map of memscope, from 64-bit keys to fixed-size values (the few
+ * others are special-purpose: docs/ARCHITECTURE.md, section 3).
  *
  * Used by the store (live blocks of each process and layer: address -> block slot; trace ids ->
  * database ids; symbolized pcs), the snapshot module (address -> block or event) and the

@@ -15,6 +15,7 @@
 #include "snapshot.h"
 
 #include "common/db_ids.h"
+#include "common/db_schema.h" /* the tables of a run's database, the same SQL */
 #include "common/ms_error.h"
 #include "common/files.h"
 #include "common/grow.h"
@@ -603,12 +604,21 @@ out:
     return rc;
 }
 
+/* memscope_dump from the rows written: the store's DDL and INSERT ... SELECT (db_schema.h). */
+static int write_dump(struct imp *m)
+{
+    char *sql = ms_dump_create_sql();
+    if (!sql)
+        return ierr(m, MS_ENOMEM, "memscope_dump: out of memory");
+    int rc = exec(m, sql);
+    free(sql);
+    return rc;
+}
+
 int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path, const char *db_path,
-                         const char *schema_sql, const char *index_sql, char *err, size_t errlen)
+                         unsigned flags, char *err, size_t errlen)
 {
     struct imp m = {.s = s, .err = err, .errlen = errlen};
-    if (!schema_sql)
-        return ierr(&m, MS_EINVAL, "no schema");
     char tmp[4096] = "";
     int64_t t0 = 0, t1 = 0;
     int created = 0;
@@ -628,13 +638,16 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path, c
         goto out;
     }
     if ((rc = exec(&m, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN")) ||
-        (rc = exec(&m, schema_sql)) ||
-        (rc = exec(&m, "INSERT OR IGNORE INTO layers VALUES (3, 'PTA', 'PTA', NULL), "
-                       "(4, 'PTA_SEGMENT', 'PTA_SEGMENT', NULL);"
-                       "INSERT OR IGNORE INTO event_kinds VALUES (3, 'FREE_REQUESTED');"
+        (rc = exec(&m, ms_schema_sql)) ||
+        (rc = exec(&m, "INSERT OR IGNORE INTO layers VALUES (" MS_SQL_LAYER_PTA
+                       ", 'PTA', 'PTA', NULL), (" MS_SQL_LAYER_PTA_SEGMENT
+                       ", 'PTA_SEGMENT', 'PTA_SEGMENT', NULL);"
+                       "INSERT OR IGNORE INTO event_kinds VALUES (" MS_SQL_FREE_REQUESTED
+                       ", 'FREE_REQUESTED');"
                        /* The caching allocator is a pool carving blocks from segments, so
                         * `memscope analyze fragmentation` applies (docs/database.md). */
-                       "INSERT INTO pools VALUES (1, 'PTA', 3, 4);")))
+                       "INSERT INTO pools VALUES (1, 'PTA', " MS_SQL_LAYER_PTA
+                       ", " MS_SQL_LAYER_PTA_SEGMENT ");")))
         goto out;
     /* meta, process, threads (one per device) */
     int64_t dmin = 0, dmax = 0;
@@ -735,8 +748,8 @@ int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path, c
         goto out;
     int64_t first_tid = 1;
     if ((rc = write_strings_frames_stacks(&m)) || (rc = write_events(&m, &first_tid, dmin)) ||
-        (rc = write_marks(&m)) || (index_sql && (rc = exec(&m, index_sql))) ||
-        (rc = exec(&m, "COMMIT")))
+        (rc = write_marks(&m)) || (rc = exec(&m, ms_schema_index_sql)) ||
+        ((flags & MS_SNAP_DB_DUMP) && (rc = write_dump(&m))) || (rc = exec(&m, "COMMIT")))
         goto out;
     if (sqlite3_close(m.db) != SQLITE_OK) {
         m.db = NULL;

@@ -219,12 +219,14 @@ int ms_snap_state_write_json(const struct ms_snapshot *s, const struct ms_snap_s
 
 /* Writes the snapshot as a memscope database (docs/database.md, "Snapshot import") at
  * db_path, replacing it (written to a temporary name, renamed at the end: no partial file is
- * left on error). schema_sql/index_sql are the store's DDL (src/store/schema.h), passed in
- * so that the common tables are created by the same SQL as a run's database; index_sql (run
- * once the rows are written: the indexes, memscope_dump) may be NULL. source_path is
- * recorded as the process's exe. Returns 0 or a negative code with a reason in err. */
+ * left on error). The tables and indexes are a run's database's, created by the same SQL
+ * (common/db_schema.h; the indexes once the rows are written); with MS_SNAP_DB_DUMP in flags,
+ * msMemScope's memscope_dump table too, filled from those rows (`memscope snapshot -o`; the
+ * viewer's import leaves it out). source_path is recorded as the process's exe. Returns 0 or
+ * a negative code with a reason in err. */
+#define MS_SNAP_DB_DUMP 1u
 int ms_snapshot_write_db(const struct ms_snapshot *s, const char *source_path, const char *db_path,
-                         const char *schema_sql, const char *index_sql, char *err, size_t errlen);
+                         unsigned flags, char *err, size_t errlen);
 
 /* Internal: helpers shared by the snapshot's .c files. */
 const struct ms_snap_trace *ms__snap_trace(const struct ms_snapshot *s, int64_t device);

@@ -20,7 +20,7 @@
 #include "common/ns.h"
 #include "trace/reader.h"
 #include "snapshot/snapshot.h"
-#include "schema.h"
+#include "common/db_schema.h"
 #include "stack_text.h"
 #include "strtab.h"
 #include "symbolize.h"

@@ -7,7 +7,7 @@
 #include "store.h"
 
 #include "common/ms_error.h"
-#include "schema.h"
+#include "common/db_schema.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -44,16 +44,6 @@ static int fill(sqlite3 *db, const char *head, const char *tail, char *err, size
     sqlite3_free(msg);
     free(sql);
     return rc;
-}
-
-char *ms_dump_create_sql(void)
-{
-    const char *head = "INSERT INTO memscope_dump ", *tail = " ORDER BY e.id;\n";
-    size_t n = strlen(ms_dump_ddl) + strlen(head) + strlen(ms_dump_select) + strlen(tail) + 1;
-    char *sql = malloc(n);
-    if (sql)
-        snprintf(sql, n, "%s%s%s%s", ms_dump_ddl, head, ms_dump_select, tail);
-    return sql;
 }
 
 int ms_dump_create(sqlite3 *db, char *err, size_t errlen)

@@ -8,7 +8,7 @@
 #include "store.h"
 
 #include "common/ms_error.h"
-#include "schema.h"
+#include "common/db_schema.h"
 
 #include <errno.h>
 #include <sqlite3.h>
@@ -339,7 +339,7 @@ static int write_rows(struct exp *e, FILE *f)
     o->len = 0;
     o->failed = 0;
     sqlite3_stmt *st;
-    /* The rows of memscope_dump (schema.c): address-space and PyTorch-segment layers of a
+    /* The rows of memscope_dump (common/db_schema.c): address-space and PyTorch-segment layers of a
      * device are left out there, and so here. A database written before events.attr and
      * layers.device existed has neither. */
     int new_db = has_column(e->db, "events", "attr") && has_column(e->db, "layers", "device");

@@ -102,8 +102,6 @@ void ms_store_full_close(struct ms_store_full *f);
  * ids_sql (a SELECT of event ids), when db has the table: after an analysis wrote findings
  * that show in them. 0 or a negative code with a reason in err. */
 int ms_dump_create(sqlite3 *db, char *err, size_t errlen);
-/* The SQL of ms_dump_create (malloc'ed; NULL when out of memory), for a writer that runs SQL. */
-char *ms_dump_create_sql(void);
 int ms_dump_create_file(const char *db_path, char *err, size_t errlen);
 int ms_dump_refresh(sqlite3 *db, const char *ids_sql, char *err, size_t errlen);
 /* 1 when db has memscope_dump as a table (not an older memscope's view), else 0. */

@@ -3,7 +3,7 @@
  * libmicrohttpd does), answered by ms_view_api() over a small real database made once: a
  * heap run with two processes' worth of blocks, steps, owners and stacks. libFuzzer target
  * under MEMSCOPE_FUZZ; else (MS_FUZZ_REPLAY_MAIN) a program that replays the seed files. */
-#include "store/schema.h"
+#include "common/db_schema.h"
 #include "view/api.h"
 
 #include <sqlite3.h>

@@ -1,6 +1,10 @@
-/* schema.c: the DDL of the memscope database, exactly as docs/database.md states it. A change
- * here is a change to that contract: update the page and meta.format_version with it. */
-#include "schema.h"
+/* db_schema.c: the DDL of the memscope database, exactly as docs/database.md states it. A
+ * change here is a change to that contract: update the page and meta.format_version with it. */
+#include "db_schema.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 const char ms_schema_sql[] =
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;\n"
@@ -269,3 +273,13 @@ const char ms_dump_select[] =
                                                                 " AND " MS_SQL_OWN_MARK(
                                                                     e.name) ")\n";
 /* clang-format on */
+
+char *ms_dump_create_sql(void)
+{
+    const char *head = "INSERT INTO memscope_dump ", *tail = " ORDER BY e.id;\n";
+    size_t n = strlen(ms_dump_ddl) + strlen(head) + strlen(ms_dump_select) + strlen(tail) + 1;
+    char *sql = malloc(n);
+    if (sql)
+        snprintf(sql, n, "%s%s%s%s", ms_dump_ddl, head, ms_dump_select, tail);
+    return sql;
+}

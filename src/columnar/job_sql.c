@@ -24,7 +24,7 @@
 int ms_job_sql(const char *job_dir, const char *sql, enum ms_sql_format fmt, FILE *out, char *err,
                size_t errlen)
 {
-    (void)job_dir, (void)sql, (void)fmt, (void)out, (void)fail;
+    (void)job_dir, (void)sql, (void)fmt, (void)out;
     struct ms_duckdb d;
     int rc = ms_duckdb_load(&d, err, errlen);
     ms_duckdb_release(&d);

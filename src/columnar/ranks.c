@@ -48,7 +48,7 @@ static int layer_ok(const char *s)
 int ms_ranks_compute(const char *job_dir, const char *layer, struct ms_ranks *r, char *err,
                      size_t errlen)
 {
-    (void)job_dir, (void)layer, (void)layer_ok, (void)fail;
+    (void)job_dir, (void)layer, (void)layer_ok;
     memset(r, 0, sizeof *r);
     struct ms_duckdb d;
     int rc = ms_duckdb_load(&d, err, errlen);

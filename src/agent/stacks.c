@@ -578,6 +578,23 @@ static inline __attribute__((always_inline)) uint32_t capture(struct tstate *t, 
     return intern(t, s, h, pcs, n, py, npy);
 }
 
+/* --trace-ring, before a lookup: room in the chunk for the event that will use the id, so that
+ * its epoch is the one the stack's description is checked against; a thread's recent ids are
+ * forgotten when that epoch is not theirs (they may be described in an older one). 0: no
+ * room (the event goes without a stack). */
+static __attribute__((noinline)) int ring_prepare(struct tstate *t, struct stream *s,
+                                                  struct unwind_ids *ids)
+{
+    if (!writer_reserve(t, s, RING_EVENT_ROOM))
+        return 0;
+    if (ids && ids->epoch != s->ring_epoch) {
+        ids->gen = 0;
+        memset(ids->hash, 0, sizeof ids->hash);
+        ids->epoch = s->ring_epoch;
+    }
+    return 1;
+}
+
 static inline __attribute__((always_inline)) uint32_t
 intern_shared(struct tstate *t, struct stream *s, uint64_t h, const uint64_t *pcs, unsigned n,
               const uint32_t *py, unsigned npy);
@@ -595,18 +612,15 @@ static inline __attribute__((always_inline)) uint32_t intern(struct tstate *t, s
         h ^= h >> 32;
     }
     h = h ? h : 1;
-    /* --trace-ring: the event that uses the id goes to the chunk looked at here (room for it
-     * now), so that its epoch is the one the stack's description is checked against */
-    if (unlikely(agent.ring) && !writer_reserve(t, s, RING_EVENT_ROOM))
-        return 0;
     /* this thread's recent stacks first (not in a signal handler: it would share them) */
     struct unwind_ids *ids = s->nested ? NULL : unwind_ids(t);
     unsigned k = (unsigned)(h >> 32) & (UNWIND_IDS - 1);
-    if (ids && (ids->gen != stab_gen || ids->epoch != s->ring_epoch)) {
+    if (unlikely(agent.ring) && !ring_prepare(t, s, ids))
+        return 0;
+    if (ids && ids->gen != stab_gen) {
         if (ids->gen) /* 0: a new mapping, all zero: not touching it saves the program 32 KiB */
             memset(ids->hash, 0, sizeof ids->hash);
         ids->gen = stab_gen;
-        ids->epoch = s->ring_epoch; /* ids described in an older epoch are looked at again */
     }
     if (ids && ids->hash[k] == h)
         return ids->id[k];

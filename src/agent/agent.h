@@ -286,6 +286,9 @@ void writer_thread_exit(struct tstate *t);
 void writer_lost(void);
 void writer_fail(const char *what, int err);
 void writer_process_record(void);
+/* python.c, --trace-ring: writes again into stream s the PYFRAME records of the frames of
+ * py[0..2*npy) (id, line pairs) last written in an older epoch than s's chunk. */
+void python_redescribe(struct tstate *t, struct stream *s, const uint32_t *py, unsigned npy);
 /* --trace-ring: whether a description made in epoch e must be written again before stream s
  * uses it (the chunk s writes to is in a later epoch: e may be dropped before it). */
 static inline int writer_stale(const struct stream *s, uint32_t e)

@@ -657,6 +657,8 @@ intern_shared(struct tstate *t, struct stream *s, uint64_t h, const uint64_t *pc
     /* New stack: describe it (and any module it needs) before the event that uses it (in the
      * same chunk, with --trace-ring: room for it and the event at once). */
     check_modules(t, s, pcs, n);
+    if (npy && agent.ring)
+        python_redescribe(t, s, py, npy);
     size_t room = ms_stack_record_max(n) + (npy ? ms_pystack_record_max(npy) : 0);
     uint8_t *w = writer_reserve(t, s, room + (agent.ring ? RING_EVENT_ROOM : 0));
     if (!w)

@@ -2,7 +2,7 @@
 # test_ring.sh: `memscope run --trace-ring=SIZE` (docs/production.md, "A bounded trace"): the
 # trace's disk usage stays under SIZE for a run of any length, the latest events are kept
 # whole, and the descriptions they need (stacks, modules, the process) are there although they
-# were first written in events the ring dropped.
+# were first written in events the ring dropped, Python frames included.
 #
 # tests/progs/ring_phases.c: 1000 blocks of 555 bytes first; then 8 phases of 200,000
 # malloc(24)/free pairs (about 13 MB of trace: the 4 MiB ring drops the first phases); last,
@@ -26,7 +26,7 @@ assert_eq "--trace-ring with --max-trace-size: exit status" 2 "$RC"
 assert_match "--trace-ring with --max-trace-size: the error" "give one" "$(cat "$TMP/both.err")"
 [ -e "$TMP/bad.db" ] && fail "a database was written for bad input" || pass "no database for bad input"
 
-ms ring run --trace-ring=4MiB --call-stack=c:16 --format=db -o "$TMP/ring.db" -- "$P" 8 200000
+ms ring run --trace-ring=4MiB --call-stack=c:16,python:4 --format=db -o "$TMP/ring.db" -- "$P" 8 200000
 assert_eq "ring run: exit status" 0 "$RC"
 assert_eq "ring run: program output" "ring_phases done" "$(sed -n 1p "$TMP/ring.out")"
 D=$TMP/ring.db
@@ -55,7 +55,8 @@ else
 fi
 
 # Kept, exactly: the last phase's 5000 blocks of 777 bytes, live at the end, with their stack
-# (described when phase 1 ran, in a dropped epoch) symbolized; the process's name.
+# and Python frame (described when phase 1 ran, in a dropped epoch) symbolized; the process's
+# name.
 H="(SELECT id FROM layers WHERE event_type = 'HOST')"
 assert_eq "last phase: its blocks" "5000|3885000|5000" \
     "$(q "$D" "SELECT count(*), sum(size), sum(free_ns IS NULL) FROM blocks WHERE size = 777 AND layer = $H")"
@@ -64,6 +65,8 @@ assert_eq "last phase: their stack" "make|blocks|main" \
               JOIN frames f ON f.id = sf.frame_id JOIN strings st ON st.id = f.function_id
               WHERE sf.stack_id = (SELECT stack_id FROM blocks WHERE size = 777 LIMIT 1)
               AND sf.position < 3 ORDER BY sf.position)")"
+assert_eq "last phase: their Python frame (described once, in phase 1)" "service.py(21): handle" \
+    "$(q "$D" "SELECT s.py_text FROM stacks s WHERE s.id = (SELECT stack_id FROM blocks WHERE size = 777 LIMIT 1)")"
 assert_match "the process's record" "/ring_phases$" "$(q "$D" "SELECT exe FROM processes")"
 # Dropped: the first phase's allocations; their 1000 frees, kept, count as unmatched (one more
 # at most: a churn pair cut by the window's start, at the churn's address).

@@ -6,7 +6,8 @@
  * malloc(24) and free each; the last phase makes 5000 blocks of 777 bytes (kept to the end:
  * 3,885,000 bytes) and frees the 1000 blocks of phase 1. The blocks of the first and of the
  * last phase come from one call site, so their stack is the same: described when phase 1 ran
- * (an epoch the ring drops) and needed again at the end. After every phase the disk usage of
+ * (an epoch the ring drops) and needed again at the end; both run in a Python function too
+ * (reported as the memscope Python extension does, described once in phase 1). After every phase the disk usage of
  * the trace directory (MEMSCOPE_TRACE_DIR: the blocks its files hold, not their apparent
  * sizes) is measured, and the largest is printed; the resident memory is read after the first
  * churn phase and after the last.
@@ -14,10 +15,18 @@
  * Prints "ring_phases done", "churn ADDR" (the address the churn's blocks got, the same each
  * time: the allocator's cache), "disk MAX_BYTES", "rss KIB_AFTER_FIRST_CHURN KIB_AFTER_LAST". */
 #include <dirent.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+/* The memscope Python extension's calls (as tests/progs/pystack_sim.c makes them): the first
+ * and the last phase run in Python function "handle" of "service.py", described once. */
+int memscope__py_frame(uint32_t id, const char *file, const char *func, int firstline)
+    __attribute__((weak));
+void memscope__py_call(uint32_t id, int caller_line, int line) __attribute__((weak));
+void memscope__py_return(void) __attribute__((weak));
 
 static long rss_kib(void)
 {
@@ -87,10 +96,16 @@ int main(int argc, char **argv)
     long rss_early = 0, rss_late = 0;
     void *addr = NULL;
     for (int ph = 0; ph < phases + 2; ph++) {
+        if (ph == 0 && memscope__py_frame)
+            memscope__py_frame(3, "service.py", "handle", 20);
+        if ((ph == 0 || ph == phases + 1) && memscope__py_call)
+            memscope__py_call(3, 0, 21);
         if (ph == 0 || ph == phases + 1) /* one call site for both */
             blocks(ph ? last : first, ph ? 5000 : 1000, ph ? 777 : 555);
         else
             addr = churn(pairs);
+        if ((ph == 0 || ph == phases + 1) && memscope__py_return)
+            memscope__py_return();
         if (ph == phases + 1)
             for (int i = 0; i < 1000; i++)
                 free(first[i]);

@@ -36,7 +36,8 @@ struct stream {
     uint8_t *pos, *end;  /* free space of the current chunk */
     uint64_t last_ns;    /* last timestamp encoded in this stream */
     struct ms_enc_state enc;
-    int nested; /* 1: the signal-handler stream (takes locks with trylock only) */
+    int nested;          /* 1: the signal-handler stream (takes locks with trylock only) */
+    uint32_t ring_epoch; /* --trace-ring: the epoch of the current chunk (writer.c) */
 };
 
 /* A thread's TSC anchor (clock.c): while rdtsc() - tsc < span, CLOCK_MONOTONIC is
@@ -165,6 +166,10 @@ struct agent_global {
     volatile unsigned step_no;
     uint64_t sample_bytes; /* --sampling: mean bytes between samples; 0: every event (exact) */
     uint64_t max_trace;    /* --max-trace-size: the trace file's cap in bytes; 0: none */
+    /* --trace-ring (writer.c): the trace's disk usage cap in bytes (0: no ring); the length of
+     * an epoch; the newest epoch begun (atomic); the epoch whose PROCESS record was written */
+    uint64_t ring, ring_epoch_len;
+    uint32_t ring_epoch, ring_proc_epoch;
     char dir[4096];
 };
 
@@ -295,6 +300,15 @@ void writer_thread_exit(struct tstate *t);
 void writer_lost(void);
 void writer_fail(const char *what, int err);
 void writer_process_record(void);
+/* python.c, --trace-ring: writes again into stream s the PYFRAME records of the frames of
+ * py[0..2*npy) (id, line pairs) last written in an older epoch than s's chunk. */
+void python_redescribe(struct tstate *t, struct stream *s, const uint32_t *py, unsigned npy);
+/* --trace-ring: whether a description made in epoch e must be written again before stream s
+ * uses it (the chunk s writes to is in a later epoch: e may be dropped before it). */
+static inline int writer_stale(const struct stream *s, uint32_t e)
+{
+    return agent.ring && e < s->ring_epoch;
+}
 
 /* stacks.c */
 int stacks_init(void); /* 0 or -errno */
@@ -668,6 +682,7 @@ void unwind_memo_free(struct tstate *t);
 #define UNWIND_IDS 4096
 struct unwind_ids {
     uint32_t gen;
+    uint32_t epoch; /* --trace-ring: the stream epoch the ids were described for */
     uint64_t hash[UNWIND_IDS];
     uint32_t id[UNWIND_IDS];
 };

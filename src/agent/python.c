@@ -12,6 +12,8 @@
  * return, so each function here is a few loads and stores. */
 #include "agent.h"
 
+#include <string.h>
+
 /* The calling thread's shadow stack, mapped on first use; the thread-exit hook unmaps it
  * (agent.c), so programs that start many short-lived threads do not collect mappings. */
 static struct pyshadow *shadow(void)
@@ -28,6 +30,68 @@ static struct pyshadow *shadow(void)
     agent_thread_register();
     t->internal--;
     return t->py;
+}
+
+/* --trace-ring: every frame's description, kept to write it again in a later epoch (a PYSTACK
+ * record's frames must be described in an epoch as recent as its own). Indexed by the
+ * extension's dense frame ids; both areas are reserved once and never move (readers take no
+ * lock), their pages touched as they fill: the agent's memory grows with the program's
+ * distinct code objects, not with time. Frames past either area are not kept (NEEDSWORK:
+ * their names are lost with the epoch that described them). */
+#define PYF_MAX_IDS (1u << 22) /* 4M code objects: 64 MiB of address space */
+#define PYF_ARENA (256u << 20)
+struct pyf {
+    uint32_t epoch, len; /* len 0: not kept */
+    uint32_t off, firstline;
+};
+static struct pyf *pyf;
+static char *pyf_text;
+static uint32_t pyf_used; /* bytes of pyf_text; under pyf_lock */
+static int pyf_lock;
+
+static void pyframe_keep(uint32_t id, const char *buf, size_t len, uint32_t firstline,
+                         uint32_t epoch)
+{
+    if (id >= PYF_MAX_IDS || !len)
+        return;
+    spin_lock(&pyf_lock);
+    if (!pyf) {
+        void *a = sys_mmap(NULL, (size_t)PYF_MAX_IDS * sizeof *pyf, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void *b = sys_mmap(NULL, PYF_ARENA, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (a != MAP_FAILED && b != MAP_FAILED) {
+            pyf_text = b;
+            __atomic_store_n(&pyf, (struct pyf *)a, __ATOMIC_RELEASE);
+        }
+    }
+    if (pyf && pyf_used + len <= PYF_ARENA && !pyf[id].len) {
+        memcpy(pyf_text + pyf_used, buf, len);
+        pyf[id].off = pyf_used;
+        pyf[id].firstline = firstline;
+        pyf[id].epoch = epoch;
+        __atomic_store_n(&pyf[id].len, (uint32_t)len, __ATOMIC_RELEASE);
+        pyf_used += (uint32_t)len;
+    }
+    spin_unlock(&pyf_lock);
+}
+
+void python_redescribe(struct tstate *t, struct stream *s, const uint32_t *py, unsigned npy)
+{
+    struct pyf *f = __atomic_load_n(&pyf, __ATOMIC_ACQUIRE);
+    for (unsigned i = 0; f && i < npy; i++) {
+        uint32_t id = py[2 * i];
+        if (id >= PYF_MAX_IDS || !__atomic_load_n(&f[id].len, __ATOMIC_ACQUIRE) ||
+            !writer_stale(s, __atomic_load_n(&f[id].epoch, __ATOMIC_RELAXED)))
+            continue;
+        uint8_t *w = writer_reserve(t, s, MS_EXT_MAX);
+        if (!w)
+            return;
+        uint64_t v[2] = {id, f[id].firstline};
+        writer_commit(s, ms_enc_ext(w, &s->enc, MS_EXT_PYFRAME, agent_now(), v, 2,
+                                    pyf_text + f[id].off, f[id].len));
+        __atomic_store_n(&f[id].epoch, s->ring_epoch, __ATOMIC_RELAXED);
+    }
 }
 
 AGENT_API int memscope__py_frame(uint32_t id, const char *file, const char *func, int firstline)
@@ -52,6 +116,8 @@ AGENT_API int memscope__py_frame(uint32_t id, const char *file, const char *func
     if (w)
         writer_commit(s,
                       ms_enc_ext(w, &s->enc, MS_EXT_PYFRAME, agent_now(), v, 2, buf, fl + 1 + nl));
+    if (w && agent.ring)
+        pyframe_keep(id, buf, fl + 1 + nl, (uint32_t)v[1], s->ring_epoch);
     t->guard = 0;
     return w ? 0 : -1;
 }

@@ -115,7 +115,7 @@ static void grow(uintptr_t old)
     madvise(slots_of(old), bytes_of(bits), MADV_DONTNEED);
 }
 
-uint32_t stack_table_add(struct tstate *t, uint64_t h, int *added)
+uint32_t stack_table_add(struct tstate *t, uint64_t h, uint32_t epoch, int *added)
 {
     *added = 0;
     int saved_errno = errno; /* the program's: this runs inside its malloc (grow's calls) */
@@ -135,6 +135,7 @@ uint32_t stack_table_add(struct tstate *t, uint64_t h, int *added)
         if (slot) {
             id = ++last_id;
             __atomic_store_n(&slot->id, id, __ATOMIC_RELAXED);
+            __atomic_store_n(&slot->epoch, epoch, __ATOMIC_RELAXED);
             __atomic_store_n(&slot->hash, h, __ATOMIC_RELEASE);
             count++;
             *added = 1;

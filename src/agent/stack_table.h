@@ -20,14 +20,16 @@ struct tstate;
 struct stack_slot {
     uint64_t hash; /* 0: empty */
     uint32_t id;
-    uint32_t unused;
+    uint32_t epoch; /* --trace-ring: the epoch its STACK record was last written in (writer.c) */
 };
 
 extern uintptr_t stack_table_word; /* slots | log2(slot count); 0 before stack_table_init */
 
 /* The id of the stack of hash h (never 0), or 0 when it is not in the table (or was being
- * added, or the table was being emptied or grown just then: stack_table_add() decides). */
-static inline __attribute__((always_inline)) uint32_t stack_table_find(uint64_t h)
+ * added, or the table was being emptied or grown just then: stack_table_add() decides). With
+ * an id, *epoch is its slot's epoch field (a store there may be lost to a growing table: the
+ * stack is then described once more than needed). */
+static inline __attribute__((always_inline)) uint32_t stack_table_find(uint64_t h, uint32_t **epoch)
 {
     uintptr_t w = __atomic_load_n(&stack_table_word, __ATOMIC_ACQUIRE);
     const struct stack_slot *slot = (const struct stack_slot *)(w & ~(uintptr_t)4095);
@@ -37,8 +39,10 @@ static inline __attribute__((always_inline)) uint32_t stack_table_find(uint64_t 
     uint32_t i = (uint32_t)h & mask;
     for (unsigned probe = 0; probe < STACK_TABLE_PROBES; probe++, i = (i + 1) & mask) {
         uint64_t v = __atomic_load_n(&slot[i].hash, __ATOMIC_ACQUIRE);
-        if (v == h)
+        if (v == h) {
+            *epoch = (uint32_t *)&slot[i].epoch;
             return __atomic_load_n(&slot[i].id, __ATOMIC_RELAXED);
+        }
         if (!v)
             return 0;
     }
@@ -52,8 +56,8 @@ int stack_table_init(void);
  * the caller describes the stack in the trace before the event that uses it). Takes the
  * table's lock, owned by thread t: 0 (the event goes without a stack) when t itself holds it
  * (a signal handler that interrupted t while it added a stack), when another thread held it too
- * long, or when the table is full. */
-uint32_t stack_table_add(struct tstate *t, uint64_t h, int *added);
+ * long, or when the table is full. A new slot's epoch field is epoch. */
+uint32_t stack_table_add(struct tstate *t, uint64_t h, uint32_t epoch, int *added);
 
 /* Empties the table (its pages go back to the system); ids go on from the last one. */
 void stack_table_clear(struct tstate *t);

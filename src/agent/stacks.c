@@ -35,11 +35,16 @@ extern void *__libc_stack_end;
 
 static uint32_t stab_gen = 1; /* bumped when the stack table is emptied (threads' caches go) */
 
+/* --trace-ring: room kept after a stack's description for the record of the event that uses
+ * it (the largest event record), so that both are in one chunk, of one epoch */
+#define RING_EVENT_ROOM MS_EXT_MAX
+
 /* Known modules, for deciding when a new stack points into code we have not described yet.
  * Guarded by mod_lock; touched only when a new stack appears. */
 static struct module_range {
     uintptr_t lo, hi;
-    int used; /* a stack has a pc in it (mods[] only) */
+    int used;       /* a stack has a pc in it (mods[] only) */
+    uint32_t epoch; /* --trace-ring: the epoch its MODULE record was last written in */
 } mods[MAX_MODULES];
 static unsigned nmods;
 static int mod_lock;
@@ -261,15 +266,15 @@ static int module_known(uintptr_t lo, uintptr_t hi)
     return 0;
 }
 
-/* Whether pc is in a known module (under mod_lock), which then counts as used by a stack. */
-static int covered(uintptr_t pc)
+/* The known module pc is in (under mod_lock), which then counts as used by a stack; NULL: none. */
+static struct module_range *covered(uintptr_t pc)
 {
     for (unsigned i = 0; i < nmods; i++)
         if (pc >= mods[i].lo && pc < mods[i].hi) {
             mods[i].used = 1;
-            return 1;
+            return &mods[i];
         }
-    return 0;
+    return NULL;
 }
 
 struct scan_ctx {
@@ -294,15 +299,11 @@ static void load_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t
     }
 }
 
-static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
+/* Writes the MODULE record of the object of info at [lo, hi) into ctx's stream: 0, or -1 when
+ * it could not. */
+static int module_record(struct dl_phdr_info *info, uintptr_t lo, uintptr_t hi,
+                         struct scan_ctx *ctx, int first)
 {
-    struct scan_ctx *ctx = arg;
-    (void)size;
-    uintptr_t lo, hi;
-    load_range(info, &lo, &hi);
-    if (hi <= lo || module_known(lo, hi) || nmods >= MAX_MODULES)
-        return 0;
-    unwind_add_module(info, lo, hi);
     const char *name = info->dlpi_name;
     if (!name || !*name)
         name = exe_path;
@@ -314,19 +315,52 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
         abs_path[0] == '/')
         name = abs_path;
     size_t len = strnlen(name, MS_TRACE_MAX_PATH);
-    if (nofp_library(name, len) && nnofp < MAX_NOFP) {
+    if (first && nofp_library(name, len) && nnofp < MAX_NOFP) {
         nofp[nnofp].lo = lo;
         nofp[nnofp].hi = hi;
         __atomic_store_n(&nnofp, nnofp + 1, __ATOMIC_RELEASE);
     }
     uint8_t *w = writer_reserve(ctx->t, ctx->s, ms_module_record_max(len));
     if (!w)
-        return 1;
+        return -1;
     writer_commit(ctx->s, ms_enc_module(w, info->dlpi_addr, lo, hi, name, len));
+    return 0;
+}
+
+static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct scan_ctx *ctx = arg;
+    (void)size;
+    uintptr_t lo, hi;
+    load_range(info, &lo, &hi);
+    if (hi <= lo || module_known(lo, hi) || nmods >= MAX_MODULES)
+        return 0;
+    unwind_add_module(info, lo, hi);
+    if (module_record(info, lo, hi, ctx, 1) < 0)
+        return 1;
     mods[nmods].lo = lo;
     mods[nmods].hi = hi;
     mods[nmods].used = 0;
+    mods[nmods].epoch = ctx->s->ring_epoch;
     nmods++;
+    return 0;
+}
+
+/* --trace-ring: writes again the MODULE record of each known object whose last one is in an
+ * epoch older than ctx's stream's chunk (it may be dropped while stacks of this one refer to
+ * it). */
+static int redescribe_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct scan_ctx *ctx = arg;
+    (void)size;
+    uintptr_t lo, hi;
+    load_range(info, &lo, &hi);
+    for (unsigned i = 0; i < nmods; i++)
+        if (mods[i].lo == lo && mods[i].hi == hi && writer_stale(ctx->s, mods[i].epoch)) {
+            if (module_record(info, lo, hi, ctx, 0) < 0)
+                return 1;
+            mods[i].epoch = ctx->s->ring_epoch;
+        }
     return 0;
 }
 
@@ -424,9 +458,14 @@ static void check_modules(struct tstate *t, struct stream *s, const uint64_t *pc
     } else {
         spin_lock(&mod_lock);
     }
-    int missing = 0;
-    for (unsigned i = 0; i < n; i++)
-        missing |= !covered(pcs[i]);
+    int missing = 0, stale = 0;
+    for (unsigned i = 0; i < n; i++) {
+        const struct module_range *m = covered(pcs[i]);
+        missing |= !m;
+        stale |= m && writer_stale(s, m->epoch);
+    }
+    if (stale)
+        dl_iterate_phdr(redescribe_one, &ctx);
     if (missing) {
         unsigned long long adds = 0;
         dl_iterate_phdr(read_adds, &adds);
@@ -539,6 +578,23 @@ static inline __attribute__((always_inline)) uint32_t capture(struct tstate *t, 
     return intern(t, s, h, pcs, n, py, npy);
 }
 
+/* --trace-ring, before a lookup: room in the chunk for the event that will use the id, so that
+ * its epoch is the one the stack's description is checked against; a thread's recent ids are
+ * forgotten when that epoch is not theirs (they may be described in an older one). 0: no
+ * room (the event goes without a stack). */
+static __attribute__((noinline)) int ring_prepare(struct tstate *t, struct stream *s,
+                                                  struct unwind_ids *ids)
+{
+    if (!writer_reserve(t, s, RING_EVENT_ROOM))
+        return 0;
+    if (ids && ids->epoch != s->ring_epoch) {
+        ids->gen = 0;
+        memset(ids->hash, 0, sizeof ids->hash);
+        ids->epoch = s->ring_epoch;
+    }
+    return 1;
+}
+
 static inline __attribute__((always_inline)) uint32_t
 intern_shared(struct tstate *t, struct stream *s, uint64_t h, const uint64_t *pcs, unsigned n,
               const uint32_t *py, unsigned npy);
@@ -559,6 +615,8 @@ static inline __attribute__((always_inline)) uint32_t intern(struct tstate *t, s
     /* this thread's recent stacks first (not in a signal handler: it would share them) */
     struct unwind_ids *ids = s->nested ? NULL : unwind_ids(t);
     unsigned k = (unsigned)(h >> 32) & (UNWIND_IDS - 1);
+    if (unlikely(agent.ring) && !ring_prepare(t, s, ids))
+        return 0;
     if (ids && ids->gen != stab_gen) {
         if (ids->gen) /* 0: a new mapping, all zero: not touching it saves the program 32 KiB */
             memset(ids->hash, 0, sizeof ids->hash);
@@ -579,16 +637,30 @@ static inline __attribute__((always_inline)) uint32_t
 intern_shared(struct tstate *t, struct stream *s, uint64_t h, const uint64_t *pcs, unsigned n,
               const uint32_t *py, unsigned npy)
 {
-    uint32_t id = stack_table_find(h);
-    if (likely(id != 0))
-        return id;
-    int added;
-    id = stack_table_add(t, h, &added);
-    if (!added)
-        return id; /* added meanwhile by another thread; or 0: the event goes without a stack */
-    /* New stack: describe it (and any module it needs) before the event that uses it. */
+    uint32_t *epoch;
+    uint32_t id = stack_table_find(h, &epoch);
+    if (likely(id != 0)) {
+        if (likely(!writer_stale(s, __atomic_load_n(epoch, __ATOMIC_RELAXED))))
+            return id;
+        /* --trace-ring: its STACK record is in an epoch that may be dropped before this one */
+        __atomic_store_n(epoch, s->ring_epoch, __ATOMIC_RELAXED);
+    } else {
+        int added;
+        id = stack_table_add(t, h, s->ring_epoch, &added);
+        if (!added) { /* added meanwhile by another thread; or 0: the event goes without one */
+            if (!id || stack_table_find(h, &epoch) != id ||
+                !writer_stale(s, __atomic_load_n(epoch, __ATOMIC_RELAXED)))
+                return id;
+            __atomic_store_n(epoch, s->ring_epoch, __ATOMIC_RELAXED);
+        }
+    }
+    /* New stack: describe it (and any module it needs) before the event that uses it (in the
+     * same chunk, with --trace-ring: room for it and the event at once). */
     check_modules(t, s, pcs, n);
-    uint8_t *w = writer_reserve(t, s, ms_stack_record_max(n));
+    if (npy && agent.ring)
+        python_redescribe(t, s, py, npy);
+    size_t room = ms_stack_record_max(n) + (npy ? ms_pystack_record_max(npy) : 0);
+    uint8_t *w = writer_reserve(t, s, room + (agent.ring ? RING_EVENT_ROOM : 0));
     if (!w)
         return 0;
     writer_commit(s, ms_enc_stack(w, id, pcs, n));

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/auxv.h>
@@ -142,6 +143,7 @@ static int grow_file(int fd, uint64_t off, uint64_t size, int nested)
 }
 
 static size_t read_small(const char *path, char *buf, size_t cap);
+static void process_record(struct stream *s);
 
 /* Parses the decimal number at s (0 when there is none). */
 static unsigned long get_dec(const char *s)
@@ -176,6 +178,53 @@ static void own_pids(uint64_t *pid, uint64_t *ppid)
     const char *pp = strstr(buf, "\nPPid:");
     if (pp)
         *ppid = get_dec(pp + 6);
+}
+
+/* --trace-ring (MEMSCOPE_TRACE_RING, bytes): the file is a ring of epochs, each a range of
+ * agent.ring_epoch_len bytes of the file (a chunk belongs to the epoch its offset falls in).
+ * When the first chunk of epoch E is taken, everything before epoch E-1 is dropped: its disk
+ * space freed (a hole punched: the file's apparent size grows, its disk usage does not), the
+ * header's ring_start moved to the start of E-1, and every thread moved to a new chunk at its
+ * next event (a new generation). Descriptions (stacks, modules, the PROCESS record) carry the
+ * epoch they were written in; one older than the chunk a thread writes to is written again
+ * there (writer_stale()), so every kept chunk's references are in kept chunks. Two epochs are
+ * 3/4 of the cap: the last quarter is room for the chunks in flight when an epoch begins. */
+static void ring_setup(void)
+{
+    const char *v = getenv(MS_ENV_TRACE_RING);
+    uint64_t n = 0;
+    for (; v && *v >= '0' && *v <= '9' && n < (1ull << 60); v++)
+        n = n * 10 + (uint64_t)(*v - '0');
+    agent.ring = 0;
+    agent.ring_epoch = agent.ring_proc_epoch = 0;
+    if (!v || *v || n < MS_TRACE_RING_MIN)
+        return; /* memscope run checked it: anything else is not its */
+    agent.ring = n;
+    agent.ring_epoch_len = (n * 3 / 8) & ~(uint64_t)(MS_TRACE_CHUNK_ALIGN - 1);
+}
+
+static uint32_t ring_epoch_of(uint64_t off)
+{
+    return (uint32_t)((off - MS_TRACE_HEADER_SIZE) / agent.ring_epoch_len);
+}
+
+/* The first chunk of epoch e was taken: drops what precedes epoch e - 1. */
+static void ring_begin(uint32_t e)
+{
+    agent.generation++; /* every thread takes a new chunk (in epoch e) at its next event */
+    __atomic_store_n(&agent.live->generation, agent.generation, __ATOMIC_RELEASE);
+    if (e < 2)
+        return;
+    uint64_t from = __atomic_load_n(&agent.hdr->ring_start, __ATOMIC_RELAXED);
+    uint64_t to = MS_TRACE_HEADER_SIZE + (uint64_t)(e - 1) * agent.ring_epoch_len;
+    if (from < MS_TRACE_HEADER_SIZE)
+        from = MS_TRACE_HEADER_SIZE;
+    __atomic_store_n(&agent.hdr->ring_start, to, __ATOMIC_RELEASE); /* readers start there */
+    if (to > from && fallocate(agent.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from,
+                               (off_t)(to - from)) < 0)
+        writer_fail("cannot drop the trace's oldest events (--trace-ring needs a file system that "
+                    "frees a file's range: ext4, xfs, btrfs, tmpfs)",
+                    errno);
 }
 
 int writer_open(void)
@@ -248,6 +297,7 @@ int writer_open(void)
     hdr->image_seq = seq;
     hdr->sample_bytes = agent.sample_bytes;
     hdr->file_end = MS_TRACE_HEADER_SIZE;
+    ring_setup();
     memcpy(hdr->magic, MS_TRACE_MAGIC, 8); /* last: a reader never sees a half header as valid */
     struct stat st;
     if (fstat(fd, &st) == 0) {
@@ -310,8 +360,9 @@ void writer_thread_exit(struct tstate *t)
     for (int i = 0; i < 2; i++) {
         struct stream *s = &t->s[i];
         /* an earlier generation's chunk is a memscope attach session's, made anonymous */
-        if (s->chunk &&
-            (t->generation == agent.live->generation || (agent.injected && agent.live->generation)))
+        /* (or, with --trace-ring, one of this file's earlier epochs) */
+        if (s->chunk && (t->generation == agent.live->generation ||
+                         ((agent.injected || agent.ring) && agent.live->generation)))
             sys_munmap(s->chunk, s->chunk_size);
         s->chunk = s->pos = s->end = NULL;
     }
@@ -386,6 +437,15 @@ static int new_chunk(struct tstate *t, struct stream *s, size_t need)
         writer_fail("cannot map the trace file", errno);
         return -1;
     }
+    if (agent.ring) {
+        uint32_t e = ring_epoch_of(off), cur = __atomic_load_n(&agent.ring_epoch, __ATOMIC_ACQUIRE);
+        while (e > cur && !__atomic_compare_exchange_n(&agent.ring_epoch, &cur, e, 0,
+                                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            ;
+        if (e > cur) /* this thread moved the ring on */
+            ring_begin(e);
+        s->ring_epoch = e;
+    }
     if (s->chunk)
         sys_munmap(s->chunk, s->chunk_size);
     struct ms_trace_chunk_header *ch = m;
@@ -422,6 +482,17 @@ uint8_t *writer_reserve_slow(struct tstate *t, struct stream *s, size_t n)
     if (new_chunk(t, s, n) < 0) {
         writer_lost();
         return NULL;
+    }
+    uint32_t pe = __atomic_load_n(&agent.ring_proc_epoch, __ATOMIC_RELAXED);
+    if (writer_stale(s, pe) && !s->nested &&
+        __atomic_compare_exchange_n(&agent.ring_proc_epoch, &pe, s->ring_epoch, 0, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED)) {
+        /* the first chunk of an epoch's: the PROCESS record again, then room for n bytes */
+        process_record(s);
+        if ((size_t)(s->end - s->pos) < n && new_chunk(t, s, n) < 0) {
+            writer_lost();
+            return NULL;
+        }
     }
     return s->pos;
 }
@@ -475,13 +546,13 @@ static ssize_t started_path(char *exe, size_t len)
     return (ssize_t)(n + fl);
 }
 
-/* The PROCESS record: exe path and argv, written once per image (and per forked child). */
-void writer_process_record(void)
+/* The PROCESS record: exe path and argv, written once per image (and per forked child), and
+ * with --trace-ring once per epoch, into stream s of the calling thread. */
+static void process_record(struct stream *s)
 {
-    static char exe[MS_TRACE_MAX_PATH];
-    static char cmd[MS_TRACE_MAX_CMDLINE];
+    static char exe[MS_TRACE_MAX_PATH];    /* NEEDSWORK: two threads writing it at once (an */
+    static char cmd[MS_TRACE_MAX_CMDLINE]; /* epoch begun during a fork's) share these */
     struct tstate *t = &agent_tls;
-    struct stream *s = &t->s[0];
     ssize_t el = started_path(exe, sizeof exe);
     if (el < 0)
         el = readlink("/proc/self/exe", exe, sizeof exe);
@@ -493,4 +564,9 @@ void writer_process_record(void)
         return;
     writer_commit(s, ms_enc_process(w, agent.hdr ? agent.hdr->ppid : (uint64_t)getppid(), exe,
                                     (size_t)el, cmd, cl));
+}
+
+void writer_process_record(void)
+{
+    process_record(&agent_tls.s[0]);
 }

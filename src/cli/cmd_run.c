@@ -52,7 +52,7 @@ struct run_paths {
     int made_run_dir, made_trace_dir;
 };
 
-#define ENV_MAX 24 /* environment additions, NULL included */
+#define ENV_MAX 26 /* environment additions, NULL included */
 
 /* Whether prog names a Python interpreter: python, python3, python3.11 ... (any directory). */
 static int python_program(const char *prog)
@@ -355,13 +355,15 @@ static void agent_environment(struct run_options *o, const struct run_paths *p,
              pydir[0] && old_pp && *old_pp ? ":" : "", old_pp ? old_pp : "");
     /* Sampling mode and the trace's cap: always written, so that none is left over from the
      * environment memscope was started in. */
-    static char env_sampling[48], env_maxtrace[48];
+    static char env_sampling[48], env_maxtrace[48], env_ring[48];
     snprintf(env_sampling, sizeof env_sampling, MS_ENV_SAMPLING "=%llu",
              (unsigned long long)o->sampling);
     snprintf(env_maxtrace, sizeof env_maxtrace, MS_ENV_MAX_TRACE_SIZE "=%llu",
              (unsigned long long)o->max_trace);
+    snprintf(env_ring, sizeof env_ring, MS_ENV_TRACE_RING "=%llu",
+             (unsigned long long)o->trace_ring);
     const char *base[] = {env_preload, env_dir,     env_depth,    env_deferred, env_nofollow,
-                          env_unwind,  env_pydepth, env_sampling, env_maxtrace};
+                          env_unwind,  env_pydepth, env_sampling, env_maxtrace, env_ring};
     size_t nenv = 0;
     for (; nenv < sizeof base / sizeof base[0]; nenv++)
         env_add[nenv] = (char *)base[nenv];

@@ -35,6 +35,7 @@ struct run_options {
     int unwind_dwarf;
     uint64_t sampling;   /* --sampling: mean bytes between heap samples; 0: exact (every event) */
     uint64_t max_trace;  /* --max-trace-size in bytes; 0: no cap */
+    uint64_t trace_ring; /* --trace-ring in bytes; 0: none (docs/production.md) */
     char analysis[256];  /* --analysis list, "" for none */
     int events_given;    /* --events was on the command line (passed to the Python layer) */
     const char *level;   /* --level: op, kernel (the Python layer's op events) */

@@ -66,6 +66,9 @@ static const char run_usage[] =
     "      --max-trace-size=SIZE\n"
     "                           stop recording when the trace reaches SIZE (default with\n"
     "                           --sampling: 1GiB; none: no cap); the program runs on\n"
+    "      --trace-ring=SIZE    keep the trace's disk usage under SIZE (at least 4MiB) by\n"
+    "                           dropping its oldest events: the last 3/8 to 3/4 of SIZE\n"
+    "                           of events are kept (for services run for days)\n"
     "      --unwind=dwarf|fp    native unwinder: .eh_frame (default: full stacks whatever\n"
     "                           the build flags) or frame pointers (fastest; right only for\n"
     "                           code built with them)\n"
@@ -267,6 +270,7 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
         OPT_USAGE,
         OPT_SAMPLING,
         OPT_MAX_TRACE,
+        OPT_TRACE_RING,
         OPT_METRICS,
         OPT_RANK,
         OPT_LIMIT,
@@ -285,6 +289,7 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
         {"unwind", required_argument, NULL, OPT_UNWIND},
         {"sampling", optional_argument, NULL, OPT_SAMPLING},
         {"max-trace-size", required_argument, NULL, OPT_MAX_TRACE},
+        {"trace-ring", required_argument, NULL, OPT_TRACE_RING},
         {"analysis", required_argument, NULL, OPT_ANALYSIS},
         {"level", required_argument, NULL, OPT_LEVEL},
         {"watch", required_argument, NULL, OPT_WATCH},
@@ -466,6 +471,11 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
             else
                 max_trace_given = 1;
             break;
+        case OPT_TRACE_RING:
+            if (ms_size_parse(optarg, &o->trace_ring) < 0 || o->trace_ring < MS_TRACE_RING_MIN)
+                return usage_error("--trace-ring: expected a size of at least 4MiB, not '%s'",
+                                   optarg);
+            break;
         case OPT_ANALYSIS:
             if (!strcmp(optarg, "none")) {
                 o->analysis[0] = 0;
@@ -539,7 +549,12 @@ int run_parse_options(int argc, char **argv, struct run_options *o)
     if (optind >= argc)
         return usage_error("no program to run");
     o->prog = argv + optind;
-    if (o->sampling && !max_trace_given)
+    if (o->trace_ring && max_trace_given && o->max_trace)
+        return usage_error("--trace-ring and --max-trace-size: give one (the ring keeps the "
+                           "latest events under its size, the cap the first ones)");
+    if (o->trace_ring)
+        o->max_trace = 0; /* the ring bounds the trace */
+    else if (o->sampling && !max_trace_given)
         o->max_trace = RUN_MAX_TRACE_SAMPLING; /* a service sampled for days stays bounded */
     int rc = run_budgets_prepare(o);
     return rc ? rc : -1;

@@ -29,6 +29,8 @@
 #define MS_ENV_SAMPLING "MEMSCOPE_SAMPLING" /* --sampling: mean bytes between samples (decimal) */
 #define MS_ENV_SAMPLING_SEED "MEMSCOPE_SAMPLING_SEED"   /* tests: the sampler's fixed seed */
 #define MS_ENV_MAX_TRACE_SIZE "MEMSCOPE_MAX_TRACE_SIZE" /* --max-trace-size in bytes */
+#define MS_ENV_TRACE_RING "MEMSCOPE_TRACE_RING"         /* --trace-ring in bytes */
+#define MS_TRACE_RING_MIN (4ull << 20) /* the smallest --trace-ring (both check it) */
 /* Only in memscope attach's configuration block (src/agent/inject.c), never an environment
  * variable: Python source the agent has the interpreter run (Py_AddPendingCall) when a session
  * starts and when it stops, to install and remove the Python stack hook. */

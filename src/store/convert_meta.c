@@ -215,6 +215,34 @@ static int write_sampling_meta(struct conv *c, sqlite3_stmt *st)
     return rc;
 }
 
+/* --trace-ring (docs/production.md): when a process's oldest events were dropped, the time from
+ * which every process's events are all there (the latest first kept event of those processes),
+ * and a note that says so. Nothing when no event was dropped. */
+static int write_ring_meta(struct conv *c, sqlite3_stmt *st)
+{
+    int64_t from = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < c->nprocs; i++) {
+        const struct proc *p = &c->procs[i];
+        if (!p->tr.hdr.ring_start)
+            continue;
+        if (p->have_events && (n == 0 || p->first_ns > from))
+            from = p->first_ns;
+        n++;
+    }
+    if (!n)
+        return 0;
+    char note[160];
+    snprintf(note, sizeof note,
+             "earlier events dropped (--trace-ring) in %zu process%s: blocks allocated before "
+             "are unknown, their frees count as unmatched",
+             n, n == 1 ? "" : "es");
+    int rc = put_meta(c, st, "events_dropped", note);
+    if (rc == 0)
+        rc = put_meta_int(c, st, "events_dropped_before_ns", (long long)from);
+    return rc;
+}
+
 int conv__write_meta(struct conv *c)
 {
     sqlite3_stmt *st;
@@ -278,6 +306,8 @@ int conv__write_meta(struct conv *c)
         rc = put_meta_int(c, st, "last_event_ns", c->last_event_ns);
     if (rc == 0)
         rc = write_sampling_meta(c, st);
+    if (rc == 0)
+        rc = write_ring_meta(c, st);
     /* a rank of a distributed job (common/job_env.h): what the Parquet export partitions by */
     struct ms_job_env je;
     ms_job_env_read(&je);

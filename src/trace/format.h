@@ -260,9 +260,15 @@ struct ms_trace_file_header {
     uint64_t heap_allocs;   /* sampling mode: heap allocations, sampled or not (atomic) */
     uint64_t heap_bytes;    /* ... their requested bytes (atomic) */
     uint64_t heap_frees;    /* ... heap frees (atomic) */
+    /* --trace-ring: 0, or the offset of the first chunk kept: the chunks before it were dropped
+     * (their disk space freed, the file's range a hole) with the events they held; readers of a
+     * version-1 trace start there. Every description a kept chunk needs is in a kept chunk (but
+     * CUDA_FUNC: NEEDSWORK, docs/production.md). A
+     * packed trace keeps the value (1 when the offset means nothing there): events dropped. */
+    uint64_t ring_start;
 };
 /* Offsets are fixed by the documentation; keep the struct in step with it. */
-_Static_assert(sizeof(struct ms_trace_file_header) == 120, "trace header layout");
+_Static_assert(sizeof(struct ms_trace_file_header) == 128, "trace header layout");
 
 struct ms_trace_chunk_header {
     uint32_t magic;

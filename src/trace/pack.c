@@ -639,6 +639,7 @@ int ms_pack_file_flags(const char *in_path, const char *out_path, int workers, u
         h.chunk_align = 1;
         h.flags |= MS_TRACE_F_PACKED;
         h.file_end = s.out_bytes;
+        h.ring_start = h.ring_start ? 1 : 0; /* events were dropped; the offset means nothing */
         memcpy(hdr + 8, (const uint8_t *)&h + 8, sizeof h - 8);
         errno = 0;
         if (pwrite(pl.fd, hdr + 8, sizeof hdr - 8, 8) != (ssize_t)(sizeof hdr - 8) ||

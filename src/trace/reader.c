@@ -141,11 +141,16 @@ static int index_trace(struct ms_trace *t)
         h->chunk_align != MS_TRACE_CHUNK_ALIGN)
         return MS_EFORMAT;
 
-    size_t cap = t->size / MS_TRACE_CHUNK_ALIGN + 1, n = 0;
+    uint64_t off = MS_TRACE_HEADER_SIZE;
+    /* --trace-ring: the chunks before ring_start were dropped (a hole in the file); what comes
+     * before the first whole chunk there is the tail of a dropped one */
+    int dropped_tail = 0;
+    if (h->ring_start > off && h->ring_start < t->size && h->ring_start % MS_TRACE_CHUNK_ALIGN == 0)
+        off = h->ring_start, dropped_tail = 1;
+    size_t cap = (t->size > off ? (t->size - off) / MS_TRACE_CHUNK_ALIGN : 0) + 1, n = 0;
     t->chunks = calloc(cap, sizeof *t->chunks);
     if (!t->chunks)
         return MS_ENOMEM;
-    uint64_t off = MS_TRACE_HEADER_SIZE;
     while (off + MS_TRACE_CHUNK_HEADER_SIZE <= t->size) {
         const uint8_t *c = d + off;
         uint32_t size = rd32(c + 4);
@@ -153,7 +158,7 @@ static int index_trace(struct ms_trace *t)
             size % MS_TRACE_CHUNK_ALIGN || size > MS_TRACE_MAX_CHUNK) {
             size_t span =
                 t->size - off < MS_TRACE_CHUNK_ALIGN ? t->size - off : MS_TRACE_CHUNK_ALIGN;
-            if (!all_zero(c, span)) {
+            if (!dropped_tail && !all_zero(c, span)) {
                 warn_once(t, "damaged chunk header", off);
                 t->skipped_bytes += span;
             }
@@ -161,6 +166,7 @@ static int index_trace(struct ms_trace *t)
             continue;
         }
         struct ms_trace_chunk_info *ci = &t->chunks[n++];
+        dropped_tail = 0;
         ci->offset = off;
         ci->size = size;
         if (off + size > t->size) {

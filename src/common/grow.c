@@ -3,6 +3,7 @@
 
 #include "ms_error.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -17,7 +18,7 @@ int ms_grow(void **a, size_t *cap, size_t n, size_t elem, size_t first, size_t m
         nc = nc > max / 2 ? max : nc * 2;
     if (nc > max)
         nc = max;
-    if (nc > SIZE_MAX / elem)
+    if (nc > PTRDIFF_MAX / elem) /* no object is larger */
         return MS_ENOMEM;
     void *b = realloc(*a, nc * elem);
     if (!b)

@@ -1,6 +1,7 @@
 /* grow.h: the one way memscope's readers grow an array: capacity doubled from a first size, up
- * to a cap on the element count, with the byte count checked for overflow. Hostile input (a
- * trace, a database, a pickle) then meets a clear MS_ENOMEM instead of an unbounded realloc. */
+ * to a cap on the element count, the byte count at most PTRDIFF_MAX (no overflow). Hostile
+ * input (a trace, a database, a pickle) then meets a clear MS_ENOMEM instead of an unbounded
+ * realloc. */
 #ifndef MS_GROW_H
 #define MS_GROW_H
 

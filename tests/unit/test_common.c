@@ -74,7 +74,8 @@ static void test_grow(void)
     free(a);
     void *p = NULL;
     size_t c = 0;
-    CHECK_EQ(ms_grow(&p, &c, 1, SIZE_MAX / 2, 1, 100), MS_ENOMEM); /* bytes overflow */
+    CHECK_EQ(ms_grow(&p, &c, 1, SIZE_MAX / 2, 1, 100), MS_ENOMEM);     /* over PTRDIFF_MAX bytes */
+    CHECK_EQ(ms_grow(&p, &c, 1, SIZE_MAX / 2 + 1, 1, 100), MS_ENOMEM); /* bytes overflow */
     CHECK(p == NULL && c == 0);
 }
 

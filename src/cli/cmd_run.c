@@ -586,6 +586,7 @@ static int run_main(int argc, char **argv)
     };
     struct ms_store_result res;
     char err[512] = "";
+    monitor_stop(&run_monitor); /* its last tick done; the conversion forks: no thread may run */
     rc = run_convert(&so, &stop_signal, &res, err, sizeof err);
     if (rc == -EINTR && stop_signal) {
         cli_error("stopped by %s during the conversion; the traces are kept in %s (convert them "

@@ -580,17 +580,22 @@ void monitor_programs_ended(struct monitor *m)
     __atomic_store_n(&m->ended, 1, __ATOMIC_RELEASE);
 }
 
+void monitor_stop(struct monitor *m)
+{
+    if (!m || !m->started)
+        return;
+    __atomic_store_n(&m->stop, 1, __ATOMIC_RELEASE);
+    pthread_join(m->thread, NULL);
+    m->started = 0;
+    cli_log(0, "live monitor: %" PRIu64 " ticks, %" PRIu64 " scrapes, %.1f ms of CPU", m->ticks,
+            m->scrapes, m->cpu_ns / 1e6);
+}
+
 void monitor_release(struct monitor *m)
 {
     if (!m)
         return;
-    if (m->started) {
-        __atomic_store_n(&m->stop, 1, __ATOMIC_RELEASE);
-        pthread_join(m->thread, NULL);
-        m->started = 0;
-        cli_log(0, "live monitor: %" PRIu64 " ticks, %" PRIu64 " scrapes, %.1f ms of CPU", m->ticks,
-                m->scrapes, m->cpu_ns / 1e6);
-    }
+    monitor_stop(m);
     if (m->lfd >= 0)
         close(m->lfd);
     m->lfd = -1;

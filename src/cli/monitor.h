@@ -117,8 +117,13 @@ int monitor_tick(struct monitor *m, uint64_t now_ns);
  * ("function (file:line)"), symbolized with libdw (the files read once per monitor). */
 void monitor_site_text(struct monitor *m, size_t i, uint32_t stack_id, char *out, size_t len);
 
-/* Stops the thread (the last values are served until then), closes the socket, frees. Accepts a
- * monitor that was never opened (zeroed). */
+/* Stops the thread after its last tick (the last values are served until then); nothing when
+ * it is not running. A process must not fork while the thread runs (the child could find an
+ * allocator lock held for ever): `memscope run` stops it before the conversion's fork. */
+void monitor_stop(struct monitor *m);
+
+/* Stops the thread (monitor_stop), closes the socket, frees. Accepts a monitor that was never
+ * opened (zeroed). */
 void monitor_release(struct monitor *m);
 
 /* metrics.c: the Prometheus text exposition (format 0.0.4) of m's figures into a buffer the
